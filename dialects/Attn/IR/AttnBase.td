@@ -1,0 +1,96 @@
+//===- AttnBase.td - attn dialect definition and attributes -*- tablegen -*-===//
+//
+// This file defines the `attn` dialect and the enum attributes its ops share:
+// the mask kind and the causal alignment used when q_len != kv_len.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_BASE_TD
+#define ATTN_BASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+//===----------------------------------------------------------------------===//
+// Dialect
+//===----------------------------------------------------------------------===//
+
+def Attn_Dialect : Dialect {
+  let name = "attn";
+  let cppNamespace = "::mlir::attn";
+  let summary = "Attention graphs, fused attention and online-softmax tiles";
+  let description = [{
+    The `attn` dialect describes transformer attention at three levels:
+
+    * **Graph level** ops mirror the eager code of a framework: projections,
+      norms, rotary embeddings, head split/merge, QKᵀ, scaling, soft-capping,
+      masking, softmax, P·V and the residual add. The front end emits these.
+    * **Fused level**: `attn.sdpa` is scaled-dot-product attention as one op;
+      nothing of size q_len × kv_len appears in its operands or results.
+    * **Tiled level**: `attn.online_attention` folds one key/value tile into a
+      running (accumulator, max, sum) state and `attn.online_finalize`
+      normalizes it, in the style of FlashAttention's online softmax.
+
+    Activations are ranked tensors `[batch, heads, seq, head_dim]` with dynamic
+    batch and sequence dims and static head counts and head dims.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Attn_MaskKind : I32EnumAttr<"MaskKind", "attention mask kind", [
+    I32EnumAttrCase<"none", 0>,
+    I32EnumAttrCase<"causal", 1>,
+    I32EnumAttrCase<"sliding_window", 2>
+  ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::attn";
+  let description = [{
+    * `none`: bidirectional, every key is visible.
+    * `causal`: query i sees key j iff j <= i + offset (see CausalAlignment).
+    * `sliding_window`: causal, and additionally i + offset - j < window, so a
+      query sees at most `window` keys, itself included (the convention of
+      Mistral, Gemma 2/3 and Qwen in Hugging Face transformers).
+  }];
+}
+
+def Attn_MaskKindAttr : EnumAttr<Attn_Dialect, Attn_MaskKind, "mask"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Attn_CausalAlignment : I32EnumAttr<"CausalAlignment",
+    "where the causal diagonal sits when q_len != kv_len", [
+    I32EnumAttrCase<"bottom_right", 0>,
+    I32EnumAttrCase<"top_left", 1>
+  ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::attn";
+  let description = [{
+    * `bottom_right` (default, FlashAttention 2+ and decode with a KV cache):
+      offset = kv_len - q_len, so the last query row sees every key. A query
+      row i with i + offset < 0 sees no key at all and its output is 0.
+    * `top_left` (FlashAttention 1, PyTorch `is_causal` with q_len != kv_len):
+      offset = 0.
+  }];
+}
+
+def Attn_CausalAlignmentAttr
+    : EnumAttr<Attn_Dialect, Attn_CausalAlignment, "align"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Attn_FloatTensor : RankedTensorOf<[F16, BF16, F32, F64]>;
+def Attn_IntTensor : RankedTensorOf<[AnySignlessInteger, Index]>;
+
+class Attn_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Attn_Dialect, mnemonic, traits>;
+
+#endif // ATTN_BASE_TD

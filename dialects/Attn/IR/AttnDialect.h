@@ -1,0 +1,21 @@
+//===- AttnDialect.h - attn dialect declaration ------------------*- C++ -*-===//
+//
+// This file declares the `attn` dialect and its enum attributes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_DIALECT_ATTN_IR_ATTNDIALECT_H
+#define ATTN_DIALECT_ATTN_IR_ATTNDIALECT_H
+
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/DialectImplementation.h"
+
+#include "dialects/Attn/IR/AttnDialect.h.inc"
+#include "dialects/Attn/IR/AttnEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/Attn/IR/AttnAttrs.h.inc"
+
+#endif // ATTN_DIALECT_ATTN_IR_ATTNDIALECT_H

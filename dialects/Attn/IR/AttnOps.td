@@ -1,0 +1,405 @@
+//===- AttnOps.td - attn dialect operations ----------------*- tablegen -*-===//
+//
+// This file defines the operations of the `attn` dialect at its three levels:
+// graph (what the front end emits), fused (one SDPA op) and tiled (online
+// softmax state updates).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_OPS_TD
+#define ATTN_OPS_TD
+
+include "dialects/Attn/IR/AttnBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Graph level
+//===----------------------------------------------------------------------===//
+
+def Attn_LinearOp : Attn_Op<"linear", [Pure]> {
+  let summary = "linear projection y = x·Wᵀ (+ b)";
+  let description = [{
+    Applies a linear layer over the last dimension of `input`. The weight uses
+    the checkpoint layout `[out_features, in_features]` (PyTorch `nn.Linear`),
+    so Hugging Face tensors are used as stored. The optional bias has shape
+    `[out_features]`.
+
+    ```mlir
+    %q = attn.linear %x, %wq, %bq
+        : (tensor<?x?x896xf32>, tensor<896x896xf32>, tensor<896xf32>)
+          -> tensor<?x?x896xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$weight,
+                       Optional<Attn_FloatTensor>:$bias);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_RMSNormOp : Attn_Op<"rms_norm", [Pure]> {
+  let summary = "RMSNorm over the last dimension";
+  let description = [{
+    `y = x / sqrt(mean(x²) + epsilon) * w`, over the last dimension of
+    `input`; `weight` has the size of that dimension. With `unit_offset`
+    the scale is `(1 + w)`, as Gemma stores it. Used both on hidden states
+    `[batch, seq, hidden]` and, as q/k norm, on heads `[batch, heads, seq, d]`.
+
+    ```mlir
+    %y = attn.rms_norm %x, %w {epsilon = 1.0e-06 : f64}
+        : (tensor<?x?x4096xf32>, tensor<4096xf32>) -> tensor<?x?x4096xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$weight,
+                       F64Attr:$epsilon, UnitAttr:$unit_offset);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_LayerNormOp : Attn_Op<"layer_norm", [Pure]> {
+  let summary = "LayerNorm over the last dimension";
+  let description = [{
+    `y = (x - mean(x)) / sqrt(var(x) + epsilon) * w (+ b)` over the last
+    dimension of `input` (biased variance, as PyTorch).
+
+    ```mlir
+    %y = attn.layer_norm %x, %w, %b {epsilon = 1.0e-05 : f64}
+        : (tensor<?x?x768xf32>, tensor<768xf32>, tensor<768xf32>)
+          -> tensor<?x?x768xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$weight,
+                       Optional<Attn_FloatTensor>:$bias, F64Attr:$epsilon);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_RopeOp : Attn_Op<"rope", [Pure]> {
+  let summary = "rotary position embedding on the first rotary_dim features";
+  let description = [{
+    Rotates the first `rotary_dim` features of every head of `input`
+    (`[batch, heads, seq, head_dim]`) by angles `position * inv_freq[i]`;
+    features past `rotary_dim` pass through (partial rotary, as Phi-3 or
+    GPT-NeoX). `positions` is `[batch, seq]`.
+
+    The frequencies are `theta^(-2i / rotary_dim)` for `i < rotary_dim / 2`,
+    unless `inv_freq` lists them explicitly (how the front end expresses
+    Llama-3 or YaRN scaling). `attention_factor` multiplies cos and sin
+    (YaRN's mscale). Pairs are `(x[i], x[i + rotary_dim/2])` (the "half"
+    layout of Hugging Face Llama) or, with `interleaved`, `(x[2i], x[2i+1])`.
+
+    ```mlir
+    %r = attn.rope %q, %pos {rotary_dim = 128 : i64, theta = 5.0e+05 : f64}
+        : (tensor<?x32x?x128xf32>, tensor<?x?xi64>) -> tensor<?x32x?x128xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, Attn_IntTensor:$positions,
+                       F64Attr:$theta, I64Attr:$rotary_dim,
+                       OptionalAttr<DenseF64ArrayAttr>:$inv_freq,
+                       DefaultValuedAttr<F64Attr, "1.0">:$attention_factor,
+                       UnitAttr:$interleaved);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $positions attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_SplitHeadsOp : Attn_Op<"split_heads", [Pure]> {
+  let summary = "[batch, seq, heads·d] -> [batch, heads, seq, d]";
+  let description = [{
+    Reshapes the last dimension into heads and transposes heads before the
+    sequence, as `x.view(b, s, h, d).transpose(1, 2)` does. The head count and
+    head dim are read from the (static) result type.
+
+    ```mlir
+    %h = attn.split_heads %x : tensor<?x?x4096xf32> -> tensor<?x32x?x128xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Attn_MergeHeadsOp : Attn_Op<"merge_heads", [Pure]> {
+  let summary = "[batch, heads, seq, d] -> [batch, seq, heads·d]";
+  let description = [{
+    The inverse of `attn.split_heads`: `x.transpose(1, 2).reshape(b, s, h*d)`.
+
+    ```mlir
+    %m = attn.merge_heads %o : tensor<?x32x?x128xf32> -> tensor<?x?x4096xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Attn_QKOp : Attn_Op<"qk", [Pure]> {
+  let summary = "attention scores Q·Kᵀ with grouped-query heads";
+  let description = [{
+    `scores[b, h, i, j] = sum_d q[b, h, i, d] * k[b, h / (Hq/Hkv), j, d]`.
+    `q` is `[batch, Hq, q_len, d]`, `k` is `[batch, Hkv, kv_len, d]` with
+    `Hq % Hkv == 0`: each group of `Hq/Hkv` consecutive query heads reads the
+    same key head (grouped-query attention; Hkv = 1 is multi-query).
+    No scaling is applied: see `attn.scale`.
+
+    ```mlir
+    %s = attn.qk %q, %k : (tensor<?x32x?x128xf32>, tensor<?x8x?x128xf32>)
+                          -> tensor<?x32x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_ScaleOp : Attn_Op<"scale", [Pure, SameOperandsAndResultType]> {
+  let summary = "multiply by a constant";
+  let description = [{
+    `y = x * scale`. Frameworks apply it to the scores or, folded, to the
+    queries before `attn.qk`; both forms are recognized by the fusion.
+
+    ```mlir
+    %y = attn.scale %s {scale = 0.088388347648318433 : f64} : tensor<?x32x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, F64Attr:$scale);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Attn_SoftcapOp : Attn_Op<"softcap", [Pure, SameOperandsAndResultType]> {
+  let summary = "logit soft-capping cap·tanh(x / cap)";
+  let description = [{
+    Gemma 2's `attn_logit_softcapping`, applied to scaled scores before the
+    mask.
+
+    ```mlir
+    %y = attn.softcap %s {cap = 5.0e+01 : f64} : tensor<?x8x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, F64Attr:$cap);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Attn_MaskOp : Attn_Op<"mask", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "set masked scores to -inf";
+  let description = [{
+    Replaces the scores `[batch, heads, q_len, kv_len]` of invisible keys by
+    -inf. `kind` says which keys are visible (see `#attn.mask`), `window` is
+    the sliding-window width (required with `sliding_window`, rejected
+    otherwise), `align` places the causal diagonal when q_len != kv_len.
+    With `kv_lengths` (`[batch]`, integer), keys `j >= kv_lengths[b]` are also
+    masked (key padding); this combines with any kind.
+
+    ```mlir
+    %m = attn.mask %s {kind = #attn.mask<sliding_window>, window = 4096 : i64}
+        : tensor<?x32x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input,
+                       Optional<Attn_IntTensor>:$kv_lengths,
+                       Attn_MaskKindAttr:$kind,
+                       OptionalAttr<I64Attr>:$window,
+                       DefaultValuedAttr<Attn_CausalAlignmentAttr,
+                           "::mlir::attn::CausalAlignment::bottom_right">:$align);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`kv_lengths` `(` $kv_lengths^ `:` type($kv_lengths) `)`)? attr-dict
+    `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_SoftmaxOp : Attn_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+  let summary = "softmax over the last dimension";
+  let description = [{
+    `y = exp(x - max(x)) / sum(exp(x - max(x)))` along the last dimension. A
+    row whose entries are all -inf (every key masked) yields zeros rather than
+    NaN, so that the unfused chain and `attn.sdpa` agree on fully masked rows.
+
+    ```mlir
+    %p = attn.softmax %s : tensor<?x32x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Attn_PVOp : Attn_Op<"pv", [Pure]> {
+  let summary = "probabilities times values, with grouped-query heads";
+  let description = [{
+    `out[b, h, i, e] = sum_j p[b, h, i, j] * v[b, h / (Hq/Hkv), j, e]`, with
+    `p` `[batch, Hq, q_len, kv_len]` and `v` `[batch, Hkv, kv_len, dv]`.
+
+    ```mlir
+    %o = attn.pv %p, %v : (tensor<?x32x?x?xf32>, tensor<?x8x?x128xf32>)
+                          -> tensor<?x32x?x128xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$probs, Attn_FloatTensor:$value);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $probs `,` $value attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_AddOp : Attn_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> {
+  let summary = "elementwise sum (the residual connection)";
+  let description = [{
+    ```mlir
+    %y = attn.add %x, %attn_out : tensor<?x?x4096xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$lhs, Attn_FloatTensor:$rhs);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Fused level
+//===----------------------------------------------------------------------===//
+
+def Attn_SDPAOp : Attn_Op<"sdpa", [Pure]> {
+  let summary = "fused scaled-dot-product attention";
+  let description = [{
+    `softmax(mask(softcap(scale · Q·Kᵀ))) · V` as one op, with the semantics
+    of the graph chain `attn.qk`, `attn.scale`, `attn.softcap`, `attn.mask`,
+    `attn.softmax`, `attn.pv`: `q` is `[batch, Hq, q_len, d]`, `k` is
+    `[batch, Hkv, kv_len, d]`, `v` is `[batch, Hkv, kv_len, dv]`, the result
+    `[batch, Hq, q_len, dv]`. The grouped-query group size is `Hq / Hkv`,
+    read from the static head counts (`getGroupSize()`). Query rows that see
+    no key produce zeros. Nothing of size q_len × kv_len is an operand or a
+    result: lowering chooses whether such a matrix ever exists.
+
+    ```mlir
+    %o = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>,
+                               scale = 0.088388347648318433 : f64}
+        : (tensor<?x32x?x128xf32>, tensor<?x8x?x128xf32>, tensor<?x8x?x128xf32>)
+          -> tensor<?x32x?x128xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
+                       Attn_FloatTensor:$value,
+                       Optional<Attn_IntTensor>:$kv_lengths,
+                       F64Attr:$scale,
+                       DefaultValuedAttr<Attn_MaskKindAttr,
+                           "::mlir::attn::MaskKind::none">:$mask,
+                       OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<F64Attr>:$softcap,
+                       DefaultValuedAttr<Attn_CausalAlignmentAttr,
+                           "::mlir::attn::CausalAlignment::bottom_right">:$align);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value
+    (`kv_lengths` `(` $kv_lengths^ `:` type($kv_lengths) `)`)?
+    attr-dict `:` `(` type($query) `,` type($key) `,` type($value) `)`
+    `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    /// Query heads per key/value head (1 for MHA, Hq for MQA).
+    int64_t getGroupSize();
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Tiled level
+//===----------------------------------------------------------------------===//
+
+def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [Pure,
+    AllTypesMatch<["acc", "new_acc"]>, AllTypesMatch<["max", "new_max"]>,
+    AllTypesMatch<["sum", "new_sum"]>]> {
+  let summary = "fold one key/value tile into an online-softmax state";
+  let description = [{
+    One step of FlashAttention's online softmax. `query` is `[..., M, d]`:
+    any leading dims (for example the query heads of one grouped-query group)
+    share the single key tile `[N, d]` and value tile `[N, dv]`, which is how
+    the tiled form proves that a K/V tile is loaded once per group. The state
+    is the un-normalized accumulator `acc` `[..., M, dv]`, the running row
+    maximum `max` `[..., M]` (start at -inf) and running row sum `sum`
+    `[..., M]` (start at 0), all in natural-log units.
+
+    Query row m sits at position `q_pos + m` and key n at `kv_pos + n`, both
+    in key coordinates (the causal alignment offset is already added to
+    `q_pos`). Keys at positions `>= kv_limit` are invisible (sequence tail or
+    key padding); `mask`/`window` mask keys as in `attn.mask`. With
+    `mask = none` and no padding inside the tile the op needs no mask
+    arithmetic at all, which is how fully visible tiles are expressed.
+
+    For each row: `s = softcap(scale · q·kᵀ)` with invisible keys at -inf,
+    `m' = max(max, rowmax(s))`, `p = exp(s - m')`,
+    `sum' = sum·exp(max - m') + rowsum(p)`,
+    `acc' = acc·exp(max - m') + p·v`; a row that has seen no visible key keeps
+    `max = -inf`, `sum = 0`, `acc = 0`.
+
+    ```mlir
+    %a, %m, %l = attn.online_attention %qt, %kt, %vt, %acc, %max, %sum,
+        %qpos, %kvpos, %limit {mask = #attn.mask<causal>, scale = 0.125 : f64}
+        : (tensor<4x64x128xf32>, tensor<64x128xf32>, tensor<64x128xf32>,
+           tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
+          -> (tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
+                       Attn_FloatTensor:$value, Attn_FloatTensor:$acc,
+                       Attn_FloatTensor:$max, Attn_FloatTensor:$sum,
+                       Index:$q_pos, Index:$kv_pos, Index:$kv_limit,
+                       F64Attr:$scale,
+                       DefaultValuedAttr<Attn_MaskKindAttr,
+                           "::mlir::attn::MaskKind::none">:$mask,
+                       OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<F64Attr>:$softcap);
+  let results = (outs Attn_FloatTensor:$new_acc, Attn_FloatTensor:$new_max,
+                      Attn_FloatTensor:$new_sum);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $acc `,` $max `,` $sum `,` $q_pos `,`
+    $kv_pos `,` $kv_limit attr-dict `:` `(` type($query) `,` type($key) `,`
+    type($value) `,` type($acc) `,` type($max) `,` type($sum) `)` `->`
+    `(` type($new_acc) `,` type($new_max) `,` type($new_sum) `)`
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_OnlineFinalizeOp : Attn_Op<"online_finalize", [Pure]> {
+  let summary = "normalize an online-softmax accumulator";
+  let description = [{
+    `out = acc / sum` per row, and 0 where `sum == 0` (a row that saw no
+    visible key), never NaN. `acc` is `[..., M, dv]`, `sum` `[..., M]`; the
+    result has the shape of `acc` and may have a narrower element type.
+
+    ```mlir
+    %o = attn.online_finalize %acc, %sum
+        : (tensor<4x64x128xf32>, tensor<4x64xf32>) -> tensor<4x64x128xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$acc, Attn_FloatTensor:$sum);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $acc `,` $sum attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // ATTN_OPS_TD

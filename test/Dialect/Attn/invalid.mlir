@@ -1,0 +1,923 @@
+// RUN: attn-opt %s -split-input-file -verify-diagnostics
+
+// One case per verifier diagnostic of the attn ops (and a few ODS type
+// constraints), in the order of AttnOps.cpp.
+
+func.func @f0(%x: tensor<f32>, %w: tensor<4x4xf32>) {
+  // expected-error @+1 {{expects an input of rank >= 1}}
+  %0 = attn.linear %x, %w : (tensor<f32>, tensor<4x4xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @f1(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{expects a weight of rank 2 ([out_features, in_features]), got rank 1}}
+  %0 = attn.linear %x, %w : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f2(%x: tensor<?x8xf32>, %w: tensor<4x8xf32>) {
+  // expected-error @+1 {{expects the result rank (1) to equal the input rank (2)}}
+  %0 = attn.linear %x, %w : (tensor<?x8xf32>, tensor<4x8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f3(%x: tensor<?x8xf32>, %w: tensor<4x6xf32>) {
+  // expected-error @+1 {{weight in_features (6) does not match the input's last dim (8)}}
+  %0 = attn.linear %x, %w : (tensor<?x8xf32>, tensor<4x6xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f4(%x: tensor<?x8xf32>, %w: tensor<4x8xf32>) {
+  // expected-error @+1 {{weight out_features (4) does not match the result's last dim (5)}}
+  %0 = attn.linear %x, %w : (tensor<?x8xf32>, tensor<4x8xf32>) -> tensor<?x5xf32>
+  return
+}
+
+// -----
+
+func.func @f5(%x: tensor<3x8xf32>, %w: tensor<4x8xf32>) {
+  // expected-error @+1 {{input dim 0 (3) does not match result dim 0 (2)}}
+  %0 = attn.linear %x, %w : (tensor<3x8xf32>, tensor<4x8xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @f6(%x: tensor<?x8xf32>, %w: tensor<4x8xf32>, %b: tensor<1x4xf32>) {
+  // expected-error @+1 {{expects a bias of rank 1, got rank 2}}
+  %0 = attn.linear %x, %w, %b : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<1x4xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f7(%x: tensor<?x8xf32>, %w: tensor<4x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{bias size (8) does not match weight out_features (4)}}
+  %0 = attn.linear %x, %w, %b : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<8xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f8(%x: tensor<?x8xi32>, %w: tensor<4x8xf32>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values}}
+  %0 = attn.linear %x, %w : (tensor<?x8xi32>, tensor<4x8xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f9(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{expects the result type to equal the input type}}
+  %0 = attn.rms_norm %x, %w {epsilon = 1.0e-6 : f64} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf16>
+  return
+}
+
+// -----
+
+func.func @f10(%x: tensor<f32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{expects an input of rank >= 1}}
+  %0 = attn.rms_norm %x, %w {epsilon = 1.0e-6 : f64} : (tensor<f32>, tensor<8xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @f11(%x: tensor<?x8xf32>, %w: tensor<1x8xf32>) {
+  // expected-error @+1 {{expects a weight of rank 1, got rank 2}}
+  %0 = attn.rms_norm %x, %w {epsilon = 1.0e-6 : f64} : (tensor<?x8xf32>, tensor<1x8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f12(%x: tensor<?x8xf32>, %w: tensor<6xf32>) {
+  // expected-error @+1 {{weight size (6) does not match the input's last dim (8)}}
+  %0 = attn.rms_norm %x, %w {epsilon = 1.0e-6 : f64} : (tensor<?x8xf32>, tensor<6xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f13(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{expects a positive finite epsilon, got 0}}
+  %0 = attn.rms_norm %x, %w {epsilon = 0.0 : f64} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f14(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{expects the result type to equal the input type}}
+  %0 = attn.layer_norm %x, %w {epsilon = 1.0e-5 : f64} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f15(%x: tensor<?x8xf32>, %w: tensor<8xf32>, %b: tensor<7xf32>) {
+  // expected-error @+1 {{bias size (7) does not match the input's last dim (8)}}
+  %0 = attn.layer_norm %x, %w, %b {epsilon = 1.0e-5 : f64} : (tensor<?x8xf32>, tensor<8xf32>, tensor<7xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f16(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{expects a positive finite epsilon, got -1}}
+  %0 = attn.layer_norm %x, %w {epsilon = -1.0 : f64} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f17(%x: tensor<?x4x?x16xf32>, %p: tensor<?x?xi64>) {
+  // expected-error @+1 {{expects the result type to equal the input type}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 16 : i64} : (tensor<?x4x?x16xf32>, tensor<?x?xi64>) -> tensor<?x4x?x16xf16>
+  return
+}
+
+// -----
+
+func.func @f18(%x: tensor<?x?x16xf32>, %p: tensor<?x?xi64>) {
+  // expected-error @+1 {{expects an input [batch, heads, seq, head_dim] of rank 4, got rank 3}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 16 : i64} : (tensor<?x?x16xf32>, tensor<?x?xi64>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f19(%x: tensor<?x4x?x?xf32>, %p: tensor<?x?xi64>) {
+  // expected-error @+1 {{expects a static head_dim (dim 3), got '?'}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 16 : i64} : (tensor<?x4x?x?xf32>, tensor<?x?xi64>) -> tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f20(%x: tensor<?x4x?x16xf32>, %p: tensor<?xi64>) {
+  // expected-error @+1 {{expects positions [batch, seq] of rank 2, got rank 1}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 16 : i64} : (tensor<?x4x?x16xf32>, tensor<?xi64>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f21(%x: tensor<2x4x?x16xf32>, %p: tensor<3x?xi64>) {
+  // expected-error @+1 {{positions batch (3) does not match input batch (2)}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 16 : i64} : (tensor<2x4x?x16xf32>, tensor<3x?xi64>) -> tensor<2x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f22(%x: tensor<?x4x5x16xf32>, %p: tensor<?x6xi64>) {
+  // expected-error @+1 {{positions seq (6) does not match input seq (5)}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 16 : i64} : (tensor<?x4x5x16xf32>, tensor<?x6xi64>) -> tensor<?x4x5x16xf32>
+  return
+}
+
+// -----
+
+func.func @f23(%x: tensor<?x4x?x16xf32>, %p: tensor<?x?xi64>) {
+  // expected-error @+1 {{expects an even rotary_dim in [2, head_dim = 16], got 7}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 7 : i64} : (tensor<?x4x?x16xf32>, tensor<?x?xi64>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f24(%x: tensor<?x4x?x16xf32>, %p: tensor<?x?xi64>) {
+  // expected-error @+1 {{expects an even rotary_dim in [2, head_dim = 16], got 32}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 32 : i64} : (tensor<?x4x?x16xf32>, tensor<?x?xi64>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f25(%x: tensor<?x4x?x16xf32>, %p: tensor<?x?xi64>) {
+  // expected-error @+1 {{expects a positive finite theta, got 0}}
+  %0 = attn.rope %x, %p {theta = 0.0 : f64, rotary_dim = 16 : i64} : (tensor<?x4x?x16xf32>, tensor<?x?xi64>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f26(%x: tensor<?x4x?x16xf32>, %p: tensor<?x?xi64>) {
+  // expected-error @+1 {{expects a positive finite attention_factor, got -2}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 16 : i64, attention_factor = -2.0 : f64} : (tensor<?x4x?x16xf32>, tensor<?x?xi64>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f27(%x: tensor<?x4x?x16xf32>, %p: tensor<?x?xi64>) {
+  // expected-error @+1 {{expects inv_freq to list rotary_dim / 2 = 2 frequencies, got 1}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 4 : i64, inv_freq = array<f64: 1.0>} : (tensor<?x4x?x16xf32>, tensor<?x?xi64>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f28(%x: tensor<?x4x?x16xf32>, %p: tensor<?x?xi64>) {
+  // expected-error @+1 {{expects positive finite inv_freq entries, got -0.5}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 4 : i64, inv_freq = array<f64: 1.0, -0.5>} : (tensor<?x4x?x16xf32>, tensor<?x?xi64>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f29(%x: tensor<?x4x?x16xf32>, %p: tensor<?x?xf32>) {
+  // expected-error @+1 {{operand #1 must be ranked tensor of signless integer or index values}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 16 : i64} : (tensor<?x4x?x16xf32>, tensor<?x?xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f30(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{expects the input to be [batch, seq, heads*head_dim], got rank 2}}
+  %0 = attn.split_heads %x : tensor<?x64xf32> -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f31(%x: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{expects the result to be [batch, heads, seq, head_dim], got rank 3}}
+  %0 = attn.split_heads %x : tensor<?x?x64xf32> -> tensor<?x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @f32(%x: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{expects a static head count (dim 1), got '?'}}
+  %0 = attn.split_heads %x : tensor<?x?x64xf32> -> tensor<?x?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f33(%x: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{expects a static head_dim (dim 3), got '?'}}
+  %0 = attn.split_heads %x : tensor<?x?x64xf32> -> tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f34(%x: tensor<2x?x64xf32>) {
+  // expected-error @+1 {{input batch (2) does not match result batch (3)}}
+  %0 = attn.split_heads %x : tensor<2x?x64xf32> -> tensor<3x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f35(%x: tensor<?x5x64xf32>) {
+  // expected-error @+1 {{input seq (5) does not match result seq (6)}}
+  %0 = attn.split_heads %x : tensor<?x5x64xf32> -> tensor<?x4x6x16xf32>
+  return
+}
+
+// -----
+
+func.func @f36(%x: tensor<?x?x60xf32>) {
+  // expected-error @+1 {{expects the input last dim (60) to equal heads * head_dim = 4 * 16 = 64}}
+  %0 = attn.split_heads %x : tensor<?x?x60xf32> -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f37(%x: tensor<?x?x64xf16>) {
+  // expected-error @+1 {{expects input and result element types to match}}
+  %0 = attn.split_heads %x : tensor<?x?x64xf16> -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f38(%x: tensor<?x4x?x16xf32>) {
+  // expected-error @+1 {{expects the result last dim (32) to equal heads * head_dim = 4 * 16 = 64}}
+  %0 = attn.merge_heads %x : tensor<?x4x?x16xf32> -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f39(%q: tensor<?x?x16xf32>, %k: tensor<?x2x?x16xf32>) {
+  // expected-error @+1 {{expects a query [batch, Hq, q_len, head_dim] of rank 4, got rank 3}}
+  %0 = attn.qk %q, %k : (tensor<?x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f40(%q: tensor<?x4x?x16xf32>, %k: tensor<?x16xf32>) {
+  // expected-error @+1 {{expects a key [batch, Hkv, kv_len, head_dim] of rank 4, got rank 2}}
+  %0 = attn.qk %q, %k : (tensor<?x4x?x16xf32>, tensor<?x16xf32>) -> tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f41(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>) {
+  // expected-error @+1 {{expects a result [batch, Hq, q_len, kv_len] of rank 4, got rank 3}}
+  %0 = attn.qk %q, %k : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?xf32>
+  return
+}
+
+// -----
+
+func.func @f42(%q: tensor<?x?x?x16xf32>, %k: tensor<?x2x?x16xf32>) {
+  // expected-error @+1 {{expects a static query head count (dim 1), got '?'}}
+  %0 = attn.qk %q, %k : (tensor<?x?x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f43(%q: tensor<?x4x?x16xf32>, %k: tensor<?x?x?x16xf32>) {
+  // expected-error @+1 {{expects a static key head count (dim 1), got '?'}}
+  %0 = attn.qk %q, %k : (tensor<?x4x?x16xf32>, tensor<?x?x?x16xf32>) -> tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f44(%q: tensor<?x0x?x16xf32>, %k: tensor<?x2x?x16xf32>) {
+  // expected-error @+1 {{expects positive head counts, got 0 query heads and 2 key heads}}
+  %0 = attn.qk %q, %k : (tensor<?x0x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x0x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f45(%q: tensor<?x6x?x16xf32>, %k: tensor<?x4x?x16xf32>) {
+  // expected-error @+1 {{expects the query head count (6) to be a multiple of the key head count (4) for grouped-query attention}}
+  %0 = attn.qk %q, %k : (tensor<?x6x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x6x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f46(%q: tensor<1x4x?x16xf32>, %k: tensor<2x2x?x16xf32>) {
+  // expected-error @+1 {{query batch (1) does not match key batch (2)}}
+  %0 = attn.qk %q, %k : (tensor<1x4x?x16xf32>, tensor<2x2x?x16xf32>) -> tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f47(%q: tensor<?x4x?x?xf32>, %k: tensor<?x2x?x16xf32>) {
+  // expected-error @+1 {{expects a static query head_dim (dim 3), got '?'}}
+  %0 = attn.qk %q, %k : (tensor<?x4x?x?xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f48(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x?xf32>) {
+  // expected-error @+1 {{expects a static key head_dim (dim 3), got '?'}}
+  %0 = attn.qk %q, %k : (tensor<?x4x?x16xf32>, tensor<?x2x?x?xf32>) -> tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f49(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x8xf32>) {
+  // expected-error @+1 {{query head_dim (16) does not match key head_dim (8)}}
+  %0 = attn.qk %q, %k : (tensor<?x4x?x16xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f50(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xbf16>) {
+  // expected-error @+1 {{expects query and key to have the same element type, got 'f32' and 'bf16'}}
+  %0 = attn.qk %q, %k : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xbf16>) -> tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f51(%q: tensor<?x4x3x16xf32>, %k: tensor<?x2x5x16xf32>) {
+  // expected-error @+1 {{expects a result of shape [batch, Hq, q_len, kv_len] = [?, 4, 3, 5], got 'tensor<?x4x3x3xf32>'}}
+  %0 = attn.qk %q, %k : (tensor<?x4x3x16xf32>, tensor<?x2x5x16xf32>) -> tensor<?x4x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f52(%s: tensor<?x4x?x?xf32>) {
+  // expected-error @+1 {{expects a finite non-zero scale, got 0}}
+  %0 = attn.scale %s {scale = 0.0 : f64} : tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f53(%s: tensor<?x4x?x?xf32>) {
+  // expected-error @+1 {{expects a positive finite cap, got -5}}
+  %0 = attn.softcap %s {cap = -5.0 : f64} : tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f54(%s: tensor<f32>) {
+  // expected-error @+1 {{expects an input of rank >= 1}}
+  %0 = attn.softmax %s : tensor<f32>
+  return
+}
+
+// -----
+
+func.func @f55(%s: tensor<?x?x?xf32>) {
+  // expected-error @+1 {{expects scores [batch, heads, q_len, kv_len] of rank 4, got rank 3}}
+  %0 = attn.mask %s {kind = #attn.mask<causal>} : tensor<?x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f56(%s: tensor<?x4x?x?xf32>) {
+  // expected-error @+1 {{expects a 'window' attribute with a sliding_window mask}}
+  %0 = attn.mask %s {kind = #attn.mask<sliding_window>} : tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f57(%s: tensor<?x4x?x?xf32>) {
+  // expected-error @+1 {{has a 'window' attribute but mask kind 'causal'; only sliding_window takes a window}}
+  %0 = attn.mask %s {kind = #attn.mask<causal>, window = 8 : i64} : tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f58(%s: tensor<?x4x?x?xf32>) {
+  // expected-error @+1 {{expects a positive window, got 0}}
+  %0 = attn.mask %s {kind = #attn.mask<sliding_window>, window = 0 : i64} : tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f59(%s: tensor<?x4x?x?xf32>, %l: tensor<?x?xi32>) {
+  // expected-error @+1 {{expects kv_lengths of rank 1 ([batch]), got rank 2}}
+  %0 = attn.mask %s kv_lengths(%l : tensor<?x?xi32>) {kind = #attn.mask<none>} : tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f60(%s: tensor<2x4x?x?xf32>, %l: tensor<3xi32>) {
+  // expected-error @+1 {{kv_lengths size (3) does not match batch (2)}}
+  %0 = attn.mask %s kv_lengths(%l : tensor<3xi32>) {kind = #attn.mask<none>} : tensor<2x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f61(%s: tensor<?x4x?x?xf32>) {
+  // expected-error @+2 {{expected ::mlir::attn::MaskKind to be one of: none, causal, sliding_window}}
+  // expected-error @+1 {{failed to parse Attn_MaskKindAttr parameter 'value'}}
+  %0 = attn.mask %s {kind = #attn.mask<diagonal>} : tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f62(%p: tensor<?x?x?xf32>, %v: tensor<?x2x?x16xf32>) {
+  // expected-error @+1 {{expects probabilities [batch, Hq, q_len, kv_len] of rank 4, got rank 3}}
+  %0 = attn.pv %p, %v : (tensor<?x?x?xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f63(%p: tensor<?x4x?x?xf32>, %v: tensor<?x?x16xf32>) {
+  // expected-error @+1 {{expects a value [batch, Hkv, kv_len, head_dim_v] of rank 4, got rank 3}}
+  %0 = attn.pv %p, %v : (tensor<?x4x?x?xf32>, tensor<?x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f64(%p: tensor<?x4x?x?xf32>, %v: tensor<?x2x?x16xf32>) {
+  // expected-error @+1 {{expects a result [batch, Hq, q_len, head_dim_v] of rank 4, got rank 3}}
+  %0 = attn.pv %p, %v : (tensor<?x4x?x?xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?xf32>
+  return
+}
+
+// -----
+
+func.func @f65(%p: tensor<?x4x?x?xf32>, %v: tensor<?x3x?x16xf32>) {
+  // expected-error @+1 {{expects the probabilities head count (4) to be a multiple of the value head count (3) for grouped-query attention}}
+  %0 = attn.pv %p, %v : (tensor<?x4x?x?xf32>, tensor<?x3x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f66(%p: tensor<?x4x?x?xf32>, %v: tensor<?x2x?x?xf32>) {
+  // expected-error @+1 {{expects a static value head_dim (dim 3), got '?'}}
+  %0 = attn.pv %p, %v : (tensor<?x4x?x?xf32>, tensor<?x2x?x?xf32>) -> tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f67(%p: tensor<?x4x?x7xf32>, %v: tensor<?x2x8x16xf32>) {
+  // expected-error @+1 {{probabilities kv_len (7) does not match value kv_len (8)}}
+  %0 = attn.pv %p, %v : (tensor<?x4x?x7xf32>, tensor<?x2x8x16xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f68(%p: tensor<?x4x?x?xf32>, %v: tensor<?x2x?x16xf16>) {
+  // expected-error @+1 {{expects probabilities and value to have the same element type, got 'f32' and 'f16'}}
+  %0 = attn.pv %p, %v : (tensor<?x4x?x?xf32>, tensor<?x2x?x16xf16>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f69(%p: tensor<?x4x?x?xf32>, %v: tensor<?x2x?x16xf32>) {
+  // expected-error @+1 {{expects a result of shape [batch, Hq, q_len, head_dim_v] = [?, 4, ?, 16], got 'tensor<?x4x?x8xf32>'}}
+  %0 = attn.pv %p, %v : (tensor<?x4x?x?xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f70(%q: tensor<?x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) {
+  // expected-error @+1 {{expects a query [batch, Hq, q_len, head_dim] of rank 4, got rank 3}}
+  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f71(%q: tensor<?x4x?x16xf32>, %k: tensor<?x16xf32>, %v: tensor<?x2x?x16xf32>) {
+  // expected-error @+1 {{expects a key [batch, Hkv, kv_len, head_dim] of rank 4, got rank 2}}
+  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f72(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x16xf32>) {
+  // expected-error @+1 {{expects a value [batch, Hkv, kv_len, head_dim_v] of rank 4, got rank 2}}
+  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x16xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f73(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) {
+  // expected-error @+1 {{expects a result [batch, Hq, q_len, head_dim_v] of rank 4, got rank 3}}
+  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f74(%q: tensor<?x4x?x16xf32>, %k: tensor<?x3x?x16xf32>, %v: tensor<?x3x?x16xf32>) {
+  // expected-error @+1 {{expects the query head count (4) to be a multiple of the key head count (3) for grouped-query attention}}
+  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x3x?x16xf32>, tensor<?x3x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f75(%q: tensor<?x4x?x?xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) {
+  // expected-error @+1 {{expects a static query head_dim (dim 3), got '?'}}
+  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x?xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f76(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x?xf32>, %v: tensor<?x2x?x16xf32>) {
+  // expected-error @+1 {{expects a static key head_dim (dim 3), got '?'}}
+  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x?xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f77(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x?x?x16xf32>) {
+  // expected-error @+1 {{expects a static value head count (dim 1), got '?'}}
+  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x?x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f78(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x?xf32>) {
+  // expected-error @+1 {{expects a static value head_dim (dim 3), got '?'}}
+  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x?xf32>) -> tensor<?x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @f79(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x8xf32>, %v: tensor<?x2x?x16xf32>) {
+  // expected-error @+1 {{query head_dim (16) does not match key head_dim (8)}}
+  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f80(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x1x?x16xf32>) {
+  // expected-error @+1 {{key head count (2) does not match value head count (1)}}
+  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f81(%q: tensor<?x4x?x16xf32>, %k: tensor<2x2x?x16xf32>, %v: tensor<3x2x?x16xf32>) {
+  // expected-error @+1 {{key batch (2) does not match value batch (3)}}
+  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<2x2x?x16xf32>, tensor<3x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f82(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x9x16xf32>, %v: tensor<?x2x10x16xf32>) {
+  // expected-error @+1 {{key kv_len (9) does not match value kv_len (10)}}
+  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x9x16xf32>, tensor<?x2x10x16xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f83(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xbf16>) {
+  // expected-error @+1 {{expects query and value to have the same element type, got 'f32' and 'bf16'}}
+  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xbf16>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f84(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) {
+  // expected-error @+1 {{expects query and result to have the same element type, got 'f32' and 'bf16'}}
+  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f85(%q: tensor<?x4x5x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) {
+  // expected-error @+1 {{expects a result of shape [batch, Hq, q_len, head_dim_v] = [?, 4, 5, 16], got 'tensor<?x4x6x16xf32>'}}
+  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x5x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x6x16xf32>
+  return
+}
+
+// -----
+
+func.func @f86(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) {
+  // expected-error @+1 {{expects a positive finite scale, got -0.25}}
+  %0 = attn.sdpa %q, %k, %v {scale = -0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f87(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) {
+  // expected-error @+1 {{expects a 'window' attribute with a sliding_window mask}}
+  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64, mask = #attn.mask<sliding_window>} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f88(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) {
+  // expected-error @+1 {{has a 'window' attribute but mask kind 'none'; only sliding_window takes a window}}
+  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64, window = 16 : i64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f89(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) {
+  // expected-error @+1 {{expects a positive finite softcap, got 0}}
+  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64, softcap = 0.0 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f90(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>, %l: tensor<?x?xi32>) {
+  // expected-error @+1 {{expects kv_lengths of rank 1 ([batch]), got rank 2}}
+  %0 = attn.sdpa %q, %k, %v kv_lengths(%l : tensor<?x?xi32>) {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f91(%q: tensor<2x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>, %l: tensor<5xi32>) {
+  // expected-error @+1 {{kv_lengths size (5) does not match batch (2)}}
+  %0 = attn.sdpa %q, %k, %v kv_lengths(%l : tensor<5xi32>) {scale = 0.25 : f64} : (tensor<2x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @f92(%q: tensor<16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
+  // expected-error @+1 {{expects a query [..., M, head_dim] of rank >= 2, got rank 1}}
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i, %i {scale = 0.25 : f64} : (tensor<16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f93(%q: tensor<4x8x16xf32>, %k: tensor<1x32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
+  // expected-error @+1 {{expects a key tile [N, head_dim] of rank 2, got rank 3}}
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<1x32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f94(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
+  // expected-error @+1 {{expects a value tile [N, head_dim_v] of rank 2, got rank 1}}
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f95(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
+  // expected-error @+1 {{expects an accumulator [..., M, head_dim_v] (query rank) of rank 3, got rank 2}}
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f96(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<8xf32>, %s: tensor<4x8xf32>, %i: index) {
+  // expected-error @+1 {{expects a running max [..., M] (query rank - 1) of rank 2, got rank 1}}
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f97(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<8xf32>, %i: index) {
+  // expected-error @+1 {{expects a running sum [..., M] (query rank - 1) of rank 2, got rank 1}}
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @f98(%q: tensor<4x8x16xf32>, %k: tensor<32x8xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
+  // expected-error @+1 {{query head_dim (16) does not match key head_dim (8)}}
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x8xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f99(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<16x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
+  // expected-error @+1 {{key tile rows (32) does not match value tile rows (16)}}
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<16x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f100(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x8xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
+  // expected-error @+1 {{accumulator head_dim_v (16) does not match value head_dim_v (8)}}
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x8xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f101(%q: tensor<4x8x16xf32>, %k: tensor<32x16xbf16>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
+  // expected-error @+1 {{expects query and key to have the same element type, got 'f32' and 'bf16'}}
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xbf16>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f102(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf16>, %s: tensor<4x8xf32>, %i: index) {
+  // expected-error @+1 {{expects accumulator and max to have the same element type, got 'f32' and 'f16'}}
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf16>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf16>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f103(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<2x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
+  // expected-error @+1 {{query dim 0 (4) does not match accumulator dim 0 (2)}}
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<2x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<2x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f104(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x9xf32>, %s: tensor<4x8xf32>, %i: index) {
+  // expected-error @+1 {{query dim 1 (8) does not match max dim 1 (9)}}
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x9xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x9xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f105(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<3x8xf32>, %i: index) {
+  // expected-error @+1 {{query dim 0 (4) does not match sum dim 0 (3)}}
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<3x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<3x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f106(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
+  // expected-error @+1 {{expects a positive finite scale, got 0}}
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i, %i {scale = 0.0 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f107(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
+  // expected-error @+1 {{expects a 'window' attribute with a sliding_window mask}}
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i, %i {scale = 0.25 : f64, mask = #attn.mask<sliding_window>} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f108(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
+  // expected-error @+1 {{expects a positive finite softcap, got -1}}
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i, %i {scale = 0.25 : f64, softcap = -1.0 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f109(%a: tensor<16xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{expects an accumulator [..., M, head_dim_v] of rank >= 2, got rank 1}}
+  %0 = attn.online_finalize %a, %s : (tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @f110(%a: tensor<4x8x16xf32>, %s: tensor<8xf32>) {
+  // expected-error @+1 {{expects a sum [..., M] (accumulator rank - 1) of rank 2, got rank 1}}
+  %0 = attn.online_finalize %a, %s : (tensor<4x8x16xf32>, tensor<8xf32>) -> tensor<4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f111(%a: tensor<4x8x16xf32>, %s: tensor<4x8xbf16>) {
+  // expected-error @+1 {{expects accumulator and sum to have the same element type, got 'f32' and 'bf16'}}
+  %0 = attn.online_finalize %a, %s : (tensor<4x8x16xf32>, tensor<4x8xbf16>) -> tensor<4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f112(%a: tensor<4x8x16xf32>, %s: tensor<4x7xf32>) {
+  // expected-error @+1 {{accumulator dim 1 (8) does not match sum dim 1 (7)}}
+  %0 = attn.online_finalize %a, %s : (tensor<4x8x16xf32>, tensor<4x7xf32>) -> tensor<4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f113(%a: tensor<4x8x16xf32>, %s: tensor<4x8xf32>) {
+  // expected-error @+1 {{expects the result to have the accumulator's rank 3, got rank 2}}
+  %0 = attn.online_finalize %a, %s : (tensor<4x8x16xf32>, tensor<4x8xf32>) -> tensor<32x16xf32>
+  return
+}
+
+// -----
+
+func.func @f114(%a: tensor<4x8x16xf32>, %s: tensor<4x8xf32>) {
+  // expected-error @+1 {{accumulator dim 2 (16) does not match result dim 2 (12)}}
+  %0 = attn.online_finalize %a, %s : (tensor<4x8x16xf32>, tensor<4x8xf32>) -> tensor<4x8x12xbf16>
+  return
+}

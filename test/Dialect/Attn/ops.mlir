@@ -1,0 +1,98 @@
+// RUN: attn-opt %s | attn-opt | FileCheck %s
+// RUN: attn-opt %s --mlir-print-op-generic | attn-opt | FileCheck %s
+
+// Every attn op, printed and re-parsed twice (custom and generic forms).
+
+// CHECK-LABEL: func.func @graph
+func.func @graph(%x: tensor<?x?x64xf32>, %ln_w: tensor<64xf32>, %ln_b: tensor<64xf32>,
+                 %wq: tensor<64x64xf32>, %bq: tensor<64xf32>, %wk: tensor<16x64xf32>,
+                 %wv: tensor<16x64xf32>, %wo: tensor<64x64xf32>,
+                 %qn: tensor<16xf32>, %pos: tensor<?x?xi64>, %lens: tensor<?xi32>)
+    -> tensor<?x?x64xf32> {
+  // CHECK: %[[N:.*]] = attn.rms_norm %{{.*}}, %{{.*}} {epsilon = 9.9999999999999995E-7 : f64, unit_offset} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  %n = attn.rms_norm %x, %ln_w {epsilon = 1.0e-6 : f64, unit_offset} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  // CHECK: attn.layer_norm %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 1.000000e-05 : f64} : (tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  %n2 = attn.layer_norm %x, %ln_w, %ln_b {epsilon = 1.0e-5 : f64} : (tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  // CHECK: attn.layer_norm %{{.*}}, %{{.*}} {epsilon = 1.000000e-05 : f64} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  %n3 = attn.layer_norm %n2, %ln_w {epsilon = 1.0e-5 : f64} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  // CHECK: %[[Q:.*]] = attn.linear %[[N]], %{{.*}}, %{{.*}} : (tensor<?x?x64xf32>, tensor<64x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  %q = attn.linear %n, %wq, %bq : (tensor<?x?x64xf32>, tensor<64x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  // CHECK: attn.linear %[[N]], %{{.*}} : (tensor<?x?x64xf32>, tensor<16x64xf32>) -> tensor<?x?x16xf32>
+  %k = attn.linear %n, %wk : (tensor<?x?x64xf32>, tensor<16x64xf32>) -> tensor<?x?x16xf32>
+  %v = attn.linear %n3, %wv : (tensor<?x?x64xf32>, tensor<16x64xf32>) -> tensor<?x?x16xf32>
+  // CHECK: attn.split_heads %[[Q]] : tensor<?x?x64xf32> -> tensor<?x4x?x16xf32>
+  %qh = attn.split_heads %q : tensor<?x?x64xf32> -> tensor<?x4x?x16xf32>
+  %kh = attn.split_heads %k : tensor<?x?x16xf32> -> tensor<?x1x?x16xf32>
+  %vh = attn.split_heads %v : tensor<?x?x16xf32> -> tensor<?x1x?x16xf32>
+  // CHECK: attn.rms_norm {{.*}} {epsilon = 9.9999999999999995E-7 : f64} : (tensor<?x4x?x16xf32>, tensor<16xf32>)
+  %qnorm = attn.rms_norm %qh, %qn {epsilon = 1.0e-6 : f64} : (tensor<?x4x?x16xf32>, tensor<16xf32>) -> tensor<?x4x?x16xf32>
+  // CHECK: attn.rope %{{.*}}, %{{.*}} {rotary_dim = 16 : i64, theta = 1.000000e+04 : f64} : (tensor<?x4x?x16xf32>, tensor<?x?xi64>) -> tensor<?x4x?x16xf32>
+  %qr = attn.rope %qnorm, %pos {theta = 1.0e4 : f64, rotary_dim = 16 : i64} : (tensor<?x4x?x16xf32>, tensor<?x?xi64>) -> tensor<?x4x?x16xf32>
+  // CHECK: attn.rope %{{.*}}, %{{.*}} {attention_factor = 1.250000e+00 : f64, interleaved, inv_freq = array<f64: 1.000000e+00, 1.000000e-01, 1.000000e-02, 1.000000e-03>, rotary_dim = 8 : i64, theta = 1.000000e+04 : f64}
+  %kr = attn.rope %kh, %pos {theta = 1.0e4 : f64, rotary_dim = 8 : i64, interleaved, attention_factor = 1.25 : f64, inv_freq = array<f64: 1.0, 0.1, 0.01, 0.001>} : (tensor<?x1x?x16xf32>, tensor<?x?xi64>) -> tensor<?x1x?x16xf32>
+  // CHECK: %[[S:.*]] = attn.qk %{{.*}}, %{{.*}} : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x?xf32>
+  %s = attn.qk %qr, %kr : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x?xf32>
+  // CHECK: attn.scale %[[S]] {scale = 2.500000e-01 : f64} : tensor<?x4x?x?xf32>
+  %ss = attn.scale %s {scale = 0.25 : f64} : tensor<?x4x?x?xf32>
+  // CHECK: attn.softcap %{{.*}} {cap = 5.000000e+01 : f64} : tensor<?x4x?x?xf32>
+  %sc = attn.softcap %ss {cap = 50.0 : f64} : tensor<?x4x?x?xf32>
+  // CHECK: attn.mask %{{.*}} {kind = #attn.mask<causal>} : tensor<?x4x?x?xf32>
+  %m1 = attn.mask %sc {kind = #attn.mask<causal>} : tensor<?x4x?x?xf32>
+  // CHECK: attn.mask %{{.*}} {align = #attn.align<top_left>, kind = #attn.mask<sliding_window>, window = 4 : i64} : tensor<?x4x?x?xf32>
+  %m2 = attn.mask %m1 {kind = #attn.mask<sliding_window>, window = 4 : i64, align = #attn.align<top_left>} : tensor<?x4x?x?xf32>
+  // CHECK: attn.mask %{{.*}} kv_lengths(%{{.*}} : tensor<?xi32>) {kind = #attn.mask<none>} : tensor<?x4x?x?xf32>
+  %m3 = attn.mask %m2 kv_lengths(%lens : tensor<?xi32>) {kind = #attn.mask<none>} : tensor<?x4x?x?xf32>
+  // CHECK: %[[P:.*]] = attn.softmax %{{.*}} : tensor<?x4x?x?xf32>
+  %p = attn.softmax %m3 : tensor<?x4x?x?xf32>
+  // CHECK: attn.pv %[[P]], %{{.*}} : (tensor<?x4x?x?xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %o = attn.pv %p, %vh : (tensor<?x4x?x?xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  // CHECK: attn.merge_heads %{{.*}} : tensor<?x4x?x16xf32> -> tensor<?x?x64xf32>
+  %om = attn.merge_heads %o : tensor<?x4x?x16xf32> -> tensor<?x?x64xf32>
+  %y = attn.linear %om, %wo : (tensor<?x?x64xf32>, tensor<64x64xf32>) -> tensor<?x?x64xf32>
+  // CHECK: attn.add %{{.*}}, %{{.*}} : tensor<?x?x64xf32>
+  %r = attn.add %x, %y : tensor<?x?x64xf32>
+  return %r : tensor<?x?x64xf32>
+}
+
+// CHECK-LABEL: func.func @fused
+func.func @fused(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>,
+                 %v: tensor<?x8x?x128xbf16>, %lens: tensor<?xi64>)
+    -> (tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>) {
+  // CHECK: attn.sdpa %{{.*}}, %{{.*}}, %{{.*}} {mask = #attn.mask<causal>, scale = 0.08837890625 : f64} : (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>) -> tensor<?x32x?x128xbf16>
+  %0 = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>, scale = 0.08837890625 : f64}
+      : (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>) -> tensor<?x32x?x128xbf16>
+  // CHECK: attn.sdpa %{{.*}}, %{{.*}}, %{{.*}} kv_lengths(%{{.*}} : tensor<?xi64>) {align = #attn.align<top_left>, mask = #attn.mask<sliding_window>, scale = 6.250000e-02 : f64, softcap = 5.000000e+01 : f64, window = 4096 : i64}
+  %1 = attn.sdpa %q, %k, %v kv_lengths(%lens : tensor<?xi64>) {mask = #attn.mask<sliding_window>, window = 4096 : i64, softcap = 50.0 : f64, scale = 0.0625 : f64, align = #attn.align<top_left>}
+      : (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>) -> tensor<?x32x?x128xbf16>
+  // CHECK: attn.sdpa %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.000000e+00 : f64}
+  %2 = attn.sdpa %q, %k, %v {scale = 1.0 : f64}
+      : (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>) -> tensor<?x32x?x128xbf16>
+  return %0, %1, %2 : tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>
+}
+
+// Different q/k and v head dims (MLA-style), cross attention shapes.
+// CHECK-LABEL: func.func @fused_dv
+func.func @fused_dv(%q: tensor<2x4x3x40xf32>, %k: tensor<2x2x17x40xf32>, %v: tensor<2x2x17x24xf32>) -> tensor<2x4x3x24xf32> {
+  // CHECK: attn.sdpa {{.*}} : (tensor<2x4x3x40xf32>, tensor<2x2x17x40xf32>, tensor<2x2x17x24xf32>) -> tensor<2x4x3x24xf32>
+  %0 = attn.sdpa %q, %k, %v {scale = 0.158 : f64} : (tensor<2x4x3x40xf32>, tensor<2x2x17x40xf32>, tensor<2x2x17x24xf32>) -> tensor<2x4x3x24xf32>
+  return %0 : tensor<2x4x3x24xf32>
+}
+
+// CHECK-LABEL: func.func @tiled
+func.func @tiled(%q: tensor<4x64x128xf32>, %k: tensor<32x128xf32>, %v: tensor<32x128xf32>,
+                 %acc: tensor<4x64x128xf32>, %max: tensor<4x64xf32>, %sum: tensor<4x64xf32>,
+                 %qpos: index, %kvpos: index, %limit: index) -> tensor<4x64x128xf32> {
+  // CHECK: %{{.*}}, %{{.*}}, %{{.*}} = attn.online_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {mask = #attn.mask<causal>, scale = 1.250000e-01 : f64} : (tensor<4x64x128xf32>, tensor<32x128xf32>, tensor<32x128xf32>, tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>) -> (tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
+  %a, %m, %l = attn.online_attention %q, %k, %v, %acc, %max, %sum, %qpos, %kvpos, %limit
+      {mask = #attn.mask<causal>, scale = 0.125 : f64}
+      : (tensor<4x64x128xf32>, tensor<32x128xf32>, tensor<32x128xf32>, tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
+      -> (tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
+  // CHECK: attn.online_attention {{.*}} {mask = #attn.mask<sliding_window>, scale = 1.250000e-01 : f64, softcap = 3.000000e+01 : f64, window = 128 : i64}
+  %a2, %m2, %l2 = attn.online_attention %q, %k, %v, %a, %m, %l, %qpos, %kvpos, %limit
+      {mask = #attn.mask<sliding_window>, window = 128 : i64, softcap = 30.0 : f64, scale = 0.125 : f64}
+      : (tensor<4x64x128xf32>, tensor<32x128xf32>, tensor<32x128xf32>, tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
+      -> (tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
+  // CHECK: attn.online_finalize %{{.*}}, %{{.*}} : (tensor<4x64x128xf32>, tensor<4x64xf32>) -> tensor<4x64x128xf32>
+  %o = attn.online_finalize %a2, %l2 : (tensor<4x64x128xf32>, tensor<4x64xf32>) -> tensor<4x64x128xf32>
+  return %o : tensor<4x64x128xf32>
+}

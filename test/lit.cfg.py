@@ -1,0 +1,23 @@
+# -*- Python -*-
+# lit configuration for the attn compiler's regression suite.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "ATTN"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".json", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.attn_obj_root, "test")
+
+config.substitutions.append(("%attn_src_root", config.attn_src_root))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.attn_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(["attn-opt"], tool_dirs)

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Set-up, build and run entry point used by the README's two commands and CI.
+#
+#   tools/dev.sh run    install missing packages, build, compile the bundled
+#                       default config and run the result
+#   tools/dev.sh test   install missing packages, build, run the whole suite
+#   tools/dev.sh build  install missing packages and build only
+#
+# Idempotent: packages already present are not touched, and the build is
+# incremental (Ninja). BUILD_DIR overrides the build directory (default build/).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+LLVM_PREFIX=/usr/lib/llvm-22
+JOBS="${JOBS:-2}"
+
+PACKAGES=(cmake ninja-build ccache clang-22 lld-22 llvm-22-dev llvm-22-tools
+          libmlir-22-dev mlir-22-tools nlohmann-json3-dev)
+
+install_missing() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+      missing+=("$p")
+    fi
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "dev.sh: installing missing packages: ${missing[*]}"
+  local sudo=()
+  [ "$(id -u)" -ne 0 ] && sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+}
+
+configure() {
+  if [ -f "$BUILD_DIR/build.ninja" ]; then
+    return 0 # Ninja re-runs CMake by itself when a CMakeLists.txt changes.
+  fi
+  cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_COMPILER="$LLVM_PREFIX/bin/clang" \
+    -DCMAKE_CXX_COMPILER="$LLVM_PREFIX/bin/clang++" \
+    -DLLVM_USE_LINKER=lld \
+    -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+    -DMLIR_DIR="$LLVM_PREFIX/lib/cmake/mlir" \
+    -DLLVM_DIR="$LLVM_PREFIX/lib/cmake/llvm" >/dev/null
+}
+
+build() {
+  install_missing
+  configure
+  ninja -C "$BUILD_DIR" -j "$JOBS" "$@"
+}
+
+cmd="${1:-run}"
+case "$cmd" in
+  build)
+    build
+    ;;
+  test)
+    build
+    # lit prints its summary; the plain "N passed, N failed" line after it is
+    # the one CI reads.
+    log="$BUILD_DIR/check-attn.log"
+    status=0
+    ninja -C "$BUILD_DIR" -j "$JOBS" check-attn 2>&1 | tee "$log" || status=$?
+    passed=$(sed -n 's/^ *Passed *: *\([0-9]*\).*/\1/p' "$log" | tail -1)
+    failed=$({ grep -E '^ *(Failed|Unresolved|Timed Out|Unexpectedly Passed) *:' "$log" || true; } |
+             sed 's/.*: *\([0-9]*\).*/\1/' | awk '{s += $1} END {print s + 0}')
+    echo "lit: ${passed:-0} passed, ${failed} failed"
+    exit "$status"
+    ;;
+  run)
+    build
+    "$ROOT/tools/run-default.sh" "$BUILD_DIR"
+    ;;
+  *)
+    echo "usage: tools/dev.sh [run|test|build]" >&2
+    exit 2
+    ;;
+esac
