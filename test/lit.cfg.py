@@ -18,6 +18,8 @@ config.substitutions.append(("%attn_src_root", config.attn_src_root))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
+# FileCheck, not, count and split-file come from LLVM's tools directory.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.attn_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["attn-opt"], tool_dirs)
+llvm_config.add_tool_substitutions(["attn-opt", "attn-compile"], tool_dirs)

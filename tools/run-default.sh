@@ -4,6 +4,31 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${1:-$ROOT/build}"
+CONFIG="$ROOT/examples/seed-qwen3.8-max.json"
+OUT="$BUILD_DIR/default"
+mkdir -p "$OUT"
 
-echo "== attn-opt: the seed model's attention (64 query heads, 4 KV heads, d=256), verified and printed"
-"$BUILD_DIR/bin/attn-opt" "$ROOT/examples/seed-gqa-sdpa.mlir"
+echo "== $CONFIG (the seed model: 92 layers, 64 query heads, 4 KV heads, head_dim 256)"
+"$BUILD_DIR/bin/attn-compile" "$CONFIG" --describe -o "$OUT/describe.json"
+python3 - "$OUT/describe.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(f"model_type {d['model_type']}, hidden {d['hidden_size']}, {d['num_layers']} layers, "
+      f"max positions {d['max_position_embeddings']}")
+for k in d["layer_kinds"]:
+    line = f"  {k['name']:>18}: {k['count']} layers"
+    if k.get("kv_cache_bytes_per_token"):
+        f = k["attention_flops_per_token"]
+        p = k["prefill_attention_flops"]
+        line += (f", KV cache {k['kv_cache_bytes_per_token']['bf16']} B/token (bf16), "
+                 f"decode FLOPs/token at 1k {f['1024']:.3e}, at max {f['max']:.3e}; "
+                 f"prefill FLOPs at 262144 {p['262144']:.3e}, at max {p['max']:.3e}")
+    else:
+        line += ", " + k["note"]
+    print(line)
+PY
+"$BUILD_DIR/bin/attn-compile" "$CONFIG" --compile-to=attn -o "$OUT/model.attn.mlir"
+"$BUILD_DIR/bin/attn-opt" "$OUT/model.attn.mlir" -o /dev/null
+echo "== --compile-to=attn: $OUT/model.attn.mlir ($(grep -c 'call @' "$OUT/model.attn.mlir") layer calls), verified by attn-opt"
+echo "== the full-attention layer kind:"
+sed -n '/func.func @full_attention/,/^  }/p' "$OUT/model.attn.mlir" | cut -c1-160

@@ -181,9 +181,10 @@ LogicalResult LinearOp::verify() {
                          << ") to equal the input rank (" << x.getRank()
                          << ")";
   int64_t last = x.getRank() - 1;
-  if (failed(expectDimsAgree(*this, w, 1, "weight in_features", x, last,
+  unsigned outDim = getOutFeaturesDim(), inDim = 1 - outDim;
+  if (failed(expectDimsAgree(*this, w, inDim, "weight in_features", x, last,
                              "the input's last dim")) ||
-      failed(expectDimsAgree(*this, w, 0, "weight out_features", y, last,
+      failed(expectDimsAgree(*this, w, outDim, "weight out_features", y, last,
                              "the result's last dim")))
     return failure();
   for (int64_t i = 0; i < last; ++i)
@@ -195,7 +196,7 @@ LogicalResult LinearOp::verify() {
     if (bt.getRank() != 1)
       return emitOpError() << "expects a bias of rank 1, got rank "
                            << bt.getRank();
-    if (failed(expectDimsAgree(*this, bt, 0, "bias size", w, 0,
+    if (failed(expectDimsAgree(*this, bt, 0, "bias size", w, outDim,
                                "weight out_features")))
       return failure();
   }
@@ -366,6 +367,27 @@ LogicalResult MaskOp::verify() {
       failed(verifyMaskAttrs(*this, getKind(), getWindow())))
     return failure();
   return verifyKvLengths(*this, getKvLengths(), getInput().getType());
+}
+
+LogicalResult RelativePositionBiasOp::verify() {
+  if (failed(expectRank(*this, getInput(), 4,
+                        "scores [batch, heads, q_len, kv_len]")) ||
+      failed(expectRank(*this, getTable(), 2,
+                        "a table [num_buckets, heads]")))
+    return failure();
+  RankedTensorType s = getInput().getType(), t = getTable().getType();
+  int64_t buckets = getNumBuckets();
+  if (buckets < 2 || (getBidirectional() && buckets < 4))
+    return emitOpError() << "expects num_buckets >= 2 (>= 4 when "
+                            "bidirectional), got "
+                         << buckets;
+  if (getMaxDistance() <= 0)
+    return emitOpError() << "expects a positive max_distance, got "
+                         << getMaxDistance();
+  if (!dimsAgree(t.getDimSize(0), buckets))
+    return emitOpError() << "expects a table with num_buckets = " << buckets
+                         << " rows, got " << dimStr(t.getDimSize(0));
+  return expectDimsAgree(*this, t, 1, "table heads", s, 1, "score heads");
 }
 
 LogicalResult SoftmaxOp::verify() {

@@ -22,8 +22,9 @@ def Attn_LinearOp : Attn_Op<"linear", [Pure]> {
   let description = [{
     Applies a linear layer over the last dimension of `input`. The weight uses
     the checkpoint layout `[out_features, in_features]` (PyTorch `nn.Linear`),
-    so Hugging Face tensors are used as stored. The optional bias has shape
-    `[out_features]`.
+    so Hugging Face tensors are used as stored; with `transpose_weight` it is
+    `[in_features, out_features]` (GPT-2's `Conv1D`). The optional bias has
+    shape `[out_features]`.
 
     ```mlir
     %q = attn.linear %x, %wq, %bq
@@ -32,10 +33,15 @@ def Attn_LinearOp : Attn_Op<"linear", [Pure]> {
     ```
   }];
   let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$weight,
-                       Optional<Attn_FloatTensor>:$bias);
+                       Optional<Attn_FloatTensor>:$bias,
+                       UnitAttr:$transpose_weight);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// Dim of the weight holding out_features (0, or 1 when transposed).
+    unsigned getOutFeaturesDim() { return getTransposeWeight() ? 1 : 0; }
   }];
   let hasVerifier = 1;
 }
@@ -263,6 +269,48 @@ def Attn_PVOp : Attn_Op<"pv", [Pure]> {
     $probs `,` $value attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+}
+
+def Attn_RelativePositionBiasOp : Attn_Op<"relative_position_bias",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "add T5's bucketed relative-position bias to the scores";
+  let description = [{
+    `scores[b, h, i, j] + table[bucket(j - i), h]`, where `bucket` is T5's
+    log-spaced bucketing of the relative position into `num_buckets` buckets
+    (half of them per direction when `bidirectional`) saturating at
+    `max_distance`. `table` is `[num_buckets, heads]` (T5's
+    `relative_attention_bias.weight`, shared by all layers of a stack).
+
+    ```mlir
+    %b = attn.relative_position_bias %s, %table
+        {bidirectional, max_distance = 128 : i64, num_buckets = 32 : i64}
+        : tensor<?x8x?x?xf32>, tensor<32x8xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$table,
+                       I64Attr:$num_buckets, I64Attr:$max_distance,
+                       UnitAttr:$bidirectional);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $table attr-dict `:` type($input) `,` type($table)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_SigmoidGateOp : Attn_Op<"sigmoid_gate",
+    [Pure, SameOperandsAndResultType]> {
+  let summary = "output gating x * sigmoid(gate)";
+  let description = [{
+    Qwen3-Next gates the attention output per element with a second half of
+    its query projection: `attn_output * sigmoid(gate)`.
+
+    ```mlir
+    %g = attn.sigmoid_gate %o, %gate : tensor<?x16x?x256xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$gate);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $gate attr-dict `:` type($result)";
 }
 
 def Attn_AddOp : Attn_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> {

@@ -921,3 +921,67 @@ func.func @f114(%a: tensor<4x8x16xf32>, %s: tensor<4x8xf32>) {
   %0 = attn.online_finalize %a, %s : (tensor<4x8x16xf32>, tensor<4x8xf32>) -> tensor<4x8x12xbf16>
   return
 }
+
+// -----
+
+func.func @tw(%x: tensor<?x8xf32>, %w: tensor<8x4xf32>) {
+  // expected-error @+1 {{weight in_features (4) does not match the input's last dim (8)}}
+  %0 = attn.linear %x, %w : (tensor<?x8xf32>, tensor<8x4xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @tw2(%x: tensor<?x8xf32>, %w: tensor<8x4xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{bias size (8) does not match weight out_features (4)}}
+  %0 = attn.linear %x, %w, %b {transpose_weight} : (tensor<?x8xf32>, tensor<8x4xf32>, tensor<8xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @rpb0(%s: tensor<?x?x?xf32>, %t: tensor<32x4xf32>) {
+  // expected-error @+1 {{expects scores [batch, heads, q_len, kv_len] of rank 4, got rank 3}}
+  %0 = attn.relative_position_bias %s, %t {num_buckets = 32 : i64, max_distance = 128 : i64} : tensor<?x?x?xf32>, tensor<32x4xf32>
+  return
+}
+
+// -----
+
+func.func @rpb1(%s: tensor<?x4x?x?xf32>, %t: tensor<32xf32>) {
+  // expected-error @+1 {{expects a table [num_buckets, heads] of rank 2, got rank 1}}
+  %0 = attn.relative_position_bias %s, %t {num_buckets = 32 : i64, max_distance = 128 : i64} : tensor<?x4x?x?xf32>, tensor<32xf32>
+  return
+}
+
+// -----
+
+func.func @rpb2(%s: tensor<?x4x?x?xf32>, %t: tensor<2x4xf32>) {
+  // expected-error @+1 {{expects num_buckets >= 2 (>= 4 when bidirectional), got 2}}
+  %0 = attn.relative_position_bias %s, %t {num_buckets = 2 : i64, max_distance = 128 : i64, bidirectional} : tensor<?x4x?x?xf32>, tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @rpb3(%s: tensor<?x4x?x?xf32>, %t: tensor<32x4xf32>) {
+  // expected-error @+1 {{expects a positive max_distance, got 0}}
+  %0 = attn.relative_position_bias %s, %t {num_buckets = 32 : i64, max_distance = 0 : i64} : tensor<?x4x?x?xf32>, tensor<32x4xf32>
+  return
+}
+
+// -----
+
+func.func @rpb4(%s: tensor<?x4x?x?xf32>, %t: tensor<16x4xf32>) {
+  // expected-error @+1 {{expects a table with num_buckets = 32 rows, got 16}}
+  %0 = attn.relative_position_bias %s, %t {num_buckets = 32 : i64, max_distance = 128 : i64} : tensor<?x4x?x?xf32>, tensor<16x4xf32>
+  return
+}
+
+// -----
+
+func.func @rpb5(%s: tensor<?x4x?x?xf32>, %t: tensor<32x8xf32>) {
+  // expected-error @+1 {{table heads (8) does not match score heads (4)}}
+  %0 = attn.relative_position_bias %s, %t {num_buckets = 32 : i64, max_distance = 128 : i64} : tensor<?x4x?x?xf32>, tensor<32x8xf32>
+  return
+}

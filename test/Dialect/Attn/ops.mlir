@@ -7,7 +7,8 @@
 func.func @graph(%x: tensor<?x?x64xf32>, %ln_w: tensor<64xf32>, %ln_b: tensor<64xf32>,
                  %wq: tensor<64x64xf32>, %bq: tensor<64xf32>, %wk: tensor<16x64xf32>,
                  %wv: tensor<16x64xf32>, %wo: tensor<64x64xf32>,
-                 %qn: tensor<16xf32>, %pos: tensor<?x?xi64>, %lens: tensor<?xi32>)
+                 %qn: tensor<16xf32>, %pos: tensor<?x?xi64>, %lens: tensor<?xi32>,
+                 %table: tensor<32x4xf32>, %wt: tensor<64x48xf32>)
     -> tensor<?x?x64xf32> {
   // CHECK: %[[N:.*]] = attn.rms_norm %{{.*}}, %{{.*}} {epsilon = 9.9999999999999995E-7 : f64, unit_offset} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
   %n = attn.rms_norm %x, %ln_w {epsilon = 1.0e-6 : f64, unit_offset} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
@@ -42,12 +43,18 @@ func.func @graph(%x: tensor<?x?x64xf32>, %ln_w: tensor<64xf32>, %ln_b: tensor<64
   %m2 = attn.mask %m1 {kind = #attn.mask<sliding_window>, window = 4 : i64, align = #attn.align<top_left>} : tensor<?x4x?x?xf32>
   // CHECK: attn.mask %{{.*}} kv_lengths(%{{.*}} : tensor<?xi32>) {kind = #attn.mask<none>} : tensor<?x4x?x?xf32>
   %m3 = attn.mask %m2 kv_lengths(%lens : tensor<?xi32>) {kind = #attn.mask<none>} : tensor<?x4x?x?xf32>
+  // CHECK: attn.relative_position_bias %{{.*}}, %{{.*}} {bidirectional, max_distance = 128 : i64, num_buckets = 32 : i64} : tensor<?x4x?x?xf32>, tensor<32x4xf32>
+  %rb = attn.relative_position_bias %m3, %table {num_buckets = 32 : i64, max_distance = 128 : i64, bidirectional} : tensor<?x4x?x?xf32>, tensor<32x4xf32>
   // CHECK: %[[P:.*]] = attn.softmax %{{.*}} : tensor<?x4x?x?xf32>
-  %p = attn.softmax %m3 : tensor<?x4x?x?xf32>
+  %p = attn.softmax %rb : tensor<?x4x?x?xf32>
   // CHECK: attn.pv %[[P]], %{{.*}} : (tensor<?x4x?x?xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
   %o = attn.pv %p, %vh : (tensor<?x4x?x?xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  // CHECK: attn.sigmoid_gate %{{.*}}, %{{.*}} : tensor<?x4x?x16xf32>
+  %og = attn.sigmoid_gate %o, %qh : tensor<?x4x?x16xf32>
   // CHECK: attn.merge_heads %{{.*}} : tensor<?x4x?x16xf32> -> tensor<?x?x64xf32>
-  %om = attn.merge_heads %o : tensor<?x4x?x16xf32> -> tensor<?x?x64xf32>
+  %om = attn.merge_heads %og : tensor<?x4x?x16xf32> -> tensor<?x?x64xf32>
+  // CHECK: attn.linear %{{.*}}, %{{.*}} {transpose_weight} : (tensor<?x?x64xf32>, tensor<64x48xf32>) -> tensor<?x?x48xf32>
+  %t = attn.linear %om, %wt {transpose_weight} : (tensor<?x?x64xf32>, tensor<64x48xf32>) -> tensor<?x?x48xf32>
   %y = attn.linear %om, %wo : (tensor<?x?x64xf32>, tensor<64x64xf32>) -> tensor<?x?x64xf32>
   // CHECK: attn.add %{{.*}}, %{{.*}} : tensor<?x?x64xf32>
   %r = attn.add %x, %y : tensor<?x?x64xf32>

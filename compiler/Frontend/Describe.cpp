@@ -1,0 +1,285 @@
+//===- Describe.cpp - ModelSpec -> --describe JSON ------------------------===//
+//
+// This file implements `attn-compile --describe`: the normalized description
+// of every layer, and per layer kind the KV-cache bytes per token and the
+// attention FLOPs at 1k, 32k, 262,144 tokens and the model's maximum (the
+// quadratic wall). The field names are documented in the README.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Frontend/Frontend.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace mlir::attn;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+const char *positionName(PositionKind k) {
+  switch (k) {
+  case PositionKind::Absolute:
+    return "absolute";
+  case PositionKind::Rope:
+    return "rope";
+  case PositionKind::T5Bias:
+    return "t5_relative_bias";
+  case PositionKind::Alibi:
+    return "alibi";
+  }
+  return "unknown";
+}
+
+const char *roleName(LayerRole r) {
+  switch (r) {
+  case LayerRole::SelfAttention:
+    return "self";
+  case LayerRole::CrossAttention:
+    return "cross";
+  case LayerRole::LinearAttention:
+    return "linear_attention";
+  }
+  return "unknown";
+}
+
+const char *normName(NormKind k) {
+  switch (k) {
+  case NormKind::RMS:
+    return "rms";
+  case NormKind::RMSUnitOffset:
+    return "rms_unit_offset";
+  case NormKind::Layer:
+    return "layer";
+  }
+  return "unknown";
+}
+
+const char *placementName(NormPlacement p) {
+  switch (p) {
+  case NormPlacement::Pre:
+    return "pre";
+  case NormPlacement::PrePost:
+    return "pre_and_post";
+  case NormPlacement::Post:
+    return "post";
+  }
+  return "unknown";
+}
+
+/// An exact count as a JSON integer (double past 2^64).
+ojson count(unsigned __int128 v) {
+  if (v <= static_cast<unsigned __int128>(UINT64_MAX))
+    return static_cast<uint64_t>(v);
+  return static_cast<double>(v);
+}
+
+/// Visible (query, key) pairs of one head for a sequence of n tokens.
+unsigned __int128 visiblePairs(const LayerSpec &l, uint64_t n) {
+  using u128 = unsigned __int128;
+  if (!l.causal)
+    return u128(n) * n;
+  if (!l.window || uint64_t(*l.window) >= n)
+    return u128(n) * (n + 1) / 2;
+  uint64_t w = uint64_t(*l.window);
+  return u128(w) * (w + 1) / 2 + u128(n - w) * w;
+}
+
+/// Keys one new token attends to at context n.
+uint64_t keysAt(const LayerSpec &l, uint64_t n) {
+  if (l.causal && l.window)
+    return std::min<uint64_t>(n, uint64_t(*l.window));
+  return n;
+}
+
+/// FLOPs of QKᵀ and P·V per (query, key) pair, over all query heads.
+uint64_t flopsPerPair(const LayerSpec &l) {
+  return 2 * uint64_t(l.numHeads) * uint64_t(l.headDimQK + l.headDimV);
+}
+
+uint64_t kvBytesPerToken(const LayerSpec &l, uint64_t elemBytes) {
+  return uint64_t(l.numKVHeads) * uint64_t(l.headDimQK + l.headDimV) *
+         elemBytes;
+}
+
+std::optional<int64_t> maxContext(const ModelSpec &spec, const LayerSpec &l) {
+  if (l.stack == "encoder" && spec.maxSourcePositions)
+    return spec.maxSourcePositions;
+  if (l.role == LayerRole::CrossAttention && spec.maxSourcePositions)
+    return spec.maxSourcePositions;
+  return spec.maxPositions;
+}
+
+ojson layerJson(const ModelSpec &spec, const LayerSpec &l,
+                const std::string &kind) {
+  ojson j;
+  j["index"] = l.index;
+  j["stack"] = l.stack;
+  j["layer_in_stack"] = l.layerInStack;
+  j["attention"] = roleName(l.role);
+  j["layer_type"] = l.layerType;
+  j["layer_kind"] = kind;
+  if (l.role == LayerRole::LinearAttention) {
+    j["compiled"] = false;
+    j["note"] = l.unsupportedWhy;
+    return j;
+  }
+  j["causal"] = l.causal;
+  j["sliding_window"] = l.window ? ojson(*l.window) : ojson(nullptr);
+  j["num_query_heads"] = l.numHeads;
+  j["num_kv_heads"] = l.numKVHeads;
+  j["gqa_group_size"] = l.numHeads / l.numKVHeads;
+  j["head_dim_qk"] = l.headDimQK;
+  j["head_dim_v"] = l.headDimV;
+  j["softmax_scale"] = l.scale;
+  j["logit_softcap"] = l.softcap ? ojson(*l.softcap) : ojson(nullptr);
+  j["position"] = positionName(l.position);
+  if (l.position == PositionKind::Rope) {
+    ojson r;
+    r["theta"] = l.rope.theta;
+    r["rotary_dim"] = l.rope.rotaryDim;
+    r["scaling"] = l.rope.scalingType;
+    r["factor"] = l.rope.factor;
+    r["attention_factor"] = l.rope.attentionFactor;
+    r["compiled"] = l.rope.unsupported.empty();
+    j["rope"] = r;
+  } else {
+    j["rope"] = nullptr;
+  }
+  if (l.position == PositionKind::T5Bias)
+    j["relative_bias"] = {{"num_buckets", l.t5.numBuckets},
+                          {"max_distance", l.t5.maxDistance},
+                          {"bidirectional", l.t5.bidirectional}};
+  j["qk_norm"] = l.qkNorm;
+  j["qkv_bias"] = l.hasQKVBias();
+  j["o_bias"] = !l.o.bias.empty();
+  j["output_gate"] = l.outputGate;
+  j["norm"] = normName(l.norm);
+  j["norm_placement"] = placementName(l.placement);
+  j["compiled"] = l.position != PositionKind::Alibi &&
+                  (l.position != PositionKind::Rope ||
+                   l.rope.unsupported.empty());
+  (void)spec;
+  return j;
+}
+
+} // namespace
+
+ojson mlir::attn::describeModel(const ModelSpec &spec) {
+  ojson out;
+  out["config"] = spec.configPath;
+  out["model_type"] = spec.modelType;
+  out["family"] = spec.family;
+  out["architecture"] =
+      spec.architecture.empty() ? ojson(nullptr) : ojson(spec.architecture);
+  out["dtype"] = spec.dtype.empty() ? ojson(nullptr) : ojson(spec.dtype);
+  out["hidden_size"] = spec.hiddenSize;
+  out["num_layers"] = spec.numLayers;
+  out["encoder_decoder"] = spec.encoderDecoder;
+  if (spec.encoderDecoder)
+    out["num_encoder_layers"] = spec.numEncoderLayers;
+  out["num_attention_layers"] = spec.layers.size();
+  out["max_position_embeddings"] =
+      spec.maxPositions ? ojson(*spec.maxPositions) : ojson(nullptr);
+  if (spec.maxSourcePositions)
+    out["max_source_positions"] = *spec.maxSourcePositions;
+
+  std::vector<std::string> kinds = layerKindNames(spec);
+  ojson layers = ojson::array();
+  for (const LayerSpec &l : spec.layers)
+    layers.push_back(layerJson(spec, l, kinds[l.index]));
+  out["layers"] = layers;
+
+  // Per kind, in order of first use.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const LayerSpec *>> byKind;
+  for (const LayerSpec &l : spec.layers) {
+    if (!byKind.count(kinds[l.index]))
+      order.push_back(kinds[l.index]);
+    byKind[kinds[l.index]].push_back(&l);
+  }
+  const std::pair<const char *, std::optional<uint64_t>> contexts[] = {
+      {"1024", 1024}, {"32768", 32768}, {"262144", 262144}, {"max", {}}};
+  unsigned __int128 totalKv32 = 0, totalKv16 = 0;
+  std::map<std::string, unsigned __int128> totalDecode, totalPrefill;
+  std::map<std::string, bool> totalKnown;
+  ojson kindsJson = ojson::array();
+  for (const std::string &name : order) {
+    const std::vector<const LayerSpec *> &ls = byKind[name];
+    const LayerSpec &l = *ls.front();
+    ojson k;
+    k["name"] = name;
+    k["attention"] = roleName(l.role);
+    k["layer_type"] = l.layerType;
+    k["count"] = ls.size();
+    ojson idx = ojson::array();
+    for (const LayerSpec *p : ls)
+      idx.push_back(p->index);
+    k["layers"] = idx;
+    if (l.role == LayerRole::LinearAttention) {
+      k["kv_cache_bytes_per_token"] = nullptr;
+      k["attention_flops_per_token"] = nullptr;
+      k["prefill_attention_flops"] = nullptr;
+      k["note"] = "not softmax attention: no KV cache and no quadratic term; "
+                  "not compiled";
+      kindsJson.push_back(k);
+      continue;
+    }
+    uint64_t n = ls.size();
+    k["kv_cache_bytes_per_token_per_layer"] = {
+        {"fp32", kvBytesPerToken(l, 4)}, {"bf16", kvBytesPerToken(l, 2)}};
+    k["kv_cache_bytes_per_token"] = {{"fp32", n * kvBytesPerToken(l, 4)},
+                                     {"bf16", n * kvBytesPerToken(l, 2)}};
+    if (l.window)
+      k["kv_cache_tokens_kept"] = *l.window;
+    totalKv32 += n * kvBytesPerToken(l, 4);
+    totalKv16 += n * kvBytesPerToken(l, 2);
+    ojson decode, prefill;
+    for (auto [label, ctxLen] : contexts) {
+      std::optional<uint64_t> c = ctxLen;
+      if (!c) {
+        std::optional<int64_t> m = maxContext(spec, l);
+        if (m)
+          c = uint64_t(*m);
+      }
+      if (!c) {
+        decode[label] = nullptr;
+        prefill[label] = nullptr;
+        totalKnown[label] = false;
+        continue;
+      }
+      unsigned __int128 dec =
+          (unsigned __int128)n * flopsPerPair(l) * keysAt(l, *c);
+      unsigned __int128 pre =
+          (unsigned __int128)n * flopsPerPair(l) * visiblePairs(l, *c);
+      decode[label] = count(dec);
+      prefill[label] = count(pre);
+      totalDecode[label] += dec;
+      totalPrefill[label] += pre;
+      if (!totalKnown.count(label))
+        totalKnown[label] = true;
+    }
+    k["attention_flops_per_token"] = decode;
+    k["prefill_attention_flops"] = prefill;
+    kindsJson.push_back(k);
+  }
+  out["layer_kinds"] = kindsJson;
+  ojson totals;
+  totals["kv_cache_bytes_per_token"] = {{"fp32", count(totalKv32)},
+                                        {"bf16", count(totalKv16)}};
+  ojson td, tp;
+  for (auto [label, unused] : contexts) {
+    (void)unused;
+    bool known = totalKnown.count(label) ? totalKnown[label] : true;
+    td[label] = known ? count(totalDecode[label]) : ojson(nullptr);
+    tp[label] = known ? count(totalPrefill[label]) : ojson(nullptr);
+  }
+  totals["attention_flops_per_token"] = td;
+  totals["prefill_attention_flops"] = tp;
+  out["totals"] = totals;
+  ojson notes = ojson::array();
+  for (const std::string &n : spec.notes)
+    notes.push_back(n);
+  out["notes"] = notes;
+  return out;
+}

@@ -1,0 +1,522 @@
+//===- EmitAttnIR.cpp - ModelSpec -> attn graph-level IR ------------------===//
+//
+// This file implements the emission of a model's attention as `attn` IR: the
+// eager chain of each distinct layer kind as one function (norm, projections,
+// head split, q/k norm, RoPE, QKᵀ, scale, softcap, bias, mask, softmax, ·V,
+// head merge, gate, output projection, residual), and a `@model` function
+// that calls them in layer order with the checkpoint's tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Frontend/Frontend.h"
+
+#include "dialects/Attn/IR/AttnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Format.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+constexpr int64_t kDyn = ShapedType::kDynamic;
+
+/// A weight argument of a layer: its role in the kind function, its shape
+/// and its checkpoint name in this layer.
+struct WeightArg {
+  std::string role;
+  std::vector<int64_t> shape;
+  std::string tensor;
+  bool shared = false; ///< the same tensor for every layer (T5's table).
+};
+
+int64_t qWidth(const LayerSpec &l) {
+  return l.numHeads * l.headDimQK * (l.outputGate ? 2 : 1);
+}
+
+/// The weights of a layer in the fixed order the kind function takes them.
+std::vector<WeightArg> layerWeights(const ModelSpec &spec, const LayerSpec &l) {
+  std::vector<WeightArg> w;
+  int64_t h = spec.hiddenSize;
+  int64_t src = l.role == LayerRole::CrossAttention && spec.encoderHiddenSize
+                    ? spec.encoderHiddenSize
+                    : h;
+  auto add = [&](const std::string &role, std::vector<int64_t> shape,
+                 const std::string &tensor, bool shared = false) {
+    if (!tensor.empty())
+      w.push_back({role, std::move(shape), tensor, shared});
+  };
+  auto linear = [&](const std::string &role, const Proj &p, int64_t out,
+                    int64_t in) {
+    add(role + "_weight",
+        l.transposedWeights ? std::vector<int64_t>{in, out}
+                            : std::vector<int64_t>{out, in},
+        p.weight);
+    add(role + "_bias", {out}, p.bias);
+  };
+  add("norm_weight", {h}, l.normW.weight);
+  add("norm_bias", {h}, l.normW.bias);
+  int64_t kvq = l.numKVHeads * l.headDimQK, kvv = l.numKVHeads * l.headDimV;
+  if (l.layout == QKVLayout::Separate) {
+    linear("q", l.q, qWidth(l), h);
+    linear("k", l.k, kvq, src);
+    linear("v", l.v, kvv, src);
+  } else {
+    linear("qkv", l.qkv, qWidth(l) + kvq + kvv, h);
+  }
+  add("q_norm_weight", {l.headDimQK}, l.qNormW.weight);
+  add("k_norm_weight", {l.headDimQK}, l.kNormW.weight);
+  if (l.position == PositionKind::T5Bias)
+    add("relative_attention_bias", {l.t5.numBuckets, l.numHeads},
+        l.t5.tableTensor, /*shared=*/true);
+  linear("o", l.o, h, l.numHeads * l.headDimV);
+  add("post_norm_weight", {h}, l.postNormW.weight);
+  return w;
+}
+
+std::string hexDouble(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%a", v);
+  return buf;
+}
+
+/// Everything that makes two layers need different code, as a string.
+std::string kindKey(const ModelSpec &spec, const LayerSpec &l) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << int(l.role) << '|' << l.stack << '|';
+  if (l.role == LayerRole::LinearAttention)
+    return os.str();
+  os << l.causal << '|' << l.window.value_or(0) << '|' << l.numHeads << '|'
+     << l.numKVHeads << '|' << l.headDimQK << '|' << l.headDimV << '|'
+     << hexDouble(l.scale) << '|' << l.scaleOnQuery << '|'
+     << (l.softcap ? hexDouble(*l.softcap) : std::string("-")) << '|'
+     << int(l.position) << '|';
+  if (l.position == PositionKind::Rope) {
+    os << hexDouble(l.rope.theta) << '|' << l.rope.rotaryDim << '|'
+       << l.rope.interleaved << '|' << hexDouble(l.rope.attentionFactor);
+    for (double f : l.rope.invFreq)
+      os << ',' << hexDouble(f);
+    os << '|';
+  }
+  if (l.position == PositionKind::T5Bias)
+    os << l.t5.numBuckets << '|' << l.t5.maxDistance << '|'
+       << l.t5.bidirectional << '|';
+  os << l.qkNorm << l.outputGate << int(l.norm) << int(l.placement) << '|'
+     << hexDouble(l.normEps) << '|' << int(l.layout)
+     << l.transposedWeights << '|';
+  for (const WeightArg &w : layerWeights(spec, l))
+    os << w.role << ',';
+  return os.str();
+}
+
+/// `model.layers.7.self_attn.q_proj.weight` -> `model.layers.{i}...`.
+std::string tensorPattern(const std::string &tensor, int64_t layer) {
+  std::string needle = "." + std::to_string(layer) + ".";
+  std::string prefix = std::to_string(layer) + ".";
+  if (tensor.rfind(prefix, 0) == 0)
+    return "{i}." + tensor.substr(prefix.size());
+  size_t at = tensor.find(needle);
+  if (at == std::string::npos)
+    return tensor;
+  return tensor.substr(0, at) + ".{i}." + tensor.substr(at + needle.size());
+}
+
+class Emitter {
+public:
+  Emitter(const ModelSpec &spec, const ConfigSource &src)
+      : spec(spec), src(src), ctx(src.getContext()), b(ctx),
+        f32(Float32Type::get(ctx)) {}
+
+  OwningOpRef<ModuleOp> run();
+
+private:
+  RankedTensorType tensor(llvm::ArrayRef<int64_t> shape) {
+    return RankedTensorType::get(shape, f32);
+  }
+  RankedTensorType hiddenType(int64_t width) {
+    return tensor({kDyn, kDyn, width});
+  }
+  RankedTensorType headsType(int64_t heads, int64_t dim) {
+    return tensor({kDyn, heads, kDyn, dim});
+  }
+  UnitAttr unit(bool set) { return set ? b.getUnitAttr() : UnitAttr(); }
+  RankedTensorType positionsType() {
+    return RankedTensorType::get({kDyn, kDyn}, b.getI64Type());
+  }
+
+  bool checkSupported(const LayerSpec &l);
+  func::FuncOp emitKind(const std::string &name, const LayerSpec &l);
+  Value sliceHeads(Location loc, Value x, int64_t groups, int64_t perGroup,
+                   int64_t start, int64_t count, int64_t dim);
+  Value norm(Location loc, const LayerSpec &l, Value x, Value w, Value bias);
+
+  const ModelSpec &spec;
+  const ConfigSource &src;
+  MLIRContext *ctx;
+  OpBuilder b;
+  Type f32;
+  /// Batch and sequence sizes of the values sliceHeads has sliced.
+  llvm::DenseMap<Value, std::pair<Value, Value>> dims;
+};
+
+bool Emitter::checkSupported(const LayerSpec &l) {
+  if (l.position == PositionKind::Alibi) {
+    emitError(src.loc("/alibi"))
+        << "layer " << l.index
+        << " uses ALiBi position biases ('alibi': true), which the attn "
+           "dialect cannot express yet; accepted: 'alibi': false (rotary "
+           "embeddings)";
+    return false;
+  }
+  if (l.position == PositionKind::Rope && !l.rope.unsupported.empty()) {
+    emitError(src.loc(l.rope.scalingPointer))
+        << "layer " << l.index << ": " << l.rope.unsupported
+        << "; only static RoPE scaling is compiled (accepted rope types: "
+           "default, linear, llama3, yarn)";
+    return false;
+  }
+  return true;
+}
+
+Value Emitter::sliceHeads(Location loc, Value x, int64_t groups,
+                          int64_t perGroup, int64_t start, int64_t count,
+                          int64_t dim) {
+  // Slices of one projection share its batch and sequence sizes.
+  auto [it, inserted] = dims.try_emplace(x);
+  if (inserted)
+    it->second = {tensor::DimOp::create(b, loc, x, 0),
+                  tensor::DimOp::create(b, loc, x, 1)};
+  auto [b0, s0] = it->second;
+  SmallVector<ReassociationIndices> re = {{0}, {1}, {2, 3, 4}};
+  SmallVector<OpFoldResult> shape = {b0, s0, b.getIndexAttr(groups),
+                                     b.getIndexAttr(perGroup),
+                                     b.getIndexAttr(dim)};
+  Value e = tensor::ExpandShapeOp::create(
+      b, loc, tensor({kDyn, kDyn, groups, perGroup, dim}), x, re, shape);
+  SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(0),
+                                       b.getIndexAttr(0),
+                                       b.getIndexAttr(start),
+                                       b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {b0, s0, b.getIndexAttr(groups),
+                                     b.getIndexAttr(count),
+                                     b.getIndexAttr(dim)};
+  SmallVector<OpFoldResult> strides(5, b.getIndexAttr(1));
+  Value s = tensor::ExtractSliceOp::create(
+      b, loc, tensor({kDyn, kDyn, groups, count, dim}), e, offsets, sizes,
+      strides);
+  return tensor::CollapseShapeOp::create(
+      b, loc, hiddenType(groups * count * dim), s, re);
+}
+
+Value Emitter::norm(Location loc, const LayerSpec &l, Value x, Value w,
+                    Value bias) {
+  FloatAttr eps = b.getF64FloatAttr(l.normEps);
+  if (l.norm == NormKind::Layer) {
+    auto op = LayerNormOp::create(b, loc, x.getType(), x, w, bias, eps);
+    return op.getResult();
+  }
+  auto op = RMSNormOp::create(b, loc, x.getType(), x, w, eps,
+                              unit(l.norm == NormKind::RMSUnitOffset));
+  return op.getResult();
+}
+
+func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l) {
+  Location loc = NameLoc::get(b.getStringAttr(name),
+                              FileLineColLoc::get(ctx, spec.configPath, 1, 1));
+  int64_t h = spec.hiddenSize;
+  RankedTensorType xTy = hiddenType(h);
+  if (l.role == LayerRole::LinearAttention) {
+    auto fn = func::FuncOp::create(loc, name, b.getFunctionType({xTy}, {xTy}));
+    fn.setPrivate();
+    fn->setAttr("attn.unsupported",
+                b.getStringAttr(tensorPattern(l.unsupportedWhy,
+                                              l.layerInStack)));
+    return fn;
+  }
+
+  // Signature: x, [memory], [positions], weights.
+  SmallVector<Type> inputs = {xTy};
+  bool cross = l.role == LayerRole::CrossAttention;
+  if (cross)
+    inputs.push_back(hiddenType(spec.encoderHiddenSize ? spec.encoderHiddenSize
+                                                       : h));
+  bool rope = l.position == PositionKind::Rope;
+  if (rope)
+    inputs.push_back(positionsType());
+  std::vector<WeightArg> weights = layerWeights(spec, l);
+  for (const WeightArg &w : weights)
+    inputs.push_back(tensor(w.shape));
+  auto fn = func::FuncOp::create(loc, name, b.getFunctionType(inputs, {xTy}));
+  unsigned first = 1 + cross + rope;
+  for (auto [i, w] : llvm::enumerate(weights))
+    fn.setArgAttr(first + i, "attn.tensor",
+                  b.getStringAttr(w.shared ? w.tensor
+                                           : tensorPattern(w.tensor,
+                                                           l.layerInStack)));
+
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value x = entry->getArgument(0);
+  Value memory = cross ? entry->getArgument(1) : Value();
+  Value positions = rope ? entry->getArgument(1 + cross) : Value();
+  llvm::StringMap<Value> w;
+  for (auto [i, arg] : llvm::enumerate(weights))
+    w[arg.role] = entry->getArgument(first + i);
+  auto get = [&](llvm::StringRef role) { return w.lookup(role); };
+
+  auto linear = [&](Value in, llvm::StringRef role, int64_t out) {
+    auto op = LinearOp::create(b, loc, hiddenType(out), in,
+                               get((role + "_weight").str()),
+                               get((role + "_bias").str()),
+                               unit(l.transposedWeights));
+    return op.getResult();
+  };
+
+  Value hIn = x;
+  if (l.placement != NormPlacement::Post)
+    hIn = norm(loc, l, x, get("norm_weight"), get("norm_bias"));
+  Value kvIn = cross ? memory : hIn;
+
+  int64_t hq = l.numHeads, hkv = l.numKVHeads, d = l.headDimQK,
+          dv = l.headDimV;
+  Value q, k, v, gate;
+  if (l.layout == QKVLayout::Separate) {
+    q = linear(hIn, "q", qWidth(l));
+    k = linear(kvIn, "k", hkv * d);
+    v = linear(kvIn, "v", hkv * dv);
+  } else {
+    Value qkv = linear(hIn, "qkv", qWidth(l) + hkv * d + hkv * dv);
+    switch (l.layout) {
+    case QKVLayout::FusedConcat:
+      q = sliceHeads(loc, qkv, 1, hq + 2 * hkv, 0, hq, d);
+      k = sliceHeads(loc, qkv, 1, hq + 2 * hkv, hq, hkv, d);
+      v = sliceHeads(loc, qkv, 1, hq + 2 * hkv, hq + hkv, hkv, d);
+      break;
+    case QKVLayout::FusedGrouped: {
+      int64_t g = hq / hkv;
+      q = sliceHeads(loc, qkv, hkv, g + 2, 0, g, d);
+      k = sliceHeads(loc, qkv, hkv, g + 2, g, 1, d);
+      v = sliceHeads(loc, qkv, hkv, g + 2, g + 1, 1, d);
+      break;
+    }
+    case QKVLayout::FusedPerHead:
+      q = sliceHeads(loc, qkv, hq, 3, 0, 1, d);
+      k = sliceHeads(loc, qkv, hq, 3, 1, 1, d);
+      v = sliceHeads(loc, qkv, hq, 3, 2, 1, d);
+      break;
+    case QKVLayout::Separate:
+      break;
+    }
+  }
+  if (l.outputGate) {
+    // Qwen3-Next: per head [query (d), gate (d)].
+    Value qg = q;
+    q = sliceHeads(loc, qg, hq, 2, 0, 1, d);
+    gate = sliceHeads(loc, qg, hq, 2, 1, 1, d);
+  }
+  if (l.scaleOnQuery)
+    q = ScaleOp::create(b, loc, q, b.getF64FloatAttr(l.scale)).getResult();
+
+  Value qh = SplitHeadsOp::create(b, loc, headsType(hq, d), q);
+  Value kh = SplitHeadsOp::create(b, loc, headsType(hkv, d), k);
+  Value vh = SplitHeadsOp::create(b, loc, headsType(hkv, dv), v);
+  if (l.qkNorm) {
+    FloatAttr eps = b.getF64FloatAttr(l.normEps);
+    UnitAttr offset = unit(l.norm == NormKind::RMSUnitOffset);
+    qh = RMSNormOp::create(b, loc, qh.getType(), qh, get("q_norm_weight"), eps,
+                           offset);
+    kh = RMSNormOp::create(b, loc, kh.getType(), kh, get("k_norm_weight"), eps,
+                           offset);
+  }
+  if (rope) {
+    DenseF64ArrayAttr invFreq;
+    if (!l.rope.invFreq.empty())
+      invFreq = b.getDenseF64ArrayAttr(l.rope.invFreq);
+    auto ropeOp = [&](Value t) {
+      return RopeOp::create(b, loc, t.getType(), t, positions,
+                            b.getF64FloatAttr(l.rope.theta),
+                            b.getI64IntegerAttr(l.rope.rotaryDim), invFreq,
+                            b.getF64FloatAttr(l.rope.attentionFactor),
+                            unit(l.rope.interleaved))
+          .getResult();
+    };
+    qh = ropeOp(qh);
+    kh = ropeOp(kh);
+  }
+  RankedTensorType sTy = tensor({kDyn, hq, kDyn, kDyn});
+  Value s = QKOp::create(b, loc, sTy, qh, kh);
+  if (!l.scaleOnQuery && l.scale != 1.0)
+    s = ScaleOp::create(b, loc, s, b.getF64FloatAttr(l.scale));
+  if (l.softcap)
+    s = SoftcapOp::create(b, loc, s, b.getF64FloatAttr(*l.softcap));
+  if (l.position == PositionKind::T5Bias)
+    s = RelativePositionBiasOp::create(
+        b, loc, sTy, s, get("relative_attention_bias"),
+        b.getI64IntegerAttr(l.t5.numBuckets),
+        b.getI64IntegerAttr(l.t5.maxDistance), unit(l.t5.bidirectional));
+  if (l.causal) {
+    MaskKind kind = l.window ? MaskKind::sliding_window : MaskKind::causal;
+    IntegerAttr window =
+        l.window ? b.getI64IntegerAttr(*l.window) : IntegerAttr();
+    s = MaskOp::create(b, loc, sTy, s, Value(), kind, window,
+                       CausalAlignment::bottom_right);
+  }
+  Value p = SoftmaxOp::create(b, loc, s);
+  Value o = PVOp::create(b, loc, headsType(hq, dv), p, vh);
+  Value m = MergeHeadsOp::create(b, loc, hiddenType(hq * dv), o);
+  if (gate)
+    m = SigmoidGateOp::create(b, loc, m, gate);
+  Value y = linear(m, "o", h);
+  if (l.placement == NormPlacement::PrePost)
+    y = norm(loc, l, y, get("post_norm_weight"), Value());
+  Value r = AddOp::create(b, loc, x, y);
+  if (l.placement == NormPlacement::Post)
+    r = norm(loc, l, r, get("norm_weight"), get("norm_bias"));
+  func::ReturnOp::create(b, loc, r);
+  return fn;
+}
+
+OwningOpRef<ModuleOp> Emitter::run() {
+  ctx->loadDialect<AttnDialect, arith::ArithDialect, func::FuncDialect,
+                   tensor::TensorDialect>();
+  for (const LayerSpec &l : spec.layers)
+    if (l.role != LayerRole::LinearAttention && !checkSupported(l))
+      return nullptr;
+
+  Location loc = FileLineColLoc::get(ctx, spec.configPath, 1, 1);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  module->getOperation()->setAttr("attn.model_type",
+                                  b.getStringAttr(spec.modelType));
+  module->getOperation()->setAttr("attn.family", b.getStringAttr(spec.family));
+
+  // One function per kind, in order of first use.
+  std::vector<std::string> names = layerKindNames(spec);
+  std::map<std::string, func::FuncOp> kinds;
+  std::map<std::string, std::vector<int64_t>> kindLayers;
+  for (const LayerSpec &l : spec.layers)
+    kindLayers[names[l.index]].push_back(l.index);
+  for (const LayerSpec &l : spec.layers) {
+    const std::string &name = names[l.index];
+    if (kinds.count(name))
+      continue;
+    func::FuncOp fn = emitKind(name, l);
+    fn->setAttr("attn.layer_type", b.getStringAttr(l.layerType));
+    fn->setAttr("attn.layers", b.getDenseI64ArrayAttr(kindLayers[name]));
+    module->push_back(fn);
+    kinds[name] = fn;
+  }
+
+  // @model: inputs, then every layer's weights (shared ones once).
+  int64_t h = spec.hiddenSize;
+  bool anyRope = llvm::any_of(spec.layers, [](const LayerSpec &l) {
+    return l.role != LayerRole::LinearAttention &&
+           l.position == PositionKind::Rope;
+  });
+  SmallVector<Type> inputs;
+  SmallVector<std::string> inputNames;
+  if (spec.encoderDecoder) {
+    inputs = {hiddenType(spec.encoderHiddenSize), hiddenType(h),
+              hiddenType(spec.encoderHiddenSize)};
+    inputNames = {"encoder_hidden_states", "decoder_hidden_states",
+                  "encoder_output"};
+  } else {
+    inputs = {hiddenType(h)};
+    inputNames = {"hidden_states"};
+  }
+  if (anyRope) {
+    inputs.push_back(positionsType());
+    inputNames.push_back("position_ids");
+  }
+  size_t numInputs = inputs.size();
+  std::vector<WeightArg> allWeights;
+  std::map<std::string, unsigned> weightIndex;
+  std::vector<std::vector<unsigned>> layerArgs(spec.layers.size());
+  for (const LayerSpec &l : spec.layers) {
+    if (l.role == LayerRole::LinearAttention)
+      continue;
+    for (const WeightArg &w : layerWeights(spec, l)) {
+      auto [it, inserted] = weightIndex.try_emplace(
+          w.tensor, unsigned(numInputs + allWeights.size()));
+      if (inserted) {
+        allWeights.push_back(w);
+        inputs.push_back(tensor(w.shape));
+      }
+      layerArgs[l.index].push_back(it->second);
+    }
+  }
+  SmallVector<Type> results = spec.encoderDecoder
+                                  ? SmallVector<Type>{inputs[0], inputs[1]}
+                                  : SmallVector<Type>{inputs[0]};
+  auto model =
+      func::FuncOp::create(loc, "model", b.getFunctionType(inputs, results));
+  for (size_t i = 0; i < numInputs; ++i)
+    model.setArgAttr(i, "attn.input", b.getStringAttr(inputNames[i]));
+  for (auto [i, w] : llvm::enumerate(allWeights))
+    model.setArgAttr(numInputs + i, "attn.tensor", b.getStringAttr(w.tensor));
+  Block *entry = model.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value enc = entry->getArgument(0);
+  Value dec = spec.encoderDecoder ? entry->getArgument(1) : enc;
+  Value memory = spec.encoderDecoder ? entry->getArgument(2) : Value();
+  Value positions = anyRope ? entry->getArgument(numInputs - 1) : Value();
+  for (const LayerSpec &l : spec.layers) {
+    func::FuncOp fn = kinds[names[l.index]];
+    bool onEncoder = spec.encoderDecoder && l.stack == "encoder";
+    Value &cur = onEncoder ? enc : dec;
+    SmallVector<Value> args = {cur};
+    if (l.role == LayerRole::CrossAttention)
+      args.push_back(memory);
+    if (l.role != LayerRole::LinearAttention &&
+        l.position == PositionKind::Rope)
+      args.push_back(positions);
+    for (unsigned a : layerArgs[l.index])
+      args.push_back(entry->getArgument(a));
+    auto call = func::CallOp::create(b, loc, fn, args);
+    call->setAttr("attn.layer", b.getI64IntegerAttr(l.index));
+    cur = call.getResult(0);
+  }
+  if (spec.encoderDecoder)
+    func::ReturnOp::create(b, loc, ValueRange{enc, dec});
+  else
+    func::ReturnOp::create(b, loc, ValueRange{dec});
+  module->push_back(model);
+  return module;
+}
+
+} // namespace
+
+std::vector<std::string> mlir::attn::layerKindNames(const ModelSpec &spec) {
+  std::vector<std::string> names(spec.layers.size());
+  std::map<std::string, std::string> byKey;
+  std::map<std::string, int> used;
+  for (const LayerSpec &l : spec.layers) {
+    std::string key = kindKey(spec, l);
+    auto it = byKey.find(key);
+    if (it != byKey.end()) {
+      names[l.index] = it->second;
+      continue;
+    }
+    std::string base = l.layerType;
+    if (spec.encoderDecoder)
+      base = l.stack + "_" + l.layerType;
+    int n = used[base]++;
+    std::string name = n ? base + "_" + std::to_string(n) : base;
+    byKey[key] = name;
+    names[l.index] = name;
+  }
+  return names;
+}
+
+OwningOpRef<ModuleOp> mlir::attn::emitAttnModule(const ModelSpec &spec,
+                                                 const ConfigSource &src) {
+  return Emitter(spec, src).run();
+}

@@ -1,0 +1,41 @@
+//===- Frontend.h - config.json -> attn IR and --describe --------*- C++ -*-===//
+//
+// This file declares the front end's entry points: loading a config into a
+// ModelSpec, emitting the model's attention as `attn` graph-level IR, and
+// describing it as JSON.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_COMPILER_FRONTEND_FRONTEND_H
+#define ATTN_COMPILER_FRONTEND_FRONTEND_H
+
+#include "compiler/Frontend/ConfigSource.h"
+#include "compiler/Frontend/ModelSpec.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <nlohmann/json.hpp>
+
+namespace mlir {
+namespace attn {
+
+/// Emits one function per distinct attention-layer kind and a `@model`
+/// function calling them in layer order. Weights are function arguments
+/// carrying their checkpoint tensor names (`attn.tensor`). Features that the
+/// dialect cannot express yet (ALiBi, run-time RoPE scaling) are reported as
+/// errors located at the config field that asked for them.
+OwningOpRef<ModuleOp> emitAttnModule(const ModelSpec &spec,
+                                     const ConfigSource &src);
+
+/// The `--describe` JSON (fields documented in the README).
+nlohmann::ordered_json describeModel(const ModelSpec &spec);
+
+/// Name of the kind function each layer calls, in layer order (shared by the
+/// IR emitter and --describe so that both agree).
+std::vector<std::string> layerKindNames(const ModelSpec &spec);
+
+} // namespace attn
+} // namespace mlir
+
+#endif // ATTN_COMPILER_FRONTEND_FRONTEND_H

@@ -1,0 +1,148 @@
+//===- ModelSpec.h - normalized description of a model's attention -*- C++ -*-===//
+//
+// This file declares the normalized, family-independent description of a
+// model's attention layers that the front end derives from a config.json.
+// The IR emitter and `--describe` read only this.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_COMPILER_FRONTEND_MODELSPEC_H
+#define ATTN_COMPILER_FRONTEND_MODELSPEC_H
+
+#include "mlir/IR/Location.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir {
+namespace attn {
+
+class ConfigSource;
+
+enum class LayerRole {
+  SelfAttention,   ///< q, k, v from the same sequence.
+  CrossAttention,  ///< q from the decoder, k/v from the encoder output.
+  LinearAttention, ///< not softmax attention (e.g. Gated DeltaNet).
+};
+
+enum class PositionKind {
+  Absolute,   ///< added to the embeddings, nothing inside attention.
+  Rope,       ///< rotary embedding of q and k.
+  T5Bias,     ///< T5's bucketed relative-position bias on the scores.
+  Alibi,      ///< ALiBi linear bias on the scores.
+};
+
+enum class NormKind { RMS, RMSUnitOffset, Layer };
+
+/// Where the attention block's norms sit.
+enum class NormPlacement {
+  Pre,     ///< x + attn(norm(x)) (Llama, GPT-2, Whisper, T5, Falcon).
+  PrePost, ///< x + post_norm(attn(norm(x))) (Gemma 2/3).
+  Post,    ///< norm(x + attn(x)) (BERT).
+};
+
+/// How q, k, v come out of the projections.
+enum class QKVLayout {
+  Separate,      ///< q_proj, k_proj, v_proj.
+  FusedConcat,   ///< one weight, output [q | k | v] (Phi-3, GPT-2, Falcon MQA).
+  FusedGrouped,  ///< one weight, per KV group [q_0..q_{G-1}, k, v] (Falcon 40B+).
+  FusedPerHead,  ///< one weight, per head [q, k, v] (Falcon non-MQA legacy).
+};
+
+struct RopeSpec {
+  double theta = 10000.0;
+  int64_t rotaryDim = 0;
+  std::string scalingType = "default"; ///< rope_type of rope_scaling.
+  double factor = 1.0;
+  bool interleaved = false;
+  /// Set when scaling rewrites the frequencies (linear, llama3, yarn...).
+  std::vector<double> invFreq;
+  double attentionFactor = 1.0;
+  /// Why the scaling cannot be compiled statically (dynamic, longrope...).
+  std::string unsupported;
+  /// Pointer of the config field that chose the scaling (for diagnostics).
+  std::string scalingPointer;
+};
+
+struct T5BiasSpec {
+  int64_t numBuckets = 32;
+  int64_t maxDistance = 128;
+  bool bidirectional = true;
+  std::string tableTensor; ///< shared by all layers of a stack (block 0's).
+};
+
+/// One projection's checkpoint tensor names (bias empty when none).
+struct Proj {
+  std::string weight;
+  std::string bias;
+};
+
+struct LayerSpec {
+  int64_t index = 0;       ///< position in the model's layer order.
+  std::string stack;       ///< "decoder" or "encoder".
+  int64_t layerInStack = 0;
+  LayerRole role = LayerRole::SelfAttention;
+  std::string layerType;   ///< "full_attention", "sliding_attention", ...
+  std::string unsupportedWhy; ///< for LinearAttention: what it is.
+
+  bool causal = true;
+  std::optional<int64_t> window;
+  int64_t numHeads = 0, numKVHeads = 0, headDimQK = 0, headDimV = 0;
+  double scale = 1.0;
+  bool scaleOnQuery = false; ///< the eager code scales q instead of scores.
+  std::optional<double> softcap;
+  PositionKind position = PositionKind::Absolute;
+  RopeSpec rope;
+  T5BiasSpec t5;
+  bool qkNorm = false;
+  bool outputGate = false; ///< Qwen3-Next: o = o * sigmoid(gate).
+
+  NormKind norm = NormKind::RMS;
+  NormPlacement placement = NormPlacement::Pre;
+  double normEps = 1e-6;
+
+  QKVLayout layout = QKVLayout::Separate;
+  bool transposedWeights = false; ///< GPT-2 Conv1D: weights are [in, out].
+  Proj q, k, v, o, qkv;
+  Proj normW, postNormW, qNormW, kNormW;
+
+  bool hasQKVBias() const {
+    return !q.bias.empty() || !k.bias.empty() || !v.bias.empty() ||
+           !qkv.bias.empty();
+  }
+};
+
+struct ModelSpec {
+  std::string configPath;
+  std::string modelType;     ///< as written in config.json.
+  std::string family;        ///< normalized family name.
+  std::string architecture;  ///< architectures[0] if given.
+  std::string dtype;         ///< torch_dtype / dtype if given.
+  int64_t hiddenSize = 0;
+  /// Width of the encoder stream when it differs (never, for supported
+  /// families; kept for cross attention's memory argument).
+  int64_t encoderHiddenSize = 0;
+  int64_t numLayers = 0;     ///< num_hidden_layers (decoder layers for enc-dec).
+  int64_t numEncoderLayers = 0;
+  std::optional<int64_t> maxPositions;
+  std::optional<int64_t> maxSourcePositions; ///< encoder side (Whisper).
+  bool encoderDecoder = false;
+  std::vector<LayerSpec> layers;
+  /// Notes on values the front end filled in or chose (shown by --describe).
+  std::vector<std::string> notes;
+};
+
+/// Normalizes `src` into `spec`. On failure one error located in the config
+/// has been emitted.
+bool normalizeConfig(const ConfigSource &src, ModelSpec &spec);
+
+/// The families normalizeConfig accepts (model_type values).
+llvm::ArrayRef<llvm::StringRef> supportedModelTypes();
+
+} // namespace attn
+} // namespace mlir
+
+#endif // ATTN_COMPILER_FRONTEND_MODELSPEC_H
