@@ -7,6 +7,8 @@
 #include "compiler/InitAll.h"
 
 #include "dialects/Attn/IR/AttnDialect.h"
+#include "dialects/Attn/Transforms/Passes.h"
+#include "compiler/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,6 +24,8 @@ void mlir::attn::registerAllDialects(DialectRegistry &registry) {
 }
 
 void mlir::attn::registerAllPasses() {
+  registerAttnPasses();
+  registerAttnPipelines();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerInlinerPass();

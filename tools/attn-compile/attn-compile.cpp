@@ -10,10 +10,12 @@
 #include "compiler/Frontend/Diagnostics.h"
 #include "compiler/Frontend/Frontend.h"
 #include "compiler/InitAll.h"
+#include "compiler/Pipelines/Pipelines.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -26,7 +28,6 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum class Stage { Attn };
 
 cl::OptionCategory category("attn-compile options");
 
@@ -37,11 +38,34 @@ cl::opt<std::string> outputPath("o", cl::desc("Output file (default: stdout)"),
                                 cl::value_desc("file"), cl::init("-"),
                                 cl::cat(category));
 
-cl::opt<Stage> compileTo(
+cl::opt<attn::PipelineStage> compileTo(
     "compile-to", cl::desc("Stop after this stage and print its IR"),
-    cl::values(clEnumValN(Stage::Attn, "attn",
-                          "graph-level attn IR from the front end")),
-    cl::init(Stage::Attn), cl::cat(category));
+    cl::values(
+        clEnumValN(attn::PipelineStage::Attn, "attn",
+                   "graph-level attn IR from the front end"),
+        clEnumValN(attn::PipelineStage::Fused, "fused",
+                   "after fusion: each attention chain is one attn.sdpa"),
+        clEnumValN(attn::PipelineStage::Tiled, "tiled",
+                   "after tiling: online-softmax loops, K/V tiles shared per "
+                   "GQA group")),
+    cl::init(attn::PipelineStage::Attn), cl::cat(category));
+
+cl::opt<bool> keepReference(
+    "reference",
+    cl::desc("Keep an unfused <kind>_reference copy of each layer kind "
+             "(default true; --reference=false omits it)"),
+    cl::init(true), cl::cat(category));
+
+cl::opt<std::string> target("target", cl::desc("Target: cpu (default) or gpu"),
+                            cl::init("cpu"), cl::cat(category));
+
+cl::opt<int64_t> qBlock("q-block",
+                        cl::desc("Query rows per tile (0: target default)"),
+                        cl::init(0), cl::cat(category));
+
+cl::opt<int64_t> kvBlock("kv-block",
+                         cl::desc("Keys per tile (0: target default)"),
+                         cl::init(0), cl::cat(category));
 
 cl::opt<bool> describe("describe",
                        cl::desc("Print the normalized model description as "
@@ -54,12 +78,13 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
   cl::HideUnrelatedOptions({&category, &cl::getGeneralCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
       "attn-compile: compile a Hugging Face config.json's attention\n\n"
       "  attn-compile config.json --describe\n"
-      "  attn-compile config.json --compile-to=attn [-o out.mlir]\n");
+      "  attn-compile config.json --compile-to=attn|fused|tiled [-o out.mlir]\n");
 
   DialectRegistry registry;
   attn::registerAllDialects(registry);
@@ -87,6 +112,34 @@ int main(int argc, char **argv) {
     if (!module)
       return 1;
     if (failed(module->verify()))
+      return 1;
+    if (target != "cpu" && target != "gpu") {
+      llvm::errs() << "attn-compile: error: unknown --target '" << target
+                   << "'; accepted: cpu, gpu\n";
+      return 1;
+    }
+    if (qBlock < 0 || kvBlock < 0) {
+      llvm::errs() << "attn-compile: error: --q-block and --kv-block must be "
+                      "positive (0 picks the target default)\n";
+      return 1;
+    }
+    attn::PipelineOptions options;
+    options.stopAfter = compileTo == attn::PipelineStage::Attn    ? "attn"
+                        : compileTo == attn::PipelineStage::Fused ? "fused"
+                                                                  : "tiled";
+    options.reference = keepReference;
+    options.target = target;
+    options.qBlock = qBlock;
+    options.kvBlock = kvBlock;
+    PassManager pm(&context);
+    if (failed(applyPassManagerCLOptions(pm)))
+      return 1;
+    std::string pipelineError;
+    if (failed(attn::buildAttnPipeline(pm, options, &pipelineError))) {
+      llvm::errs() << "attn-compile: error: " << pipelineError << "\n";
+      return 1;
+    }
+    if (failed(pm.run(*module)))
       return 1;
     module->print(os);
     os << "\n";

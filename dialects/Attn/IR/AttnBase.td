@@ -84,6 +84,28 @@ def Attn_CausalAlignmentAttr
 }
 
 //===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+def Attn_RelativeBiasAttr : AttrDef<Attn_Dialect, "RelativeBias"> {
+  let mnemonic = "relative_bias";
+  let summary = "T5-style bucketed relative-position bias";
+  let description = [{
+    The scores get `table[bucket(j - i), h]` added, where `bucket` maps the
+    relative position into `num_buckets` log-spaced buckets (half per
+    direction when `bidirectional`) saturating at `max_distance`, as T5's
+    `_relative_position_bucket`. The table operand is `[num_buckets, heads]`.
+
+    ```mlir
+    #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = true>
+    ```
+  }];
+  let parameters = (ins "int64_t":$num_buckets, "int64_t":$max_distance,
+                        "bool":$bidirectional);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+//===----------------------------------------------------------------------===//
 // Type constraints
 //===----------------------------------------------------------------------===//
 

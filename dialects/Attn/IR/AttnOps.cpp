@@ -161,6 +161,38 @@ LogicalResult verifyNormWeight(Operation *op, Value input, Value weight,
                          "the input's last dim");
 }
 
+/// Verifies an optional relative-bias attribute with its table operand.
+LogicalResult verifyRelativeBias(Operation *op, RelativeBiasAttr attr,
+                                 Value table, int64_t heads) {
+  if (!attr && !table)
+    return success();
+  if (!attr || !table)
+    return op->emitOpError() << "expects 'relative_bias' and a bias_table "
+                                "operand together";
+  if (attr.getNumBuckets() < 2 ||
+      (attr.getBidirectional() && attr.getNumBuckets() < 4))
+    return op->emitOpError() << "expects num_buckets >= 2 (>= 4 when "
+                                "bidirectional), got "
+                             << attr.getNumBuckets();
+  if (attr.getMaxDistance() <= 0)
+    return op->emitOpError() << "expects a positive max_distance, got "
+                             << attr.getMaxDistance();
+  RankedTensorType t = tensorOf(table);
+  if (t.getRank() != 2)
+    return op->emitOpError() << "expects a bias_table [num_buckets, heads] of "
+                                "rank 2, got rank "
+                             << t.getRank();
+  if (!dimsAgree(t.getDimSize(0), attr.getNumBuckets()))
+    return op->emitOpError() << "expects a bias_table with num_buckets = "
+                             << attr.getNumBuckets() << " rows, got "
+                             << dimStr(t.getDimSize(0));
+  if (heads > 0 && !dimsAgree(t.getDimSize(1), heads))
+    return op->emitOpError() << "expects a bias_table with one column per "
+                                "query head ("
+                             << heads << "), got " << dimStr(t.getDimSize(1));
+  return success();
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -390,6 +422,32 @@ LogicalResult RelativePositionBiasOp::verify() {
   return expectDimsAgree(*this, t, 1, "table heads", s, 1, "score heads");
 }
 
+/// Shared by mask_bias / mask_cond: `like` is scores, result has its shape.
+static LogicalResult verifyMaskConstruction(Operation *op, Value like,
+                                            Value result, MaskKind kind,
+                                            std::optional<int64_t> window) {
+  if (failed(expectRank(op, like, 4, "scores [batch, heads, q_len, kv_len]")) ||
+      failed(verifyMaskAttrs(op, kind, window)))
+    return failure();
+  if (tensorOf(like).getShape() != tensorOf(result).getShape())
+    return op->emitOpError() << "expects the result to have the shape of the "
+                                "scores";
+  if (kind == MaskKind::none)
+    return op->emitOpError() << "expects a causal or sliding_window mask "
+                                "kind; a 'none' mask masks nothing";
+  return success();
+}
+
+LogicalResult MaskBiasOp::verify() {
+  return verifyMaskConstruction(*this, getLike(), getResult(), getKind(),
+                                getWindow());
+}
+
+LogicalResult MaskCondOp::verify() {
+  return verifyMaskConstruction(*this, getLike(), getResult(), getKind(),
+                                getWindow());
+}
+
 LogicalResult SoftmaxOp::verify() {
   if (getInput().getType().getRank() < 1)
     return emitOpError() << "expects an input of rank >= 1";
@@ -479,6 +537,9 @@ LogicalResult SDPAOp::verify() {
   if (std::optional<APFloat> cap = getSoftcap())
     if (failed(verifyPositiveFinite(*this, cap->convertToDouble(), "softcap")))
       return failure();
+  if (failed(verifyRelativeBias(*this, getRelativeBiasAttr(), getBiasTable(),
+                                q.getDimSize(1))))
+    return failure();
   return verifyKvLengths(*this, getKvLengths(), q);
 }
 
@@ -533,6 +594,12 @@ LogicalResult OnlineAttentionOp::verify() {
   if (std::optional<APFloat> cap = getSoftcap())
     if (failed(verifyPositiveFinite(*this, cap->convertToDouble(), "softcap")))
       return failure();
+  if (failed(verifyRelativeBias(*this, getRelativeBiasAttr(), getBiasTable(),
+                                /*heads=*/-1)))
+    return failure();
+  if (getBiasTable() && (!getHeadOffset() || r < 3))
+    return emitOpError() << "expects a head_offset and a query [heads, M, "
+                            "head_dim] with a bias_table";
   return success();
 }
 

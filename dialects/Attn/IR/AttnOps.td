@@ -235,6 +235,51 @@ def Attn_MaskOp : Attn_Op<"mask", [Pure, AllTypesMatch<["input", "result"]>]> {
   let hasVerifier = 1;
 }
 
+def Attn_MaskBiasOp : Attn_Op<"mask_bias", [Pure,
+    AllTypesMatch<["like", "result"]>]> {
+  let summary = "materialized additive mask: 0 where visible, -inf elsewhere";
+  let description = [{
+    The mask a framework materializes and adds to the scores
+    (`scores + mask`): a tensor shaped like the scores `like`
+    (`[batch, heads, q_len, kv_len]`) holding 0 for visible keys and -inf for
+    masked ones, with `kind`, `window` and `align` as in `attn.mask`. The
+    fusion recognizes `arith.addf %scores, (attn.mask_bias %scores)`.
+
+    ```mlir
+    %bias = attn.mask_bias %s {kind = #attn.mask<causal>} : tensor<?x8x?x?xf32>
+    %m = arith.addf %s, %bias : tensor<?x8x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$like, Attn_MaskKindAttr:$kind,
+                       OptionalAttr<I64Attr>:$window,
+                       DefaultValuedAttr<Attn_CausalAlignmentAttr,
+                           "::mlir::attn::CausalAlignment::bottom_right">:$align);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = "$like attr-dict `:` type($like)";
+  let hasVerifier = 1;
+}
+
+def Attn_MaskCondOp : Attn_Op<"mask_cond", [Pure]> {
+  let summary = "materialized boolean mask: true where visible";
+  let description = [{
+    The boolean form of `attn.mask_bias`, for masks written as
+    `torch.where(mask, scores, -inf)`: `i1` true for visible keys. The fusion
+    recognizes `arith.select (attn.mask_cond %s), %s, <-inf splat>`.
+
+    ```mlir
+    %c = attn.mask_cond %s {kind = #attn.mask<causal>}
+        : tensor<?x8x?x?xf32> -> tensor<?x8x?x?xi1>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$like, Attn_MaskKindAttr:$kind,
+                       OptionalAttr<I64Attr>:$window,
+                       DefaultValuedAttr<Attn_CausalAlignmentAttr,
+                           "::mlir::attn::CausalAlignment::bottom_right">:$align);
+  let results = (outs RankedTensorOf<[I1]>:$result);
+  let assemblyFormat = "$like attr-dict `:` type($like) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Attn_SoftmaxOp : Attn_Op<"softmax", [Pure, SameOperandsAndResultType]> {
   let summary = "softmax over the last dimension";
   let description = [{
@@ -329,7 +374,7 @@ def Attn_AddOp : Attn_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> 
 // Fused level
 //===----------------------------------------------------------------------===//
 
-def Attn_SDPAOp : Attn_Op<"sdpa", [Pure]> {
+def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
   let summary = "fused scaled-dot-product attention";
   let description = [{
     `softmax(mask(softcap(scale · Q·Kᵀ))) · V` as one op, with the semantics
@@ -339,7 +384,9 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure]> {
     `[batch, Hq, q_len, dv]`. The grouped-query group size is `Hq / Hkv`,
     read from the static head counts (`getGroupSize()`). Query rows that see
     no key produce zeros. Nothing of size q_len × kv_len is an operand or a
-    result: lowering chooses whether such a matrix ever exists.
+    result: lowering chooses whether such a matrix ever exists. With
+    `relative_bias` and a `bias_table` operand (`[num_buckets, Hq]`), T5's
+    relative-position bias is added to the scaled scores before the mask.
 
     ```mlir
     %o = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>,
@@ -351,7 +398,9 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure]> {
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
                        Attn_FloatTensor:$value,
                        Optional<Attn_IntTensor>:$kv_lengths,
+                       Optional<Attn_FloatTensor>:$bias_table,
                        F64Attr:$scale,
+                       OptionalAttr<Attn_RelativeBiasAttr>:$relative_bias,
                        DefaultValuedAttr<Attn_MaskKindAttr,
                            "::mlir::attn::MaskKind::none">:$mask,
                        OptionalAttr<I64Attr>:$window,
@@ -362,6 +411,7 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure]> {
   let assemblyFormat = [{
     $query `,` $key `,` $value
     (`kv_lengths` `(` $kv_lengths^ `:` type($kv_lengths) `)`)?
+    (`bias_table` `(` $bias_table^ `:` type($bias_table) `)`)?
     attr-dict `:` `(` type($query) `,` type($key) `,` type($value) `)`
     `->` type($result)
   }];
@@ -377,6 +427,7 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [Pure,
+    AttrSizedOperandSegments,
     AllTypesMatch<["acc", "new_acc"]>, AllTypesMatch<["max", "new_max"]>,
     AllTypesMatch<["sum", "new_sum"]>]> {
   let summary = "fold one key/value tile into an online-softmax state";
@@ -391,10 +442,13 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [Pure,
 
     Query row m sits at position `q_pos + m` and key n at `kv_pos + n`, both
     in key coordinates (the causal alignment offset is already added to
-    `q_pos`). Keys at positions `>= kv_limit` are invisible (sequence tail or
-    key padding); `mask`/`window` mask keys as in `attn.mask`. With
-    `mask = none` and no padding inside the tile the op needs no mask
-    arithmetic at all, which is how fully visible tiles are expressed.
+    `q_pos`). With `kv_limit`, keys at positions `>= kv_limit` are invisible
+    (key padding); `mask`/`window` mask keys as in `attn.mask`. With
+    `mask = none` and no `kv_limit` the op needs no mask arithmetic at all,
+    which is how fully visible tiles are expressed. With `relative_bias`,
+    `bias_table` `[num_buckets, heads]` is indexed by the relative position
+    (`kv_pos + n - q_pos - m`) and the head `head_offset + h` of the leading
+    query dim.
 
     For each row: `s = softcap(scale · q·kᵀ)` with invisible keys at -inf,
     `m' = max(max, rowmax(s))`, `p = exp(s - m')`,
@@ -404,7 +458,7 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [Pure,
 
     ```mlir
     %a, %m, %l = attn.online_attention %qt, %kt, %vt, %acc, %max, %sum,
-        %qpos, %kvpos, %limit {mask = #attn.mask<causal>, scale = 0.125 : f64}
+        %qpos, %kvpos {mask = #attn.mask<causal>, scale = 0.125 : f64}
         : (tensor<4x64x128xf32>, tensor<64x128xf32>, tensor<64x128xf32>,
            tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
           -> (tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
@@ -413,8 +467,12 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [Pure,
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
                        Attn_FloatTensor:$value, Attn_FloatTensor:$acc,
                        Attn_FloatTensor:$max, Attn_FloatTensor:$sum,
-                       Index:$q_pos, Index:$kv_pos, Index:$kv_limit,
+                       Index:$q_pos, Index:$kv_pos,
+                       Optional<Index>:$kv_limit,
+                       Optional<Attn_FloatTensor>:$bias_table,
+                       Optional<Index>:$head_offset,
                        F64Attr:$scale,
+                       OptionalAttr<Attn_RelativeBiasAttr>:$relative_bias,
                        DefaultValuedAttr<Attn_MaskKindAttr,
                            "::mlir::attn::MaskKind::none">:$mask,
                        OptionalAttr<I64Attr>:$window,
@@ -423,7 +481,9 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [Pure,
                       Attn_FloatTensor:$new_sum);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $acc `,` $max `,` $sum `,` $q_pos `,`
-    $kv_pos `,` $kv_limit attr-dict `:` `(` type($query) `,` type($key) `,`
+    $kv_pos (`kv_limit` `(` $kv_limit^ `)`)?
+    (`bias_table` `(` $bias_table^ `:` type($bias_table) `,` $head_offset `)`)?
+    attr-dict `:` `(` type($query) `,` type($key) `,`
     type($value) `,` type($acc) `,` type($max) `,` type($sum) `)` `->`
     `(` type($new_acc) `,` type($new_max) `,` type($new_sum) `)`
   }];

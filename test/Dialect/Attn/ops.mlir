@@ -89,17 +89,44 @@ func.func @fused_dv(%q: tensor<2x4x3x40xf32>, %k: tensor<2x2x17x40xf32>, %v: ten
 func.func @tiled(%q: tensor<4x64x128xf32>, %k: tensor<32x128xf32>, %v: tensor<32x128xf32>,
                  %acc: tensor<4x64x128xf32>, %max: tensor<4x64xf32>, %sum: tensor<4x64xf32>,
                  %qpos: index, %kvpos: index, %limit: index) -> tensor<4x64x128xf32> {
-  // CHECK: %{{.*}}, %{{.*}}, %{{.*}} = attn.online_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {mask = #attn.mask<causal>, scale = 1.250000e-01 : f64} : (tensor<4x64x128xf32>, tensor<32x128xf32>, tensor<32x128xf32>, tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>) -> (tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
-  %a, %m, %l = attn.online_attention %q, %k, %v, %acc, %max, %sum, %qpos, %kvpos, %limit
+  // CHECK: %{{.*}}, %{{.*}}, %{{.*}} = attn.online_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} kv_limit(%{{.*}}) {mask = #attn.mask<causal>, scale = 1.250000e-01 : f64} : (tensor<4x64x128xf32>, tensor<32x128xf32>, tensor<32x128xf32>, tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>) -> (tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
+  %a, %m, %l = attn.online_attention %q, %k, %v, %acc, %max, %sum, %qpos, %kvpos kv_limit(%limit)
       {mask = #attn.mask<causal>, scale = 0.125 : f64}
       : (tensor<4x64x128xf32>, tensor<32x128xf32>, tensor<32x128xf32>, tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
       -> (tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
   // CHECK: attn.online_attention {{.*}} {mask = #attn.mask<sliding_window>, scale = 1.250000e-01 : f64, softcap = 3.000000e+01 : f64, window = 128 : i64}
-  %a2, %m2, %l2 = attn.online_attention %q, %k, %v, %a, %m, %l, %qpos, %kvpos, %limit
+  %a2, %m2, %l2 = attn.online_attention %q, %k, %v, %a, %m, %l, %qpos, %kvpos
       {mask = #attn.mask<sliding_window>, window = 128 : i64, softcap = 30.0 : f64, scale = 0.125 : f64}
       : (tensor<4x64x128xf32>, tensor<32x128xf32>, tensor<32x128xf32>, tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
       -> (tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
   // CHECK: attn.online_finalize %{{.*}}, %{{.*}} : (tensor<4x64x128xf32>, tensor<4x64xf32>) -> tensor<4x64x128xf32>
   %o = attn.online_finalize %a2, %l2 : (tensor<4x64x128xf32>, tensor<4x64xf32>) -> tensor<4x64x128xf32>
   return %o : tensor<4x64x128xf32>
+}
+
+// CHECK-LABEL: func.func @relative_bias
+func.func @relative_bias(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tensor<?x8x?x64xf32>,
+                         %table: tensor<32x8xf32>, %qt: tensor<8x16x64xf32>, %kt: tensor<32x64xf32>,
+                         %acc: tensor<8x16x64xf32>, %mx: tensor<8x16xf32>, %i: index)
+    -> (tensor<?x8x?x64xf32>, tensor<8x16x64xf32>) {
+  // CHECK: attn.sdpa %{{.*}}, %{{.*}}, %{{.*}} bias_table(%{{.*}} : tensor<32x8xf32>) {mask = #attn.mask<causal>, relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = false>, scale = 1.000000e+00 : f64}
+  %0 = attn.sdpa %q, %k, %v bias_table(%table : tensor<32x8xf32>)
+      {mask = #attn.mask<causal>, scale = 1.0 : f64,
+       relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = false>}
+      : (tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32>
+  // CHECK: attn.online_attention {{.*}} bias_table(%{{.*}} : tensor<32x8xf32>, %{{.*}}) {relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = true>, scale = 1.000000e+00 : f64}
+  %a, %m, %l = attn.online_attention %qt, %kt, %kt, %acc, %mx, %mx, %i, %i bias_table(%table : tensor<32x8xf32>, %i)
+      {scale = 1.0 : f64, relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = true>}
+      : (tensor<8x16x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<8x16x64xf32>, tensor<8x16xf32>, tensor<8x16xf32>)
+      -> (tensor<8x16x64xf32>, tensor<8x16xf32>, tensor<8x16xf32>)
+  return %0, %a : tensor<?x8x?x64xf32>, tensor<8x16x64xf32>
+}
+
+// CHECK-LABEL: func.func @mask_construction
+func.func @mask_construction(%s: tensor<?x8x?x?xf32>) -> (tensor<?x8x?x?xf32>, tensor<?x8x?x?xi1>) {
+  // CHECK: attn.mask_bias %{{.*}} {kind = #attn.mask<causal>} : tensor<?x8x?x?xf32>
+  %b = attn.mask_bias %s {kind = #attn.mask<causal>} : tensor<?x8x?x?xf32>
+  // CHECK: attn.mask_cond %{{.*}} {align = #attn.align<top_left>, kind = #attn.mask<sliding_window>, window = 16 : i64} : tensor<?x8x?x?xf32> -> tensor<?x8x?x?xi1>
+  %c = attn.mask_cond %s {kind = #attn.mask<sliding_window>, window = 16 : i64, align = #attn.align<top_left>} : tensor<?x8x?x?xf32> -> tensor<?x8x?x?xi1>
+  return %b, %c : tensor<?x8x?x?xf32>, tensor<?x8x?x?xi1>
 }

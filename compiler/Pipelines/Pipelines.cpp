@@ -1,0 +1,68 @@
+//===- Pipelines.cpp - the attn compilation pipeline ----------------------===//
+//
+// This file implements buildAttnPipeline: fuse the eager chain into
+// attn.sdpa, keep an unfused reference copy, tile the fused ops into
+// online-softmax loops, and clean up.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Pipelines/Pipelines.h"
+
+#include "dialects/Attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+std::optional<PipelineStage>
+mlir::attn::parsePipelineStage(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<PipelineStage>>(name)
+      .Case("attn", PipelineStage::Attn)
+      .Case("fused", PipelineStage::Fused)
+      .Case("tiled", PipelineStage::Tiled)
+      .Default(std::nullopt);
+}
+
+LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
+                                            const PipelineOptions &options,
+                                            std::string *error) {
+  std::optional<PipelineStage> stop = parsePipelineStage(options.stopAfter);
+  if (!stop) {
+    if (error)
+      *error = "unknown stage '" + options.stopAfter.getValue() +
+               "'; accepted: attn, fused, tiled";
+    return failure();
+  }
+  if (*stop == PipelineStage::Attn)
+    return success();
+  pm.addNestedPass<func::FuncOp>(createFuseAttentionPass());
+  pm.addPass(createCanonicalizerPass());
+  if (*stop == PipelineStage::Fused)
+    return success();
+  if (options.reference)
+    pm.addPass(createMakeReferencePass());
+  TileAttentionPassOptions tile;
+  tile.target = options.target;
+  tile.qBlock = options.qBlock;
+  tile.kvBlock = options.kvBlock;
+  pm.addNestedPass<func::FuncOp>(createTileAttentionPass(tile));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  return success();
+}
+
+void mlir::attn::registerAttnPipelines() {
+  PassPipelineRegistration<PipelineOptions>(
+      "attn-pipeline",
+      "The attn compiler's pipeline: fuse, keep a reference, tile "
+      "(stop-after=attn|fused|tiled)",
+      [](OpPassManager &pm, const PipelineOptions &options) {
+        std::string error;
+        if (failed(buildAttnPipeline(pm, options, &error)))
+          llvm::errs() << "attn-pipeline: " << error << "\n";
+      });
+}

@@ -1,0 +1,58 @@
+//===- Pipelines.h - the attn compilation pipeline ----------------*- C++ -*-===//
+//
+// This file declares the one function that builds the pass pipeline, used by
+// attn-compile (--compile-to=...) and exposed by attn-opt as `attn-pipeline`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_COMPILER_PIPELINES_PIPELINES_H
+#define ATTN_COMPILER_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+#include <string>
+
+namespace mlir {
+namespace attn {
+
+/// Where the pipeline stops; later stages arrive with the backends.
+enum class PipelineStage { Attn, Fused, Tiled };
+
+/// Parses "attn" / "fused" / "tiled".
+std::optional<PipelineStage> parsePipelineStage(llvm::StringRef name);
+
+struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
+  Option<std::string> stopAfter{
+      *this, "stop-after",
+      llvm::cl::desc("Last stage to run: attn, fused or tiled"),
+      llvm::cl::init("tiled")};
+  Option<bool> reference{
+      *this, "reference",
+      llvm::cl::desc("Keep an unfused <fn>_reference copy of each fused "
+                     "function (the eager path for check and bench)"),
+      llvm::cl::init(true)};
+  Option<std::string> target{*this, "target",
+                             llvm::cl::desc("cpu or gpu (default tiles)"),
+                             llvm::cl::init("cpu")};
+  Option<int64_t> qBlock{*this, "q-block",
+                         llvm::cl::desc("Query rows per tile (0: default)"),
+                         llvm::cl::init(0)};
+  Option<int64_t> kvBlock{*this, "kv-block",
+                          llvm::cl::desc("Keys per tile (0: default)"),
+                          llvm::cl::init(0)};
+};
+
+/// Adds the passes from graph-level attn IR up to `options.stopAfter`.
+/// Returns failure (with a message in `error`) for a bad option.
+LogicalResult buildAttnPipeline(OpPassManager &pm,
+                                const PipelineOptions &options,
+                                std::string *error = nullptr);
+
+/// Registers `attn-pipeline` for attn-opt.
+void registerAttnPipelines();
+
+} // namespace attn
+} // namespace mlir
+
+#endif // ATTN_COMPILER_PIPELINES_PIPELINES_H

@@ -1,0 +1,34 @@
+//===- Passes.h - attn dialect passes ------------------------------*- C++ -*-===//
+//
+// This file declares the passes of the `attn` dialect and the helpers they
+// share with other components.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_DIALECT_ATTN_TRANSFORMS_PASSES_H
+#define ATTN_DIALECT_ATTN_TRANSFORMS_PASSES_H
+
+#include "dialects/Attn/IR/AttnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+namespace attn {
+
+#define GEN_PASS_DECL
+#include "dialects/Attn/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "dialects/Attn/Transforms/Passes.h.inc"
+
+/// Replaces `op` by the unfused chain it stands for (scores materialized).
+void decomposeSDPA(SDPAOp op, OpBuilder &builder);
+
+} // namespace attn
+} // namespace mlir
+
+#endif // ATTN_DIALECT_ATTN_TRANSFORMS_PASSES_H

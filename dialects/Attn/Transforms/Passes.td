@@ -1,0 +1,145 @@
+//===- Passes.td - attn dialect passes ---------------------*- tablegen -*-===//
+//
+// This file declares the passes of the `attn` dialect.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_TRANSFORMS_PASSES_TD
+#define ATTN_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+//===----------------------------------------------------------------------===//
+// Fusion
+//===----------------------------------------------------------------------===//
+
+def FuseAttentionPass : Pass<"attn-fuse-attention", "func::FuncOp"> {
+  let summary = "Fuse the eager QKᵀ/scale/softcap/bias/mask/softmax/·V chain into attn.sdpa";
+  let description = [{
+    Recognizes the chain frameworks produce and replaces it with one
+    `attn.sdpa`: `attn.qk` (its query possibly scaled first: the scale folded
+    into Q), then in this order any of `attn.scale`, `attn.softcap`,
+    `attn.relative_position_bias`, and a mask written as `attn.mask`, as an
+    additive `arith.addf %s, (attn.mask_bias)`, or as
+    `arith.select (attn.mask_cond), %s, <-inf splat>`, then `attn.softmax`
+    and `attn.pv`. Every intermediate value must have no other use; a chain
+    that is not attention (a softmax also used elsewhere, a mask that is not
+    one of the supported kinds, a scale after the softcap) is left untouched.
+
+    Before:
+    ```mlir
+    %s = attn.qk %q, %k : (...) -> tensor<?x32x?x?xf32>
+    %t = attn.scale %s {scale = 0.125 : f64} : tensor<?x32x?x?xf32>
+    %m = attn.mask %t {kind = #attn.mask<causal>} : tensor<?x32x?x?xf32>
+    %p = attn.softmax %m : tensor<?x32x?x?xf32>
+    %o = attn.pv %p, %v : (...) -> tensor<?x32x?x64xf32>
+    ```
+    After:
+    ```mlir
+    %o = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>, scale = 0.125 : f64}
+        : (...) -> tensor<?x32x?x64xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::attn::AttnDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Reference path
+//===----------------------------------------------------------------------===//
+
+def DecomposeSDPAPass : Pass<"attn-decompose-sdpa", "func::FuncOp"> {
+  let summary = "Expand attn.sdpa back into the unfused chain (materializes the scores)";
+  let description = [{
+    The inverse of `attn-fuse-attention`: each `attn.sdpa` becomes
+    `attn.qk`, `attn.scale`, `attn.softcap`, `attn.relative_position_bias`,
+    `attn.mask`, `attn.softmax`, `attn.pv`. This is the reference path:
+    it computes the q_len × kv_len scores explicitly, as eager frameworks do.
+
+    ```mlir
+    %o = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>, scale = 0.125 : f64} ...
+    // becomes
+    %s = attn.qk %q, %k ...
+    %t = attn.scale %s {scale = 0.125 : f64} ...
+    %m = attn.mask %t {kind = #attn.mask<causal>} ...
+    %p = attn.softmax %m ...
+    %o = attn.pv %p, %v ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::attn::AttnDialect"];
+}
+
+def MakeReferencePass : Pass<"attn-make-reference", "ModuleOp"> {
+  let summary = "Keep an unfused copy of every function that contains attn.sdpa";
+  let description = [{
+    For each function `@f` containing `attn.sdpa`, adds `@f_reference`
+    (marked `attn.reference`) in which every `attn.sdpa` is decomposed as by
+    `attn-decompose-sdpa`. Later passes tile `@f` and leave `@f_reference`
+    alone, so one binary carries both the fused kernel and the eager
+    reference for `check` and `bench`.
+
+    ```mlir
+    func.func @full_attention(...) { ... attn.sdpa ... }
+    // gains
+    func.func @full_attention_reference(...) attributes {attn.reference} {
+      ... attn.qk ... attn.softmax ... attn.pv ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::attn::AttnDialect", "::mlir::func::FuncDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Tiling
+//===----------------------------------------------------------------------===//
+
+def TileAttentionPass : Pass<"attn-tile-attention", "func::FuncOp"> {
+  let summary = "Tile attn.sdpa into online-softmax loops sharing K/V tiles across each GQA group";
+  let description = [{
+    Lowers each `attn.sdpa` (outside `attn.reference` functions) to an
+    `scf.forall` over (batch, KV head, query block) whose body holds the
+    query tile of all `Hq/Hkv` query heads of the group (`[G, rows, d]`) and
+    walks the key range in blocks of `kv-block` with `scf.for`, folding each
+    K/V tile, loaded once for the whole group, into the online-softmax state
+    with `attn.online_attention`, then normalizes with
+    `attn.online_finalize`. Nothing of size q_len × kv_len is created.
+
+    Causal and sliding-window masks come from loop indices: the key range of
+    a query block is cut by the loop bounds (fully masked blocks are never
+    visited), and split into up to three loops: keys visible to every row
+    of the block (`mask = none`: no mask arithmetic), and the diagonal and
+    window-edge blocks (masked by position). Key padding (`kv_lengths`)
+    shortens the range. Sequence lengths are dynamic: the last query and key
+    tiles are smaller (`min(block, remaining)`), never assumed away.
+
+    ```mlir
+    %o = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>, scale = 0.125 : f64} ...
+    // becomes
+    scf.forall (%b, %g, %qb) in (%B, 8, %numQBlocks) shared_outs(%out = %init) {
+      %qt = tensor.extract_slice %q[%b, %g * 4, %q0, 0] [1, 4, %qn, 64] ...
+      %r0:3 = scf.for %kb = %c0 to %fullHi step %c64 iter_args(...) {
+        %kt = tensor.extract_slice %k[%b, %g, %kb, 0] [1, 1, %kn, 64] ...
+        attn.online_attention %qt, %kt, %vt, ... {scale = 0.125 : f64}
+      }
+      %r1:3 = scf.for %kb = %fullHi to %hi step %c64 iter_args(...) {
+        ... attn.online_attention ... {mask = #attn.mask<causal>, ...}
+      }
+      %ot = attn.online_finalize %r1#0, %r1#2 ...
+      scf.forall.in_parallel { tensor.parallel_insert_slice %ot into %out[...] }
+    }
+    ```
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "Target whose default tile sizes apply: cpu (64 x 64) or gpu (128 x 64)">,
+    Option<"qBlock", "q-block", "int64_t", /*default=*/"0",
+           "Query rows per tile (0: the target's default)">,
+    Option<"kvBlock", "kv-block", "int64_t", /*default=*/"0",
+           "Keys per tile (0: the target's default)">,
+  ];
+  let dependentDialects = ["::mlir::attn::AttnDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+#endif // ATTN_TRANSFORMS_PASSES_TD

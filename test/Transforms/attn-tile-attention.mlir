@@ -1,0 +1,163 @@
+// RUN: attn-opt %s -split-input-file -attn-tile-attention -cse | FileCheck %s
+// RUN: attn-opt %s -split-input-file -attn-tile-attention=q-block=32\ kv-block=16 -cse | FileCheck %s --check-prefix=SIZES
+
+// GQA, causal: one forall point per (batch, KV head, query block); the query
+// tile holds the 4 query heads of the group; each K and V tile is extracted
+// once per key block (for the whole group), never broadcast to 32 heads.
+// Keys visible to every row of the block take the unmasked loop; the
+// diagonal block takes the masked loop; keys past the diagonal are never
+// visited (the loop ends at hi).
+// CHECK-LABEL: func.func @causal_gqa(
+// CHECK-SAME: %[[Q:[^:]*]]: tensor<?x32x?x128xf32>, %[[K:[^:]*]]: tensor<?x8x?x128xf32>, %[[V:[^:]*]]: tensor<?x8x?x128xf32>
+// CHECK-DAG: %[[QLEN:.*]] = tensor.dim %[[Q]], %c2
+// CHECK-DAG: %[[KVLEN:.*]] = tensor.dim %[[K]], %c2
+// CHECK-DAG: %[[C64:.*]] = arith.constant 64 : index
+// CHECK: %[[NQB:.*]] = arith.ceildivsi %[[QLEN]], %[[C64]]
+// CHECK: %[[OFF:.*]] = arith.subi %[[KVLEN]], %[[QLEN]]
+// CHECK: scf.forall (%[[B:.*]], %[[G:.*]], %[[QB:.*]]) in (%{{.*}}, 8, %[[NQB]])
+// CHECK: %[[Q0:.*]] = arith.muli %[[QB]], %[[C64]]
+// CHECK: %[[QN:.*]] = arith.minsi %[[C64]], %{{.*}}
+// CHECK: %[[H0:.*]] = arith.muli %[[G]], %c4
+// CHECK: %[[QT:.*]] = tensor.extract_slice %[[Q]][%[[B]], %[[H0]], %[[Q0]], 0] [1, 4, %[[QN]], 128] [1, 1, 1, 1] : tensor<?x32x?x128xf32> to tensor<4x?x128xf32>
+// CHECK: %[[QPOS:.*]] = arith.addi %[[Q0]], %[[OFF]]
+// CHECK: %[[R0:.*]]:3 = scf.for %[[KB:.*]] = %c0 to %[[FULLHI:.*]] step %[[C64]] iter_args
+// CHECK: %[[KT:.*]] = tensor.extract_slice %[[K]][%[[B]], %[[G]], %[[KB]], 0] [1, 1, %{{.*}}, 128] [1, 1, 1, 1] : tensor<?x8x?x128xf32> to tensor<?x128xf32>
+// CHECK: %[[VT:.*]] = tensor.extract_slice %[[V]][%[[B]], %[[G]], %[[KB]], 0]
+// CHECK-NOT: tensor.extract_slice %[[K]]
+// CHECK: attn.online_attention %[[QT]], %[[KT]], %[[VT]], {{.*}}, %[[QPOS]], %[[KB]] {scale = 0.088388347648318{{[0-9]*}} : f64} : (tensor<4x?x128xf32>, tensor<?x128xf32>, tensor<?x128xf32>, tensor<4x?x128xf32>, tensor<4x?xf32>, tensor<4x?xf32>)
+// CHECK: %[[R1:.*]]:3 = scf.for %{{.*}} = %[[FULLHI]] to %[[HI:.*]] step %[[C64]] iter_args({{.*}} = %[[R0]]#0, {{.*}} = %[[R0]]#1, {{.*}} = %[[R0]]#2)
+// CHECK: attn.online_attention {{.*}} {mask = #attn.mask<causal>, scale = 0.088388347648318{{[0-9]*}} : f64}
+// CHECK: %[[OT:.*]] = attn.online_finalize %[[R1]]#0, %[[R1]]#2 : (tensor<4x?x128xf32>, tensor<4x?xf32>) -> tensor<4x?x128xf32>
+// CHECK: scf.forall.in_parallel
+// CHECK-NEXT: tensor.parallel_insert_slice %[[OT]] into %{{.*}}[%[[B]], %[[H0]], %[[Q0]], 0] [1, 4, %[[QN]], 128]
+// No q_len x kv_len value, no broadcast of K/V to the 32 query heads:
+// CHECK-NOT: tensor<?x32x?x?xf32>
+// CHECK-NOT: tensor<?x32x?x128xf32> to tensor
+// CHECK-NOT: attn.sdpa
+// SIZES-LABEL: func.func @causal_gqa(
+// SIZES: arith.ceildivsi %{{.*}}, %c32
+// SIZES: scf.for {{.*}} step %c16
+func.func @causal_gqa(%q: tensor<?x32x?x128xf32>, %k: tensor<?x8x?x128xf32>, %v: tensor<?x8x?x128xf32>) -> tensor<?x32x?x128xf32> {
+  %o = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>, scale = 0.088388347648318433 : f64}
+      : (tensor<?x32x?x128xf32>, tensor<?x8x?x128xf32>, tensor<?x8x?x128xf32>) -> tensor<?x32x?x128xf32>
+  return %o : tensor<?x32x?x128xf32>
+}
+
+// -----
+
+// The loop bounds skip masked blocks: hi = clamp(q0 + qn + offset, 0, kv_len)
+// ends the key range at the diagonal, fullHi = clamp(q0 + offset + 1, 0, hi)
+// ends the unmasked range.
+// CHECK-LABEL: func.func @causal_bounds(
+// CHECK: %[[OFF:.*]] = arith.subi %[[KVLEN:.*]], %[[QLEN:.*]] : index
+// CHECK: scf.forall
+// CHECK: %[[Q0:.*]] = arith.muli
+// CHECK: %[[QN:.*]] = arith.minsi
+// CHECK: %[[E:.*]] = arith.addi %[[Q0]], %[[QN]]
+// CHECK: %[[E2:.*]] = arith.addi %[[E]], %[[OFF]]
+// CHECK: %[[E3:.*]] = arith.maxsi %[[E2]], %c0
+// CHECK: %[[HI:.*]] = arith.minsi %[[E3]], %[[KVLEN]]
+// CHECK: %[[F:.*]] = arith.addi %[[Q0]], %[[OFF]]
+// CHECK: %[[F2:.*]] = arith.addi %[[F]], %c1
+// CHECK: %[[F3:.*]] = arith.maxsi %[[F2]], %c0
+// CHECK: %[[FH:.*]] = arith.minsi %[[F3]], %[[HI]]
+// CHECK: scf.for %{{.*}} = %c0 to %[[FH]]
+// CHECK: scf.for %{{.*}} = %[[FH]] to %[[HI]]
+func.func @causal_bounds(%q: tensor<1x2x?x16xf32>, %k: tensor<1x2x?x16xf32>, %v: tensor<1x2x?x16xf32>) -> tensor<1x2x?x16xf32> {
+  %o = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>, scale = 0.25 : f64}
+      : (tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>) -> tensor<1x2x?x16xf32>
+  return %o : tensor<1x2x?x16xf32>
+}
+
+// -----
+
+// Sliding window: three loops, the window's lower edge and the diagonal
+// masked, the middle unmasked; keys before lo are never visited.
+// CHECK-LABEL: func.func @sliding(
+// CHECK: scf.for %{{.*}} = %[[LO:.*]] to %[[FL:.*]] step
+// CHECK: attn.online_attention {{.*}} {mask = #attn.mask<sliding_window>, scale = 1.250000e-01 : f64, window = 4096 : i64}
+// CHECK: scf.for %{{.*}} = %[[FL]] to %[[FH:.*]] step
+// CHECK: attn.online_attention {{.*}} {scale = 1.250000e-01 : f64}
+// CHECK: scf.for %{{.*}} = %[[FH]] to %{{.*}} step
+// CHECK: attn.online_attention {{.*}} {mask = #attn.mask<sliding_window>, scale = 1.250000e-01 : f64, window = 4096 : i64}
+func.func @sliding(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32> {
+  %o = attn.sdpa %q, %k, %v {mask = #attn.mask<sliding_window>, window = 4096 : i64, scale = 0.125 : f64}
+      : (tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32>
+  return %o : tensor<?x8x?x64xf32>
+}
+
+// -----
+
+// Bidirectional cross attention, q_len != kv_len, different v head dim, key
+// padding: one unmasked loop whose end is min(kv_lengths[b], kv_len); no
+// causal offset.
+// CHECK-LABEL: func.func @cross_padding(
+// CHECK-SAME: %[[L:[^:]*]]: tensor<?xi32>
+// CHECK-NOT: arith.subi %{{.*}}, %{{.*}} : index
+// CHECK: scf.forall (%[[B:.*]], %{{.*}}, %{{.*}}) in
+// CHECK: %[[LEN:.*]] = tensor.extract %[[L]][%[[B]]] : tensor<?xi32>
+// CHECK: %[[LENI:.*]] = arith.index_cast %[[LEN]] : i32 to index
+// CHECK: %[[M:.*]] = arith.maxsi %[[LENI]], %c0
+// CHECK: %[[LIM:.*]] = arith.minsi %[[M]], %{{.*}}
+// CHECK: scf.for %{{.*}} = %c0 to %[[LIM]] step
+// CHECK: attn.online_attention {{.*}} {scale = 1.250000e-01 : f64} : (tensor<1x?x64xf32>, tensor<?x64xf32>, tensor<?x32xf32>, tensor<1x?x32xf32>
+// CHECK-NOT: scf.for
+// CHECK: attn.online_finalize
+func.func @cross_padding(%q: tensor<?x12x?x64xf32>, %k: tensor<?x12x?x64xf32>, %v: tensor<?x12x?x32xf32>, %lens: tensor<?xi32>) -> tensor<?x12x?x32xf32> {
+  %o = attn.sdpa %q, %k, %v kv_lengths(%lens : tensor<?xi32>) {scale = 0.125 : f64}
+      : (tensor<?x12x?x64xf32>, tensor<?x12x?x64xf32>, tensor<?x12x?x32xf32>) -> tensor<?x12x?x32xf32>
+  return %o : tensor<?x12x?x32xf32>
+}
+
+// -----
+
+// Top-left alignment: no kv_len - q_len offset.
+// CHECK-LABEL: func.func @top_left(
+// CHECK-NOT: arith.subi %{{.*}}, %{{.*}} : index
+// CHECK: scf.forall
+func.func @top_left(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32> {
+  %o = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>, align = #attn.align<top_left>, scale = 0.125 : f64}
+      : (tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32>
+  return %o : tensor<?x8x?x64xf32>
+}
+
+// -----
+
+// Softcap and T5's relative bias travel to every tile; the bias table is
+// indexed from the group's first head (g * G).
+// CHECK-LABEL: func.func @softcap_bias(
+// CHECK-SAME: %[[T:[^:]*]]: tensor<32x8xf32>
+// CHECK: scf.forall (%{{.*}}, %[[G:.*]], %{{.*}}) in
+// CHECK: %[[H0:.*]] = arith.muli %[[G]], %c2
+// CHECK: attn.online_attention {{.*}} bias_table(%[[T]] : tensor<32x8xf32>, %[[H0]]) {relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = false>, scale = 1.000000e+00 : f64, softcap = 3.000000e+01 : f64}
+func.func @softcap_bias(%q: tensor<?x8x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: tensor<?x4x?x64xf32>, %t: tensor<32x8xf32>) -> tensor<?x8x?x64xf32> {
+  %o = attn.sdpa %q, %k, %v bias_table(%t : tensor<32x8xf32>) {mask = #attn.mask<causal>, scale = 1.0 : f64, softcap = 30.0 : f64,
+       relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = false>}
+      : (tensor<?x8x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>) -> tensor<?x8x?x64xf32>
+  return %o : tensor<?x8x?x64xf32>
+}
+
+// -----
+
+// bf16 inputs accumulate in f32; the result is bf16.
+// CHECK-LABEL: func.func @bf16(
+// CHECK: tensor.splat %{{.*}}[%{{.*}}] : tensor<2x?x128xf32>
+// CHECK: attn.online_attention {{.*}} : (tensor<2x?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<2x?x128xf32>, tensor<2x?xf32>, tensor<2x?xf32>)
+// CHECK: attn.online_finalize {{.*}} : (tensor<2x?x128xf32>, tensor<2x?xf32>) -> tensor<2x?x128xbf16>
+func.func @bf16(%q: tensor<?x4x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>) -> tensor<?x4x?x128xbf16> {
+  %o = attn.sdpa %q, %k, %v {scale = 0.088 : f64}
+      : (tensor<?x4x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>) -> tensor<?x4x?x128xbf16>
+  return %o : tensor<?x4x?x128xbf16>
+}
+
+// -----
+
+// Reference functions are left unfused.
+// CHECK-LABEL: func.func @kept_reference(
+// CHECK: attn.sdpa
+// CHECK-NOT: scf.forall
+func.func @kept_reference(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32> attributes {attn.reference} {
+  %o = attn.sdpa %q, %k, %v {scale = 0.125 : f64}
+      : (tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32>
+  return %o : tensor<?x8x?x64xf32>
+}
