@@ -363,15 +363,25 @@ InFlightDiagnostic FieldReader::errorHere() {
   return emitError(src->loc(ptr));
 }
 
+const json *FieldReader::lookup(llvm::ArrayRef<llvm::StringRef> keys,
+                                std::string &key) const {
+  if (failed())
+    return nullptr;
+  std::optional<std::string> found = firstPresent(keys);
+  if (!found)
+    return nullptr;
+  key = *found;
+  return get(key);
+}
+
 std::optional<int64_t> FieldReader::optInt(llvm::ArrayRef<llvm::StringRef> keys,
                                            int64_t lo, int64_t hi,
                                            std::optional<int64_t> dflt) {
-  if (failed())
+  std::string key;
+  const json *found = lookup(keys, key);
+  if (!found)
     return dflt;
-  std::optional<std::string> key = firstPresent(keys);
-  if (!key)
-    return dflt;
-  const json &v = *get(*key);
+  const json &v = *found;
   std::optional<int64_t> value;
   if (v.is_number_integer() && !v.is_number_unsigned())
     value = v.get<int64_t>();
@@ -379,7 +389,7 @@ std::optional<int64_t> FieldReader::optInt(llvm::ArrayRef<llvm::StringRef> keys,
            v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX))
     value = static_cast<int64_t>(v.get<uint64_t>());
   if (!value || *value < lo || *value > hi) {
-    error(*key) << "field '" << name(*key) << "' must be an integer in [" << lo
+    error(key) << "field '" << name(key) << "' must be an integer in [" << lo
                 << ", " << hi << "], found " << describeJsonValue(v);
     return dflt;
   }
@@ -408,15 +418,14 @@ int64_t FieldReader::reqInt(llvm::ArrayRef<llvm::StringRef> keys, int64_t lo,
 std::optional<double> FieldReader::optNum(llvm::ArrayRef<llvm::StringRef> keys,
                                           double lo, double hi,
                                           std::optional<double> dflt) {
-  if (failed())
+  std::string key;
+  const json *found = lookup(keys, key);
+  if (!found)
     return dflt;
-  std::optional<std::string> key = firstPresent(keys);
-  if (!key)
-    return dflt;
-  const json &v = *get(*key);
+  const json &v = *found;
   if (!v.is_number() || !std::isfinite(v.get<double>()) ||
       v.get<double>() < lo || v.get<double>() > hi) {
-    error(*key) << "field '" << name(*key) << "' must be a number in ["
+    error(key) << "field '" << name(key) << "' must be a number in ["
                 << formatNumber(lo) << ", " << formatNumber(hi) << "], found "
                 << describeJsonValue(v);
     return dflt;
@@ -426,14 +435,13 @@ std::optional<double> FieldReader::optNum(llvm::ArrayRef<llvm::StringRef> keys,
 
 std::optional<bool> FieldReader::optBool(llvm::ArrayRef<llvm::StringRef> keys,
                                          std::optional<bool> dflt) {
-  if (failed())
+  std::string key;
+  const json *found = lookup(keys, key);
+  if (!found)
     return dflt;
-  std::optional<std::string> key = firstPresent(keys);
-  if (!key)
-    return dflt;
-  const json &v = *get(*key);
+  const json &v = *found;
   if (!v.is_boolean()) {
-    error(*key) << "field '" << name(*key)
+    error(key) << "field '" << name(key)
                 << "' must be true or false, found " << describeJsonValue(v);
     return dflt;
   }
@@ -443,14 +451,13 @@ std::optional<bool> FieldReader::optBool(llvm::ArrayRef<llvm::StringRef> keys,
 std::optional<std::string>
 FieldReader::optString(llvm::ArrayRef<llvm::StringRef> keys,
                        std::optional<std::string> dflt) {
-  if (failed())
+  std::string key;
+  const json *found = lookup(keys, key);
+  if (!found)
     return dflt;
-  std::optional<std::string> key = firstPresent(keys);
-  if (!key)
-    return dflt;
-  const json &v = *get(*key);
+  const json &v = *found;
   if (!v.is_string()) {
-    error(*key) << "field '" << name(*key) << "' must be a string, found "
+    error(key) << "field '" << name(key) << "' must be a string, found "
                 << describeJsonValue(v);
     return dflt;
   }

@@ -120,6 +120,10 @@ public:
 
 private:
   std::string childPointer(llvm::StringRef key) const;
+  /// The first present (non-null) value of `keys`, its name in `key`;
+  /// nullptr when none is present or the reader has already failed.
+  const nlohmann::json *lookup(llvm::ArrayRef<llvm::StringRef> keys,
+                               std::string &key) const;
   const nlohmann::json &obj() const;
 
   const ConfigSource *src;

@@ -977,24 +977,17 @@ bool mlir::attn::normalizeConfig(const ConfigSource &src, ModelSpec &spec) {
     fam.qkNorm = true;
     fam.outputGate = true;
     fam.allowLinear = true;
-  } else if (family == "gemma2") {
+  } else if (family == "gemma2" || family == "gemma3") {
+    // Gemma3TextConfig starts from Gemma2Config's sizes.
     d.hidden = 2304;
     d.layers = 26;
     d.heads = 8;
     d.kvHeads = 4;
     d.headDim = 256;
-    d.maxPos = 8192;
+    d.maxPos = family == "gemma2" ? 8192 : 131072;
+    d.theta = family == "gemma2" ? 10000.0 : 1000000.0;
     fam.gemmaNorms = true;
-  } else if (family == "gemma3") {
-    d.hidden = 2304;
-    d.layers = 26;
-    d.heads = 8;
-    d.kvHeads = 4;
-    d.headDim = 256;
-    d.maxPos = 131072;
-    d.theta = 1000000.0;
-    fam.gemmaNorms = true;
-    fam.qkNorm = true;
+    fam.qkNorm = family == "gemma3";
   } else if (family == "phi3") {
     d.maxPos = 4096;
     d.eps = 1e-5;
