@@ -21,6 +21,7 @@
 #include "llvm/Support/Format.h"
 
 #include <map>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -137,6 +138,8 @@ public:
         f32(Float32Type::get(ctx)) {}
 
   OwningOpRef<ModuleOp> run();
+  /// One `<kind>_sdpa(q, k, v, kv_lengths[, table])` entry per kind.
+  OwningOpRef<ModuleOp> kernels();
 
 private:
   RankedTensorType tensor(llvm::ArrayRef<int64_t> shape) {
@@ -155,6 +158,10 @@ private:
 
   bool checkSupported(const LayerSpec &l);
   func::FuncOp emitKind(const std::string &name, const LayerSpec &l);
+  func::FuncOp emitKernel(const std::string &name, const LayerSpec &l);
+  /// QKᵀ, scale, softcap, bias, mask, softmax, ·V on [b, h, s, d] tensors.
+  Value scoreChain(Location loc, const LayerSpec &l, Value qh, Value kh,
+                   Value vh, Value table, Value kvLengths);
   Value sliceHeads(Location loc, Value x, int64_t groups, int64_t perGroup,
                    int64_t start, int64_t count, int64_t dim);
   Value norm(Location loc, const LayerSpec &l, Value x, Value w, Value bias);
@@ -227,6 +234,72 @@ Value Emitter::norm(Location loc, const LayerSpec &l, Value x, Value w,
   auto op = RMSNormOp::create(b, loc, x.getType(), x, w, eps,
                               unit(l.norm == NormKind::RMSUnitOffset));
   return op.getResult();
+}
+
+Value Emitter::scoreChain(Location loc, const LayerSpec &l, Value qh, Value kh,
+                          Value vh, Value table, Value kvLengths) {
+  int64_t hq = l.numHeads;
+  RankedTensorType sTy = tensor({kDyn, hq, kDyn, kDyn});
+  Value s = QKOp::create(b, loc, sTy, qh, kh);
+  if (!l.scaleOnQuery && l.scale != 1.0)
+    s = ScaleOp::create(b, loc, s, b.getF64FloatAttr(l.scale));
+  if (l.softcap)
+    s = SoftcapOp::create(b, loc, s, b.getF64FloatAttr(*l.softcap));
+  if (l.position == PositionKind::T5Bias)
+    s = RelativePositionBiasOp::create(
+        b, loc, sTy, s, table, b.getI64IntegerAttr(l.t5.numBuckets),
+        b.getI64IntegerAttr(l.t5.maxDistance), unit(l.t5.bidirectional));
+  if (l.causal || kvLengths) {
+    MaskKind kind = !l.causal  ? MaskKind::none
+                    : l.window ? MaskKind::sliding_window
+                               : MaskKind::causal;
+    IntegerAttr window =
+        l.causal && l.window ? b.getI64IntegerAttr(*l.window) : IntegerAttr();
+    s = MaskOp::create(b, loc, sTy, s, kvLengths, kind, window,
+                       CausalAlignment::bottom_right);
+  }
+  Value p = SoftmaxOp::create(b, loc, s);
+  return PVOp::create(b, loc, headsType(hq, l.headDimV), p, vh);
+}
+
+func::FuncOp Emitter::emitKernel(const std::string &name, const LayerSpec &l) {
+  Location loc = NameLoc::get(b.getStringAttr(name),
+                              FileLineColLoc::get(ctx, spec.configPath, 1, 1));
+  SmallVector<Type> inputs = {headsType(l.numHeads, l.headDimQK),
+                              headsType(l.numKVHeads, l.headDimQK),
+                              headsType(l.numKVHeads, l.headDimV),
+                              RankedTensorType::get({kDyn}, b.getI64Type())};
+  bool bias = l.position == PositionKind::T5Bias;
+  if (bias)
+    inputs.push_back(tensor({l.t5.numBuckets, l.numHeads}));
+  auto fn = func::FuncOp::create(
+      loc, name + "_sdpa",
+      b.getFunctionType(inputs, {headsType(l.numHeads, l.headDimV)}));
+  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value o = scoreChain(loc, l, entry->getArgument(0), entry->getArgument(1),
+                       entry->getArgument(2),
+                       bias ? entry->getArgument(4) : Value(),
+                       entry->getArgument(3));
+  func::ReturnOp::create(b, loc, o);
+  return fn;
+}
+
+OwningOpRef<ModuleOp> Emitter::kernels() {
+  ctx->loadDialect<AttnDialect, arith::ArithDialect, func::FuncDialect,
+                   tensor::TensorDialect>();
+  Location loc = FileLineColLoc::get(ctx, spec.configPath, 1, 1);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  std::vector<std::string> names = layerKindNames(spec);
+  std::set<std::string> done;
+  for (const LayerSpec &l : spec.layers) {
+    const std::string &name = names[l.index];
+    if (l.role == LayerRole::LinearAttention || !done.insert(name).second)
+      continue;
+    module->push_back(emitKernel(name, l));
+  }
+  return module;
 }
 
 func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l) {
@@ -352,26 +425,8 @@ func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l) {
     qh = ropeOp(qh);
     kh = ropeOp(kh);
   }
-  RankedTensorType sTy = tensor({kDyn, hq, kDyn, kDyn});
-  Value s = QKOp::create(b, loc, sTy, qh, kh);
-  if (!l.scaleOnQuery && l.scale != 1.0)
-    s = ScaleOp::create(b, loc, s, b.getF64FloatAttr(l.scale));
-  if (l.softcap)
-    s = SoftcapOp::create(b, loc, s, b.getF64FloatAttr(*l.softcap));
-  if (l.position == PositionKind::T5Bias)
-    s = RelativePositionBiasOp::create(
-        b, loc, sTy, s, get("relative_attention_bias"),
-        b.getI64IntegerAttr(l.t5.numBuckets),
-        b.getI64IntegerAttr(l.t5.maxDistance), unit(l.t5.bidirectional));
-  if (l.causal) {
-    MaskKind kind = l.window ? MaskKind::sliding_window : MaskKind::causal;
-    IntegerAttr window =
-        l.window ? b.getI64IntegerAttr(*l.window) : IntegerAttr();
-    s = MaskOp::create(b, loc, sTy, s, Value(), kind, window,
-                       CausalAlignment::bottom_right);
-  }
-  Value p = SoftmaxOp::create(b, loc, s);
-  Value o = PVOp::create(b, loc, headsType(hq, dv), p, vh);
+  Value o = scoreChain(loc, l, qh, kh, vh, get("relative_attention_bias"),
+                       Value());
   Value m = MergeHeadsOp::create(b, loc, hiddenType(hq * dv), o);
   if (gate)
     m = SigmoidGateOp::create(b, loc, m, gate);
@@ -519,4 +574,18 @@ std::vector<std::string> mlir::attn::layerKindNames(const ModelSpec &spec) {
 OwningOpRef<ModuleOp> mlir::attn::emitAttnModule(const ModelSpec &spec,
                                                  const ConfigSource &src) {
   return Emitter(spec, src).run();
+}
+
+OwningOpRef<ModuleOp> mlir::attn::emitKernelModule(const ModelSpec &spec,
+                                                   const ConfigSource &src) {
+  for (const LayerSpec &l : spec.layers)
+    if (l.position == PositionKind::Alibi) {
+      emitError(src.loc("/alibi"))
+          << "layer " << l.index
+          << " uses ALiBi position biases ('alibi': true), which the attn "
+             "dialect cannot express yet; accepted: 'alibi': false (rotary "
+             "embeddings)";
+      return nullptr;
+    }
+  return Emitter(spec, src).kernels();
 }

@@ -28,6 +28,13 @@ namespace attn {
 OwningOpRef<ModuleOp> emitAttnModule(const ModelSpec &spec,
                                      const ConfigSource &src);
 
+/// The attention kernels of the model: for each softmax-attention layer kind
+/// `@<kind>_sdpa(q [B,Hq,Sq,D], k [B,Hkv,Skv,D], v [B,Hkv,Skv,Dv],
+/// kv_lengths [B] (, bias table)) -> [B,Hq,Sq,Dv]`, written as the eager
+/// chain (the pipeline fuses and tiles it) with a C interface.
+OwningOpRef<ModuleOp> emitKernelModule(const ModelSpec &spec,
+                                       const ConfigSource &src);
+
 /// The `--describe` JSON (fields documented in the README).
 nlohmann::ordered_json describeModel(const ModelSpec &spec);
 

@@ -8,7 +8,15 @@
 
 #include "compiler/Pipelines/Pipelines.h"
 
+#include "compiler/Conversion/Passes.h"
 #include "dialects/Attn/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -24,6 +32,8 @@ mlir::attn::parsePipelineStage(llvm::StringRef name) {
       .Case("attn", PipelineStage::Attn)
       .Case("fused", PipelineStage::Fused)
       .Case("tiled", PipelineStage::Tiled)
+      .Case("linalg", PipelineStage::Linalg)
+      .Case("llvm-dialect", PipelineStage::LLVMDialect)
       .Default(std::nullopt);
 }
 
@@ -34,7 +44,7 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   if (!stop) {
     if (error)
       *error = "unknown stage '" + options.stopAfter.getValue() +
-               "'; accepted: attn, fused, tiled";
+               "'; accepted: attn, fused, tiled, linalg, llvm-dialect";
     return failure();
   }
   if (*stop == PipelineStage::Attn)
@@ -52,6 +62,40 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createTileAttentionPass(tile));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  if (*stop == PipelineStage::Tiled)
+    return success();
+
+  // CPU: tile and score ops to linalg on tensors, bufferize, loops.
+  pm.addNestedPass<func::FuncOp>(createConvertAttnToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (*stop == PipelineStage::Linalg)
+    return success();
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.allowReturnAllocsFromLoops = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferDeallocationPipelineOptions dealloc;
+  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // (batch, KV head, query block) in parallel on all cores.
+  pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
+  pm.addPass(createConvertSCFToOpenMPPass());
+  pm.addNestedPass<func::FuncOp>(createApproximateMathPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertOpenMPToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
   return success();
 }
 

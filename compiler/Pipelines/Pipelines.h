@@ -17,15 +17,16 @@ namespace mlir {
 namespace attn {
 
 /// Where the pipeline stops; later stages arrive with the backends.
-enum class PipelineStage { Attn, Fused, Tiled };
+enum class PipelineStage { Attn, Fused, Tiled, Linalg, LLVMDialect };
 
-/// Parses "attn" / "fused" / "tiled".
+/// Parses "attn" / "fused" / "tiled" / "linalg" / "llvm-dialect".
 std::optional<PipelineStage> parsePipelineStage(llvm::StringRef name);
 
 struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
   Option<std::string> stopAfter{
       *this, "stop-after",
-      llvm::cl::desc("Last stage to run: attn, fused or tiled"),
+      llvm::cl::desc("Last stage to run: attn, fused, tiled, linalg or "
+                     "llvm-dialect"),
       llvm::cl::init("tiled")};
   Option<bool> reference{
       *this, "reference",

@@ -11,6 +11,8 @@
 #include "compiler/Frontend/Frontend.h"
 #include "compiler/InitAll.h"
 #include "compiler/Pipelines/Pipelines.h"
+#include "compiler/Target/CPU/CPUTarget.h"
+#include "compiler/Target/CPU/Executable.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -18,6 +20,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -38,17 +42,43 @@ cl::opt<std::string> outputPath("o", cl::desc("Output file (default: stdout)"),
                                 cl::value_desc("file"), cl::init("-"),
                                 cl::cat(category));
 
-cl::opt<attn::PipelineStage> compileTo(
-    "compile-to", cl::desc("Stop after this stage and print its IR"),
+/// The stages --compile-to can stop after: the pipeline's, then the target's.
+enum class Stage { Attn, Fused, Tiled, Linalg, LLVMDialect, LLVMIR, Asm, Obj };
+
+cl::opt<Stage> compileTo(
+    "compile-to",
+    cl::desc("Stop after this stage and print it (default: build the "
+             "executable named by -o)"),
     cl::values(
-        clEnumValN(attn::PipelineStage::Attn, "attn",
+        clEnumValN(Stage::Attn, "attn",
                    "graph-level attn IR from the front end"),
-        clEnumValN(attn::PipelineStage::Fused, "fused",
+        clEnumValN(Stage::Fused, "fused",
                    "after fusion: each attention chain is one attn.sdpa"),
-        clEnumValN(attn::PipelineStage::Tiled, "tiled",
+        clEnumValN(Stage::Tiled, "tiled",
                    "after tiling: online-softmax loops, K/V tiles shared per "
-                   "GQA group")),
-    cl::init(attn::PipelineStage::Attn), cl::cat(category));
+                   "GQA group"),
+        clEnumValN(Stage::Linalg, "linalg",
+                   "kernels: tiles lowered to linalg on tensors"),
+        clEnumValN(Stage::LLVMDialect, "llvm-dialect",
+                   "kernels: bufferized, parallel (OpenMP), LLVM dialect"),
+        clEnumValN(Stage::LLVMIR, "llvm-ir", "kernels: optimized LLVM IR"),
+        clEnumValN(Stage::Asm, "asm", "kernels: x86-64 assembly"),
+        clEnumValN(Stage::Obj, "obj", "kernels: an x86-64 object file")),
+    cl::cat(category));
+
+cl::opt<std::string> cpu("cpu",
+                         cl::desc("CPU to compile for: native (default), "
+                                  "x86-64-v3 (AVX2) or x86-64-v4 (AVX-512)"),
+                         cl::init("native"), cl::cat(category));
+
+cl::opt<unsigned> optLevel("O", cl::desc("Optimization level 0-3 (default 3)"),
+                           cl::Prefix, cl::init(3), cl::cat(category));
+
+cl::opt<bool> kernelsOnly(
+    "kernels",
+    cl::desc("Emit only the attention kernels (<kind>_sdpa entry points) "
+             "instead of the model; implied by the stages after tiled"),
+    cl::init(false), cl::cat(category));
 
 cl::opt<bool> keepReference(
     "reference",
@@ -83,11 +113,15 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "attn-compile: compile a Hugging Face config.json's attention\n\n"
+      "  attn-compile config.json -o NAME [--cpu=native|x86-64-v3|x86-64-v4] "
+      "[-O3]\n"
       "  attn-compile config.json --describe\n"
-      "  attn-compile config.json --compile-to=attn|fused|tiled [-o out.mlir]\n");
+      "  attn-compile config.json --compile-to=attn|fused|tiled|linalg|"
+      "llvm-dialect|llvm-ir|asm|obj [-o FILE]\n");
 
   DialectRegistry registry;
   attn::registerAllDialects(registry);
+  attn::registerCPUTranslations(registry);
   MLIRContext context(registry);
   llvm::SourceMgr srcMgr;
   attn::SnippetDiagnosticHandler diagHandler(&context, srcMgr, "attn-compile",
@@ -108,7 +142,17 @@ int main(int argc, char **argv) {
   if (describe) {
     os << attn::describeModel(spec).dump(2) << "\n";
   } else {
-    OwningOpRef<ModuleOp> module = attn::emitAttnModule(spec, *src);
+    bool building = compileTo.getNumOccurrences() == 0;
+    Stage stage = building ? Stage::Obj : compileTo.getValue();
+    if (building && outputPath == "-") {
+      llvm::errs() << "attn-compile: error: building an executable needs "
+                      "-o NAME (or --compile-to=STAGE, or --describe)\n";
+      return 1;
+    }
+    bool kernels = kernelsOnly || stage >= Stage::Linalg;
+    OwningOpRef<ModuleOp> module = kernels
+                                       ? attn::emitKernelModule(spec, *src)
+                                       : attn::emitAttnModule(spec, *src);
     if (!module)
       return 1;
     if (failed(module->verify()))
@@ -118,16 +162,41 @@ int main(int argc, char **argv) {
                    << "'; accepted: cpu, gpu\n";
       return 1;
     }
+    if (target == "gpu" && stage >= Stage::Linalg) {
+      llvm::errs() << "attn-compile: error: --target=gpu stops at "
+                      "--compile-to=tiled for now; the GPU backend is not "
+                      "built yet\n";
+      return 1;
+    }
     if (qBlock < 0 || kvBlock < 0) {
       llvm::errs() << "attn-compile: error: --q-block and --kv-block must be "
                       "positive (0 picks the target default)\n";
       return 1;
     }
+    if (optLevel > 3) {
+      llvm::errs() << "attn-compile: error: -O" << optLevel
+                   << " is not a level; accepted: -O0 to -O3\n";
+      return 1;
+    }
     attn::PipelineOptions options;
-    options.stopAfter = compileTo == attn::PipelineStage::Attn    ? "attn"
-                        : compileTo == attn::PipelineStage::Fused ? "fused"
-                                                                  : "tiled";
-    options.reference = keepReference;
+    switch (stage) {
+    case Stage::Attn:
+      options.stopAfter = "attn";
+      break;
+    case Stage::Fused:
+      options.stopAfter = "fused";
+      break;
+    case Stage::Tiled:
+      options.stopAfter = "tiled";
+      break;
+    case Stage::Linalg:
+      options.stopAfter = "linalg";
+      break;
+    default:
+      options.stopAfter = "llvm-dialect";
+      break;
+    }
+    options.reference = keepReference || stage >= Stage::Linalg;
     options.target = target;
     options.qBlock = qBlock;
     options.kvBlock = kvBlock;
@@ -141,8 +210,55 @@ int main(int argc, char **argv) {
     }
     if (failed(pm.run(*module)))
       return 1;
-    module->print(os);
-    os << "\n";
+    if (stage <= Stage::LLVMDialect) {
+      module->print(os);
+      os << "\n";
+    } else {
+      attn::CPUTargetOptions cpuOptions;
+      cpuOptions.cpu = cpu;
+      cpuOptions.optLevel = optLevel;
+      attn::CPUOutput kind = stage == Stage::LLVMIR ? attn::CPUOutput::LLVMIR
+                             : stage == Stage::Asm  ? attn::CPUOutput::Assembly
+                                                    : attn::CPUOutput::Object;
+      std::string targetError;
+      llvm::SmallString<0> buffer;
+      llvm::raw_svector_ostream bos(buffer);
+      if (failed(attn::emitCPU(*module, cpuOptions, kind, bos, targetError))) {
+        llvm::errs() << "attn-compile: error: " << targetError << "\n";
+        return 1;
+      }
+      if (building) {
+        // Kernels, model table and runtime -> the executable.
+        llvm::SmallString<128> dir;
+        if (std::error_code ec =
+                llvm::sys::fs::createUniqueDirectory("attn-compile", dir)) {
+          llvm::errs() << "attn-compile: error: cannot create a temporary "
+                          "directory: "
+                       << ec.message() << "\n";
+          return 1;
+        }
+        std::string obj = (dir + "/kernels.o").str();
+        std::string table = (dir + "/model_table.cpp").str();
+        std::error_code ec;
+        {
+          llvm::raw_fd_ostream o(obj, ec);
+          o << buffer;
+          llvm::raw_fd_ostream t(table, ec);
+          attn::writeModelTable(spec, attn::describeModel(spec).dump(2), t);
+        }
+        std::string linkError;
+        bool linked = !ec && attn::linkExecutable(obj, table, outputPath,
+                                                  linkError);
+        llvm::sys::fs::remove_directories(dir);
+        if (!linked) {
+          llvm::errs() << "attn-compile: error: "
+                       << (ec ? ec.message() : linkError) << "\n";
+          return 1;
+        }
+        return 0;
+      }
+      os << buffer;
+    }
   }
 
   std::string error;

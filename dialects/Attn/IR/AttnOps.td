@@ -320,7 +320,9 @@ def Attn_RelativePositionBiasOp : Attn_Op<"relative_position_bias",
     [Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "add T5's bucketed relative-position bias to the scores";
   let description = [{
-    `scores[b, h, i, j] + table[bucket(j - i), h]`, where `bucket` is T5's
+    `scores[b, h, i, j] + table[bucket(j - i'), h]` with the query at key
+    position `i' = i + kv_len - q_len` (as T5 decoding with a cache places
+    it; `i' = i` when q_len = kv_len), where `bucket` is T5's
     log-spaced bucketing of the relative position into `num_buckets` buckets
     (half of them per direction when `bidirectional`) saturating at
     `max_distance`. `table` is `[num_buckets, heads]` (T5's

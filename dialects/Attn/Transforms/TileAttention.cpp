@@ -140,9 +140,11 @@ void SDPATiler::run() {
   Value numQBlocks = m.ceilDiv(qLen, m.c(qBlock));
   bool causal = op.getMask() != MaskKind::none;
   std::optional<int64_t> window = op.getWindow();
-  Value offset = causal && op.getAlign() == CausalAlignment::bottom_right
-                     ? m.sub(kvLen, qLen)
-                     : zero;
+  // Query positions in key coordinates (the causal bounds and T5's relative
+  // positions both use them).
+  bool aligned = (causal || op.getRelativeBiasAttr()) &&
+                 op.getAlign() == CausalAlignment::bottom_right;
+  Value offset = aligned ? m.sub(kvLen, qLen) : zero;
 
   SmallVector<Value> dynSizes;
   for (int64_t i = 0; i < oTy.getRank(); ++i)

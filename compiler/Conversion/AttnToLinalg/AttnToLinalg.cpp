@@ -1,0 +1,570 @@
+//===- AttnToLinalg.cpp - attn tile/score ops -> linalg.generic -----------===//
+//
+// This file implements convert-attn-to-linalg. Every op becomes a few
+// linalg.generic ops on tensors whose bodies compute in f32 (or f64): the
+// online-softmax step of the tiled form, its finalization, and the
+// score-level ops of the unfused reference path.
+//
+// Masked scores are -inf. A row whose keys are all masked keeps max = -inf;
+// its exponent shift uses 0 instead (exp(-inf - 0) = 0), so its sum stays 0
+// and it finalizes to 0 rather than NaN.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/Passes.h"
+
+#include "dialects/Attn/IR/AttnOps.h"
+
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <cmath>
+#include <limits>
+
+namespace mlir {
+namespace attn {
+#define GEN_PASS_DEF_CONVERTATTNTOLINALGPASS
+#include "compiler/Conversion/Passes.h.inc"
+} // namespace attn
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::attn;
+using utils::IteratorType;
+
+namespace {
+
+constexpr IteratorType kPar = IteratorType::parallel;
+constexpr IteratorType kRed = IteratorType::reduction;
+
+/// Builds linalg.generic ops and the index/float arithmetic in their bodies.
+struct Builder {
+  OpBuilder &b;
+  Location loc;
+  Type acc; ///< the compute type (f32 or f64)
+
+  RankedTensorType tensor(ArrayRef<OpFoldResult> sizes, Type elt) {
+    SmallVector<int64_t> shape;
+    for (OpFoldResult s : sizes) {
+      std::optional<int64_t> c = getConstantIntValue(s);
+      shape.push_back(c ? *c : ShapedType::kDynamic);
+    }
+    return RankedTensorType::get(shape, elt);
+  }
+  Value empty(ArrayRef<OpFoldResult> sizes, Type elt) {
+    return tensor::EmptyOp::create(b, loc, sizes, elt);
+  }
+  Value fill(ArrayRef<OpFoldResult> sizes, double v) {
+    Value c = arith::ConstantOp::create(b, loc, acc, b.getFloatAttr(acc, v));
+    return linalg::FillOp::create(b, loc, c, empty(sizes, acc)).getResult(0);
+  }
+  OpFoldResult dim(Value t, int64_t i) {
+    auto ty = cast<RankedTensorType>(t.getType());
+    if (!ty.isDynamicDim(i))
+      return b.getIndexAttr(ty.getDimSize(i));
+    return tensor::DimOp::create(b, loc, t, i).getResult();
+  }
+  /// One linalg.generic with a single result.
+  Value generic(ValueRange ins, Value init, ArrayRef<AffineMap> maps,
+                ArrayRef<IteratorType> iters,
+                function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+    auto op = linalg::GenericOp::create(
+        b, loc, TypeRange{init.getType()}, ins, ValueRange{init}, maps, iters,
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          linalg::YieldOp::create(nb, nl, body(nb, nl, args));
+        });
+    return op.getResult(0);
+  }
+  /// Map from `n` loop dims to the listed dims (-1: the constant 0).
+  AffineMap map(unsigned n, ArrayRef<AffineExpr> exprs) {
+    return AffineMap::get(n, 0, exprs, b.getContext());
+  }
+  AffineExpr d(unsigned i) { return b.getAffineDimExpr(i); }
+};
+
+/// Extends `v` to the compute type.
+Value toAcc(OpBuilder &b, Location loc, Value v, Type acc) {
+  if (v.getType() == acc)
+    return v;
+  return arith::ExtFOp::create(b, loc, acc, v);
+}
+
+Value negInf(OpBuilder &b, Location loc, Type t) {
+  return arith::ConstantOp::create(
+      b, loc, t,
+      b.getFloatAttr(t, -std::numeric_limits<double>::infinity()));
+}
+
+Value fconst(OpBuilder &b, Location loc, Type t, double v) {
+  return arith::ConstantOp::create(b, loc, t, b.getFloatAttr(t, v));
+}
+
+Value iconst(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+/// T5's _relative_position_bucket(key - query) as index arithmetic.
+Value t5Bucket(OpBuilder &b, Location loc, Value rel, RelativeBiasAttr attr) {
+  int64_t buckets = attr.getNumBuckets();
+  Value zero = iconst(b, loc, 0);
+  Value base = zero;
+  Value pos;
+  if (attr.getBidirectional()) {
+    buckets /= 2;
+    Value positive = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
+                                           rel, zero);
+    base = arith::SelectOp::create(b, loc, positive, iconst(b, loc, buckets),
+                                   zero);
+    Value neg = arith::SubIOp::create(b, loc, zero, rel);
+    pos = arith::MaxSIOp::create(b, loc, rel, neg);
+  } else {
+    Value neg = arith::SubIOp::create(b, loc, zero, rel);
+    pos = arith::MaxSIOp::create(b, loc, neg, zero);
+  }
+  int64_t maxExact = buckets / 2;
+  Value small = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, pos,
+                                      iconst(b, loc, maxExact));
+  // max_exact + log(pos / max_exact) / log(max_distance / max_exact)
+  //             * (buckets - max_exact), truncated, capped at buckets - 1.
+  Type f32 = b.getF32Type();
+  Value posI = arith::IndexCastOp::create(b, loc, b.getI64Type(), pos);
+  Value posF = arith::SIToFPOp::create(b, loc, f32, posI);
+  Value ratio = arith::DivFOp::create(b, loc, posF,
+                                      fconst(b, loc, f32, double(maxExact)));
+  Value logv = math::LogOp::create(b, loc, ratio);
+  double scale = double(buckets - maxExact) /
+                 std::log(double(attr.getMaxDistance()) / double(maxExact));
+  Value scaled =
+      arith::MulFOp::create(b, loc, logv, fconst(b, loc, f32, scale));
+  Value large = arith::FPToSIOp::create(b, loc, b.getI64Type(), scaled);
+  Value largeIdx = arith::IndexCastOp::create(b, loc, b.getIndexType(), large);
+  largeIdx = arith::AddIOp::create(b, loc, largeIdx, iconst(b, loc, maxExact));
+  largeIdx = arith::MinSIOp::create(b, loc, largeIdx,
+                                    iconst(b, loc, buckets - 1));
+  Value bucket = arith::SelectOp::create(b, loc, small, pos, largeIdx);
+  return arith::AddIOp::create(b, loc, base, bucket);
+}
+
+/// The score transform shared by both paths: scale, softcap, relative bias,
+/// then the position mask; `qPos`/`kPos` are positions in key coordinates,
+/// `head` indexes the bias table.
+struct ScoreMath {
+  double scale = 1.0;
+  std::optional<double> softcap;
+  RelativeBiasAttr rel;
+  Value table;
+  MaskKind mask = MaskKind::none;
+  std::optional<int64_t> window;
+
+  Value apply(OpBuilder &b, Location loc, Value s, Value qPos, Value kPos,
+              Value head, Value kvLimit) const {
+    Type t = s.getType();
+    if (scale != 1.0)
+      s = arith::MulFOp::create(b, loc, s, fconst(b, loc, t, scale));
+    if (softcap) {
+      Value cap = fconst(b, loc, t, *softcap);
+      Value x = arith::DivFOp::create(b, loc, s, cap);
+      s = arith::MulFOp::create(b, loc, math::TanhOp::create(b, loc, x), cap);
+    }
+    if (rel) {
+      Value relPos = arith::SubIOp::create(b, loc, kPos, qPos);
+      Value bucket = t5Bucket(b, loc, relPos, rel);
+      Value bias = tensor::ExtractOp::create(b, loc, table,
+                                             ValueRange{bucket, head});
+      s = arith::AddFOp::create(b, loc, s, toAcc(b, loc, bias, t));
+    }
+    Value visible;
+    auto both = [&](Value c) {
+      visible = visible ? arith::AndIOp::create(b, loc, visible, c) : c;
+    };
+    if (mask != MaskKind::none)
+      both(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, kPos,
+                                 qPos));
+    if (mask == MaskKind::sliding_window) {
+      Value lowest = arith::SubIOp::create(b, loc, qPos,
+                                           iconst(b, loc, *window));
+      both(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, kPos,
+                                 lowest));
+    }
+    if (kvLimit)
+      both(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, kPos,
+                                 kvLimit));
+    if (visible)
+      s = arith::SelectOp::create(b, loc, visible, s, negInf(b, loc, t));
+    return s;
+  }
+};
+
+/// exp(x - m) with m = 0 when m is -inf (a row with no visible key so far).
+Value safeMax(OpBuilder &b, Location loc, Value m) {
+  Value isInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m,
+                                      negInf(b, loc, m.getType()));
+  return arith::SelectOp::create(b, loc, isInf,
+                                 fconst(b, loc, m.getType(), 0.0), m);
+}
+
+//===----------------------------------------------------------------------===//
+// Tiled form
+//===----------------------------------------------------------------------===//
+
+void lowerOnlineAttention(OnlineAttentionOp op, OpBuilder &ob) {
+  ob.setInsertionPoint(op);
+  Type acc = op.getAcc().getType().getElementType();
+  Builder g{ob, op.getLoc(), acc};
+  Location loc = op.getLoc();
+  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+  int64_t r = op.getQuery().getType().getRank(), lead = r - 2;
+
+  SmallVector<OpFoldResult> rows; // [lead..., M]
+  for (int64_t i = 0; i < r - 1; ++i)
+    rows.push_back(g.dim(q, i));
+  OpFoldResult n = g.dim(k, 0);
+  SmallVector<OpFoldResult> sSizes(rows);
+  sSizes.push_back(n);
+
+  // Loop dims: lead..., m, n, d (reduction on d / on n).
+  unsigned mDim = lead, nDim = lead + 1, dDim = lead + 2;
+  SmallVector<AffineExpr> rowE, sE;
+  for (unsigned i = 0; i <= mDim; ++i)
+    rowE.push_back(g.d(i));
+  sE = rowE;
+  sE.push_back(g.d(nDim));
+
+  // S = Q · Kᵀ.
+  SmallVector<AffineExpr> qE(rowE);
+  qE.push_back(g.d(dDim));
+  SmallVector<IteratorType> it(lead + 2, kPar);
+  it.push_back(kRed);
+  Value s = g.generic(
+      {q, k}, g.fill(sSizes, 0.0),
+      {g.map(dDim + 1, qE), g.map(dDim + 1, {g.d(nDim), g.d(dDim)}),
+       g.map(dDim + 1, sE)},
+      it, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        Value prod = arith::MulFOp::create(b, l, toAcc(b, l, a[0], acc),
+                                           toAcc(b, l, a[1], acc));
+        return arith::AddFOp::create(b, l, a[2], prod);
+      });
+
+  // Scale, softcap, bias, mask by position.
+  ScoreMath math;
+  math.scale = op.getScale().convertToDouble();
+  if (std::optional<APFloat> c = op.getSoftcap())
+    math.softcap = c->convertToDouble();
+  math.rel = op.getRelativeBiasAttr();
+  math.table = op.getBiasTable();
+  math.mask = op.getMask();
+  math.window = op.getWindow();
+  Value qPos = op.getQPos(), kPos = op.getKvPos(), limit = op.getKvLimit(),
+        headOff = op.getHeadOffset();
+  unsigned nS = lead + 2;
+  SmallVector<IteratorType> par(nS, kPar);
+  s = g.generic({s}, g.empty(sSizes, acc),
+                {g.map(nS, sE), g.map(nS, sE)}, par,
+                [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                  Value m = linalg::IndexOp::create(b, l, mDim);
+                  Value nn = linalg::IndexOp::create(b, l, nDim);
+                  Value qp = arith::AddIOp::create(b, l, qPos, m);
+                  Value kp = arith::AddIOp::create(b, l, kPos, nn);
+                  Value head;
+                  if (math.rel) {
+                    Value h = linalg::IndexOp::create(b, l, 0);
+                    head = arith::AddIOp::create(b, l, headOff, h);
+                  }
+                  return math.apply(b, l, a[0], qp, kp, head, limit);
+                });
+
+  // New row max.
+  SmallVector<IteratorType> redN(lead + 1, kPar);
+  redN.push_back(kRed);
+  AffineMap sMap = g.map(nS, sE), rowMap = g.map(nS, rowE);
+  Value newMax = g.generic({s}, op.getMax(), {sMap, rowMap}, redN,
+                           [&](OpBuilder &b, Location l, ValueRange a) {
+                             return arith::MaximumFOp::create(b, l, a[0], a[1])
+                                 .getResult();
+                           });
+  // p = exp(s - max'), with max' = 0 for rows that saw nothing.
+  Value p = g.generic({s, newMax}, g.empty(sSizes, acc), {sMap, rowMap, sMap},
+                      par, [&](OpBuilder &b, Location l, ValueRange a) {
+                        Value diff = arith::SubFOp::create(
+                            b, l, a[0], safeMax(b, l, a[1]));
+                        return math::ExpOp::create(b, l, diff).getResult();
+                      });
+  // alpha = exp(max - max').
+  unsigned nR = lead + 1;
+  AffineMap rowId = AffineMap::getMultiDimIdentityMap(nR, ob.getContext());
+  SmallVector<IteratorType> parR(nR, kPar);
+  Value alpha = g.generic(
+      {op.getMax(), newMax}, g.empty(rows, acc), {rowId, rowId, rowId}, parR,
+      [&](OpBuilder &b, Location l, ValueRange a) {
+        Value diff = arith::SubFOp::create(b, l, a[0], safeMax(b, l, a[1]));
+        return math::ExpOp::create(b, l, diff).getResult();
+      });
+  // sum' = sum · alpha + rowsum(p).
+  Value sumScaled = g.generic(
+      {op.getSum(), alpha}, g.empty(rows, acc), {rowId, rowId, rowId}, parR,
+      [&](OpBuilder &b, Location l, ValueRange a) {
+        return arith::MulFOp::create(b, l, a[0], a[1]).getResult();
+      });
+  Value newSum = g.generic({p}, sumScaled, {sMap, rowMap}, redN,
+                           [&](OpBuilder &b, Location l, ValueRange a) {
+                             return arith::AddFOp::create(b, l, a[0], a[1])
+                                 .getResult();
+                           });
+  // acc' = acc · alpha + P · V: loop dims lead..., m, e, n.
+  SmallVector<OpFoldResult> accSizes(rows);
+  accSizes.push_back(g.dim(op.getAcc(), r - 1));
+  AffineMap accId = AffineMap::getMultiDimIdentityMap(r, ob.getContext());
+  SmallVector<IteratorType> parA(r, kPar);
+  Value accScaled = g.generic(
+      {op.getAcc(), alpha}, g.empty(accSizes, acc),
+      {accId, g.map(r, rowE), accId}, parA,
+      [&](OpBuilder &b, Location l, ValueRange a) {
+        return arith::MulFOp::create(b, l, a[0], a[1]).getResult();
+      });
+  unsigned eDim = nDim, jDim = nDim + 1; // (lead..., m, e, j)
+  SmallVector<AffineExpr> pE(rowE), oE(rowE);
+  pE.push_back(g.d(jDim));
+  oE.push_back(g.d(eDim));
+  SmallVector<IteratorType> itPV(lead + 2, kPar);
+  itPV.push_back(kRed);
+  Value newAcc = g.generic(
+      {p, v}, accScaled,
+      {g.map(jDim + 1, pE), g.map(jDim + 1, {g.d(jDim), g.d(eDim)}),
+       g.map(jDim + 1, oE)},
+      itPV, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        Value prod =
+            arith::MulFOp::create(b, l, a[0], toAcc(b, l, a[1], acc));
+        return arith::AddFOp::create(b, l, a[2], prod);
+      });
+  op.getNewAcc().replaceAllUsesWith(newAcc);
+  op.getNewMax().replaceAllUsesWith(newMax);
+  op.getNewSum().replaceAllUsesWith(newSum);
+  op.erase();
+}
+
+void lowerOnlineFinalize(OnlineFinalizeOp op, OpBuilder &ob) {
+  ob.setInsertionPoint(op);
+  Type acc = op.getAcc().getType().getElementType();
+  Builder g{ob, op.getLoc(), acc};
+  RankedTensorType outTy = op.getType();
+  int64_t r = outTy.getRank();
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0; i < r; ++i)
+    sizes.push_back(g.dim(op.getAcc(), i));
+  AffineMap id = AffineMap::getMultiDimIdentityMap(r, ob.getContext());
+  SmallVector<AffineExpr> rowE;
+  for (int64_t i = 0; i < r - 1; ++i)
+    rowE.push_back(g.d(i));
+  Type outElt = outTy.getElementType();
+  Value out = g.generic(
+      {op.getAcc(), op.getSum()}, g.empty(sizes, outElt),
+      {id, g.map(r, rowE), id}, SmallVector<IteratorType>(r, kPar),
+      [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        Value zero = fconst(b, l, acc, 0.0);
+        Value isZero =
+            arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, a[1], zero);
+        Value div = arith::DivFOp::create(b, l, a[0], a[1]);
+        Value res = arith::SelectOp::create(b, l, isZero, zero, div);
+        if (outElt != acc)
+          res = arith::TruncFOp::create(b, l, outElt, res);
+        return res;
+      });
+  op.getResult().replaceAllUsesWith(out);
+  op.erase();
+}
+
+//===----------------------------------------------------------------------===//
+// Reference path: [batch, heads, q_len, kv_len] scores
+//===----------------------------------------------------------------------===//
+
+/// QKᵀ or P·V with grouped heads: out[b,h,i,x] += a[b,h,i,j] * c[b,h/G,j,x]
+/// (qk: a = q over d, c = k; pv: a = p over j, c = v).
+Value groupedContraction(Builder &g, Value lhs, Value rhs, Value init,
+                         bool qk, int64_t group) {
+  // Loops: b, h, i, x, red.
+  AffineExpr b0 = g.d(0), h = g.d(1), i = g.d(2), x = g.d(3), red = g.d(4);
+  AffineExpr hk = h.floorDiv(group);
+  AffineMap lhsMap = g.map(5, {b0, h, i, red});
+  AffineMap rhsMap = qk ? g.map(5, {b0, hk, x, red}) : g.map(5, {b0, hk, red, x});
+  AffineMap outMap = g.map(5, {b0, h, i, x});
+  Type acc = g.acc;
+  return g.generic({lhs, rhs}, init, {lhsMap, rhsMap, outMap},
+                   {kPar, kPar, kPar, kPar, kRed},
+                   [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                     Value prod = arith::MulFOp::create(
+                         b, l, toAcc(b, l, a[0], acc), toAcc(b, l, a[1], acc));
+                     return arith::AddFOp::create(b, l, a[2], prod);
+                   });
+}
+
+/// Applies `fn` elementwise over a [B, H, Sq, Skv] tensor, with the loop
+/// indices available.
+Value scoresMap(Builder &g, Value s,
+                function_ref<Value(OpBuilder &, Location, Value, ValueRange)>
+                    fn) {
+  auto ty = cast<RankedTensorType>(s.getType());
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0; i < 4; ++i)
+    sizes.push_back(g.dim(s, i));
+  AffineMap id = AffineMap::getMultiDimIdentityMap(4, g.b.getContext());
+  return g.generic({s}, g.empty(sizes, ty.getElementType()), {id, id},
+                   SmallVector<IteratorType>(4, kPar),
+                   [&](OpBuilder &b, Location l, ValueRange a) {
+                     SmallVector<Value> idx;
+                     for (int64_t i = 0; i < 4; ++i)
+                       idx.push_back(linalg::IndexOp::create(b, l, i));
+                     return fn(b, l, a[0], idx);
+                   });
+}
+
+LogicalResult lowerReferenceOp(Operation *op, OpBuilder &ob) {
+  ob.setInsertionPoint(op);
+  Location loc = op->getLoc();
+  auto resTy = cast<RankedTensorType>(op->getResult(0).getType());
+  Type elt = resTy.getElementType();
+  Builder g{ob, loc, elt};
+  Value result;
+  if (auto qk = dyn_cast<QKOp>(op)) {
+    int64_t group = qk.getQuery().getType().getDimSize(1) /
+                    qk.getKey().getType().getDimSize(1);
+    SmallVector<OpFoldResult> sizes = {g.dim(qk.getQuery(), 0),
+                                       g.dim(qk.getQuery(), 1),
+                                       g.dim(qk.getQuery(), 2),
+                                       g.dim(qk.getKey(), 2)};
+    result = groupedContraction(g, qk.getQuery(), qk.getKey(),
+                                g.fill(sizes, 0.0), /*qk=*/true, group);
+  } else if (auto pv = dyn_cast<PVOp>(op)) {
+    int64_t group = pv.getProbs().getType().getDimSize(1) /
+                    pv.getValue().getType().getDimSize(1);
+    SmallVector<OpFoldResult> sizes = {
+        g.dim(pv.getProbs(), 0), g.dim(pv.getProbs(), 1),
+        g.dim(pv.getProbs(), 2), g.dim(pv.getValue(), 3)};
+    result = groupedContraction(g, pv.getProbs(), pv.getValue(),
+                                g.fill(sizes, 0.0), /*qk=*/false, group);
+  } else if (auto sc = dyn_cast<ScaleOp>(op)) {
+    if (resTy.getRank() != 4)
+      return op->emitError("convert-attn-to-linalg: attn.scale of rank ")
+             << resTy.getRank() << " is lowered with the graph ops (not yet)";
+    ScoreMath m;
+    m.scale = sc.getScale().convertToDouble();
+    result = scoresMap(g, sc.getInput(),
+                       [&](OpBuilder &b, Location l, Value x, ValueRange) {
+                         return m.apply(b, l, x, Value(), Value(), Value(),
+                                        Value());
+                       });
+  } else if (auto cap = dyn_cast<SoftcapOp>(op)) {
+    ScoreMath m;
+    m.softcap = cap.getCap().convertToDouble();
+    result = scoresMap(g, cap.getInput(),
+                       [&](OpBuilder &b, Location l, Value x, ValueRange) {
+                         return m.apply(b, l, x, Value(), Value(), Value(),
+                                        Value());
+                       });
+  } else if (auto rb = dyn_cast<RelativePositionBiasOp>(op)) {
+    ScoreMath m;
+    m.rel = RelativeBiasAttr::get(op->getContext(), rb.getNumBuckets(),
+                                  rb.getMaxDistance(), rb.getBidirectional());
+    m.table = rb.getTable();
+    // Query row i sits at key position i + kv_len - q_len (bottom-right).
+    Value in = rb.getInput();
+    Value offset = arith::SubIOp::create(ob, loc,
+                                         tensor::DimOp::create(ob, loc, in, 3),
+                                         tensor::DimOp::create(ob, loc, in, 2));
+    result = scoresMap(g, in,
+                       [&](OpBuilder &b, Location l, Value x, ValueRange i) {
+                         Value qp = arith::AddIOp::create(b, l, i[2], offset);
+                         return m.apply(b, l, x, qp, i[3], i[1], Value());
+                       });
+  } else if (auto mk = dyn_cast<MaskOp>(op)) {
+    ScoreMath m;
+    m.mask = mk.getKind();
+    m.window = mk.getWindow();
+    Value in = mk.getInput();
+    Value offset = iconst(ob, loc, 0);
+    if (mk.getKind() != MaskKind::none &&
+        mk.getAlign() == CausalAlignment::bottom_right) {
+      Value kv = tensor::DimOp::create(ob, loc, in, 3);
+      Value ql = tensor::DimOp::create(ob, loc, in, 2);
+      offset = arith::SubIOp::create(ob, loc, kv, ql);
+    }
+    Value lens = mk.getKvLengths();
+    result = scoresMap(g, in, [&](OpBuilder &b, Location l, Value x,
+                                  ValueRange i) {
+      Value limit;
+      if (lens) {
+        limit = tensor::ExtractOp::create(b, l, lens, ValueRange{i[0]});
+        if (!limit.getType().isIndex())
+          limit = arith::IndexCastOp::create(b, l, b.getIndexType(), limit);
+      }
+      Value qp = arith::AddIOp::create(b, l, i[2], offset);
+      return m.apply(b, l, x, qp, i[3], Value(), limit);
+    });
+  } else if (auto sm = dyn_cast<SoftmaxOp>(op)) {
+    if (resTy.getRank() != 4)
+      return op->emitError("convert-attn-to-linalg: softmax of rank ")
+             << resTy.getRank() << " is not lowered yet";
+    Value s = sm.getInput();
+    SmallVector<OpFoldResult> rows = {g.dim(s, 0), g.dim(s, 1), g.dim(s, 2)};
+    AffineMap id4 = AffineMap::getMultiDimIdentityMap(4, ob.getContext());
+    AffineMap row4 = g.map(4, {g.d(0), g.d(1), g.d(2)});
+    SmallVector<IteratorType> red = {kPar, kPar, kPar, kRed};
+    Value mx = g.generic({s}, g.fill(rows, -INFINITY), {id4, row4}, red,
+                         [&](OpBuilder &b, Location l, ValueRange a) {
+                           return arith::MaximumFOp::create(b, l, a[0], a[1])
+                               .getResult();
+                         });
+    // e = exp(s - max) (a full row of -inf gives 0s).
+    SmallVector<OpFoldResult> sizes = {g.dim(s, 0), g.dim(s, 1), g.dim(s, 2),
+                                       g.dim(s, 3)};
+    Value e = g.generic({s, mx}, g.empty(sizes, elt), {id4, row4, id4},
+                  SmallVector<IteratorType>(4, kPar),
+                  [&](OpBuilder &b, Location l, ValueRange a) {
+                    Value d = arith::SubFOp::create(b, l, a[0],
+                                                    safeMax(b, l, a[1]));
+                    return math::ExpOp::create(b, l, d).getResult();
+                  });
+    Value sum = g.generic({e}, g.fill(rows, 0.0), {id4, row4}, red,
+                          [&](OpBuilder &b, Location l, ValueRange a) {
+                            return arith::AddFOp::create(b, l, a[0], a[1])
+                                .getResult();
+                          });
+    result = g.generic({e, sum}, g.empty(sizes, elt), {id4, row4, id4},
+                       SmallVector<IteratorType>(4, kPar),
+                       [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                         Value zero = fconst(b, l, elt, 0.0);
+                         Value isZero = arith::CmpFOp::create(
+                             b, l, arith::CmpFPredicate::OEQ, a[1], zero);
+                         Value div = arith::DivFOp::create(b, l, a[0], a[1]);
+                         return arith::SelectOp::create(b, l, isZero, zero,
+                                                        div);
+                       });
+  } else {
+    return success(); // not an op of this conversion
+  }
+  op->getResult(0).replaceAllUsesWith(result);
+  op->erase();
+  return success();
+}
+
+struct ConvertAttnToLinalgPass
+    : attn::impl::ConvertAttnToLinalgPassBase<ConvertAttnToLinalgPass> {
+  void runOnOperation() override {
+    OpBuilder b(&getContext());
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) {
+      if (isa<OnlineAttentionOp, OnlineFinalizeOp, QKOp, ScaleOp, SoftcapOp,
+              RelativePositionBiasOp, MaskOp, SoftmaxOp, PVOp>(op))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      if (auto oa = dyn_cast<OnlineAttentionOp>(op))
+        lowerOnlineAttention(oa, b);
+      else if (auto fin = dyn_cast<OnlineFinalizeOp>(op))
+        lowerOnlineFinalize(fin, b);
+      else if (failed(lowerReferenceOp(op, b)))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,30 @@
+//===- Passes.h - attn conversion passes ----------------------------*- C++ -*-===//
+//
+// This file declares the conversions out of the `attn` dialect.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_COMPILER_CONVERSION_PASSES_H
+#define ATTN_COMPILER_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+namespace attn {
+
+#define GEN_PASS_DECL
+#include "compiler/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "compiler/Conversion/Passes.h.inc"
+
+} // namespace attn
+} // namespace mlir
+
+#endif // ATTN_COMPILER_CONVERSION_PASSES_H

@@ -1,0 +1,48 @@
+//===- Passes.td - attn conversion passes ------------------*- tablegen -*-===//
+//
+// This file declares the conversions out of the `attn` dialect.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_CONVERSION_PASSES_TD
+#define ATTN_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertAttnToLinalgPass : Pass<"convert-attn-to-linalg", "func::FuncOp"> {
+  let summary = "Lower attn tile and score-level ops to linalg.generic on tensors";
+  let description = [{
+    Lowers `attn.online_attention` and `attn.online_finalize` (the tiled
+    form) and the score-level graph ops of the reference path (`attn.qk`,
+    `attn.scale`, `attn.softcap`, `attn.relative_position_bias`,
+    `attn.mask`, `attn.softmax`, `attn.pv`) to `linalg.generic` on tensors,
+    ready for one-shot bufferization. Masks are computed from
+    `linalg.index`; a row that sees no key keeps max = -inf, sum = 0, and
+    finalizes (or softmaxes) to 0, never NaN.
+
+    ```mlir
+    %a, %m, %l = attn.online_attention %qt, %kt, %vt, %acc, %max, %sum, %qp, %kp
+        {mask = #attn.mask<causal>, scale = 0.125 : f64} : ...
+    // becomes linalg.generic ops: S = Q·Kᵀ (reduction over d), scale and
+    // mask by position, row max, exp, row sum, acc·alpha + P·V.
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def ApproximateMathPass : Pass<"attn-approximate-math", "func::FuncOp"> {
+  let summary = "Replace math.exp/tanh/log by inline polynomial approximations";
+  let description = [{
+    Runs MLIR's polynomial approximation patterns, so that `math.exp` in a
+    vectorized (or auto-vectorized) loop becomes FMAs and bit tricks instead
+    of one scalar `expf` call per element.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+#endif // ATTN_CONVERSION_PASSES_TD

@@ -1,0 +1,100 @@
+//===- CPUTarget.cpp - LLVM dialect -> x86-64 object code -----------------===//
+//
+// This file implements the CPU target with LLVM's x86 backend, in process.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Target/CPU/CPUTarget.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+void mlir::attn::registerCPUTranslations(DialectRegistry &registry) {
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerOpenMPDialectTranslation(registry);
+}
+
+LogicalResult mlir::attn::emitCPU(ModuleOp module,
+                                  const CPUTargetOptions &options,
+                                  CPUOutput output,
+                                  llvm::raw_pwrite_stream &os,
+                                  std::string &error) {
+  LLVMInitializeX86TargetInfo();
+  LLVMInitializeX86Target();
+  LLVMInitializeX86TargetMC();
+  LLVMInitializeX86AsmPrinter();
+
+  std::string cpu = options.cpu;
+  std::string features;
+  if (cpu == "native") {
+    cpu = llvm::sys::getHostCPUName().str();
+    for (const auto &f : llvm::sys::getHostCPUFeatures())
+      features += (f.second ? "+" : "-") + f.first().str() + ",";
+  } else if (cpu != "x86-64-v3" && cpu != "x86-64-v4" && cpu != "x86-64") {
+    error = "unknown --cpu '" + options.cpu +
+            "'; accepted: native, x86-64, x86-64-v3 (AVX2), x86-64-v4 "
+            "(AVX-512)";
+    return failure();
+  }
+  llvm::Triple triple("x86_64-unknown-linux-gnu");
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return failure();
+  llvm::TargetOptions targetOptions;
+  llvm::CodeGenOptLevel level = options.optLevel >= 3 ? llvm::CodeGenOptLevel::Aggressive
+                                : options.optLevel == 2 ? llvm::CodeGenOptLevel::Default
+                                : options.optLevel == 1 ? llvm::CodeGenOptLevel::Less
+                                                        : llvm::CodeGenOptLevel::None;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, cpu, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
+      level));
+  if (!tm) {
+    error = "cannot create an x86-64 target machine for cpu '" + cpu + "'";
+    return failure();
+  }
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmContext);
+  if (!llvmModule) {
+    error = "translation to LLVM IR failed";
+    return failure();
+  }
+  llvmModule->setTargetTriple(triple);
+  llvmModule->setDataLayout(tm->createDataLayout());
+  if (llvm::Error err = makeOptimizingTransformer(options.optLevel, 0,
+                                                  tm.get())(llvmModule.get())) {
+    error = llvm::toString(std::move(err));
+    return failure();
+  }
+  if (output == CPUOutput::LLVMIR) {
+    llvmModule->print(os, nullptr);
+    return success();
+  }
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr,
+                              output == CPUOutput::Object
+                                  ? llvm::CodeGenFileType::ObjectFile
+                                  : llvm::CodeGenFileType::AssemblyFile)) {
+    error = "the x86-64 target cannot emit this file type";
+    return failure();
+  }
+  pm.run(*llvmModule);
+  return success();
+}

@@ -1,0 +1,42 @@
+//===- CPUTarget.h - LLVM dialect -> x86-64 object code ------------*- C++ -*-===//
+//
+// This file declares the CPU target: translation of the LLVM-dialect module
+// to LLVM IR, optimization for a chosen x86-64 CPU, and emission of LLVM IR,
+// assembly or an object file.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_COMPILER_TARGET_CPU_CPUTARGET_H
+#define ATTN_COMPILER_TARGET_CPU_CPUTARGET_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace mlir {
+namespace attn {
+
+enum class CPUOutput { LLVMIR, Assembly, Object };
+
+struct CPUTargetOptions {
+  /// native (the host's CPU and features), x86-64-v3 (AVX2) or x86-64-v4
+  /// (AVX-512).
+  std::string cpu = "native";
+  unsigned optLevel = 3;
+};
+
+/// Registers the dialect translations the CPU target needs.
+void registerCPUTranslations(DialectRegistry &registry);
+
+/// Translates, optimizes and emits `module` (LLVM dialect). On failure
+/// returns failure with a message in `error`.
+LogicalResult emitCPU(ModuleOp module, const CPUTargetOptions &options,
+                      CPUOutput output, llvm::raw_pwrite_stream &os,
+                      std::string &error);
+
+} // namespace attn
+} // namespace mlir
+
+#endif // ATTN_COMPILER_TARGET_CPU_CPUTARGET_H

@@ -1,0 +1,402 @@
+//===- main.cpp - the command line of compiled executables ----------------===//
+//
+// This file implements attn_rt_main: `info`, `sdpa`, `check` and `bench` over
+// the kernels of the generated model table. Every error names the file, the
+// argument or the shape at fault and exits non-zero without writing output.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn_runtime.h"
+#include "npy.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+extern "C" void omp_set_num_threads(int);
+extern "C" int omp_get_max_threads(void);
+
+using namespace attn_rt;
+
+namespace {
+
+const char *kUsage =
+    "usage: %s <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  info                       the compiled model's description (JSON)\n"
+    "  sdpa --layer L --q Q.npy --k K.npy --v V.npy --out O.npy\n"
+    "       [--kv-lengths LENS.npy] [--bias-table T.npy]\n"
+    "                             fused attention of layer L's kind; Q is\n"
+    "                             [B, Hq, Sq, D], K and V [B, Hkv, Skv, D/Dv],\n"
+    "                             float32; LENS int64 [B]\n"
+    "  check [--seed N]           fused kernels against the unfused reference\n"
+    "                             for every layer kind on several shapes\n"
+    "  bench [--layer L] [--batch B] [--seq S] [--kv-len N] [--threads T]\n"
+    "        [--repeats R] [--json]\n"
+    "                             median time and GFLOP/s, fused and unfused\n";
+
+[[noreturn]] void fail(const std::string &msg) {
+  std::fprintf(stderr, "error: %s\n", msg.c_str());
+  std::exit(1);
+}
+
+/// Parses `--name value` pairs; flags listed in `flags` take no value.
+std::map<std::string, std::string>
+parseArgs(int argc, char **argv, int first,
+          const std::vector<std::string> &known,
+          const std::vector<std::string> &flags = {}) {
+  std::map<std::string, std::string> args;
+  for (int i = first; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--", 0) != 0)
+      fail("unexpected argument '" + a + "'; options start with --");
+    std::string name = a.substr(2);
+    if (std::find(flags.begin(), flags.end(), name) != flags.end()) {
+      args[name] = "1";
+      continue;
+    }
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      fail("unknown option '" + a + "'");
+    if (i + 1 >= argc)
+      fail("option '" + a + "' needs a value");
+    args[name] = argv[++i];
+  }
+  return args;
+}
+
+int64_t intArg(const std::map<std::string, std::string> &args,
+               const std::string &name, int64_t dflt, int64_t lo, int64_t hi) {
+  auto it = args.find(name);
+  if (it == args.end())
+    return dflt;
+  char *end = nullptr;
+  long long v = std::strtoll(it->second.c_str(), &end, 10);
+  if (!end || *end || v < lo || v > hi)
+    fail("--" + name + " must be an integer in [" + std::to_string(lo) +
+         ", " + std::to_string(hi) + "], got '" + it->second + "'");
+  return v;
+}
+
+const attn_rt_kind &kindOfLayer(const attn_rt_model *m, int64_t layer) {
+  if (layer < 0 || layer >= m->num_layers)
+    fail("--layer " + std::to_string(layer) + " is out of range: the model "
+         "has layers 0.." + std::to_string(m->num_layers - 1));
+  int64_t k = m->layer_kind[layer];
+  if (k < 0)
+    fail("layer " + std::to_string(layer) +
+         " is not softmax attention (see `info`); it is not compiled");
+  return m->kinds[k];
+}
+
+attn_rt_memref_f32_4 view4(float *data, const std::vector<int64_t> &s) {
+  attn_rt_memref_f32_4 d;
+  d.allocated = d.aligned = data;
+  d.offset = 0;
+  int64_t stride = 1;
+  for (int i = 3; i >= 0; --i) {
+    d.sizes[i] = s[i];
+    d.strides[i] = stride;
+    stride *= s[i];
+  }
+  return d;
+}
+
+/// One call of a kernel; returns the output (copied) and frees the kernel's.
+std::vector<float> run(void (*fn)(void), const attn_rt_kind &kind,
+                       std::vector<float> &q, const std::vector<int64_t> &qs,
+                       std::vector<float> &k, const std::vector<int64_t> &ks,
+                       std::vector<float> &v, const std::vector<int64_t> &vs,
+                       std::vector<int64_t> &lens, std::vector<float> *table,
+                       std::vector<int64_t> *outShape = nullptr) {
+  attn_rt_memref_f32_4 out{}, dq = view4(q.data(), qs),
+                             dk = view4(k.data(), ks),
+                             dv = view4(v.data(), vs);
+  attn_rt_memref_i64_1 dl{lens.data(), lens.data(), 0, {int64_t(lens.size())},
+                          {1}};
+  if (kind.bias_buckets > 0) {
+    attn_rt_memref_f32_2 dt{table->data(), table->data(), 0,
+                            {kind.bias_buckets, kind.num_heads},
+                            {kind.num_heads, 1}};
+    reinterpret_cast<attn_rt_sdpa_bias_fn>(fn)(&out, &dq, &dk, &dv, &dl, &dt);
+  } else {
+    reinterpret_cast<attn_rt_sdpa_fn>(fn)(&out, &dq, &dk, &dv, &dl);
+  }
+  int64_t n = out.sizes[0] * out.sizes[1] * out.sizes[2] * out.sizes[3];
+  std::vector<float> result(n);
+  // The kernel's result is contiguous (identity layout).
+  std::memcpy(result.data(), out.aligned + out.offset, n * sizeof(float));
+  if (outShape)
+    *outShape = {out.sizes[0], out.sizes[1], out.sizes[2], out.sizes[3]};
+  std::free(out.allocated);
+  return result;
+}
+
+std::vector<float> randomVec(std::mt19937 &rng, int64_t n, float scale) {
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+double flops(const attn_rt_kind &k, int64_t b, int64_t sq, int64_t skv) {
+  double f = 2.0 * double(b) * k.num_heads * sq * skv *
+             double(k.head_dim + k.head_dim_v);
+  return k.causal ? f / 2 : f;
+}
+
+//===----------------------------------------------------------------------===//
+// Commands
+//===----------------------------------------------------------------------===//
+
+int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
+  auto args = parseArgs(argc, argv, 2,
+                        {"layer", "q", "k", "v", "out", "kv-lengths",
+                         "bias-table"});
+  for (const char *req : {"layer", "q", "k", "v", "out"})
+    if (!args.count(req))
+      fail(std::string("sdpa needs --") + req);
+  const attn_rt_kind &kind =
+      kindOfLayer(m, intArg(args, "layer", 0, 0, 1 << 30));
+  NpyArray q, k, v;
+  std::string err;
+  for (auto [arr, name] : {std::pair<NpyArray *, const char *>{&q, "q"},
+                           {&k, "k"},
+                           {&v, "v"}}) {
+    if (!readNpy(args[name], *arr, err))
+      fail(err);
+    if (arr->dtype != "f4")
+      fail(args[name] + ": dtype int64; --" + name + " must be float32");
+    if (arr->shape.size() != 4)
+      fail(args[name] + ": rank " + std::to_string(arr->shape.size()) +
+           "; --" + name + " must be [batch, heads, seq, head_dim]");
+  }
+  auto expect = [&](bool ok, const std::string &what) {
+    if (!ok)
+      fail(what);
+  };
+  auto shapeStr = [](const std::vector<int64_t> &s) {
+    std::string r = "[";
+    for (size_t i = 0; i < s.size(); ++i)
+      r += std::to_string(s[i]) + (i + 1 < s.size() ? ", " : "]");
+    return r;
+  };
+  std::string kindDesc = " for layer kind '" + std::string(kind.name) +
+                         "' (Hq=" + std::to_string(kind.num_heads) +
+                         ", Hkv=" + std::to_string(kind.num_kv_heads) +
+                         ", D=" + std::to_string(kind.head_dim) +
+                         ", Dv=" + std::to_string(kind.head_dim_v) + ")";
+  expect(q.shape[1] == kind.num_heads && q.shape[3] == kind.head_dim,
+         args["q"] + ": shape " + shapeStr(q.shape) + " must be [B, " +
+             std::to_string(kind.num_heads) + ", Sq, " +
+             std::to_string(kind.head_dim) + "]" + kindDesc);
+  expect(k.shape[1] == kind.num_kv_heads && k.shape[3] == kind.head_dim,
+         args["k"] + ": shape " + shapeStr(k.shape) + " must be [B, " +
+             std::to_string(kind.num_kv_heads) + ", Skv, " +
+             std::to_string(kind.head_dim) + "]" + kindDesc);
+  expect(v.shape[1] == kind.num_kv_heads && v.shape[3] == kind.head_dim_v,
+         args["v"] + ": shape " + shapeStr(v.shape) + " must be [B, " +
+             std::to_string(kind.num_kv_heads) + ", Skv, " +
+             std::to_string(kind.head_dim_v) + "]" + kindDesc);
+  expect(k.shape[0] == q.shape[0] && v.shape[0] == q.shape[0],
+         "batch sizes differ: q " + shapeStr(q.shape) + ", k " +
+             shapeStr(k.shape) + ", v " + shapeStr(v.shape));
+  expect(k.shape[2] == v.shape[2], "k and v sequence lengths differ: k " +
+                                       shapeStr(k.shape) + ", v " +
+                                       shapeStr(v.shape));
+  std::vector<int64_t> lens(q.shape[0], k.shape[2]);
+  if (args.count("kv-lengths")) {
+    NpyArray l;
+    if (!readNpy(args["kv-lengths"], l, err))
+      fail(err);
+    expect(l.dtype == "i8" && l.shape.size() == 1 && l.shape[0] == q.shape[0],
+           args["kv-lengths"] + ": must be int64 [" +
+               std::to_string(q.shape[0]) + "] (one length per batch)");
+    for (int64_t x : l.i64)
+      expect(x >= 0 && x <= k.shape[2],
+             args["kv-lengths"] + ": length " + std::to_string(x) +
+                 " outside [0, kv_len = " + std::to_string(k.shape[2]) + "]");
+    lens = l.i64;
+  }
+  std::vector<float> table;
+  if (kind.bias_buckets > 0) {
+    expect(args.count("bias-table"),
+           std::string("layer kind '") + kind.name +
+               "' adds T5's relative-position bias: pass its table with "
+               "--bias-table T.npy (float32 [" +
+               std::to_string(kind.bias_buckets) + ", " +
+               std::to_string(kind.num_heads) + "])");
+    NpyArray t;
+    if (!readNpy(args["bias-table"], t, err))
+      fail(err);
+    expect(t.dtype == "f4" && t.shape.size() == 2 &&
+               t.shape[0] == kind.bias_buckets && t.shape[1] == kind.num_heads,
+           args["bias-table"] + ": must be float32 [" +
+               std::to_string(kind.bias_buckets) + ", " +
+               std::to_string(kind.num_heads) + "]");
+    table = t.f32;
+  }
+  std::vector<int64_t> outShape;
+  std::vector<float> out = run(kind.fused, kind, q.f32, q.shape, k.f32,
+                               k.shape, v.f32, v.shape, lens, &table,
+                               &outShape);
+  if (!writeNpyF32(args["out"], outShape, out.data(), err))
+    fail(err);
+  return 0;
+}
+
+int cmdCheck(const attn_rt_model *m, int argc, char **argv) {
+  auto args = parseArgs(argc, argv, 2, {"seed"});
+  std::mt19937 rng(uint32_t(intArg(args, "seed", 1, 0, 1ll << 31)));
+  struct Shape {
+    int64_t b, sq, skv;
+  };
+  const Shape shapes[] = {{1, 1, 1}, {2, 3, 3}, {1, 17, 17}, {1, 5, 33},
+                          {1, 33, 7}, {2, 70, 70}};
+  bool allOk = true;
+  for (int64_t i = 0; i < m->num_kinds; ++i) {
+    const attn_rt_kind &kind = m->kinds[i];
+    for (const Shape &s : shapes) {
+      std::vector<int64_t> qs = {s.b, kind.num_heads, s.sq, kind.head_dim},
+                           ks = {s.b, kind.num_kv_heads, s.skv, kind.head_dim},
+                           vs = {s.b, kind.num_kv_heads, s.skv,
+                                 kind.head_dim_v};
+      auto q = randomVec(rng, s.b * kind.num_heads * s.sq * kind.head_dim, 1);
+      auto k = randomVec(rng, s.b * kind.num_kv_heads * s.skv * kind.head_dim,
+                         1);
+      auto v = randomVec(rng,
+                         s.b * kind.num_kv_heads * s.skv * kind.head_dim_v, 1);
+      std::vector<int64_t> lens(s.b, s.skv);
+      if (s.b > 1)
+        lens[1] = s.skv / 2; // key padding on the second sequence
+      auto table = randomVec(rng, kind.bias_buckets * kind.num_heads, 1);
+      auto fused = run(kind.fused, kind, q, qs, k, ks, v, vs, lens, &table);
+      auto ref = run(kind.reference, kind, q, qs, k, ks, v, vs, lens, &table);
+      double maxAbs = 0, maxRef = 0;
+      bool finite = true;
+      for (size_t j = 0; j < ref.size(); ++j) {
+        finite = finite && std::isfinite(fused[j]);
+        maxAbs = std::max(maxAbs, double(std::fabs(fused[j] - ref[j])));
+        maxRef = std::max(maxRef, double(std::fabs(ref[j])));
+      }
+      double rel = maxAbs / std::max(maxRef, 1e-30);
+      bool ok = finite && maxAbs <= 1e-5 + 1e-5 * maxRef;
+      allOk = allOk && ok;
+      std::printf("%-4s %-32s B=%lld Sq=%-3lld Skv=%-3lld max_abs_err=%.3e "
+                  "max_rel_err=%.3e\n",
+                  ok ? "ok" : "FAIL", kind.name, (long long)s.b,
+                  (long long)s.sq, (long long)s.skv, maxAbs, rel);
+    }
+  }
+  std::printf("check: %s\n", allOk ? "all kernels match the reference"
+                                   : "MISMATCH");
+  return allOk ? 0 : 1;
+}
+
+int cmdBench(const attn_rt_model *m, int argc, char **argv) {
+  auto args = parseArgs(argc, argv, 2,
+                        {"layer", "batch", "seq", "kv-len", "threads",
+                         "repeats"},
+                        {"json"});
+  int64_t b = intArg(args, "batch", 1, 1, 1 << 16);
+  int64_t sq = intArg(args, "seq", 512, 1, 1 << 24);
+  int64_t skv = intArg(args, "kv-len", sq, 1, 1 << 24);
+  int64_t repeats = intArg(args, "repeats", 5, 1, 10000);
+  if (args.count("threads"))
+    omp_set_num_threads(int(intArg(args, "threads", 1, 1, 4096)));
+  bool json = args.count("json");
+  std::vector<int64_t> kinds;
+  if (args.count("layer")) {
+    const attn_rt_kind &k =
+        kindOfLayer(m, intArg(args, "layer", 0, 0, 1 << 30));
+    kinds.push_back(&k - m->kinds);
+  } else {
+    for (int64_t i = 0; i < m->num_kinds; ++i)
+      kinds.push_back(i);
+  }
+  std::mt19937 rng(7);
+  if (json)
+    std::printf("[");
+  for (size_t ki = 0; ki < kinds.size(); ++ki) {
+    const attn_rt_kind &kind = m->kinds[kinds[ki]];
+    std::vector<int64_t> qs = {b, kind.num_heads, sq, kind.head_dim},
+                         ks = {b, kind.num_kv_heads, skv, kind.head_dim},
+                         vs = {b, kind.num_kv_heads, skv, kind.head_dim_v};
+    auto q = randomVec(rng, b * kind.num_heads * sq * kind.head_dim, 1);
+    auto k = randomVec(rng, b * kind.num_kv_heads * skv * kind.head_dim, 1);
+    auto v = randomVec(rng, b * kind.num_kv_heads * skv * kind.head_dim_v, 1);
+    std::vector<int64_t> lens(b, skv);
+    auto table = randomVec(rng, kind.bias_buckets * kind.num_heads, 1);
+    auto time = [&](void (*fn)(void)) {
+      run(fn, kind, q, qs, k, ks, v, vs, lens, &table); // warm-up
+      std::vector<double> ms;
+      for (int64_t r = 0; r < repeats; ++r) {
+        auto t0 = std::chrono::steady_clock::now();
+        run(fn, kind, q, qs, k, ks, v, vs, lens, &table);
+        auto t1 = std::chrono::steady_clock::now();
+        ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0)
+                         .count());
+      }
+      std::sort(ms.begin(), ms.end());
+      return ms[ms.size() / 2];
+    };
+    double f = flops(kind, b, sq, skv);
+    double fusedMs = time(kind.fused), refMs = time(kind.reference);
+    if (json) {
+      std::printf("%s\n  {\"kind\": \"%s\", \"batch\": %lld, \"seq\": %lld, "
+                  "\"kv_len\": %lld, \"threads\": %d, \"flops\": %.0f, "
+                  "\"fused_ms\": %.4f, \"fused_gflops\": %.3f, "
+                  "\"unfused_ms\": %.4f, \"unfused_gflops\": %.3f}",
+                  ki ? "," : "", kind.name, (long long)b, (long long)sq,
+                  (long long)skv, omp_get_max_threads(), f, fusedMs,
+                  f / fusedMs / 1e6, refMs, f / refMs / 1e6);
+    } else {
+      std::printf("%-30s B=%lld Sq=%lld Skv=%lld threads=%d: fused %9.3f ms "
+                  "%8.2f GFLOP/s | unfused reference %9.3f ms %8.2f GFLOP/s "
+                  "| fused/unfused x%.2f\n",
+                  kind.name, (long long)b, (long long)sq, (long long)skv,
+                  omp_get_max_threads(), fusedMs, f / fusedMs / 1e6, refMs,
+                  f / refMs / 1e6, refMs / fusedMs);
+    }
+  }
+  if (json)
+    std::printf("\n]\n");
+  return 0;
+}
+
+} // namespace
+
+extern "C" int attn_rt_main(int argc, char **argv) {
+  const attn_rt_model *m = attn_rt_get_model();
+  if (m->abi_version != ATTN_RT_ABI_VERSION)
+    fail("the model table has ABI version " +
+         std::to_string(m->abi_version) + ", the runtime " +
+         std::to_string(ATTN_RT_ABI_VERSION));
+  if (argc < 2 || !std::strcmp(argv[1], "--help") ||
+      !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    std::printf(kUsage, argv[0]);
+    return argc < 2 ? 1 : 0;
+  }
+  std::string cmd = argv[1];
+  if (cmd == "info") {
+    std::printf("%s\n", m->describe_json);
+    return 0;
+  }
+  if (cmd == "sdpa")
+    return cmdSdpa(m, argc, argv);
+  if (cmd == "check")
+    return cmdCheck(m, argc, argv);
+  if (cmd == "bench")
+    return cmdBench(m, argc, argv);
+  std::fprintf(stderr, "error: unknown command '%s'\n", cmd.c_str());
+  std::fprintf(stderr, kUsage, argv[0]);
+  return 1;
+}

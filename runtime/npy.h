@@ -1,0 +1,36 @@
+//===- npy.h - .npy float32/int64 arrays ---------------------------*- C++ -*-===//
+//
+// This file declares reading and writing of NumPy .npy files (format 1.0 to
+// 3.0, little-endian float32 or int64, C order).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_RUNTIME_NPY_H
+#define ATTN_RUNTIME_NPY_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attn_rt {
+
+struct NpyArray {
+  std::string dtype; ///< "f4" or "i8"
+  std::vector<int64_t> shape;
+  std::vector<float> f32;
+  std::vector<int64_t> i64;
+  int64_t numel() const;
+};
+
+/// Reads `path`; on failure returns false and says why in `error` (file,
+/// what was found, what is accepted).
+bool readNpy(const std::string &path, NpyArray &out, std::string &error);
+
+/// Writes a float32 array to `path` atomically (a temporary file renamed on
+/// success), so that no partial file is left behind.
+bool writeNpyF32(const std::string &path, const std::vector<int64_t> &shape,
+                 const float *data, std::string &error);
+
+} // namespace attn_rt
+
+#endif // ATTN_RUNTIME_NPY_H
