@@ -23,3 +23,11 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.attn_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["attn-opt", "attn-compile"], tool_dirs)
+
+# Compiled executables run on this host (x86-64) only.
+import platform
+if platform.machine() in ("x86_64", "AMD64"):
+    config.available_features.add("native-exec")
+import sys
+config.substitutions.append(("%sdpa_ref", sys.executable + " " +
+    os.path.join(config.test_source_root, "Integration", "Inputs", "sdpa_ref.py")))

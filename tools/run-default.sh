@@ -32,3 +32,10 @@ PY
 echo "== --compile-to=attn: $OUT/model.attn.mlir ($(grep -c 'call @' "$OUT/model.attn.mlir") layer calls), verified by attn-opt"
 echo "== the full-attention layer kind:"
 sed -n '/func.func @full_attention/,/^  }/p' "$OUT/model.attn.mlir" | cut -c1-160
+
+echo "== attn-compile -o $OUT/seed-model (native CPU): the executable of the model's attention kernels"
+"$BUILD_DIR/bin/attn-compile" "$CONFIG" -o "$OUT/seed-model"
+echo "== $OUT/seed-model check"
+"$OUT/seed-model" check
+echo "== $OUT/seed-model bench --seq 512 --repeats 3 (median ms; FLOPs 4*Sq*Skv*D*Hq/2 causal)"
+"$OUT/seed-model" bench --seq 512 --repeats 3

@@ -278,7 +278,10 @@ func::FuncOp Emitter::emitKernel(const std::string &name, const LayerSpec &l) {
   fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
-  Value o = scoreChain(loc, l, entry->getArgument(0), entry->getArgument(1),
+  Value q = entry->getArgument(0);
+  if (l.scaleOnQuery) // Whisper scales q before QKᵀ; the fusion folds it.
+    q = ScaleOp::create(b, loc, q, b.getF64FloatAttr(l.scale));
+  Value o = scoreChain(loc, l, q, entry->getArgument(1),
                        entry->getArgument(2),
                        bias ? entry->getArgument(4) : Value(),
                        entry->getArgument(3));

@@ -89,6 +89,16 @@ Value toAcc(OpBuilder &b, Location loc, Value v, Type acc) {
   return arith::ExtFOp::create(b, loc, acc, v);
 }
 
+/// Reductions (dot products, row sums) may be reassociated and a * b + c
+/// contracted into an FMA, so that LLVM vectorizes them.
+constexpr arith::FastMathFlags kReduceFlags =
+    arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
+
+Value fma(OpBuilder &b, Location loc, Value x, Value y, Value acc) {
+  Value prod = arith::MulFOp::create(b, loc, x, y, kReduceFlags);
+  return arith::AddFOp::create(b, loc, acc, prod, kReduceFlags);
+}
+
 Value negInf(OpBuilder &b, Location loc, Type t) {
   return arith::ConstantOp::create(
       b, loc, t,
@@ -240,9 +250,7 @@ void lowerOnlineAttention(OnlineAttentionOp op, OpBuilder &ob) {
       {g.map(dDim + 1, qE), g.map(dDim + 1, {g.d(nDim), g.d(dDim)}),
        g.map(dDim + 1, sE)},
       it, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-        Value prod = arith::MulFOp::create(b, l, toAcc(b, l, a[0], acc),
-                                           toAcc(b, l, a[1], acc));
-        return arith::AddFOp::create(b, l, a[2], prod);
+        return fma(b, l, toAcc(b, l, a[0], acc), toAcc(b, l, a[1], acc), a[2]);
       });
 
   // Scale, softcap, bias, mask by position.
@@ -307,7 +315,8 @@ void lowerOnlineAttention(OnlineAttentionOp op, OpBuilder &ob) {
       });
   Value newSum = g.generic({p}, sumScaled, {sMap, rowMap}, redN,
                            [&](OpBuilder &b, Location l, ValueRange a) {
-                             return arith::AddFOp::create(b, l, a[0], a[1])
+                             return arith::AddFOp::create(b, l, a[0], a[1],
+                                                          kReduceFlags)
                                  .getResult();
                            });
   // acc' = acc · alpha + P · V: loop dims lead..., m, e, n.
@@ -321,20 +330,21 @@ void lowerOnlineAttention(OnlineAttentionOp op, OpBuilder &ob) {
       [&](OpBuilder &b, Location l, ValueRange a) {
         return arith::MulFOp::create(b, l, a[0], a[1]).getResult();
       });
-  unsigned eDim = nDim, jDim = nDim + 1; // (lead..., m, e, j)
+  // Loops (lead..., m, j, e): e innermost, so that acc[.., m, :] +=
+  // p[.., m, j] * v[j, :] runs along contiguous rows of V and acc.
+  unsigned jDim = nDim, eDim = nDim + 1;
   SmallVector<AffineExpr> pE(rowE), oE(rowE);
   pE.push_back(g.d(jDim));
   oE.push_back(g.d(eDim));
-  SmallVector<IteratorType> itPV(lead + 2, kPar);
+  SmallVector<IteratorType> itPV(lead + 1, kPar);
   itPV.push_back(kRed);
+  itPV.push_back(kPar);
   Value newAcc = g.generic(
       {p, v}, accScaled,
-      {g.map(jDim + 1, pE), g.map(jDim + 1, {g.d(jDim), g.d(eDim)}),
-       g.map(jDim + 1, oE)},
+      {g.map(eDim + 1, pE), g.map(eDim + 1, {g.d(jDim), g.d(eDim)}),
+       g.map(eDim + 1, oE)},
       itPV, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-        Value prod =
-            arith::MulFOp::create(b, l, a[0], toAcc(b, l, a[1], acc));
-        return arith::AddFOp::create(b, l, a[2], prod);
+        return fma(b, l, a[0], toAcc(b, l, a[1], acc), a[2]);
       });
   op.getNewAcc().replaceAllUsesWith(newAcc);
   op.getNewMax().replaceAllUsesWith(newMax);
@@ -377,23 +387,25 @@ void lowerOnlineFinalize(OnlineFinalizeOp op, OpBuilder &ob) {
 // Reference path: [batch, heads, q_len, kv_len] scores
 //===----------------------------------------------------------------------===//
 
-/// QKᵀ or P·V with grouped heads: out[b,h,i,x] += a[b,h,i,j] * c[b,h/G,j,x]
-/// (qk: a = q over d, c = k; pv: a = p over j, c = v).
+/// QKᵀ or P·V with grouped heads: out[b,h,i,x] += a[b,h,i,r] * c[b,h/G,.,.]
+/// (qk: r = d, c = k[j=x, d]; pv: r = j, c = v[j, x]). The innermost loop
+/// walks contiguous memory: d for QKᵀ, x (the value dim) for P·V.
 Value groupedContraction(Builder &g, Value lhs, Value rhs, Value init,
                          bool qk, int64_t group) {
-  // Loops: b, h, i, x, red.
-  AffineExpr b0 = g.d(0), h = g.d(1), i = g.d(2), x = g.d(3), red = g.d(4);
+  // Loops: b, h, i, then (x, red) for qk and (red, x) for pv.
+  AffineExpr b0 = g.d(0), h = g.d(1), i = g.d(2);
+  AffineExpr x = qk ? g.d(3) : g.d(4), red = qk ? g.d(4) : g.d(3);
   AffineExpr hk = h.floorDiv(group);
   AffineMap lhsMap = g.map(5, {b0, h, i, red});
   AffineMap rhsMap = qk ? g.map(5, {b0, hk, x, red}) : g.map(5, {b0, hk, red, x});
   AffineMap outMap = g.map(5, {b0, h, i, x});
   Type acc = g.acc;
-  return g.generic({lhs, rhs}, init, {lhsMap, rhsMap, outMap},
-                   {kPar, kPar, kPar, kPar, kRed},
+  SmallVector<IteratorType> iters = {kPar, kPar, kPar, qk ? kPar : kRed,
+                                     qk ? kRed : kPar};
+  return g.generic({lhs, rhs}, init, {lhsMap, rhsMap, outMap}, iters,
                    [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                     Value prod = arith::MulFOp::create(
-                         b, l, toAcc(b, l, a[0], acc), toAcc(b, l, a[1], acc));
-                     return arith::AddFOp::create(b, l, a[2], prod);
+                     return fma(b, l, toAcc(b, l, a[0], acc),
+                                toAcc(b, l, a[1], acc), a[2]);
                    });
 }
 
@@ -525,7 +537,8 @@ LogicalResult lowerReferenceOp(Operation *op, OpBuilder &ob) {
                   });
     Value sum = g.generic({e}, g.fill(rows, 0.0), {id4, row4}, red,
                           [&](OpBuilder &b, Location l, ValueRange a) {
-                            return arith::AddFOp::create(b, l, a[0], a[1])
+                            return arith::AddFOp::create(b, l, a[0], a[1],
+                                                         kReduceFlags)
                                 .getResult();
                           });
     result = g.generic({e, sum}, g.empty(sizes, elt), {id4, row4, id4},

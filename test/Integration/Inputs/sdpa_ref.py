@@ -1,0 +1,114 @@
+"""Float64 reference for attention, independent of the compiler.
+
+Generates float32 inputs, runs `EXE sdpa`, computes the same attention in
+float64 with NumPy (plain loops over the definition, no shared code with the
+compiler), and compares: max |out - ref| / max |ref| must be <= --tol.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+
+def reference(q, k, v, scale, causal, window, softcap, lens):
+    b, hq, sq, d = q.shape
+    hkv, skv = k.shape[1], k.shape[2]
+    group = hq // hkv
+    q, k, v = q.astype(np.float64), k.astype(np.float64), v.astype(np.float64)
+    out = np.zeros((b, hq, sq, v.shape[3]))
+    offset = skv - sq  # bottom-right causal alignment
+    for bi in range(b):
+        for h in range(hq):
+            s = q[bi, h] @ k[bi, h // group].T * scale
+            if softcap:
+                s = softcap * np.tanh(s / softcap)
+            i = np.arange(sq)[:, None] + offset
+            j = np.arange(skv)[None, :]
+            visible = j < lens[bi]
+            if causal:
+                visible = visible & (j <= i)
+            if window:
+                visible = visible & (j > i - window)
+            visible = np.broadcast_to(visible, (sq, skv))
+            s = np.where(visible, s, -np.inf)
+            for r in range(sq):
+                if not visible[r].any():
+                    continue  # a row that sees no key is 0
+                e = np.exp(s[r] - s[r].max())
+                out[bi, h, r] = (e / e.sum()) @ v[bi, h // group]
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("exe")
+    p.add_argument("--layer", type=int, default=0)
+    p.add_argument("--hq", type=int, required=True)
+    p.add_argument("--hkv", type=int, required=True)
+    p.add_argument("--d", type=int, required=True)
+    p.add_argument("--dv", type=int)
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--sq", type=int, required=True)
+    p.add_argument("--skv", type=int)
+    p.add_argument("--scale", type=float)
+    p.add_argument("--causal", action="store_true")
+    p.add_argument("--window", type=int, default=0)
+    p.add_argument("--softcap", type=float, default=0.0)
+    p.add_argument("--lens", type=str, help="comma-separated key lengths")
+    p.add_argument("--magnitude", type=float, default=1.0,
+                   help="scale of q and k entries (logit size)")
+    p.add_argument("--qkv", type=str, help="use this [S, D] matrix as q = k = v")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--tol", type=float, default=1e-5)
+    p.add_argument("--print", action="store_true")
+    a = p.parse_args()
+    dv = a.dv or a.d
+    skv = a.skv or a.sq
+    scale = a.scale if a.scale is not None else 1 / np.sqrt(a.d)
+    rng = np.random.default_rng(a.seed)
+    if a.qkv:
+        x = np.array(eval(a.qkv), dtype=np.float32)
+        q = k = v = x.reshape(1, 1, *x.shape)
+    else:
+        q = (rng.standard_normal((a.batch, a.hq, a.sq, a.d)) * a.magnitude).astype(np.float32)
+        k = (rng.standard_normal((a.batch, a.hkv, skv, a.d)) * a.magnitude).astype(np.float32)
+        v = rng.standard_normal((a.batch, a.hkv, skv, dv)).astype(np.float32)
+    lens = [skv] * q.shape[0]
+    if a.lens:
+        lens = [int(x) for x in a.lens.split(",")]
+    with tempfile.TemporaryDirectory() as t:
+        paths = {n: os.path.join(t, n + ".npy") for n in ("q", "k", "v", "o", "l")}
+        np.save(paths["q"], q)
+        np.save(paths["k"], k)
+        np.save(paths["v"], v)
+        cmd = [a.exe, "sdpa", "--layer", str(a.layer), "--q", paths["q"],
+               "--k", paths["k"], "--v", paths["v"], "--out", paths["o"]]
+        if a.lens:
+            np.save(paths["l"], np.array(lens, dtype=np.int64))
+            cmd += ["--kv-lengths", paths["l"]]
+        subprocess.run(cmd, check=True)
+        out = np.load(paths["o"])
+    ref = reference(q, k, v, scale, a.causal, a.window, a.softcap, lens)
+    if out.shape != ref.shape:
+        print(f"FAIL shape {out.shape} != {ref.shape}")
+        return 1
+    if not np.isfinite(out).all():
+        print("FAIL: non-finite output")
+        return 1
+    denom = max(np.abs(ref).max(), 1e-30)
+    rel = np.abs(out - ref).max() / denom
+    zero_rows = int((np.abs(ref).sum(-1) == 0).sum())
+    if a.print:
+        np.set_printoptions(precision=6, suppress=True)
+        print(out.reshape(-1, out.shape[-1]))
+    status = "ok" if rel <= a.tol else "FAIL"
+    print(f"{status} max_rel_err={rel:.3e} zero_rows={zero_rows} "
+          f"shape={list(out.shape)}")
+    return 0 if rel <= a.tol else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
