@@ -31,3 +31,7 @@ if platform.machine() in ("x86_64", "AMD64"):
 import sys
 config.substitutions.append(("%sdpa_ref", sys.executable + " " +
     os.path.join(config.test_source_root, "Integration", "Inputs", "sdpa_ref.py")))
+config.substitutions.append(("%attn_runtime_lib",
+    os.path.join(config.attn_obj_root, "lib", "libattn_runtime.a")))
+config.substitutions.append(("%llvm_lib_dir",
+    os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")))

@@ -66,6 +66,17 @@ cl::opt<Stage> compileTo(
         clEnumValN(Stage::Obj, "obj", "kernels: an x86-64 object file")),
     cl::cat(category));
 
+enum class Emit { Exe, Obj, Shared };
+cl::opt<Emit> emit(
+    "emit", cl::desc("What -o writes when no --compile-to is given"),
+    cl::values(clEnumValN(Emit::Exe, "exe", "an executable (default)"),
+               clEnumValN(Emit::Obj, "obj",
+                          "an object file with the kernels, plus NAME.h"),
+               clEnumValN(Emit::Shared, "shared",
+                          "a shared library (kernels, model table, runtime), "
+                          "plus NAME.h")),
+    cl::init(Emit::Exe), cl::cat(category));
+
 cl::opt<std::string> cpu("cpu",
                          cl::desc("CPU to compile for: native (default), "
                                   "x86-64-v3 (AVX2) or x86-64-v4 (AVX-512)"),
@@ -228,7 +239,38 @@ int main(int argc, char **argv) {
         return 1;
       }
       if (building) {
-        // Kernels, model table and runtime -> the executable.
+        // The header of the entry points, for --emit=obj and shared.
+        auto writeHeader = [&]() -> bool {
+          std::string header =
+              (llvm::sys::path::parent_path(outputPath).empty()
+                   ? std::string()
+                   : (llvm::sys::path::parent_path(outputPath) + "/").str()) +
+              llvm::sys::path::stem(outputPath).str() + ".h";
+          std::error_code hec;
+          llvm::raw_fd_ostream h(header, hec);
+          if (hec) {
+            llvm::errs() << "attn-compile: error: cannot write '" << header
+                         << "': " << hec.message() << "\n";
+            return false;
+          }
+          attn::writeKernelHeader(spec, h);
+          return true;
+        };
+        if (emit == Emit::Obj) {
+          std::string error;
+          std::unique_ptr<llvm::ToolOutputFile> out =
+              openOutputFile(outputPath, &error);
+          if (!out) {
+            llvm::errs() << "attn-compile: error: " << error << "\n";
+            return 1;
+          }
+          out->os() << buffer;
+          if (!writeHeader())
+            return 1;
+          out->keep();
+          return 0;
+        }
+        // Kernels, model table and runtime -> the executable or library.
         llvm::SmallString<128> dir;
         if (std::error_code ec =
                 llvm::sys::fs::createUniqueDirectory("attn-compile", dir)) {
@@ -248,6 +290,7 @@ int main(int argc, char **argv) {
         }
         std::string linkError;
         bool linked = !ec && attn::linkExecutable(obj, table, outputPath,
+                                                  emit == Emit::Shared,
                                                   linkError);
         llvm::sys::fs::remove_directories(dir);
         if (!linked) {
@@ -255,6 +298,8 @@ int main(int argc, char **argv) {
                        << (ec ? ec.message() : linkError) << "\n";
           return 1;
         }
+        if (emit == Emit::Shared && !writeHeader())
+          return 1;
         return 0;
       }
       os << buffer;

@@ -19,15 +19,24 @@ namespace mlir {
 namespace attn {
 
 /// Writes the C++ model table for `spec` (kinds, their kernels'
-/// `_mlir_ciface_` symbols, layer -> kind, the describe JSON) and `main`.
+/// `_mlir_ciface_` symbols, layer -> kind, the describe JSON) and a `main`
+/// unless ATTN_RT_NO_MAIN is defined when it is compiled.
 void writeModelTable(const ModelSpec &spec, const std::string &describeJson,
                      llvm::raw_ostream &os);
 
+/// Writes the C header of the kernels' entry points (self-contained: the
+/// memref descriptor types of runtime/attn_runtime.h and one prototype per
+/// kernel), for --emit=obj and --emit=shared.
+void writeKernelHeader(const ModelSpec &spec, llvm::raw_ostream &os);
+
 /// Links `objectPath` and `tablePath` with the runtime into `outputPath`
-/// (written under a temporary name and renamed on success).
+/// (written under a temporary name and renamed on success): an executable,
+/// or with `shared` a shared library exporting the kernels and
+/// attn_rt_get_model (no main).
 bool linkExecutable(const std::string &objectPath,
                     const std::string &tablePath,
-                    const std::string &outputPath, std::string &error);
+                    const std::string &outputPath, bool shared,
+                    std::string &error);
 
 } // namespace attn
 } // namespace mlir

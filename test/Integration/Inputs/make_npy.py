@@ -1,0 +1,19 @@
+"""Writes the .npy files the error tests feed to executables."""
+import sys
+import numpy as np
+
+out = sys.argv[1]
+np.save(out + "/q.npy", np.zeros((1, 4, 3, 40), np.float32))
+np.save(out + "/k.npy", np.zeros((1, 2, 5, 40), np.float32))
+np.save(out + "/v.npy", np.zeros((1, 2, 5, 40), np.float32))
+np.save(out + "/q_f64.npy", np.zeros((1, 4, 3, 40), np.float64))
+np.save(out + "/q_rank3.npy", np.zeros((4, 3, 40), np.float32))
+np.save(out + "/q_heads.npy", np.zeros((1, 6, 3, 40), np.float32))
+np.save(out + "/k_len.npy", np.zeros((1, 2, 6, 40), np.float32))
+np.save(out + "/lens_bad.npy", np.array([9], np.int64))
+with open(out + "/q.npy", "rb") as f:
+    data = f.read()
+with open(out + "/q_truncated.npy", "wb") as f:
+    f.write(data[:-100])
+with open(out + "/not_npy.npy", "wb") as f:
+    f.write(b"hello")
