@@ -44,6 +44,47 @@ typedef struct {
   int64_t strides[1];
 } attn_rt_memref_i64_1;
 
+typedef struct {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
+  int64_t sizes[3];
+  int64_t strides[3];
+} attn_rt_memref_f32_3;
+
+typedef struct {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
+  int64_t sizes[1];
+  int64_t strides[1];
+} attn_rt_memref_f32_1;
+
+typedef struct {
+  int64_t *allocated;
+  int64_t *aligned;
+  int64_t offset;
+  int64_t sizes[2];
+  int64_t strides[2];
+} attn_rt_memref_i64_2;
+
+/* One weight of a block: its role, its checkpoint name with "{i}" standing
+ * for the layer number, and its shape (rank 1 or 2). */
+typedef struct {
+  const char *role;
+  const char *pattern;
+  int64_t rank;
+  int64_t shape[2];
+} attn_rt_weight;
+
+/* y [B, S, hidden] = block(x [B, S, hidden], positions [B, S], weights...);
+ * `weights` holds one attn_rt_memref_f32_1 or _2 pointer per weight, in
+ * the kind's order; `y` is allocated by the kernel with malloc. */
+typedef void (*attn_rt_block_fn)(attn_rt_memref_f32_3 *y,
+                                 attn_rt_memref_f32_3 *x,
+                                 attn_rt_memref_i64_2 *positions,
+                                 void *const *weights);
+
 /* out = attention(q [B,Hq,Sq,D], k [B,Hkv,Skv,D], v [B,Hkv,Skv,Dv],
  * kv_lengths [B]); `out` is allocated by the kernel with malloc (free its
  * `allocated` pointer). */
@@ -72,10 +113,17 @@ typedef struct {
    * bias_buckets > 0 */
   void (*fused)(void);
   void (*reference)(void);
+  /* The whole attention block (norm, projections, RoPE, attention, output
+   * projection, residual), or NULL when the family has none yet. */
+  attn_rt_block_fn block;
+  const attn_rt_weight *weights;
+  int64_t num_weights;
 } attn_rt_kind;
 
 typedef struct {
   int abi_version;
+  const char *family;
+  int64_t hidden_size;
   const char *describe_json;
   const attn_rt_kind *kinds;
   int64_t num_kinds;

@@ -8,6 +8,7 @@
 
 #include "attn_runtime.h"
 #include "npy.h"
+#include "safetensors.h"
 
 #include <algorithm>
 #include <chrono>
@@ -37,6 +38,11 @@ const char *kUsage =
     "                             fused attention of layer L's kind; Q is\n"
     "                             [B, Hq, Sq, D], K and V [B, Hkv, Skv, D/Dv],\n"
     "                             float32; LENS int64 [B]\n"
+    "  block --layer L --weights W.safetensors --x X.npy --out Y.npy\n"
+    "                             the whole attention block of layer L (norm,\n"
+    "                             projections, RoPE at positions 0..S-1,\n"
+    "                             attention, output projection, residual);\n"
+    "                             X and Y are float32 [B, S, hidden]\n"
     "  check [--seed N]           fused kernels against the unfused reference\n"
     "                             for every layer kind on several shapes\n"
     "  bench [--layer L] [--batch B] [--seq S] [--kv-len N] [--threads T]\n"
@@ -253,6 +259,68 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
   return 0;
 }
 
+int cmdBlock(const attn_rt_model *m, int argc, char **argv) {
+  auto args = parseArgs(argc, argv, 2, {"layer", "weights", "x", "out"});
+  for (const char *req : {"layer", "weights", "x", "out"})
+    if (!args.count(req))
+      fail(std::string("block needs --") + req);
+  int64_t layer = intArg(args, "layer", 0, 0, 1 << 30);
+  const attn_rt_kind &kind = kindOfLayer(m, layer);
+  if (!kind.block)
+    fail(std::string("block is not supported yet for the ") + m->family +
+         " family (supported: llama, mistral, qwen2, qwen3, gemma2); `sdpa` "
+         "runs its attention kernels");
+  std::string err;
+  NpyArray x;
+  if (!readNpy(args["x"], x, err))
+    fail(err);
+  if (x.dtype != "f4" || x.shape.size() != 3 || x.shape[2] != m->hidden_size)
+    fail(args["x"] + ": must be float32 [batch, seq, " +
+         std::to_string(m->hidden_size) + "] (the hidden states)");
+  SafeTensors st;
+  if (!st.open(args["weights"], err))
+    fail(err);
+  std::vector<std::vector<float>> data(kind.num_weights);
+  std::vector<attn_rt_memref_f32_1> d1(kind.num_weights);
+  std::vector<attn_rt_memref_f32_2> d2(kind.num_weights);
+  std::vector<void *> ptrs(kind.num_weights);
+  for (int64_t i = 0; i < kind.num_weights; ++i) {
+    const attn_rt_weight &w = kind.weights[i];
+    std::string name = w.pattern;
+    size_t at = name.find("{i}");
+    if (at != std::string::npos)
+      name = name.substr(0, at) + std::to_string(layer) + name.substr(at + 3);
+    std::vector<int64_t> shape(w.shape, w.shape + w.rank);
+    if (!st.readF32(name, shape, data[i], err))
+      fail(err);
+    float *p = data[i].data();
+    if (w.rank == 1) {
+      d1[i] = {p, p, 0, {shape[0]}, {1}};
+      ptrs[i] = &d1[i];
+    } else {
+      d2[i] = {p, p, 0, {shape[0], shape[1]}, {shape[1], 1}};
+      ptrs[i] = &d2[i];
+    }
+  }
+  int64_t b = x.shape[0], s = x.shape[1];
+  std::vector<int64_t> pos(b * s);
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t j = 0; j < s; ++j)
+      pos[i * s + j] = j;
+  attn_rt_memref_f32_3 dx{x.f32.data(), x.f32.data(), 0,
+                          {b, s, m->hidden_size},
+                          {s * m->hidden_size, m->hidden_size, 1}};
+  attn_rt_memref_i64_2 dp{pos.data(), pos.data(), 0, {b, s}, {s, 1}};
+  attn_rt_memref_f32_3 y{};
+  kind.block(&y, &dx, &dp, ptrs.data());
+  std::vector<int64_t> shape = {y.sizes[0], y.sizes[1], y.sizes[2]};
+  bool ok = writeNpyF32(args["out"], shape, y.aligned + y.offset, err);
+  std::free(y.allocated);
+  if (!ok)
+    fail(err);
+  return 0;
+}
+
 int cmdCheck(const attn_rt_model *m, int argc, char **argv) {
   auto args = parseArgs(argc, argv, 2, {"seed"});
   std::mt19937 rng(uint32_t(intArg(args, "seed", 1, 0, 1ll << 31)));
@@ -392,6 +460,8 @@ extern "C" int attn_rt_main(int argc, char **argv) {
   }
   if (cmd == "sdpa")
     return cmdSdpa(m, argc, argv);
+  if (cmd == "block")
+    return cmdBlock(m, argc, argv);
   if (cmd == "check")
     return cmdCheck(m, argc, argv);
   if (cmd == "bench")

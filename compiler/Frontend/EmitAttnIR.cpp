@@ -30,21 +30,15 @@ namespace {
 
 constexpr int64_t kDyn = ShapedType::kDynamic;
 
-/// A weight argument of a layer: its role in the kind function, its shape
-/// and its checkpoint name in this layer.
-struct WeightArg {
-  std::string role;
-  std::vector<int64_t> shape;
-  std::string tensor;
-  bool shared = false; ///< the same tensor for every layer (T5's table).
-};
-
 int64_t qWidth(const LayerSpec &l) {
   return l.numHeads * l.headDimQK * (l.outputGate ? 2 : 1);
 }
 
 /// The weights of a layer in the fixed order the kind function takes them.
-std::vector<WeightArg> layerWeights(const ModelSpec &spec, const LayerSpec &l) {
+} // namespace
+
+std::vector<WeightArg> mlir::attn::layerWeights(const ModelSpec &spec,
+                                                const LayerSpec &l) {
   std::vector<WeightArg> w;
   int64_t h = spec.hiddenSize;
   int64_t src = l.role == LayerRole::CrossAttention && spec.encoderHiddenSize
@@ -82,6 +76,14 @@ std::vector<WeightArg> layerWeights(const ModelSpec &spec, const LayerSpec &l) {
   add("post_norm_weight", {h}, l.postNormW.weight);
   return w;
 }
+
+bool mlir::attn::supportsBlock(const ModelSpec &spec) {
+  static const char *kFamilies[] = {"llama", "mistral", "qwen2", "qwen3",
+                                    "gemma2"};
+  return llvm::is_contained(kFamilies, spec.family);
+}
+
+namespace {
 
 std::string hexDouble(double v) {
   char buf[64];
@@ -301,6 +303,13 @@ OwningOpRef<ModuleOp> Emitter::kernels() {
     if (l.role == LayerRole::LinearAttention || !done.insert(name).second)
       continue;
     module->push_back(emitKernel(name, l));
+    if (supportsBlock(spec)) {
+      if (!checkSupported(l))
+        return nullptr;
+      func::FuncOp block = emitKind(name + "_block", l);
+      block->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+      module->push_back(block);
+    }
   }
   return module;
 }

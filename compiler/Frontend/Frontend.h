@@ -35,6 +35,23 @@ OwningOpRef<ModuleOp> emitAttnModule(const ModelSpec &spec,
 OwningOpRef<ModuleOp> emitKernelModule(const ModelSpec &spec,
                                        const ConfigSource &src);
 
+/// A weight argument of a layer-kind function: its role, its shape and its
+/// checkpoint name in this layer.
+struct WeightArg {
+  std::string role;
+  std::vector<int64_t> shape;
+  std::string tensor;
+  bool shared = false; ///< the same tensor for every layer (T5's table).
+};
+
+/// The weights of layer `l`, in the order its kind function takes them
+/// (after x and positions).
+std::vector<WeightArg> layerWeights(const ModelSpec &spec, const LayerSpec &l);
+
+/// True for the families whose whole attention block executables run
+/// (`<kind>_block` entries): llama, mistral, qwen2, qwen3, gemma2.
+bool supportsBlock(const ModelSpec &spec);
+
 /// The `--describe` JSON (fields documented in the README).
 nlohmann::ordered_json describeModel(const ModelSpec &spec);
 

@@ -429,6 +429,288 @@ Value scoresMap(Builder &g, Value s,
                    });
 }
 
+/// `fn` applied elementwise to same-shaped `ins` (identity maps).
+Value elementwise(Builder &g, ValueRange ins, Type elt,
+                  function_ref<Value(OpBuilder &, Location, ValueRange)> fn) {
+  auto ty = cast<RankedTensorType>(ins[0].getType());
+  int64_t r = ty.getRank();
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0; i < r; ++i)
+    sizes.push_back(g.dim(ins[0], i));
+  AffineMap id = AffineMap::getMultiDimIdentityMap(r, g.b.getContext());
+  SmallVector<AffineMap> maps(ins.size() + 1, id);
+  return g.generic(ins, g.empty(sizes, elt), maps,
+                   SmallVector<IteratorType>(r, kPar),
+                   [&](OpBuilder &b, Location l, ValueRange a) {
+                     return fn(b, l, a.drop_back());
+                   });
+}
+
+/// Row statistics over the last dim: sum of f(x) into [lead...].
+Value rowSum(Builder &g, Value x,
+             function_ref<Value(OpBuilder &, Location, Value)> f) {
+  auto ty = cast<RankedTensorType>(x.getType());
+  int64_t r = ty.getRank();
+  SmallVector<OpFoldResult> rows;
+  SmallVector<AffineExpr> rowE;
+  for (int64_t i = 0; i < r - 1; ++i) {
+    rows.push_back(g.dim(x, i));
+    rowE.push_back(g.d(i));
+  }
+  SmallVector<IteratorType> it(r - 1, kPar);
+  it.push_back(kRed);
+  AffineMap id = AffineMap::getMultiDimIdentityMap(r, g.b.getContext());
+  return g.generic({x}, g.fill(rows, 0.0), {id, g.map(r, rowE)}, it,
+                   [&](OpBuilder &b, Location l, ValueRange a) {
+                     return arith::AddFOp::create(b, l, a[1], f(b, l, a[0]),
+                                                  kReduceFlags)
+                         .getResult();
+                   });
+}
+
+/// Graph-level ops of a transformer block (projections, norms, RoPE, head
+/// layout, residual). Returns failure only for a real error.
+LogicalResult lowerGraphOp(Operation *op, OpBuilder &ob, bool &handled) {
+  handled = true;
+  ob.setInsertionPoint(op);
+  Location loc = op->getLoc();
+  auto resTy = cast<RankedTensorType>(op->getResult(0).getType());
+  Type elt = resTy.getElementType();
+  Builder g{ob, loc, elt};
+  int64_t r = resTy.getRank();
+  Value result;
+  if (auto lin = dyn_cast<LinearOp>(op)) {
+    // y[lead, o] = sum_i x[lead, i] * W[o, i] (+ b[o]); loops (lead, o, i).
+    Value x = lin.getInput();
+    SmallVector<OpFoldResult> sizes;
+    SmallVector<AffineExpr> lead;
+    for (int64_t i = 0; i < r - 1; ++i) {
+      sizes.push_back(g.dim(x, i));
+      lead.push_back(g.d(i));
+    }
+    sizes.push_back(ob.getIndexAttr(resTy.getDimSize(r - 1)));
+    AffineExpr o = g.d(r - 1), in = g.d(r);
+    Value init = g.fill(sizes, 0.0);
+    if (Value bias = lin.getBias()) {
+      AffineMap id = AffineMap::getMultiDimIdentityMap(r, ob.getContext());
+      init = g.generic({bias}, init, {g.map(r, {g.d(r - 1)}), id},
+                       SmallVector<IteratorType>(r, kPar),
+                       [&](OpBuilder &, Location, ValueRange a) {
+                         return a[0];
+                       });
+    }
+    SmallVector<AffineExpr> xE(lead), yE(lead);
+    xE.push_back(in);
+    yE.push_back(o);
+    AffineMap wMap = lin.getTransposeWeight() ? g.map(r + 1, {in, o})
+                                              : g.map(r + 1, {o, in});
+    SmallVector<IteratorType> it(r, kPar);
+    it.push_back(kRed);
+    result = g.generic({x, lin.getWeight()}, init,
+                       {g.map(r + 1, xE), wMap, g.map(r + 1, yE)}, it,
+                       [&](OpBuilder &b, Location l, ValueRange a) {
+                         return fma(b, l, a[0], a[1], a[2]);
+                       });
+  } else if (auto rms = dyn_cast<RMSNormOp>(op)) {
+    Value x = rms.getInput();
+    int64_t n = resTy.getDimSize(r - 1);
+    Value ss = rowSum(g, x, [](OpBuilder &b, Location l, Value v) {
+      return arith::MulFOp::create(b, l, v, v).getResult();
+    });
+    double eps = rms.getEpsilon().convertToDouble();
+    bool offset = rms.getUnitOffset();
+    SmallVector<AffineExpr> rowE;
+    for (int64_t i = 0; i < r - 1; ++i)
+      rowE.push_back(g.d(i));
+    AffineMap id = AffineMap::getMultiDimIdentityMap(r, ob.getContext());
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t i = 0; i < r; ++i)
+      sizes.push_back(g.dim(x, i));
+    result = g.generic(
+        {x, ss, rms.getWeight()}, g.empty(sizes, elt),
+        {id, g.map(r, rowE), g.map(r, {g.d(r - 1)}), id},
+        SmallVector<IteratorType>(r, kPar),
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Value mean = arith::DivFOp::create(b, l, a[1],
+                                             fconst(b, l, elt, double(n)));
+          Value inv = math::RsqrtOp::create(
+              b, l, arith::AddFOp::create(b, l, mean, fconst(b, l, elt, eps)));
+          Value w = a[2];
+          if (offset)
+            w = arith::AddFOp::create(b, l, w, fconst(b, l, elt, 1.0));
+          return arith::MulFOp::create(
+              b, l, arith::MulFOp::create(b, l, a[0], inv), w);
+        });
+  } else if (auto ln = dyn_cast<LayerNormOp>(op)) {
+    Value x = ln.getInput();
+    int64_t n = resTy.getDimSize(r - 1);
+    Value sum = rowSum(g, x, [](OpBuilder &, Location, Value v) { return v; });
+    Value sq = rowSum(g, x, [](OpBuilder &b, Location l, Value v) {
+      return arith::MulFOp::create(b, l, v, v).getResult();
+    });
+    double eps = ln.getEpsilon().convertToDouble();
+    SmallVector<AffineExpr> rowE;
+    for (int64_t i = 0; i < r - 1; ++i)
+      rowE.push_back(g.d(i));
+    AffineMap id = AffineMap::getMultiDimIdentityMap(r, ob.getContext());
+    AffineMap lastMap = g.map(r, {g.d(r - 1)});
+    SmallVector<Value> ins = {x, sum, sq, ln.getWeight()};
+    SmallVector<AffineMap> maps = {id, g.map(r, rowE), g.map(r, rowE),
+                                   lastMap};
+    if (ln.getBias()) {
+      ins.push_back(ln.getBias());
+      maps.push_back(lastMap);
+    }
+    maps.push_back(id);
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t i = 0; i < r; ++i)
+      sizes.push_back(g.dim(x, i));
+    bool hasBias = ln.getBias() != nullptr;
+    result = g.generic(
+        ins, g.empty(sizes, elt), maps, SmallVector<IteratorType>(r, kPar),
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Value nn = fconst(b, l, elt, double(n));
+          Value mean = arith::DivFOp::create(b, l, a[1], nn);
+          Value ex2 = arith::DivFOp::create(b, l, a[2], nn);
+          Value var = arith::SubFOp::create(
+              b, l, ex2, arith::MulFOp::create(b, l, mean, mean));
+          Value inv = math::RsqrtOp::create(
+              b, l, arith::AddFOp::create(b, l, var, fconst(b, l, elt, eps)));
+          Value y = arith::MulFOp::create(
+              b, l, arith::SubFOp::create(b, l, a[0], mean), inv);
+          y = arith::MulFOp::create(b, l, y, a[3]);
+          if (hasBias)
+            y = arith::AddFOp::create(b, l, y, a[4]);
+          return y;
+        });
+  } else if (auto split = dyn_cast<SplitHeadsOp>(op)) {
+    // out[b, h, s, d] = x[b, s, h * D + d].
+    Value x = split.getInput();
+    int64_t d = resTy.getDimSize(3);
+    SmallVector<OpFoldResult> sizes = {g.dim(x, 0),
+                                       ob.getIndexAttr(resTy.getDimSize(1)),
+                                       g.dim(x, 1), ob.getIndexAttr(d)};
+    AffineMap id = AffineMap::getMultiDimIdentityMap(4, ob.getContext());
+    result = g.generic({x}, g.empty(sizes, elt),
+                       {g.map(4, {g.d(0), g.d(2), g.d(1) * d + g.d(3)}), id},
+                       SmallVector<IteratorType>(4, kPar),
+                       [](OpBuilder &, Location, ValueRange a) { return a[0]; });
+  } else if (auto merge = dyn_cast<MergeHeadsOp>(op)) {
+    // out[b, s, c] = x[b, c / D, s, c % D].
+    Value x = merge.getInput();
+    int64_t d = x.getType() ? cast<RankedTensorType>(x.getType()).getDimSize(3)
+                            : 1;
+    SmallVector<OpFoldResult> sizes = {g.dim(x, 0), g.dim(x, 2),
+                                       ob.getIndexAttr(resTy.getDimSize(2))};
+    AffineMap id = AffineMap::getMultiDimIdentityMap(3, ob.getContext());
+    result = g.generic(
+        {x}, g.empty(sizes, elt),
+        {g.map(3, {g.d(0), g.d(2).floorDiv(d), g.d(1), g.d(2) % d}), id},
+        SmallVector<IteratorType>(3, kPar),
+        [](OpBuilder &, Location, ValueRange a) { return a[0]; });
+  } else if (auto rope = dyn_cast<RopeOp>(op)) {
+    // Angles in f64 (positions up to 1e6 keep their precision), cos/sin
+    // times attention_factor, rotate the pairs, pass features >= rotary_dim.
+    Value x = rope.getInput(), pos = rope.getPositions();
+    int64_t rd = rope.getRotaryDim(), half = rd / 2;
+    std::vector<double> freqs;
+    if (std::optional<ArrayRef<double>> f = rope.getInvFreq())
+      freqs.assign(f->begin(), f->end());
+    else
+      for (int64_t i = 0; i < half; ++i)
+        freqs.push_back(1.0 / std::pow(rope.getTheta().convertToDouble(),
+                                       double(2 * i) / double(rd)));
+    Type f64 = ob.getF64Type();
+    auto tableTy = RankedTensorType::get({half}, f64);
+    Value table = arith::ConstantOp::create(
+        ob, loc, tableTy, DenseElementsAttr::get(tableTy, ArrayRef(freqs)));
+    double factor = rope.getAttentionFactor().convertToDouble();
+    bool interleaved = rope.getInterleaved();
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t i = 0; i < 4; ++i)
+      sizes.push_back(g.dim(x, i));
+    AffineMap id = AffineMap::getMultiDimIdentityMap(4, ob.getContext());
+    result = g.generic(
+        {x, pos}, g.empty(sizes, elt), {id, g.map(4, {g.d(0), g.d(2)}), id},
+        SmallVector<IteratorType>(4, kPar),
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Value bi = linalg::IndexOp::create(b, l, 0);
+          Value hi = linalg::IndexOp::create(b, l, 1);
+          Value si = linalg::IndexOp::create(b, l, 2);
+          Value di = linalg::IndexOp::create(b, l, 3);
+          Value rdv = iconst(b, l, rd);
+          Value rotated = arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::slt, di, rdv);
+          // Pair index i, partner feature, and whether this is the first
+          // (x * cos - partner * sin) or second (x * cos + partner * sin).
+          Value i, partner, first;
+          if (interleaved) {
+            i = arith::DivUIOp::create(b, l, di, iconst(b, l, 2));
+            Value rem = arith::RemUIOp::create(b, l, di, iconst(b, l, 2));
+            first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, rem,
+                                          iconst(b, l, 0));
+            partner = arith::SelectOp::create(
+                b, l, first, arith::AddIOp::create(b, l, di, iconst(b, l, 1)),
+                arith::SubIOp::create(b, l, di, iconst(b, l, 1)));
+          } else {
+            Value hv = iconst(b, l, half);
+            first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, di,
+                                          hv);
+            i = arith::SelectOp::create(b, l, first, di,
+                                        arith::SubIOp::create(b, l, di, hv));
+            partner = arith::SelectOp::create(
+                b, l, first, arith::AddIOp::create(b, l, di, hv), i);
+          }
+          // Clamp for the pass-through lanes (the value is not used there).
+          i = arith::MinSIOp::create(b, l, i, iconst(b, l, half - 1));
+          partner = arith::MinSIOp::create(b, l, partner, iconst(b, l, rd - 1));
+          Value freq = tensor::ExtractOp::create(b, l, table, ValueRange{i});
+          Value p64 = arith::SIToFPOp::create(b, l, f64, a[1]);
+          Value angle = arith::MulFOp::create(b, l, p64, freq);
+          Value fac = fconst(b, l, f64, factor);
+          Value c = arith::MulFOp::create(b, l, math::CosOp::create(b, l, angle),
+                                          fac);
+          Value sn = arith::MulFOp::create(
+              b, l, math::SinOp::create(b, l, angle), fac);
+          c = arith::TruncFOp::create(b, l, elt, c);
+          sn = arith::TruncFOp::create(b, l, elt, sn);
+          Value other = tensor::ExtractOp::create(b, l, x,
+                                                  ValueRange{bi, hi, si,
+                                                             partner});
+          Value xc = arith::MulFOp::create(b, l, a[0], c);
+          Value os = arith::MulFOp::create(b, l, other, sn);
+          Value rot = arith::SelectOp::create(
+              b, l, first, arith::SubFOp::create(b, l, xc, os),
+              arith::AddFOp::create(b, l, xc, os));
+          return arith::SelectOp::create(b, l, rotated, rot, a[0]);
+        });
+  } else if (auto add = dyn_cast<AddOp>(op)) {
+    result = elementwise(g, {add.getLhs(), add.getRhs()}, elt,
+                         [](OpBuilder &b, Location l, ValueRange a) {
+                           return arith::AddFOp::create(b, l, a[0], a[1])
+                               .getResult();
+                         });
+  } else if (auto gate = dyn_cast<SigmoidGateOp>(op)) {
+    result = elementwise(
+        g, {gate.getInput(), gate.getGate()}, elt,
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Value one = fconst(b, l, elt, 1.0);
+          Value e = math::ExpOp::create(
+              b, l, arith::NegFOp::create(b, l, a[1]));
+          Value sig = arith::DivFOp::create(
+              b, l, one, arith::AddFOp::create(b, l, one, e));
+          return arith::MulFOp::create(b, l, a[0], sig);
+        });
+  } else {
+    handled = false;
+    return success();
+  }
+  (void)r;
+  op->getResult(0).replaceAllUsesWith(result);
+  op->erase();
+  return success();
+}
+
 LogicalResult lowerReferenceOp(Operation *op, OpBuilder &ob) {
   ob.setInsertionPoint(op);
   Location loc = op->getLoc();
@@ -454,24 +736,21 @@ LogicalResult lowerReferenceOp(Operation *op, OpBuilder &ob) {
     result = groupedContraction(g, pv.getProbs(), pv.getValue(),
                                 g.fill(sizes, 0.0), /*qk=*/false, group);
   } else if (auto sc = dyn_cast<ScaleOp>(op)) {
-    if (resTy.getRank() != 4)
-      return op->emitError("convert-attn-to-linalg: attn.scale of rank ")
-             << resTy.getRank() << " is lowered with the graph ops (not yet)";
     ScoreMath m;
     m.scale = sc.getScale().convertToDouble();
-    result = scoresMap(g, sc.getInput(),
-                       [&](OpBuilder &b, Location l, Value x, ValueRange) {
-                         return m.apply(b, l, x, Value(), Value(), Value(),
-                                        Value());
-                       });
+    result = elementwise(g, {sc.getInput()}, elt,
+                         [&](OpBuilder &b, Location l, ValueRange a) {
+                           return m.apply(b, l, a[0], Value(), Value(),
+                                          Value(), Value());
+                         });
   } else if (auto cap = dyn_cast<SoftcapOp>(op)) {
     ScoreMath m;
     m.softcap = cap.getCap().convertToDouble();
-    result = scoresMap(g, cap.getInput(),
-                       [&](OpBuilder &b, Location l, Value x, ValueRange) {
-                         return m.apply(b, l, x, Value(), Value(), Value(),
-                                        Value());
-                       });
+    result = elementwise(g, {cap.getInput()}, elt,
+                         [&](OpBuilder &b, Location l, ValueRange a) {
+                           return m.apply(b, l, a[0], Value(), Value(),
+                                          Value(), Value());
+                         });
   } else if (auto rb = dyn_cast<RelativePositionBiasOp>(op)) {
     ScoreMath m;
     m.rel = RelativeBiasAttr::get(op->getContext(), rb.getNumBuckets(),
@@ -566,7 +845,9 @@ struct ConvertAttnToLinalgPass
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
       if (isa<OnlineAttentionOp, OnlineFinalizeOp, QKOp, ScaleOp, SoftcapOp,
-              RelativePositionBiasOp, MaskOp, SoftmaxOp, PVOp>(op))
+              RelativePositionBiasOp, MaskOp, SoftmaxOp, PVOp, LinearOp,
+              RMSNormOp, LayerNormOp, RopeOp, SplitHeadsOp, MergeHeadsOp,
+              AddOp, SigmoidGateOp>(op))
         ops.push_back(op);
     });
     for (Operation *op : ops) {
@@ -574,8 +855,13 @@ struct ConvertAttnToLinalgPass
         lowerOnlineAttention(oa, b);
       else if (auto fin = dyn_cast<OnlineFinalizeOp>(op))
         lowerOnlineFinalize(fin, b);
-      else if (failed(lowerReferenceOp(op, b)))
-        return signalPassFailure();
+      else {
+        bool handled = false;
+        if (failed(lowerGraphOp(op, b, handled)))
+          return signalPassFailure();
+        if (!handled && failed(lowerReferenceOp(op, b)))
+          return signalPassFailure();
+      }
     }
   }
 };

@@ -6,6 +6,7 @@
 
 #include "compiler/Target/CPU/CPUTarget.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -69,6 +70,12 @@ LogicalResult mlir::attn::emitCPU(ModuleOp module,
     return failure();
   }
 
+  // Checkpoint names on arguments are for readers of the IR; LLVM IR has no
+  // place for them.
+  module.walk([](LLVM::LLVMFuncOp fn) {
+    for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
+      fn.removeArgAttr(i, StringAttr::get(fn.getContext(), "attn.tensor"));
+  });
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, llvmContext);

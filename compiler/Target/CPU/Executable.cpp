@@ -61,7 +61,44 @@ void mlir::attn::writeModelTable(const ModelSpec &spec,
   for (const std::string &n : kinds)
     for (const char *suffix : {"", "_reference"})
       os << "void _mlir_ciface_" << n << "_sdpa" << suffix << "(void);\n";
+  bool blocks = supportsBlock(spec);
+  if (blocks) {
+    // The block entries take one descriptor per weight (rank 1 or 2).
+    for (const std::string &n : kinds) {
+      os << "void _mlir_ciface_" << n
+         << "_block(attn_rt_memref_f32_3 *, attn_rt_memref_f32_3 *, "
+            "attn_rt_memref_i64_2 *";
+      for (const WeightArg &w : layerWeights(spec, *first[n]))
+        os << ", attn_rt_memref_f32_" << w.shape.size() << " *";
+      os << ");\n";
+    }
+  }
   os << "}\n\nnamespace {\n";
+  for (const std::string &n : kinds) {
+    if (!blocks)
+      break;
+    std::vector<WeightArg> ws = layerWeights(spec, *first[n]);
+    os << "const attn_rt_weight weights_" << n << "[] = {\n";
+    for (const WeightArg &w : ws) {
+      std::string pattern = w.tensor;
+      std::string needle = "." + std::to_string(first[n]->layerInStack) + ".";
+      size_t at = pattern.find(needle);
+      if (at != std::string::npos)
+        pattern = pattern.substr(0, at) + ".{i}." +
+                  pattern.substr(at + needle.size());
+      os << "  {\"" << w.role << "\", \"" << pattern << "\", "
+         << w.shape.size() << ", {" << w.shape[0] << ", "
+         << (w.shape.size() > 1 ? w.shape[1] : 0) << "}},\n";
+    }
+    os << "};\nvoid block_" << n
+       << "(attn_rt_memref_f32_3 *y, attn_rt_memref_f32_3 *x, "
+          "attn_rt_memref_i64_2 *p, void *const *w) {\n  _mlir_ciface_"
+       << n << "_block(y, x, p";
+    for (size_t i = 0; i < ws.size(); ++i)
+      os << ", (attn_rt_memref_f32_" << ws[i].shape.size() << " *)w[" << i
+         << "]";
+    os << ");\n}\n";
+  }
   for (const std::string &n : kinds) {
     os << "const int64_t layers_" << n << "[] = {";
     for (int64_t i : layers[n])
@@ -76,15 +113,21 @@ void mlir::attn::writeModelTable(const ModelSpec &spec,
        << ", " << (l.causal && l.window ? *l.window : 0) << ", "
        << (l.position == PositionKind::T5Bias ? l.t5.numBuckets : 0)
        << ", layers_" << n << ", " << layers[n].size() << ", _mlir_ciface_"
-       << n << "_sdpa, _mlir_ciface_" << n << "_sdpa_reference},\n";
+       << n << "_sdpa, _mlir_ciface_" << n << "_sdpa_reference, ";
+    if (blocks)
+      os << "block_" << n << ", weights_" << n << ", "
+         << layerWeights(spec, l).size() << "},\n";
+    else
+      os << "nullptr, nullptr, 0},\n";
   }
   os << "};\nconst int64_t layerKind[] = {";
   for (const LayerSpec &l : spec.layers)
     os << (l.role == LayerRole::LinearAttention ? -1 : index[names[l.index]])
        << ", ";
   os << "};\nconst char describe[] =\n    " << cString(describeJson)
-     << ";\nconst attn_rt_model model = {ATTN_RT_ABI_VERSION, describe, "
-        "kinds, "
+     << ";\nconst attn_rt_model model = {ATTN_RT_ABI_VERSION, \""
+     << spec.family << "\", " << spec.hiddenSize
+     << ", describe, kinds, "
      << kinds.size() << ", " << spec.layers.size() << ", layerKind};\n"
      << "} // namespace\n\n"
      << "extern \"C\" const attn_rt_model *attn_rt_get_model(void) {\n"

@@ -1,0 +1,170 @@
+//===- safetensors.cpp - reading .safetensors checkpoints -----------------===//
+//
+// This file implements SafeTensors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "safetensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+using namespace attn_rt;
+using json = nlohmann::json;
+
+namespace {
+std::string shapeStr(const std::vector<int64_t> &s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    r += std::to_string(s[i]) + (i + 1 < s.size() ? ", " : "");
+  return r + "]";
+}
+
+float bf16ToF32(uint16_t v) {
+  uint32_t bits = uint32_t(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+float f16ToF32(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f,
+           man = h & 0x3ff, bits;
+  if (exp == 0) {
+    if (man == 0) {
+      bits = sign;
+    } else { // subnormal
+      exp = 127 - 15 + 1;
+      while (!(man & 0x400)) {
+        man <<= 1;
+        --exp;
+      }
+      bits = sign | (exp << 23) | ((man & 0x3ff) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000 | (man << 13);
+  } else {
+    bits = sign | ((exp - 15 + 127) << 23) | (man << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+} // namespace
+
+bool SafeTensors::open(const std::string &p, std::string &error) {
+  path = p;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = path + ": cannot open (" + std::strerror(errno) + ")";
+    return false;
+  }
+  unsigned char lenBytes[8];
+  if (!in.read(reinterpret_cast<char *>(lenBytes), 8)) {
+    error = path + ": not a safetensors file (shorter than 8 bytes)";
+    return false;
+  }
+  uint64_t headerLen = 0;
+  for (int i = 7; i >= 0; --i)
+    headerLen = (headerLen << 8) | lenBytes[i];
+  if (headerLen > (100u << 20)) {
+    error = path + ": implausible safetensors header length " +
+            std::to_string(headerLen);
+    return false;
+  }
+  std::string header(headerLen, '\0');
+  if (!in.read(&header[0], std::streamsize(headerLen))) {
+    error = path + ": truncated safetensors header";
+    return false;
+  }
+  json h = json::parse(header, nullptr, /*allow_exceptions=*/false);
+  if (h.is_discarded() || !h.is_object()) {
+    error = path + ": the safetensors header is not a JSON object";
+    return false;
+  }
+  data.assign(std::istreambuf_iterator<char>(in),
+              std::istreambuf_iterator<char>());
+  for (auto it = h.begin(); it != h.end(); ++it) {
+    if (it.key() == "__metadata__")
+      continue;
+    const json &e = it.value();
+    if (!e.is_object() || !e.contains("dtype") || !e["dtype"].is_string() ||
+        !e.contains("shape") || !e["shape"].is_array() ||
+        !e.contains("data_offsets") || !e["data_offsets"].is_array() ||
+        e["data_offsets"].size() != 2) {
+      error = path + ": malformed header entry for tensor '" + it.key() + "'";
+      return false;
+    }
+    Entry entry;
+    entry.dtype = e["dtype"].get<std::string>();
+    for (const json &d : e["shape"]) {
+      if (!d.is_number_unsigned()) {
+        error = path + ": bad shape for tensor '" + it.key() + "'";
+        return false;
+      }
+      entry.shape.push_back(int64_t(d.get<uint64_t>()));
+    }
+    const json &off = e["data_offsets"];
+    if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned()) {
+      error = path + ": bad data_offsets for tensor '" + it.key() + "'";
+      return false;
+    }
+    entry.begin = off[0].get<uint64_t>();
+    entry.end = off[1].get<uint64_t>();
+    if (entry.begin > entry.end || entry.end > data.size()) {
+      error = path + ": tensor '" + it.key() + "' lies outside the file (" +
+              std::to_string(entry.end) + " > " +
+              std::to_string(data.size()) + " data bytes): truncated?";
+      return false;
+    }
+    entries[it.key()] = std::move(entry);
+  }
+  return true;
+}
+
+bool SafeTensors::readF32(const std::string &name,
+                          const std::vector<int64_t> &shape,
+                          std::vector<float> &out, std::string &error) const {
+  auto it = entries.find(name);
+  if (it == entries.end()) {
+    error = path + ": no tensor '" + name + "' (expected " +
+            shapeStr(shape) + ")";
+    return false;
+  }
+  const Entry &e = it->second;
+  if (e.shape != shape) {
+    error = path + ": tensor '" + name + "' has shape " + shapeStr(e.shape) +
+            ", expected " + shapeStr(shape);
+    return false;
+  }
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  size_t elem = e.dtype == "F32" ? 4 : (e.dtype == "BF16" || e.dtype == "F16") ? 2 : 0;
+  if (!elem) {
+    error = path + ": tensor '" + name + "' has dtype " + e.dtype +
+            "; accepted: F32, BF16, F16";
+    return false;
+  }
+  if (e.end - e.begin != uint64_t(n) * elem) {
+    error = path + ": tensor '" + name + "' holds " +
+            std::to_string(e.end - e.begin) + " bytes, its shape needs " +
+            std::to_string(uint64_t(n) * elem);
+    return false;
+  }
+  out.resize(n);
+  const char *src = data.data() + e.begin;
+  if (elem == 4) {
+    std::memcpy(out.data(), src, n * 4);
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t v;
+      std::memcpy(&v, src + 2 * i, 2);
+      out[i] = e.dtype == "BF16" ? bf16ToF32(v) : f16ToF32(v);
+    }
+  }
+  return true;
+}

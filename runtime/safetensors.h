@@ -1,0 +1,43 @@
+//===- safetensors.h - reading .safetensors checkpoints ------------*- C++ -*-===//
+//
+// This file declares a reader of the safetensors format: an 8-byte
+// little-endian header length, a JSON header (parsed with nlohmann/json)
+// mapping tensor names to dtype, shape and byte offsets, then the data.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_RUNTIME_SAFETENSORS_H
+#define ATTN_RUNTIME_SAFETENSORS_H
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace attn_rt {
+
+class SafeTensors {
+public:
+  /// Opens `path` and parses its header; false with a message on failure.
+  bool open(const std::string &path, std::string &error);
+
+  /// Reads tensor `name` as float32 (F32, BF16 and F16 are converted),
+  /// checking its shape; false with a message naming the file, the tensor,
+  /// what was found and what is expected.
+  bool readF32(const std::string &name, const std::vector<int64_t> &shape,
+               std::vector<float> &out, std::string &error) const;
+
+private:
+  struct Entry {
+    std::string dtype;
+    std::vector<int64_t> shape;
+    uint64_t begin = 0, end = 0;
+  };
+  std::string path;
+  std::vector<char> data; ///< the bytes after the header
+  std::map<std::string, Entry> entries;
+};
+
+} // namespace attn_rt
+
+#endif // ATTN_RUNTIME_SAFETENSORS_H

@@ -1,0 +1,147 @@
+"""Float64 reference for a whole attention block, as Hugging Face writes it.
+
+Writes random weights as a .safetensors file under their checkpoint names and
+random hidden states, runs `EXE block`, computes the block in float64 with
+NumPy (RMSNorm, projections with bias, q/k norm, rotate-half RoPE at
+positions 0..S-1, grouped-query attention with the family's mask, scale and
+softcap, output projection, Gemma's post-norm, residual), and compares.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+
+def write_safetensors(path, tensors):
+    header, blobs, offset = {}, [], 0
+    for name, arr in tensors.items():
+        data = np.ascontiguousarray(arr, dtype=np.float32).tobytes()
+        header[name] = {"dtype": "F32", "shape": list(arr.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little"))
+        f.write(h)
+        for b in blobs:
+            f.write(b)
+
+
+def rms_norm(x, w, eps, unit_offset):
+    x = x / np.sqrt((x * x).mean(-1, keepdims=True) + eps)
+    return x * ((1.0 + w) if unit_offset else w)
+
+
+def rope(x, theta, rd):
+    s = x.shape[2]
+    inv = 1.0 / theta ** (np.arange(0, rd, 2) / rd)
+    ang = np.arange(s)[:, None] * inv[None, :]
+    cos = np.concatenate([np.cos(ang), np.cos(ang)], -1)
+    sin = np.concatenate([np.sin(ang), np.sin(ang)], -1)
+    xr, xp = x[..., :rd], x[..., rd:]
+    x1, x2 = xr[..., : rd // 2], xr[..., rd // 2:]
+    rot = np.concatenate([-x2, x1], -1)
+    return np.concatenate([xr * cos + rot * sin, xp], -1)
+
+
+def attention(q, k, v, scale, window, softcap):
+    b, hq, s, d = q.shape
+    group = hq // k.shape[1]
+    out = np.zeros(q.shape[:3] + (v.shape[3],))
+    for h in range(hq):
+        sc = q[:, h] @ k[:, h // group].transpose(0, 2, 1) * scale
+        if softcap:
+            sc = softcap * np.tanh(sc / softcap)
+        i = np.arange(s)[:, None]
+        j = np.arange(s)[None, :]
+        visible = j <= i
+        if window:
+            visible &= j > i - window
+        sc = np.where(visible, sc, -np.inf)
+        e = np.exp(sc - sc.max(-1, keepdims=True))
+        out[:, h] = (e / e.sum(-1, keepdims=True)) @ v[:, h // group]
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("exe")
+    p.add_argument("--family", required=True,
+                   choices=["llama", "mistral", "qwen2", "qwen3", "gemma2"])
+    p.add_argument("--layer", type=int, default=0)
+    p.add_argument("--hidden", type=int, required=True)
+    p.add_argument("--hq", type=int, required=True)
+    p.add_argument("--hkv", type=int, required=True)
+    p.add_argument("--d", type=int, required=True)
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--seq", type=int, required=True)
+    p.add_argument("--theta", type=float, default=10000.0)
+    p.add_argument("--eps", type=float, default=1e-6)
+    p.add_argument("--window", type=int, default=0)
+    p.add_argument("--softcap", type=float, default=0.0)
+    p.add_argument("--scale", type=float)
+    p.add_argument("--tol", type=float, default=1e-5)
+    a = p.parse_args()
+    rng = np.random.default_rng(a.layer + 11)
+    L, H, D = a.layer, a.hidden, a.d
+    pre = f"model.layers.{L}."
+    w = lambda *shape: (rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(np.float32)
+    gemma = a.family == "gemma2"
+    t = {pre + "input_layernorm.weight": (rng.standard_normal(H) * 0.1 + (0 if gemma else 1)).astype(np.float32),
+         pre + "self_attn.q_proj.weight": w(a.hq * D, H),
+         pre + "self_attn.k_proj.weight": w(a.hkv * D, H),
+         pre + "self_attn.v_proj.weight": w(a.hkv * D, H),
+         pre + "self_attn.o_proj.weight": w(H, a.hq * D)}
+    if a.family == "qwen2":
+        for n, width in (("q", a.hq * D), ("k", a.hkv * D), ("v", a.hkv * D)):
+            t[pre + f"self_attn.{n}_proj.bias"] = (rng.standard_normal(width) * 0.1).astype(np.float32)
+    if a.family == "qwen3":
+        t[pre + "self_attn.q_norm.weight"] = (1 + rng.standard_normal(D) * 0.1).astype(np.float32)
+        t[pre + "self_attn.k_norm.weight"] = (1 + rng.standard_normal(D) * 0.1).astype(np.float32)
+    if gemma:
+        t[pre + "post_attention_layernorm.weight"] = (rng.standard_normal(H) * 0.1).astype(np.float32)
+    x = rng.standard_normal((a.batch, a.seq, H)).astype(np.float32)
+
+    T = {k: v.astype(np.float64) for k, v in t.items()}
+    x64 = x.astype(np.float64)
+    h = rms_norm(x64, T[pre + "input_layernorm.weight"], a.eps, gemma)
+    def proj(n, width):
+        y = h @ T[pre + f"self_attn.{n}_proj.weight"].T
+        if pre + f"self_attn.{n}_proj.bias" in T:
+            y = y + T[pre + f"self_attn.{n}_proj.bias"]
+        return y.reshape(a.batch, a.seq, width // D, D).transpose(0, 2, 1, 3)
+    q, k, v = proj("q", a.hq * D), proj("k", a.hkv * D), proj("v", a.hkv * D)
+    if a.family == "qwen3":
+        q = rms_norm(q, T[pre + "self_attn.q_norm.weight"], a.eps, False)
+        k = rms_norm(k, T[pre + "self_attn.k_norm.weight"], a.eps, False)
+    q, k = rope(q, a.theta, D), rope(k, a.theta, D)
+    scale = a.scale if a.scale is not None else 1 / np.sqrt(D)
+    o = attention(q, k, v, scale, a.window, a.softcap)
+    o = o.transpose(0, 2, 1, 3).reshape(a.batch, a.seq, a.hq * D)
+    y = o @ T[pre + "self_attn.o_proj.weight"].T
+    if gemma:
+        y = rms_norm(y, T[pre + "post_attention_layernorm.weight"], a.eps, True)
+    ref = x64 + y
+
+    with tempfile.TemporaryDirectory() as d:
+        write_safetensors(os.path.join(d, "w.safetensors"), t)
+        np.save(os.path.join(d, "x.npy"), x)
+        subprocess.run([a.exe, "block", "--layer", str(L), "--weights",
+                        os.path.join(d, "w.safetensors"), "--x",
+                        os.path.join(d, "x.npy"), "--out",
+                        os.path.join(d, "y.npy")], check=True)
+        out = np.load(os.path.join(d, "y.npy"))
+    rel = np.abs(out - ref).max() / np.abs(ref).max()
+    ok = out.shape == ref.shape and np.isfinite(out).all() and rel <= a.tol
+    print(f"{'ok' if ok else 'FAIL'} block max_rel_err={rel:.3e} shape={list(out.shape)}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
