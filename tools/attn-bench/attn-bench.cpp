@@ -1,0 +1,350 @@
+//===- attn-bench.cpp - fused attention vs OpenBLAS vs the FMA peak -------===//
+//
+// This file implements attn-bench: for each benchmark shape it compiles a
+// config with attn-compile --emit=shared, loads the library, and measures in
+// one run (each measurement in a child process, so that its peak RSS is its
+// own): the compiled fused kernel, the unfused baseline eager frameworks use
+// (sgemm from Debian's OpenBLAS for QKᵀ and P·V, softmax in between), and the
+// machine's FMA peak (an AVX-512 or AVX2 FMA loop on every thread). It prints
+// a table (median ms, GFLOP/s, % of peak, fused/unfused, peak RSS) and
+// writes it as CSV.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn_runtime.h"
+
+#include <cblas.h>
+#include <dlfcn.h>
+#include <immintrin.h>
+#include <omp.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Shape {
+  std::string name;
+  int64_t hq, hkv, sq, skv, d;
+  bool causal;
+};
+
+const Shape kShapes[] = {
+    {"P1", 8, 2, 2048, 2048, 128, true},
+    {"P2", 8, 8, 2048, 2048, 64, false},
+    {"P3", 16, 1, 4096, 4096, 128, true},
+    {"P4", 64, 4, 1024, 1024, 256, true},
+    {"D1", 32, 8, 1, 16384, 128, true},
+};
+
+double flops(const Shape &s) {
+  double f = 4.0 * s.sq * s.skv * s.d * s.hq;
+  // Causal halves the work only when the square lower triangle is computed;
+  // a decode row sees every key.
+  return s.causal && s.sq == s.skv ? f / 2 : f;
+}
+
+double nowMs() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+//===----------------------------------------------------------------------===//
+// FMA peak
+//===----------------------------------------------------------------------===//
+
+__attribute__((target("avx512f"))) double fmaLoop512(int64_t iters) {
+  __m512 a[12], b = _mm512_set1_ps(1.0000001f), c = _mm512_set1_ps(1e-7f);
+  for (int i = 0; i < 12; ++i)
+    a[i] = _mm512_set1_ps(float(i));
+  for (int64_t it = 0; it < iters; ++it)
+    for (int i = 0; i < 12; ++i)
+      a[i] = _mm512_fmadd_ps(a[i], b, c);
+  float sum = 0;
+  for (int i = 0; i < 12; ++i)
+    sum += _mm512_reduce_add_ps(a[i]);
+  return sum;
+}
+
+__attribute__((target("avx2,fma"))) double fmaLoop256(int64_t iters) {
+  __m256 a[12], b = _mm256_set1_ps(1.0000001f), c = _mm256_set1_ps(1e-7f);
+  for (int i = 0; i < 12; ++i)
+    a[i] = _mm256_set1_ps(float(i));
+  for (int64_t it = 0; it < iters; ++it)
+    for (int i = 0; i < 12; ++i)
+      a[i] = _mm256_fmadd_ps(a[i], b, c);
+  float out[8], sum = 0;
+  for (int i = 0; i < 12; ++i) {
+    _mm256_storeu_ps(out, a[i]);
+    for (float x : out)
+      sum += x;
+  }
+  return sum;
+}
+
+/// GFLOP/s of FMAs on all threads (0.3 s repetitions: short parallel
+/// regions under-measure on this machine).
+double fmaPeak(int threads, bool &avx512) {
+  avx512 = __builtin_cpu_supports("avx512f");
+  int64_t iters = 20'000'000;
+  double lanes = avx512 ? 16 : 8;
+  std::vector<double> rates;
+  volatile double sink = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    double t0 = nowMs();
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+    sink += avx512 ? fmaLoop512(iters) : fmaLoop256(iters);
+    double ms = nowMs() - t0;
+    rates.push_back(2.0 * lanes * 12 * double(iters) * threads / ms / 1e6);
+  }
+  return median(rates);
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+struct Inputs {
+  std::vector<float> q, k, v;
+  explicit Inputs(const Shape &s) {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> n(0.f, 1.f);
+    q.resize(s.hq * s.sq * s.d);
+    k.resize(s.hkv * s.skv * s.d);
+    v.resize(s.hkv * s.skv * s.d);
+    for (auto *t : {&q, &k, &v})
+      for (float &x : *t)
+        x = n(rng);
+  }
+};
+
+attn_rt_memref_f32_4 view(float *p, int64_t h, int64_t s, int64_t d) {
+  return {p, p, 0, {1, h, s, d}, {h * s * d, s * d, d, 1}};
+}
+
+/// One call of the compiled fused kernel.
+void runFused(attn_rt_sdpa_fn fn, const Shape &s, Inputs &in) {
+  attn_rt_memref_f32_4 out{}, q = view(in.q.data(), s.hq, s.sq, s.d),
+                             k = view(in.k.data(), s.hkv, s.skv, s.d),
+                             v = view(in.v.data(), s.hkv, s.skv, s.d);
+  int64_t len = s.skv;
+  attn_rt_memref_i64_1 lens{&len, &len, 0, {1}, {1}};
+  fn(&out, &q, &k, &v, &lens);
+  std::free(out.allocated);
+}
+
+/// What eager frameworks do: S = Q·Kᵀ (sgemm), scale and mask, softmax,
+/// O = P·V (sgemm), one query head at a time, the scores materialized.
+void runUnfused(const Shape &s, Inputs &in, std::vector<float> &scores,
+                std::vector<float> &out) {
+  int64_t group = s.hq / s.hkv, off = s.skv - s.sq;
+  float scale = 1.0f / std::sqrt(float(s.d));
+  for (int64_t h = 0; h < s.hq; ++h) {
+    const float *q = in.q.data() + h * s.sq * s.d;
+    const float *k = in.k.data() + (h / group) * s.skv * s.d;
+    const float *v = in.v.data() + (h / group) * s.skv * s.d;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(s.sq),
+                int(s.skv), int(s.d), scale, q, int(s.d), k, int(s.d), 0.f,
+                scores.data(), int(s.skv));
+#pragma omp parallel for
+    for (int64_t i = 0; i < s.sq; ++i) {
+      float *row = scores.data() + i * s.skv;
+      int64_t end = s.causal ? std::min<int64_t>(s.skv, i + off + 1) : s.skv;
+      float mx = -INFINITY;
+      for (int64_t j = 0; j < end; ++j)
+        mx = std::max(mx, row[j]);
+      float sum = 0;
+      for (int64_t j = 0; j < end; ++j)
+        sum += (row[j] = std::exp(row[j] - mx));
+      for (int64_t j = 0; j < end; ++j)
+        row[j] /= sum;
+      for (int64_t j = end; j < s.skv; ++j)
+        row[j] = 0;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(s.sq), int(s.d),
+                int(s.skv), 1.f, scores.data(), int(s.skv), v, int(s.d), 0.f,
+                out.data() + h * s.sq * s.d, int(s.d));
+  }
+}
+
+struct Result {
+  double ms = 0;
+  long rssKb = 0;
+};
+
+/// Runs `body` `repeats` times after a warm-up in a child process; returns
+/// the median ms and the child's peak RSS.
+template <typename F> Result inChild(int repeats, F body) {
+  int fds[2];
+  if (pipe(fds) != 0)
+    return {};
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    body(); // warm-up
+    std::vector<double> ms;
+    for (int r = 0; r < repeats; ++r) {
+      double t0 = nowMs();
+      body();
+      ms.push_back(nowMs() - t0);
+    }
+    double m = median(ms);
+    if (write(fds[1], &m, sizeof(m)) != sizeof(m))
+      _exit(1);
+    _exit(0);
+  }
+  close(fds[1]);
+  Result r;
+  if (read(fds[0], &r.ms, sizeof(r.ms)) != sizeof(r.ms))
+    r.ms = NAN;
+  close(fds[0]);
+  int status = 0;
+  struct rusage ru;
+  wait4(pid, &status, 0, &ru);
+  r.rssKb = ru.ru_maxrss;
+  return r;
+}
+
+std::string compileShared(const std::string &dir, const Shape &s) {
+  std::string cfg = dir + "/" + s.name + ".json";
+  std::ofstream(cfg) << "{\"model_type\": \"" << (s.causal ? "llama" : "bert")
+                     << "\", \"hidden_size\": " << s.hq * s.d
+                     << ", \"num_attention_heads\": " << s.hq
+                     << ", \"num_key_value_heads\": " << s.hkv
+                     << ", \"num_hidden_layers\": 1}";
+  std::string lib = dir + "/lib" + s.name + ".so";
+  std::string cmd = std::string(ATTN_COMPILE) + " " + cfg +
+                    " --emit=shared -o " + lib;
+  if (std::system(cmd.c_str()) != 0) {
+    std::fprintf(stderr, "attn-bench: error: '%s' failed\n", cmd.c_str());
+    std::exit(1);
+  }
+  return lib;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int threads = 2, repeats = 5;
+  std::string csv = "attn-bench.csv", only;
+  bool longSeq = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "attn-bench: error: %s needs a value\n",
+                     a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--threads")
+      threads = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--repeats")
+      repeats = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--csv")
+      csv = next();
+    else if (a == "--shape")
+      only = next();
+    else if (a == "--long")
+      longSeq = true;
+    else {
+      std::printf("usage: attn-bench [--threads T] [--repeats R] [--csv FILE] "
+                  "[--shape P1|P2|P3|P4|D1] [--long]\n"
+                  "  --long adds S = 8k..64k causal (Hq=8 Hkv=2 D=128, fused "
+                  "only): time ~ S^2, flat memory\n");
+      return a == "--help" ? 0 : 2;
+    }
+  }
+  omp_set_num_threads(threads);
+  openblas_set_num_threads(threads);
+  bool avx512 = false;
+  double peak = fmaPeak(threads, avx512);
+  std::printf("FMA peak (%s, %d threads): %.1f GFLOP/s; OpenBLAS: %s\n",
+              avx512 ? "AVX-512" : "AVX2", threads, peak,
+              openblas_get_config());
+
+  char tmpl[] = "/tmp/attn-bench-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
+  if (longSeq)
+    for (int64_t s : {8192, 16384, 32768, 65536})
+      shapes.push_back({"L" + std::to_string(s / 1024) + "k", 8, 2, s, s, 128,
+                        true});
+  std::ofstream out(csv);
+  out << "shape,hq,hkv,sq,skv,d,causal,method,ms,gflops,pct_peak,"
+         "fused_over_unfused,peak_rss_mb\n";
+  std::printf("%-6s %-32s %-8s %10s %10s %8s %10s %10s\n", "shape",
+              "Hq/Hkv Sq x Skv D", "method", "ms", "GFLOP/s", "%peak",
+              "speedup", "RSS MB");
+  for (const Shape &s : shapes) {
+    if (!only.empty() && s.name != only)
+      continue;
+    std::string lib = compileShared(dir, s);
+    void *h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      std::fprintf(stderr, "attn-bench: error: %s\n", dlerror());
+      return 1;
+    }
+    auto getModel =
+        reinterpret_cast<const attn_rt_model *(*)()>(dlsym(h, "attn_rt_get_model"));
+    const attn_rt_model *m = getModel();
+    auto fused = reinterpret_cast<attn_rt_sdpa_fn>(m->kinds[0].fused);
+    Inputs in(s);
+    double f = flops(s);
+    Result rf = inChild(repeats, [&] { runFused(fused, s, in); });
+    Result ru{NAN, 0};
+    bool unfusedFits = double(s.sq) * s.skv * 4 < 8e9;
+    if (unfusedFits && s.name[0] != 'L') {
+      std::vector<float> scores(s.sq * s.skv), o(s.hq * s.sq * s.d);
+      ru = inChild(repeats, [&] { runUnfused(s, in, scores, o); });
+    }
+    char desc[64];
+    std::snprintf(desc, sizeof(desc), "%lld/%lld %lldx%lld %lld%s",
+                  (long long)s.hq, (long long)s.hkv, (long long)s.sq,
+                  (long long)s.skv, (long long)s.d, s.causal ? " causal" : "");
+    for (int which = 0; which < 2; ++which) {
+      const Result &r = which ? ru : rf;
+      if (std::isnan(r.ms))
+        continue;
+      double gf = f / r.ms / 1e6;
+      double speedup = which ? NAN : ru.ms / rf.ms;
+      std::printf("%-6s %-32s %-8s %10.2f %10.1f %7.1f%% %10s %10.1f\n",
+                  s.name.c_str(), desc, which ? "openblas" : "fused", r.ms, gf,
+                  100 * gf / peak,
+                  which || std::isnan(speedup)
+                      ? "-"
+                      : (std::to_string(speedup).substr(0, 5) + "x").c_str(),
+                  r.rssKb / 1024.0);
+      out << s.name << "," << s.hq << "," << s.hkv << "," << s.sq << ","
+          << s.skv << "," << s.d << "," << s.causal << ","
+          << (which ? "openblas_unfused" : "fused") << "," << r.ms << "," << gf
+          << "," << 100 * gf / peak << "," << (which ? NAN : speedup) << ","
+          << r.rssKb / 1024.0 << "\n";
+    }
+    if (s.name == "D1")
+      std::printf("%-6s K+V read: %.1f GB/s by the fused kernel\n", "",
+                  2.0 * s.hkv * s.skv * s.d * 4 / rf.ms / 1e6);
+    dlclose(h);
+  }
+  std::printf("CSV: %s\n", csv.c_str());
+  std::string rm = "rm -rf " + dir;
+  return std::system(rm.c_str()) == 0 ? 0 : 0;
+}
