@@ -77,11 +77,13 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // (batch, KV head, query block) in parallel on all cores. scf.parallel
+  // before deallocation: ownership-based deallocation frees what each
+  // iteration allocates only in a body it understands.
+  pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  // (batch, KV head, query block) in parallel on all cores.
-  pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
   pm.addPass(createConvertSCFToOpenMPPass());
   pm.addNestedPass<func::FuncOp>(createApproximateMathPass());
   pm.addPass(createCanonicalizerPass());
