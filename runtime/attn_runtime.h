@@ -77,17 +77,17 @@ typedef struct {
   int64_t shape[2];
 } attn_rt_weight;
 
-/* y [B, S, hidden] = block(x [B, S, hidden], positions [B, S], weights...);
- * `weights` holds one attn_rt_memref_f32_1 or _2 pointer per weight, in
- * the kind's order; `y` is allocated by the kernel with malloc. */
+/* block(x [B, S, hidden], positions [B, S], weights...) written into the
+ * caller's contiguous `y` [B, S, hidden]; `weights` holds one
+ * attn_rt_memref_f32_1 or _2 pointer per weight, in the kind's order. */
 typedef void (*attn_rt_block_fn)(attn_rt_memref_f32_3 *y,
                                  attn_rt_memref_f32_3 *x,
                                  attn_rt_memref_i64_2 *positions,
                                  void *const *weights);
 
-/* out = attention(q [B,Hq,Sq,D], k [B,Hkv,Skv,D], v [B,Hkv,Skv,Dv],
- * kv_lengths [B]); `out` is allocated by the kernel with malloc (free its
- * `allocated` pointer). */
+/* attention(q [B,Hq,Sq,D], k [B,Hkv,Skv,D], v [B,Hkv,Skv,Dv],
+ * kv_lengths [B]) written into `out` [B,Hq,Sq,Dv], a contiguous buffer the
+ * caller allocates (and may reuse across calls). */
 typedef void (*attn_rt_sdpa_fn)(attn_rt_memref_f32_4 *out,
                                 attn_rt_memref_f32_4 *q,
                                 attn_rt_memref_f32_4 *k,

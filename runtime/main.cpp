@@ -115,34 +115,27 @@ attn_rt_memref_f32_4 view4(float *data, const std::vector<int64_t> &s) {
   return d;
 }
 
-/// One call of a kernel; returns the output (copied) and frees the kernel's.
-std::vector<float> run(void (*fn)(void), const attn_rt_kind &kind,
-                       std::vector<float> &q, const std::vector<int64_t> &qs,
-                       std::vector<float> &k, const std::vector<int64_t> &ks,
-                       std::vector<float> &v, const std::vector<int64_t> &vs,
-                       std::vector<int64_t> &lens, std::vector<float> *table,
-                       std::vector<int64_t> *outShape = nullptr) {
-  attn_rt_memref_f32_4 out{}, dq = view4(q.data(), qs),
-                             dk = view4(k.data(), ks),
-                             dv = view4(v.data(), vs);
+/// One call of a kernel into `out` (resized to [B, Hq, Sq, Dv]).
+void run(void (*fn)(void), const attn_rt_kind &kind, std::vector<float> &q,
+         const std::vector<int64_t> &qs, std::vector<float> &k,
+         const std::vector<int64_t> &ks, std::vector<float> &v,
+         const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
+         std::vector<float> *table, std::vector<float> &out) {
+  std::vector<int64_t> os = {qs[0], qs[1], qs[2], vs[3]};
+  out.resize(os[0] * os[1] * os[2] * os[3]);
+  attn_rt_memref_f32_4 dout = view4(out.data(), os), dq = view4(q.data(), qs),
+                       dk = view4(k.data(), ks), dv = view4(v.data(), vs);
   attn_rt_memref_i64_1 dl{lens.data(), lens.data(), 0, {int64_t(lens.size())},
                           {1}};
   if (kind.bias_buckets > 0) {
     attn_rt_memref_f32_2 dt{table->data(), table->data(), 0,
                             {kind.bias_buckets, kind.num_heads},
                             {kind.num_heads, 1}};
-    reinterpret_cast<attn_rt_sdpa_bias_fn>(fn)(&out, &dq, &dk, &dv, &dl, &dt);
+    reinterpret_cast<attn_rt_sdpa_bias_fn>(fn)(&dout, &dq, &dk, &dv, &dl,
+                                               &dt);
   } else {
-    reinterpret_cast<attn_rt_sdpa_fn>(fn)(&out, &dq, &dk, &dv, &dl);
+    reinterpret_cast<attn_rt_sdpa_fn>(fn)(&dout, &dq, &dk, &dv, &dl);
   }
-  int64_t n = out.sizes[0] * out.sizes[1] * out.sizes[2] * out.sizes[3];
-  std::vector<float> result(n);
-  // The kernel's result is contiguous (identity layout).
-  std::memcpy(result.data(), out.aligned + out.offset, n * sizeof(float));
-  if (outShape)
-    *outShape = {out.sizes[0], out.sizes[1], out.sizes[2], out.sizes[3]};
-  std::free(out.allocated);
-  return result;
 }
 
 std::vector<float> randomVec(std::mt19937 &rng, int64_t n, float scale) {
@@ -250,10 +243,11 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
                std::to_string(kind.num_heads) + "]");
     table = t.f32;
   }
-  std::vector<int64_t> outShape;
-  std::vector<float> out = run(kind.fused, kind, q.f32, q.shape, k.f32,
-                               k.shape, v.f32, v.shape, lens, &table,
-                               &outShape);
+  std::vector<float> out;
+  run(kind.fused, kind, q.f32, q.shape, k.f32, k.shape, v.f32, v.shape, lens,
+      &table, out);
+  std::vector<int64_t> outShape = {q.shape[0], q.shape[1], q.shape[2],
+                                   v.shape[3]};
   if (!writeNpyF32(args["out"], outShape, out.data(), err))
     fail(err);
   return 0;
@@ -311,12 +305,11 @@ int cmdBlock(const attn_rt_model *m, int argc, char **argv) {
                           {b, s, m->hidden_size},
                           {s * m->hidden_size, m->hidden_size, 1}};
   attn_rt_memref_i64_2 dp{pos.data(), pos.data(), 0, {b, s}, {s, 1}};
-  attn_rt_memref_f32_3 y{};
+  std::vector<float> yv(b * s * m->hidden_size);
+  attn_rt_memref_f32_3 y{yv.data(), yv.data(), 0, {b, s, m->hidden_size},
+                         {s * m->hidden_size, m->hidden_size, 1}};
   kind.block(&y, &dx, &dp, ptrs.data());
-  std::vector<int64_t> shape = {y.sizes[0], y.sizes[1], y.sizes[2]};
-  bool ok = writeNpyF32(args["out"], shape, y.aligned + y.offset, err);
-  std::free(y.allocated);
-  if (!ok)
+  if (!writeNpyF32(args["out"], {b, s, m->hidden_size}, yv.data(), err))
     fail(err);
   return 0;
 }
@@ -346,8 +339,9 @@ int cmdCheck(const attn_rt_model *m, int argc, char **argv) {
       if (s.b > 1)
         lens[1] = s.skv / 2; // key padding on the second sequence
       auto table = randomVec(rng, kind.bias_buckets * kind.num_heads, 1);
-      auto fused = run(kind.fused, kind, q, qs, k, ks, v, vs, lens, &table);
-      auto ref = run(kind.reference, kind, q, qs, k, ks, v, vs, lens, &table);
+      std::vector<float> fused, ref;
+      run(kind.fused, kind, q, qs, k, ks, v, vs, lens, &table, fused);
+      run(kind.reference, kind, q, qs, k, ks, v, vs, lens, &table, ref);
       double maxAbs = 0, maxRef = 0;
       bool finite = true;
       for (size_t j = 0; j < ref.size(); ++j) {
@@ -403,12 +397,14 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
     auto v = randomVec(rng, b * kind.num_kv_heads * skv * kind.head_dim_v, 1);
     std::vector<int64_t> lens(b, skv);
     auto table = randomVec(rng, kind.bias_buckets * kind.num_heads, 1);
+    std::vector<float> out;
     auto time = [&](void (*fn)(void)) {
-      run(fn, kind, q, qs, k, ks, v, vs, lens, &table); // warm-up
+      // The warm-up also allocates and touches the output, reused after.
+      run(fn, kind, q, qs, k, ks, v, vs, lens, &table, out);
       std::vector<double> ms;
       for (int64_t r = 0; r < repeats; ++r) {
         auto t0 = std::chrono::steady_clock::now();
-        run(fn, kind, q, qs, k, ks, v, vs, lens, &table);
+        run(fn, kind, q, qs, k, ks, v, vs, lens, &table, out);
         auto t1 = std::chrono::steady_clock::now();
         ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0)
                          .count());

@@ -13,6 +13,8 @@
 #include "dialects/Attn/IR/AttnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
@@ -291,9 +293,33 @@ func::FuncOp Emitter::emitKernel(const std::string &name, const LayerSpec &l) {
   return fn;
 }
 
+/// Rewrites `fn` (one tensor result) into destination-passing style for the
+/// C ABI: a leading memref argument receives the result
+/// (bufferization.materialize_in_destination), nothing is returned, so the
+/// caller owns and reuses the output buffer.
+static void toDestinationStyle(func::FuncOp fn) {
+  OpBuilder b(fn.getContext());
+  auto resTy = cast<RankedTensorType>(fn.getResultTypes()[0]);
+  auto memTy = MemRefType::get(resTy.getShape(), resTy.getElementType());
+  if (failed(fn.insertArgument(0, memTy, {}, fn.getLoc())))
+    return;
+  Value dest = fn.getArgument(0);
+  fn.walk([&](func::ReturnOp ret) {
+    b.setInsertionPoint(ret);
+    bufferization::MaterializeInDestinationOp::create(
+        b, ret.getLoc(), Type(), ret.getOperand(0), dest, b.getUnitAttr(),
+        b.getUnitAttr());
+    func::ReturnOp::create(b, ret.getLoc());
+    ret.erase();
+  });
+  (void)fn.setFunctionType(
+      b.getFunctionType(fn.getArgumentTypes(), TypeRange{}));
+}
+
 OwningOpRef<ModuleOp> Emitter::kernels() {
-  ctx->loadDialect<AttnDialect, arith::ArithDialect, func::FuncDialect,
-                   tensor::TensorDialect>();
+  ctx->loadDialect<AttnDialect, arith::ArithDialect,
+                   bufferization::BufferizationDialect, func::FuncDialect,
+                   memref::MemRefDialect, tensor::TensorDialect>();
   Location loc = FileLineColLoc::get(ctx, spec.configPath, 1, 1);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   std::vector<std::string> names = layerKindNames(spec);
@@ -302,12 +328,15 @@ OwningOpRef<ModuleOp> Emitter::kernels() {
     const std::string &name = names[l.index];
     if (l.role == LayerRole::LinearAttention || !done.insert(name).second)
       continue;
-    module->push_back(emitKernel(name, l));
+    func::FuncOp kernel = emitKernel(name, l);
+    toDestinationStyle(kernel);
+    module->push_back(kernel);
     if (supportsBlock(spec)) {
       if (!checkSupported(l))
         return nullptr;
       func::FuncOp block = emitKind(name + "_block", l);
       block->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+      toDestinationStyle(block);
       module->push_back(block);
     }
   }

@@ -67,6 +67,9 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
 
   // CPU: tile and score ops to linalg on tensors, bufferize, loops.
   pm.addNestedPass<func::FuncOp>(createConvertAttnToLinalgPass());
+  // Fold the elementwise steps (scale, mask, exp, rescale) into their
+  // producers and consumers: fewer passes over each tile, fewer buffers.
+  pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   if (*stop == PipelineStage::Linalg)
@@ -76,6 +79,9 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   bufferize.allowReturnAllocsFromLoops = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
+  // The kernels write into the caller's buffer: the tiled loop's
+  // tensor.empty becomes that buffer instead of a fresh allocation.
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   // (batch, KV head, query block) in parallel on all cores. scf.parallel
   // before deallocation: ownership-based deallocation frees what each

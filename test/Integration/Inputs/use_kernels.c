@@ -27,7 +27,9 @@ int main(void) {
   attn_rt_memref_f32_4 mq = view(q, B, HQ, SQ, D), mk = view(k, B, HKV, SKV, D),
                        mv = view(v, B, HKV, SKV, D);
   attn_rt_memref_i64_1 ml = {lens, lens, 0, {B}, {1}};
-  attn_rt_memref_f32_4 fused, ref;
+  static float fo[B * HQ * SQ * D], ro[B * HQ * SQ * D];
+  attn_rt_memref_f32_4 fused = view(fo, B, HQ, SQ, D),
+                       ref = view(ro, B, HQ, SQ, D);
   _mlir_ciface_full_attention_sdpa(&fused, &mq, &mk, &mv, &ml);
   _mlir_ciface_full_attention_sdpa_reference(&ref, &mq, &mk, &mv, &ml);
   double maxDiff = 0;
@@ -36,7 +38,5 @@ int main(void) {
   printf("out [%ld, %ld, %ld, %ld] max_diff %.3e\n", (long)fused.sizes[0],
          (long)fused.sizes[1], (long)fused.sizes[2], (long)fused.sizes[3],
          maxDiff);
-  free(fused.allocated);
-  free(ref.allocated);
   return maxDiff < 1e-5 ? 0 : 1;
 }
