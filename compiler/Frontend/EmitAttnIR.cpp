@@ -179,15 +179,22 @@ private:
   llvm::DenseMap<Value, std::pair<Value, Value>> dims;
 };
 
-bool Emitter::checkSupported(const LayerSpec &l) {
-  if (l.position == PositionKind::Alibi) {
-    emitError(src.loc("/alibi"))
-        << "layer " << l.index
-        << " uses ALiBi position biases ('alibi': true), which the attn "
-           "dialect cannot express yet; accepted: 'alibi': false (rotary "
-           "embeddings)";
+/// ALiBi adds a bias the dialect cannot express yet: refused with an error
+/// at the config field that asks for it.
+static bool rejectAlibi(const ConfigSource &src, const LayerSpec &l) {
+  if (l.position != PositionKind::Alibi)
     return false;
-  }
+  emitError(src.loc("/alibi"))
+      << "layer " << l.index
+      << " uses ALiBi position biases ('alibi': true), which the attn "
+         "dialect cannot express yet; accepted: 'alibi': false (rotary "
+         "embeddings)";
+  return true;
+}
+
+bool Emitter::checkSupported(const LayerSpec &l) {
+  if (rejectAlibi(src, l))
+    return false;
   if (l.position == PositionKind::Rope && !l.rope.unsupported.empty()) {
     emitError(src.loc(l.rope.scalingPointer))
         << "layer " << l.index << ": " << l.rope.unsupported
@@ -620,13 +627,7 @@ OwningOpRef<ModuleOp> mlir::attn::emitAttnModule(const ModelSpec &spec,
 OwningOpRef<ModuleOp> mlir::attn::emitKernelModule(const ModelSpec &spec,
                                                    const ConfigSource &src) {
   for (const LayerSpec &l : spec.layers)
-    if (l.position == PositionKind::Alibi) {
-      emitError(src.loc("/alibi"))
-          << "layer " << l.index
-          << " uses ALiBi position biases ('alibi': true), which the attn "
-             "dialect cannot express yet; accepted: 'alibi': false (rotary "
-             "embeddings)";
+    if (rejectAlibi(src, l))
       return nullptr;
-    }
   return Emitter(spec, src).kernels();
 }

@@ -27,6 +27,8 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <functional>
+
 using namespace mlir;
 namespace cl = llvm::cl;
 
@@ -150,6 +152,7 @@ int main(int argc, char **argv) {
   // no file behind.
   std::string text;
   llvm::raw_string_ostream os(text);
+  std::function<bool()> headerAfterOutput;
   if (describe) {
     os << attn::describeModel(spec).dump(2) << "\n";
   } else {
@@ -257,19 +260,10 @@ int main(int argc, char **argv) {
           return true;
         };
         if (emit == Emit::Obj) {
-          std::string error;
-          std::unique_ptr<llvm::ToolOutputFile> out =
-              openOutputFile(outputPath, &error);
-          if (!out) {
-            llvm::errs() << "attn-compile: error: " << error << "\n";
-            return 1;
-          }
-          out->os() << buffer;
-          if (!writeHeader())
-            return 1;
-          out->keep();
-          return 0;
-        }
+          // The object goes out like any stage; the header after it.
+          os << buffer;
+          headerAfterOutput = writeHeader;
+        } else {
         // Kernels, model table and runtime -> the executable or library.
         llvm::SmallString<128> dir;
         if (std::error_code ec =
@@ -301,8 +295,10 @@ int main(int argc, char **argv) {
         if (emit == Emit::Shared && !writeHeader())
           return 1;
         return 0;
+        }
+      } else {
+        os << buffer;
       }
-      os << buffer;
     }
   }
 
@@ -321,6 +317,8 @@ int main(int argc, char **argv) {
     out->os().clear_error();
     return 1;
   }
+  if (headerAfterOutput && !headerAfterOutput())
+    return 1;
   out->keep();
   return 0;
 }
