@@ -221,7 +221,6 @@ void lowerOnlineAttention(OnlineAttentionOp op, OpBuilder &ob) {
   ob.setInsertionPoint(op);
   Type acc = op.getAcc().getType().getElementType();
   Builder g{ob, op.getLoc(), acc};
-  Location loc = op.getLoc();
   Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
   int64_t r = op.getQuery().getType().getRank(), lead = r - 2;
 
@@ -598,8 +597,7 @@ LogicalResult lowerGraphOp(Operation *op, OpBuilder &ob, bool &handled) {
   } else if (auto merge = dyn_cast<MergeHeadsOp>(op)) {
     // out[b, s, c] = x[b, c / D, s, c % D].
     Value x = merge.getInput();
-    int64_t d = x.getType() ? cast<RankedTensorType>(x.getType()).getDimSize(3)
-                            : 1;
+    int64_t d = cast<RankedTensorType>(x.getType()).getDimSize(3);
     SmallVector<OpFoldResult> sizes = {g.dim(x, 0), g.dim(x, 2),
                                        ob.getIndexAttr(resTy.getDimSize(2))};
     AffineMap id = AffineMap::getMultiDimIdentityMap(3, ob.getContext());
@@ -705,7 +703,6 @@ LogicalResult lowerGraphOp(Operation *op, OpBuilder &ob, bool &handled) {
     handled = false;
     return success();
   }
-  (void)r;
   op->getResult(0).replaceAllUsesWith(result);
   op->erase();
   return success();
