@@ -122,7 +122,9 @@ int main(int argc, char **argv) {
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
-  cl::HideUnrelatedOptions({&category, &cl::getGeneralCategory()});
+  // libLLVM registers hundreds of backend options; --help shows ours
+  // (--help-hidden shows all, including the MLIR printing options).
+  cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,
       "attn-compile: compile a Hugging Face config.json's attention\n\n"
