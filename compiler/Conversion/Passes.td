@@ -45,4 +45,21 @@ def ApproximateMathPass : Pass<"attn-approximate-math", "func::FuncOp"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def DynamicScheduleLoopsPass : Pass<"attn-dynamic-schedule", "func::FuncOp"> {
+  let summary = "Give OpenMP worksharing loops a dynamic schedule";
+  let description = [{
+    The parallel loop runs over (batch, KV head, query block). With a causal
+    mask the last query blocks see the most keys, so a static split hands one
+    thread most of the work (for one KV head, the upper half of the blocks).
+    A dynamic schedule (chunk 1) balances the uneven iterations.
+
+    ```mlir
+    omp.wsloop { ... }
+    // becomes
+    omp.wsloop schedule(dynamic) { ... }
+    ```
+  }];
+  let dependentDialects = ["::mlir::omp::OpenMPDialect"];
+}
+
 #endif // ATTN_CONVERSION_PASSES_TD

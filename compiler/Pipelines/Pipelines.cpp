@@ -91,6 +91,7 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createConvertSCFToOpenMPPass());
+  pm.addNestedPass<func::FuncOp>(createDynamicScheduleLoopsPass());
   pm.addNestedPass<func::FuncOp>(createApproximateMathPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
