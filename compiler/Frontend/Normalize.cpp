@@ -760,40 +760,30 @@ bool normalizeT5(FieldReader &r, ModelSpec &spec) {
     l.o.weight = a + "o.weight";
   };
   int64_t index = 0;
-  for (int64_t i = 0; i < layers; ++i) {
+  // Self-attention with T5's relative bias; block 0 of each stack owns the
+  // table every layer of the stack uses.
+  auto selfLayer = [&](const std::string &stack, int64_t i, bool causal) {
     LayerSpec l;
     base(l);
     l.index = index++;
-    l.stack = "encoder";
+    l.stack = stack;
     l.layerInStack = i;
-    l.layerType = "bidirectional_attention";
-    l.causal = false;
+    l.layerType = causal ? "full_attention" : "bidirectional_attention";
+    l.causal = causal;
     l.position = PositionKind::T5Bias;
-    l.t5.bidirectional = true;
+    l.t5.bidirectional = !causal;
     l.t5.tableTensor =
-        "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight";
-    std::string p = "encoder.block." + std::to_string(i) + ".layer.0.";
+        stack + ".block.0.layer.0.SelfAttention.relative_attention_bias.weight";
+    std::string p = stack + ".block." + std::to_string(i) + ".layer.0.";
     l.normW.weight = p + "layer_norm.weight";
     projs(l, p + "SelfAttention.");
     spec.layers.push_back(l);
-  }
+  };
+  for (int64_t i = 0; i < layers; ++i)
+    selfLayer("encoder", i, /*causal=*/false);
   for (int64_t i = 0; i < decLayers; ++i) {
-    LayerSpec s;
-    base(s);
-    s.index = index++;
-    s.stack = "decoder";
-    s.layerInStack = i;
-    s.layerType = "full_attention";
-    s.causal = true;
-    s.position = PositionKind::T5Bias;
-    s.t5.bidirectional = false;
-    s.t5.tableTensor =
-        "decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight";
+    selfLayer("decoder", i, /*causal=*/true);
     std::string p = "decoder.block." + std::to_string(i) + ".layer.";
-    s.normW.weight = p + "0.layer_norm.weight";
-    projs(s, p + "0.SelfAttention.");
-    spec.layers.push_back(s);
-
     LayerSpec c;
     base(c);
     c.index = index++;
