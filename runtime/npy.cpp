@@ -128,6 +128,23 @@ bool attn_rt::readNpy(const std::string &path, NpyArray &out,
     }
     out.shape.push_back(v);
   }
+  // Check the size against the file before allocating: a header may claim
+  // any shape.
+  std::streampos dataStart = in.tellg();
+  in.seekg(0, std::ios::end);
+  uint64_t available = uint64_t(in.tellg() - dataStart);
+  in.seekg(dataStart);
+  unsigned __int128 need = out.dtype == "f4" ? 4 : 8;
+  for (int64_t d : out.shape)
+    need = need * uint64_t(d) > (unsigned __int128)UINT64_MAX
+               ? (unsigned __int128)UINT64_MAX
+               : need * uint64_t(d);
+  if (need > available) {
+    error = path + ": truncated data: shape " + shape + " needs " +
+            std::to_string(uint64_t(need)) + " bytes, the file has " +
+            std::to_string(available);
+    return false;
+  }
   int64_t n = out.numel();
   size_t bytes = size_t(n) * (out.dtype == "f4" ? 4 : 8);
   if (out.dtype == "f4") {

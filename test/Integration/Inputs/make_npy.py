@@ -17,3 +17,8 @@ with open(out + "/q_truncated.npy", "wb") as f:
     f.write(data[:-100])
 with open(out + "/not_npy.npy", "wb") as f:
     f.write(b"hello")
+# A header that claims far more data than the file holds.
+d = b"{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 4, 999999, 40), }"
+d = d + b" " * (118 - len(d)) + b"\n"
+with open(out + "/huge_header.npy", "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + len(d).to_bytes(2, "little") + d + b"\0" * 64)
