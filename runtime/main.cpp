@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 extern "C" void omp_set_num_threads(int);
 extern "C" int omp_get_max_threads(void);
 
@@ -384,6 +386,19 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
     for (int64_t i = 0; i < m->num_kinds; ++i)
       kinds.push_back(i);
   }
+  // Refuse shapes whose buffers cannot fit rather than dying in new[].
+  double physical = double(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  for (int64_t ki : kinds) {
+    const attn_rt_kind &k = m->kinds[ki];
+    double bytes = 4.0 * b *
+                   (2.0 * k.num_heads * sq * std::max(k.head_dim, k.head_dim_v) +
+                    2.0 * k.num_kv_heads * skv *
+                        std::max(k.head_dim, k.head_dim_v));
+    if (bytes > 0.8 * physical)
+      fail("bench: --batch/--seq/--kv-len need " +
+           std::to_string(int64_t(bytes / 1e9)) + " GB of tensors; this "
+           "machine has " + std::to_string(int64_t(physical / 1e9)) + " GB");
+  }
   std::mt19937 rng(7);
   if (json)
     std::printf("[");
@@ -413,15 +428,29 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
       return ms[ms.size() / 2];
     };
     double f = flops(kind, b, sq, skv);
-    double fusedMs = time(kind.fused), refMs = time(kind.reference);
+    double fusedMs = time(kind.fused);
+    // The unfused reference holds [B, Hq, Sq, Skv] scores (several copies):
+    // skipped past a quarter of the memory.
+    double scoreBytes = 4.0 * b * kind.num_heads * double(sq) * double(skv);
+    double refMs = scoreBytes * 3 < 0.25 * physical ? time(kind.reference)
+                                                    : NAN;
     if (json) {
+      // A skipped reference is null, not NaN (which JSON cannot spell).
+      auto num = [](double v) {
+        char buf[32];
+        if (std::isnan(v))
+          return std::string("null");
+        std::snprintf(buf, sizeof(buf), "%.4f", v);
+        return std::string(buf);
+      };
       std::printf("%s\n  {\"kind\": \"%s\", \"batch\": %lld, \"seq\": %lld, "
                   "\"kv_len\": %lld, \"threads\": %d, \"flops\": %.0f, "
-                  "\"fused_ms\": %.4f, \"fused_gflops\": %.3f, "
-                  "\"unfused_ms\": %.4f, \"unfused_gflops\": %.3f}",
+                  "\"fused_ms\": %s, \"fused_gflops\": %s, "
+                  "\"unfused_ms\": %s, \"unfused_gflops\": %s}",
                   ki ? "," : "", kind.name, (long long)b, (long long)sq,
-                  (long long)skv, omp_get_max_threads(), f, fusedMs,
-                  f / fusedMs / 1e6, refMs, f / refMs / 1e6);
+                  (long long)skv, omp_get_max_threads(), f,
+                  num(fusedMs).c_str(), num(f / fusedMs / 1e6).c_str(),
+                  num(refMs).c_str(), num(f / refMs / 1e6).c_str());
     } else {
       std::printf("%-30s B=%lld Sq=%lld Skv=%lld threads=%d: fused %9.3f ms "
                   "%8.2f GFLOP/s | unfused reference %9.3f ms %8.2f GFLOP/s "
