@@ -110,7 +110,7 @@ std::optional<int64_t> maxContext(const ModelSpec &spec, const LayerSpec &l) {
   return spec.maxPositions;
 }
 
-ojson layerJson(const ModelSpec &spec, const LayerSpec &l,
+ojson layerJson(const LayerSpec &l,
                 const std::string &kind) {
   ojson j;
   j["index"] = l.index;
@@ -159,7 +159,6 @@ ojson layerJson(const ModelSpec &spec, const LayerSpec &l,
   j["compiled"] = l.position != PositionKind::Alibi &&
                   (l.position != PositionKind::Rope ||
                    l.rope.unsupported.empty());
-  (void)spec;
   return j;
 }
 
@@ -187,7 +186,7 @@ ojson mlir::attn::describeModel(const ModelSpec &spec) {
   std::vector<std::string> kinds = layerKindNames(spec);
   ojson layers = ojson::array();
   for (const LayerSpec &l : spec.layers)
-    layers.push_back(layerJson(spec, l, kinds[l.index]));
+    layers.push_back(layerJson(l, kinds[l.index]));
   out["layers"] = layers;
 
   // Per kind, in order of first use.

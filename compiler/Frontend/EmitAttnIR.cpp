@@ -79,6 +79,18 @@ std::vector<WeightArg> mlir::attn::layerWeights(const ModelSpec &spec,
   return w;
 }
 
+std::string mlir::attn::tensorPattern(const std::string &tensor,
+                                      int64_t layer) {
+  std::string needle = "." + std::to_string(layer) + ".";
+  std::string prefix = std::to_string(layer) + ".";
+  if (tensor.rfind(prefix, 0) == 0)
+    return "{i}." + tensor.substr(prefix.size());
+  size_t at = tensor.find(needle);
+  if (at == std::string::npos)
+    return tensor;
+  return tensor.substr(0, at) + ".{i}." + tensor.substr(at + needle.size());
+}
+
 bool mlir::attn::supportsBlock(const ModelSpec &spec) {
   static const char *kFamilies[] = {"llama", "mistral", "qwen2", "qwen3",
                                     "gemma2"};
@@ -121,18 +133,6 @@ std::string kindKey(const ModelSpec &spec, const LayerSpec &l) {
   for (const WeightArg &w : layerWeights(spec, l))
     os << w.role << ',';
   return os.str();
-}
-
-/// `model.layers.7.self_attn.q_proj.weight` -> `model.layers.{i}...`.
-std::string tensorPattern(const std::string &tensor, int64_t layer) {
-  std::string needle = "." + std::to_string(layer) + ".";
-  std::string prefix = std::to_string(layer) + ".";
-  if (tensor.rfind(prefix, 0) == 0)
-    return "{i}." + tensor.substr(prefix.size());
-  size_t at = tensor.find(needle);
-  if (at == std::string::npos)
-    return tensor;
-  return tensor.substr(0, at) + ".{i}." + tensor.substr(at + needle.size());
 }
 
 class Emitter {

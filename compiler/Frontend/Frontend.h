@@ -29,9 +29,11 @@ OwningOpRef<ModuleOp> emitAttnModule(const ModelSpec &spec,
                                      const ConfigSource &src);
 
 /// The attention kernels of the model: for each softmax-attention layer kind
-/// `@<kind>_sdpa(q [B,Hq,Sq,D], k [B,Hkv,Skv,D], v [B,Hkv,Skv,Dv],
-/// kv_lengths [B] (, bias table)) -> [B,Hq,Sq,Dv]`, written as the eager
-/// chain (the pipeline fuses and tiles it) with a C interface.
+/// `@<kind>_sdpa(out [B,Hq,Sq,Dv], q [B,Hq,Sq,D], k [B,Hkv,Skv,D],
+/// v [B,Hkv,Skv,Dv], kv_lengths [B] (, bias table))`, written as the eager
+/// chain (the pipeline fuses and tiles it) into the caller's `out` memref,
+/// and `@<kind>_block(out, x, positions, weights...)` where supportsBlock;
+/// all with a C interface.
 OwningOpRef<ModuleOp> emitKernelModule(const ModelSpec &spec,
                                        const ConfigSource &src);
 
@@ -47,6 +49,11 @@ struct WeightArg {
 /// The weights of layer `l`, in the order its kind function takes them
 /// (after x and positions).
 std::vector<WeightArg> layerWeights(const ModelSpec &spec, const LayerSpec &l);
+
+/// `model.layers.7.self_attn.q_proj.weight` with layer 7 ->
+/// `model.layers.{i}.self_attn.q_proj.weight` (the name pattern of a weight
+/// of a layer kind; `{i}` stands for the layer number within its stack).
+std::string tensorPattern(const std::string &tensor, int64_t layer);
 
 /// True for the families whose whole attention block executables run
 /// (`<kind>_block` entries): llama, mistral, qwen2, qwen3, gemma2.

@@ -80,12 +80,8 @@ void mlir::attn::writeModelTable(const ModelSpec &spec,
     std::vector<WeightArg> ws = layerWeights(spec, *first[n]);
     os << "const attn_rt_weight weights_" << n << "[] = {\n";
     for (const WeightArg &w : ws) {
-      std::string pattern = w.tensor;
-      std::string needle = "." + std::to_string(first[n]->layerInStack) + ".";
-      size_t at = pattern.find(needle);
-      if (at != std::string::npos)
-        pattern = pattern.substr(0, at) + ".{i}." +
-                  pattern.substr(at + needle.size());
+      std::string pattern =
+          w.shared ? w.tensor : tensorPattern(w.tensor, first[n]->layerInStack);
       os << "  {\"" << w.role << "\", \"" << pattern << "\", "
          << w.shape.size() << ", {" << w.shape[0] << ", "
          << (w.shape.size() > 1 ? w.shape[1] : 0) << "}},\n";
