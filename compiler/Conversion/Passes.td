@@ -27,6 +27,14 @@ def ConvertAttnToLinalgPass : Pass<"convert-attn-to-linalg", "func::FuncOp"> {
     // mask by position, row max, exp, row sum, acc·alpha + P·V.
     ```
   }];
+  let options = [
+    Option<"microKernelLanes", "micro-kernel-lanes", "int64_t", /*default=*/"0",
+           "f32 vector lanes of the CPU micro-kernel (16: AVX-512, 8: AVX2, "
+           "4: SSE). When set, the attn.online_attention ops it handles (f32, "
+           "static head dims, no relative bias table) are kept, annotated "
+           "with attn.vector_lanes, and bufferize straight into register-"
+           "tiled vector code; 0 lowers every op to linalg">
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",

@@ -66,7 +66,11 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
     return success();
 
   // CPU: tile and score ops to linalg on tensors, bufferize, loops.
-  pm.addNestedPass<func::FuncOp>(createConvertAttnToLinalgPass());
+  // Tiles the micro-kernel handles stay attn.online_attention and bufferize
+  // into register-tiled vector code; the rest become linalg.generic.
+  ConvertAttnToLinalgPassOptions toLinalg;
+  toLinalg.microKernelLanes = options.vectorLanes;
+  pm.addNestedPass<func::FuncOp>(createConvertAttnToLinalgPass(toLinalg));
   // Fold the elementwise steps (scale, mask, exp, rescale) into their
   // producers and consumers: fewer passes over each tile, fewer buffers.
   pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
@@ -96,6 +100,14 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  ConvertVectorToLLVMPassOptions toLLVM;
+  // Row sums of the micro-kernel: a shuffle tree, not 16 ordered adds.
+  toLLVM.reassociateFPReductions = true;
+  // The Kᵀ pack: 16×16 transposes as AVX-512 shuffle sequences.
+  toLLVM.vectorTransposeLowering =
+      options.vectorLanes == 16 ? vector::VectorTransposeLowering::Shuffle16x16
+                                : vector::VectorTransposeLowering::Shuffle1D;
+  pm.addPass(createConvertVectorToLLVMPass(toLLVM));
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertOpenMPToLLVMPass());

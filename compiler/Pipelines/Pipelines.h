@@ -42,6 +42,12 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
   Option<int64_t> kvBlock{*this, "kv-block",
                           llvm::cl::desc("Keys per tile (0: default)"),
                           llvm::cl::init(0)};
+  Option<int64_t> vectorLanes{
+      *this, "vector-lanes",
+      llvm::cl::desc("f32 lanes of the CPU micro-kernel: 16 (AVX-512, "
+                     "default), 8 (AVX2), 4 (SSE); 0 lowers the tiles "
+                     "through linalg instead"),
+      llvm::cl::init(16)};
 };
 
 /// Adds the passes from graph-level attn IR up to `options.stopAfter`.

@@ -216,6 +216,8 @@ int main(int argc, char **argv) {
     options.target = target;
     options.qBlock = qBlock;
     options.kvBlock = kvBlock;
+    if (int64_t lanes = attn::cpuVectorLanes(cpu))
+      options.vectorLanes = lanes;
     PassManager pm(&context);
     if (failed(applyPassManagerCLOptions(pm)))
       return 1;

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Conversion/Passes.h"
+#include "compiler/Conversion/CPU/MicroKernel.h"
 
 #include "dialects/Attn/IR/AttnOps.h"
 
@@ -837,6 +838,7 @@ LogicalResult lowerReferenceOp(Operation *op, OpBuilder &ob) {
 
 struct ConvertAttnToLinalgPass
     : attn::impl::ConvertAttnToLinalgPassBase<ConvertAttnToLinalgPass> {
+  using Base::Base;
   void runOnOperation() override {
     OpBuilder b(&getContext());
     SmallVector<Operation *> ops;
@@ -848,6 +850,15 @@ struct ConvertAttnToLinalgPass
         ops.push_back(op);
     });
     for (Operation *op : ops) {
+      if (microKernelLanes > 0 && microKernelHandles(op)) {
+        op->setAttr(kVectorLanesAttr, b.getI64IntegerAttr(microKernelLanes));
+        if (!microKernelHandles(op)) {
+          op->emitOpError("micro-kernel-lanes must be 4, 8 or 16, not ")
+              << microKernelLanes;
+          return signalPassFailure();
+        }
+        continue;
+      }
       if (auto oa = dyn_cast<OnlineAttentionOp>(op))
         lowerOnlineAttention(oa, b);
       else if (auto fin = dyn_cast<OnlineFinalizeOp>(op))

@@ -30,6 +30,23 @@ void mlir::attn::registerCPUTranslations(DialectRegistry &registry) {
   registerOpenMPDialectTranslation(registry);
 }
 
+int64_t mlir::attn::cpuVectorLanes(llvm::StringRef cpu) {
+  if (cpu == "x86-64-v4")
+    return 16;
+  if (cpu == "x86-64-v3")
+    return 8;
+  if (cpu == "x86-64")
+    return 4;
+  if (cpu != "native")
+    return 0;
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  if (features.lookup("avx512f"))
+    return 16;
+  if (features.lookup("avx2") && features.lookup("fma"))
+    return 8;
+  return 4;
+}
+
 LogicalResult mlir::attn::emitCPU(ModuleOp module,
                                   const CPUTargetOptions &options,
                                   CPUOutput output,

@@ -30,6 +30,10 @@ struct CPUTargetOptions {
 /// Registers the dialect translations the CPU target needs.
 void registerCPUTranslations(DialectRegistry &registry);
 
+/// f32 lanes of the widest vector registers of `cpu` (a --cpu value): 16
+/// with AVX-512, 8 with AVX2, 4 otherwise; 0 for an unknown name.
+int64_t cpuVectorLanes(llvm::StringRef cpu);
+
 /// Translates, optimizes and emits `module` (LLVM dialect). On failure
 /// returns failure with a message in `error`.
 LogicalResult emitCPU(ModuleOp module, const CPUTargetOptions &options,

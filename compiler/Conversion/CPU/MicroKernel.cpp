@@ -1,0 +1,466 @@
+//===- MicroKernel.cpp - register-tiled CPU code for attn tiles -----------===//
+//
+// This file bufferizes `attn.online_attention` straight into vector code.
+// For each chunk of C = 4·W keys (W f32 lanes):
+//
+//   1. Kᵀ pack: the chunk's keys are transposed into a [d, C] scratch
+//      (W×W vector transposes when the chunk is full and d % W == 0), so
+//      that Q·Kᵀ needs no horizontal reduction.
+//   2. For each block of R query rows (R = 4 with 32 registers, 2 with 16;
+//      leftover rows one at a time):
+//      - S = Q·Kᵀ in R×4 vector accumulators: per d step, 4 loads of Kᵀ,
+//        R broadcasts of q, 4R FMAs;
+//      - scale, softcap and the position mask on the registers; row max,
+//        exp (polynomial, later), row sum; the new max/sum are stored and P
+//        is written to an [R, C] scratch;
+//      - acc = acc·alpha + P·V in R×4 vector accumulators over dv, per key
+//        4 loads of V, R broadcasts of p, 4R FMAs.
+//
+// The two scratch buffers are allocated once per iteration of the enclosing
+// parallel loop (one query block, many tiles), so each thread has its own
+// and no tile allocates.
+// The query's leading dims (the heads of one GQA group) all use the same
+// packed Kᵀ and the same V rows.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/CPU/MicroKernel.h"
+
+#include "dialects/Attn/IR/AttnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::bufferization;
+
+namespace {
+
+bool isF32Memrefish(Type t) {
+  auto s = dyn_cast<ShapedType>(t);
+  return s && s.getElementType().isF32();
+}
+
+/// Emits the micro-kernel for one op on its buffers.
+struct Emitter {
+  OpBuilder &b;
+  Location loc;
+  OnlineAttentionOp op;
+  Value q, k, v, acc, max, sum; ///< memrefs
+  int64_t W, R, NV = 4, CV = 4;
+  int64_t d, dv, lead;
+  VectorType vt, vi32, vmask;
+  Value Kt, P; ///< scratch: [d, C] packed keys, [R, C] probabilities
+
+  int64_t chunk() const { return NV * W; }
+  Value idx(int64_t c) { return arith::ConstantIndexOp::create(b, loc, c); }
+  Value f32(double c) {
+    return arith::ConstantOp::create(b, loc, b.getF32Type(),
+                                     b.getF32FloatAttr(c));
+  }
+  Value splatF(double c) {
+    return arith::ConstantOp::create(
+        b, loc, vt, DenseElementsAttr::get(vt, b.getF32FloatAttr(c)));
+  }
+  Value splat(Value scalar, VectorType t) {
+    return vector::BroadcastOp::create(b, loc, t, scalar);
+  }
+  Value negInf() {
+    return f32(-std::numeric_limits<double>::infinity());
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value toI32(Value index) {
+    return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
+  }
+
+  /// scf.for with loop-carried vectors; `body` returns the next values.
+  SmallVector<Value>
+  loop(Value lb, Value ub, Value step, ValueRange init,
+       function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    auto f = scf::ForOp::create(b, loc, lb, ub, step, init);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(f.getBody());
+    SmallVector<Value> next = body(f.getInductionVar(), f.getRegionIterArgs());
+    if (f.getBody()->mightHaveTerminator())
+      f.getBody()->getTerminator()->erase();
+    b.setInsertionPointToEnd(f.getBody());
+    scf::YieldOp::create(b, loc, next);
+    return SmallVector<Value>(f.getResults());
+  }
+  void loop(Value lb, Value ub, Value step, function_ref<void(Value)> body) {
+    loop(lb, ub, step, {}, [&](Value iv, ValueRange) {
+      body(iv);
+      return SmallVector<Value>{};
+    });
+  }
+
+  /// Transposes the chunk's keys k[n0 .. n0+nc) into Kt[d, C].
+  void packKeys(Value n0, Value nc) {
+    Value zero = idx(0), one = idx(1), C = idx(chunk());
+    auto scalarPack = [&]() {
+      loop(zero, nc, one, [&](Value j) {
+        Value row = add(n0, j);
+        loop(zero, idx(d), one, [&](Value kk) {
+          Value x = memref::LoadOp::create(b, loc, k, ValueRange{row, kk});
+          memref::StoreOp::create(b, loc, x, Kt, ValueRange{kk, j});
+        });
+      });
+    };
+    if (d % W != 0) {
+      scalarPack();
+      return;
+    }
+    Value full =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, nc, C);
+    auto ifOp = scf::IfOp::create(b, loc, full, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      auto square = VectorType::get({W, W}, b.getF32Type());
+      for (int64_t j0 = 0; j0 < chunk(); j0 += W) {
+        loop(zero, idx(d), idx(W), [&](Value k0) {
+          Value block = arith::ConstantOp::create(
+              b, loc, square, DenseElementsAttr::get(square, f32Attr(0)));
+          for (int64_t i = 0; i < W; ++i) {
+            Value row = vector::LoadOp::create(
+                b, loc, vt, k, ValueRange{add(n0, idx(j0 + i)), k0});
+            block = vector::InsertOp::create(b, loc, row, block, i);
+          }
+          Value t = vector::TransposeOp::create(b, loc, block,
+                                                ArrayRef<int64_t>{1, 0});
+          for (int64_t i = 0; i < W; ++i) {
+            Value col = vector::ExtractOp::create(b, loc, t, i);
+            vector::StoreOp::create(b, loc, col, Kt,
+                                    ValueRange{add(k0, idx(i)), idx(j0)});
+          }
+        });
+      }
+      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+      scalarPack();
+    }
+  }
+  FloatAttr f32Attr(double c) { return b.getF32FloatAttr(c); }
+
+  /// Index list [lead..., m, extra...] into a state or query buffer.
+  SmallVector<Value> at(ValueRange leadIvs, Value m,
+                        std::initializer_list<Value> extra = {}) {
+    SmallVector<Value> r(leadIvs.begin(), leadIvs.end());
+    r.push_back(m);
+    r.append(extra.begin(), extra.end());
+    return r;
+  }
+
+  /// The visible-key mask of row position `qPos` (key coordinates) for the
+  /// key vector starting at chunk lane `j*W`; null when every lane is
+  /// visible by construction (never: padding lanes are always checked).
+  Value visible(Value qPos, Value kvBase, Value nc, int64_t j) {
+    SmallVector<int32_t> lanes;
+    for (int64_t i = 0; i < W; ++i)
+      lanes.push_back(int32_t(j * W + i));
+    Value laneJ = arith::ConstantOp::create(
+        b, loc, vi32, DenseElementsAttr::get(vi32, ArrayRef<int32_t>(lanes)));
+    Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, laneJ,
+                                     splat(toI32(nc), vi32));
+    Value kPos = arith::AddIOp::create(b, loc, laneJ, splat(kvBase, vi32));
+    auto both = [&](Value c) { ok = arith::AndIOp::create(b, loc, ok, c); };
+    if (op.getMask() != MaskKind::none)
+      both(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, kPos,
+                                 splat(qPos, vi32)));
+    if (op.getMask() == MaskKind::sliding_window) {
+      Value lowest = arith::SubIOp::create(
+          b, loc, qPos,
+          arith::ConstantOp::create(b, loc, b.getI32Type(),
+                                    b.getI32IntegerAttr(*op.getWindow())));
+      both(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, kPos,
+                                 splat(lowest, vi32)));
+    }
+    if (Value limit = op.getKvLimit())
+      both(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, kPos,
+                                 splat(toI32(limit), vi32)));
+    return ok;
+  }
+
+  /// The online-softmax update of `rows` query rows starting at row `m0`
+  /// against the packed chunk.
+  void rowBlock(int64_t rows, ValueRange leadIvs, Value m0, Value n0,
+                Value nc) {
+    Value zero = idx(0), one = idx(1);
+    // S = Q · Kᵀ in rows × NV registers.
+    SmallVector<Value> init(rows * NV, splatF(0.0));
+    SmallVector<Value> s = loop(
+        zero, idx(d), one, init, [&](Value kk, ValueRange a) {
+          SmallVector<Value> kt, next(a.begin(), a.end());
+          for (int64_t j = 0; j < NV; ++j)
+            kt.push_back(vector::LoadOp::create(b, loc, vt, Kt,
+                                                ValueRange{kk, idx(j * W)}));
+          for (int64_t r = 0; r < rows; ++r) {
+            Value x = memref::LoadOp::create(
+                b, loc, q, at(leadIvs, add(m0, idx(r)), {kk}));
+            Value xb = splat(x, vt);
+            for (int64_t j = 0; j < NV; ++j)
+              next[r * NV + j] =
+                  vector::FMAOp::create(b, loc, xb, kt[j], a[r * NV + j]);
+          }
+          return next;
+        });
+
+    Value scale = splatF(op.getScale().convertToDouble());
+    Value kvBase = toI32(add(op.getKvPos(), n0));
+    SmallVector<Value> alphas;
+    for (int64_t r = 0; r < rows; ++r) {
+      Value m = add(m0, idx(r));
+      Value qPos = toI32(add(op.getQPos(), m));
+      Value rowMax;
+      for (int64_t j = 0; j < NV; ++j) {
+        Value &x = s[r * NV + j];
+        x = arith::MulFOp::create(b, loc, x, scale);
+        if (std::optional<APFloat> cap = op.getSoftcap()) {
+          Value c = splatF(cap->convertToDouble());
+          Value t = math::TanhOp::create(
+              b, loc, arith::DivFOp::create(b, loc, x, c));
+          x = arith::MulFOp::create(b, loc, t, c);
+        }
+        x = arith::SelectOp::create(b, loc, visible(qPos, kvBase, nc, j), x,
+                                    splat(negInf(), vt));
+        rowMax = rowMax ? arith::MaximumFOp::create(b, loc, rowMax, x) : x;
+      }
+      Value mx = vector::ReductionOp::create(
+          b, loc, vector::CombiningKind::MAXIMUMF, rowMax);
+      SmallVector<Value> ri = at(leadIvs, m);
+      Value mOld = memref::LoadOp::create(b, loc, max, ri);
+      Value mNew = arith::MaximumFOp::create(b, loc, mOld, mx);
+      // A row with no visible key so far shifts by 0: exp(-inf) = 0.
+      Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                         mNew, negInf());
+      Value shift = arith::SelectOp::create(b, loc, none, f32(0.0), mNew);
+      Value shiftV = splat(shift, vt);
+      Value rowSum;
+      for (int64_t j = 0; j < NV; ++j) {
+        Value p = math::ExpOp::create(
+            b, loc, arith::SubFOp::create(b, loc, s[r * NV + j], shiftV));
+        vector::StoreOp::create(b, loc, p, P, ValueRange{idx(r), idx(j * W)});
+        rowSum = rowSum ? arith::AddFOp::create(b, loc, rowSum, p) : p;
+      }
+      Value rs = vector::ReductionOp::create(b, loc,
+                                             vector::CombiningKind::ADD, rowSum);
+      Value alpha = math::ExpOp::create(
+          b, loc, arith::SubFOp::create(b, loc, mOld, shift));
+      Value lOld = memref::LoadOp::create(b, loc, sum, ri);
+      Value lNew = arith::AddFOp::create(
+          b, loc, arith::MulFOp::create(b, loc, lOld, alpha), rs);
+      memref::StoreOp::create(b, loc, lNew, sum, ri);
+      memref::StoreOp::create(b, loc, mNew, max, ri);
+      alphas.push_back(alpha);
+    }
+
+    // acc = acc · alpha + P · V, CV vectors of dv at a time.
+    int64_t nvec = (dv + W - 1) / W;
+    auto maskFor = [&](int64_t vec) -> Value {
+      int64_t valid = dv - vec * W;
+      if (valid >= W)
+        return {};
+      return vector::ConstantMaskOp::create(b, loc, vmask,
+                                            ArrayRef<int64_t>{valid});
+    };
+    auto load = [&](Value mem, ValueRange ix, int64_t vec) -> Value {
+      if (Value mk = maskFor(vec))
+        return vector::MaskedLoadOp::create(b, loc, vt, mem, ix, mk,
+                                            splatF(0.0));
+      return vector::LoadOp::create(b, loc, vt, mem, ix);
+    };
+    auto store = [&](Value x, Value mem, ValueRange ix, int64_t vec) {
+      if (Value mk = maskFor(vec))
+        vector::MaskedStoreOp::create(b, loc, mem, ix, mk, x);
+      else
+        vector::StoreOp::create(b, loc, x, mem, ix);
+    };
+    for (int64_t c0 = 0; c0 < nvec; c0 += CV) {
+      int64_t cw = std::min(CV, nvec - c0);
+      SmallVector<Value> a;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cw; ++c) {
+          Value x = load(acc, at(leadIvs, add(m0, idx(r)), {idx((c0 + c) * W)}),
+                         c0 + c);
+          a.push_back(
+              arith::MulFOp::create(b, loc, x, splat(alphas[r], vt)));
+        }
+      a = loop(zero, nc, one, a, [&](Value n, ValueRange cur) {
+        SmallVector<Value> vv, next(cur.begin(), cur.end());
+        Value row = add(n0, n);
+        for (int64_t c = 0; c < cw; ++c)
+          vv.push_back(load(v, ValueRange{row, idx((c0 + c) * W)}, c0 + c));
+        for (int64_t r = 0; r < rows; ++r) {
+          Value p = memref::LoadOp::create(b, loc, P, ValueRange{idx(r), n});
+          Value pb = splat(p, vt);
+          for (int64_t c = 0; c < cw; ++c)
+            next[r * cw + c] =
+                vector::FMAOp::create(b, loc, pb, vv[c], cur[r * cw + c]);
+        }
+        return next;
+      });
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cw; ++c)
+          store(a[r * cw + c], acc,
+                at(leadIvs, add(m0, idx(r)), {idx((c0 + c) * W)}), c0 + c);
+    }
+  }
+
+  void emit() {
+    vt = VectorType::get({W}, b.getF32Type());
+    vi32 = VectorType::get({W}, b.getI32Type());
+    vmask = VectorType::get({W}, b.getI1Type());
+    // Scratch once per parallel iteration (query block), before the key
+    // loop: a stack buffer inside the loop would grow the stack on every
+    // tile, and a function-level one would be shared by the threads.
+    {
+      OpBuilder::InsertionGuard g(b);
+      Operation *anchor = op;
+      while (anchor->getParentOp() &&
+             !isa<scf::ForallOp, scf::ParallelOp, FunctionOpInterface>(
+                 anchor->getParentOp()))
+        anchor = anchor->getParentOp();
+      b.setInsertionPoint(anchor);
+      IntegerAttr align = b.getI64IntegerAttr(64);
+      Kt = memref::AllocOp::create(
+          b, loc, MemRefType::get({d, chunk()}, b.getF32Type()), align);
+      P = memref::AllocOp::create(
+          b, loc, MemRefType::get({R, chunk()}, b.getF32Type()), align);
+    }
+
+    Value zero = idx(0), one = idx(1);
+    Value N = memref::DimOp::create(b, loc, k, 0);
+    Value M = memref::DimOp::create(b, loc, q, lead);
+    SmallVector<Value> leadUbs;
+    for (int64_t i = 0; i < lead; ++i)
+      leadUbs.push_back(memref::DimOp::create(b, loc, q, i));
+    Value C = idx(chunk());
+    loop(zero, N, C, [&](Value n0) {
+      Value nc = arith::MinSIOp::create(
+          b, loc, arith::SubIOp::create(b, loc, N, n0), C);
+      packKeys(n0, nc);
+      scf::buildLoopNest(
+          b, loc, SmallVector<Value>(lead, zero), leadUbs,
+          SmallVector<Value>(lead, one),
+          [&](OpBuilder &, Location, ValueRange ivs) {
+            Value rem = arith::RemSIOp::create(b, loc, M, idx(R));
+            Value mFull = arith::SubIOp::create(b, loc, M, rem);
+            loop(zero, mFull, idx(R),
+                 [&](Value m0) { rowBlock(R, ivs, m0, n0, nc); });
+            loop(mFull, M, one,
+                 [&](Value m) { rowBlock(1, ivs, m, n0, nc); });
+          });
+    });
+  }
+};
+
+struct OnlineAttentionBufferization
+    : public BufferizableOpInterface::ExternalModel<
+          OnlineAttentionBufferization, OnlineAttentionOp> {
+  static bool isState(Operation *op, OpOperand &operand) {
+    auto oa = cast<OnlineAttentionOp>(op);
+    return &operand == &oa.getAccMutable() ||
+           &operand == &oa.getMaxMutable() || &operand == &oa.getSumMutable();
+  }
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *op, OpOperand &operand,
+                               const AnalysisState &) const {
+    return isState(op, operand);
+  }
+  AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
+                                      const AnalysisState &) const {
+    auto oa = cast<OnlineAttentionOp>(op);
+    if (&operand == &oa.getAccMutable())
+      return {{oa.getNewAcc(), BufferRelation::Equivalent}};
+    if (&operand == &oa.getMaxMutable())
+      return {{oa.getNewMax(), BufferRelation::Equivalent}};
+    if (&operand == &oa.getSumMutable())
+      return {{oa.getNewSum(), BufferRelation::Equivalent}};
+    return {};
+  }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto oa = cast<OnlineAttentionOp>(op);
+    if (!microKernelHandles(op))
+      return op->emitOpError(
+          "the CPU micro-kernel needs f32 operands, static head dims and no "
+          "relative bias table; run convert-attn-to-linalg first");
+    SmallVector<Value> buffers;
+    for (Value t : {oa.getQuery(), oa.getKey(), oa.getValue(), oa.getAcc(),
+                    oa.getMax(), oa.getSum()}) {
+      FailureOr<Value> buf = getBuffer(rewriter, t, options, state);
+      if (failed(buf))
+        return failure();
+      auto ty = cast<MemRefType>(buf->getType());
+      int64_t offset;
+      SmallVector<int64_t> strides;
+      if (failed(ty.getStridesAndOffset(strides, offset)) ||
+          strides.back() != 1)
+        return op->emitOpError("the CPU micro-kernel needs operands whose "
+                               "innermost dim is contiguous");
+      buffers.push_back(*buf);
+    }
+    rewriter.setInsertionPoint(op);
+    Emitter e{rewriter, op->getLoc(), oa};
+    e.q = buffers[0];
+    e.k = buffers[1];
+    e.v = buffers[2];
+    e.acc = buffers[3];
+    e.max = buffers[4];
+    e.sum = buffers[5];
+    int64_t lanes = 16;
+    if (auto a = op->getAttrOfType<IntegerAttr>(kVectorLanesAttr))
+      lanes = a.getInt();
+    e.W = lanes;
+    // 32 vector registers (AVX-512) hold a 4×4 tile plus operands; 16
+    // (AVX2, SSE) a 2×4 tile.
+    e.R = lanes >= 16 ? 4 : 2;
+    auto qt = cast<ShapedType>(oa.getQuery().getType());
+    e.lead = qt.getRank() - 2;
+    e.d = qt.getShape().back();
+    e.dv = cast<ShapedType>(oa.getValue().getType()).getShape().back();
+    e.emit();
+    replaceOpWithBufferizedValues(rewriter, op,
+                                  {buffers[3], buffers[4], buffers[5]});
+    return success();
+  }
+};
+
+} // namespace
+
+bool mlir::attn::microKernelHandles(Operation *op) {
+  auto oa = dyn_cast<OnlineAttentionOp>(op);
+  if (!oa || oa.getBiasTable() || oa.getRelativeBiasAttr())
+    return false;
+  for (Value v : {oa.getQuery(), oa.getKey(), oa.getValue(), oa.getAcc(),
+                  oa.getMax(), oa.getSum()})
+    if (!isF32Memrefish(v.getType()))
+      return false;
+  auto q = cast<ShapedType>(oa.getQuery().getType());
+  auto v = cast<ShapedType>(oa.getValue().getType());
+  if (q.getRank() < 2 || ShapedType::isDynamic(q.getShape().back()) ||
+      ShapedType::isDynamic(v.getShape().back()))
+    return false;
+  if (auto lanes = op->getAttrOfType<IntegerAttr>(kVectorLanesAttr))
+    if (lanes.getInt() != 4 && lanes.getInt() != 8 && lanes.getInt() != 16)
+      return false;
+  return true;
+}
+
+void mlir::attn::registerMicroKernelBufferization(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, AttnDialect *) {
+    OnlineAttentionOp::attachInterface<OnlineAttentionBufferization>(*ctx);
+  });
+}
