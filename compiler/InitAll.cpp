@@ -28,6 +28,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "compiler/Conversion/CPU/MicroKernel.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -52,6 +53,8 @@ void mlir::attn::registerAllPasses() {
   registerAttnPasses();
   registerAttnConversionPasses();
   registerAttnPipelines();
+  // one-shot-bufferize and friends, to inspect the micro-kernel.
+  bufferization::registerBufferizationPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerInlinerPass();

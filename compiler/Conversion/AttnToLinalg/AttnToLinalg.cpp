@@ -840,6 +840,14 @@ struct ConvertAttnToLinalgPass
     : attn::impl::ConvertAttnToLinalgPassBase<ConvertAttnToLinalgPass> {
   using Base::Base;
   void runOnOperation() override {
+    int64_t lanes = microKernelLanes;
+    if (lanes != 0 && lanes != 4 && lanes != 8 && lanes != 16) {
+      emitError(getOperation().getLoc())
+          << "convert-attn-to-linalg: micro-kernel-lanes must be 0, 4, 8 or "
+             "16, not "
+          << lanes;
+      return signalPassFailure();
+    }
     OpBuilder b(&getContext());
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
@@ -852,11 +860,6 @@ struct ConvertAttnToLinalgPass
     for (Operation *op : ops) {
       if (microKernelLanes > 0 && microKernelHandles(op)) {
         op->setAttr(kVectorLanesAttr, b.getI64IntegerAttr(microKernelLanes));
-        if (!microKernelHandles(op)) {
-          op->emitOpError("micro-kernel-lanes must be 4, 8 or 16, not ")
-              << microKernelLanes;
-          return signalPassFailure();
-        }
         continue;
       }
       if (auto oa = dyn_cast<OnlineAttentionOp>(op))

@@ -461,6 +461,10 @@ bool mlir::attn::microKernelHandles(Operation *op) {
 
 void mlir::attn::registerMicroKernelBufferization(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, AttnDialect *) {
+    // The dialects of the code the bufferization writes.
+    ctx->loadDialect<arith::ArithDialect, math::MathDialect,
+                     memref::MemRefDialect, scf::SCFDialect,
+                     vector::VectorDialect>();
     OnlineAttentionOp::attachInterface<OnlineAttentionBufferization>(*ctx);
   });
 }

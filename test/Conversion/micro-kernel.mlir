@@ -1,0 +1,68 @@
+// RUN: attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=16" | FileCheck %s --check-prefix=KEEP
+// RUN: attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=16" -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" | FileCheck %s
+// RUN: attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=8" -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" | FileCheck %s --check-prefix=AVX2
+// RUN: not attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=12" 2>&1 | FileCheck %s --check-prefix=LANES
+
+// The micro-kernel takes f32 tiles with static head dims: the op stays (with
+// its lane count) for bufferization, which writes the register-tiled code.
+// KEEP-LABEL: func.func @step(
+// KEEP: attn.online_attention {{.*}}attn.vector_lanes = 16
+// KEEP-NOT: linalg.generic
+// KEEP-LABEL: func.func @t5(
+// KEEP-NOT: attn.online_attention
+// KEEP: linalg.generic
+
+// Kᵀ pack (16×16 transposes when the chunk of 64 keys is full), then per
+// block of 4 query rows a 4×4 tile of 16-lane accumulators for Q·Kᵀ (4 Kᵀ
+// loads and 4 broadcasts per d step), the causal mask as lane compares, row
+// max and sum as vector reductions, and a 4×4 tile for acc·alpha + P·V;
+// leftover rows one at a time. Scratch is allocated outside the key loop.
+// CHECK-LABEL: func.func @step(
+// CHECK-NOT: attn.online_attention
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<64x64xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<4x64xf32>
+// CHECK: scf.for
+// CHECK: vector.transpose {{.*}} : vector<16x16xf32> to vector<16x16xf32>
+// CHECK: scf.for {{.*}} step %c4
+// CHECK-COUNT-16: vector.fma {{.*}} : vector<16xf32>
+// CHECK: arith.cmpi sle, {{.*}} : vector<16xi32>
+// CHECK: vector.reduction <maximumf>
+// CHECK: math.exp {{.*}} : vector<16xf32>
+// CHECK: vector.reduction <add>
+// CHECK: scf.for
+// CHECK-COUNT-16: vector.fma {{.*}} : vector<16xf32>
+// CHECK: scf.for {{.*}} step %c1
+// CHECK-COUNT-4: vector.fma {{.*}} : vector<16xf32>
+// AVX2-LABEL: func.func @step(
+// AVX2: memref.alloc() {alignment = 64 : i64} : memref<64x32xf32>
+// AVX2: scf.for {{.*}} step %c2
+// AVX2-COUNT-8: vector.fma {{.*}} : vector<8xf32>
+// LANES: error: convert-attn-to-linalg: micro-kernel-lanes must be 0, 4, 8 or 16, not 12
+func.func @step(%q: tensor<4x?x64xf32>, %k: tensor<?x64xf32>, %v: tensor<?x64xf32>,
+                %acc: tensor<4x?x64xf32>, %m: tensor<4x?xf32>, %l: tensor<4x?xf32>,
+                %qp: index, %kp: index)
+    -> (tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>) {
+  %a, %mx, %s = attn.online_attention %q, %k, %v, %acc, %m, %l, %qp, %kp
+      {mask = #attn.mask<causal>, scale = 0.125 : f64}
+      : (tensor<4x?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>,
+         tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>)
+        -> (tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>)
+  return %a, %mx, %s : tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>
+}
+
+// -----
+
+// A relative bias table (T5) is not the micro-kernel's: linalg it is.
+func.func @t5(%q: tensor<2x?x64xf32>, %k: tensor<?x64xf32>, %v: tensor<?x64xf32>,
+              %acc: tensor<2x?x64xf32>, %m: tensor<2x?xf32>, %l: tensor<2x?xf32>,
+              %qp: index, %kp: index, %tab: tensor<32x8xf32>, %h: index)
+    -> (tensor<2x?x64xf32>, tensor<2x?xf32>, tensor<2x?xf32>) {
+  %a, %mx, %s = attn.online_attention %q, %k, %v, %acc, %m, %l, %qp, %kp
+      bias_table(%tab : tensor<32x8xf32>, %h)
+      {relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = true>,
+       scale = 1.0 : f64}
+      : (tensor<2x?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>,
+         tensor<2x?x64xf32>, tensor<2x?xf32>, tensor<2x?xf32>)
+        -> (tensor<2x?x64xf32>, tensor<2x?xf32>, tensor<2x?xf32>)
+  return %a, %mx, %s : tensor<2x?x64xf32>, tensor<2x?xf32>, tensor<2x?xf32>
+}
