@@ -149,13 +149,25 @@ struct Emitter {
   }
   FloatAttr f32Attr(double c) { return b.getF32FloatAttr(c); }
 
-  /// Index list [lead..., m, extra...] into a state or query buffer.
-  SmallVector<Value> at(ValueRange leadIvs, Value m,
-                        std::initializer_list<Value> extra = {}) {
-    SmallVector<Value> r(leadIvs.begin(), leadIvs.end());
-    r.push_back(m);
+  /// Index list [lead..., m, extra...] of a row into a buffer.
+  static SmallVector<Value> at(ArrayRef<Value> row,
+                               std::initializer_list<Value> extra = {}) {
+    SmallVector<Value> r(row.begin(), row.end());
     r.append(extra.begin(), extra.end());
     return r;
+  }
+
+  /// Row `t` of the flattened [lead..., M] rows as [lead..., m].
+  SmallVector<Value> delinearize(Value t, Value M, ArrayRef<Value> leadUbs) {
+    SmallVector<Value> row(lead + 1);
+    row[lead] = arith::RemSIOp::create(b, loc, t, M);
+    Value rest = arith::DivSIOp::create(b, loc, t, M);
+    for (int64_t i = lead - 1; i >= 0; --i) {
+      row[i] = i == 0 ? rest : arith::RemSIOp::create(b, loc, rest, leadUbs[i]);
+      if (i > 0)
+        rest = arith::DivSIOp::create(b, loc, rest, leadUbs[i]);
+    }
+    return row;
   }
 
   /// The visible-key mask of row position `qPos` (key coordinates) for the
@@ -188,10 +200,11 @@ struct Emitter {
     return ok;
   }
 
-  /// The online-softmax update of `rows` query rows starting at row `m0`
-  /// against the packed chunk.
-  void rowBlock(int64_t rows, ValueRange leadIvs, Value m0, Value n0,
-                Value nc) {
+  /// The online-softmax update of the query rows `rowAt` (each [lead..., m])
+  /// against the packed chunk. Rows of one block may belong to different
+  /// heads of the group: in decode every head has a single row.
+  void rowBlock(ArrayRef<SmallVector<Value>> rowAt, Value n0, Value nc) {
+    int64_t rows = rowAt.size();
     Value zero = idx(0), one = idx(1);
     // S = Q · Kᵀ in rows × NV registers.
     SmallVector<Value> init(rows * NV, splatF(0.0));
@@ -202,8 +215,8 @@ struct Emitter {
             kt.push_back(vector::LoadOp::create(b, loc, vt, Kt,
                                                 ValueRange{kk, idx(j * W)}));
           for (int64_t r = 0; r < rows; ++r) {
-            Value x = memref::LoadOp::create(
-                b, loc, q, at(leadIvs, add(m0, idx(r)), {kk}));
+            Value x =
+                memref::LoadOp::create(b, loc, q, at(rowAt[r], {kk}));
             Value xb = splat(x, vt);
             for (int64_t j = 0; j < NV; ++j)
               next[r * NV + j] =
@@ -216,8 +229,7 @@ struct Emitter {
     Value kvBase = toI32(add(op.getKvPos(), n0));
     SmallVector<Value> alphas;
     for (int64_t r = 0; r < rows; ++r) {
-      Value m = add(m0, idx(r));
-      Value qPos = toI32(add(op.getQPos(), m));
+      Value qPos = toI32(add(op.getQPos(), rowAt[r].back()));
       Value rowMax;
       for (int64_t j = 0; j < NV; ++j) {
         Value &x = s[r * NV + j];
@@ -234,7 +246,7 @@ struct Emitter {
       }
       Value mx = vector::ReductionOp::create(
           b, loc, vector::CombiningKind::MAXIMUMF, rowMax);
-      SmallVector<Value> ri = at(leadIvs, m);
+      SmallVector<Value> ri = at(rowAt[r]);
       Value mOld = memref::LoadOp::create(b, loc, max, ri);
       Value mNew = arith::MaximumFOp::create(b, loc, mOld, mx);
       // A row with no visible key so far shifts by 0: exp(-inf) = 0.
@@ -287,8 +299,7 @@ struct Emitter {
       SmallVector<Value> a;
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < cw; ++c) {
-          Value x = load(acc, at(leadIvs, add(m0, idx(r)), {idx((c0 + c) * W)}),
-                         c0 + c);
+          Value x = load(acc, at(rowAt[r], {idx((c0 + c) * W)}), c0 + c);
           a.push_back(
               arith::MulFOp::create(b, loc, x, splat(alphas[r], vt)));
         }
@@ -308,8 +319,8 @@ struct Emitter {
       });
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < cw; ++c)
-          store(a[r * cw + c], acc,
-                at(leadIvs, add(m0, idx(r)), {idx((c0 + c) * W)}), c0 + c);
+          store(a[r * cw + c], acc, at(rowAt[r], {idx((c0 + c) * W)}),
+                c0 + c);
     }
   }
 
@@ -341,22 +352,26 @@ struct Emitter {
     SmallVector<Value> leadUbs;
     for (int64_t i = 0; i < lead; ++i)
       leadUbs.push_back(memref::DimOp::create(b, loc, q, i));
+    // The group's heads and rows flattened: a register block of R rows may
+    // span heads (decode has one row per head).
+    Value T = M;
+    for (Value ub : leadUbs)
+      T = arith::MulIOp::create(b, loc, T, ub);
+    Value tFull = arith::SubIOp::create(
+        b, loc, T, arith::RemSIOp::create(b, loc, T, idx(R)));
     Value C = idx(chunk());
     loop(zero, N, C, [&](Value n0) {
       Value nc = arith::MinSIOp::create(
           b, loc, arith::SubIOp::create(b, loc, N, n0), C);
       packKeys(n0, nc);
-      scf::buildLoopNest(
-          b, loc, SmallVector<Value>(lead, zero), leadUbs,
-          SmallVector<Value>(lead, one),
-          [&](OpBuilder &, Location, ValueRange ivs) {
-            Value rem = arith::RemSIOp::create(b, loc, M, idx(R));
-            Value mFull = arith::SubIOp::create(b, loc, M, rem);
-            loop(zero, mFull, idx(R),
-                 [&](Value m0) { rowBlock(R, ivs, m0, n0, nc); });
-            loop(mFull, M, one,
-                 [&](Value m) { rowBlock(1, ivs, m, n0, nc); });
-          });
+      auto block = [&](Value t0, int64_t rows) {
+        SmallVector<SmallVector<Value>> rowAt;
+        for (int64_t r = 0; r < rows; ++r)
+          rowAt.push_back(delinearize(add(t0, idx(r)), M, leadUbs));
+        rowBlock(rowAt, n0, nc);
+      };
+      loop(zero, tFull, idx(R), [&](Value t0) { block(t0, R); });
+      loop(tFull, T, one, [&](Value t) { block(t, 1); });
     });
   }
 };
