@@ -54,13 +54,15 @@ struct Emitter {
   OpBuilder &b;
   Location loc;
   OnlineAttentionOp op;
-  Value q, k, v, acc, max, sum; ///< memrefs
-  int64_t W, R, NV = 4, CV = 4;
-  int64_t d, dv, lead;
+  Value q = {}, k = {}, v = {}, acc = {}, max = {}, sum = {}; ///< memrefs
+  int64_t W = 16, R = 4, NV = 4, CV = 4;
+  int64_t d = 0, dv = 0, lead = 0;
   VectorType vt, vi32, vmask;
-  Value Kt, P; ///< scratch: [d, C] packed keys, [R, C] probabilities
+  Value Kt, P, A; ///< scratch: [d, C] Kᵀ, [R, C] probabilities, [R] alphas
 
   int64_t chunk() const { return NV * W; }
+  /// Below this many rows per tile, Q·Kᵀ uses dot products, not the pack.
+  static constexpr int64_t kDotRows = 16;
   Value idx(int64_t c) { return arith::ConstantIndexOp::create(b, loc, c); }
   Value f32(double c) {
     return arith::ConstantOp::create(b, loc, b.getF32Type(),
@@ -204,11 +206,35 @@ struct Emitter {
   /// against the packed chunk. Rows of one block may belong to different
   /// heads of the group: in decode every head has a single row.
   void rowBlock(ArrayRef<SmallVector<Value>> rowAt, Value n0, Value nc) {
+    scoresToState(rowAt, packedScores(rowAt), n0, nc);
+  }
+
+  /// The same without the pack (few rows): the scores of each row in a
+  /// loop (unrolled rows would let LLVM share their K loads and keep W·d/W
+  /// vectors live), alpha through scratch, then P · V for the block.
+  void dotRowBlock(Value t0, int64_t rows, Value M, ArrayRef<Value> leadUbs,
+                   Value n0, Value nc) {
+    loop(idx(0), idx(rows), idx(1), [&](Value r) {
+      SmallVector<Value> row = delinearize(add(t0, r), M, leadUbs);
+      Value alpha = softmaxRow(row, dotScores(row, n0), r, n0, nc);
+      memref::StoreOp::create(b, loc, alpha, A, ValueRange{r});
+    });
+    SmallVector<SmallVector<Value>> rowAt;
+    SmallVector<Value> alphas;
+    for (int64_t r = 0; r < rows; ++r) {
+      rowAt.push_back(delinearize(add(t0, idx(r)), M, leadUbs));
+      alphas.push_back(memref::LoadOp::create(b, loc, A, ValueRange{idx(r)}));
+    }
+    pvBlock(rowAt, alphas, n0, nc);
+  }
+
+  /// S = Q · Kᵀ from the packed chunk in rows × NV registers: per d step NV
+  /// loads of Kᵀ, one broadcast of q per row, rows × NV FMAs.
+  SmallVector<Value> packedScores(ArrayRef<SmallVector<Value>> rowAt) {
     int64_t rows = rowAt.size();
     Value zero = idx(0), one = idx(1);
-    // S = Q · Kᵀ in rows × NV registers.
     SmallVector<Value> init(rows * NV, splatF(0.0));
-    SmallVector<Value> s = loop(
+    return loop(
         zero, idx(d), one, init, [&](Value kk, ValueRange a) {
           SmallVector<Value> kt, next(a.begin(), a.end());
           for (int64_t j = 0; j < NV; ++j)
@@ -224,15 +250,110 @@ struct Emitter {
           }
           return next;
         });
+  }
 
+  /// Sums each of the W vectors `v` across its lanes: the result's lane i is
+  /// the sum of v[i]. A shuffle tree (log2 W levels of two shuffles and an
+  /// add per output) instead of W horizontal reductions.
+  Value sumLanes(SmallVector<Value> v) {
+    // labels[x][l]: which input lane l of vector x partially sums.
+    SmallVector<SmallVector<int64_t>> labels;
+    for (int64_t i = 0; i < W; ++i)
+      labels.push_back(SmallVector<int64_t>(W, i));
+    while (v.size() > 1) {
+      SmallVector<Value> next;
+      SmallVector<SmallVector<int64_t>> nextLabels;
+      for (size_t x = 0; x + 1 < v.size(); x += 2) {
+        // Lanes of each label in order of appearance, in A then in B.
+        SmallVector<int64_t> lo, hi, lab;
+        for (int side = 0; side < 2; ++side) {
+          const SmallVector<int64_t> &L = labels[x + side];
+          SmallVector<int64_t> seen;
+          for (int64_t l = 0; l < W; ++l)
+            if (!llvm::is_contained(seen, L[l]))
+              seen.push_back(L[l]);
+          for (int64_t label : seen) {
+            SmallVector<int64_t> lanes;
+            for (int64_t l = 0; l < W; ++l)
+              if (L[l] == label)
+                lanes.push_back(l + side * W);
+            size_t half = lanes.size() / 2;
+            for (size_t i = 0; i < half; ++i) {
+              lo.push_back(lanes[i]);
+              hi.push_back(lanes[half + i]);
+              lab.push_back(label);
+            }
+          }
+        }
+        Value a = vector::ShuffleOp::create(b, loc, v[x], v[x + 1], lo);
+        Value c = vector::ShuffleOp::create(b, loc, v[x], v[x + 1], hi);
+        next.push_back(arith::AddFOp::create(b, loc, a, c));
+        nextLabels.push_back(lab);
+      }
+      v = next;
+      labels = nextLabels;
+    }
+    SmallVector<int64_t> order(W);
+    for (int64_t l = 0; l < W; ++l)
+      order[labels[0][l]] = l;
+    return vector::ShuffleOp::create(b, loc, v[0], v[0], order);
+  }
+
+  /// S = Q · Kᵀ without the pack, for few rows (decode): W keys at a time,
+  /// each a dot product along d (K rows read as they are, q from L1), the W
+  /// partial vectors summed by sumLanes. Keys past the chunk read the last
+  /// key instead; the padding mask drops them.
+  SmallVector<Value> dotScores(ArrayRef<Value> row, Value n0) {
+    Value zero = idx(0), last = arith::SubIOp::create(
+                              b, loc, memref::DimOp::create(b, loc, k, 0),
+                              idx(1));
+    SmallVector<Value> s;
+    for (int64_t j = 0; j < NV; ++j) {
+        SmallVector<Value> keyRows;
+        for (int64_t i = 0; i < W; ++i)
+          keyRows.push_back(arith::MinSIOp::create(
+              b, loc, add(n0, idx(j * W + i)), last));
+        SmallVector<Value> init(W, splatF(0.0));
+        SmallVector<Value> part = loop(
+            zero, idx(d), idx(W), init, [&](Value kb, ValueRange a) {
+              Value qv = vector::LoadOp::create(b, loc, vt, q, at(row, {kb}));
+              SmallVector<Value> next;
+              for (int64_t i = 0; i < W; ++i) {
+                Value kv = vector::LoadOp::create(b, loc, vt, k,
+                                                  ValueRange{keyRows[i], kb});
+                next.push_back(vector::FMAOp::create(b, loc, kv, qv, a[i]));
+              }
+              return next;
+            });
+        s.push_back(sumLanes(part));
+      }
+    return s;
+  }
+
+  /// Scale, softcap and mask the scores `s` (rows × NV vectors), fold them
+  /// into the running max and sum, and update acc with P · V.
+  void scoresToState(ArrayRef<SmallVector<Value>> rowAt,
+                     SmallVector<Value> s, Value n0, Value nc) {
+    SmallVector<Value> alphas;
+    for (size_t r = 0; r < rowAt.size(); ++r)
+      alphas.push_back(softmaxRow(rowAt[r], ArrayRef(s).slice(r * NV, NV),
+                                  idx(r), n0, nc));
+    pvBlock(rowAt, alphas, n0, nc);
+  }
+
+  /// One row's scores (NV vectors): scale, softcap, mask; the new max and
+  /// sum are stored, P goes to scratch row `pRow`; returns alpha, the
+  /// rescaling of the row's old accumulator.
+  Value softmaxRow(ArrayRef<Value> row, ArrayRef<Value> scores, Value pRow,
+                   Value n0, Value nc) {
+    SmallVector<Value> s(scores.begin(), scores.end());
     Value scale = splatF(op.getScale().convertToDouble());
     Value kvBase = toI32(add(op.getKvPos(), n0));
-    SmallVector<Value> alphas;
-    for (int64_t r = 0; r < rows; ++r) {
-      Value qPos = toI32(add(op.getQPos(), rowAt[r].back()));
+    {
+      Value qPos = toI32(add(op.getQPos(), row.back()));
       Value rowMax;
       for (int64_t j = 0; j < NV; ++j) {
-        Value &x = s[r * NV + j];
+        Value &x = s[j];
         x = arith::MulFOp::create(b, loc, x, scale);
         if (std::optional<APFloat> cap = op.getSoftcap()) {
           Value c = splatF(cap->convertToDouble());
@@ -246,7 +367,7 @@ struct Emitter {
       }
       Value mx = vector::ReductionOp::create(
           b, loc, vector::CombiningKind::MAXIMUMF, rowMax);
-      SmallVector<Value> ri = at(rowAt[r]);
+      SmallVector<Value> ri = at(row);
       Value mOld = memref::LoadOp::create(b, loc, max, ri);
       Value mNew = arith::MaximumFOp::create(b, loc, mOld, mx);
       // A row with no visible key so far shifts by 0: exp(-inf) = 0.
@@ -257,8 +378,8 @@ struct Emitter {
       Value rowSum;
       for (int64_t j = 0; j < NV; ++j) {
         Value p = math::ExpOp::create(
-            b, loc, arith::SubFOp::create(b, loc, s[r * NV + j], shiftV));
-        vector::StoreOp::create(b, loc, p, P, ValueRange{idx(r), idx(j * W)});
+            b, loc, arith::SubFOp::create(b, loc, s[j], shiftV));
+        vector::StoreOp::create(b, loc, p, P, ValueRange{pRow, idx(j * W)});
         rowSum = rowSum ? arith::AddFOp::create(b, loc, rowSum, p) : p;
       }
       Value rs = vector::ReductionOp::create(b, loc,
@@ -270,10 +391,16 @@ struct Emitter {
           b, loc, arith::MulFOp::create(b, loc, lOld, alpha), rs);
       memref::StoreOp::create(b, loc, lNew, sum, ri);
       memref::StoreOp::create(b, loc, mNew, max, ri);
-      alphas.push_back(alpha);
+      return alpha;
     }
+  }
 
-    // acc = acc · alpha + P · V, CV vectors of dv at a time.
+  /// acc = acc · alpha + P · V for the rows `rowAt` (P in scratch rows
+  /// 0..rows), CV vectors of dv at a time in rows × CV registers.
+  void pvBlock(ArrayRef<SmallVector<Value>> rowAt, ArrayRef<Value> alphas,
+               Value n0, Value nc) {
+    int64_t rows = rowAt.size();
+    Value zero = idx(0), one = idx(1);
     int64_t nvec = (dv + W - 1) / W;
     auto maskFor = [&](int64_t vec) -> Value {
       int64_t valid = dv - vec * W;
@@ -344,6 +471,8 @@ struct Emitter {
           b, loc, MemRefType::get({d, chunk()}, b.getF32Type()), align);
       P = memref::AllocOp::create(
           b, loc, MemRefType::get({R, chunk()}, b.getF32Type()), align);
+      A = memref::AllocOp::create(b, loc, MemRefType::get({R}, b.getF32Type()),
+                                  align);
     }
 
     Value zero = idx(0), one = idx(1);
@@ -363,15 +492,33 @@ struct Emitter {
     loop(zero, N, C, [&](Value n0) {
       Value nc = arith::MinSIOp::create(
           b, loc, arith::SubIOp::create(b, loc, N, n0), C);
-      packKeys(n0, nc);
-      auto block = [&](Value t0, int64_t rows) {
-        SmallVector<SmallVector<Value>> rowAt;
-        for (int64_t r = 0; r < rows; ++r)
-          rowAt.push_back(delinearize(add(t0, idx(r)), M, leadUbs));
-        rowBlock(rowAt, n0, nc);
+      auto rowsOf = [&](bool dot) {
+        auto block = [&](Value t0, int64_t rows) {
+          if (dot)
+            return dotRowBlock(t0, rows, M, leadUbs, n0, nc);
+          SmallVector<SmallVector<Value>> rowAt;
+          for (int64_t r = 0; r < rows; ++r)
+            rowAt.push_back(delinearize(add(t0, idx(r)), M, leadUbs));
+          rowBlock(rowAt, n0, nc);
+        };
+        loop(zero, tFull, idx(R), [&](Value t0) { block(t0, R); });
+        loop(tFull, T, one, [&](Value t) { block(t, 1); });
       };
-      loop(zero, tFull, idx(R), [&](Value t0) { block(t0, R); });
-      loop(tFull, T, one, [&](Value t) { block(t, 1); });
+      if (d % W != 0) {
+        packKeys(n0, nc);
+        rowsOf(/*dot=*/false);
+        return;
+      }
+      // Few rows (decode): the pack costs more than it saves.
+      Value few = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, T,
+                                        idx(kDotRows));
+      auto ifOp = scf::IfOp::create(b, loc, few, /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      rowsOf(/*dot=*/true);
+      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+      packKeys(n0, nc);
+      rowsOf(/*dot=*/false);
     });
   }
 };
