@@ -228,7 +228,21 @@ template <typename F> Result inChild(int repeats, F body) {
 // Read bandwidth
 //===----------------------------------------------------------------------===//
 
-__attribute__((target("avx2"))) float sumFloats(const float *p, int64_t n) {
+__attribute__((target("avx512f"))) float sumFloats512(const float *p,
+                                                       int64_t n) {
+  __m512 a = _mm512_setzero_ps(), b = a, c = a, d = a;
+  for (int64_t i = 0; i + 64 <= n; i += 64) {
+    a = _mm512_add_ps(a, _mm512_loadu_ps(p + i));
+    b = _mm512_add_ps(b, _mm512_loadu_ps(p + i + 16));
+    c = _mm512_add_ps(c, _mm512_loadu_ps(p + i + 32));
+    d = _mm512_add_ps(d, _mm512_loadu_ps(p + i + 48));
+  }
+  return _mm512_reduce_add_ps(
+      _mm512_add_ps(_mm512_add_ps(a, b), _mm512_add_ps(c, d)));
+}
+
+__attribute__((target("avx2"))) float sumFloats256(const float *p,
+                                                   int64_t n) {
   __m256 a = _mm256_setzero_ps(), b = a, c = a, d = a;
   for (int64_t i = 0; i + 32 <= n; i += 32) {
     a = _mm256_add_ps(a, _mm256_loadu_ps(p + i));
@@ -246,7 +260,7 @@ __attribute__((target("avx2"))) float sumFloats(const float *p, int64_t n) {
 
 /// GB/s of streaming reads of a 512 MiB buffer (far past the caches) on
 /// all threads, each its own contiguous part; median of 5.
-double readBandwidth(int threads) {
+double readBandwidth(int threads, bool avx512) {
   int64_t n = int64_t(1) << 27;
   std::vector<float> buf(n, 1.0f);
   std::vector<double> rates;
@@ -257,7 +271,8 @@ double readBandwidth(int threads) {
 #pragma omp parallel num_threads(threads) reduction(+ : s)
     {
       int64_t part = n / omp_get_num_threads();
-      s += sumFloats(buf.data() + omp_get_thread_num() * part, part);
+      const float *p = buf.data() + omp_get_thread_num() * part;
+      s += avx512 ? sumFloats512(p, part) : sumFloats256(p, part);
     }
     sink = sink + s;
     rates.push_back(double(n) * 4 / (nowMs() - t0) / 1e6);
@@ -320,7 +335,7 @@ int main(int argc, char **argv) {
   openblas_set_num_threads(threads);
   bool avx512 = false;
   double peak = fmaPeak(threads, avx512);
-  double bandwidth = readBandwidth(threads);
+  double bandwidth = readBandwidth(threads, avx512);
   std::printf("FMA peak (%s, %d threads): %.1f GFLOP/s; read bandwidth: "
               "%.1f GB/s; OpenBLAS: %s\n",
               avx512 ? "AVX-512" : "AVX2", threads, peak, bandwidth,
