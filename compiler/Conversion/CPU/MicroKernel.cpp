@@ -57,8 +57,9 @@ struct Emitter {
   Value q = {}, k = {}, v = {}, acc = {}, max = {}, sum = {}; ///< memrefs
   int64_t W = 16, R = 4, NV = 4, CV = 4;
   int64_t d = 0, dv = 0, lead = 0;
-  VectorType vt, vi32, vmask;
-  Value Kt, P, A; ///< scratch: [d, C] Kᵀ, [R, C] probabilities, [R] alphas
+  VectorType vt = {}, vi32 = {}, vmask = {};
+  /// Scratch: [d, C] Kᵀ, [R, C] probabilities, [R] alphas.
+  Value Kt = {}, P = {}, A = {};
 
   int64_t chunk() const { return NV * W; }
   /// Below this many rows per tile, Q·Kᵀ uses dot products, not the pack.
