@@ -44,7 +44,7 @@ using namespace mlir::bufferization;
 
 namespace {
 
-bool isF32Memrefish(Type t) {
+bool hasF32Elements(Type t) {
   auto s = dyn_cast<ShapedType>(t);
   return s && s.getElementType().isF32();
 }
@@ -609,7 +609,7 @@ bool mlir::attn::microKernelHandles(Operation *op) {
     return false;
   for (Value v : {oa.getQuery(), oa.getKey(), oa.getValue(), oa.getAcc(),
                   oa.getMax(), oa.getSum()})
-    if (!isF32Memrefish(v.getType()))
+    if (!hasF32Elements(v.getType()))
       return false;
   auto q = cast<ShapedType>(oa.getQuery().getType());
   auto v = cast<ShapedType>(oa.getValue().getType());
