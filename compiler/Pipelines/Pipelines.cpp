@@ -59,6 +59,7 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   tile.target = options.target;
   tile.qBlock = options.qBlock;
   tile.kvBlock = options.kvBlock;
+  tile.splitTarget = options.splitTarget;
   pm.addNestedPass<func::FuncOp>(createTileAttentionPass(tile));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -42,6 +42,11 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
   Option<int64_t> kvBlock{*this, "kv-block",
                           llvm::cl::desc("Keys per tile (0: default)"),
                           llvm::cl::init(0)};
+  Option<int64_t> splitTarget{
+      *this, "split-target",
+      llvm::cl::desc("Split-K decode: split the keys of a one-block query "
+                     "when batch x KV heads is below this (0: never)"),
+      llvm::cl::init(16)};
   Option<int64_t> vectorLanes{
       *this, "vector-lanes",
       llvm::cl::desc("f32 lanes of the CPU micro-kernel: 16 (AVX-512, "

@@ -1,5 +1,6 @@
 // RUN: attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=16" | FileCheck %s --check-prefix=KEEP
 // RUN: attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=16" -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" | FileCheck %s
+// RUN: attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=16" -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" | FileCheck %s --check-prefix=DECODE
 // RUN: attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=8" -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" | FileCheck %s --check-prefix=AVX2
 // RUN: not attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=12" 2>&1 | FileCheck %s --check-prefix=LANES
 
@@ -33,6 +34,23 @@
 // CHECK-COUNT-16: vector.fma {{.*}} : vector<16xf32>
 // CHECK: scf.for {{.*}} step %c1
 // CHECK-COUNT-4: vector.fma {{.*}} : vector<16xf32>
+// Fewer than 16 rows (decode), full chunk: per 4 keys a 4 rows x 4 keys tile of
+// dot products (16 FMAs per d step, each K vector shared by the 4 rows), the
+// K rows of the next chunk prefetched to L2, the 16 accumulators folded by a
+// shuffle tree and stored 4 lanes per row; then P·V prefetching V.
+// DECODE-LABEL: func.func @step(
+// DECODE: scf.if
+// DECODE: scf.if
+// DECODE: scf.for {{.*}} step %c4
+// DECODE: scf.for {{.*}} = %c0{{.*}} to %c64{{.*}} step %c4
+// DECODE-COUNT-4: memref.prefetch %arg1[{{.*}}], read, locality<2>, data : memref<?x64xf32>
+// DECODE: scf.for {{.*}} step %c16
+// DECODE-COUNT-16: vector.fma {{.*}} : vector<16xf32>
+// DECODE: vector.shuffle
+// DECODE: vector.extract_strided_slice {{.*}} {offsets = [12], sizes = [4], strides = [1]} : vector<16xf32> to vector<4xf32>
+// DECODE: vector.reduction <maximumf>
+// DECODE: memref.prefetch %arg2[{{.*}}], read, locality<2>, data : memref<?x64xf32>
+// DECODE-COUNT-16: vector.fma {{.*}} : vector<16xf32>
 // AVX2-LABEL: func.func @step(
 // AVX2: memref.alloc() {alignment = 64 : i64} : memref<64x32xf32>
 // AVX2: scf.for {{.*}} step %c2

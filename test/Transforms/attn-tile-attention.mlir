@@ -1,5 +1,8 @@
-// RUN: attn-opt %s -split-input-file -attn-tile-attention -cse | FileCheck %s
-// RUN: attn-opt %s -split-input-file -attn-tile-attention=q-block=32\ kv-block=16 -cse | FileCheck %s --check-prefix=SIZES
+// The tiling itself, without split-K and decode's longer key tiles:
+// RUN: attn-opt %s -split-input-file -attn-tile-attention=split-target=0\ decode-kv-block=64 -cse | FileCheck %s
+// RUN: attn-opt %s -split-input-file -attn-tile-attention=q-block=32\ kv-block=16\ decode-kv-block=16\ split-target=0 -cse | FileCheck %s --check-prefix=SIZES
+// The defaults (split-K, decode tiles of 1024 keys):
+// RUN: attn-opt %s -split-input-file -attn-tile-attention -cse | FileCheck %s --check-prefix=SPLIT
 
 // GQA, causal: one forall point per (batch, KV head, query block); the query
 // tile holds the 4 query heads of the group; each K and V tile is extracted
@@ -12,14 +15,14 @@
 // CHECK-DAG: %[[QLEN:.*]] = tensor.dim %[[Q]], %c2
 // CHECK-DAG: %[[KVLEN:.*]] = tensor.dim %[[K]], %c2
 // CHECK-DAG: %[[C64:.*]] = arith.constant 64 : index
+// CHECK-DAG: %[[OFF:.*]] = arith.subi %[[KVLEN]], %[[QLEN]]
 // CHECK: %[[NQB:.*]] = arith.ceildivsi %[[QLEN]], %[[C64]]
-// CHECK: %[[OFF:.*]] = arith.subi %[[KVLEN]], %[[QLEN]]
 // CHECK: scf.forall (%[[B:.*]], %[[G:.*]], %[[QB:.*]]) in (%{{.*}}, 8, %[[NQB]])
 // CHECK: %[[Q0:.*]] = arith.muli %[[QB]], %[[C64]]
 // CHECK: %[[QN:.*]] = arith.minsi %[[C64]], %{{.*}}
+// CHECK: %[[QPOS:.*]] = arith.addi %[[Q0]], %[[OFF]]
 // CHECK: %[[H0:.*]] = arith.muli %[[G]], %c4
 // CHECK: %[[QT:.*]] = tensor.extract_slice %[[Q]][%[[B]], %[[H0]], %[[Q0]], 0] [1, 4, %[[QN]], 128] [1, 1, 1, 1] : tensor<?x32x?x128xf32> to tensor<4x?x128xf32>
-// CHECK: %[[QPOS:.*]] = arith.addi %[[Q0]], %[[OFF]]
 // CHECK: %[[R0:.*]]:3 = scf.for %[[KB:.*]] = %c0 to %[[FULLHI:.*]] step %[[C64]] iter_args
 // CHECK: %[[KT:.*]] = tensor.extract_slice %[[K]][%[[B]], %[[G]], %[[KB]], 0] [1, 1, %{{.*}}, 128] [1, 1, 1, 1] : tensor<?x8x?x128xf32> to tensor<?x128xf32>
 // CHECK: %[[VT:.*]] = tensor.extract_slice %[[V]][%[[B]], %[[G]], %[[KB]], 0]
@@ -34,6 +37,49 @@
 // CHECK-NOT: tensor<?x32x?x?xf32>
 // CHECK-NOT: tensor<?x32x?x128xf32> to tensor
 // CHECK-NOT: attn.sdpa
+// Split-K (flash-decoding): a query of one block (q_len <= 64) whose
+// batch x 8 KV heads is below 16 gets parts = min(ceil(16 / (B*8)),
+// kv_len / 512); the forall gains a part dim, each part folds keys
+// [lo + s*per, lo + (s+1)*per) of the block's range into its state and
+// writes it to the workspace (the output write has 0 rows then), and a merge
+// loop (0 iterations without split) combines the parts by log-sum-exp. Tiles
+// of fewer than 16 rows (all heads of the group) take 1024 keys.
+// SPLIT-LABEL: func.func @causal_gqa(
+// SPLIT-DAG: %[[QLEN:.*]] = tensor.dim %{{.*}}, %c2 : tensor<?x32x?x128xf32>
+// SPLIT-DAG: %[[KVLEN:.*]] = tensor.dim %{{.*}}, %c2 : tensor<?x8x?x128xf32>
+// SPLIT: %[[ITEMS:.*]] = arith.muli %{{.*}}, %c8
+// SPLIT: %[[IT1:.*]] = arith.maxsi %[[ITEMS]], %c1
+// SPLIT: %[[WANT1:.*]] = arith.ceildivsi %c16, %[[IT1]]
+// SPLIT: %[[WANT2:.*]] = arith.divsi %[[KVLEN]], %c512
+// SPLIT: %[[WANT:.*]] = arith.minsi %[[WANT1]], %[[WANT2]]
+// SPLIT: %[[ONEB:.*]] = arith.cmpi sle, %[[QLEN]], %c64
+// SPLIT: %[[WORTH:.*]] = arith.cmpi sgt, %[[WANT]], %c1
+// SPLIT: %[[SPLIT:.*]] = arith.andi %[[ONEB]], %[[WORTH]]
+// SPLIT: %[[NS:.*]] = arith.select %[[SPLIT]], %[[WANT]], %c1
+// SPLIT: scf.forall (%[[B:.*]], %[[G:.*]], %{{.*}}, %[[S:.*]]) in (%{{.*}}, 8, %{{.*}}, %[[NS]]) shared_outs({{.*}}) -> (tensor<?x32x?x128xf32>, tensor<?x8x?x4x?x128xf32>, tensor<?x8x?x4x?xf32>, tensor<?x8x?x4x?xf32>)
+// SPLIT: %[[PER:.*]] = arith.ceildivsi %{{.*}}, %[[NS]]
+// SPLIT: arith.muli %[[S]], %[[PER]]
+// SPLIT: %[[FEW:.*]] = arith.cmpi slt, %{{.*}}, %c16
+// SPLIT: %[[STEP:.*]] = arith.select %[[FEW]], %c1024, %c64
+// SPLIT: scf.for {{.*}} step %[[STEP]]
+// SPLIT: attn.online_attention
+// SPLIT: %[[OUTROWS:.*]] = arith.select %[[SPLIT]], %c0, %{{.*}}
+// SPLIT: scf.forall.in_parallel
+// SPLIT-NEXT: tensor.parallel_insert_slice {{.*}} [1, 4, %[[OUTROWS]], 128]
+// SPLIT-NEXT: tensor.parallel_insert_slice {{.*}}[%[[B]], %[[G]], %[[S]], 0, 0, 0]
+// SPLIT-NEXT: tensor.parallel_insert_slice {{.*}}[%[[B]], %[[G]], %[[S]], 0, 0]
+// SPLIT-NEXT: tensor.parallel_insert_slice {{.*}}[%[[B]], %[[G]], %[[S]], 0, 0]
+// SPLIT: } {attn.tiled}
+// SPLIT: %[[MB:.*]] = arith.select %[[SPLIT]], %{{.*}}, %c0
+// SPLIT: scf.forall ({{.*}}) in (%[[MB]], 8)
+// SPLIT: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "parallel"]
+// SPLIT: arith.maximumf
+// SPLIT: linalg.generic
+// SPLIT: math.exp
+// SPLIT: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "parallel", "parallel"]
+// SPLIT: math.exp
+// SPLIT: attn.online_finalize
+// SPLIT: } {attn.split_k_merge}
 // SIZES-LABEL: func.func @causal_gqa(
 // SIZES: arith.ceildivsi %{{.*}}, %c32
 // SIZES: scf.for {{.*}} step %c16

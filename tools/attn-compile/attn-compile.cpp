@@ -110,6 +110,13 @@ cl::opt<int64_t> kvBlock("kv-block",
                          cl::desc("Keys per tile (0: target default)"),
                          cl::init(0), cl::cat(category));
 
+cl::opt<int64_t> splitTarget(
+    "split-target",
+    cl::desc("Split-K decode (flash-decoding): a query of one block whose "
+             "batch x KV heads is below this many gets its key range split "
+             "across threads, merged by log-sum-exp (0: never; default 16)"),
+    cl::init(16), cl::cat(category));
+
 cl::opt<bool> describe("describe",
                        cl::desc("Print the normalized model description as "
                                 "JSON instead of IR"),
@@ -189,6 +196,12 @@ int main(int argc, char **argv) {
                       "positive (0 picks the target default)\n";
       return 1;
     }
+    if (splitTarget < 0) {
+      llvm::errs() << "attn-compile: error: --split-target must be 0 (no "
+                      "split-K) or more, got "
+                   << splitTarget << "\n";
+      return 1;
+    }
     if (optLevel > 3) {
       llvm::errs() << "attn-compile: error: -O" << optLevel
                    << " is not a level; accepted: -O0 to -O3\n";
@@ -216,6 +229,7 @@ int main(int argc, char **argv) {
     options.target = target;
     options.qBlock = qBlock;
     options.kvBlock = kvBlock;
+    options.splitTarget = splitTarget;
     if (int64_t lanes = attn::cpuVectorLanes(cpu))
       options.vectorLanes = lanes;
     PassManager pm(&context);

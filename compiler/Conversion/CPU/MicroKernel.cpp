@@ -16,7 +16,15 @@
 //      - acc = acc·alpha + P·V in R×4 vector accumulators over dv, per key
 //        4 loads of V, R broadcasts of p, 4R FMAs.
 //
-// The two scratch buffers are allocated once per iteration of the enclosing
+// Fewer than 16 rows in the tile (decode: one row per head of the group) skip
+// the pack: a block of R rows × W/R keys holds W accumulators of dot
+// products along d, so each K vector loaded serves every row and K is read
+// once, in address order; a shuffle tree (sumLanes) folds them into one
+// vector of scores. While P·V runs over key n of the chunk, the K and V rows
+// of key n of the next chunk are prefetched into L2 (decode reads K and V
+// from memory once; without the prefetch the loads wait on DRAM).
+//
+// The scratch buffers are allocated once per iteration of the enclosing
 // parallel loop (one query block, many tiles), so each thread has its own
 // and no tile allocates.
 // The query's leading dims (the heads of one GQA group) all use the same
@@ -37,6 +45,20 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+
+
+
+
+
+
+
+
+
+
+
+
+
+
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -60,6 +82,8 @@ struct Emitter {
   VectorType vt = {}, vi32 = {}, vmask = {};
   /// Scratch: [d, C] Kᵀ, [R, C] probabilities, [R] alphas.
   Value Kt = {}, P = {}, A = {};
+  /// Decode: the next chunk's first row and the last row, for prefetches.
+  Value prefetchBase = {}, prefetchLast = {};
 
   int64_t chunk() const { return NV * W; }
   /// Below this many rows per tile, Q·Kᵀ uses dot products, not the pack.
@@ -210,22 +234,27 @@ struct Emitter {
     scoresToState(rowAt, packedScores(rowAt), n0, nc);
   }
 
-  /// The same without the pack (few rows): the scores of each row in a
-  /// loop (unrolled rows would let LLVM share their K loads and keep W·d/W
-  /// vectors live), alpha through scratch, then P · V for the block.
+  /// The same without the pack (few rows): the block's scores into P
+  /// (dotScores), then each row's softmax in a loop, alpha through scratch,
+  /// then P · V for the block.
   void dotRowBlock(Value t0, int64_t rows, Value M, ArrayRef<Value> leadUbs,
-                   Value n0, Value nc) {
+                   Value n0, Value nc, bool fullChunk) {
+    SmallVector<SmallVector<Value>> rowAt;
+    for (int64_t r = 0; r < rows; ++r)
+      rowAt.push_back(delinearize(add(t0, idx(r)), M, leadUbs));
+    dotScores(rowAt, n0, fullChunk);
     loop(idx(0), idx(rows), idx(1), [&](Value r) {
       SmallVector<Value> row = delinearize(add(t0, r), M, leadUbs);
-      Value alpha = softmaxRow(row, dotScores(row, n0), r, n0, nc);
+      SmallVector<Value> scores;
+      for (int64_t j = 0; j < NV; ++j)
+        scores.push_back(
+            vector::LoadOp::create(b, loc, vt, P, ValueRange{r, idx(j * W)}));
+      Value alpha = softmaxRow(row, scores, r, n0, nc);
       memref::StoreOp::create(b, loc, alpha, A, ValueRange{r});
     });
-    SmallVector<SmallVector<Value>> rowAt;
     SmallVector<Value> alphas;
-    for (int64_t r = 0; r < rows; ++r) {
-      rowAt.push_back(delinearize(add(t0, idx(r)), M, leadUbs));
+    for (int64_t r = 0; r < rows; ++r)
       alphas.push_back(memref::LoadOp::create(b, loc, A, ValueRange{idx(r)}));
-    }
     pvBlock(rowAt, alphas, n0, nc);
   }
 
@@ -300,35 +329,58 @@ struct Emitter {
     return vector::ShuffleOp::create(b, loc, v[0], v[0], order);
   }
 
-  /// S = Q · Kᵀ without the pack, for few rows (decode): W keys at a time,
-  /// each a dot product along d (K rows read as they are, q from L1), the W
-  /// partial vectors summed by sumLanes. Keys past the chunk read the last
-  /// key instead; the padding mask drops them.
-  SmallVector<Value> dotScores(ArrayRef<Value> row, Value n0) {
-    Value zero = idx(0), last = arith::SubIOp::create(
-                              b, loc, memref::DimOp::create(b, loc, k, 0),
-                              idx(1));
-    SmallVector<Value> s;
-    for (int64_t j = 0; j < NV; ++j) {
-        SmallVector<Value> keyRows;
-        for (int64_t i = 0; i < W; ++i)
-          keyRows.push_back(arith::MinSIOp::create(
-              b, loc, add(n0, idx(j * W + i)), last));
-        SmallVector<Value> init(W, splatF(0.0));
-        SmallVector<Value> part = loop(
-            zero, idx(d), idx(W), init, [&](Value kb, ValueRange a) {
-              Value qv = vector::LoadOp::create(b, loc, vt, q, at(row, {kb}));
-              SmallVector<Value> next;
-              for (int64_t i = 0; i < W; ++i) {
-                Value kv = vector::LoadOp::create(b, loc, vt, k,
-                                                  ValueRange{keyRows[i], kb});
-                next.push_back(vector::FMAOp::create(b, loc, kv, qv, a[i]));
-              }
-              return next;
-            });
-        s.push_back(sumLanes(part));
+  /// S = Q · Kᵀ without the pack, for few rows (decode), into P's rows.
+  /// A tile is the block's rows × KR = W / rows keys: W accumulators, each
+  /// a dot product along d, so that every K vector loaded serves all the
+  /// rows (the heads of the GQA group) and each key row is read once, in
+  /// address order (the hardware prefetcher follows). sumLanes folds the
+  /// W accumulators into one vector, lane r·KR + i the score of row r and
+  /// key i. In a partial chunk, keys past its end read the last key
+  /// instead and the padding mask drops them; a full chunk reads rows
+  /// n0 + c, constant offsets from one base address.
+  void dotScores(ArrayRef<SmallVector<Value>> rowAt, Value n0,
+                 bool fullChunk) {
+    int64_t rows = rowAt.size(), KR = W / rows;
+    Value zero = idx(0), last;
+    if (!fullChunk)
+      last = arith::SubIOp::create(b, loc, memref::DimOp::create(b, loc, k, 0),
+                                   idx(1));
+    // A loop, not unrolled: LLVM would interleave the tiles and spill.
+    loop(zero, idx(chunk()), idx(KR), [&](Value j0) {
+      Value base = add(n0, j0);
+      if (prefetchBase)
+        for (int64_t i = 0; i < KR; ++i)
+          prefetchRow(add(j0, idx(i)), k, d);
+      SmallVector<Value> keyRows;
+      for (int64_t i = 0; i < KR; ++i) {
+        Value r = add(base, idx(i));
+        keyRows.push_back(fullChunk ? r
+                                    : arith::MinSIOp::create(b, loc, r, last));
       }
-    return s;
+      SmallVector<Value> init(W, splatF(0.0));
+      SmallVector<Value> part = loop(
+          zero, idx(d), idx(W), init, [&](Value kb, ValueRange a) {
+            SmallVector<Value> kv, next(a.begin(), a.end());
+            for (int64_t i = 0; i < KR; ++i)
+              kv.push_back(vector::LoadOp::create(b, loc, vt, k,
+                                                  ValueRange{keyRows[i], kb}));
+            for (int64_t r = 0; r < rows; ++r) {
+              Value qv =
+                  vector::LoadOp::create(b, loc, vt, q, at(rowAt[r], {kb}));
+              for (int64_t i = 0; i < KR; ++i)
+                next[r * KR + i] =
+                    vector::FMAOp::create(b, loc, kv[i], qv, a[r * KR + i]);
+            }
+            return next;
+          });
+      Value sums = sumLanes(part);
+      for (int64_t r = 0; r < rows; ++r) {
+        Value piece = vector::ExtractStridedSliceOp::create(
+            b, loc, sums, ArrayRef<int64_t>{r * KR}, ArrayRef<int64_t>{KR},
+            ArrayRef<int64_t>{1});
+        vector::StoreOp::create(b, loc, piece, P, ValueRange{idx(r), j0});
+      }
+    });
   }
 
   /// Scale, softcap and mask the scores `s` (rows × NV vectors), fold them
@@ -432,6 +484,8 @@ struct Emitter {
               arith::MulFOp::create(b, loc, x, splat(alphas[r], vt)));
         }
       a = loop(zero, nc, one, a, [&](Value n, ValueRange cur) {
+        if (prefetchBase && c0 == 0)
+          prefetchRow(n, v, dv);
         SmallVector<Value> vv, next(cur.begin(), cur.end());
         Value row = add(n0, n);
         for (int64_t c = 0; c < cw; ++c)
@@ -450,6 +504,18 @@ struct Emitter {
           store(a[r * cw + c], acc, at(rowAt[r], {idx((c0 + c) * W)}),
                 c0 + c);
     }
+  }
+
+  /// Decode streams K and V from memory once: while P · V runs over key n
+  /// of this chunk, key n of the next chunk (K and V rows, each 64-byte
+  /// line) is prefetched to L2, so the loads overlap the arithmetic.
+  void prefetchRow(Value n, Value mem, int64_t width) {
+    Value row = arith::MinSIOp::create(b, loc, add(prefetchBase, n),
+                                       prefetchLast);
+    for (int64_t c = 0; c < width; c += 16) // f32: 16 per 64-byte line
+      memref::PrefetchOp::create(b, loc, mem, ValueRange{row, idx(c)},
+                                 /*isWrite=*/false, /*localityHint=*/2,
+                                 /*isDataCache=*/true);
   }
 
   void emit() {
@@ -493,10 +559,10 @@ struct Emitter {
     loop(zero, N, C, [&](Value n0) {
       Value nc = arith::MinSIOp::create(
           b, loc, arith::SubIOp::create(b, loc, N, n0), C);
-      auto rowsOf = [&](bool dot) {
+      auto rowsOf = [&](bool dot, bool fullChunk) {
         auto block = [&](Value t0, int64_t rows) {
           if (dot)
-            return dotRowBlock(t0, rows, M, leadUbs, n0, nc);
+            return dotRowBlock(t0, rows, M, leadUbs, n0, nc, fullChunk);
           SmallVector<SmallVector<Value>> rowAt;
           for (int64_t r = 0; r < rows; ++r)
             rowAt.push_back(delinearize(add(t0, idx(r)), M, leadUbs));
@@ -507,7 +573,7 @@ struct Emitter {
       };
       if (d % W != 0) {
         packKeys(n0, nc);
-        rowsOf(/*dot=*/false);
+        rowsOf(/*dot=*/false, /*fullChunk=*/false);
         return;
       }
       // Few rows (decode): the pack costs more than it saves.
@@ -516,10 +582,23 @@ struct Emitter {
       auto ifOp = scf::IfOp::create(b, loc, few, /*withElseRegion=*/true);
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      rowsOf(/*dot=*/true);
+      prefetchBase = add(n0, C);
+      prefetchLast = arith::SubIOp::create(b, loc, N, one);
+      {
+        // Full chunks (all but the last of a tile) without the clamp.
+        Value full =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, nc, C);
+        auto fullIf = scf::IfOp::create(b, loc, full, /*withElseRegion=*/true);
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(&fullIf.getThenRegion().front());
+        rowsOf(/*dot=*/true, /*fullChunk=*/true);
+        b.setInsertionPointToStart(&fullIf.getElseRegion().front());
+        rowsOf(/*dot=*/true, /*fullChunk=*/false);
+      }
+      prefetchBase = prefetchLast = Value();
       b.setInsertionPointToStart(&ifOp.getElseRegion().front());
       packKeys(n0, nc);
-      rowsOf(/*dot=*/false);
+      rowsOf(/*dot=*/false, /*fullChunk=*/false);
     });
   }
 };

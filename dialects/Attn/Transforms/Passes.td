@@ -135,9 +135,21 @@ def TileAttentionPass : Pass<"attn-tile-attention", "func::FuncOp"> {
            "Query rows per tile (0: the target's default)">,
     Option<"kvBlock", "kv-block", "int64_t", /*default=*/"0",
            "Keys per tile (0: the target's default)">,
+    Option<"decodeKvBlock", "decode-kv-block", "int64_t", /*default=*/"0",
+           "Keys per tile when a query tile has fewer than 16 rows (all "
+           "heads of the group; decode): 0 for the target's default (cpu "
+           "1024, gpu kv-block)">,
+    Option<"splitTarget", "split-target", "int64_t", /*default=*/"16",
+           "Split-K (flash-decoding): when the query fits one block and "
+           "batch x KV heads is below this many, split each key range into "
+           "parts computed in parallel and merged by log-sum-exp (0: never)">,
+    Option<"splitMinKeys", "split-min-keys", "int64_t", /*default=*/"512",
+           "Fewest keys per split-K part">,
   ];
   let dependentDialects = ["::mlir::attn::AttnDialect",
                            "::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect"];
 }

@@ -58,38 +58,65 @@ struct IndexMath {
   Value dim(Value t, int64_t i) { return tensor::DimOp::create(b, loc, t, i); }
 };
 
+struct TileSizes {
+  int64_t qBlock, kvBlock, decodeKvBlock, splitTarget, splitMinKeys;
+};
+
+/// The key range of one query block, in the three parts described above.
+struct KeyRange {
+  Value lo, fullLo, fullHi, hi;
+};
+
 class SDPATiler {
 public:
-  SDPATiler(SDPAOp op, int64_t qBlock, int64_t kvBlock)
-      : op(op), qBlock(qBlock), kvBlock(kvBlock) {}
+  SDPATiler(SDPAOp op, TileSizes sizes) : op(op), sizes(sizes) {}
 
   void run();
 
 private:
-  /// One loop over keys [start, end) in tiles of kvBlock, folding each tile
+  /// One loop over keys [start, end) in tiles of `step`, folding each tile
   /// into the state with the given mask; returns the new state.
   SmallVector<Value> keyLoop(OpBuilder &b, Location loc, Value start,
-                             Value end, bool masked, ValueRange state,
-                             Value qTile, Value bIdx, Value gIdx, Value qPos);
+                             Value end, Value step, bool masked,
+                             ValueRange state, Value qTile, Value bIdx,
+                             Value gIdx, Value qPos);
+  /// The key range of the query block [q0, q0 + qn) of batch `bIdx`.
+  KeyRange keyRange(OpBuilder &b, Location loc, Value bIdx, Value q0,
+                    Value qn);
+  /// The online-softmax state of the group's rows [q0, q0 + qn) over the
+  /// keys of `range` that lie in [clipLo, clipHi) (all when null).
+  SmallVector<Value> foldKeys(OpBuilder &b, Location loc, Value bIdx,
+                              Value gIdx, Value q0, Value qn, KeyRange range,
+                              Value clipLo, Value clipHi);
+  /// One parallel iteration per (batch, KV head, query block, part): with
+  /// one part each block is normalized into `init` (result 0); with split
+  /// (one query block, `nSplit` parts of its key range) each part's state
+  /// goes to the workspace (results 1-3: acc, max, sum).
+  SmallVector<Value> partsForall(OpBuilder &b, Location loc, Value init,
+                                 Value split, Value nSplit);
+  /// Merges the parts by log-sum-exp into the output; no iteration (the
+  /// output passes through) without split.
+  Value mergeForall(OpBuilder &b, Location loc, ValueRange parts, Value split,
+                    Value nSplit);
+  Value splat(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, double v,
+              ValueRange dyn);
 
   SDPAOp op;
-  int64_t qBlock, kvBlock;
-  int64_t groupSize = 1, headDim = 0, headDimV = 0;
-  Type accType;
+  TileSizes sizes;
+  int64_t groupSize = 1, headDim = 0, headDimV = 0, hkv = 1;
+  Type accType, elt;
+  Value batch, qLen, kvLen, offset;
 };
 
 SmallVector<Value> SDPATiler::keyLoop(OpBuilder &b, Location loc, Value start,
-                                      Value end, bool masked, ValueRange state,
-                                      Value qTile, Value bIdx, Value gIdx,
-                                      Value qPos) {
-  IndexMath m{b, loc};
-  Value step = m.c(kvBlock);
+                                      Value end, Value step, bool masked,
+                                      ValueRange state, Value qTile,
+                                      Value bIdx, Value gIdx, Value qPos) {
   auto loop = scf::ForOp::create(
       b, loc, start, end, step, state,
       [&](OpBuilder &nb, Location nloc, Value kb, ValueRange iter) {
         IndexMath n{nb, nloc};
-        Value kn = n.min(n.c(kvBlock), n.sub(end, kb));
-        Type elt = op.getKey().getType().getElementType();
+        Value kn = n.min(step, n.sub(end, kb));
         auto tile = [&](Value src, int64_t d) -> Value {
           SmallVector<OpFoldResult> offs = {bIdx, gIdx, kb, nb.getIndexAttr(0)};
           SmallVector<OpFoldResult> sizes = {nb.getIndexAttr(1),
@@ -118,54 +145,48 @@ SmallVector<Value> SDPATiler::keyLoop(OpBuilder &b, Location loc, Value start,
   return SmallVector<Value>(loop.getResults().begin(), loop.getResults().end());
 }
 
-void SDPATiler::run() {
-  OpBuilder b(op);
-  Location loc = op.getLoc();
-  IndexMath m{b, loc};
-  RankedTensorType qTy = op.getQuery().getType(),
-                   vTy = op.getValue().getType(), oTy = op.getType();
-  int64_t hq = qTy.getDimSize(1);
-  int64_t hkv = op.getKey().getType().getDimSize(1);
-  groupSize = hq / hkv;
-  headDim = qTy.getDimSize(3);
-  headDimV = vTy.getDimSize(3);
-  // The state accumulates in f32 at least (bf16/f16 inputs).
-  Type elt = qTy.getElementType();
-  accType = elt.getIntOrFloatBitWidth() < 32 ? b.getF32Type() : elt;
-
-  Value batch = m.dim(op.getQuery(), 0);
-  Value qLen = m.dim(op.getQuery(), 2);
-  Value kvLen = m.dim(op.getKey(), 2);
-  Value zero = m.c(0);
-  Value numQBlocks = m.ceilDiv(qLen, m.c(qBlock));
-  bool causal = op.getMask() != MaskKind::none;
-  std::optional<int64_t> window = op.getWindow();
-  // Query positions in key coordinates (the causal bounds and T5's relative
-  // positions both use them).
-  bool aligned = (causal || op.getRelativeBiasAttr()) &&
-                 op.getAlign() == CausalAlignment::bottom_right;
-  Value offset = aligned ? m.sub(kvLen, qLen) : zero;
-
-  SmallVector<Value> dynSizes;
-  for (int64_t i = 0; i < oTy.getRank(); ++i)
-    if (oTy.isDynamicDim(i))
-      dynSizes.push_back(m.dim(i == 3 ? op.getValue() : op.getQuery(), i));
-  Value init = tensor::EmptyOp::create(b, loc, oTy.getShape(),
-                                       oTy.getElementType(), dynSizes);
-  SmallVector<OpFoldResult> ubs = {batch, b.getIndexAttr(hkv), numQBlocks};
-  auto forall = scf::ForallOp::create(b, loc, ubs, ValueRange{init},
-                                      /*mapping=*/std::nullopt);
-  forall->setAttr("attn.tiled", b.getUnitAttr());
-
-  Block *body = forall.getBody();
-  b.setInsertionPoint(body->getTerminator());
-  Value bIdx = body->getArgument(0), gIdx = body->getArgument(1),
-        qbIdx = body->getArgument(2), out = body->getArgument(3);
+KeyRange SDPATiler::keyRange(OpBuilder &b, Location loc, Value bIdx, Value q0,
+                             Value qn) {
   IndexMath n{b, loc};
-  Value q0 = n.mul(qbIdx, n.c(qBlock));
-  Value qn = n.min(n.c(qBlock), n.sub(qLen, q0));
-  Value h0 = n.mul(gIdx, n.c(groupSize));
+  Value zero = n.c(0);
+  // Keys visible at all: padding limit, then the causal/window cut.
+  Value kvLimit = kvLen;
+  if (Value lens = op.getKvLengths()) {
+    Value len = tensor::ExtractOp::create(b, loc, lens, ValueRange{bIdx});
+    if (!len.getType().isIndex())
+      len = arith::IndexCastOp::create(b, loc, b.getIndexType(), len);
+    kvLimit = n.clamp(len, zero, kvLen);
+  }
+  KeyRange r{zero, zero, kvLimit, kvLimit};
+  if (op.getMask() != MaskKind::none) {
+    r.hi = n.clamp(n.add(n.add(q0, qn), offset), zero, kvLimit);
+    r.fullHi = n.clamp(n.add(n.add(q0, offset), n.c(1)), zero, r.hi);
+  }
+  if (std::optional<int64_t> window = op.getWindow()) {
+    Value w = n.c(*window);
+    r.lo = n.clamp(n.add(n.sub(n.add(q0, offset), w), n.c(1)), zero, r.hi);
+    r.fullLo = n.clamp(n.sub(n.add(n.add(q0, qn), offset), w), r.lo, r.hi);
+    // Partition [lo, hi) into [lo, fullLo) [fullLo, fullHi) [fullHi, hi)
+    // (fullLo may pass fullHi when the block is taller than the window).
+    r.fullHi = n.clamp(r.fullHi, r.fullLo, r.hi);
+  }
+  return r;
+}
 
+Value SDPATiler::splat(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                       double v, ValueRange dyn) {
+  auto ty = RankedTensorType::get(shape, accType);
+  Value c =
+      arith::ConstantOp::create(b, loc, accType, b.getFloatAttr(accType, v));
+  return tensor::SplatOp::create(b, loc, ty, c, dyn);
+}
+
+SmallVector<Value> SDPATiler::foldKeys(OpBuilder &b, Location loc, Value bIdx,
+                                       Value gIdx, Value q0, Value qn,
+                                       KeyRange range, Value clipLo,
+                                       Value clipHi) {
+  IndexMath n{b, loc};
+  Value h0 = n.mul(gIdx, n.c(groupSize));
   // The query tile of the whole group: [G, qn, d].
   SmallVector<OpFoldResult> qOffs = {bIdx, h0, q0, b.getIndexAttr(0)};
   SmallVector<OpFoldResult> qSizes = {b.getIndexAttr(1),
@@ -175,63 +196,304 @@ void SDPATiler::run() {
   Value qTile = tensor::ExtractSliceOp::create(
       b, loc, RankedTensorType::get({groupSize, kDyn, headDim}, elt),
       op.getQuery(), qOffs, qSizes, ones);
-
-  // Keys visible at all: padding limit, then the causal/window cut.
-  Value kvLimit = kvLen;
-  if (Value lens = op.getKvLengths()) {
-    Value len = tensor::ExtractOp::create(b, loc, lens, ValueRange{bIdx});
-    if (!len.getType().isIndex())
-      len = arith::IndexCastOp::create(b, loc, b.getIndexType(), len);
-    kvLimit = n.clamp(len, zero, kvLen);
+  if (clipLo) {
+    range.lo = n.clamp(range.lo, clipLo, clipHi);
+    range.fullLo = n.clamp(range.fullLo, clipLo, clipHi);
+    range.fullHi = n.clamp(range.fullHi, clipLo, clipHi);
+    range.hi = n.clamp(range.hi, clipLo, clipHi);
   }
-  Value hi = kvLimit, lo = zero, fullLo = zero, fullHi = kvLimit;
-  if (causal) {
-    hi = n.clamp(n.add(n.add(q0, qn), offset), zero, kvLimit);
-    fullHi = n.clamp(n.add(n.add(q0, offset), n.c(1)), zero, hi);
+  // Few rows per tile (decode): longer key tiles, so that the kernel can
+  // stream K and V ahead of its use inside one tile.
+  Value step = n.c(sizes.kvBlock);
+  if (sizes.decodeKvBlock != sizes.kvBlock) {
+    Value few = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                      n.mul(qn, n.c(groupSize)), n.c(16));
+    step = arith::SelectOp::create(b, loc, few, n.c(sizes.decodeKvBlock), step);
   }
-  if (window) {
-    Value w = n.c(*window);
-    lo = n.clamp(n.add(n.sub(n.add(q0, offset), w), n.c(1)), zero, hi);
-    fullLo = n.clamp(n.sub(n.add(n.add(q0, qn), offset), w), lo, hi);
-    // Partition [lo, hi) into [lo, fullLo) [fullLo, fullHi) [fullHi, hi)
-    // (fullLo may pass fullHi when the block is taller than the window).
-    fullHi = n.clamp(fullHi, fullLo, hi);
-  }
-
   // Initial state: acc = 0, max = -inf, sum = 0.
-  auto splat = [&](ArrayRef<int64_t> shape, double v) -> Value {
-    auto ty = RankedTensorType::get(shape, accType);
-    Value c = arith::ConstantOp::create(
-        b, loc, accType, b.getFloatAttr(accType, v));
-    return tensor::SplatOp::create(b, loc, ty, c, ValueRange{qn});
-  };
   SmallVector<Value> state = {
-      splat({groupSize, kDyn, headDimV}, 0.0),
-      splat({groupSize, kDyn}, -std::numeric_limits<double>::infinity()),
-      splat({groupSize, kDyn}, 0.0)};
+      splat(b, loc, {groupSize, kDyn, headDimV}, 0.0, qn),
+      splat(b, loc, {groupSize, kDyn},
+            -std::numeric_limits<double>::infinity(), qn),
+      splat(b, loc, {groupSize, kDyn}, 0.0, qn)};
   Value qPos = n.add(q0, offset);
-  if (window)
-    state = keyLoop(b, loc, lo, fullLo, /*masked=*/true, state, qTile, bIdx,
-                    gIdx, qPos);
-  state = keyLoop(b, loc, fullLo, fullHi, /*masked=*/false, state, qTile,
-                  bIdx, gIdx, qPos);
-  if (causal)
-    state = keyLoop(b, loc, fullHi, hi, /*masked=*/true, state, qTile, bIdx,
-                    gIdx, qPos);
+  if (op.getWindow())
+    state = keyLoop(b, loc, range.lo, range.fullLo, step, /*masked=*/true,
+                    state, qTile, bIdx, gIdx, qPos);
+  state = keyLoop(b, loc, range.fullLo, range.fullHi, step, /*masked=*/false,
+                  state, qTile, bIdx, gIdx, qPos);
+  if (op.getMask() != MaskKind::none)
+    state = keyLoop(b, loc, range.fullHi, range.hi, step, /*masked=*/true,
+                    state, qTile, bIdx, gIdx, qPos);
+  return state;
+}
+
+SmallVector<Value> SDPATiler::partsForall(OpBuilder &b, Location loc,
+                                           Value init, Value split,
+                                           Value nSplit) {
+  IndexMath m{b, loc};
+  Value zero = m.c(0);
+  Value numQBlocks = m.ceilDiv(qLen, m.c(sizes.qBlock));
+  bool maySplit = split != Value();
+  SmallVector<Value> outs = {init};
+  SmallVector<OpFoldResult> ubs = {batch, b.getIndexAttr(hkv), numQBlocks};
+  if (maySplit) {
+    // Workspace of the split parts: per (batch, KV head, part) the
+    // unnormalized state of the group's rows, acc [.., G, q_len, dv], max
+    // and sum [.., G, q_len]; empty (q_len 0) without split.
+    Value wsRows = arith::SelectOp::create(b, loc, split, qLen, zero);
+    SmallVector<int64_t> accShape = {kDyn,      hkv,  kDyn,
+                                     groupSize, kDyn, headDimV};
+    SmallVector<int64_t> rowShape = {kDyn, hkv, kDyn, groupSize, kDyn};
+    outs.push_back(tensor::EmptyOp::create(b, loc, accShape, accType,
+                                           ValueRange{batch, nSplit, wsRows}));
+    for (int i = 0; i < 2; ++i)
+      outs.push_back(tensor::EmptyOp::create(
+          b, loc, rowShape, accType, ValueRange{batch, nSplit, wsRows}));
+    ubs.push_back(nSplit);
+  }
+  auto forall =
+      scf::ForallOp::create(b, loc, ubs, outs, /*mapping=*/std::nullopt);
+  forall->setAttr("attn.tiled", b.getUnitAttr());
+
+  OpBuilder::InsertionGuard g(b);
+  Block *body = forall.getBody();
+  b.setInsertionPoint(body->getTerminator());
+  int64_t nIvs = ubs.size();
+  Value bIdx = body->getArgument(0), gIdx = body->getArgument(1),
+        qbIdx = body->getArgument(2);
+  IndexMath n{b, loc};
+  Value q0 = n.mul(qbIdx, n.c(sizes.qBlock));
+  Value qn = n.min(n.c(sizes.qBlock), n.sub(qLen, q0));
+  KeyRange range = keyRange(b, loc, bIdx, q0, qn);
+  Value sIdx, sLo, sHi;
+  if (maySplit) {
+    // Part s takes keys [lo + s·per, lo + (s+1)·per) of [lo, hi) (all of
+    // them with one part).
+    sIdx = body->getArgument(3);
+    Value per = n.ceilDiv(n.sub(range.hi, range.lo), nSplit);
+    sLo = n.min(n.add(range.lo, n.mul(sIdx, per)), range.hi);
+    sHi = n.min(n.add(sLo, per), range.hi);
+  }
+  SmallVector<Value> state =
+      foldKeys(b, loc, bIdx, gIdx, q0, qn, range, sLo, sHi);
   Value result = OnlineFinalizeOp::create(
       b, loc, RankedTensorType::get({groupSize, kDyn, headDimV}, elt),
       state[0], state[2]);
+  OpFoldResult one = b.getIndexAttr(1), z = b.getIndexAttr(0),
+               G = b.getIndexAttr(groupSize), Dv = b.getIndexAttr(headDimV);
+  Value outRows = qn, partRows;
+  SmallVector<Value> pieces;
+  if (maySplit) {
+    // Exactly one of the two writes has rows: the normalized block into
+    // the output, or the part's state into the workspace.
+    outRows = arith::SelectOp::create(b, loc, split, n.c(0), qn);
+    partRows = n.sub(qn, outRows);
+    auto rows = [&](Value t, Value count, bool withDv) -> Value {
+      SmallVector<OpFoldResult> offs = {z, z}, sz = {G, count};
+      if (withDv) {
+        offs.push_back(z);
+        sz.push_back(Dv);
+      }
+      SmallVector<OpFoldResult> strides(offs.size(), one);
+      return tensor::ExtractSliceOp::create(b, loc, t, offs, sz, strides);
+    };
+    result = rows(result, outRows, true);
+    pieces = {rows(state[0], partRows, true), rows(state[1], partRows, false),
+              rows(state[2], partRows, false)};
+  }
+  Value h0 = n.mul(gIdx, n.c(groupSize));
 
   // Write the group's rows back.
   b.setInsertionPointToStart(forall.getTerminator().getBody());
-  SmallVector<OpFoldResult> oOffs = {bIdx, h0, q0, b.getIndexAttr(0)};
-  SmallVector<OpFoldResult> oSizes = {b.getIndexAttr(1),
-                                      b.getIndexAttr(groupSize), qn,
-                                      b.getIndexAttr(headDimV)};
-  tensor::ParallelInsertSliceOp::create(b, loc, result, out, oOffs, oSizes,
+  SmallVector<OpFoldResult> oOffs = {bIdx, h0, q0, z};
+  SmallVector<OpFoldResult> oSizes = {one, G, outRows, Dv};
+  SmallVector<OpFoldResult> ones(4, one);
+  tensor::ParallelInsertSliceOp::create(b, loc, result,
+                                        body->getArgument(nIvs), oOffs, oSizes,
                                         ones);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    SmallVector<OpFoldResult> offs = {bIdx, gIdx, sIdx, z, z};
+    SmallVector<OpFoldResult> sz = {one, one, one, G, partRows};
+    if (i == 0) {
+      offs.push_back(z);
+      sz.push_back(Dv);
+    }
+    SmallVector<OpFoldResult> strides(offs.size(), one);
+    tensor::ParallelInsertSliceOp::create(b, loc, pieces[i],
+                                          body->getArgument(nIvs + 1 + i),
+                                          offs, sz, strides);
+  }
+  return SmallVector<Value>(forall.getResults());
+}
 
-  op.getResult().replaceAllUsesWith(forall.getResult(0));
+Value SDPATiler::mergeForall(OpBuilder &b, Location loc, ValueRange parts,
+                             Value split, Value nSplit) {
+  IndexMath m{b, loc};
+  MLIRContext *ctx = b.getContext();
+  // Merge per (batch, KV head): M = max_s m_s, w_s = exp(m_s - M) (0 for a
+  // part that saw no key), O = Σ w_s acc_s / Σ w_s l_s (0 for a row that saw
+  // no key at all).
+  // No iteration without split: the output passes through.
+  Value mergeBatch = arith::SelectOp::create(b, loc, split, batch, m.c(0));
+  SmallVector<OpFoldResult> mubs = {mergeBatch, b.getIndexAttr(hkv)};
+  auto merge = scf::ForallOp::create(b, loc, mubs, ValueRange{parts[0]},
+                                     /*mapping=*/std::nullopt);
+  merge->setAttr("attn.split_k_merge", b.getUnitAttr());
+  OpBuilder::InsertionGuard g(b);
+  Block *body = merge.getBody();
+  b.setInsertionPoint(body->getTerminator());
+  Value bIdx = body->getArgument(0), gIdx = body->getArgument(1);
+  IndexMath n{b, loc};
+  OpFoldResult one = b.getIndexAttr(1), z = b.getIndexAttr(0),
+               G = b.getIndexAttr(groupSize);
+  auto part = [&](Value ws, bool isAcc) -> Value {
+    SmallVector<OpFoldResult> offs = {bIdx, gIdx, z, z, z};
+    SmallVector<OpFoldResult> sz = {one, one, nSplit, G, qLen};
+    SmallVector<int64_t> shape = {kDyn, groupSize, kDyn};
+    if (isAcc) {
+      offs.push_back(z);
+      sz.push_back(b.getIndexAttr(headDimV));
+      shape.push_back(headDimV);
+    }
+    SmallVector<OpFoldResult> strides(offs.size(), one);
+    return tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get(shape, accType), ws, offs, sz, strides);
+  };
+  Value accP = part(parts[1], true);
+  Value maxP = part(parts[2], false);
+  Value sumP = part(parts[3], false);
+
+  auto map = [&](ArrayRef<unsigned> dims, unsigned rank) {
+    SmallVector<AffineExpr> e;
+    for (unsigned d : dims)
+      e.push_back(getAffineDimExpr(d, ctx));
+    return AffineMap::get(rank, 0, e, ctx);
+  };
+  using IT = utils::IteratorType;
+  auto fconst = [&](OpBuilder &nb, Location l, double v) -> Value {
+    return arith::ConstantOp::create(nb, l, accType,
+                                     nb.getFloatAttr(accType, v));
+  };
+  double inf = std::numeric_limits<double>::infinity();
+  // Row state [G, q_len] and row output [G, q_len, dv].
+  Value rowMax = splat(b, loc, {groupSize, kDyn}, -inf, qLen);
+  Value mx =
+      linalg::GenericOp::create(
+          b, loc, rowMax.getType(), ValueRange{maxP}, ValueRange{rowMax},
+          ArrayRef<AffineMap>{map({0, 1, 2}, 3), map({1, 2}, 3)},
+          ArrayRef<IT>{IT::reduction, IT::parallel, IT::parallel},
+          [&](OpBuilder &nb, Location l, ValueRange a) {
+            linalg::YieldOp::create(
+                nb, l, Value(arith::MaximumFOp::create(nb, l, a[0], a[1])));
+          })
+          .getResult(0);
+  // w_s · l_s summed over s, and w_s · acc_s summed over s, in one op each.
+  auto weight = [&](OpBuilder &nb, Location l, Value ms, Value M) -> Value {
+    Value none = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, ms,
+                                       fconst(nb, l, -inf));
+    Value w = math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, ms, M));
+    return arith::SelectOp::create(nb, l, none, fconst(nb, l, 0.0), w);
+  };
+  Value l0 = splat(b, loc, {groupSize, kDyn}, 0.0, qLen);
+  Value L =
+      linalg::GenericOp::create(
+          b, loc, l0.getType(), ValueRange{maxP, sumP, mx}, ValueRange{l0},
+          ArrayRef<AffineMap>{map({0, 1, 2}, 3), map({0, 1, 2}, 3),
+                              map({1, 2}, 3), map({1, 2}, 3)},
+          ArrayRef<IT>{IT::reduction, IT::parallel, IT::parallel},
+          [&](OpBuilder &nb, Location l, ValueRange a) {
+            Value w = weight(nb, l, a[0], a[2]);
+            linalg::YieldOp::create(
+                nb, l,
+                Value(arith::AddFOp::create(
+                    nb, l, a[3], arith::MulFOp::create(nb, l, w, a[1]))));
+          })
+          .getResult(0);
+  Value o0 = splat(b, loc, {groupSize, kDyn, headDimV}, 0.0, qLen);
+  Value O =
+      linalg::GenericOp::create(
+          b, loc, o0.getType(), ValueRange{maxP, accP, mx}, ValueRange{o0},
+          ArrayRef<AffineMap>{map({0, 1, 2}, 4), map({0, 1, 2, 3}, 4),
+                              map({1, 2}, 4), map({1, 2, 3}, 4)},
+          ArrayRef<IT>{IT::reduction, IT::parallel, IT::parallel,
+                       IT::parallel},
+          [&](OpBuilder &nb, Location l, ValueRange a) {
+            Value w = weight(nb, l, a[0], a[2]);
+            linalg::YieldOp::create(
+                nb, l,
+                Value(arith::AddFOp::create(
+                    nb, l, a[3], arith::MulFOp::create(nb, l, w, a[1]))));
+          })
+          .getResult(0);
+  // acc / sum with the finalize op's rule (a row with sum 0 gives 0).
+  Value result = OnlineFinalizeOp::create(
+      b, loc, RankedTensorType::get({groupSize, kDyn, headDimV}, elt), O, L);
+  Value h0 = n.mul(gIdx, n.c(groupSize));
+  b.setInsertionPointToStart(merge.getTerminator().getBody());
+  SmallVector<OpFoldResult> oOffs = {bIdx, h0, z, z};
+  SmallVector<OpFoldResult> oSizes = {one, G, qLen,
+                                      b.getIndexAttr(headDimV)};
+  SmallVector<OpFoldResult> ones(4, one);
+  tensor::ParallelInsertSliceOp::create(b, loc, result, body->getArgument(2),
+                                        oOffs, oSizes, ones);
+  return merge.getResult(0);
+}
+
+void SDPATiler::run() {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  IndexMath m{b, loc};
+  RankedTensorType qTy = op.getQuery().getType(),
+                   vTy = op.getValue().getType(), oTy = op.getType();
+  int64_t hq = qTy.getDimSize(1);
+  hkv = op.getKey().getType().getDimSize(1);
+  groupSize = hq / hkv;
+  headDim = qTy.getDimSize(3);
+  headDimV = vTy.getDimSize(3);
+  // The state accumulates in f32 at least (bf16/f16 inputs).
+  elt = qTy.getElementType();
+  accType = elt.getIntOrFloatBitWidth() < 32 ? b.getF32Type() : elt;
+
+  batch = m.dim(op.getQuery(), 0);
+  qLen = m.dim(op.getQuery(), 2);
+  kvLen = m.dim(op.getKey(), 2);
+  // Query positions in key coordinates (the causal bounds and T5's relative
+  // positions both use them).
+  bool aligned = (op.getMask() != MaskKind::none || op.getRelativeBiasAttr()) &&
+                 op.getAlign() == CausalAlignment::bottom_right;
+  offset = aligned ? m.sub(kvLen, qLen) : m.c(0);
+
+  SmallVector<Value> dynSizes;
+  for (int64_t i = 0; i < oTy.getRank(); ++i)
+    if (oTy.isDynamicDim(i))
+      dynSizes.push_back(m.dim(i == 3 ? op.getValue() : op.getQuery(), i));
+  Value init = tensor::EmptyOp::create(b, loc, oTy.getShape(),
+                                       oTy.getElementType(), dynSizes);
+  // Split-K when the whole query is one block, batch x KV heads gives
+  // fewer than split-target parallel iterations and the keys are long
+  // enough: parts = min(ceil(target / (B·Hkv)), kv_len / min-keys). One
+  // loop nest serves both cases (no branch on the output, so the kernel
+  // still writes into the caller's buffer): without split there is one
+  // part, the workspace is empty and the merge loop has no iteration.
+  Value split, nSplit;
+  if (sizes.splitTarget > 1) {
+    Value items = m.max(m.mul(batch, m.c(hkv)), m.c(1));
+    Value want = m.min(m.ceilDiv(m.c(sizes.splitTarget), items),
+                       arith::DivSIOp::create(b, loc, kvLen,
+                                              m.c(sizes.splitMinKeys)));
+    Value oneBlock = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                           qLen, m.c(sizes.qBlock));
+    Value worth = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
+                                        want, m.c(1));
+    split = arith::AndIOp::create(b, loc, oneBlock, worth);
+    nSplit = arith::SelectOp::create(b, loc, split, want, m.c(1));
+  }
+  SmallVector<Value> parts = partsForall(b, loc, init, split, nSplit);
+  Value result = parts[0];
+  if (sizes.splitTarget > 1)
+    result = mergeForall(b, loc, parts, split, nSplit);
+  op.getResult().replaceAllUsesWith(result);
   op.erase();
 }
 
@@ -248,18 +510,29 @@ struct TileAttentionPass
                      << "'; accepted: cpu, gpu";
       return signalPassFailure();
     }
-    int64_t q = qBlock ? qBlock : (target == "gpu" ? 128 : 64);
-    int64_t kv = kvBlock ? kvBlock : 64;
-    if (q <= 0 || kv <= 0) {
+    bool gpu = target == "gpu";
+    TileSizes sizes;
+    sizes.qBlock = qBlock ? qBlock : (gpu ? 128 : 64);
+    sizes.kvBlock = kvBlock ? kvBlock : 64;
+    sizes.decodeKvBlock =
+        decodeKvBlock ? decodeKvBlock : (gpu ? sizes.kvBlock : 1024);
+    sizes.splitTarget = splitTarget;
+    sizes.splitMinKeys = splitMinKeys;
+    if (sizes.qBlock <= 0 || sizes.kvBlock <= 0 || sizes.decodeKvBlock <= 0 ||
+        sizes.splitTarget < 0 || sizes.splitMinKeys <= 0) {
       fn.emitError() << "attn-tile-attention: tile sizes must be positive, "
                         "got q-block="
-                     << q << " kv-block=" << kv;
+                     << sizes.qBlock << " kv-block=" << sizes.kvBlock
+                     << " decode-kv-block=" << sizes.decodeKvBlock
+                     << " split-min-keys=" << sizes.splitMinKeys
+                     << " (split-target " << sizes.splitTarget
+                     << ": 0 or more)";
       return signalPassFailure();
     }
     SmallVector<SDPAOp> ops;
     fn.walk([&](SDPAOp op) { ops.push_back(op); });
     for (SDPAOp op : ops)
-      SDPATiler(op, q, kv).run();
+      SDPATiler(op, sizes).run();
   }
 };
 
