@@ -37,3 +37,11 @@ config.substitutions.append(("%llvm_lib_dir",
     os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")))
 config.substitutions.append(("%block_ref", sys.executable + " " +
     os.path.join(config.test_source_root, "Integration", "Inputs", "block_ref.py")))
+
+# The CUDA toolkit's PTX assembler checks the PTX of --target=cuda (no GPU
+# needed): CUDA_HOME, else /usr/local/cuda.
+cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+ptxas = os.path.join(cuda_home, "bin", "ptxas")
+if os.access(ptxas, os.X_OK):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))

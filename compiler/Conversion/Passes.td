@@ -41,6 +41,51 @@ def ConvertAttnToLinalgPass : Pass<"convert-attn-to-linalg", "func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "func::FuncOp"> {
+  let summary = "Lower kernel-entry attn.sdpa ops to gpu.launch (fp32 SIMT)";
+  let description = [{
+    Each fused attention of a kernel entry (`attn.sdpa` materialized into the
+    entry's output buffer) becomes one `gpu.launch` writing the output in
+    place: one thread block per (batch, KV head, query block), the group's
+    query heads times `q-block` query rows per block, 8 rows per warp (4
+    for head dims above 32) with
+    each lane holding every 32nd element of a row's q and accumulator; K and
+    V tiles of `kv-block` keys staged in shared memory for the whole group;
+    the online softmax in registers in the log2 domain (`llvm.intr.exp2`,
+    ex2.approx in PTX; no libdevice);
+    scores summed across the warp by xor shuffles; causal, sliding-window
+    and padding masks from positions; a row that sees no key writes 0.
+    fp32 only (the GPU backend's accuracy path); T5 relative bias is not
+    supported here.
+  }];
+  let options = [
+    Option<"qBlock", "q-block", "int64_t", /*default=*/"0",
+           "Query rows per head per thread block (0: 32 / group size, at "
+           "least 1)">,
+    Option<"kvBlock", "kv-block", "int64_t", /*default=*/"0",
+           "Keys per shared-memory tile (0: 4096 / head dim, at least 8)">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def GPUKernelOccupancyPass : Pass<"attn-gpu-kernel-occupancy", "ModuleOp"> {
+  let summary = "Ask ptxas for one resident block per SM at least (no spills)";
+  let description = [{
+    Sets `nvvm.minctasm = 1` (PTX `.minnctapersm 1`) on the outlined
+    attention kernels (`gpu.func` of a `gpu.module`, `kernel`). With only
+    `.maxntid`, ptxas aims at several resident blocks and caps registers
+    (64 for 256 threads), spilling the online-softmax state; with it, the
+    kernel keeps its registers (up to 255) and occupancy follows from them.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def ApproximateMathPass : Pass<"attn-approximate-math", "func::FuncOp"> {
   let summary = "Replace math.exp/tanh/log by inline polynomial approximations";
   let description = [{

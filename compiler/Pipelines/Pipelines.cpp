@@ -19,6 +19,8 @@
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/Pipelines/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -118,6 +120,45 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  return success();
+}
+
+LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
+                                               const GPUPipelineOptions &options,
+                                               std::string *error) {
+  if (options.arch != "sm_80" && options.arch != "sm_90") {
+    if (error)
+      *error = "unknown --gpu-arch '" + options.arch +
+               "'; accepted: sm_80 (A100), sm_90 (H100/H200)";
+    return failure();
+  }
+  pm.addNestedPass<func::FuncOp>(createFuseAttentionPass());
+  pm.addPass(createCanonicalizerPass());
+  ConvertAttnToGPUPassOptions toGPU;
+  toGPU.qBlock = options.qBlock;
+  toGPU.kvBlock = options.kvBlock;
+  pm.addNestedPass<func::FuncOp>(createConvertAttnToGPUPass(toGPU));
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // Constants and dims into the launch, so the kernel has few arguments.
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createGPUKernelOccupancyPass());
+  if (!options.toPTX)
+    return success();
+  gpu::GPUToNVVMPipelineOptions nvvm;
+  nvvm.cubinChip = options.arch;
+  // PTX ISA 8.0 (CUDA 12+) covers sm_80 and sm_90; LLVM's default 6.0
+  // cannot target sm_90.
+  nvvm.cubinFeatures = "+ptx80";
+  nvvm.cubinFormat = "isa";
+  nvvm.optLevel = 3;
+  gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
   return success();
 }
 

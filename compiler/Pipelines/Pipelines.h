@@ -61,6 +61,19 @@ LogicalResult buildAttnPipeline(OpPassManager &pm,
                                 const PipelineOptions &options,
                                 std::string *error = nullptr);
 
+/// The CUDA pipeline: fuse, then each kernel entry's attention becomes a
+/// gpu.launch (convert-attn-to-gpu), bufferized and outlined into a
+/// gpu.module (`toPTX` false stops here); then NVVM and PTX for `arch`
+/// (sm_80, sm_90), the PTX in a gpu.binary.
+struct GPUPipelineOptions {
+  std::string arch = "sm_90";
+  int64_t qBlock = 0, kvBlock = 0;
+  bool toPTX = true;
+};
+LogicalResult buildAttnGPUPipeline(OpPassManager &pm,
+                                   const GPUPipelineOptions &options,
+                                   std::string *error = nullptr);
+
 /// Registers `attn-pipeline` for attn-opt.
 void registerAttnPipelines();
 

@@ -13,6 +13,9 @@
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Target/CPU/CPUTarget.h"
 #include "compiler/Target/CPU/Executable.h"
+#include "compiler/Target/GPU/GPUTarget.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -45,7 +48,18 @@ cl::opt<std::string> outputPath("o", cl::desc("Output file (default: stdout)"),
                                 cl::cat(category));
 
 /// The stages --compile-to can stop after: the pipeline's, then the target's.
-enum class Stage { Attn, Fused, Tiled, Linalg, LLVMDialect, LLVMIR, Asm, Obj };
+enum class Stage {
+  Attn,
+  Fused,
+  Tiled,
+  Linalg,
+  LLVMDialect,
+  LLVMIR,
+  Asm,
+  Obj,
+  GPU,
+  PTX
+};
 
 cl::opt<Stage> compileTo(
     "compile-to",
@@ -65,7 +79,13 @@ cl::opt<Stage> compileTo(
                    "kernels: bufferized, parallel (OpenMP), LLVM dialect"),
         clEnumValN(Stage::LLVMIR, "llvm-ir", "kernels: optimized LLVM IR"),
         clEnumValN(Stage::Asm, "asm", "kernels: x86-64 assembly"),
-        clEnumValN(Stage::Obj, "obj", "kernels: an x86-64 object file")),
+        clEnumValN(Stage::Obj, "obj", "kernels: an x86-64 object file"),
+        clEnumValN(Stage::GPU, "gpu",
+                   "--target=cuda kernels: gpu.launch_func and the outlined "
+                   "gpu.module (one thread block per batch, KV head, query "
+                   "block)"),
+        clEnumValN(Stage::PTX, "ptx",
+                   "--target=cuda kernels: PTX for --gpu-arch")),
     cl::cat(category));
 
 enum class Emit { Exe, Obj, Shared };
@@ -99,8 +119,15 @@ cl::opt<bool> keepReference(
              "(default true; --reference=false omits it)"),
     cl::init(true), cl::cat(category));
 
-cl::opt<std::string> target("target", cl::desc("Target: cpu (default) or gpu"),
-                            cl::init("cpu"), cl::cat(category));
+cl::opt<std::string> target(
+    "target",
+    cl::desc("Target: cpu (default) or cuda (NVIDIA GPUs; 'gpu' is an alias)"),
+    cl::init("cpu"), cl::cat(category));
+
+cl::opt<std::string> gpuArch("gpu-arch",
+                             cl::desc("--target=cuda: sm_90 (H100/H200, "
+                                      "default) or sm_80 (A100)"),
+                             cl::init("sm_90"), cl::cat(category));
 
 cl::opt<int64_t> qBlock("q-block",
                         cl::desc("Query rows per tile (0: target default)"),
@@ -180,15 +207,25 @@ int main(int argc, char **argv) {
       return 1;
     if (failed(module->verify()))
       return 1;
-    if (target != "cpu" && target != "gpu") {
+    if (target != "cpu" && target != "cuda" && target != "gpu") {
       llvm::errs() << "attn-compile: error: unknown --target '" << target
-                   << "'; accepted: cpu, gpu\n";
+                   << "'; accepted: cpu, cuda (gpu is an alias of cuda)\n";
       return 1;
     }
-    if (target == "gpu" && stage >= Stage::Linalg) {
-      llvm::errs() << "attn-compile: error: --target=gpu stops at "
-                      "--compile-to=tiled for now; the GPU backend is not "
-                      "built yet\n";
+    bool cuda = target != "cpu";
+    bool gpuStage = stage == Stage::GPU || stage == Stage::PTX;
+    if (gpuStage && !cuda) {
+      llvm::errs() << "attn-compile: error: --compile-to="
+                   << (stage == Stage::GPU ? "gpu" : "ptx")
+                   << " needs --target=cuda\n";
+      return 1;
+    }
+    if (cuda && (building || (stage >= Stage::Linalg && !gpuStage))) {
+      llvm::errs()
+          << "attn-compile: error: --target=cuda compiles to "
+             "--compile-to=attn|fused|tiled|gpu|ptx for now; CUDA "
+             "executables (the host runtime over the CUDA driver API) are "
+             "not built yet\n";
       return 1;
     }
     if (qBlock < 0 || kvBlock < 0) {
@@ -207,6 +244,43 @@ int main(int argc, char **argv) {
                    << " is not a level; accepted: -O0 to -O3\n";
       return 1;
     }
+    if (gpuStage) {
+      // Kernel entries only: the blocks (projections, RoPE) and the model
+      // stay on the CPU for now.
+      SmallVector<func::FuncOp> blocks;
+      module->walk([&](func::FuncOp f) {
+        if (f.getSymName().ends_with("_block"))
+          blocks.push_back(f);
+      });
+      for (func::FuncOp f : blocks)
+        f.erase();
+      attn::initializeNVPTXTarget();
+      attn::GPUPipelineOptions gpuOptions;
+      gpuOptions.arch = gpuArch;
+      gpuOptions.qBlock = qBlock;
+      gpuOptions.kvBlock = kvBlock;
+      gpuOptions.toPTX = stage == Stage::PTX;
+      PassManager pm(&context);
+      if (failed(applyPassManagerCLOptions(pm)))
+        return 1;
+      std::string pipelineError;
+      if (failed(attn::buildAttnGPUPipeline(pm, gpuOptions, &pipelineError))) {
+        llvm::errs() << "attn-compile: error: " << pipelineError << "\n";
+        return 1;
+      }
+      if (failed(pm.run(*module)))
+        return 1;
+      if (stage == Stage::GPU) {
+        module->print(os);
+        os << "\n";
+      } else {
+        std::string ptxError;
+        if (failed(attn::writePTX(*module, os, ptxError))) {
+          llvm::errs() << "attn-compile: error: " << ptxError << "\n";
+          return 1;
+        }
+      }
+    } else {
     attn::PipelineOptions options;
     switch (stage) {
     case Stage::Attn:
@@ -318,6 +392,7 @@ int main(int argc, char **argv) {
         os << buffer;
       }
     }
+    } // CPU pipeline
   }
 
   std::string error;
