@@ -65,6 +65,7 @@ void mlir::attn::registerAllDialects(DialectRegistry &registry) {
   registry.insert<gpu::GPUDialect, NVVM::NVVMDialect>();
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   registerGPUDialectTranslation(registry);
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
   registerNVVMDialectTranslation(registry);
   // convert-gpu-to-nvvm and gpu-to-llvm lower the other dialects in and
   // around the kernels through their ConvertToLLVM interfaces.

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define ATTN_RT_ABI_VERSION 1
+#define ATTN_RT_ABI_VERSION 2
 
 /* MLIR's ranked memref descriptor for float32 rank 4, float32 rank 2 and
  * int64 rank 1 (allocated, aligned, offset, sizes, strides). */
@@ -118,6 +118,8 @@ typedef struct {
   attn_rt_block_fn block;
   const attn_rt_weight *weights;
   int64_t num_weights;
+  double scale;   /* the scores' scale */
+  double softcap; /* 0: none */
 } attn_rt_kind;
 
 typedef struct {
@@ -131,6 +133,9 @@ typedef struct {
   /* per layer: index into kinds, or -1 for a layer that is not compiled
    * (linear attention) */
   const int64_t *layer_kind;
+  /* 0: the kernels run on the CPU over host buffers; 1: they launch CUDA
+   * kernels and take device buffers (runtime/cuda.cpp moves the data). */
+  int device;
 } attn_rt_model;
 
 /* An unranked memref (rank and a pointer to a ranked descriptor). */
@@ -145,6 +150,19 @@ void memrefCopy(int64_t elem_size, attn_rt_unranked_memref *src,
 
 /* Provided by the model table attn-compile generates. */
 const attn_rt_model *attn_rt_get_model(void);
+
+/* CUDA (runtime/cuda.cpp, libcuda.so.1 loaded with dlopen): 0 when a
+ * device is usable, else -1 with the reason in `why` (no driver, no
+ * device, the kernels' module failed to load...). */
+int attn_rt_cuda_init(char *why, int why_size);
+/* Device memory and copies; they exit with a message on a CUDA error. */
+void *attn_rt_cuda_alloc(int64_t bytes);
+void attn_rt_cuda_free(void *device);
+void attn_rt_cuda_to_device(void *device, const void *host, int64_t bytes);
+void attn_rt_cuda_to_host(void *host, const void *device, int64_t bytes);
+/* The device's name, SM count, clock (kHz) and compute capability. */
+void attn_rt_cuda_describe(char *name, int name_size, int *sms, int *khz,
+                           int *major, int *minor);
 
 /* The executable's entry point (runtime/main.cpp). */
 int attn_rt_main(int argc, char **argv);

@@ -49,7 +49,11 @@ const char *kUsage =
     "                             for every layer kind on several shapes\n"
     "  bench [--layer L] [--batch B] [--seq S] [--kv-len N] [--threads T]\n"
     "        [--repeats R] [--json]\n"
-    "                             median time and GFLOP/s, fused and unfused\n";
+    "                             median time and GFLOP/s, fused and unfused\n"
+    "\n"
+    "Executables compiled with --target=cuda run sdpa, check and bench on the\n"
+    "first NVIDIA GPU (check against a float64 reference); without one they\n"
+    "say why and exit 1.\n";
 
 [[noreturn]] void fail(const std::string &msg) {
   std::fprintf(stderr, "error: %s\n", msg.c_str());
@@ -117,6 +121,69 @@ attn_rt_memref_f32_4 view4(float *data, const std::vector<int64_t> &s) {
   return d;
 }
 
+/// The kernels launch CUDA kernels on device buffers (attn_rt_model.device).
+bool gCuda = false;
+
+/// The GPU and its peaks: fp32 FMA lanes (128 per SM on sm_90, 64 on
+/// sm_80) and dense bf16 tensor-core FLOP per clock (4096 per SM on sm_90,
+/// 2048 on sm_80) at the device's reported clock.
+struct DeviceInfo {
+  std::string name;
+  int sms = 0, major = 0, minor = 0;
+  double mhz = 0, fp32Tflops = 0, tensorTflops = 0;
+} gDevice;
+
+void describeDevice() {
+  char name[256] = {0};
+  int khz = 0;
+  attn_rt_cuda_describe(name, sizeof(name), &gDevice.sms, &khz,
+                        &gDevice.major, &gDevice.minor);
+  gDevice.name = name;
+  gDevice.mhz = khz / 1000.0;
+  bool hopper = gDevice.major >= 9;
+  double clk = khz * 1e3;
+  gDevice.fp32Tflops = gDevice.sms * clk * (hopper ? 256 : 128) / 1e12;
+  gDevice.tensorTflops = gDevice.sms * clk * (hopper ? 4096 : 2048) / 1e12;
+}
+
+/// Exits with the reason when the CUDA kernels cannot run here.
+void requireDevice(const char *command) {
+  if (!gCuda)
+    return;
+  char why[1024];
+  if (attn_rt_cuda_init(why, sizeof(why)) != 0)
+    fail(std::string(command) +
+         ": this executable runs its attention on an NVIDIA GPU (compiled "
+         "with --target=cuda) and none is usable here: " + why);
+}
+
+/// A device copy of a host buffer, freed with the object.
+struct DeviceBuffer {
+  void *ptr = nullptr;
+  int64_t bytes = 0;
+  DeviceBuffer(const void *host, int64_t n) : bytes(n) {
+    ptr = attn_rt_cuda_alloc(n);
+    if (host)
+      attn_rt_cuda_to_device(ptr, host, n);
+  }
+  ~DeviceBuffer() { attn_rt_cuda_free(ptr); }
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+};
+
+void callKernel(void (*fn)(void), const attn_rt_kind &kind,
+                attn_rt_memref_f32_4 *out, attn_rt_memref_f32_4 *q,
+                attn_rt_memref_f32_4 *k, attn_rt_memref_f32_4 *v,
+                attn_rt_memref_i64_1 *lens, std::vector<float> *table);
+
+/// One call of a CUDA kernel: inputs to the device, the kernel, the output
+/// back into `out`.
+void runOnDevice(void (*fn)(void), const attn_rt_kind &kind,
+                 std::vector<float> &q, const std::vector<int64_t> &qs,
+                 std::vector<float> &k, const std::vector<int64_t> &ks,
+                 std::vector<float> &v, const std::vector<int64_t> &vs,
+                 std::vector<int64_t> &lens, std::vector<float> &out);
+
 /// One call of a kernel into `out` (resized to [B, Hq, Sq, Dv]).
 void run(void (*fn)(void), const attn_rt_kind &kind, std::vector<float> &q,
          const std::vector<int64_t> &qs, std::vector<float> &k,
@@ -125,19 +192,122 @@ void run(void (*fn)(void), const attn_rt_kind &kind, std::vector<float> &q,
          std::vector<float> *table, std::vector<float> &out) {
   std::vector<int64_t> os = {qs[0], qs[1], qs[2], vs[3]};
   out.resize(os[0] * os[1] * os[2] * os[3]);
+  if (gCuda)
+    return runOnDevice(fn, kind, q, qs, k, ks, v, vs, lens, out);
   attn_rt_memref_f32_4 dout = view4(out.data(), os), dq = view4(q.data(), qs),
                        dk = view4(k.data(), ks), dv = view4(v.data(), vs);
   attn_rt_memref_i64_1 dl{lens.data(), lens.data(), 0, {int64_t(lens.size())},
                           {1}};
+  callKernel(fn, kind, &dout, &dq, &dk, &dv, &dl, table);
+}
+
+void callKernel(void (*fn)(void), const attn_rt_kind &kind,
+                attn_rt_memref_f32_4 *out, attn_rt_memref_f32_4 *q,
+                attn_rt_memref_f32_4 *k, attn_rt_memref_f32_4 *v,
+                attn_rt_memref_i64_1 *lens, std::vector<float> *table) {
   if (kind.bias_buckets > 0) {
     attn_rt_memref_f32_2 dt{table->data(), table->data(), 0,
                             {kind.bias_buckets, kind.num_heads},
                             {kind.num_heads, 1}};
-    reinterpret_cast<attn_rt_sdpa_bias_fn>(fn)(&dout, &dq, &dk, &dv, &dl,
-                                               &dt);
+    reinterpret_cast<attn_rt_sdpa_bias_fn>(fn)(out, q, k, v, lens, &dt);
   } else {
-    reinterpret_cast<attn_rt_sdpa_fn>(fn)(&dout, &dq, &dk, &dv, &dl);
+    reinterpret_cast<attn_rt_sdpa_fn>(fn)(out, q, k, v, lens);
   }
+}
+
+/// Device descriptors of the same shapes as the host ones.
+struct DeviceCall {
+  DeviceBuffer out, q, k, v, lens;
+  attn_rt_memref_f32_4 dout, dq, dk, dv;
+  attn_rt_memref_i64_1 dl;
+  DeviceCall(std::vector<float> &hq, const std::vector<int64_t> &qs,
+             std::vector<float> &hk, const std::vector<int64_t> &ks,
+             std::vector<float> &hv, const std::vector<int64_t> &vs,
+             std::vector<int64_t> &hl, int64_t outElems)
+      : out(nullptr, 4 * outElems), q(hq.data(), 4 * int64_t(hq.size())),
+        k(hk.data(), 4 * int64_t(hk.size())),
+        v(hv.data(), 4 * int64_t(hv.size())),
+        lens(hl.data(), 8 * int64_t(hl.size())) {
+    std::vector<int64_t> os = {qs[0], qs[1], qs[2], vs[3]};
+    dout = view4(static_cast<float *>(out.ptr), os);
+    dq = view4(static_cast<float *>(q.ptr), qs);
+    dk = view4(static_cast<float *>(k.ptr), ks);
+    dv = view4(static_cast<float *>(v.ptr), vs);
+    auto *l = static_cast<int64_t *>(lens.ptr);
+    dl = {l, l, 0, {int64_t(hl.size())}, {1}};
+  }
+  void call(void (*fn)(void), const attn_rt_kind &kind) {
+    callKernel(fn, kind, &dout, &dq, &dk, &dv, &dl, nullptr);
+  }
+};
+
+void runOnDevice(void (*fn)(void), const attn_rt_kind &kind,
+                 std::vector<float> &q, const std::vector<int64_t> &qs,
+                 std::vector<float> &k, const std::vector<int64_t> &ks,
+                 std::vector<float> &v, const std::vector<int64_t> &vs,
+                 std::vector<int64_t> &lens, std::vector<float> &out) {
+  DeviceCall c(q, qs, k, ks, v, vs, lens, int64_t(out.size()));
+  c.call(fn, kind);
+  attn_rt_cuda_to_host(out.data(), c.out.ptr, 4 * int64_t(out.size()));
+}
+
+/// Attention in float64 by its definition, one query row at a time: the
+/// independent reference of `check` for kernels without a compiled
+/// reference (CUDA). Causal is bottom-right aligned; a row that sees no key
+/// is 0.
+void referenceF64(const attn_rt_kind &kind, const std::vector<float> &q,
+                  const std::vector<int64_t> &qs, const std::vector<float> &k,
+                  const std::vector<int64_t> &ks, const std::vector<float> &v,
+                  const std::vector<int64_t> &vs,
+                  const std::vector<int64_t> &lens, double scale,
+                  double softcap, std::vector<float> &out) {
+  int64_t B = qs[0], Hq = qs[1], Sq = qs[2], D = qs[3], Hkv = ks[1],
+          Skv = ks[2], Dv = vs[3], G = Hq / Hkv;
+  out.assign(B * Hq * Sq * Dv, 0.0f);
+  std::vector<double> s(Skv), acc(Dv);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t i = 0; i < Sq; ++i) {
+        const float *qr = &q[((b * Hq + h) * Sq + i) * D];
+        int64_t pos = i + Skv - Sq;
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < Skv; ++j) {
+          bool vis = j < lens[b];
+          if (kind.causal)
+            vis = vis && j <= pos;
+          if (kind.window)
+            vis = vis && j > pos - kind.window;
+          if (!vis) {
+            s[j] = -INFINITY;
+            continue;
+          }
+          const float *kr = &k[((b * Hkv + h / G) * Skv + j) * D];
+          double dot = 0;
+          for (int64_t e = 0; e < D; ++e)
+            dot += double(qr[e]) * double(kr[e]);
+          dot *= scale;
+          if (softcap > 0)
+            dot = softcap * std::tanh(dot / softcap);
+          s[j] = dot;
+          mx = std::max(mx, dot);
+        }
+        if (mx == -INFINITY)
+          continue;
+        double sum = 0;
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t j = 0; j < Skv; ++j) {
+          if (s[j] == -INFINITY)
+            continue;
+          double p = std::exp(s[j] - mx);
+          sum += p;
+          const float *vr = &v[((b * Hkv + h / G) * Skv + j) * Dv];
+          for (int64_t e = 0; e < Dv; ++e)
+            acc[e] += p * double(vr[e]);
+        }
+        float *o = &out[((b * Hq + h) * Sq + i) * Dv];
+        for (int64_t e = 0; e < Dv; ++e)
+          o[e] = float(acc[e] / sum);
+      }
 }
 
 std::vector<float> randomVec(std::mt19937 &rng, int64_t n, float scale) {
@@ -245,6 +415,7 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
                std::to_string(kind.num_heads) + "]");
     table = t.f32;
   }
+  requireDevice("sdpa");
   std::vector<float> out;
   run(kind.fused, kind, q.f32, q.shape, k.f32, k.shape, v.f32, v.shape, lens,
       &table, out);
@@ -322,8 +493,13 @@ int cmdCheck(const attn_rt_model *m, int argc, char **argv) {
   struct Shape {
     int64_t b, sq, skv;
   };
-  const Shape shapes[] = {{1, 1, 1}, {2, 3, 3}, {1, 17, 17}, {1, 5, 33},
-                          {1, 33, 7}, {2, 70, 70}};
+  requireDevice("check");
+  std::vector<Shape> shapes = {{1, 1, 1},   {2, 3, 3},  {1, 17, 17},
+                               {1, 5, 33},  {1, 33, 7}, {2, 70, 70}};
+  // On the GPU also several thread blocks and key tiles, decode against a
+  // long cache, and more rows than one block.
+  if (gCuda)
+    shapes.insert(shapes.end(), {{1, 1, 1000}, {2, 130, 130}, {1, 300, 1000}});
   bool allOk = true;
   for (int64_t i = 0; i < m->num_kinds; ++i) {
     const attn_rt_kind &kind = m->kinds[i];
@@ -343,7 +519,11 @@ int cmdCheck(const attn_rt_model *m, int argc, char **argv) {
       auto table = randomVec(rng, kind.bias_buckets * kind.num_heads, 1);
       std::vector<float> fused, ref;
       run(kind.fused, kind, q, qs, k, ks, v, vs, lens, &table, fused);
-      run(kind.reference, kind, q, qs, k, ks, v, vs, lens, &table, ref);
+      if (kind.reference)
+        run(kind.reference, kind, q, qs, k, ks, v, vs, lens, &table, ref);
+      else
+        referenceF64(kind, q, qs, k, ks, v, vs, lens, kind.scale,
+                     kind.softcap, ref);
       double maxAbs = 0, maxRef = 0;
       bool finite = true;
       for (size_t j = 0; j < ref.size(); ++j) {
@@ -403,6 +583,16 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
            std::to_string(int64_t(bytes / 1e9)) + " GB of tensors; this "
            "machine has " + std::to_string(int64_t(physical / 1e9)) + " GB");
   }
+  requireDevice("bench");
+  if (gCuda) {
+    describeDevice();
+    if (!json)
+      std::printf("device: %s, %d SMs at %.0f MHz, sm_%d%d: fp32 peak %.1f "
+                  "TFLOP/s, dense bf16 tensor peak %.1f TFLOP/s\n",
+                  gDevice.name.c_str(), gDevice.sms, gDevice.mhz,
+                  gDevice.major, gDevice.minor, gDevice.fp32Tflops,
+                  gDevice.tensorTflops);
+  }
   std::mt19937 rng(7);
   if (json)
     std::printf("[");
@@ -432,6 +622,42 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
       return ms[ms.size() / 2];
     };
     double f = flops(kind, b, sq, skv);
+    if (gCuda) {
+      // Device buffers once; each call is the host stub: launch on a
+      // stream and wait for it.
+      int64_t outElems = b * kind.num_heads * sq * kind.head_dim_v;
+      DeviceCall c(q, qs, k, ks, v, vs, lens, outElems);
+      c.call(kind.fused, kind);
+      std::vector<double> ms;
+      for (int64_t r = 0; r < repeats; ++r) {
+        auto t0 = std::chrono::steady_clock::now();
+        c.call(kind.fused, kind);
+        auto t1 = std::chrono::steady_clock::now();
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(t1 - t0).count());
+      }
+      std::sort(ms.begin(), ms.end());
+      double fusedMs = ms[ms.size() / 2];
+      double tflops = f / fusedMs / 1e9;
+      double pctFp32 = 100 * tflops / gDevice.fp32Tflops;
+      double pctTensor = 100 * tflops / gDevice.tensorTflops;
+      if (json)
+        std::printf("%s\n  {\"kind\": \"%s\", \"device\": \"%s\", "
+                    "\"batch\": %lld, \"seq\": %lld, \"kv_len\": %lld, "
+                    "\"flops\": %.0f, \"fused_ms\": %.4f, "
+                    "\"fused_tflops\": %.3f, \"pct_fp32_peak\": %.2f, "
+                    "\"pct_bf16_tensor_peak\": %.2f}",
+                    ki ? "," : "", kind.name, gDevice.name.c_str(),
+                    (long long)b, (long long)sq, (long long)skv, f, fusedMs,
+                    tflops, pctFp32, pctTensor);
+      else
+        std::printf("%-30s B=%lld Sq=%lld Skv=%lld: fused %9.3f ms %8.3f "
+                    "TFLOP/s, %.1f%% of the fp32 peak, %.1f%% of the dense "
+                    "bf16 tensor peak\n",
+                    kind.name, (long long)b, (long long)sq, (long long)skv,
+                    fusedMs, tflops, pctFp32, pctTensor);
+      continue;
+    }
     double fusedMs = time(kind.fused);
     // The unfused reference holds [B, Hq, Sq, Skv] scores (several copies):
     // skipped past a quarter of the memory.
@@ -482,6 +708,7 @@ extern "C" int attn_rt_main(int argc, char **argv) {
     std::printf(kUsage, argv[0]);
     return argc < 2 ? 1 : 0;
   }
+  gCuda = m->device == 1;
   std::string cmd = argv[1];
   if (cmd == "info") {
     std::printf("%s\n", m->describe_json);

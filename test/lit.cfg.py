@@ -45,3 +45,12 @@ ptxas = os.path.join(cuda_home, "bin", "ptxas")
 if os.access(ptxas, os.X_OK):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+
+# A loadable CUDA driver (libcuda.so.1): the CUDA executables' commands run
+# on the GPU instead of reporting that there is none.
+try:
+    import ctypes
+    ctypes.CDLL("libcuda.so.1")
+    config.available_features.add("cuda-driver")
+except OSError:
+    pass

@@ -220,12 +220,17 @@ int main(int argc, char **argv) {
                    << " needs --target=cuda\n";
       return 1;
     }
-    if (cuda && (building || (stage >= Stage::Linalg && !gpuStage))) {
-      llvm::errs()
-          << "attn-compile: error: --target=cuda compiles to "
-             "--compile-to=attn|fused|tiled|gpu|ptx for now; CUDA "
-             "executables (the host runtime over the CUDA driver API) are "
-             "not built yet\n";
+    bool cudaBuild = cuda && building;
+    if (cuda && !building && stage >= Stage::Linalg && !gpuStage) {
+      llvm::errs() << "attn-compile: error: --target=cuda compiles to "
+                      "--compile-to=attn|fused|tiled|gpu|ptx or to an "
+                      "executable (-o NAME); the other stages are the CPU's\n";
+      return 1;
+    }
+    if (cudaBuild && emit != Emit::Exe) {
+      llvm::errs() << "attn-compile: error: --target=cuda builds "
+                      "executables; --emit=obj and --emit=shared are "
+                      "CPU-only for now\n";
       return 1;
     }
     if (qBlock < 0 || kvBlock < 0) {
@@ -244,7 +249,7 @@ int main(int argc, char **argv) {
                    << " is not a level; accepted: -O0 to -O3\n";
       return 1;
     }
-    if (gpuStage) {
+    if (gpuStage || cudaBuild) {
       // Kernel entries only: the blocks (projections, RoPE) and the model
       // stay on the CPU for now.
       SmallVector<func::FuncOp> blocks;
@@ -259,7 +264,7 @@ int main(int argc, char **argv) {
       gpuOptions.arch = gpuArch;
       gpuOptions.qBlock = qBlock;
       gpuOptions.kvBlock = kvBlock;
-      gpuOptions.toPTX = stage == Stage::PTX;
+      gpuOptions.toPTX = stage != Stage::GPU;
       PassManager pm(&context);
       if (failed(applyPassManagerCLOptions(pm)))
         return 1;
@@ -270,6 +275,50 @@ int main(int argc, char **argv) {
       }
       if (failed(pm.run(*module)))
         return 1;
+      if (cudaBuild) {
+        // The host code (kernel launches, the PTX embedded and loaded at
+        // start-up) as an x86-64 object, linked with the model table and
+        // the runtime, whose CUDA part loads libcuda.so.1 with dlopen.
+        attn::CPUTargetOptions hostOptions;
+        hostOptions.cpu = cpu;
+        hostOptions.optLevel = optLevel;
+        std::string targetError;
+        llvm::SmallString<0> buffer;
+        llvm::raw_svector_ostream bos(buffer);
+        if (failed(attn::emitCPU(*module, hostOptions, attn::CPUOutput::Object,
+                                 bos, targetError))) {
+          llvm::errs() << "attn-compile: error: " << targetError << "\n";
+          return 1;
+        }
+        llvm::SmallString<128> dir;
+        if (std::error_code ec =
+                llvm::sys::fs::createUniqueDirectory("attn-compile", dir)) {
+          llvm::errs() << "attn-compile: error: cannot create a temporary "
+                          "directory: "
+                       << ec.message() << "\n";
+          return 1;
+        }
+        std::string obj = (dir + "/kernels.o").str();
+        std::string table = (dir + "/model_table.cpp").str();
+        std::error_code ec;
+        {
+          llvm::raw_fd_ostream o(obj, ec);
+          o << buffer;
+          llvm::raw_fd_ostream t(table, ec);
+          attn::writeModelTable(spec, attn::describeModel(spec).dump(2), t,
+                                /*cuda=*/true);
+        }
+        std::string linkError;
+        bool linked = !ec && attn::linkExecutable(obj, table, outputPath,
+                                                  /*shared=*/false, linkError);
+        llvm::sys::fs::remove_directories(dir);
+        if (!linked) {
+          llvm::errs() << "attn-compile: error: "
+                       << (ec ? ec.message() : linkError) << "\n";
+          return 1;
+        }
+        return 0;
+      }
       if (stage == Stage::GPU) {
         module->print(os);
         os << "\n";

@@ -6,6 +6,8 @@
 
 #include "compiler/Target/CPU/Executable.h"
 
+#include <cstdio>
+
 #include "compiler/Frontend/Frontend.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -38,7 +40,7 @@ std::string cString(const std::string &s) {
 
 void mlir::attn::writeModelTable(const ModelSpec &spec,
                                  const std::string &describeJson,
-                                 llvm::raw_ostream &os) {
+                                 llvm::raw_ostream &os, bool cuda) {
   std::vector<std::string> names = layerKindNames(spec);
   std::vector<std::string> kinds;
   std::map<std::string, int64_t> index;
@@ -60,8 +62,9 @@ void mlir::attn::writeModelTable(const ModelSpec &spec,
      << "#include \"attn_runtime.h\"\n\nextern \"C\" {\n";
   for (const std::string &n : kinds)
     for (const char *suffix : {"", "_reference"})
-      os << "void _mlir_ciface_" << n << "_sdpa" << suffix << "(void);\n";
-  bool blocks = supportsBlock(spec);
+      if (!cuda || !*suffix)
+        os << "void _mlir_ciface_" << n << "_sdpa" << suffix << "(void);\n";
+  bool blocks = !cuda && supportsBlock(spec);
   if (blocks) {
     // The block entries take one descriptor per weight (rank 1 or 2).
     for (const std::string &n : kinds) {
@@ -109,12 +112,20 @@ void mlir::attn::writeModelTable(const ModelSpec &spec,
        << ", " << (l.causal && l.window ? *l.window : 0) << ", "
        << (l.position == PositionKind::T5Bias ? l.t5.numBuckets : 0)
        << ", layers_" << n << ", " << layers[n].size() << ", _mlir_ciface_"
-       << n << "_sdpa, _mlir_ciface_" << n << "_sdpa_reference, ";
+       << n << "_sdpa, ";
+    if (cuda)
+      os << "nullptr, ";
+    else
+      os << "_mlir_ciface_" << n << "_sdpa_reference, ";
     if (blocks)
       os << "block_" << n << ", weights_" << n << ", "
-         << layerWeights(spec, l).size() << "},\n";
+         << layerWeights(spec, l).size();
     else
-      os << "nullptr, nullptr, 0},\n";
+      os << "nullptr, nullptr, 0";
+    char scales[96];
+    std::snprintf(scales, sizeof(scales), ", %.17g, %.17g},\n", l.scale,
+                  l.softcap.value_or(0.0));
+    os << scales;
   }
   os << "};\nconst int64_t layerKind[] = {";
   for (const LayerSpec &l : spec.layers)
@@ -124,7 +135,8 @@ void mlir::attn::writeModelTable(const ModelSpec &spec,
      << ";\nconst attn_rt_model model = {ATTN_RT_ABI_VERSION, \""
      << spec.family << "\", " << spec.hiddenSize
      << ", describe, kinds, "
-     << kinds.size() << ", " << spec.layers.size() << ", layerKind};\n"
+     << kinds.size() << ", " << spec.layers.size() << ", layerKind, "
+     << (cuda ? 1 : 0) << "};\n"
      << "} // namespace\n\n"
      << "extern \"C\" const attn_rt_model *attn_rt_get_model(void) {\n"
      << "  return &model;\n}\n\n"

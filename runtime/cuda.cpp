@@ -1,0 +1,316 @@
+//===- cuda.cpp - the CUDA part of the runtime, over the driver API -------===//
+//
+// This file implements the host calls that MLIR's gpu-to-llvm lowering emits
+// (`mgpuModuleLoad`, `mgpuModuleLoadJIT`, `mgpuModuleGetFunction`,
+// `mgpuLaunchKernel`, `mgpuStream*`, `mgpuModuleUnload`) and the device
+// buffers of the executables' commands, over the CUDA driver API. The driver
+// (`libcuda.so.1`) is loaded with dlopen on first use, so executables start
+// on machines without a GPU: `info` works, and the commands that need the
+// GPU say why there is none and exit non-zero.
+//
+// The generated code loads its PTX module from a global constructor, before
+// main: a failure there is recorded, not fatal, and reported by
+// attn_rt_cuda_init.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn_runtime.h"
+
+#include <dlfcn.h>
+
+#include <type_traits>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = void *;
+using CUmodule = void *;
+using CUfunction = void *;
+using CUstream = void *;
+
+constexpr int kAttrSMs = 16;         // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+constexpr int kAttrClockKHz = 13;    // CU_DEVICE_ATTRIBUTE_CLOCK_RATE
+constexpr int kAttrMajor = 75;       // ..._COMPUTE_CAPABILITY_MAJOR
+constexpr int kAttrMinor = 76;       // ..._COMPUTE_CAPABILITY_MINOR
+constexpr int kJitErrorBuffer = 5;   // CU_JIT_ERROR_LOG_BUFFER
+constexpr int kJitErrorBufferSize = 6; // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
+
+struct Driver {
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuDeviceGetCount)(int *);
+  CUresult (*cuDeviceGet)(CUdevice *, int);
+  CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *,
+                                 void **);
+  CUresult (*cuModuleUnload)(CUmodule);
+  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, unsigned, CUstream,
+                             void **, void **);
+  CUresult (*cuStreamCreate)(CUstream *, unsigned);
+  CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuStreamDestroy)(CUstream);
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*cuGetErrorString)(CUresult, const char **);
+};
+
+struct State {
+  bool tried = false;
+  bool ok = false;
+  std::string why; // why there is no usable device
+  Driver d{};
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+};
+
+State &state() {
+  static State s;
+  return s;
+}
+
+std::string errorText(CUresult r) {
+  const char *s = nullptr;
+  if (state().d.cuGetErrorString && state().d.cuGetErrorString(r, &s) == 0 &&
+      s)
+    return s;
+  return "CUDA error " + std::to_string(r);
+}
+
+/// Loads the driver and makes the first device's primary context current.
+bool initDriver() {
+  State &s = state();
+  if (s.tried)
+    return s.ok;
+  s.tried = true;
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    s.why = "cannot load the CUDA driver libcuda.so.1 (" +
+            std::string(dlerror()) + "); this machine has no NVIDIA driver";
+    return false;
+  }
+  bool missing = false;
+  auto get = [&](auto &fn, const char *name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+        dlsym(lib, name));
+    if (!fn) {
+      s.why = std::string("libcuda.so.1 lacks ") + name;
+      missing = true;
+    }
+  };
+  Driver &d = s.d;
+  get(d.cuGetErrorString, "cuGetErrorString");
+  get(d.cuInit, "cuInit");
+  get(d.cuDeviceGetCount, "cuDeviceGetCount");
+  get(d.cuDeviceGet, "cuDeviceGet");
+  get(d.cuDeviceGetName, "cuDeviceGetName");
+  get(d.cuDeviceGetAttribute, "cuDeviceGetAttribute");
+  get(d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+  get(d.cuCtxSetCurrent, "cuCtxSetCurrent");
+  get(d.cuModuleLoadDataEx, "cuModuleLoadDataEx");
+  get(d.cuModuleUnload, "cuModuleUnload");
+  get(d.cuModuleGetFunction, "cuModuleGetFunction");
+  get(d.cuLaunchKernel, "cuLaunchKernel");
+  get(d.cuStreamCreate, "cuStreamCreate");
+  get(d.cuStreamSynchronize, "cuStreamSynchronize");
+  get(d.cuStreamDestroy, "cuStreamDestroy_v2");
+  get(d.cuMemAlloc, "cuMemAlloc_v2");
+  get(d.cuMemFree, "cuMemFree_v2");
+  get(d.cuMemcpyHtoD, "cuMemcpyHtoD_v2");
+  get(d.cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+  if (missing)
+    return false;
+  CUresult r = d.cuInit(0);
+  if (r != 0) {
+    s.why = "cuInit failed: " + errorText(r) + " (no usable NVIDIA GPU?)";
+    return false;
+  }
+  int count = 0;
+  if ((r = d.cuDeviceGetCount(&count)) != 0 || count == 0) {
+    s.why = r ? "cuDeviceGetCount failed: " + errorText(r)
+              : std::string("the CUDA driver reports no device");
+    return false;
+  }
+  if ((r = d.cuDeviceGet(&s.device, 0)) != 0 ||
+      (r = d.cuDevicePrimaryCtxRetain(&s.context, s.device)) != 0 ||
+      (r = d.cuCtxSetCurrent(s.context)) != 0) {
+    s.why = "cannot open device 0: " + errorText(r);
+    return false;
+  }
+  s.ok = true;
+  return true;
+}
+
+/// A CUDA error after initialization: fatal, with the call that failed.
+void check(CUresult r, const char *what) {
+  if (r == 0)
+    return;
+  std::fprintf(stderr, "error: CUDA: %s failed: %s\n", what,
+               errorText(r).c_str());
+  std::exit(1);
+}
+
+/// Modules that failed to load before main (no GPU, or a JIT error).
+std::string &moduleError() {
+  static std::string e;
+  return e;
+}
+
+CUmodule loadModule(const void *data, bool ptx) {
+  if (!initDriver()) {
+    if (moduleError().empty())
+      moduleError() = state().why;
+    return nullptr;
+  }
+  char log[8192] = {0};
+  int options[] = {kJitErrorBuffer, kJitErrorBufferSize};
+  void *values[] = {log, reinterpret_cast<void *>(sizeof(log))};
+  CUmodule m = nullptr;
+  CUresult r = state().d.cuModuleLoadDataEx(&m, data, ptx ? 2 : 0, options,
+                                            values);
+  if (r != 0) {
+    moduleError() = "loading the kernels' " +
+                    std::string(ptx ? "PTX" : "module") + " failed: " +
+                    errorText(r) + (log[0] ? std::string(": ") + log : "");
+    return nullptr;
+  }
+  return m;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// The calls of generated host code (MLIR's gpu-to-llvm ABI)
+//===----------------------------------------------------------------------===//
+
+extern "C" {
+
+CUmodule mgpuModuleLoad(void *data, size_t /*size*/) {
+  return loadModule(data, /*ptx=*/false);
+}
+
+CUmodule mgpuModuleLoadJIT(void *data, int /*optLevel*/, size_t /*size*/) {
+  return loadModule(data, /*ptx=*/true);
+}
+
+void mgpuModuleUnload(CUmodule module) {
+  if (module && state().ok)
+    state().d.cuModuleUnload(module);
+}
+
+CUfunction mgpuModuleGetFunction(CUmodule module, const char *name) {
+  if (!module) {
+    std::fprintf(stderr, "error: CUDA: no kernels module (%s)\n",
+                 moduleError().c_str());
+    std::exit(1);
+  }
+  CUfunction f = nullptr;
+  check(state().d.cuModuleGetFunction(&f, module, name),
+        "cuModuleGetFunction");
+  return f;
+}
+
+void mgpuLaunchKernel(CUfunction function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t smem, CUstream stream,
+                      void **params, void **extra, size_t /*paramsCount*/) {
+  // An empty grid (q_len or batch 0) has nothing to compute.
+  if (gridX <= 0 || gridY <= 0 || gridZ <= 0)
+    return;
+  check(state().d.cuLaunchKernel(function, unsigned(gridX), unsigned(gridY),
+                                 unsigned(gridZ), unsigned(blockX),
+                                 unsigned(blockY), unsigned(blockZ),
+                                 unsigned(smem), stream, params, extra),
+        "cuLaunchKernel");
+}
+
+CUstream mgpuStreamCreate() {
+  if (!initDriver()) {
+    std::fprintf(stderr, "error: CUDA: %s\n", state().why.c_str());
+    std::exit(1);
+  }
+  CUstream s = nullptr;
+  check(state().d.cuStreamCreate(&s, /*CU_STREAM_NON_BLOCKING=*/1),
+        "cuStreamCreate");
+  return s;
+}
+
+void mgpuStreamSynchronize(CUstream stream) {
+  check(state().d.cuStreamSynchronize(stream),
+        "cuStreamSynchronize (the kernel)");
+}
+
+void mgpuStreamDestroy(CUstream stream) {
+  check(state().d.cuStreamDestroy(stream), "cuStreamDestroy");
+}
+
+//===----------------------------------------------------------------------===//
+// The runtime's side (runtime/attn_runtime.h)
+//===----------------------------------------------------------------------===//
+
+int attn_rt_cuda_init(char *why, int whySize) {
+  std::string reason;
+  if (!initDriver())
+    reason = state().why;
+  else if (!moduleError().empty())
+    reason = moduleError();
+  if (reason.empty())
+    return 0;
+  std::snprintf(why, size_t(whySize), "%s", reason.c_str());
+  return -1;
+}
+
+void *attn_rt_cuda_alloc(int64_t bytes) {
+  CUdeviceptr p = 0;
+  check(state().d.cuMemAlloc(&p, size_t(bytes > 0 ? bytes : 1)),
+        "cuMemAlloc");
+  return reinterpret_cast<void *>(p);
+}
+
+void attn_rt_cuda_free(void *device) {
+  if (device)
+    check(state().d.cuMemFree(reinterpret_cast<CUdeviceptr>(device)),
+          "cuMemFree");
+}
+
+void attn_rt_cuda_to_device(void *device, const void *host, int64_t bytes) {
+  if (bytes > 0)
+    check(state().d.cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(device), host,
+                                 size_t(bytes)),
+          "cuMemcpyHtoD");
+}
+
+void attn_rt_cuda_to_host(void *host, const void *device, int64_t bytes) {
+  if (bytes > 0)
+    check(state().d.cuMemcpyDtoH(host, reinterpret_cast<CUdeviceptr>(device),
+                                 size_t(bytes)),
+          "cuMemcpyDtoH");
+}
+
+void attn_rt_cuda_describe(char *name, int nameSize, int *sms, int *khz,
+                           int *major, int *minor) {
+  Driver &d = state().d;
+  check(d.cuDeviceGetName(name, nameSize, state().device), "cuDeviceGetName");
+  check(d.cuDeviceGetAttribute(sms, kAttrSMs, state().device),
+        "cuDeviceGetAttribute");
+  check(d.cuDeviceGetAttribute(khz, kAttrClockKHz, state().device),
+        "cuDeviceGetAttribute");
+  check(d.cuDeviceGetAttribute(major, kAttrMajor, state().device),
+        "cuDeviceGetAttribute");
+  check(d.cuDeviceGetAttribute(minor, kAttrMinor, state().device),
+        "cuDeviceGetAttribute");
+}
+
+} // extern "C"

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds, on this machine, the CUDA executables that tools/gpu-check.sh runs on
+# a GPU machine. Usage: tools/build-gpu-check.sh OUT_DIR [sm_90|sm_80]
+# (needs a build of attn-compile: tools/dev.sh build).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+OUT="${1:?usage: tools/build-gpu-check.sh OUT_DIR [sm_90|sm_80]}"
+ARCH="${2:-sm_90}"
+mkdir -p "$OUT"
+INPUTS="$ROOT/test/Frontend/Inputs"
+# Each config exercises a different kernel: GQA (Llama-3-8B: Hq=32 Hkv=8
+# D=128), the seed model (Hq=64 Hkv=4 D=256), MQA (Falcon: 71 heads on 1),
+# softcap + sliding window (Gemma-2), D=96 + window (Phi-3), bidirectional and
+# cross attention (Whisper), D=64 bidirectional (BERT).
+declare -A CONFIGS=(
+  [llama-3.1-8b]="$INPUTS/llama-3.1-8b.json"
+  [seed]="$ROOT/examples/seed-qwen3.8-max.json"
+  [falcon-7b]="$INPUTS/falcon-7b.json"
+  [gemma-2-27b]="$INPUTS/gemma-2-27b.json"
+  [phi-3-mini]="$INPUTS/phi-3-mini-4k-instruct.json"
+  [whisper-tiny]="$INPUTS/whisper-tiny.json"
+  [bert-base]="$INPUTS/bert-base-uncased.json"
+)
+for name in "${!CONFIGS[@]}"; do
+  "$BUILD_DIR/bin/attn-compile" "${CONFIGS[$name]}" --target=cuda \
+    --gpu-arch="$ARCH" -o "$OUT/$name"
+done
+cp "$ROOT/tools/gpu-check.sh" "$OUT/"
+echo "built $(ls "$OUT" | grep -vc '\.sh$') CUDA executables for $ARCH in $OUT;"
+echo "on the GPU machine: $OUT/gpu-check.sh $OUT"

@@ -1,0 +1,48 @@
+#!/bin/sh
+# The GPU checks, in one run, on a machine with an NVIDIA GPU and nothing
+# installed (no compiler, no network): POSIX sh, awk, the driver.
+# Usage: gpu-check.sh DIR   (DIR from tools/build-gpu-check.sh, which copies
+# this script there too). Prints one summary; exit 0 when every check passes.
+#   1. every executable's `check`: its kernels against a float64 CPU
+#      reference on several shapes (decode, odd sizes, padding, GQA/MQA);
+#   2. `bench` on the seed model and a Llama-3-8B shape (Hq=32 Hkv=8 D=128)
+#      at S = 1k, 4k, 16k (batch 1, causal prefill): median ms, TFLOP/s and
+#      % of the chip's fp32 and dense bf16 tensor peaks.
+set -u
+DIR="${1:?usage: gpu-check.sh DIR}"
+# Logs go where we may write (DIR may be read-only): LOGDIR or a temp dir.
+LOGDIR="${LOGDIR:-$(mktemp -d)}"
+LOG="$LOGDIR/gpu-check.log"
+: > "$LOG"
+pass=0
+failed=""
+echo "== check (float64 reference)"
+for exe in "$DIR"/*; do
+  case "$exe" in *.sh|*.log) continue ;; esac
+  [ -x "$exe" ] || continue
+  name=$(basename "$exe")
+  if "$exe" check > "$LOGDIR/$name.check.log" 2>&1; then
+    pass=$((pass + 1))
+    echo "ok    $name ($(grep -c '^ok' "$LOGDIR/$name.check.log") shapes)"
+  else
+    failed="$failed $name"
+    echo "FAIL  $name (see $LOGDIR/$name.check.log):"
+    grep -v '^ok' "$LOGDIR/$name.check.log" | tail -n 3 | sed 's/^/      /'
+  fi
+  cat "$LOGDIR/$name.check.log" >> "$LOG"
+done
+echo "== bench (batch 1, causal, median of 5)"
+bench_lines=""
+for name in llama-3.1-8b seed; do
+  [ -x "$DIR/$name" ] || continue
+  for s in 1024 4096 16384; do
+    out=$("$DIR/$name" bench --seq $s --repeats 5 2>&1)
+    echo "$out" >> "$LOG"
+    echo "$out" | grep -v '^device:' | sed "s/^/$name S=$s: /"
+    dev=$(echo "$out" | grep '^device:' | head -n 1)
+  done
+done
+echo "== summary"
+[ -n "${dev:-}" ] && echo "$dev"
+echo "check: $pass passed${failed:+, failed:$failed}; logs in $LOGDIR"
+[ -z "$failed" ]
