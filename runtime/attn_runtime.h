@@ -120,6 +120,9 @@ typedef struct {
   int64_t num_weights;
   double scale;   /* the scores' scale */
   double softcap; /* 0: none */
+  /* check's bound: |fused - reference| <= tol · (1 + max |reference|);
+   * 1e-5 for fp32 kernels, 2e-2 for bf16 tensor-core ones */
+  double tolerance;
 } attn_rt_kind;
 
 typedef struct {

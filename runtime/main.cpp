@@ -532,7 +532,7 @@ int cmdCheck(const attn_rt_model *m, int argc, char **argv) {
         maxRef = std::max(maxRef, double(std::fabs(ref[j])));
       }
       double rel = maxAbs / std::max(maxRef, 1e-30);
-      bool ok = finite && maxAbs <= 1e-5 + 1e-5 * maxRef;
+      bool ok = finite && maxAbs <= kind.tolerance * (1 + maxRef);
       allOk = allOk && ok;
       std::printf("%-4s %-32s B=%lld Sq=%-3lld Skv=%-3lld max_abs_err=%.3e "
                   "max_rel_err=%.3e\n",

@@ -26,6 +26,12 @@ for name in "${!CONFIGS[@]}"; do
   "$BUILD_DIR/bin/attn-compile" "${CONFIGS[$name]}" --target=cuda \
     --gpu-arch="$ARCH" -o "$OUT/$name"
 done
+# The bf16 tensor-core kernels (mma.sync) of the two bench shapes and of
+# Gemma-2 (softcap, window) and Falcon (MQA).
+for name in llama-3.1-8b seed gemma-2-27b falcon-7b; do
+  "$BUILD_DIR/bin/attn-compile" "${CONFIGS[$name]}" --target=cuda \
+    --gpu-arch="$ARCH" --gpu-precision=bf16 -o "$OUT/$name-bf16"
+done
 cp "$ROOT/tools/gpu-check.sh" "$OUT/"
 echo "built $(ls "$OUT" | grep -vc '\.sh$') CUDA executables for $ARCH in $OUT;"
 echo "on the GPU machine: $OUT/gpu-check.sh $OUT"

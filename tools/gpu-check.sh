@@ -5,9 +5,11 @@
 # this script there too). Prints one summary; exit 0 when every check passes.
 #   1. every executable's `check`: its kernels against a float64 CPU
 #      reference on several shapes (decode, odd sizes, padding, GQA/MQA);
-#   2. `bench` on the seed model and a Llama-3-8B shape (Hq=32 Hkv=8 D=128)
-#      at S = 1k, 4k, 16k (batch 1, causal prefill): median ms, TFLOP/s and
-#      % of the chip's fp32 and dense bf16 tensor peaks.
+#      fp32 kernels within 1e-5, bf16 tensor-core ones (*-bf16) within 2e-2;
+#   2. `bench` on the seed model and a Llama-3-8B shape (Hq=32 Hkv=8 D=128),
+#      fp32 and bf16 kernels, at S = 1k, 4k, 16k (batch 1, causal prefill):
+#      median ms, TFLOP/s and % of the chip's fp32 and dense bf16 tensor
+#      peaks.
 set -u
 DIR="${1:?usage: gpu-check.sh DIR}"
 # Logs go where we may write (DIR may be read-only): LOGDIR or a temp dir.
@@ -33,7 +35,7 @@ for exe in "$DIR"/*; do
 done
 echo "== bench (batch 1, causal, median of 5)"
 bench_lines=""
-for name in llama-3.1-8b seed; do
+for name in llama-3.1-8b llama-3.1-8b-bf16 seed seed-bf16; do
   [ -x "$DIR/$name" ] || continue
   for s in 1024 4096 16384; do
     out=$("$DIR/$name" bench --seq $s --repeats 5 2>&1)

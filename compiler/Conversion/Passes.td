@@ -63,10 +63,16 @@ def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "func::FuncOp"> {
            "Query rows per head per thread block (0: 32 / group size, at "
            "least 1)">,
     Option<"kvBlock", "kv-block", "int64_t", /*default=*/"0",
-           "Keys per shared-memory tile (0: 4096 / head dim, at least 8)">,
+           "Keys per shared-memory tile (0: 4096 / head dim, at least 8; "
+           "bf16: 8192 / head dim in [16, 64])">,
+    Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
+           "fp32: CUDA-core kernel on fp32 (the accuracy path); bf16: "
+           "tensor-core kernel (mma.sync m16n8k16, Q, K, V and P rounded to "
+           "bf16, fp32 accumulators and softmax)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",
                            "::mlir::math::MathDialect",

@@ -137,6 +137,7 @@ LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
   ConvertAttnToGPUPassOptions toGPU;
   toGPU.qBlock = options.qBlock;
   toGPU.kvBlock = options.kvBlock;
+  toGPU.precision = options.precision;
   pm.addNestedPass<func::FuncOp>(createConvertAttnToGPUPass(toGPU));
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;

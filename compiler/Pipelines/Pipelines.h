@@ -68,6 +68,7 @@ LogicalResult buildAttnPipeline(OpPassManager &pm,
 struct GPUPipelineOptions {
   std::string arch = "sm_90";
   int64_t qBlock = 0, kvBlock = 0;
+  std::string precision = "fp32";
   bool toPTX = true;
 };
 LogicalResult buildAttnGPUPipeline(OpPassManager &pm,

@@ -124,6 +124,13 @@ cl::opt<std::string> target(
     cl::desc("Target: cpu (default) or cuda (NVIDIA GPUs; 'gpu' is an alias)"),
     cl::init("cpu"), cl::cat(category));
 
+cl::opt<std::string> gpuPrecision(
+    "gpu-precision",
+    cl::desc("--target=cuda: fp32 (CUDA cores, the accuracy path; default) "
+             "or bf16 (tensor cores: mma.sync on bf16 inputs, fp32 "
+             "accumulators)"),
+    cl::init("fp32"), cl::cat(category));
+
 cl::opt<std::string> gpuArch("gpu-arch",
                              cl::desc("--target=cuda: sm_90 (H100/H200, "
                                       "default) or sm_80 (A100)"),
@@ -220,6 +227,11 @@ int main(int argc, char **argv) {
                    << " needs --target=cuda\n";
       return 1;
     }
+    if (gpuPrecision != "fp32" && gpuPrecision != "bf16") {
+      llvm::errs() << "attn-compile: error: unknown --gpu-precision '"
+                   << gpuPrecision << "'; accepted: fp32, bf16\n";
+      return 1;
+    }
     bool cudaBuild = cuda && building;
     if (cuda && !building && stage >= Stage::Linalg && !gpuStage) {
       llvm::errs() << "attn-compile: error: --target=cuda compiles to "
@@ -264,6 +276,7 @@ int main(int argc, char **argv) {
       gpuOptions.arch = gpuArch;
       gpuOptions.qBlock = qBlock;
       gpuOptions.kvBlock = kvBlock;
+      gpuOptions.precision = gpuPrecision;
       gpuOptions.toPTX = stage != Stage::GPU;
       PassManager pm(&context);
       if (failed(applyPassManagerCLOptions(pm)))
@@ -306,7 +319,8 @@ int main(int argc, char **argv) {
           o << buffer;
           llvm::raw_fd_ostream t(table, ec);
           attn::writeModelTable(spec, attn::describeModel(spec).dump(2), t,
-                                /*cuda=*/true);
+                                /*cuda=*/true,
+                                /*bf16=*/gpuPrecision == "bf16");
         }
         std::string linkError;
         bool linked = !ec && attn::linkExecutable(obj, table, outputPath,

@@ -31,6 +31,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -125,6 +126,61 @@ struct KernelEmitter {
   }
 
   void emit(Value out, Value q, Value k, Value v, Value lens);
+  /// The bf16 tensor-core kernel (mma.sync m16n8k16, fp32 accumulators).
+  void emitMma(Value out, Value q, Value k, Value v, Value lens);
+
+  /// Common prologue of both kernels: the launch, its ids and the block's
+  /// key range. `tileTypes` are the workgroup buffers.
+  struct Launch {
+    gpu::LaunchOp op;
+    Value bi, g, qb, tid, lane, warp, qLen, kvLen, q0, qn, offset, lo, hi;
+  };
+  Launch beginLaunch(Value q, Value k, Value lens, int64_t threads,
+                     TypeRange tileTypes);
+
+  /// Two bf16 as one i32 (the first in the low half), for mma operands.
+  Value pack(Value lowBf16, Value highBf16) {
+    auto i16 = b.getIntegerType(16), i32 = b.getI32Type();
+    auto widen = [&](Value x) -> Value {
+      return arith::ExtUIOp::create(
+          b, loc, i32, arith::BitcastOp::create(b, loc, i16, x));
+    };
+    Value hiBits = arith::ShLIOp::create(
+        b, loc, widen(highBf16), arith::ConstantIntOp::create(b, loc, 16, 32));
+    return arith::OrIOp::create(b, loc, widen(lowBf16), hiBits);
+  }
+  Value toBf16(Value f) {
+    return arith::TruncFOp::create(b, loc, b.getBF16Type(), f);
+  }
+  /// C += A·B for one m16n8k16 bf16 tile: A 4 x i32, B 2 x i32, C 4 x f32.
+  SmallVector<Value> mma(ArrayRef<Value> a, ArrayRef<Value> bb,
+                         ArrayRef<Value> cc) {
+    Type f32 = b.getF32Type();
+    auto resTy =
+        LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+    Value r = NVVM::MmaOp::create(
+        b, loc, resTy, a, bb, cc, ArrayRef<int64_t>{16, 8, 16},
+        std::nullopt, std::nullopt,
+        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                      NVVM::MMATypes::bf16},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < 4; ++i)
+      out.push_back(LLVM::ExtractValueOp::create(b, loc, r, i));
+    return out;
+  }
+  /// `x` reduced over the 4 lanes of a quad (shuffles xor 1 and 2).
+  Value quadReduce(Value x, bool isMax) {
+    for (int64_t off : {1, 2}) {
+      Value o = arith::ConstantIntOp::create(b, loc, off, 32);
+      Value w = arith::ConstantIntOp::create(b, loc, kWarp, 32);
+      Value y = gpu::ShuffleOp::create(b, loc, x, o, w, gpu::ShuffleMode::XOR)
+                    .getShuffleResult();
+      x = isMax ? Value(arith::MaximumFOp::create(b, loc, x, y)) : fadd(x, y);
+    }
+    return x;
+  }
 };
 
 void KernelEmitter::emit(Value out, Value q, Value k, Value v, Value lens) {
@@ -318,6 +374,305 @@ void KernelEmitter::emit(Value out, Value q, Value k, Value v, Value lens) {
   gpu::TerminatorOp::create(b, loc);
 }
 
+KernelEmitter::Launch KernelEmitter::beginLaunch(Value q, Value k, Value lens,
+                                                 int64_t threads,
+                                                 TypeRange tileTypes) {
+  Launch L;
+  Value batch = memref::DimOp::create(b, loc, q, 0);
+  Value qLen = memref::DimOp::create(b, loc, q, 2);
+  Value numQBlocks = arith::CeilDivSIOp::create(b, loc, qLen, c(qRows));
+  Value one = c(1);
+  L.op = gpu::LaunchOp::create(b, loc, numQBlocks, c(hkv), batch, c(threads),
+                               one, one, /*dynamicSharedMemorySize=*/Value(),
+                               /*asyncTokenType=*/Type(),
+                               /*asyncDependencies=*/ValueRange(), tileTypes);
+  L.op->setAttr("attn.kernel", b.getUnitAttr());
+  b.setInsertionPointToStart(&L.op.getBody().front());
+  L.qb = L.op.getBlockIds().x;
+  L.g = L.op.getBlockIds().y;
+  L.bi = L.op.getBlockIds().z;
+  L.tid = L.op.getThreadIds().x;
+  Value zero = c(0);
+  one = c(1);
+  L.qLen = memref::DimOp::create(b, loc, q, 2);
+  L.kvLen = memref::DimOp::create(b, loc, k, 2);
+  L.lane = arith::RemUIOp::create(b, loc, L.tid, c(kWarp));
+  L.warp = arith::DivUIOp::create(b, loc, L.tid, c(kWarp));
+  L.q0 = mul(L.qb, c(qRows));
+  L.qn = min(c(qRows), sub(L.qLen, L.q0));
+  bool causal = op.getMask() != MaskKind::none;
+  bool aligned = causal && op.getAlign() == CausalAlignment::bottom_right;
+  L.offset = aligned ? sub(L.kvLen, L.qLen) : zero;
+  Value kvLimit = L.kvLen;
+  if (lens) {
+    Value len = memref::LoadOp::create(b, loc, lens, ValueRange{L.bi});
+    len = arith::IndexCastOp::create(b, loc, b.getIndexType(), len);
+    kvLimit = clamp(len, zero, L.kvLen);
+  }
+  L.hi = kvLimit;
+  L.lo = zero;
+  if (causal)
+    L.hi = clamp(add(add(L.q0, L.qn), L.offset), zero, kvLimit);
+  if (std::optional<int64_t> window = op.getWindow())
+    L.lo = clamp(add(sub(add(L.q0, L.offset), c(*window)), one), zero, L.hi);
+  return L;
+}
+
+void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
+  // 16 rows per warp (heads of the group x query rows, flattened).
+  constexpr int64_t kTileRows = 16;
+  int64_t kWarps = (group * qRows + kTileRows - 1) / kTileRows;
+  Type bf16 = b.getBF16Type();
+  auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
+                                       gpu::AddressSpace::Workgroup);
+  auto kTileTy = MemRefType::get({kvBlock, d}, bf16,
+                                 MemRefLayoutAttrInterface(), wg);
+  auto vTileTy = MemRefType::get({kvBlock, dv}, bf16,
+                                 MemRefLayoutAttrInterface(), wg);
+  // Head dims above 128: Q's fragments would not fit in registers next to
+  // the accumulators; Q is staged in shared memory once and its fragments
+  // read per step.
+  bool qShared = d > 128;
+  auto qTileTy = MemRefType::get({kWarps * kTileRows, d}, bf16,
+                                 MemRefLayoutAttrInterface(), wg);
+  SmallVector<Type> tileTypes = {kTileTy, vTileTy};
+  if (qShared)
+    tileTypes.push_back(qTileTy);
+  OpBuilder::InsertionGuard guard(b);
+  Launch L = beginLaunch(q, k, lens, kWarps * kWarp, tileTypes);
+  Value kTile = L.op.getWorkgroupAttributions()[0];
+  Value vTile = L.op.getWorkgroupAttributions()[1];
+  Value zero = c(0), one = c(1);
+  // Fragment coordinates: group (row within 8) and thread in group.
+  Value gq = arith::DivUIOp::create(b, loc, L.lane, c(4));
+  Value tq = arith::RemUIOp::create(b, loc, L.lane, c(4));
+  Value col2 = mul(tq, c(2));
+  bool causal = op.getMask() != MaskKind::none;
+  std::optional<int64_t> window = op.getWindow();
+  double log2e = 1.4426950408889634;
+  std::optional<APFloat> softcap = op.getSoftcap();
+  double scale = op.getScale().convertToDouble();
+  Value qScale = f32(softcap ? scale : scale * log2e);
+
+  // The thread's two rows: r0 = group, r1 = group + 8 of the warp's 16.
+  Value valid[2], head[2], pos[2];
+  for (int64_t h = 0; h < 2; ++h) {
+    Value t = add(add(mul(L.warp, c(kTileRows)), gq), c(8 * h));
+    valid[h] = cmp(arith::CmpIPredicate::slt, t, mul(c(group), L.qn));
+    Value ts = select(valid[h], t, zero);
+    head[h] = add(mul(L.g, c(group)), arith::DivUIOp::create(b, loc, ts, L.qn));
+    pos[h] = add(L.q0, arith::RemUIOp::create(b, loc, ts, L.qn));
+  }
+  auto qElem = [&](int64_t h, Value col) -> Value {
+    Value x = memref::LoadOp::create(b, loc, q,
+                                     ValueRange{L.bi, head[h], pos[h], col});
+    return toBf16(select(valid[h], fmul(x, qScale), f32(0.0)));
+  };
+  // Q as A fragments, one per 16 of d: {r0, c}, {r1, c}, {r0, c+8}, {r1, c+8}
+  // with c = 16·ks + 2·tq (two consecutive columns each): in registers, or
+  // from the shared Q tile (rows of the warp: 16·warp + gq (+8)).
+  Value qTile;
+  if (qShared) {
+    qTile = L.op.getWorkgroupAttributions()[2];
+    int64_t rows = kWarps * kTileRows;
+    loop(L.tid, c(rows * d), c(kWarps * kWarp), ValueRange{},
+         [&](Value idx, ValueRange) -> SmallVector<Value> {
+           Value r = arith::DivUIOp::create(b, loc, idx, c(d));
+           Value col = arith::RemUIOp::create(b, loc, idx, c(d));
+           Value ok = cmp(arith::CmpIPredicate::slt, r, mul(c(group), L.qn));
+           Value rs = select(ok, r, zero);
+           Value hd =
+               add(mul(L.g, c(group)), arith::DivUIOp::create(b, loc, rs, L.qn));
+           Value ps = add(L.q0, arith::RemUIOp::create(b, loc, rs, L.qn));
+           Value x = memref::LoadOp::create(b, loc, q,
+                                            ValueRange{L.bi, hd, ps, col});
+           memref::StoreOp::create(
+               b, loc, toBf16(select(ok, fmul(x, qScale), f32(0.0))), qTile,
+               ValueRange{r, col});
+           return {};
+         });
+    gpu::BarrierOp::create(b, loc);
+  }
+  auto qFragAt = [&](int64_t ks) -> SmallVector<Value> {
+    SmallVector<Value> a;
+    for (int64_t part = 0; part < 4; ++part) {
+      int64_t h = part % 2;
+      Value c0 = add(c(16 * ks + 8 * (part / 2)), col2);
+      if (qShared) {
+        Value row = add(add(mul(L.warp, c(kTileRows)), gq), c(8 * h));
+        Value x0 = memref::LoadOp::create(b, loc, qTile, ValueRange{row, c0});
+        Value x1 = memref::LoadOp::create(b, loc, qTile,
+                                          ValueRange{row, add(c0, one)});
+        a.push_back(pack(x0, x1));
+      } else {
+        a.push_back(pack(qElem(h, c0), qElem(h, add(c0, one))));
+      }
+    }
+    return a;
+  };
+  SmallVector<SmallVector<Value>> qFrag;
+  if (!qShared)
+    for (int64_t ks = 0; ks < d / 16; ++ks)
+      qFrag.push_back(qFragAt(ks));
+
+  double inf = std::numeric_limits<double>::infinity();
+  int64_t nTilesS = kvBlock / 8, nTilesO = dv / 8;
+  // State: m[2], l[2] (this thread's partial row sums), o[nTilesO][4].
+  SmallVector<Value> init = {f32(-inf), f32(-inf), f32(0.0), f32(0.0)};
+  for (int64_t i = 0; i < nTilesO * 4; ++i)
+    init.push_back(f32(0.0));
+  Value nThreads = c(kWarps * kWarp);
+  scf::ForOp tiles = loop(
+      L.lo, L.hi, c(kvBlock), init, [&](Value kt, ValueRange st) {
+        Value kn = min(c(kvBlock), sub(L.hi, kt));
+        auto stage = [&](Value src, Value tile, int64_t width) {
+          loop(L.tid, c(kvBlock * width), nThreads, ValueRange{},
+               [&](Value idx, ValueRange) -> SmallVector<Value> {
+                 Value j = arith::DivUIOp::create(b, loc, idx, c(width));
+                 Value col = arith::RemUIOp::create(b, loc, idx, c(width));
+                 Value in = cmp(arith::CmpIPredicate::slt, j, kn);
+                 Value key = min(add(kt, j), sub(L.kvLen, one));
+                 Value x = memref::LoadOp::create(
+                     b, loc, src, ValueRange{L.bi, L.g, key, col});
+                 memref::StoreOp::create(b, loc,
+                                         toBf16(select(in, x, f32(0.0))),
+                                         tile, ValueRange{j, col});
+                 return {};
+               });
+        };
+        stage(k, kTile, d);
+        stage(v, vTile, dv);
+        gpu::BarrierOp::create(b, loc);
+        // S = Q·Kᵀ: per 8 keys, C fragments {r0,c} {r0,c+1} {r1,c} {r1,c+1}.
+        SmallVector<SmallVector<Value>> sFrag(
+            nTilesS, SmallVector<Value>(4, f32(0.0)));
+        for (int64_t ks = 0; ks < d / 16; ++ks) {
+          SmallVector<Value> a = qShared ? qFragAt(ks) : qFrag[ks];
+          for (int64_t j = 0; j < nTilesS; ++j) {
+            Value keyRow = add(c(8 * j), gq);
+            SmallVector<Value> bb;
+            for (int64_t part = 0; part < 2; ++part) {
+              Value c0 = add(c(16 * ks + 8 * part), col2);
+              Value x0 = memref::LoadOp::create(b, loc, kTile,
+                                                ValueRange{keyRow, c0});
+              Value x1 = memref::LoadOp::create(
+                  b, loc, kTile, ValueRange{keyRow, add(c0, one)});
+              bb.push_back(pack(x0, x1));
+            }
+            sFrag[j] = mma(a, bb, sFrag[j]);
+          }
+        }
+        // Softcap, mask, row max over the quad.
+        Value rowMax[2] = {f32(-inf), f32(-inf)};
+        for (int64_t j = 0; j < nTilesS; ++j)
+          for (int64_t e = 0; e < 4; ++e) {
+            int64_t h = e / 2;
+            Value &s = sFrag[j][e];
+            if (softcap) {
+              double cap = softcap->convertToDouble();
+              Value ex = exp2(fmul(s, f32(2.0 * log2e / cap)));
+              Value th = arith::SubFOp::create(
+                  b, loc, f32(1.0),
+                  arith::DivFOp::create(b, loc, f32(2.0), fadd(ex, f32(1.0))));
+              s = fmul(th, f32(cap * log2e));
+            }
+            Value key = add(kt, add(c(8 * j + e % 2), col2));
+            Value vis =
+                andI(valid[h], cmp(arith::CmpIPredicate::slt, key, L.hi));
+            Value qPos = add(pos[h], L.offset);
+            if (causal)
+              vis = andI(vis, cmp(arith::CmpIPredicate::sle, key, qPos));
+            if (window)
+              vis = andI(vis, cmp(arith::CmpIPredicate::sgt, key,
+                                  sub(qPos, c(*window))));
+            s = select(vis, s, f32(-inf));
+            rowMax[h] = arith::MaximumFOp::create(b, loc, rowMax[h], s);
+          }
+        SmallVector<Value> next;
+        Value shift[2], alpha[2];
+        for (int64_t h = 0; h < 2; ++h) {
+          Value mNew = arith::MaximumFOp::create(
+              b, loc, st[h], quadReduce(rowMax[h], /*isMax=*/true));
+          Value none = arith::CmpFOp::create(
+              b, loc, arith::CmpFPredicate::OEQ, mNew, f32(-inf));
+          shift[h] = select(none, f32(0.0), mNew);
+          alpha[h] = exp2(arith::SubFOp::create(b, loc, st[h], shift[h]));
+          next.push_back(mNew);
+        }
+        // P = 2^(s - shift), this thread's part of the row sums.
+        Value rowSum[2] = {f32(0.0), f32(0.0)};
+        SmallVector<SmallVector<Value>> pBf16;
+        for (int64_t j = 0; j < nTilesS; ++j) {
+          SmallVector<Value> p;
+          for (int64_t e = 0; e < 4; ++e) {
+            int64_t h = e / 2;
+            Value x = exp2(arith::SubFOp::create(b, loc, sFrag[j][e],
+                                                 shift[h]));
+            rowSum[h] = fadd(rowSum[h], x);
+            p.push_back(toBf16(x));
+          }
+          pBf16.push_back(p);
+        }
+        for (int64_t h = 0; h < 2; ++h)
+          next.push_back(fma(st[2 + h], alpha[h], rowSum[h]));
+        // O = O·alpha + P·V: P's C fragments of keys 16t.. are the A
+        // fragment of step t; V's B fragments {k = 2tq, 2tq+1 | +8} x n.
+        SmallVector<SmallVector<Value>> o;
+        for (int64_t n = 0; n < nTilesO; ++n) {
+          SmallVector<Value> acc;
+          for (int64_t e = 0; e < 4; ++e)
+            acc.push_back(fmul(st[4 + 4 * n + e], alpha[e / 2]));
+          o.push_back(acc);
+        }
+        for (int64_t t = 0; t < kvBlock / 16; ++t) {
+          SmallVector<Value> a = {pack(pBf16[2 * t][0], pBf16[2 * t][1]),
+                                  pack(pBf16[2 * t][2], pBf16[2 * t][3]),
+                                  pack(pBf16[2 * t + 1][0], pBf16[2 * t + 1][1]),
+                                  pack(pBf16[2 * t + 1][2],
+                                       pBf16[2 * t + 1][3])};
+          for (int64_t n = 0; n < nTilesO; ++n) {
+            Value vcol = add(c(8 * n), gq);
+            SmallVector<Value> bb;
+            for (int64_t part = 0; part < 2; ++part) {
+              Value k0 = add(c(16 * t + 8 * part), col2);
+              Value x0 = memref::LoadOp::create(b, loc, vTile,
+                                                ValueRange{k0, vcol});
+              Value x1 = memref::LoadOp::create(
+                  b, loc, vTile, ValueRange{add(k0, one), vcol});
+              bb.push_back(pack(x0, x1));
+            }
+            o[n] = mma(a, bb, o[n]);
+          }
+        }
+        for (auto &acc : o)
+          next.append(acc.begin(), acc.end());
+        gpu::BarrierOp::create(b, loc);
+        return next;
+      });
+
+  // out = O / l (the quad's partial sums added; 0 for a row with no key).
+  Value inv[2];
+  for (int64_t h = 0; h < 2; ++h) {
+    Value l = quadReduce(tiles.getResult(2 + h), /*isMax=*/false);
+    Value empty =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, f32(0.0));
+    inv[h] =
+        select(empty, f32(0.0), arith::DivFOp::create(b, loc, f32(1.0), l));
+  }
+  for (int64_t n = 0; n < nTilesO; ++n)
+    for (int64_t e = 0; e < 4; ++e) {
+      int64_t h = e / 2;
+      Value col = add(c(8 * n + e % 2), col2);
+      auto ifOp = scf::IfOp::create(b, loc, valid[h], /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      memref::StoreOp::create(b, loc,
+                              fmul(tiles.getResult(4 + 4 * n + e), inv[h]),
+                              out, ValueRange{L.bi, head[h], pos[h], col});
+    }
+  gpu::TerminatorOp::create(b, loc);
+}
+
 struct ConvertAttnToGPUPass
     : attn::impl::ConvertAttnToGPUPassBase<ConvertAttnToGPUPass> {
   using ConvertAttnToGPUPassBase::ConvertAttnToGPUPassBase;
@@ -372,17 +727,39 @@ struct ConvertAttnToGPUPass
     e.epl = (d + kWarp - 1) / kWarp;
     e.eplV = (dv + kWarp - 1) / kWarp;
     e.kRowsPerWarp = std::max(e.epl, e.eplV) <= 1 ? 8 : 4;
-    // About 32 rows (heads x query rows) per block; K + V tiles of at most
-    // 32 KB of shared memory.
-    e.qRows = qBlock ? qBlock : std::max<int64_t>(1, 32 / group);
+    bool bf16 = precision == "bf16";
+    if (!bf16 && precision != "fp32")
+      return op.emitOpError("unknown precision '")
+             << precision << "'; accepted: fp32, bf16";
+    if (bf16 && (d % 16 || dv % 16))
+      return op.emitOpError("the bf16 tensor-core kernel needs head dims "
+                            "that are multiples of 16, got ")
+             << d << " and " << dv << " (the fp32 kernel takes any)";
+    // fp32: about 32 rows (heads x query rows) per block, 4-byte K and V
+    // tiles; bf16: about 64 rows (4 warps of 16), 2-byte tiles of a
+    // multiple of 16 keys; both at most 32 KB of shared memory by default.
+    int64_t elt = bf16 ? 2 : 4;
+    e.qRows = qBlock ? qBlock : std::max<int64_t>(1, (bf16 ? 64 : 32) / group);
+    // bf16 with d > 128 also keeps the Q tile (16 rows per warp) in
+    // shared memory.
+    int64_t qTileBytes =
+        bf16 && d > 128 ? (group * e.qRows + 15) / 16 * 16 * d * 2 : 0;
     e.kvBlock = kvBlock ? kvBlock
+                : bf16  ? std::clamp<int64_t>((49152 - qTileBytes) /
+                                                  ((d + dv) * 2) / 16 * 16,
+                                              16, 64)
                         : std::max<int64_t>(8, 4096 / std::max(d, dv));
     if (e.qRows <= 0 || e.kvBlock <= 0)
       return op.emitOpError("q-block and kv-block must be positive");
-    if (e.kvBlock * (d + dv) * 4 > 48 * 1024)
+    if (bf16 && e.kvBlock % 16)
+      return op.emitOpError("the bf16 kernel's kv-block must be a multiple "
+                            "of 16, got ")
+             << e.kvBlock;
+    if (e.kvBlock * (d + dv) * elt + qTileBytes > 48 * 1024)
       return op.emitOpError("kv-block ")
-             << e.kvBlock << " needs " << e.kvBlock * (d + dv) * 4
-             << " bytes of shared memory for K and V; at most 49152";
+             << e.kvBlock << " needs " << e.kvBlock * (d + dv) * elt + qTileBytes
+             << " bytes of shared memory (K, V"
+             << (qTileBytes ? ", Q" : "") << " tiles); at most 49152";
     auto buffer = [&](Value t) -> Value {
       auto ty = cast<RankedTensorType>(t.getType());
       return bufferization::ToBufferOp::create(
@@ -390,8 +767,12 @@ struct ConvertAttnToGPUPass
           /*readOnly=*/true);
     };
     Value lens = op.getKvLengths() ? buffer(op.getKvLengths()) : Value();
-    e.emit(dest.getDest(), buffer(op.getQuery()), buffer(op.getKey()),
-           buffer(op.getValue()), lens);
+    if (bf16)
+      e.emitMma(dest.getDest(), buffer(op.getQuery()), buffer(op.getKey()),
+                buffer(op.getValue()), lens);
+    else
+      e.emit(dest.getDest(), buffer(op.getQuery()), buffer(op.getKey()),
+             buffer(op.getValue()), lens);
     dest.erase();
     op.erase();
     return success();

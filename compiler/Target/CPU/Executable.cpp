@@ -40,7 +40,8 @@ std::string cString(const std::string &s) {
 
 void mlir::attn::writeModelTable(const ModelSpec &spec,
                                  const std::string &describeJson,
-                                 llvm::raw_ostream &os, bool cuda) {
+                                 llvm::raw_ostream &os, bool cuda,
+                                 bool bf16) {
   std::vector<std::string> names = layerKindNames(spec);
   std::vector<std::string> kinds;
   std::map<std::string, int64_t> index;
@@ -123,8 +124,8 @@ void mlir::attn::writeModelTable(const ModelSpec &spec,
     else
       os << "nullptr, nullptr, 0";
     char scales[96];
-    std::snprintf(scales, sizeof(scales), ", %.17g, %.17g},\n", l.scale,
-                  l.softcap.value_or(0.0));
+    std::snprintf(scales, sizeof(scales), ", %.17g, %.17g, %g},\n", l.scale,
+                  l.softcap.value_or(0.0), bf16 ? 2e-2 : 1e-5);
     os << scales;
   }
   os << "};\nconst int64_t layerKind[] = {";

@@ -22,9 +22,11 @@ namespace attn {
 /// `_mlir_ciface_` symbols, layer -> kind, the describe JSON) and a `main`
 /// unless ATTN_RT_NO_MAIN is defined when it is compiled.
 /// With `cuda`, the kernels are host stubs that launch GPU kernels on
-/// device buffers: no reference or block entries, device = 1.
+/// device buffers: no reference or block entries, device = 1; `bf16` marks
+/// tensor-core kernels (check's tolerance).
 void writeModelTable(const ModelSpec &spec, const std::string &describeJson,
-                     llvm::raw_ostream &os, bool cuda = false);
+                     llvm::raw_ostream &os, bool cuda = false,
+                     bool bf16 = false);
 
 /// Writes the C header of the kernels' entry points (self-contained: the
 /// memref descriptor types of runtime/attn_runtime.h and one prototype per
