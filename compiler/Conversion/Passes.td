@@ -42,26 +42,30 @@ def ConvertAttnToLinalgPass : Pass<"convert-attn-to-linalg", "func::FuncOp"> {
 }
 
 def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "func::FuncOp"> {
-  let summary = "Lower kernel-entry attn.sdpa ops to gpu.launch (fp32 SIMT)";
+  let summary = "Lower the tiled form of kernel entries to gpu.launch";
   let description = [{
-    Each fused attention of a kernel entry (`attn.sdpa` materialized into the
-    entry's output buffer) becomes one `gpu.launch` writing the output in
-    place: one thread block per (batch, KV head, query block), the group's
-    query heads times `q-block` query rows per block, 8 rows per warp (4
-    for head dims above 32) with
-    each lane holding every 32nd element of a row's q and accumulator; K and
-    V tiles of `kv-block` keys staged in shared memory for the whole group;
-    the online softmax in registers in the log2 domain (`llvm.intr.exp2`,
-    ex2.approx in PTX; no libdevice);
-    scores summed across the warp by xor shuffles; causal, sliding-window
-    and padding masks from positions; a row that sees no key writes 0.
-    fp32 only (the GPU backend's accuracy path); T5 relative bias is not
-    supported here.
+    Each tiled attention of a kernel entry (the `attn.tiled` `scf.forall`
+    of `attn-tile-attention{target=gpu split-target=0}`, materialized into
+    the entry's output buffer) becomes one `gpu.launch` writing the output
+    in place. The forall's iteration space is the grid (query block, KV
+    head, batch); its block arithmetic (query tile offset and size, the key
+    range its key loops cover, the first row's key position, the batch's
+    key length) is cloned into the launch with the forall's ids mapped to
+    the block's; the mask, window, scale and softcap come from its
+    `attn.online_attention` ops. The block holds the group's query heads
+    times the forall's `attn.q_block` rows; K and V tiles of `kv-block` keys
+    are staged in shared memory for the whole group; the online softmax
+    runs in registers in the log2 domain (`ex2.approx`, no libdevice); a
+    row that sees no key writes 0.
+
+    `precision=fp32`: CUDA cores, 8 rows per warp (4 for head dims above
+    32), each lane holding every 32nd element of a row's q and accumulator,
+    scores summed by xor shuffles (the accuracy path). `precision=bf16`:
+    tensor cores, 16 rows per warp, Q·Kᵀ and P·V as `nvvm.mma.sync`
+    m16n8k16 with fp32 accumulators (head dims multiple of 16). T5
+    relative bias and split-K are not lowered.
   }];
   let options = [
-    Option<"qBlock", "q-block", "int64_t", /*default=*/"0",
-           "Query rows per head per thread block (0: 32 / group size, at "
-           "least 1)">,
     Option<"kvBlock", "kv-block", "int64_t", /*default=*/"0",
            "Keys per shared-memory tile (0: 4096 / head dim, at least 8; "
            "bf16: 8192 / head dim in [16, 64])">,

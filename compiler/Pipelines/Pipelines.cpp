@@ -134,8 +134,21 @@ LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
   }
   pm.addNestedPass<func::FuncOp>(createFuseAttentionPass());
   pm.addPass(createCanonicalizerPass());
+  // The tiled form the GPU lowering consumes: one block per (batch, KV
+  // head, query block) of 32 rows (fp32) or 64 (bf16: 4 warps of 16) over
+  // the group's heads, no split-K yet.
+  TileAttentionPassOptions tile;
+  tile.target = "gpu";
+  tile.qBlock = options.qBlock;
+  tile.blockRows = options.precision == "bf16" ? 64 : 32;
+  tile.splitTarget = 0;
+  pm.addNestedPass<func::FuncOp>(createTileAttentionPass(tile));
+  // CSE, not the canonicalizer: it would drop unit dims of the forall
+  // (one KV head), whose three ids are the grid's.
+  pm.addPass(createCSEPass());
+  if (options.stopAfterTiled)
+    return success();
   ConvertAttnToGPUPassOptions toGPU;
-  toGPU.qBlock = options.qBlock;
   toGPU.kvBlock = options.kvBlock;
   toGPU.precision = options.precision;
   pm.addNestedPass<func::FuncOp>(createConvertAttnToGPUPass(toGPU));

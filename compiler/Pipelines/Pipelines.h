@@ -61,7 +61,8 @@ LogicalResult buildAttnPipeline(OpPassManager &pm,
                                 const PipelineOptions &options,
                                 std::string *error = nullptr);
 
-/// The CUDA pipeline: fuse, then each kernel entry's attention becomes a
+/// The CUDA pipeline: fuse, tile for the GPU (`stopAfterTiled` stops here),
+/// then each kernel entry's tiled attention becomes a
 /// gpu.launch (convert-attn-to-gpu), bufferized and outlined into a
 /// gpu.module (`toPTX` false stops here); then NVVM and PTX for `arch`
 /// (sm_80, sm_90), the PTX in a gpu.binary.
@@ -69,6 +70,7 @@ struct GPUPipelineOptions {
   std::string arch = "sm_90";
   int64_t qBlock = 0, kvBlock = 0;
   std::string precision = "fp32";
+  bool stopAfterTiled = false;
   bool toPTX = true;
 };
 LogicalResult buildAttnGPUPipeline(OpPassManager &pm,

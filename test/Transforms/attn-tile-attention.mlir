@@ -1,6 +1,12 @@
 // The tiling itself, without split-K and decode's longer key tiles:
 // RUN: attn-opt %s -split-input-file -attn-tile-attention=split-target=0\ decode-kv-block=64 -cse | FileCheck %s
 // RUN: attn-opt %s -split-input-file -attn-tile-attention=q-block=32\ kv-block=16\ decode-kv-block=16\ split-target=0 -cse | FileCheck %s --check-prefix=SIZES
+// The GPU's tiling: 32 rows per block over the group (q-block 32 / 4 = 8),
+// recorded on the forall for convert-attn-to-gpu:
+// RUN: attn-opt %s -split-input-file -attn-tile-attention=target=gpu\ block-rows=32\ split-target=0 -cse | FileCheck %s --check-prefix=GPU
+// GPU-LABEL: func.func @causal_gqa(
+// GPU: arith.ceildivsi %{{.*}}, %c8
+// GPU: } {attn.q_block = 8 : i64, attn.tiled}
 // The defaults (split-K, decode tiles of 1024 keys):
 // RUN: attn-opt %s -split-input-file -attn-tile-attention -cse | FileCheck %s --check-prefix=SPLIT
 
@@ -69,7 +75,7 @@
 // SPLIT-NEXT: tensor.parallel_insert_slice {{.*}}[%[[B]], %[[G]], %[[S]], 0, 0, 0]
 // SPLIT-NEXT: tensor.parallel_insert_slice {{.*}}[%[[B]], %[[G]], %[[S]], 0, 0]
 // SPLIT-NEXT: tensor.parallel_insert_slice {{.*}}[%[[B]], %[[G]], %[[S]], 0, 0]
-// SPLIT: } {attn.tiled}
+// SPLIT: } {attn.q_block = 64 : i64, attn.tiled}
 // SPLIT: %[[MB:.*]] = arith.select %[[SPLIT]], %{{.*}}, %c0
 // SPLIT: scf.forall ({{.*}}) in (%[[MB]], 8)
 // SPLIT: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "parallel"]

@@ -206,7 +206,8 @@ int main(int argc, char **argv) {
                       "-o NAME (or --compile-to=STAGE, or --describe)\n";
       return 1;
     }
-    bool kernels = kernelsOnly || stage >= Stage::Linalg;
+    bool kernels = kernelsOnly || stage >= Stage::Linalg ||
+                   (target != "cpu" && stage == Stage::Tiled);
     OwningOpRef<ModuleOp> module = kernels
                                        ? attn::emitKernelModule(spec, *src)
                                        : attn::emitAttnModule(spec, *src);
@@ -261,7 +262,10 @@ int main(int argc, char **argv) {
                    << " is not a level; accepted: -O0 to -O3\n";
       return 1;
     }
-    if (gpuStage || cudaBuild) {
+    // --target=cuda --compile-to=tiled shows the tiled form the GPU
+    // lowering consumes (GPU block sizes, no split-K, kernel entries).
+    bool cudaTiled = cuda && stage == Stage::Tiled;
+    if (gpuStage || cudaBuild || cudaTiled) {
       // Kernel entries only: the blocks (projections, RoPE) and the model
       // stay on the CPU for now.
       SmallVector<func::FuncOp> blocks;
@@ -278,6 +282,7 @@ int main(int argc, char **argv) {
       gpuOptions.kvBlock = kvBlock;
       gpuOptions.precision = gpuPrecision;
       gpuOptions.toPTX = stage != Stage::GPU;
+      gpuOptions.stopAfterTiled = cudaTiled;
       PassManager pm(&context);
       if (failed(applyPassManagerCLOptions(pm)))
         return 1;
@@ -333,7 +338,7 @@ int main(int argc, char **argv) {
         }
         return 0;
       }
-      if (stage == Stage::GPU) {
+      if (stage == Stage::GPU || cudaTiled) {
         module->print(os);
         os << "\n";
       } else {

@@ -33,7 +33,10 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir {
 namespace attn {
@@ -50,10 +53,28 @@ namespace {
 
 constexpr int64_t kWarp = 32;
 
+/// What the kernels take from the tiled form: the forall (grid, block
+/// ids), the values of its body that the kernel needs (cloned into the
+/// launch), and the attention's parameters (from its online_attention ops).
+struct TiledSource {
+  scf::ForallOp forall;
+  /// In the forall body: the block's first query row and row count (the
+  /// query tile's offset and size), the key range [lo, hi) its key loops
+  /// cover, and the position of its first row in key coordinates.
+  Value q0, qn, lo, hi, qPos;
+  /// The batch's key length (tensor.extract of kv_lengths), if any.
+  tensor::ExtractOp kvLength;
+  MaskKind mask = MaskKind::none;
+  std::optional<int64_t> window;
+  std::optional<APFloat> softcap;
+  double scale = 1.0;
+  int64_t qBlock = 1;
+};
+
 struct KernelEmitter {
   OpBuilder &b;
   Location loc;
-  SDPAOp op;
+  const TiledSource &src;
   int64_t qRows = 0, kvBlock = 0;
   // Static shape facts.
   int64_t hkv = 1, group = 1, d = 0, dv = 0, epl = 1, eplV = 1;
@@ -184,11 +205,6 @@ struct KernelEmitter {
 };
 
 void KernelEmitter::emit(Value out, Value q, Value k, Value v, Value lens) {
-  Value batch = memref::DimOp::create(b, loc, q, 0);
-  Value qLen = memref::DimOp::create(b, loc, q, 2);
-  Value kvLen = memref::DimOp::create(b, loc, k, 2);
-  Value zero = c(0), one = c(1);
-  Value numQBlocks = arith::CeilDivSIOp::create(b, loc, qLen, c(qRows));
   int64_t rows = group * qRows;
   int64_t warps = (rows + kRowsPerWarp - 1) / kRowsPerWarp;
   int64_t threads = warps * kWarp;
@@ -198,47 +214,21 @@ void KernelEmitter::emit(Value out, Value q, Value k, Value v, Value lens) {
                                  MemRefLayoutAttrInterface(), wg);
   auto vTileTy = MemRefType::get({kvBlock, dv}, b.getF32Type(),
                                  MemRefLayoutAttrInterface(), wg);
-  auto launch = gpu::LaunchOp::create(
-      b, loc, numQBlocks, c(hkv), batch, c(threads), one, one,
-      /*dynamicSharedMemorySize=*/Value(), /*asyncTokenType=*/Type(),
-      /*asyncDependencies=*/ValueRange(),
-      /*workgroupAttributions=*/TypeRange{kTileTy, vTileTy});
-  launch->setAttr("attn.kernel", b.getUnitAttr());
   OpBuilder::InsertionGuard guard(b);
-  Block &body = launch.getBody().front();
-  b.setInsertionPointToStart(&body);
-  Value kTile = launch.getWorkgroupAttributions()[0];
-  Value vTile = launch.getWorkgroupAttributions()[1];
-  Value qb = launch.getBlockIds().x, g = launch.getBlockIds().y,
-        bi = launch.getBlockIds().z, tid = launch.getThreadIds().x;
-  zero = c(0);
-  one = c(1);
-  Value lane = arith::RemUIOp::create(b, loc, tid, c(kWarp));
-  Value warp = arith::DivUIOp::create(b, loc, tid, c(kWarp));
-  Value q0 = mul(qb, c(qRows));
-  Value qn = min(c(qRows), sub(qLen, q0));
-  bool causal = op.getMask() != MaskKind::none;
-  std::optional<int64_t> window = op.getWindow();
-  bool aligned = causal && op.getAlign() == CausalAlignment::bottom_right;
-  Value offset = aligned ? sub(kvLen, qLen) : zero;
-
-  // Keys visible to the block: padding limit, causal end, window start.
-  Value kvLimit = kvLen;
-  if (lens) {
-    Value len = memref::LoadOp::create(b, loc, lens, ValueRange{bi});
-    len = arith::IndexCastOp::create(b, loc, b.getIndexType(), len);
-    kvLimit = clamp(len, zero, kvLen);
-  }
-  Value hi = kvLimit, lo = zero;
-  if (causal)
-    hi = clamp(add(add(q0, qn), offset), zero, kvLimit);
-  if (window)
-    lo = clamp(add(sub(add(q0, offset), c(*window)), one), zero, hi);
+  Launch L = beginLaunch(q, k, lens, threads, TypeRange{kTileTy, vTileTy});
+  Value kTile = L.op.getWorkgroupAttributions()[0];
+  Value vTile = L.op.getWorkgroupAttributions()[1];
+  Value bi = L.bi, g = L.g, tid = L.tid, lane = L.lane, warp = L.warp;
+  Value q0 = L.q0, qn = L.qn, offset = L.offset, lo = L.lo, hi = L.hi;
+  Value kvLen = L.kvLen;
+  Value zero = c(0), one = c(1);
+  bool causal = src.mask != MaskKind::none;
+  std::optional<int64_t> window = src.window;
 
   // The warp's rows: flattened (head of the group, query row).
   double log2e = 1.4426950408889634;
-  std::optional<APFloat> softcap = op.getSoftcap();
-  double scale = op.getScale().convertToDouble();
+  std::optional<APFloat> softcap = src.softcap;
+  double scale = src.scale;
   Value qScale = f32(softcap ? scale : scale * log2e);
   SmallVector<Value> valid, pos, head;
   SmallVector<SmallVector<Value>> qReg;
@@ -377,13 +367,19 @@ void KernelEmitter::emit(Value out, Value q, Value k, Value v, Value lens) {
 KernelEmitter::Launch KernelEmitter::beginLaunch(Value q, Value k, Value lens,
                                                  int64_t threads,
                                                  TypeRange tileTypes) {
+  // The grid is the forall's iteration space: (query block, KV head, batch).
   Launch L;
-  Value batch = memref::DimOp::create(b, loc, q, 0);
-  Value qLen = memref::DimOp::create(b, loc, q, 2);
-  Value numQBlocks = arith::CeilDivSIOp::create(b, loc, qLen, c(qRows));
+  scf::ForallOp forall = src.forall;
+  SmallVector<OpFoldResult> ubs = forall.getMixedUpperBound();
+  auto value = [&](OpFoldResult f) -> Value {
+    if (auto v = dyn_cast<Value>(f))
+      return v;
+    return c(cast<IntegerAttr>(cast<Attribute>(f)).getInt());
+  };
+  Value gridB = value(ubs[0]), gridG = value(ubs[1]), gridQ = value(ubs[2]);
   Value one = c(1);
-  L.op = gpu::LaunchOp::create(b, loc, numQBlocks, c(hkv), batch, c(threads),
-                               one, one, /*dynamicSharedMemorySize=*/Value(),
+  L.op = gpu::LaunchOp::create(b, loc, gridQ, gridG, gridB, c(threads), one,
+                               one, /*dynamicSharedMemorySize=*/Value(),
                                /*asyncTokenType=*/Type(),
                                /*asyncDependencies=*/ValueRange(), tileTypes);
   L.op->setAttr("attn.kernel", b.getUnitAttr());
@@ -392,29 +388,38 @@ KernelEmitter::Launch KernelEmitter::beginLaunch(Value q, Value k, Value lens,
   L.g = L.op.getBlockIds().y;
   L.bi = L.op.getBlockIds().z;
   L.tid = L.op.getThreadIds().x;
-  Value zero = c(0);
-  one = c(1);
   L.qLen = memref::DimOp::create(b, loc, q, 2);
   L.kvLen = memref::DimOp::create(b, loc, k, 2);
   L.lane = arith::RemUIOp::create(b, loc, L.tid, c(kWarp));
   L.warp = arith::DivUIOp::create(b, loc, L.tid, c(kWarp));
-  L.q0 = mul(L.qb, c(qRows));
-  L.qn = min(c(qRows), sub(L.qLen, L.q0));
-  bool causal = op.getMask() != MaskKind::none;
-  bool aligned = causal && op.getAlign() == CausalAlignment::bottom_right;
-  L.offset = aligned ? sub(L.kvLen, L.qLen) : zero;
-  Value kvLimit = L.kvLen;
-  if (lens) {
-    Value len = memref::LoadOp::create(b, loc, lens, ValueRange{L.bi});
-    len = arith::IndexCastOp::create(b, loc, b.getIndexType(), len);
-    kvLimit = clamp(len, zero, L.kvLen);
+  // The block's index arithmetic of the tiled form, cloned with the forall's
+  // ids mapped to the block's: query tile offset and size, key range,
+  // first row's key position; the batch's key length read from the buffer.
+  IRMapping map;
+  Block *body = forall.getBody();
+  map.map(body->getArgument(0), L.bi);
+  map.map(body->getArgument(1), L.g);
+  map.map(body->getArgument(2), L.qb);
+  for (Operation &o : body->without_terminator()) {
+    tensor::ExtractOp kvLength = src.kvLength;
+    if (kvLength && &o == kvLength.getOperation()) {
+      Value len = memref::LoadOp::create(
+          b, loc, lens, ValueRange{map.lookupOrDefault(kvLength.getIndices()[0])});
+      map.map(kvLength.getResult(), len);
+      continue;
+    }
+    bool scalar = llvm::all_of(o.getResultTypes(), [](Type t) {
+      return t.isIntOrIndexOrFloat();
+    });
+    if (o.getNumRegions() == 0 && scalar && isMemoryEffectFree(&o))
+      b.clone(o, map);
   }
-  L.hi = kvLimit;
-  L.lo = zero;
-  if (causal)
-    L.hi = clamp(add(add(L.q0, L.qn), L.offset), zero, kvLimit);
-  if (std::optional<int64_t> window = op.getWindow())
-    L.lo = clamp(add(sub(add(L.q0, L.offset), c(*window)), one), zero, L.hi);
+  L.q0 = map.lookupOrDefault(src.q0);
+  L.qn = map.lookupOrDefault(src.qn);
+  L.lo = map.lookupOrDefault(src.lo);
+  L.hi = map.lookupOrDefault(src.hi);
+  // Row r of the block sits at key position qPos + r: offset = qPos - q0.
+  L.offset = sub(map.lookupOrDefault(src.qPos), L.q0);
   return L;
 }
 
@@ -447,11 +452,11 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
   Value gq = arith::DivUIOp::create(b, loc, L.lane, c(4));
   Value tq = arith::RemUIOp::create(b, loc, L.lane, c(4));
   Value col2 = mul(tq, c(2));
-  bool causal = op.getMask() != MaskKind::none;
-  std::optional<int64_t> window = op.getWindow();
+  bool causal = src.mask != MaskKind::none;
+  std::optional<int64_t> window = src.window;
   double log2e = 1.4426950408889634;
-  std::optional<APFloat> softcap = op.getSoftcap();
-  double scale = op.getScale().convertToDouble();
+  std::optional<APFloat> softcap = src.softcap;
+  double scale = src.scale;
   Value qScale = f32(softcap ? scale : scale * log2e);
 
   // The thread's two rows: r0 = group, r1 = group + 8 of the warp's 16.
@@ -681,45 +686,121 @@ struct ConvertAttnToGPUPass
     func::FuncOp fn = getOperation();
     if (fn->hasAttr("attn.reference"))
       return;
-    SmallVector<SDPAOp> ops;
-    fn.walk([&](SDPAOp op) { ops.push_back(op); });
-    for (SDPAOp op : ops)
-      if (failed(convert(op)))
+    // Not tiled: run attn-tile-attention first.
+    WalkResult r = fn.walk([&](SDPAOp op) {
+      op.emitOpError("convert-attn-to-gpu lowers the tiled form: run "
+                     "attn-tile-attention (target=gpu, split-target=0) first");
+      return WalkResult::interrupt();
+    });
+    if (r.wasInterrupted())
+      return signalPassFailure();
+    SmallVector<scf::ForallOp> foralls;
+    fn.walk([&](scf::ForallOp f) {
+      if (f->hasAttr("attn.tiled"))
+        foralls.push_back(f);
+    });
+    for (scf::ForallOp f : foralls)
+      if (failed(convert(f)))
         return signalPassFailure();
   }
 
-  LogicalResult convert(SDPAOp op) {
+  /// Reads what the kernel needs off the tiled forall: its query tile, its
+  /// key loops (their range and the mask of their attn.online_attention),
+  /// the batch's key length, the attention's parameters.
+  LogicalResult readTiled(scf::ForallOp forall, TiledSource &src,
+                          OnlineAttentionOp &first) {
+    src.forall = forall;
+    if (forall.getRank() != 3 || forall->hasAttr("attn.split_k"))
+      return forall.emitOpError(
+          "split-K is not lowered to the GPU yet: tile with split-target=0");
+    auto qBlock = forall->getAttrOfType<IntegerAttr>("attn.q_block");
+    if (!qBlock)
+      return forall.emitOpError("a tiled forall without attn.q_block");
+    src.qBlock = qBlock.getInt();
+    SmallVector<scf::ForOp> loops;
+    for (Operation &o : forall.getBody()->without_terminator()) {
+      if (auto e = dyn_cast<tensor::ExtractOp>(o))
+        src.kvLength = e;
+      if (auto loop = dyn_cast<scf::ForOp>(o))
+        loops.push_back(loop);
+    }
+    for (scf::ForOp loop : loops) {
+      OnlineAttentionOp oa;
+      loop.getBody()->walk([&](OnlineAttentionOp op) { oa = op; });
+      if (!oa)
+        return loop.emitOpError("a key loop without attn.online_attention");
+      if (!first)
+        first = oa;
+      if (oa.getBiasTable() || oa.getRelativeBiasAttr())
+        return oa.emitOpError("relative position bias (T5) is not supported "
+                              "by the GPU backend yet; compile for the CPU");
+      if (oa.getKvLimit())
+        return oa.emitOpError("a per-tile key limit is not lowered to the "
+                              "GPU");
+      if (oa.getMask() != MaskKind::none) {
+        src.mask = oa.getMask();
+        src.window = oa.getWindow();
+      }
+      src.scale = oa.getScale().convertToDouble();
+      src.softcap = oa.getSoftcap();
+      src.qPos = oa.getQPos();
+    }
+    if (!first)
+      return forall.emitOpError("a tiled forall without key loops");
+    // The loops partition the block's key range in order.
+    src.lo = loops.front().getLowerBound();
+    src.hi = loops.back().getUpperBound();
+    auto qTile = first.getQuery().getDefiningOp<tensor::ExtractSliceOp>();
+    if (!qTile || qTile->getParentOp() != forall)
+      return first.emitOpError("the query tile is not a slice in the forall");
+    OpBuilder qb(qTile);
+    src.q0 = getValueOrCreateConstantIndexOp(qb, qTile.getLoc(),
+                                             qTile.getMixedOffsets()[2]);
+    src.qn = getValueOrCreateConstantIndexOp(qb, qTile.getLoc(),
+                                             qTile.getMixedSizes()[2]);
+    return success();
+  }
+
+  LogicalResult convert(scf::ForallOp forall) {
     // The kernel entry form: the result goes straight into an output buffer.
     bufferization::MaterializeInDestinationOp dest;
-    if (op->hasOneUse())
+    Value result = forall.getResult(0);
+    if (result.hasOneUse())
       dest = dyn_cast<bufferization::MaterializeInDestinationOp>(
-          *op->getUsers().begin());
+          *result.getUsers().begin());
     if (!dest || !isa<BaseMemRefType>(dest.getDest().getType()))
-      return op.emitOpError(
+      return forall.emitOpError(
           "the GPU backend compiles attention kernel entries (attn-compile "
           "--kernels): the result must be materialized into an output "
           "buffer; blocks and models run on the CPU for now");
-    auto qTy = op.getQuery().getType();
-    for (Value t : {op.getQuery(), op.getKey(), op.getValue()})
+    TiledSource src;
+    OnlineAttentionOp first;
+    if (failed(readTiled(forall, src, first)))
+      return failure();
+    auto qSlice = first.getQuery().getDefiningOp<tensor::ExtractSliceOp>();
+    auto kSlice = first.getKey().getDefiningOp<tensor::ExtractSliceOp>();
+    auto vSlice = first.getValue().getDefiningOp<tensor::ExtractSliceOp>();
+    if (!kSlice || !vSlice)
+      return first.emitOpError("K and V tiles must be slices of K and V");
+    Value qT = qSlice.getSource(), kT = kSlice.getSource(),
+          vT = vSlice.getSource();
+    Operation *op = first;
+    auto qTy = cast<RankedTensorType>(qT.getType());
+    for (Value t : {qT, kT, vT})
       if (!cast<ShapedType>(t.getType()).getElementType().isF32())
-        return op.emitOpError("the GPU backend's kernel is fp32 for now; "
-                              "bf16/fp16 tensor-core kernels are not built "
-                              "yet");
-    if (op.getBiasTable() || op.getRelativeBiasAttr())
-      return op.emitOpError("relative position bias (T5) is not supported "
-                            "by the GPU backend yet; compile for the CPU");
+        return op->emitOpError("the GPU kernels take fp32 tensors for now");
     int64_t hq = qTy.getDimSize(1);
     int64_t d = qTy.getDimSize(3);
-    int64_t dv = op.getValue().getType().getDimSize(3);
-    int64_t hkv = op.getKey().getType().getDimSize(1);
+    int64_t dv = cast<RankedTensorType>(vT.getType()).getDimSize(3);
+    int64_t hkv = cast<RankedTensorType>(kT.getType()).getDimSize(1);
     if (ShapedType::isDynamic(hq) || ShapedType::isDynamic(hkv) ||
         ShapedType::isDynamic(d) || ShapedType::isDynamic(dv))
-      return op.emitOpError("the GPU kernel needs static head counts and "
-                            "head dims");
+      return op->emitOpError("the GPU kernel needs static head counts and "
+                             "head dims");
     int64_t group = hq / hkv;
     OpBuilder b(dest);
-    Location loc = op.getLoc();
-    KernelEmitter e{b, loc, op};
+    Location loc = forall.getLoc();
+    KernelEmitter e{b, loc, src};
     e.hkv = hkv;
     e.group = group;
     e.d = d;
@@ -729,17 +810,17 @@ struct ConvertAttnToGPUPass
     e.kRowsPerWarp = std::max(e.epl, e.eplV) <= 1 ? 8 : 4;
     bool bf16 = precision == "bf16";
     if (!bf16 && precision != "fp32")
-      return op.emitOpError("unknown precision '")
+      return op->emitOpError("unknown precision '")
              << precision << "'; accepted: fp32, bf16";
     if (bf16 && (d % 16 || dv % 16))
-      return op.emitOpError("the bf16 tensor-core kernel needs head dims "
+      return op->emitOpError("the bf16 tensor-core kernel needs head dims "
                             "that are multiples of 16, got ")
              << d << " and " << dv << " (the fp32 kernel takes any)";
     // fp32: about 32 rows (heads x query rows) per block, 4-byte K and V
     // tiles; bf16: about 64 rows (4 warps of 16), 2-byte tiles of a
     // multiple of 16 keys; both at most 32 KB of shared memory by default.
     int64_t elt = bf16 ? 2 : 4;
-    e.qRows = qBlock ? qBlock : std::max<int64_t>(1, (bf16 ? 64 : 32) / group);
+    e.qRows = src.qBlock;
     // bf16 with d > 128 also keeps the Q tile (16 rows per warp) in
     // shared memory.
     int64_t qTileBytes =
@@ -749,14 +830,14 @@ struct ConvertAttnToGPUPass
                                                   ((d + dv) * 2) / 16 * 16,
                                               16, 64)
                         : std::max<int64_t>(8, 4096 / std::max(d, dv));
-    if (e.qRows <= 0 || e.kvBlock <= 0)
-      return op.emitOpError("q-block and kv-block must be positive");
+    if (e.kvBlock <= 0)
+      return op->emitOpError("kv-block must be positive");
     if (bf16 && e.kvBlock % 16)
-      return op.emitOpError("the bf16 kernel's kv-block must be a multiple "
+      return op->emitOpError("the bf16 kernel's kv-block must be a multiple "
                             "of 16, got ")
              << e.kvBlock;
     if (e.kvBlock * (d + dv) * elt + qTileBytes > 48 * 1024)
-      return op.emitOpError("kv-block ")
+      return op->emitOpError("kv-block ")
              << e.kvBlock << " needs " << e.kvBlock * (d + dv) * elt + qTileBytes
              << " bytes of shared memory (K, V"
              << (qTileBytes ? ", Q" : "") << " tiles); at most 49152";
@@ -766,15 +847,13 @@ struct ConvertAttnToGPUPass
           b, loc, MemRefType::get(ty.getShape(), ty.getElementType()), t,
           /*readOnly=*/true);
     };
-    Value lens = op.getKvLengths() ? buffer(op.getKvLengths()) : Value();
+    Value lens = src.kvLength ? buffer(src.kvLength.getTensor()) : Value();
     if (bf16)
-      e.emitMma(dest.getDest(), buffer(op.getQuery()), buffer(op.getKey()),
-                buffer(op.getValue()), lens);
+      e.emitMma(dest.getDest(), buffer(qT), buffer(kT), buffer(vT), lens);
     else
-      e.emit(dest.getDest(), buffer(op.getQuery()), buffer(op.getKey()),
-             buffer(op.getValue()), lens);
+      e.emit(dest.getDest(), buffer(qT), buffer(kT), buffer(vT), lens);
     dest.erase();
-    op.erase();
+    forall.erase();
     return success();
   }
 };

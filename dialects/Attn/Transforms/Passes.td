@@ -139,6 +139,10 @@ def TileAttentionPass : Pass<"attn-tile-attention", "func::FuncOp"> {
            "Keys per tile when a query tile has fewer than 16 rows (all "
            "heads of the group; decode): 0 for the target's default (cpu "
            "1024, gpu kv-block)">,
+    Option<"blockRows", "block-rows", "int64_t", /*default=*/"0",
+           "When set (and q-block is not): query rows per block over the "
+           "whole group, q-block = max(1, block-rows / G) per attention (the "
+           "GPU's thread block size)">,
     Option<"splitTarget", "split-target", "int64_t", /*default=*/"16",
            "Split-K (flash-decoding): when the query fits one block and "
            "batch x KV heads is below this many, split each key range into "

@@ -60,6 +60,8 @@ struct IndexMath {
 
 struct TileSizes {
   int64_t qBlock, kvBlock, decodeKvBlock, splitTarget, splitMinKeys;
+  /// Rows per block over the group (q-block = blockRows / G); 0: unused.
+  int64_t blockRows = 0;
 };
 
 /// The key range of one query block, in the three parts described above.
@@ -255,6 +257,7 @@ SmallVector<Value> SDPATiler::partsForall(OpBuilder &b, Location loc,
   auto forall =
       scf::ForallOp::create(b, loc, ubs, outs, /*mapping=*/std::nullopt);
   forall->setAttr("attn.tiled", b.getUnitAttr());
+  forall->setAttr("attn.q_block", b.getI64IntegerAttr(sizes.qBlock));
 
   OpBuilder::InsertionGuard g(b);
   Block *body = forall.getBody();
@@ -449,6 +452,8 @@ void SDPATiler::run() {
   int64_t hq = qTy.getDimSize(1);
   hkv = op.getKey().getType().getDimSize(1);
   groupSize = hq / hkv;
+  if (sizes.blockRows > 0)
+    sizes.qBlock = std::max<int64_t>(1, sizes.blockRows / groupSize);
   headDim = qTy.getDimSize(3);
   headDimV = vTy.getDimSize(3);
   // The state accumulates in f32 at least (bf16/f16 inputs).
@@ -518,6 +523,7 @@ struct TileAttentionPass
         decodeKvBlock ? decodeKvBlock : (gpu ? sizes.kvBlock : 1024);
     sizes.splitTarget = splitTarget;
     sizes.splitMinKeys = splitMinKeys;
+    sizes.blockRows = qBlock ? 0 : blockRows;
     if (sizes.qBlock <= 0 || sizes.kvBlock <= 0 || sizes.decodeKvBlock <= 0 ||
         sizes.splitTarget < 0 || sizes.splitMinKeys <= 0) {
       fn.emitError() << "attn-tile-attention: tile sizes must be positive, "
