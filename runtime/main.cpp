@@ -23,12 +23,16 @@
 
 #include <unistd.h>
 
-extern "C" void omp_set_num_threads(int);
-extern "C" int omp_get_max_threads(void);
+// Weak: CUDA executables do not link the OpenMP runtime (a GPU machine may
+// have none); CPU executables do, and the kernels' threads follow these.
+extern "C" __attribute__((weak)) void omp_set_num_threads(int);
+extern "C" __attribute__((weak)) int omp_get_max_threads(void);
 
 using namespace attn_rt;
 
 namespace {
+
+int ompThreads() { return omp_get_max_threads ? omp_get_max_threads() : 1; }
 
 const char *kUsage =
     "usage: %s <command> [options]\n"
@@ -559,7 +563,8 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
   int64_t skv = intArg(args, "kv-len", sq, 1, 1 << 24);
   int64_t repeats = intArg(args, "repeats", 5, 1, 10000);
   if (args.count("threads"))
-    omp_set_num_threads(int(intArg(args, "threads", 1, 1, 4096)));
+    if (omp_set_num_threads)
+      omp_set_num_threads(int(intArg(args, "threads", 1, 1, 4096)));
   bool json = args.count("json");
   std::vector<int64_t> kinds;
   if (args.count("layer")) {
@@ -678,7 +683,7 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
                   "\"fused_ms\": %s, \"fused_gflops\": %s, "
                   "\"unfused_ms\": %s, \"unfused_gflops\": %s}",
                   ki ? "," : "", kind.name, (long long)b, (long long)sq,
-                  (long long)skv, omp_get_max_threads(), f,
+                  (long long)skv, ompThreads(), f,
                   num(fusedMs).c_str(), num(f / fusedMs / 1e6).c_str(),
                   num(refMs).c_str(), num(f / refMs / 1e6).c_str());
     } else {
@@ -686,7 +691,7 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
                   "%8.2f GFLOP/s | unfused reference %9.3f ms %8.2f GFLOP/s "
                   "| fused/unfused x%.2f\n",
                   kind.name, (long long)b, (long long)sq, (long long)skv,
-                  omp_get_max_threads(), fusedMs, f / fusedMs / 1e6, refMs,
+                  ompThreads(), fusedMs, f / fusedMs / 1e6, refMs,
                   f / refMs / 1e6, refMs / fusedMs);
     }
   }

@@ -329,7 +329,8 @@ int main(int argc, char **argv) {
         }
         std::string linkError;
         bool linked = !ec && attn::linkExecutable(obj, table, outputPath,
-                                                  /*shared=*/false, linkError);
+                                                  /*shared=*/false, linkError,
+                                                  /*hostOnly=*/true);
         llvm::sys::fs::remove_directories(dir);
         if (!linked) {
           llvm::errs() << "attn-compile: error: "

@@ -196,16 +196,20 @@ void mlir::attn::writeKernelHeader(const ModelSpec &spec,
 bool mlir::attn::linkExecutable(const std::string &objectPath,
                                 const std::string &tablePath,
                                 const std::string &outputPath, bool shared,
-                                std::string &error) {
+                                std::string &error, bool hostOnly) {
   std::string tmp = outputPath + ".tmp-link";
   std::vector<llvm::StringRef> argv = {
       ATTN_CXX,        "-O2",
       "-std=c++17",    "-I" ATTN_RUNTIME_INCLUDE_DIR,
       tablePath,       objectPath,
-      ATTN_RUNTIME_LIBRARY,
-      "-L" ATTN_LLVM_LIB_DIR, "-lomp",
-      "-Wl,-rpath," ATTN_LLVM_LIB_DIR, "-lm",
-      "-o",            tmp};
+      ATTN_RUNTIME_LIBRARY};
+  if (hostOnly) {
+    argv.insert(argv.end(), {"-static-libstdc++", "-static-libgcc"});
+  } else {
+    argv.insert(argv.end(), {"-L" ATTN_LLVM_LIB_DIR, "-lomp",
+                             "-Wl,-rpath," ATTN_LLVM_LIB_DIR});
+  }
+  argv.insert(argv.end(), {"-lm", "-ldl", "-o", tmp});
   if (shared) {
     argv.push_back("-shared");
     argv.push_back("-fPIC");

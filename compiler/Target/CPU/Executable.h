@@ -37,10 +37,13 @@ void writeKernelHeader(const ModelSpec &spec, llvm::raw_ostream &os);
 /// (written under a temporary name and renamed on success): an executable,
 /// or with `shared` a shared library exporting the kernels and
 /// attn_rt_get_model (no main).
+/// `hostOnly` (CUDA executables): no OpenMP runtime, libstdc++ and libgcc
+/// linked statically, so that the executable runs on a GPU machine with
+/// nothing but the driver installed.
 bool linkExecutable(const std::string &objectPath,
                     const std::string &tablePath,
                     const std::string &outputPath, bool shared,
-                    std::string &error);
+                    std::string &error, bool hostOnly = false);
 
 } // namespace attn
 } // namespace mlir
