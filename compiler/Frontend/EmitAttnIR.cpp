@@ -142,8 +142,9 @@ public:
         f32(Float32Type::get(ctx)) {}
 
   OwningOpRef<ModuleOp> run();
-  /// One `<kind>_sdpa(q, k, v, kv_lengths[, table])` entry per kind.
-  OwningOpRef<ModuleOp> kernels();
+  /// One `<kind>_sdpa(q, k, v, kv_lengths[, table])` entry per kind (and
+  /// its `<kind>_block` with `withBlocks`).
+  OwningOpRef<ModuleOp> kernels(bool withBlocks);
 
 private:
   RankedTensorType tensor(llvm::ArrayRef<int64_t> shape) {
@@ -323,7 +324,7 @@ static void toDestinationStyle(func::FuncOp fn) {
       b.getFunctionType(fn.getArgumentTypes(), TypeRange{}));
 }
 
-OwningOpRef<ModuleOp> Emitter::kernels() {
+OwningOpRef<ModuleOp> Emitter::kernels(bool withBlocks) {
   ctx->loadDialect<AttnDialect, arith::ArithDialect,
                    bufferization::BufferizationDialect, func::FuncDialect,
                    memref::MemRefDialect, tensor::TensorDialect>();
@@ -338,7 +339,7 @@ OwningOpRef<ModuleOp> Emitter::kernels() {
     func::FuncOp kernel = emitKernel(name, l);
     toDestinationStyle(kernel);
     module->push_back(kernel);
-    if (supportsBlock(spec)) {
+    if (withBlocks && supportsBlock(spec)) {
       if (!checkSupported(l))
         return nullptr;
       func::FuncOp block = emitKind(name + "_block", l);
@@ -625,9 +626,10 @@ OwningOpRef<ModuleOp> mlir::attn::emitAttnModule(const ModelSpec &spec,
 }
 
 OwningOpRef<ModuleOp> mlir::attn::emitKernelModule(const ModelSpec &spec,
-                                                   const ConfigSource &src) {
+                                                   const ConfigSource &src,
+                                                   bool withBlocks) {
   for (const LayerSpec &l : spec.layers)
     if (rejectAlibi(src, l))
       return nullptr;
-  return Emitter(spec, src).kernels();
+  return Emitter(spec, src).kernels(withBlocks);
 }

@@ -32,10 +32,12 @@ OwningOpRef<ModuleOp> emitAttnModule(const ModelSpec &spec,
 /// `@<kind>_sdpa(out [B,Hq,Sq,Dv], q [B,Hq,Sq,D], k [B,Hkv,Skv,D],
 /// v [B,Hkv,Skv,Dv], kv_lengths [B] (, bias table))`, written as the eager
 /// chain (the pipeline fuses and tiles it) into the caller's `out` memref,
-/// and `@<kind>_block(out, x, positions, weights...)` where supportsBlock;
+/// and `@<kind>_block(out, x, positions, weights...)` where supportsBlock
+/// and `withBlocks` (the CUDA target compiles the attention entries only);
 /// all with a C interface.
 OwningOpRef<ModuleOp> emitKernelModule(const ModelSpec &spec,
-                                       const ConfigSource &src);
+                                       const ConfigSource &src,
+                                       bool withBlocks = true);
 
 /// A weight argument of a layer-kind function: its role, its shape and its
 /// checkpoint name in this layer.

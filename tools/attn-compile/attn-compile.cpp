@@ -156,6 +156,42 @@ cl::opt<bool> describe("describe",
                                 "JSON instead of IR"),
                        cl::init(false), cl::cat(category));
 
+/// Writes the kernels object and the model table to a temporary directory
+/// and links them with the runtime into `outputPath` (an executable, or with
+/// `shared` a library; `cuda`: host code launching GPU kernels, linked to
+/// need only the C library). Returns the exit code, errors printed.
+int linkBuild(const attn::ModelSpec &spec, llvm::StringRef object, bool shared,
+              bool cuda, bool bf16) {
+  llvm::SmallString<128> dir;
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueDirectory("attn-compile", dir)) {
+    llvm::errs() << "attn-compile: error: cannot create a temporary "
+                    "directory: "
+                 << ec.message() << "\n";
+    return 1;
+  }
+  std::string obj = (dir + "/kernels.o").str();
+  std::string table = (dir + "/model_table.cpp").str();
+  std::error_code ec;
+  {
+    llvm::raw_fd_ostream o(obj, ec);
+    o << object;
+    llvm::raw_fd_ostream t(table, ec);
+    attn::writeModelTable(spec, attn::describeModel(spec).dump(2), t, cuda,
+                          bf16);
+  }
+  std::string linkError;
+  bool linked = !ec && attn::linkExecutable(obj, table, outputPath, shared,
+                                            linkError, /*hostOnly=*/cuda);
+  llvm::sys::fs::remove_directories(dir);
+  if (!linked) {
+    llvm::errs() << "attn-compile: error: "
+                 << (ec ? ec.message() : linkError) << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -173,7 +209,9 @@ int main(int argc, char **argv) {
       "[-O3]\n"
       "  attn-compile config.json --describe\n"
       "  attn-compile config.json --compile-to=attn|fused|tiled|linalg|"
-      "llvm-dialect|llvm-ir|asm|obj [-o FILE]\n");
+      "llvm-dialect|llvm-ir|asm|obj [-o FILE]\n"
+      "  attn-compile config.json --target=cuda [--gpu-arch=sm_90|sm_80] "
+      "[--gpu-precision=fp32|bf16] [-o NAME | --compile-to=tiled|gpu|ptx]\n");
 
   DialectRegistry registry;
   attn::registerAllDialects(registry);
@@ -208,9 +246,12 @@ int main(int argc, char **argv) {
     }
     bool kernels = kernelsOnly || stage >= Stage::Linalg ||
                    (target != "cpu" && stage == Stage::Tiled);
-    OwningOpRef<ModuleOp> module = kernels
-                                       ? attn::emitKernelModule(spec, *src)
-                                       : attn::emitAttnModule(spec, *src);
+    // The CUDA target compiles the attention entries only; blocks (projections,
+    // RoPE) and the model stay on the CPU for now.
+    OwningOpRef<ModuleOp> module =
+        kernels ? attn::emitKernelModule(spec, *src,
+                                         /*withBlocks=*/target == "cpu")
+                : attn::emitAttnModule(spec, *src);
     if (!module)
       return 1;
     if (failed(module->verify()))
@@ -266,15 +307,6 @@ int main(int argc, char **argv) {
     // lowering consumes (GPU block sizes, no split-K, kernel entries).
     bool cudaTiled = cuda && stage == Stage::Tiled;
     if (gpuStage || cudaBuild || cudaTiled) {
-      // Kernel entries only: the blocks (projections, RoPE) and the model
-      // stay on the CPU for now.
-      SmallVector<func::FuncOp> blocks;
-      module->walk([&](func::FuncOp f) {
-        if (f.getSymName().ends_with("_block"))
-          blocks.push_back(f);
-      });
-      for (func::FuncOp f : blocks)
-        f.erase();
       attn::initializeNVPTXTarget();
       attn::GPUPipelineOptions gpuOptions;
       gpuOptions.arch = gpuArch;
@@ -308,36 +340,8 @@ int main(int argc, char **argv) {
           llvm::errs() << "attn-compile: error: " << targetError << "\n";
           return 1;
         }
-        llvm::SmallString<128> dir;
-        if (std::error_code ec =
-                llvm::sys::fs::createUniqueDirectory("attn-compile", dir)) {
-          llvm::errs() << "attn-compile: error: cannot create a temporary "
-                          "directory: "
-                       << ec.message() << "\n";
-          return 1;
-        }
-        std::string obj = (dir + "/kernels.o").str();
-        std::string table = (dir + "/model_table.cpp").str();
-        std::error_code ec;
-        {
-          llvm::raw_fd_ostream o(obj, ec);
-          o << buffer;
-          llvm::raw_fd_ostream t(table, ec);
-          attn::writeModelTable(spec, attn::describeModel(spec).dump(2), t,
-                                /*cuda=*/true,
-                                /*bf16=*/gpuPrecision == "bf16");
-        }
-        std::string linkError;
-        bool linked = !ec && attn::linkExecutable(obj, table, outputPath,
-                                                  /*shared=*/false, linkError,
-                                                  /*hostOnly=*/true);
-        llvm::sys::fs::remove_directories(dir);
-        if (!linked) {
-          llvm::errs() << "attn-compile: error: "
-                       << (ec ? ec.message() : linkError) << "\n";
-          return 1;
-        }
-        return 0;
+        return linkBuild(spec, buffer, /*shared=*/false, /*cuda=*/true,
+                         gpuPrecision == "bf16");
       }
       if (stage == Stage::GPU || cudaTiled) {
         module->print(os);
@@ -426,33 +430,9 @@ int main(int argc, char **argv) {
           headerAfterOutput = writeHeader;
         } else {
         // Kernels, model table and runtime -> the executable or library.
-        llvm::SmallString<128> dir;
-        if (std::error_code ec =
-                llvm::sys::fs::createUniqueDirectory("attn-compile", dir)) {
-          llvm::errs() << "attn-compile: error: cannot create a temporary "
-                          "directory: "
-                       << ec.message() << "\n";
+        if (linkBuild(spec, buffer, emit == Emit::Shared, /*cuda=*/false,
+                      /*bf16=*/false))
           return 1;
-        }
-        std::string obj = (dir + "/kernels.o").str();
-        std::string table = (dir + "/model_table.cpp").str();
-        std::error_code ec;
-        {
-          llvm::raw_fd_ostream o(obj, ec);
-          o << buffer;
-          llvm::raw_fd_ostream t(table, ec);
-          attn::writeModelTable(spec, attn::describeModel(spec).dump(2), t);
-        }
-        std::string linkError;
-        bool linked = !ec && attn::linkExecutable(obj, table, outputPath,
-                                                  emit == Emit::Shared,
-                                                  linkError);
-        llvm::sys::fs::remove_directories(dir);
-        if (!linked) {
-          llvm::errs() << "attn-compile: error: "
-                       << (ec ? ec.message() : linkError) << "\n";
-          return 1;
-        }
         if (emit == Emit::Shared && !writeHeader())
           return 1;
         return 0;

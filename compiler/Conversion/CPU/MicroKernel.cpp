@@ -33,6 +33,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Conversion/CPU/MicroKernel.h"
+#include "compiler/Conversion/LoopBuilder.h"
 
 #include "dialects/Attn/IR/AttnOps.h"
 
@@ -112,15 +113,8 @@ struct Emitter {
   SmallVector<Value>
   loop(Value lb, Value ub, Value step, ValueRange init,
        function_ref<SmallVector<Value>(Value, ValueRange)> body) {
-    auto f = scf::ForOp::create(b, loc, lb, ub, step, init);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(f.getBody());
-    SmallVector<Value> next = body(f.getInductionVar(), f.getRegionIterArgs());
-    if (f.getBody()->mightHaveTerminator())
-      f.getBody()->getTerminator()->erase();
-    b.setInsertionPointToEnd(f.getBody());
-    scf::YieldOp::create(b, loc, next);
-    return SmallVector<Value>(f.getResults());
+    return SmallVector<Value>(
+        buildForLoop(b, loc, lb, ub, step, init, body).getResults());
   }
   void loop(Value lb, Value ub, Value step, function_ref<void(Value)> body) {
     loop(lb, ub, step, {}, [&](Value iv, ValueRange) {

@@ -24,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Conversion/LoopBuilder.h"
 #include "compiler/Conversion/Passes.h"
 
 #include "dialects/Attn/IR/AttnOps.h"
@@ -52,6 +53,7 @@ using namespace mlir::attn;
 namespace {
 
 constexpr int64_t kWarp = 32;
+constexpr double kLog2e = 1.4426950408889634;
 
 /// What the kernels take from the tiled form: the forall (grid, block
 /// ids), the values of its body that the kernel needs (cloned into the
@@ -119,19 +121,40 @@ struct KernelEmitter {
         .getResult(0);
   }
 
+  /// What q is multiplied by on load: the scale, and log2 e (scores in the
+  /// log2 domain for ex2) unless softcap needs the natural scores first.
+  Value qPrescale() {
+    return f32(src.softcap ? src.scale : src.scale * kLog2e);
+  }
+  /// A score as the kernels fold it: softcap (cap · tanh(s / cap), tanh
+  /// from ex2: no libdevice) then in the log2 domain; `s` as it is without
+  /// softcap (q was pre-scaled by log2 e).
+  Value softcapped(Value s) {
+    if (!src.softcap)
+      return s;
+    double cap = src.softcap->convertToDouble();
+    Value ex = exp2(fmul(s, f32(2.0 * kLog2e / cap)));
+    Value th = arith::SubFOp::create(
+        b, loc, f32(1.0),
+        arith::DivFOp::create(b, loc, f32(2.0), fadd(ex, f32(1.0))));
+    return fmul(th, f32(cap * kLog2e));
+  }
+  /// `ok` and key `key` visible to the row at key position `qPos` (causal,
+  /// sliding window).
+  Value visible(Value ok, Value key, Value qPos) {
+    if (src.mask != MaskKind::none)
+      ok = andI(ok, cmp(arith::CmpIPredicate::sle, key, qPos));
+    if (src.window)
+      ok = andI(ok, cmp(arith::CmpIPredicate::sgt, key,
+                        sub(qPos, c(*src.window))));
+    return ok;
+  }
+
   /// scf.for whose body `body` builds at b's insertion point and whose
   /// yielded values it returns.
   scf::ForOp loop(Value lb, Value ub, Value step, ValueRange init,
                   function_ref<SmallVector<Value>(Value, ValueRange)> body) {
-    auto f = scf::ForOp::create(b, loc, lb, ub, step, init);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(f.getBody());
-    SmallVector<Value> next = body(f.getInductionVar(), f.getRegionIterArgs());
-    if (f.getBody()->mightHaveTerminator())
-      f.getBody()->getTerminator()->erase();
-    b.setInsertionPointToEnd(f.getBody());
-    scf::YieldOp::create(b, loc, next);
-    return f;
+    return buildForLoop(b, loc, lb, ub, step, init, body);
   }
 
   /// The sum of `x` over the 32 lanes of the warp, in every lane.
@@ -154,9 +177,9 @@ struct KernelEmitter {
   /// key range. `tileTypes` are the workgroup buffers.
   struct Launch {
     gpu::LaunchOp op;
-    Value bi, g, qb, tid, lane, warp, qLen, kvLen, q0, qn, offset, lo, hi;
+    Value bi, g, qb, tid, lane, warp, kvLen, q0, qn, offset, lo, hi;
   };
-  Launch beginLaunch(Value q, Value k, Value lens, int64_t threads,
+  Launch beginLaunch(Value k, Value lens, int64_t threads,
                      TypeRange tileTypes);
 
   /// Two bf16 as one i32 (the first in the low half), for mma operands.
@@ -215,21 +238,16 @@ void KernelEmitter::emit(Value out, Value q, Value k, Value v, Value lens) {
   auto vTileTy = MemRefType::get({kvBlock, dv}, b.getF32Type(),
                                  MemRefLayoutAttrInterface(), wg);
   OpBuilder::InsertionGuard guard(b);
-  Launch L = beginLaunch(q, k, lens, threads, TypeRange{kTileTy, vTileTy});
+  Launch L = beginLaunch(k, lens, threads, TypeRange{kTileTy, vTileTy});
   Value kTile = L.op.getWorkgroupAttributions()[0];
   Value vTile = L.op.getWorkgroupAttributions()[1];
   Value bi = L.bi, g = L.g, tid = L.tid, lane = L.lane, warp = L.warp;
   Value q0 = L.q0, qn = L.qn, offset = L.offset, lo = L.lo, hi = L.hi;
   Value kvLen = L.kvLen;
   Value zero = c(0), one = c(1);
-  bool causal = src.mask != MaskKind::none;
-  std::optional<int64_t> window = src.window;
 
   // The warp's rows: flattened (head of the group, query row).
-  double log2e = 1.4426950408889634;
-  std::optional<APFloat> softcap = src.softcap;
-  double scale = src.scale;
-  Value qScale = f32(softcap ? scale : scale * log2e);
+  Value qScale = qPrescale();
   SmallVector<Value> valid, pos, head;
   SmallVector<SmallVector<Value>> qReg;
   for (int64_t i = 0; i < kRowsPerWarp; ++i) {
@@ -304,25 +322,8 @@ void KernelEmitter::emit(Value out, Value q, Value k, Value v, Value lens) {
                 Value part = f32(0.0);
                 for (int64_t e = 0; e < epl; ++e)
                   part = fma(qReg[i][e], kReg[e], part);
-                Value s = warpSum(part);
-                if (softcap) {
-                  // cap · tanh(s / cap), tanh from exp2 (no libdevice).
-                  double cap = softcap->convertToDouble();
-                  Value t2 = fmul(s, f32(2.0 * log2e / cap));
-                  Value ex = exp2(t2);
-                  Value th = arith::SubFOp::create(
-                      b, loc, f32(1.0),
-                      arith::DivFOp::create(b, loc, f32(2.0),
-                                            fadd(ex, f32(1.0))));
-                  s = fmul(th, f32(cap * log2e));
-                }
-                Value vis = valid[i];
-                Value qPos = add(pos[i], offset);
-                if (causal)
-                  vis = andI(vis, cmp(arith::CmpIPredicate::sle, key, qPos));
-                if (window)
-                  vis = andI(vis, cmp(arith::CmpIPredicate::sgt, key,
-                                      sub(qPos, c(*window))));
+                Value s = softcapped(warpSum(part));
+                Value vis = visible(valid[i], key, add(pos[i], offset));
                 s = select(vis, s, f32(-inf));
                 Value m = st[i * stride], l = st[i * stride + 1];
                 Value mNew = arith::MaximumFOp::create(b, loc, m, s);
@@ -364,7 +365,7 @@ void KernelEmitter::emit(Value out, Value q, Value k, Value v, Value lens) {
   gpu::TerminatorOp::create(b, loc);
 }
 
-KernelEmitter::Launch KernelEmitter::beginLaunch(Value q, Value k, Value lens,
+KernelEmitter::Launch KernelEmitter::beginLaunch(Value k, Value lens,
                                                  int64_t threads,
                                                  TypeRange tileTypes) {
   // The grid is the forall's iteration space: (query block, KV head, batch).
@@ -388,7 +389,6 @@ KernelEmitter::Launch KernelEmitter::beginLaunch(Value q, Value k, Value lens,
   L.g = L.op.getBlockIds().y;
   L.bi = L.op.getBlockIds().z;
   L.tid = L.op.getThreadIds().x;
-  L.qLen = memref::DimOp::create(b, loc, q, 2);
   L.kvLen = memref::DimOp::create(b, loc, k, 2);
   L.lane = arith::RemUIOp::create(b, loc, L.tid, c(kWarp));
   L.warp = arith::DivUIOp::create(b, loc, L.tid, c(kWarp));
@@ -444,7 +444,7 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
   if (qShared)
     tileTypes.push_back(qTileTy);
   OpBuilder::InsertionGuard guard(b);
-  Launch L = beginLaunch(q, k, lens, kWarps * kWarp, tileTypes);
+  Launch L = beginLaunch(k, lens, kWarps * kWarp, tileTypes);
   Value kTile = L.op.getWorkgroupAttributions()[0];
   Value vTile = L.op.getWorkgroupAttributions()[1];
   Value zero = c(0), one = c(1);
@@ -452,12 +452,7 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
   Value gq = arith::DivUIOp::create(b, loc, L.lane, c(4));
   Value tq = arith::RemUIOp::create(b, loc, L.lane, c(4));
   Value col2 = mul(tq, c(2));
-  bool causal = src.mask != MaskKind::none;
-  std::optional<int64_t> window = src.window;
-  double log2e = 1.4426950408889634;
-  std::optional<APFloat> softcap = src.softcap;
-  double scale = src.scale;
-  Value qScale = f32(softcap ? scale : scale * log2e);
+  Value qScale = qPrescale();
 
   // The thread's two rows: r0 = group, r1 = group + 8 of the warp's 16.
   Value valid[2], head[2], pos[2];
@@ -573,23 +568,12 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
           for (int64_t e = 0; e < 4; ++e) {
             int64_t h = e / 2;
             Value &s = sFrag[j][e];
-            if (softcap) {
-              double cap = softcap->convertToDouble();
-              Value ex = exp2(fmul(s, f32(2.0 * log2e / cap)));
-              Value th = arith::SubFOp::create(
-                  b, loc, f32(1.0),
-                  arith::DivFOp::create(b, loc, f32(2.0), fadd(ex, f32(1.0))));
-              s = fmul(th, f32(cap * log2e));
-            }
+            s = softcapped(s);
+            // Keys past hi are the tile's zero padding.
             Value key = add(kt, add(c(8 * j + e % 2), col2));
-            Value vis =
-                andI(valid[h], cmp(arith::CmpIPredicate::slt, key, L.hi));
-            Value qPos = add(pos[h], L.offset);
-            if (causal)
-              vis = andI(vis, cmp(arith::CmpIPredicate::sle, key, qPos));
-            if (window)
-              vis = andI(vis, cmp(arith::CmpIPredicate::sgt, key,
-                                  sub(qPos, c(*window))));
+            Value vis = visible(
+                andI(valid[h], cmp(arith::CmpIPredicate::slt, key, L.hi)), key,
+                add(pos[h], L.offset));
             s = select(vis, s, f32(-inf));
             rowMax[h] = arith::MaximumFOp::create(b, loc, rowMax[h], s);
           }
@@ -710,9 +694,6 @@ struct ConvertAttnToGPUPass
   LogicalResult readTiled(scf::ForallOp forall, TiledSource &src,
                           OnlineAttentionOp &first) {
     src.forall = forall;
-    if (forall.getRank() != 3 || forall->hasAttr("attn.split_k"))
-      return forall.emitOpError(
-          "split-K is not lowered to the GPU yet: tile with split-target=0");
     auto qBlock = forall->getAttrOfType<IntegerAttr>("attn.q_block");
     if (!qBlock)
       return forall.emitOpError("a tiled forall without attn.q_block");
@@ -762,6 +743,9 @@ struct ConvertAttnToGPUPass
   }
 
   LogicalResult convert(scf::ForallOp forall) {
+    if (forall.getRank() != 3 || forall->hasAttr("attn.split_k"))
+      return forall.emitOpError(
+          "split-K is not lowered to the GPU yet: tile with split-target=0");
     // The kernel entry form: the result goes straight into an output buffer.
     bufferization::MaterializeInDestinationOp dest;
     Value result = forall.getResult(0);

@@ -391,44 +391,37 @@ Value SDPATiler::mergeForall(OpBuilder &b, Location loc, ValueRange parts,
                 nb, l, Value(arith::MaximumFOp::create(nb, l, a[0], a[1])));
           })
           .getResult(0);
-  // w_s · l_s summed over s, and w_s · acc_s summed over s, in one op each.
   auto weight = [&](OpBuilder &nb, Location l, Value ms, Value M) -> Value {
     Value none = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, ms,
                                        fconst(nb, l, -inf));
     Value w = math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, ms, M));
     return arith::SelectOp::create(nb, l, none, fconst(nb, l, 0.0), w);
   };
-  Value l0 = splat(b, loc, {groupSize, kDyn}, 0.0, qLen);
-  Value L =
-      linalg::GenericOp::create(
-          b, loc, l0.getType(), ValueRange{maxP, sumP, mx}, ValueRange{l0},
-          ArrayRef<AffineMap>{map({0, 1, 2}, 3), map({0, 1, 2}, 3),
-                              map({1, 2}, 3), map({1, 2}, 3)},
-          ArrayRef<IT>{IT::reduction, IT::parallel, IT::parallel},
-          [&](OpBuilder &nb, Location l, ValueRange a) {
-            Value w = weight(nb, l, a[0], a[2]);
-            linalg::YieldOp::create(
-                nb, l,
-                Value(arith::AddFOp::create(
-                    nb, l, a[3], arith::MulFOp::create(nb, l, w, a[1]))));
-          })
-          .getResult(0);
-  Value o0 = splat(b, loc, {groupSize, kDyn, headDimV}, 0.0, qLen);
-  Value O =
-      linalg::GenericOp::create(
-          b, loc, o0.getType(), ValueRange{maxP, accP, mx}, ValueRange{o0},
-          ArrayRef<AffineMap>{map({0, 1, 2}, 4), map({0, 1, 2, 3}, 4),
-                              map({1, 2}, 4), map({1, 2, 3}, 4)},
-          ArrayRef<IT>{IT::reduction, IT::parallel, IT::parallel,
-                       IT::parallel},
-          [&](OpBuilder &nb, Location l, ValueRange a) {
-            Value w = weight(nb, l, a[0], a[2]);
-            linalg::YieldOp::create(
-                nb, l,
-                Value(arith::AddFOp::create(
-                    nb, l, a[3], arith::MulFOp::create(nb, l, w, a[1]))));
-          })
-          .getResult(0);
+  // Σ_s w_s · x_s over the parts for x = the sums (L) and the accumulators
+  // (O); maps: max, x, M, the result.
+  auto weightedSum = [&](Value x, Value init, ArrayRef<AffineMap> maps,
+                         ArrayRef<IT> iterators) -> Value {
+    return linalg::GenericOp::create(
+               b, loc, init.getType(), ValueRange{maxP, x, mx},
+               ValueRange{init}, maps, iterators,
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 Value w = weight(nb, l, a[0], a[2]);
+                 linalg::YieldOp::create(
+                     nb, l,
+                     Value(arith::AddFOp::create(
+                         nb, l, a[3], arith::MulFOp::create(nb, l, w, a[1]))));
+               })
+        .getResult(0);
+  };
+  Value L = weightedSum(
+      sumP, splat(b, loc, {groupSize, kDyn}, 0.0, qLen),
+      {map({0, 1, 2}, 3), map({0, 1, 2}, 3), map({1, 2}, 3), map({1, 2}, 3)},
+      {IT::reduction, IT::parallel, IT::parallel});
+  Value O = weightedSum(
+      accP, splat(b, loc, {groupSize, kDyn, headDimV}, 0.0, qLen),
+      {map({0, 1, 2}, 4), map({0, 1, 2, 3}, 4), map({1, 2}, 4),
+       map({1, 2, 3}, 4)},
+      {IT::reduction, IT::parallel, IT::parallel, IT::parallel});
   // acc / sum with the finalize op's rule (a row with sum 0 gives 0).
   Value result = OnlineFinalizeOp::create(
       b, loc, RankedTensorType::get({groupSize, kDyn, headDimV}, elt), O, L);

@@ -1,0 +1,20 @@
+// convert-attn-to-gpu lowers the tiled form of kernel entries; what it does
+// not take is an error naming what to do instead.
+// RUN: not attn-opt %s -split-input-file -convert-attn-to-gpu 2>&1 | FileCheck %s --check-prefix=UNTILED
+// RUN: not attn-opt %s -split-input-file -attn-tile-attention=target=gpu -convert-attn-to-gpu 2>&1 | FileCheck %s --check-prefix=SPLIT
+// RUN: not attn-opt %s -split-input-file -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu=precision=bf16\ kv-block=24 2>&1 | FileCheck %s --check-prefix=BF16TILE
+// RUN: not attn-opt %s -split-input-file -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu=kv-block=1024 2>&1 | FileCheck %s --check-prefix=SMEM
+// RUN: not attn-opt %s -split-input-file -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu=precision=fp8 2>&1 | FileCheck %s --check-prefix=PRECISION
+// UNTILED: error: 'attn.sdpa' op convert-attn-to-gpu lowers the tiled form: run attn-tile-attention (target=gpu, split-target=0) first
+// SPLIT: error: 'scf.forall' op split-K is not lowered to the GPU yet: tile with split-target=0
+// BF16TILE: error: 'attn.online_attention' op the bf16 kernel's kv-block must be a multiple of 16, got 24
+// SMEM: error: 'attn.online_attention' op kv-block 1024 needs 524288 bytes of shared memory (K, V tiles); at most 49152
+// PRECISION: error: 'attn.online_attention' op unknown precision 'fp8'; accepted: fp32, bf16
+func.func @entry(%out: memref<?x8x?x64xf32>, %q: tensor<?x8x?x64xf32>,
+                 %k: tensor<?x2x?x64xf32>, %v: tensor<?x2x?x64xf32>) {
+  %o = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>, scale = 0.125 : f64}
+      : (tensor<?x8x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>) -> tensor<?x8x?x64xf32>
+  bufferization.materialize_in_destination %o in restrict writable %out
+      : (tensor<?x8x?x64xf32>, memref<?x8x?x64xf32>) -> ()
+  return
+}
