@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn_runtime.h"
+#include "flops.h"
 #include "npy.h"
 #include "safetensors.h"
 
@@ -323,9 +324,8 @@ std::vector<float> randomVec(std::mt19937 &rng, int64_t n, float scale) {
 }
 
 double flops(const attn_rt_kind &k, int64_t b, int64_t sq, int64_t skv) {
-  double f = 2.0 * double(b) * k.num_heads * sq * skv *
-             double(k.head_dim + k.head_dim_v);
-  return k.causal ? f / 2 : f;
+  return attn_rt_attention_flops(b, k.num_heads, sq, skv, k.head_dim,
+                                 k.head_dim_v, k.causal, k.window);
 }
 
 //===----------------------------------------------------------------------===//

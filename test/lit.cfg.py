@@ -23,6 +23,18 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.attn_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["attn-opt", "attn-compile"], tool_dirs)
+# attn-bench is built where OpenBLAS and OpenMP are installed.
+if os.access(os.path.join(config.attn_tools_dir, "attn-bench"), os.X_OK):
+    config.available_features.add("attn-bench")
+    llvm_config.add_tool_substitutions(["attn-bench"], tool_dirs)
+# CPU features, for tests whose expected output depends on them.
+try:
+    with open("/proc/cpuinfo") as f:
+        flags = next((l for l in f if l.startswith("flags")), "").split()
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= set(flags):
+        config.available_features.add("avx512")
+except OSError:
+    pass
 
 # Compiled executables run on this host (x86-64) only.
 import platform

@@ -7,7 +7,7 @@
 // CHECK: %[[S:.*]] = attn.qk %[[Q]], %[[K]] : (tensor<?x8x?x64xf32>, tensor<?x4x?x64xf32>) -> tensor<?x8x?x?xf32>
 // CHECK: %[[S1:.*]] = attn.scale %[[S]] {scale = 1.250000e-01 : f64}
 // CHECK: %[[S2:.*]] = attn.softcap %[[S1]] {cap = 3.000000e+01 : f64}
-// CHECK: %[[S3:.*]] = attn.relative_position_bias %[[S2]], %[[T]] {bidirectional, max_distance = 64 : i64, num_buckets = 32 : i64}
+// CHECK: %[[S3:.*]] = attn.relative_position_bias %[[S2]], %[[T]] {align = #attn.align<top_left>, bidirectional, max_distance = 64 : i64, num_buckets = 32 : i64}
 // CHECK: %[[S4:.*]] = attn.mask %[[S3]] kv_lengths(%[[L]] : tensor<?xi64>) {align = #attn.align<top_left>, kind = #attn.mask<sliding_window>, window = 16 : i64}
 // CHECK: %[[P:.*]] = attn.softmax %[[S4]]
 // CHECK: attn.pv %[[P]], %[[V]]

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn_runtime.h"
+#include "flops.h"
 
 #include <cblas.h>
 #include <dlfcn.h>
@@ -50,10 +51,8 @@ const Shape kShapes[] = {
 };
 
 double flops(const Shape &s) {
-  double f = 4.0 * s.sq * s.skv * s.d * s.hq;
-  // Causal halves the work only when the square lower triangle is computed;
-  // a decode row sees every key.
-  return s.causal && s.sq == s.skv ? f / 2 : f;
+  return attn_rt_attention_flops(1, s.hq, s.sq, s.skv, s.d, s.d, s.causal,
+                                 /*window=*/0);
 }
 
 double nowMs() {
@@ -322,12 +321,44 @@ std::string compileShared(const std::string &dir, const Shape &s) {
   return lib;
 }
 
+/// The OpenBLAS kernel family the baseline must run: the best this CPU
+/// supports. OpenBLAS 0.3.21 picks by CPU model and does not know recent
+/// Xeons (nor some EPYCs), falling back to SSE3 "Prescott" kernels, and
+/// images may pin OPENBLAS_CORETYPE to Haswell: either flatters us.
+const char *bestOpenBLASCore() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return "Haswell";
+  return nullptr; // let OpenBLAS detect
+}
+
+/// OpenBLAS reads OPENBLAS_CORETYPE when it is loaded, before main: set it
+/// (and drop OPENBLAS_L2_SIZE, which goes with a pinned core) and run this
+/// program again, once. `forced` is the user's --openblas-core choice.
+void reexecWithOpenBLASCore(char **argv, const std::string &forced) {
+  if (std::getenv("ATTN_BENCH_OPENBLAS_SET"))
+    return;
+  const char *core = forced.empty() ? bestOpenBLASCore() : forced.c_str();
+  if (!core || forced == "auto")
+    return;
+  setenv("OPENBLAS_CORETYPE", core, 1);
+  unsetenv("OPENBLAS_L2_SIZE");
+  setenv("ATTN_BENCH_OPENBLAS_SET", core, 1);
+  execv("/proc/self/exe", argv);
+  std::fprintf(stderr, "attn-bench: warning: cannot re-run itself with "
+                       "OPENBLAS_CORETYPE=%s; the baseline keeps OpenBLAS's "
+                       "own choice\n", core);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   int threads = 2, repeats = 5;
-  std::string csv = "attn-bench.csv", only;
-  bool longSeq = false;
+  std::string csv = "attn-bench.csv", only, openblasCore;
+  bool longSeq = false, openblasInfo = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -348,13 +379,34 @@ int main(int argc, char **argv) {
       only = next();
     else if (a == "--long")
       longSeq = true;
+    else if (a == "--openblas-core")
+      openblasCore = next();
+    else if (a == "--openblas-info")
+      openblasInfo = true;
     else {
       std::printf("usage: attn-bench [--threads T] [--repeats R] [--csv FILE] "
-                  "[--shape P1|P2|P3|P4|D1] [--long]\n"
+                  "[--shape P1|P2|P3|P4|D1] [--long] [--openblas-core "
+                  "NAME|auto]\n"
+                  "  --openblas-core: the baseline's OPENBLAS_CORETYPE "
+                  "(default: SkylakeX with AVX-512, Haswell with AVX2; auto: "
+                  "OpenBLAS's own detection)\n"
+                  "  --openblas-info: print the baseline's OpenBLAS kernels "
+                  "and exit\n"
                   "  --long adds S = 8k..64k causal (Hq=8 Hkv=2 D=128, fused "
                   "only): time ~ S^2, flat memory\n");
       return a == "--help" ? 0 : 2;
     }
+  }
+  reexecWithOpenBLASCore(argv, openblasCore);
+  const char *set = std::getenv("ATTN_BENCH_OPENBLAS_SET");
+  std::string blas = std::string(openblas_get_config()) + ", kernels " +
+                     openblas_get_corename() + " (" +
+                     (set ? std::string("forced: OPENBLAS_CORETYPE=") + set
+                          : std::string("OpenBLAS's own choice")) +
+                     ")";
+  if (openblasInfo) {
+    std::printf("OpenBLAS: %s\n", blas.c_str());
+    return 0;
   }
   // Before any OpenMP runtime starts: the compiled kernels read it too.
   setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
@@ -364,9 +416,9 @@ int main(int argc, char **argv) {
   double peak = fmaPeak(threads, avx512);
   double bandwidth = readBandwidth(threads, avx512);
   std::printf("FMA peak (%s, %d threads): %.1f GFLOP/s; read bandwidth: "
-              "%.1f GB/s; OpenBLAS: %s\n",
+              "%.1f GB/s\nOpenBLAS: %s\n",
               avx512 ? "AVX-512" : "AVX2", threads, peak, bandwidth,
-              openblas_get_config());
+              blas.c_str());
 
   char tmpl[] = "/tmp/attn-bench-XXXXXX";
   std::string dir = mkdtemp(tmpl);

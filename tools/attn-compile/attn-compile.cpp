@@ -172,21 +172,36 @@ int linkBuild(const attn::ModelSpec &spec, llvm::StringRef object, bool shared,
   }
   std::string obj = (dir + "/kernels.o").str();
   std::string table = (dir + "/model_table.cpp").str();
-  std::error_code ec;
-  {
-    llvm::raw_fd_ostream o(obj, ec);
-    o << object;
-    llvm::raw_fd_ostream t(table, ec);
-    attn::writeModelTable(spec, attn::describeModel(spec).dump(2), t, cuda,
-                          bf16);
-  }
-  std::string linkError;
-  bool linked = !ec && attn::linkExecutable(obj, table, outputPath, shared,
-                                            linkError, /*hostOnly=*/cuda);
+  std::string error;
+  // Each file is opened, written and closed on its own: an error on any of
+  // them names that file (a full disk shows up at close, not at open).
+  auto writeFile = [&](const std::string &path,
+                       llvm::function_ref<void(llvm::raw_ostream &)> write) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (!ec) {
+      write(os);
+      os.close();
+      ec = os.error();
+      os.clear_error();
+    }
+    if (ec)
+      error = "cannot write '" + path + "': " + ec.message();
+    return !ec;
+  };
+  bool linked =
+      writeFile(obj, [&](llvm::raw_ostream &os) { os << object; }) &&
+      writeFile(table,
+                [&](llvm::raw_ostream &os) {
+                  attn::writeModelTable(spec,
+                                        attn::describeModel(spec).dump(2), os,
+                                        cuda, bf16);
+                }) &&
+      attn::linkExecutable(obj, table, outputPath, shared, error,
+                           /*hostOnly=*/cuda);
   llvm::sys::fs::remove_directories(dir);
   if (!linked) {
-    llvm::errs() << "attn-compile: error: "
-                 << (ec ? ec.message() : linkError) << "\n";
+    llvm::errs() << "attn-compile: error: " << error << "\n";
     return 1;
   }
   return 0;

@@ -262,7 +262,7 @@ void lowerOnlineAttention(OnlineAttentionOp op, OpBuilder &ob) {
   math.table = op.getBiasTable();
   math.mask = op.getMask();
   math.window = op.getWindow();
-  Value qPos = op.getQPos(), kPos = op.getKvPos(), limit = op.getKvLimit(),
+  Value qPos = op.getQPos(), kPos = op.getKvPos(),
         headOff = op.getHeadOffset();
   unsigned nS = lead + 2;
   SmallVector<IteratorType> par(nS, kPar);
@@ -278,7 +278,7 @@ void lowerOnlineAttention(OnlineAttentionOp op, OpBuilder &ob) {
                     Value h = linalg::IndexOp::create(b, l, 0);
                     head = arith::AddIOp::create(b, l, headOff, h);
                   }
-                  return math.apply(b, l, a[0], qp, kp, head, limit);
+                  return math.apply(b, l, a[0], qp, kp, head, Value());
                 });
 
   // New row max.
@@ -754,11 +754,15 @@ LogicalResult lowerReferenceOp(Operation *op, OpBuilder &ob) {
     m.rel = RelativeBiasAttr::get(op->getContext(), rb.getNumBuckets(),
                                   rb.getMaxDistance(), rb.getBidirectional());
     m.table = rb.getTable();
-    // Query row i sits at key position i + kv_len - q_len (bottom-right).
+    // Query row i sits at key position i + kv_len - q_len (bottom-right)
+    // or i (top-left).
     Value in = rb.getInput();
-    Value offset = arith::SubIOp::create(ob, loc,
-                                         tensor::DimOp::create(ob, loc, in, 3),
-                                         tensor::DimOp::create(ob, loc, in, 2));
+    Value offset = iconst(ob, loc, 0);
+    if (rb.getAlign() == CausalAlignment::bottom_right) {
+      Value kv = tensor::DimOp::create(ob, loc, in, 3);
+      Value ql = tensor::DimOp::create(ob, loc, in, 2);
+      offset = arith::SubIOp::create(ob, loc, kv, ql);
+    }
     result = scoresMap(g, in,
                        [&](OpBuilder &b, Location l, Value x, ValueRange i) {
                          Value qp = arith::AddIOp::create(b, l, i[2], offset);

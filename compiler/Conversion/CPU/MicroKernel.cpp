@@ -215,9 +215,6 @@ struct Emitter {
       both(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, kPos,
                                  splat(lowest, vi32)));
     }
-    if (Value limit = op.getKvLimit())
-      both(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, kPos,
-                                 splat(toI32(limit), vi32)));
     return ok;
   }
 

@@ -321,8 +321,9 @@ def Attn_RelativePositionBiasOp : Attn_Op<"relative_position_bias",
   let summary = "add T5's bucketed relative-position bias to the scores";
   let description = [{
     `scores[b, h, i, j] + table[bucket(j - i'), h]` with the query at key
-    position `i' = i + kv_len - q_len` (as T5 decoding with a cache places
-    it; `i' = i` when q_len = kv_len), where `bucket` is T5's
+    position `i' = i + kv_len - q_len` with `align = bottom_right` (the
+    default, as T5 decoding with a cache places it) or `i' = i` with
+    `align = top_left` (the same when q_len = kv_len), where `bucket` is T5's
     log-spaced bucketing of the relative position into `num_buckets` buckets
     (half of them per direction when `bidirectional`) saturating at
     `max_distance`. `table` is `[num_buckets, heads]` (T5's
@@ -336,7 +337,9 @@ def Attn_RelativePositionBiasOp : Attn_Op<"relative_position_bias",
   }];
   let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$table,
                        I64Attr:$num_buckets, I64Attr:$max_distance,
-                       UnitAttr:$bidirectional);
+                       UnitAttr:$bidirectional,
+                       DefaultValuedAttr<Attn_CausalAlignmentAttr,
+                           "::mlir::attn::CausalAlignment::bottom_right">:$align);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $table attr-dict `:` type($input) `,` type($table)
@@ -444,10 +447,10 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [Pure,
 
     Query row m sits at position `q_pos + m` and key n at `kv_pos + n`, both
     in key coordinates (the causal alignment offset is already added to
-    `q_pos`). With `kv_limit`, keys at positions `>= kv_limit` are invisible
-    (key padding); `mask`/`window` mask keys as in `attn.mask`. With
-    `mask = none` and no `kv_limit` the op needs no mask arithmetic at all,
-    which is how fully visible tiles are expressed. With `relative_bias`,
+    `q_pos`); `mask`/`window` mask keys as in `attn.mask`. Key padding
+    never reaches this op: the tiling pass cuts the key loop at the
+    sequence's length. With `mask = none` the op needs no mask arithmetic at
+    all, which is how fully visible tiles are expressed. With `relative_bias`,
     `bias_table` `[num_buckets, heads]` is indexed by the relative position
     (`kv_pos + n - q_pos - m`) and the head `head_offset + h` of the leading
     query dim.
@@ -470,7 +473,6 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [Pure,
                        Attn_FloatTensor:$value, Attn_FloatTensor:$acc,
                        Attn_FloatTensor:$max, Attn_FloatTensor:$sum,
                        Index:$q_pos, Index:$kv_pos,
-                       Optional<Index>:$kv_limit,
                        Optional<Attn_FloatTensor>:$bias_table,
                        Optional<Index>:$head_offset,
                        F64Attr:$scale,
@@ -483,7 +485,7 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [Pure,
                       Attn_FloatTensor:$new_sum);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $acc `,` $max `,` $sum `,` $q_pos `,`
-    $kv_pos (`kv_limit` `(` $kv_limit^ `)`)?
+    $kv_pos
     (`bias_table` `(` $bias_table^ `:` type($bias_table) `,` $head_offset `)`)?
     attr-dict `:` `(` type($query) `,` type($key) `,`
     type($value) `,` type($acc) `,` type($max) `,` type($sum) `)` `->`

@@ -36,7 +36,8 @@ void mlir::attn::decomposeSDPA(SDPAOp op, OpBuilder &b) {
         b, loc, scoresTy, s, op.getBiasTable(),
         b.getI64IntegerAttr(rel.getNumBuckets()),
         b.getI64IntegerAttr(rel.getMaxDistance()),
-        rel.getBidirectional() ? b.getUnitAttr() : UnitAttr());
+        rel.getBidirectional() ? b.getUnitAttr() : UnitAttr(),
+        op.getAlignAttr());
   if (op.getMask() != MaskKind::none || op.getKvLengths())
     s = MaskOp::create(b, loc, scoresTy, s, op.getKvLengths(), op.getMaskAttr(),
                        op.getWindowAttr(), op.getAlignAttr());

@@ -138,6 +138,10 @@ bool matchChain(Value scores, Chain &chain) {
     }
     if (next <= Bias) {
       if (auto bias = dyn_cast<RelativePositionBiasOp>(def)) {
+        // One alignment places the query for both the mask and the bias.
+        if (chain.mask != MaskKind::none && chain.align != bias.getAlign())
+          return false;
+        chain.align = bias.getAlign();
         chain.bias = bias;
         next = Softcap;
         v = bias.getInput();

@@ -138,7 +138,7 @@ SmallVector<Value> SDPATiler::keyLoop(OpBuilder &b, Location loc, Value start,
         auto oa = OnlineAttentionOp::create(
             nb, nloc, iter[0].getType(), iter[1].getType(), iter[2].getType(),
             qTile, kt, vt, iter[0], iter[1], iter[2], qPos, kb,
-            /*kv_limit=*/Value(), op.getBiasTable(), headOffset,
+            op.getBiasTable(), headOffset,
             op.getScaleAttr(), op.getRelativeBiasAttr(),
             MaskKindAttr::get(ctx, masked ? op.getMask() : MaskKind::none),
             masked ? op.getWindowAttr() : IntegerAttr(), op.getSoftcapAttr());

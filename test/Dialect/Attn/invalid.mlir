@@ -742,7 +742,7 @@ func.func @f91(%q: tensor<2x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x
 
 func.func @f92(%q: tensor<16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
   // expected-error @+1 {{expects a query [..., M, head_dim] of rank >= 2, got rank 1}}
-  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i kv_limit(%i) {scale = 0.25 : f64} : (tensor<16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.25 : f64} : (tensor<16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }
 
@@ -750,7 +750,7 @@ func.func @f92(%q: tensor<16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>,
 
 func.func @f93(%q: tensor<4x8x16xf32>, %k: tensor<1x32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
   // expected-error @+1 {{expects a key tile [N, head_dim] of rank 2, got rank 3}}
-  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i kv_limit(%i) {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<1x32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<1x32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }
 
@@ -758,7 +758,7 @@ func.func @f93(%q: tensor<4x8x16xf32>, %k: tensor<1x32x16xf32>, %v: tensor<32x16
 
 func.func @f94(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
   // expected-error @+1 {{expects a value tile [N, head_dim_v] of rank 2, got rank 1}}
-  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i kv_limit(%i) {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }
 
@@ -766,7 +766,7 @@ func.func @f94(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32xf32>
 
 func.func @f95(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
   // expected-error @+1 {{expects an accumulator [..., M, head_dim_v] (query rank) of rank 3, got rank 2}}
-  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i kv_limit(%i) {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }
 
@@ -774,7 +774,7 @@ func.func @f95(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf
 
 func.func @f96(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<8xf32>, %s: tensor<4x8xf32>, %i: index) {
   // expected-error @+1 {{expects a running max [..., M] (query rank - 1) of rank 2, got rank 1}}
-  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i kv_limit(%i) {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<8xf32>, tensor<4x8xf32>)
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<8xf32>, tensor<4x8xf32>)
   return
 }
 
@@ -782,7 +782,7 @@ func.func @f96(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf
 
 func.func @f97(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<8xf32>, %i: index) {
   // expected-error @+1 {{expects a running sum [..., M] (query rank - 1) of rank 2, got rank 1}}
-  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i kv_limit(%i) {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<8xf32>)
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<8xf32>)
   return
 }
 
@@ -790,7 +790,7 @@ func.func @f97(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf
 
 func.func @f98(%q: tensor<4x8x16xf32>, %k: tensor<32x8xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
   // expected-error @+1 {{query head_dim (16) does not match key head_dim (8)}}
-  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i kv_limit(%i) {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x8xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x8xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }
 
@@ -798,7 +798,7 @@ func.func @f98(%q: tensor<4x8x16xf32>, %k: tensor<32x8xf32>, %v: tensor<32x16xf3
 
 func.func @f99(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<16x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
   // expected-error @+1 {{key tile rows (32) does not match value tile rows (16)}}
-  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i kv_limit(%i) {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<16x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<16x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }
 
@@ -806,7 +806,7 @@ func.func @f99(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<16x16xf
 
 func.func @f100(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x8xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
   // expected-error @+1 {{accumulator head_dim_v (16) does not match value head_dim_v (8)}}
-  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i kv_limit(%i) {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x8xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x8xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }
 
@@ -814,7 +814,7 @@ func.func @f100(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x8xf
 
 func.func @f101(%q: tensor<4x8x16xf32>, %k: tensor<32x16xbf16>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
   // expected-error @+1 {{expects query and key to have the same element type, got 'f32' and 'bf16'}}
-  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i kv_limit(%i) {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xbf16>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xbf16>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }
 
@@ -822,7 +822,7 @@ func.func @f101(%q: tensor<4x8x16xf32>, %k: tensor<32x16xbf16>, %v: tensor<32x16
 
 func.func @f102(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf16>, %s: tensor<4x8xf32>, %i: index) {
   // expected-error @+1 {{expects accumulator and max to have the same element type, got 'f32' and 'f16'}}
-  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i kv_limit(%i) {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf16>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf16>, tensor<4x8xf32>)
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf16>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf16>, tensor<4x8xf32>)
   return
 }
 
@@ -830,7 +830,7 @@ func.func @f102(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16x
 
 func.func @f103(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<2x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
   // expected-error @+1 {{query dim 0 (4) does not match accumulator dim 0 (2)}}
-  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i kv_limit(%i) {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<2x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<2x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<2x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<2x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }
 
@@ -838,7 +838,7 @@ func.func @f103(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16x
 
 func.func @f104(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x9xf32>, %s: tensor<4x8xf32>, %i: index) {
   // expected-error @+1 {{query dim 1 (8) does not match max dim 1 (9)}}
-  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i kv_limit(%i) {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x9xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x9xf32>, tensor<4x8xf32>)
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x9xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x9xf32>, tensor<4x8xf32>)
   return
 }
 
@@ -846,7 +846,7 @@ func.func @f104(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16x
 
 func.func @f105(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<3x8xf32>, %i: index) {
   // expected-error @+1 {{query dim 0 (4) does not match sum dim 0 (3)}}
-  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i kv_limit(%i) {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<3x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<3x8xf32>)
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<3x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<3x8xf32>)
   return
 }
 
@@ -854,7 +854,7 @@ func.func @f105(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16x
 
 func.func @f106(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
   // expected-error @+1 {{expects a positive finite scale, got 0}}
-  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i kv_limit(%i) {scale = 0.0 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.0 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }
 
@@ -862,7 +862,7 @@ func.func @f106(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16x
 
 func.func @f107(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
   // expected-error @+1 {{expects a 'window' attribute with a sliding_window mask}}
-  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i kv_limit(%i) {scale = 0.25 : f64, mask = #attn.mask<sliding_window>} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.25 : f64, mask = #attn.mask<sliding_window>} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }
 
@@ -870,7 +870,7 @@ func.func @f107(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16x
 
 func.func @f108(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
   // expected-error @+1 {{expects a positive finite softcap, got -1}}
-  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i kv_limit(%i) {scale = 0.25 : f64, softcap = -1.0 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.25 : f64, softcap = -1.0 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }
 

@@ -89,8 +89,8 @@ func.func @fused_dv(%q: tensor<2x4x3x40xf32>, %k: tensor<2x2x17x40xf32>, %v: ten
 func.func @tiled(%q: tensor<4x64x128xf32>, %k: tensor<32x128xf32>, %v: tensor<32x128xf32>,
                  %acc: tensor<4x64x128xf32>, %max: tensor<4x64xf32>, %sum: tensor<4x64xf32>,
                  %qpos: index, %kvpos: index, %limit: index) -> tensor<4x64x128xf32> {
-  // CHECK: %{{.*}}, %{{.*}}, %{{.*}} = attn.online_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} kv_limit(%{{.*}}) {mask = #attn.mask<causal>, scale = 1.250000e-01 : f64} : (tensor<4x64x128xf32>, tensor<32x128xf32>, tensor<32x128xf32>, tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>) -> (tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
-  %a, %m, %l = attn.online_attention %q, %k, %v, %acc, %max, %sum, %qpos, %kvpos kv_limit(%limit)
+  // CHECK: %{{.*}}, %{{.*}}, %{{.*}} = attn.online_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {mask = #attn.mask<causal>, scale = 1.250000e-01 : f64} : (tensor<4x64x128xf32>, tensor<32x128xf32>, tensor<32x128xf32>, tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>) -> (tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
+  %a, %m, %l = attn.online_attention %q, %k, %v, %acc, %max, %sum, %qpos, %kvpos
       {mask = #attn.mask<causal>, scale = 0.125 : f64}
       : (tensor<4x64x128xf32>, tensor<32x128xf32>, tensor<32x128xf32>, tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
       -> (tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
