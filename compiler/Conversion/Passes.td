@@ -69,10 +69,15 @@ def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "func::FuncOp"> {
     Option<"kvBlock", "kv-block", "int64_t", /*default=*/"0",
            "Keys per shared-memory tile (0: 4096 / head dim, at least 8; "
            "bf16: 8192 / head dim in [16, 64])">,
-    Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
-           "fp32: CUDA-core kernel on fp32 (the accuracy path); bf16: "
-           "tensor-core kernel (mma.sync m16n8k16, Q, K, V and P rounded to "
-           "bf16, fp32 accumulators and softmax)">,
+    Option<"precision", "precision", "mlir::attn::GPUPrecision",
+           /*default=*/"mlir::attn::GPUPrecision::fp32",
+           "Arithmetic of the kernel",
+           [{::llvm::cl::values(
+             clEnumValN(mlir::attn::GPUPrecision::fp32, "fp32",
+                        "CUDA-core kernel on fp32 (the accuracy path)"),
+             clEnumValN(mlir::attn::GPUPrecision::bf16, "bf16",
+                        "tensor-core kernel (mma.sync m16n8k16, Q, K, V and "
+                        "P rounded to bf16, fp32 accumulators and softmax)"))}]>,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

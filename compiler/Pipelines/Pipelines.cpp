@@ -28,27 +28,10 @@
 using namespace mlir;
 using namespace mlir::attn;
 
-std::optional<PipelineStage>
-mlir::attn::parsePipelineStage(llvm::StringRef name) {
-  return llvm::StringSwitch<std::optional<PipelineStage>>(name)
-      .Case("attn", PipelineStage::Attn)
-      .Case("fused", PipelineStage::Fused)
-      .Case("tiled", PipelineStage::Tiled)
-      .Case("linalg", PipelineStage::Linalg)
-      .Case("llvm-dialect", PipelineStage::LLVMDialect)
-      .Default(std::nullopt);
-}
-
 LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
                                             const PipelineOptions &options,
                                             std::string *error) {
-  std::optional<PipelineStage> stop = parsePipelineStage(options.stopAfter);
-  if (!stop) {
-    if (error)
-      *error = "unknown stage '" + options.stopAfter.getValue() +
-               "'; accepted: attn, fused, tiled, linalg, llvm-dialect";
-    return failure();
-  }
+  std::optional<PipelineStage> stop = options.stopAfter.getValue();
   if (*stop == PipelineStage::Attn)
     return success();
   pm.addNestedPass<func::FuncOp>(createFuseAttentionPass());
@@ -123,30 +106,28 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   return success();
 }
 
+llvm::StringRef mlir::attn::gpuArchName(GPUArch arch) {
+  return arch == GPUArch::sm_80 ? "sm_80" : "sm_90";
+}
+
 LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
                                                const GPUPipelineOptions &options,
                                                std::string *error) {
-  if (options.arch != "sm_80" && options.arch != "sm_90") {
-    if (error)
-      *error = "unknown --gpu-arch '" + options.arch +
-               "'; accepted: sm_80 (A100), sm_90 (H100/H200)";
-    return failure();
-  }
   pm.addNestedPass<func::FuncOp>(createFuseAttentionPass());
   pm.addPass(createCanonicalizerPass());
   // The tiled form the GPU lowering consumes: one block per (batch, KV
   // head, query block) of 32 rows (fp32) or 64 (bf16: 4 warps of 16) over
   // the group's heads, no split-K yet.
   TileAttentionPassOptions tile;
-  tile.target = "gpu";
+  tile.target = TileTarget::gpu;
   tile.qBlock = options.qBlock;
-  tile.blockRows = options.precision == "bf16" ? 64 : 32;
+  tile.blockRows = options.precision == GPUPrecision::bf16 ? 64 : 32;
   tile.splitTarget = 0;
   pm.addNestedPass<func::FuncOp>(createTileAttentionPass(tile));
   // CSE, not the canonicalizer: it would drop unit dims of the forall
   // (one KV head), whose three ids are the grid's.
   pm.addPass(createCSEPass());
-  if (options.stopAfterTiled)
+  if (options.stopAfter == GPUStage::Tiled)
     return success();
   ConvertAttnToGPUPassOptions toGPU;
   toGPU.kvBlock = options.kvBlock;
@@ -163,10 +144,10 @@ LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createGPUKernelOccupancyPass());
-  if (!options.toPTX)
+  if (options.stopAfter == GPUStage::GPU)
     return success();
   gpu::GPUToNVVMPipelineOptions nvvm;
-  nvvm.cubinChip = options.arch;
+  nvvm.cubinChip = gpuArchName(options.arch).str();
   // PTX ISA 8.0 (CUDA 12+) covers sm_80 and sm_90; LLVM's default 6.0
   // cannot target sm_90.
   nvvm.cubinFeatures = "+ptx80";
@@ -185,5 +166,14 @@ void mlir::attn::registerAttnPipelines() {
         std::string error;
         if (failed(buildAttnPipeline(pm, options, &error)))
           llvm::errs() << "attn-pipeline: " << error << "\n";
+      });
+  PassPipelineRegistration<GPUPipelineOptions>(
+      "attn-gpu-pipeline",
+      "The attn compiler's CUDA pipeline: fuse, tile for the GPU, "
+      "gpu.launch, outline, NVVM, PTX (stop-after=tiled|gpu|ptx)",
+      [](OpPassManager &pm, const GPUPipelineOptions &options) {
+        std::string error;
+        if (failed(buildAttnGPUPipeline(pm, options, &error)))
+          llvm::errs() << "attn-gpu-pipeline: " << error << "\n";
       });
 }

@@ -8,6 +8,9 @@
 #ifndef ATTN_COMPILER_PIPELINES_PIPELINES_H
 #define ATTN_COMPILER_PIPELINES_PIPELINES_H
 
+#include "compiler/Conversion/Passes.h"
+#include "dialects/Attn/Transforms/Passes.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -16,26 +19,32 @@
 namespace mlir {
 namespace attn {
 
-/// Where the pipeline stops; later stages arrive with the backends.
+/// Where the CPU pipeline stops; later stages are the target's (LLVM IR,
+/// assembly, objects), outside the pass pipeline.
 enum class PipelineStage { Attn, Fused, Tiled, Linalg, LLVMDialect };
 
-/// Parses "attn" / "fused" / "tiled" / "linalg" / "llvm-dialect".
-std::optional<PipelineStage> parsePipelineStage(llvm::StringRef name);
-
 struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
-  Option<std::string> stopAfter{
-      *this, "stop-after",
-      llvm::cl::desc("Last stage to run: attn, fused, tiled, linalg or "
-                     "llvm-dialect"),
-      llvm::cl::init("tiled")};
+  Option<PipelineStage> stopAfter{
+      *this, "stop-after", llvm::cl::desc("Last stage to run"),
+      llvm::cl::init(PipelineStage::Tiled),
+      llvm::cl::values(
+          clEnumValN(PipelineStage::Attn, "attn", "graph-level attn IR"),
+          clEnumValN(PipelineStage::Fused, "fused", "each chain one attn.sdpa"),
+          clEnumValN(PipelineStage::Tiled, "tiled", "online-softmax loops"),
+          clEnumValN(PipelineStage::Linalg, "linalg",
+                     "tiles as linalg on tensors"),
+          clEnumValN(PipelineStage::LLVMDialect, "llvm-dialect",
+                     "bufferized, parallel (OpenMP), LLVM dialect"))};
   Option<bool> reference{
       *this, "reference",
       llvm::cl::desc("Keep an unfused <fn>_reference copy of each fused "
                      "function (the eager path for check and bench)"),
       llvm::cl::init(true)};
-  Option<std::string> target{*this, "target",
-                             llvm::cl::desc("cpu or gpu (default tiles)"),
-                             llvm::cl::init("cpu")};
+  Option<TileTarget> target{
+      *this, "target", llvm::cl::desc("Whose tile sizes apply"),
+      llvm::cl::init(TileTarget::cpu),
+      llvm::cl::values(clEnumValN(TileTarget::cpu, "cpu", "CPU tiles"),
+                       clEnumValN(TileTarget::gpu, "gpu", "GPU tiles"))};
   Option<int64_t> qBlock{*this, "q-block",
                          llvm::cl::desc("Query rows per tile (0: default)"),
                          llvm::cl::init(0)};
@@ -61,23 +70,52 @@ LogicalResult buildAttnPipeline(OpPassManager &pm,
                                 const PipelineOptions &options,
                                 std::string *error = nullptr);
 
-/// The CUDA pipeline: fuse, tile for the GPU (`stopAfterTiled` stops here),
-/// then each kernel entry's tiled attention becomes a
-/// gpu.launch (convert-attn-to-gpu), bufferized and outlined into a
-/// gpu.module (`toPTX` false stops here); then NVVM and PTX for `arch`
-/// (sm_80, sm_90), the PTX in a gpu.binary.
-struct GPUPipelineOptions {
-  std::string arch = "sm_90";
-  int64_t qBlock = 0, kvBlock = 0;
-  std::string precision = "fp32";
-  bool stopAfterTiled = false;
-  bool toPTX = true;
+/// Where the CUDA pipeline stops.
+enum class GPUStage { Tiled, GPU, PTX };
+
+/// The NVIDIA architectures the PTX is for.
+enum class GPUArch { sm_80, sm_90 };
+
+/// "sm_80" / "sm_90".
+llvm::StringRef gpuArchName(GPUArch arch);
+
+/// The CUDA pipeline: fuse, tile for the GPU (stop-after=tiled stops here),
+/// then each kernel entry's tiled attention becomes a gpu.launch
+/// (convert-attn-to-gpu), bufferized and outlined into a gpu.module
+/// (stop-after=gpu); then NVVM and PTX for `arch`, the PTX in a gpu.binary.
+struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
+  Option<GPUArch> arch{
+      *this, "arch", llvm::cl::desc("GPU architecture"),
+      llvm::cl::init(GPUArch::sm_90),
+      llvm::cl::values(clEnumValN(GPUArch::sm_90, "sm_90", "H100/H200"),
+                       clEnumValN(GPUArch::sm_80, "sm_80", "A100"))};
+  Option<int64_t> qBlock{*this, "q-block",
+                         llvm::cl::desc("Query rows per tile (0: default)"),
+                         llvm::cl::init(0)};
+  Option<int64_t> kvBlock{*this, "kv-block",
+                          llvm::cl::desc("Keys per tile (0: default)"),
+                          llvm::cl::init(0)};
+  Option<GPUPrecision> precision{
+      *this, "precision", llvm::cl::desc("Arithmetic of the kernels"),
+      llvm::cl::init(GPUPrecision::fp32),
+      llvm::cl::values(
+          clEnumValN(GPUPrecision::fp32, "fp32", "CUDA cores, fp32"),
+          clEnumValN(GPUPrecision::bf16, "bf16",
+                     "tensor cores, bf16 inputs, fp32 accumulators"))};
+  Option<GPUStage> stopAfter{
+      *this, "stop-after", llvm::cl::desc("Last stage to run"),
+      llvm::cl::init(GPUStage::PTX),
+      llvm::cl::values(
+          clEnumValN(GPUStage::Tiled, "tiled", "the tiled form for the GPU"),
+          clEnumValN(GPUStage::GPU, "gpu",
+                     "gpu.launch_func and the outlined gpu.module"),
+          clEnumValN(GPUStage::PTX, "ptx", "NVVM, PTX in a gpu.binary"))};
 };
 LogicalResult buildAttnGPUPipeline(OpPassManager &pm,
                                    const GPUPipelineOptions &options,
                                    std::string *error = nullptr);
 
-/// Registers `attn-pipeline` for attn-opt.
+/// Registers `attn-pipeline` and `attn-gpu-pipeline` for attn-opt.
 void registerAttnPipelines();
 
 } // namespace attn

@@ -9,7 +9,7 @@
 // SPLIT: error: 'scf.forall' op split-K is not lowered to the GPU yet: tile with split-target=0
 // BF16TILE: error: 'attn.online_attention' op the bf16 kernel's kv-block must be a multiple of 16, got 24
 // SMEM: error: 'attn.online_attention' op kv-block 1024 needs 524288 bytes of shared memory (K, V tiles); at most 49152
-// PRECISION: error: 'attn.online_attention' op unknown precision 'fp8'; accepted: fp32, bf16
+// PRECISION: for the --precision option: Cannot find option named 'fp8'!
 func.func @entry(%out: memref<?x8x?x64xf32>, %q: tensor<?x8x?x64xf32>,
                  %k: tensor<?x2x?x64xf32>, %v: tensor<?x2x?x64xf32>) {
   %o = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>, scale = 0.125 : f64}

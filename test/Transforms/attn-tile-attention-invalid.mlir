@@ -1,6 +1,6 @@
 // RUN: not attn-opt %s -attn-tile-attention=target=tpu 2>&1 | FileCheck %s --check-prefix=TARGET
 // RUN: not attn-opt %s -attn-tile-attention=q-block=-4 2>&1 | FileCheck %s --check-prefix=SIZE
-// TARGET: error: attn-tile-attention: unknown target 'tpu'; accepted: cpu, gpu
+// TARGET: for the --target option: Cannot find option named 'tpu'!
 // SIZE: error: attn-tile-attention: tile sizes must be positive, got q-block=-4 kv-block=64
 func.func @f() {
   return

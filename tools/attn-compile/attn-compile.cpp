@@ -22,6 +22,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -119,22 +120,31 @@ cl::opt<bool> keepReference(
              "(default true; --reference=false omits it)"),
     cl::init(true), cl::cat(category));
 
-cl::opt<std::string> target(
-    "target",
-    cl::desc("Target: cpu (default) or cuda (NVIDIA GPUs; 'gpu' is an alias)"),
-    cl::init("cpu"), cl::cat(category));
+enum class Target { CPU, CUDA };
+cl::opt<Target> target(
+    "target", cl::desc("Target (default cpu)"), cl::init(Target::CPU),
+    cl::values(clEnumValN(Target::CPU, "cpu", "x86-64 CPUs (AVX-512/AVX2)"),
+               clEnumValN(Target::CUDA, "cuda", "NVIDIA GPUs (PTX)"),
+               clEnumValN(Target::CUDA, "gpu", "an alias of cuda")),
+    cl::cat(category));
 
-cl::opt<std::string> gpuPrecision(
-    "gpu-precision",
-    cl::desc("--target=cuda: fp32 (CUDA cores, the accuracy path; default) "
-             "or bf16 (tensor cores: mma.sync on bf16 inputs, fp32 "
-             "accumulators)"),
-    cl::init("fp32"), cl::cat(category));
+cl::opt<attn::GPUPrecision> gpuPrecision(
+    "gpu-precision", cl::desc("--target=cuda: the kernels' arithmetic"),
+    cl::init(attn::GPUPrecision::fp32),
+    cl::values(clEnumValN(attn::GPUPrecision::fp32, "fp32",
+                          "CUDA cores, the accuracy path (default)"),
+               clEnumValN(attn::GPUPrecision::bf16, "bf16",
+                          "tensor cores: mma.sync on bf16 inputs, fp32 "
+                          "accumulators")),
+    cl::cat(category));
 
-cl::opt<std::string> gpuArch("gpu-arch",
-                             cl::desc("--target=cuda: sm_90 (H100/H200, "
-                                      "default) or sm_80 (A100)"),
-                             cl::init("sm_90"), cl::cat(category));
+cl::opt<attn::GPUArch> gpuArch(
+    "gpu-arch", cl::desc("--target=cuda: the GPU architecture"),
+    cl::init(attn::GPUArch::sm_90),
+    cl::values(clEnumValN(attn::GPUArch::sm_90, "sm_90",
+                          "H100/H200 (default)"),
+               clEnumValN(attn::GPUArch::sm_80, "sm_80", "A100")),
+    cl::cat(category));
 
 cl::opt<int64_t> qBlock("q-block",
                         cl::desc("Query rows per tile (0: target default)"),
@@ -156,6 +166,10 @@ cl::opt<bool> describe("describe",
                                 "JSON instead of IR"),
                        cl::init(false), cl::cat(category));
 
+/// The root of --mlir-timing's report: the front end, each pass, LLVM's
+/// code generation and the link, each timed.
+TimingScope *timingRoot = nullptr;
+
 /// Writes the kernels object and the model table to a temporary directory
 /// and links them with the runtime into `outputPath` (an executable, or with
 /// `shared` a library; `cuda`: host code launching GPU kernels, linked to
@@ -170,6 +184,7 @@ int linkBuild(const attn::ModelSpec &spec, llvm::StringRef object, bool shared,
                  << ec.message() << "\n";
     return 1;
   }
+  TimingScope timing = timingRoot->nest("write the object and model table");
   std::string obj = (dir + "/kernels.o").str();
   std::string table = (dir + "/model_table.cpp").str();
   std::string error;
@@ -191,19 +206,230 @@ int linkBuild(const attn::ModelSpec &spec, llvm::StringRef object, bool shared,
   };
   bool linked =
       writeFile(obj, [&](llvm::raw_ostream &os) { os << object; }) &&
-      writeFile(table,
-                [&](llvm::raw_ostream &os) {
-                  attn::writeModelTable(spec,
-                                        attn::describeModel(spec).dump(2), os,
-                                        cuda, bf16);
-                }) &&
-      attn::linkExecutable(obj, table, outputPath, shared, error,
-                           /*hostOnly=*/cuda);
+      writeFile(table, [&](llvm::raw_ostream &os) {
+        attn::writeModelTable(spec, attn::describeModel(spec).dump(2), os,
+                              cuda, bf16);
+      });
+  timing.stop();
+  if (linked) {
+    TimingScope linkTiming = timingRoot->nest("link");
+    linked = attn::linkExecutable(obj, table, outputPath, shared, error,
+                                  /*hostOnly=*/cuda);
+  }
   llvm::sys::fs::remove_directories(dir);
   if (!linked) {
     llvm::errs() << "attn-compile: error: " << error << "\n";
     return 1;
   }
+  return 0;
+}
+
+
+/// What the driver prints or writes once everything succeeded: `text` goes
+/// to -o, then `after` (the --emit=obj header) runs.
+struct Output {
+  std::string text;
+  std::function<bool()> after;
+};
+
+/// Checks the options that depend on each other. Prints the error.
+bool checkOptions(Stage stage, bool building) {
+  auto fail = [](const llvm::Twine &msg) {
+    llvm::errs() << "attn-compile: error: " << msg << "\n";
+    return false;
+  };
+  bool cuda = target == Target::CUDA;
+  bool gpuStage = stage == Stage::GPU || stage == Stage::PTX;
+  if (building && outputPath == "-")
+    return fail("building an executable needs -o NAME (or "
+                "--compile-to=STAGE, or --describe)");
+  if (gpuStage && !cuda)
+    return fail(llvm::Twine("--compile-to=") +
+                (stage == Stage::GPU ? "gpu" : "ptx") +
+                " needs --target=cuda");
+  if (cuda && !building && stage >= Stage::Linalg && !gpuStage)
+    return fail("--target=cuda compiles to --compile-to=attn|fused|tiled|"
+                "gpu|ptx or to an executable (-o NAME); the other stages are "
+                "the CPU's");
+  if (cuda && building && emit != Emit::Exe)
+    return fail("--target=cuda builds executables; --emit=obj and "
+                "--emit=shared are CPU-only for now");
+  if (qBlock < 0 || kvBlock < 0)
+    return fail("--q-block and --kv-block must be positive (0 picks the "
+                "target default)");
+  if (splitTarget < 0)
+    return fail("--split-target must be 0 (no split-K) or more, got " +
+                llvm::Twine(splitTarget.getValue()));
+  if (optLevel > 3)
+    return fail("-O" + llvm::Twine(optLevel.getValue()) +
+                " is not a level; accepted: -O0 to -O3");
+  return true;
+}
+
+/// Runs `build` into a fresh pass manager (with the MLIR command-line
+/// options: --mlir-timing, --mlir-print-ir-after-all...) on `module`.
+template <typename Options, typename BuildFn>
+bool runPipeline(MLIRContext &context, ModuleOp module, const Options &options,
+                 BuildFn build) {
+  PassManager pm(&context);
+  if (failed(applyPassManagerCLOptions(pm)))
+    return false;
+  TimingScope timing = timingRoot->nest("pass pipeline");
+  pm.enableTiming(timing);
+  std::string error;
+  if (failed(build(pm, options, &error))) {
+    llvm::errs() << "attn-compile: error: " << error << "\n";
+    return false;
+  }
+  return succeeded(pm.run(module));
+}
+
+/// The LLVM dialect module as an x86-64 object, LLVM IR or assembly.
+bool emitHost(ModuleOp module, attn::CPUOutput kind,
+              llvm::SmallVectorImpl<char> &buffer) {
+  TimingScope timing = timingRoot->nest("LLVM code generation (x86-64)");
+  attn::CPUTargetOptions options;
+  options.cpu = cpu;
+  options.optLevel = optLevel;
+  std::string error;
+  llvm::raw_svector_ostream os(buffer);
+  if (failed(attn::emitCPU(module, options, kind, os, error))) {
+    llvm::errs() << "attn-compile: error: " << error << "\n";
+    return false;
+  }
+  return true;
+}
+
+/// --target=cuda: the tiled form, the gpu stage, PTX or an executable.
+/// Returns an exit code; 0 with `out` filled when there is output to write.
+int compileCUDA(MLIRContext &context, const attn::ModelSpec &spec,
+                ModuleOp module, Stage stage, bool building, Output &out) {
+  attn::initializeNVPTXTarget();
+  attn::GPUPipelineOptions options;
+  options.arch = gpuArch;
+  options.qBlock = qBlock;
+  options.kvBlock = kvBlock;
+  options.precision = gpuPrecision;
+  options.stopAfter = stage == Stage::Tiled ? attn::GPUStage::Tiled
+                      : stage == Stage::GPU ? attn::GPUStage::GPU
+                                            : attn::GPUStage::PTX;
+  if (!runPipeline(context, module, options, attn::buildAttnGPUPipeline))
+    return 1;
+  llvm::raw_string_ostream os(out.text);
+  if (building) {
+    // The host code (kernel launches, the PTX embedded and loaded at
+    // start-up) as an x86-64 object, linked with the model table and the
+    // runtime, whose CUDA part loads libcuda.so.1 with dlopen.
+    llvm::SmallString<0> object;
+    if (!emitHost(module, attn::CPUOutput::Object, object))
+      return 1;
+    return linkBuild(spec, object, /*shared=*/false, /*cuda=*/true,
+                     gpuPrecision == attn::GPUPrecision::bf16);
+  }
+  if (stage == Stage::PTX) {
+    std::string error;
+    if (failed(attn::writePTX(module, os, error))) {
+      llvm::errs() << "attn-compile: error: " << error << "\n";
+      return 1;
+    }
+    return 0;
+  }
+  module.print(os);
+  os << "\n";
+  return 0;
+}
+
+/// The path of the entry points' header next to -o NAME: NAME.h.
+std::string headerPath() {
+  llvm::StringRef dir = llvm::sys::path::parent_path(outputPath);
+  return (dir.empty() ? std::string() : (dir + "/").str()) +
+         llvm::sys::path::stem(outputPath).str() + ".h";
+}
+
+bool writeHeader(const attn::ModelSpec &spec) {
+  std::string header = headerPath();
+  std::error_code ec;
+  llvm::raw_fd_ostream h(header, ec);
+  if (!ec) {
+    attn::writeKernelHeader(spec, h);
+    h.close();
+    ec = h.error();
+    h.clear_error();
+  }
+  if (ec) {
+    llvm::errs() << "attn-compile: error: cannot write '" << header
+                 << "': " << ec.message() << "\n";
+    return false;
+  }
+  return true;
+}
+
+/// The CPU target: a pipeline stage, LLVM IR, assembly, an object or a
+/// linked executable/library. Returns an exit code; 0 with `out` filled when
+/// there is output to write.
+int compileCPU(MLIRContext &context, const attn::ModelSpec &spec,
+               ModuleOp module, Stage stage, bool building, Output &out) {
+  attn::PipelineOptions options;
+  options.stopAfter = stage == Stage::Attn     ? attn::PipelineStage::Attn
+                      : stage == Stage::Fused  ? attn::PipelineStage::Fused
+                      : stage == Stage::Tiled  ? attn::PipelineStage::Tiled
+                      : stage == Stage::Linalg ? attn::PipelineStage::Linalg
+                                               : attn::PipelineStage::LLVMDialect;
+  options.reference = keepReference || stage >= Stage::Linalg;
+  options.target = attn::TileTarget::cpu;
+  options.qBlock = qBlock;
+  options.kvBlock = kvBlock;
+  options.splitTarget = splitTarget;
+  if (int64_t lanes = attn::cpuVectorLanes(cpu))
+    options.vectorLanes = lanes;
+  if (!runPipeline(context, module, options, attn::buildAttnPipeline))
+    return 1;
+  llvm::raw_string_ostream os(out.text);
+  if (stage <= Stage::LLVMDialect) {
+    module.print(os);
+    os << "\n";
+    return 0;
+  }
+  attn::CPUOutput kind = stage == Stage::LLVMIR ? attn::CPUOutput::LLVMIR
+                         : stage == Stage::Asm  ? attn::CPUOutput::Assembly
+                                                : attn::CPUOutput::Object;
+  llvm::SmallString<0> buffer;
+  if (!emitHost(module, kind, buffer))
+    return 1;
+  if (building && emit != Emit::Obj) {
+    // Kernels, model table and runtime -> the executable or library.
+    if (linkBuild(spec, buffer, emit == Emit::Shared, /*cuda=*/false,
+                  /*bf16=*/false))
+      return 1;
+    return emit == Emit::Shared && !writeHeader(spec) ? 1 : 0;
+  }
+  // An object goes out like any stage; with --emit=obj, its header after it.
+  if (building)
+    out.after = [&spec] { return writeHeader(spec); };
+  os << buffer;
+  return 0;
+}
+
+/// Writes `out` to -o (stdout by default); no file is left on failure.
+int writeOutput(const Output &out) {
+  std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> file =
+      openOutputFile(outputPath, &error);
+  if (!file) {
+    llvm::errs() << "attn-compile: error: " << error << "\n";
+    return 1;
+  }
+  file->os() << out.text;
+  file->os().flush();
+  if (file->os().has_error()) {
+    llvm::errs() << "attn-compile: error: cannot write '" << outputPath
+                 << "'\n";
+    file->os().clear_error();
+    return 1;
+  }
+  if (out.after && !out.after())
+    return 1;
+  file->keep();
   return 0;
 }
 
@@ -214,6 +440,7 @@ int main(int argc, char **argv) {
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
   // libLLVM registers hundreds of backend options; --help shows ours
   // (--help-hidden shows all, including the MLIR printing options).
   cl::HideUnrelatedOptions(category);
@@ -227,6 +454,12 @@ int main(int argc, char **argv) {
       "llvm-dialect|llvm-ir|asm|obj [-o FILE]\n"
       "  attn-compile config.json --target=cuda [--gpu-arch=sm_90|sm_80] "
       "[--gpu-precision=fp32|bf16] [-o NAME | --compile-to=tiled|gpu|ptx]\n");
+
+  DefaultTimingManager timingManager;
+  applyDefaultTimingManagerCLOptions(timingManager);
+  TimingScope root = timingManager.getRootScope();
+  timingRoot = &root;
+  TimingScope frontEnd = root.nest("front end (config -> attn IR)");
 
   DialectRegistry registry;
   attn::registerAllDialects(registry);
@@ -246,236 +479,34 @@ int main(int argc, char **argv) {
 
   // Produce everything before opening the output, so that a failure leaves
   // no file behind.
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  std::function<bool()> headerAfterOutput;
+  Output out;
   if (describe) {
-    os << attn::describeModel(spec).dump(2) << "\n";
-  } else {
-    bool building = compileTo.getNumOccurrences() == 0;
-    Stage stage = building ? Stage::Obj : compileTo.getValue();
-    if (building && outputPath == "-") {
-      llvm::errs() << "attn-compile: error: building an executable needs "
-                      "-o NAME (or --compile-to=STAGE, or --describe)\n";
-      return 1;
-    }
-    bool kernels = kernelsOnly || stage >= Stage::Linalg ||
-                   (target != "cpu" && stage == Stage::Tiled);
-    // The CUDA target compiles the attention entries only; blocks (projections,
-    // RoPE) and the model stay on the CPU for now.
-    OwningOpRef<ModuleOp> module =
-        kernels ? attn::emitKernelModule(spec, *src,
-                                         /*withBlocks=*/target == "cpu")
-                : attn::emitAttnModule(spec, *src);
-    if (!module)
-      return 1;
-    if (failed(module->verify()))
-      return 1;
-    if (target != "cpu" && target != "cuda" && target != "gpu") {
-      llvm::errs() << "attn-compile: error: unknown --target '" << target
-                   << "'; accepted: cpu, cuda (gpu is an alias of cuda)\n";
-      return 1;
-    }
-    bool cuda = target != "cpu";
-    bool gpuStage = stage == Stage::GPU || stage == Stage::PTX;
-    if (gpuStage && !cuda) {
-      llvm::errs() << "attn-compile: error: --compile-to="
-                   << (stage == Stage::GPU ? "gpu" : "ptx")
-                   << " needs --target=cuda\n";
-      return 1;
-    }
-    if (gpuPrecision != "fp32" && gpuPrecision != "bf16") {
-      llvm::errs() << "attn-compile: error: unknown --gpu-precision '"
-                   << gpuPrecision << "'; accepted: fp32, bf16\n";
-      return 1;
-    }
-    bool cudaBuild = cuda && building;
-    if (cuda && !building && stage >= Stage::Linalg && !gpuStage) {
-      llvm::errs() << "attn-compile: error: --target=cuda compiles to "
-                      "--compile-to=attn|fused|tiled|gpu|ptx or to an "
-                      "executable (-o NAME); the other stages are the CPU's\n";
-      return 1;
-    }
-    if (cudaBuild && emit != Emit::Exe) {
-      llvm::errs() << "attn-compile: error: --target=cuda builds "
-                      "executables; --emit=obj and --emit=shared are "
-                      "CPU-only for now\n";
-      return 1;
-    }
-    if (qBlock < 0 || kvBlock < 0) {
-      llvm::errs() << "attn-compile: error: --q-block and --kv-block must be "
-                      "positive (0 picks the target default)\n";
-      return 1;
-    }
-    if (splitTarget < 0) {
-      llvm::errs() << "attn-compile: error: --split-target must be 0 (no "
-                      "split-K) or more, got "
-                   << splitTarget << "\n";
-      return 1;
-    }
-    if (optLevel > 3) {
-      llvm::errs() << "attn-compile: error: -O" << optLevel
-                   << " is not a level; accepted: -O0 to -O3\n";
-      return 1;
-    }
-    // --target=cuda --compile-to=tiled shows the tiled form the GPU
-    // lowering consumes (GPU block sizes, no split-K, kernel entries).
-    bool cudaTiled = cuda && stage == Stage::Tiled;
-    if (gpuStage || cudaBuild || cudaTiled) {
-      attn::initializeNVPTXTarget();
-      attn::GPUPipelineOptions gpuOptions;
-      gpuOptions.arch = gpuArch;
-      gpuOptions.qBlock = qBlock;
-      gpuOptions.kvBlock = kvBlock;
-      gpuOptions.precision = gpuPrecision;
-      gpuOptions.toPTX = stage != Stage::GPU;
-      gpuOptions.stopAfterTiled = cudaTiled;
-      PassManager pm(&context);
-      if (failed(applyPassManagerCLOptions(pm)))
-        return 1;
-      std::string pipelineError;
-      if (failed(attn::buildAttnGPUPipeline(pm, gpuOptions, &pipelineError))) {
-        llvm::errs() << "attn-compile: error: " << pipelineError << "\n";
-        return 1;
-      }
-      if (failed(pm.run(*module)))
-        return 1;
-      if (cudaBuild) {
-        // The host code (kernel launches, the PTX embedded and loaded at
-        // start-up) as an x86-64 object, linked with the model table and
-        // the runtime, whose CUDA part loads libcuda.so.1 with dlopen.
-        attn::CPUTargetOptions hostOptions;
-        hostOptions.cpu = cpu;
-        hostOptions.optLevel = optLevel;
-        std::string targetError;
-        llvm::SmallString<0> buffer;
-        llvm::raw_svector_ostream bos(buffer);
-        if (failed(attn::emitCPU(*module, hostOptions, attn::CPUOutput::Object,
-                                 bos, targetError))) {
-          llvm::errs() << "attn-compile: error: " << targetError << "\n";
-          return 1;
-        }
-        return linkBuild(spec, buffer, /*shared=*/false, /*cuda=*/true,
-                         gpuPrecision == "bf16");
-      }
-      if (stage == Stage::GPU || cudaTiled) {
-        module->print(os);
-        os << "\n";
-      } else {
-        std::string ptxError;
-        if (failed(attn::writePTX(*module, os, ptxError))) {
-          llvm::errs() << "attn-compile: error: " << ptxError << "\n";
-          return 1;
-        }
-      }
-    } else {
-    attn::PipelineOptions options;
-    switch (stage) {
-    case Stage::Attn:
-      options.stopAfter = "attn";
-      break;
-    case Stage::Fused:
-      options.stopAfter = "fused";
-      break;
-    case Stage::Tiled:
-      options.stopAfter = "tiled";
-      break;
-    case Stage::Linalg:
-      options.stopAfter = "linalg";
-      break;
-    default:
-      options.stopAfter = "llvm-dialect";
-      break;
-    }
-    options.reference = keepReference || stage >= Stage::Linalg;
-    options.target = target;
-    options.qBlock = qBlock;
-    options.kvBlock = kvBlock;
-    options.splitTarget = splitTarget;
-    if (int64_t lanes = attn::cpuVectorLanes(cpu))
-      options.vectorLanes = lanes;
-    PassManager pm(&context);
-    if (failed(applyPassManagerCLOptions(pm)))
-      return 1;
-    std::string pipelineError;
-    if (failed(attn::buildAttnPipeline(pm, options, &pipelineError))) {
-      llvm::errs() << "attn-compile: error: " << pipelineError << "\n";
-      return 1;
-    }
-    if (failed(pm.run(*module)))
-      return 1;
-    if (stage <= Stage::LLVMDialect) {
-      module->print(os);
-      os << "\n";
-    } else {
-      attn::CPUTargetOptions cpuOptions;
-      cpuOptions.cpu = cpu;
-      cpuOptions.optLevel = optLevel;
-      attn::CPUOutput kind = stage == Stage::LLVMIR ? attn::CPUOutput::LLVMIR
-                             : stage == Stage::Asm  ? attn::CPUOutput::Assembly
-                                                    : attn::CPUOutput::Object;
-      std::string targetError;
-      llvm::SmallString<0> buffer;
-      llvm::raw_svector_ostream bos(buffer);
-      if (failed(attn::emitCPU(*module, cpuOptions, kind, bos, targetError))) {
-        llvm::errs() << "attn-compile: error: " << targetError << "\n";
-        return 1;
-      }
-      if (building) {
-        // The header of the entry points, for --emit=obj and shared.
-        auto writeHeader = [&]() -> bool {
-          std::string header =
-              (llvm::sys::path::parent_path(outputPath).empty()
-                   ? std::string()
-                   : (llvm::sys::path::parent_path(outputPath) + "/").str()) +
-              llvm::sys::path::stem(outputPath).str() + ".h";
-          std::error_code hec;
-          llvm::raw_fd_ostream h(header, hec);
-          if (hec) {
-            llvm::errs() << "attn-compile: error: cannot write '" << header
-                         << "': " << hec.message() << "\n";
-            return false;
-          }
-          attn::writeKernelHeader(spec, h);
-          return true;
-        };
-        if (emit == Emit::Obj) {
-          // The object goes out like any stage; the header after it.
-          os << buffer;
-          headerAfterOutput = writeHeader;
-        } else {
-        // Kernels, model table and runtime -> the executable or library.
-        if (linkBuild(spec, buffer, emit == Emit::Shared, /*cuda=*/false,
-                      /*bf16=*/false))
-          return 1;
-        if (emit == Emit::Shared && !writeHeader())
-          return 1;
-        return 0;
-        }
-      } else {
-        os << buffer;
-      }
-    }
-    } // CPU pipeline
+    out.text = attn::describeModel(spec).dump(2) + "\n";
+    return writeOutput(out);
   }
-
-  std::string error;
-  std::unique_ptr<llvm::ToolOutputFile> out =
-      openOutputFile(outputPath, &error);
-  if (!out) {
-    llvm::errs() << "attn-compile: error: " << error << "\n";
+  bool building = compileTo.getNumOccurrences() == 0;
+  Stage stage = building ? Stage::Obj : compileTo.getValue();
+  if (!checkOptions(stage, building))
     return 1;
-  }
-  out->os() << text;
-  out->os().flush();
-  if (out->os().has_error()) {
-    llvm::errs() << "attn-compile: error: cannot write '" << outputPath
-                 << "'\n";
-    out->os().clear_error();
+  bool cuda = target == Target::CUDA;
+  bool kernels = kernelsOnly || stage >= Stage::Linalg ||
+                 (cuda && stage == Stage::Tiled);
+  // The CUDA target compiles the attention entries only; blocks
+  // (projections, RoPE) and the model stay on the CPU for now.
+  OwningOpRef<ModuleOp> module =
+      kernels ? attn::emitKernelModule(spec, *src, /*withBlocks=*/!cuda)
+              : attn::emitAttnModule(spec, *src);
+  if (!module || failed(module->verify()))
     return 1;
-  }
-  if (headerAfterOutput && !headerAfterOutput())
-    return 1;
-  out->keep();
-  return 0;
+  frontEnd.stop();
+  int code;
+  // --target=cuda shows the graph and fused forms like the CPU (no target
+  // choice there); from tiled on, the GPU pipeline.
+  if (cuda && (building || stage >= Stage::Tiled))
+    code = compileCUDA(context, spec, *module, stage, building, out);
+  else
+    code = compileCPU(context, spec, *module, stage, building, out);
+  if (code || (building && emit != Emit::Obj))
+    return code;
+  return writeOutput(out);
 }

@@ -1,18 +1,25 @@
 //===- attn-opt.cpp - the attn optimizer driver ---------------------------===//
 //
 // This file implements attn-opt, an mlir-opt for the `attn` dialect: it parses
-// IR, runs the passes and pipelines named on the command line, and prints IR.
+// IR, runs the passes and pipelines named on the command line (the attn
+// passes, `attn-pipeline`, `attn-gpu-pipeline` and every upstream pass), and
+// prints IR.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/InitAll.h"
 
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::attn::registerAllDialects(registry);
+  // Every upstream pass, so that any stage of attn-compile's pipelines can
+  // be replayed and bisected here (the dialects are those the pipelines
+  // produce, registered above).
+  mlir::registerAllPasses();
   mlir::attn::registerAllPasses();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "attn optimizer driver: attention IR in, IR out\n",

@@ -790,10 +790,7 @@ struct ConvertAttnToGPUPass
     e.epl = (d + kWarp - 1) / kWarp;
     e.eplV = (dv + kWarp - 1) / kWarp;
     e.kRowsPerWarp = std::max(e.epl, e.eplV) <= 1 ? 8 : 4;
-    bool bf16 = precision == "bf16";
-    if (!bf16 && precision != "fp32")
-      return op->emitOpError("unknown precision '")
-             << precision << "'; accepted: fp32, bf16";
+    bool bf16 = precision == GPUPrecision::bf16;
     if (bf16 && (d % 16 || dv % 16))
       return op->emitOpError("the bf16 tensor-core kernel needs head dims "
                             "that are multiples of 16, got ")

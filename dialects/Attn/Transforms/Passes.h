@@ -21,6 +21,10 @@
 namespace mlir {
 namespace attn {
 
+/// The machine whose tile-size defaults and loop shapes attn-tile-attention
+/// produces.
+enum class TileTarget { cpu, gpu };
+
 #define GEN_PASS_DECL
 #include "dialects/Attn/Transforms/Passes.h.inc"
 

@@ -129,8 +129,12 @@ def TileAttentionPass : Pass<"attn-tile-attention", "func::FuncOp"> {
     ```
   }];
   let options = [
-    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
-           "Target whose default tile sizes apply: cpu (64 x 64) or gpu (128 x 64)">,
+    Option<"target", "target", "mlir::attn::TileTarget",
+           /*default=*/"mlir::attn::TileTarget::cpu",
+           "Target whose default tile sizes apply",
+           [{::llvm::cl::values(
+             clEnumValN(mlir::attn::TileTarget::cpu, "cpu", "64 x 64 tiles, split-K decode"),
+             clEnumValN(mlir::attn::TileTarget::gpu, "gpu", "128 x 64 tiles, one thread block per tile"))}]>,
     Option<"qBlock", "q-block", "int64_t", /*default=*/"0",
            "Query rows per tile (0: the target's default)">,
     Option<"kvBlock", "kv-block", "int64_t", /*default=*/"0",

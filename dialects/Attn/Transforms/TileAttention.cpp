@@ -503,12 +503,7 @@ struct TileAttentionPass
     func::FuncOp fn = getOperation();
     if (fn->hasAttr("attn.reference"))
       return;
-    if (target != "cpu" && target != "gpu") {
-      fn.emitError() << "attn-tile-attention: unknown target '" << target
-                     << "'; accepted: cpu, gpu";
-      return signalPassFailure();
-    }
-    bool gpu = target == "gpu";
+    bool gpu = target == TileTarget::gpu;
     TileSizes sizes;
     sizes.qBlock = qBlock ? qBlock : (gpu ? 128 : 64);
     sizes.kvBlock = kvBlock ? kvBlock : 64;

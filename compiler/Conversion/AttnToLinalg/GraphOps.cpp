@@ -1,0 +1,314 @@
+//===- GraphOps.cpp - attn graph-level ops -> linalg ----------------------===//
+//
+// This file implements the convert-attn-to-linalg patterns of the graph-level
+// ops of a transformer block: projections, norms, RoPE, head layout,
+// residual and gates, each a few linalg.generic ops on tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/AttnToLinalg/LinalgBuilder.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::to_linalg;
+
+namespace mlir {
+namespace attn {
+namespace to_linalg {
+
+// Found by argument-dependent lookup from LowerToLinalg<OpT>.
+
+static Value lowerOp(LinearOp lin, GenericBuilder &g) {
+  OpBuilder &ob = g.b;
+  auto resTy = cast<RankedTensorType>(lin->getResult(0).getType());
+  int64_t r = resTy.getRank();
+  Value result;
+  // y[lead, o] = sum_i x[lead, i] * W[o, i] (+ b[o]); loops (lead, o, i).
+  Value x = lin.getInput();
+  SmallVector<OpFoldResult> sizes;
+  SmallVector<AffineExpr> lead;
+  for (int64_t i = 0; i < r - 1; ++i) {
+    sizes.push_back(g.dim(x, i));
+    lead.push_back(g.d(i));
+  }
+  sizes.push_back(ob.getIndexAttr(resTy.getDimSize(r - 1)));
+  AffineExpr o = g.d(r - 1), in = g.d(r);
+  Value init = g.fill(sizes, 0.0);
+  if (Value bias = lin.getBias()) {
+    AffineMap id = AffineMap::getMultiDimIdentityMap(r, ob.getContext());
+    init = g.generic({bias}, init, {g.map(r, {g.d(r - 1)}), id},
+                     SmallVector<IteratorType>(r, kPar),
+                     [&](OpBuilder &, Location, ValueRange a) {
+                       return a[0];
+                     });
+  }
+  SmallVector<AffineExpr> xE(lead), yE(lead);
+  xE.push_back(in);
+  yE.push_back(o);
+  AffineMap wMap = lin.getTransposeWeight() ? g.map(r + 1, {in, o})
+                                            : g.map(r + 1, {o, in});
+  SmallVector<IteratorType> it(r, kPar);
+  it.push_back(kRed);
+  result = g.generic({x, lin.getWeight()}, init,
+                     {g.map(r + 1, xE), wMap, g.map(r + 1, yE)}, it,
+                     [&](OpBuilder &b, Location l, ValueRange a) {
+                       return fma(b, l, a[0], a[1], a[2]);
+                     });
+  return result;
+}
+
+static Value lowerOp(RMSNormOp rms, GenericBuilder &g) {
+  OpBuilder &ob = g.b;
+  auto resTy = cast<RankedTensorType>(rms->getResult(0).getType());
+  Type elt = resTy.getElementType();
+  int64_t r = resTy.getRank();
+  Value result;
+  Value x = rms.getInput();
+  int64_t n = resTy.getDimSize(r - 1);
+  Value ss = rowSum(g, x, [](OpBuilder &b, Location l, Value v) {
+    return arith::MulFOp::create(b, l, v, v).getResult();
+  });
+  double eps = rms.getEpsilon().convertToDouble();
+  bool offset = rms.getUnitOffset();
+  SmallVector<AffineExpr> rowE;
+  for (int64_t i = 0; i < r - 1; ++i)
+    rowE.push_back(g.d(i));
+  AffineMap id = AffineMap::getMultiDimIdentityMap(r, ob.getContext());
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0; i < r; ++i)
+    sizes.push_back(g.dim(x, i));
+  result = g.generic(
+      {x, ss, rms.getWeight()}, g.empty(sizes, elt),
+      {id, g.map(r, rowE), g.map(r, {g.d(r - 1)}), id},
+      SmallVector<IteratorType>(r, kPar),
+      [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        Value mean = arith::DivFOp::create(b, l, a[1],
+                                           fconst(b, l, elt, double(n)));
+        Value inv = math::RsqrtOp::create(
+            b, l, arith::AddFOp::create(b, l, mean, fconst(b, l, elt, eps)));
+        Value w = a[2];
+        if (offset)
+          w = arith::AddFOp::create(b, l, w, fconst(b, l, elt, 1.0));
+        return arith::MulFOp::create(
+            b, l, arith::MulFOp::create(b, l, a[0], inv), w);
+      });
+  return result;
+}
+
+static Value lowerOp(LayerNormOp ln, GenericBuilder &g) {
+  OpBuilder &ob = g.b;
+  auto resTy = cast<RankedTensorType>(ln->getResult(0).getType());
+  Type elt = resTy.getElementType();
+  int64_t r = resTy.getRank();
+  Value result;
+  Value x = ln.getInput();
+  int64_t n = resTy.getDimSize(r - 1);
+  Value sum = rowSum(g, x, [](OpBuilder &, Location, Value v) { return v; });
+  Value sq = rowSum(g, x, [](OpBuilder &b, Location l, Value v) {
+    return arith::MulFOp::create(b, l, v, v).getResult();
+  });
+  double eps = ln.getEpsilon().convertToDouble();
+  SmallVector<AffineExpr> rowE;
+  for (int64_t i = 0; i < r - 1; ++i)
+    rowE.push_back(g.d(i));
+  AffineMap id = AffineMap::getMultiDimIdentityMap(r, ob.getContext());
+  AffineMap lastMap = g.map(r, {g.d(r - 1)});
+  SmallVector<Value> ins = {x, sum, sq, ln.getWeight()};
+  SmallVector<AffineMap> maps = {id, g.map(r, rowE), g.map(r, rowE),
+                                 lastMap};
+  if (ln.getBias()) {
+    ins.push_back(ln.getBias());
+    maps.push_back(lastMap);
+  }
+  maps.push_back(id);
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0; i < r; ++i)
+    sizes.push_back(g.dim(x, i));
+  bool hasBias = ln.getBias() != nullptr;
+  result = g.generic(
+      ins, g.empty(sizes, elt), maps, SmallVector<IteratorType>(r, kPar),
+      [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        Value nn = fconst(b, l, elt, double(n));
+        Value mean = arith::DivFOp::create(b, l, a[1], nn);
+        Value ex2 = arith::DivFOp::create(b, l, a[2], nn);
+        Value var = arith::SubFOp::create(
+            b, l, ex2, arith::MulFOp::create(b, l, mean, mean));
+        Value inv = math::RsqrtOp::create(
+            b, l, arith::AddFOp::create(b, l, var, fconst(b, l, elt, eps)));
+        Value y = arith::MulFOp::create(
+            b, l, arith::SubFOp::create(b, l, a[0], mean), inv);
+        y = arith::MulFOp::create(b, l, y, a[3]);
+        if (hasBias)
+          y = arith::AddFOp::create(b, l, y, a[4]);
+        return y;
+      });
+  return result;
+}
+
+static Value lowerOp(SplitHeadsOp split, GenericBuilder &g) {
+  OpBuilder &ob = g.b;
+  auto resTy = cast<RankedTensorType>(split->getResult(0).getType());
+  Type elt = resTy.getElementType();
+  Value result;
+  // out[b, h, s, d] = x[b, s, h * D + d].
+  Value x = split.getInput();
+  int64_t d = resTy.getDimSize(3);
+  SmallVector<OpFoldResult> sizes = {g.dim(x, 0),
+                                     ob.getIndexAttr(resTy.getDimSize(1)),
+                                     g.dim(x, 1), ob.getIndexAttr(d)};
+  AffineMap id = AffineMap::getMultiDimIdentityMap(4, ob.getContext());
+  result = g.generic({x}, g.empty(sizes, elt),
+                     {g.map(4, {g.d(0), g.d(2), g.d(1) * d + g.d(3)}), id},
+                     SmallVector<IteratorType>(4, kPar),
+                     [](OpBuilder &, Location, ValueRange a) { return a[0]; });
+  return result;
+}
+
+static Value lowerOp(MergeHeadsOp merge, GenericBuilder &g) {
+  OpBuilder &ob = g.b;
+  auto resTy = cast<RankedTensorType>(merge->getResult(0).getType());
+  Type elt = resTy.getElementType();
+  Value result;
+  // out[b, s, c] = x[b, c / D, s, c % D].
+  Value x = merge.getInput();
+  int64_t d = cast<RankedTensorType>(x.getType()).getDimSize(3);
+  SmallVector<OpFoldResult> sizes = {g.dim(x, 0), g.dim(x, 2),
+                                     ob.getIndexAttr(resTy.getDimSize(2))};
+  AffineMap id = AffineMap::getMultiDimIdentityMap(3, ob.getContext());
+  result = g.generic(
+      {x}, g.empty(sizes, elt),
+      {g.map(3, {g.d(0), g.d(2).floorDiv(d), g.d(1), g.d(2) % d}), id},
+      SmallVector<IteratorType>(3, kPar),
+      [](OpBuilder &, Location, ValueRange a) { return a[0]; });
+  return result;
+}
+
+static Value lowerOp(RopeOp rope, GenericBuilder &g) {
+  OpBuilder &ob = g.b;
+  Location loc = g.loc;
+  auto resTy = cast<RankedTensorType>(rope->getResult(0).getType());
+  Type elt = resTy.getElementType();
+  Value result;
+  // Angles in f64 (positions up to 1e6 keep their precision), cos/sin
+  // times attention_factor, rotate the pairs, pass features >= rotary_dim.
+  Value x = rope.getInput(), pos = rope.getPositions();
+  int64_t rd = rope.getRotaryDim(), half = rd / 2;
+  std::vector<double> freqs;
+  if (std::optional<ArrayRef<double>> f = rope.getInvFreq())
+    freqs.assign(f->begin(), f->end());
+  else
+    for (int64_t i = 0; i < half; ++i)
+      freqs.push_back(1.0 / std::pow(rope.getTheta().convertToDouble(),
+                                     double(2 * i) / double(rd)));
+  Type f64 = ob.getF64Type();
+  auto tableTy = RankedTensorType::get({half}, f64);
+  Value table = arith::ConstantOp::create(
+      ob, loc, tableTy, DenseElementsAttr::get(tableTy, ArrayRef(freqs)));
+  double factor = rope.getAttentionFactor().convertToDouble();
+  bool interleaved = rope.getInterleaved();
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0; i < 4; ++i)
+    sizes.push_back(g.dim(x, i));
+  AffineMap id = AffineMap::getMultiDimIdentityMap(4, ob.getContext());
+  result = g.generic(
+      {x, pos}, g.empty(sizes, elt), {id, g.map(4, {g.d(0), g.d(2)}), id},
+      SmallVector<IteratorType>(4, kPar),
+      [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        Value bi = linalg::IndexOp::create(b, l, 0);
+        Value hi = linalg::IndexOp::create(b, l, 1);
+        Value si = linalg::IndexOp::create(b, l, 2);
+        Value di = linalg::IndexOp::create(b, l, 3);
+        Value rdv = iconst(b, l, rd);
+        Value rotated = arith::CmpIOp::create(
+            b, l, arith::CmpIPredicate::slt, di, rdv);
+        // Pair index i, partner feature, and whether this is the first
+        // (x * cos - partner * sin) or second (x * cos + partner * sin).
+        Value i, partner, first;
+        if (interleaved) {
+          i = arith::DivUIOp::create(b, l, di, iconst(b, l, 2));
+          Value rem = arith::RemUIOp::create(b, l, di, iconst(b, l, 2));
+          first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, rem,
+                                        iconst(b, l, 0));
+          partner = arith::SelectOp::create(
+              b, l, first, arith::AddIOp::create(b, l, di, iconst(b, l, 1)),
+              arith::SubIOp::create(b, l, di, iconst(b, l, 1)));
+        } else {
+          Value hv = iconst(b, l, half);
+          first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, di,
+                                        hv);
+          i = arith::SelectOp::create(b, l, first, di,
+                                      arith::SubIOp::create(b, l, di, hv));
+          partner = arith::SelectOp::create(
+              b, l, first, arith::AddIOp::create(b, l, di, hv), i);
+        }
+        // Clamp for the pass-through lanes (the value is not used there).
+        i = arith::MinSIOp::create(b, l, i, iconst(b, l, half - 1));
+        partner = arith::MinSIOp::create(b, l, partner, iconst(b, l, rd - 1));
+        Value freq = tensor::ExtractOp::create(b, l, table, ValueRange{i});
+        Value p64 = arith::SIToFPOp::create(b, l, f64, a[1]);
+        Value angle = arith::MulFOp::create(b, l, p64, freq);
+        Value fac = fconst(b, l, f64, factor);
+        Value c = arith::MulFOp::create(b, l, math::CosOp::create(b, l, angle),
+                                        fac);
+        Value sn = arith::MulFOp::create(
+            b, l, math::SinOp::create(b, l, angle), fac);
+        c = arith::TruncFOp::create(b, l, elt, c);
+        sn = arith::TruncFOp::create(b, l, elt, sn);
+        Value other = tensor::ExtractOp::create(b, l, x,
+                                                ValueRange{bi, hi, si,
+                                                           partner});
+        Value xc = arith::MulFOp::create(b, l, a[0], c);
+        Value os = arith::MulFOp::create(b, l, other, sn);
+        Value rot = arith::SelectOp::create(
+            b, l, first, arith::SubFOp::create(b, l, xc, os),
+            arith::AddFOp::create(b, l, xc, os));
+        return arith::SelectOp::create(b, l, rotated, rot, a[0]);
+      });
+  return result;
+}
+
+static Value lowerOp(AddOp add, GenericBuilder &g) {
+  auto resTy = cast<RankedTensorType>(add->getResult(0).getType());
+  Type elt = resTy.getElementType();
+  Value result;
+  result = elementwise(g, {add.getLhs(), add.getRhs()}, elt,
+                       [](OpBuilder &b, Location l, ValueRange a) {
+                         return arith::AddFOp::create(b, l, a[0], a[1])
+                             .getResult();
+                       });
+  return result;
+}
+
+static Value lowerOp(SigmoidGateOp gate, GenericBuilder &g) {
+  auto resTy = cast<RankedTensorType>(gate->getResult(0).getType());
+  Type elt = resTy.getElementType();
+  Value result;
+  result = elementwise(
+      g, {gate.getInput(), gate.getGate()}, elt,
+      [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        Value one = fconst(b, l, elt, 1.0);
+        Value e = math::ExpOp::create(
+            b, l, arith::NegFOp::create(b, l, a[1]));
+        Value sig = arith::DivFOp::create(
+            b, l, one, arith::AddFOp::create(b, l, one, e));
+        return arith::MulFOp::create(b, l, a[0], sig);
+      });
+  return result;
+}
+
+} // namespace to_linalg
+} // namespace attn
+} // namespace mlir
+
+void mlir::attn::to_linalg::populateGraphOpPatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerToLinalg<LinearOp>,
+               LowerToLinalg<RMSNormOp>,
+               LowerToLinalg<LayerNormOp>,
+               LowerToLinalg<SplitHeadsOp>,
+               LowerToLinalg<MergeHeadsOp>,
+               LowerToLinalg<RopeOp>,
+               LowerToLinalg<AddOp>,
+               LowerToLinalg<SigmoidGateOp>>(patterns.getContext());
+}

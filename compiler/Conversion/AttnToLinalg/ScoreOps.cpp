@@ -1,0 +1,197 @@
+//===- ScoreOps.cpp - the reference path's score ops -> linalg -----------===//
+//
+// This file implements the convert-attn-to-linalg patterns of the unfused
+// reference path: QKᵀ and P·V with grouped heads, scale, softcap, T5 bias,
+// mask and softmax over materialized [batch, heads, q_len, kv_len] scores.
+// Masked scores are -inf; softmax of an all -inf row is 0, never NaN.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/AttnToLinalg/LinalgBuilder.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::to_linalg;
+
+namespace mlir {
+namespace attn {
+namespace to_linalg {
+
+// Found by argument-dependent lookup from LowerToLinalg<OpT>.
+
+static Value lowerOp(QKOp qk, GenericBuilder &g) {
+
+  Value result;
+  int64_t group = qk.getQuery().getType().getDimSize(1) /
+                  qk.getKey().getType().getDimSize(1);
+  SmallVector<OpFoldResult> sizes = {g.dim(qk.getQuery(), 0),
+                                     g.dim(qk.getQuery(), 1),
+                                     g.dim(qk.getQuery(), 2),
+                                     g.dim(qk.getKey(), 2)};
+  result = groupedContraction(g, qk.getQuery(), qk.getKey(),
+                              g.fill(sizes, 0.0), /*qk=*/true, group);
+  return result;
+}
+
+static Value lowerOp(PVOp pv, GenericBuilder &g) {
+
+  Value result;
+  int64_t group = pv.getProbs().getType().getDimSize(1) /
+                  pv.getValue().getType().getDimSize(1);
+  SmallVector<OpFoldResult> sizes = {
+      g.dim(pv.getProbs(), 0), g.dim(pv.getProbs(), 1),
+      g.dim(pv.getProbs(), 2), g.dim(pv.getValue(), 3)};
+  result = groupedContraction(g, pv.getProbs(), pv.getValue(),
+                              g.fill(sizes, 0.0), /*qk=*/false, group);
+  return result;
+}
+
+static Value lowerOp(ScaleOp sc, GenericBuilder &g) {
+  auto resTy = cast<RankedTensorType>(sc->getResult(0).getType());
+  Type elt = resTy.getElementType();
+  Value result;
+  ScoreMath m;
+  m.scale = sc.getScale().convertToDouble();
+  result = elementwise(g, {sc.getInput()}, elt,
+                       [&](OpBuilder &b, Location l, ValueRange a) {
+                         return m.apply(b, l, a[0], Value(), Value(),
+                                        Value(), Value());
+                       });
+  return result;
+}
+
+static Value lowerOp(SoftcapOp cap, GenericBuilder &g) {
+  auto resTy = cast<RankedTensorType>(cap->getResult(0).getType());
+  Type elt = resTy.getElementType();
+  Value result;
+  ScoreMath m;
+  m.softcap = cap.getCap().convertToDouble();
+  result = elementwise(g, {cap.getInput()}, elt,
+                       [&](OpBuilder &b, Location l, ValueRange a) {
+                         return m.apply(b, l, a[0], Value(), Value(),
+                                        Value(), Value());
+                       });
+  return result;
+}
+
+static Value lowerOp(RelativePositionBiasOp rb, GenericBuilder &g) {
+  OpBuilder &ob = g.b;
+  Location loc = g.loc;
+  Operation *op = rb;
+  Value result;
+  ScoreMath m;
+  m.rel = RelativeBiasAttr::get(op->getContext(), rb.getNumBuckets(),
+                                rb.getMaxDistance(), rb.getBidirectional());
+  m.table = rb.getTable();
+  // Query row i sits at key position i + kv_len - q_len (bottom-right)
+  // or i (top-left).
+  Value in = rb.getInput();
+  Value offset = iconst(ob, loc, 0);
+  if (rb.getAlign() == CausalAlignment::bottom_right) {
+    Value kv = tensor::DimOp::create(ob, loc, in, 3);
+    Value ql = tensor::DimOp::create(ob, loc, in, 2);
+    offset = arith::SubIOp::create(ob, loc, kv, ql);
+  }
+  result = scoresMap(g, in,
+                     [&](OpBuilder &b, Location l, Value x, ValueRange i) {
+                       Value qp = arith::AddIOp::create(b, l, i[2], offset);
+                       return m.apply(b, l, x, qp, i[3], i[1], Value());
+                     });
+  return result;
+}
+
+static Value lowerOp(MaskOp mk, GenericBuilder &g) {
+  OpBuilder &ob = g.b;
+  Location loc = g.loc;
+  Value result;
+  ScoreMath m;
+  m.mask = mk.getKind();
+  m.window = mk.getWindow();
+  Value in = mk.getInput();
+  Value offset = iconst(ob, loc, 0);
+  if (mk.getKind() != MaskKind::none &&
+      mk.getAlign() == CausalAlignment::bottom_right) {
+    Value kv = tensor::DimOp::create(ob, loc, in, 3);
+    Value ql = tensor::DimOp::create(ob, loc, in, 2);
+    offset = arith::SubIOp::create(ob, loc, kv, ql);
+  }
+  Value lens = mk.getKvLengths();
+  result = scoresMap(g, in, [&](OpBuilder &b, Location l, Value x,
+                                ValueRange i) {
+    Value limit;
+    if (lens) {
+      limit = tensor::ExtractOp::create(b, l, lens, ValueRange{i[0]});
+      if (!limit.getType().isIndex())
+        limit = arith::IndexCastOp::create(b, l, b.getIndexType(), limit);
+    }
+    Value qp = arith::AddIOp::create(b, l, i[2], offset);
+    return m.apply(b, l, x, qp, i[3], Value(), limit);
+  });
+  return result;
+}
+
+static Value lowerOp(SoftmaxOp sm, GenericBuilder &g) {
+  OpBuilder &ob = g.b;
+  Operation *op = sm;
+  auto resTy = cast<RankedTensorType>(sm->getResult(0).getType());
+  Type elt = resTy.getElementType();
+  Value result;
+  if (resTy.getRank() != 4) {
+    op->emitError("convert-attn-to-linalg: softmax of rank ")
+        << resTy.getRank() << " is not lowered yet";
+    return Value();
+  }
+  Value s = sm.getInput();
+  SmallVector<OpFoldResult> rows = {g.dim(s, 0), g.dim(s, 1), g.dim(s, 2)};
+  AffineMap id4 = AffineMap::getMultiDimIdentityMap(4, ob.getContext());
+  AffineMap row4 = g.map(4, {g.d(0), g.d(1), g.d(2)});
+  SmallVector<IteratorType> red = {kPar, kPar, kPar, kRed};
+  Value mx = g.generic({s}, g.fill(rows, -INFINITY), {id4, row4}, red,
+                       [&](OpBuilder &b, Location l, ValueRange a) {
+                         return arith::MaximumFOp::create(b, l, a[0], a[1])
+                             .getResult();
+                       });
+  // e = exp(s - max) (a full row of -inf gives 0s).
+  SmallVector<OpFoldResult> sizes = {g.dim(s, 0), g.dim(s, 1), g.dim(s, 2),
+                                     g.dim(s, 3)};
+  Value e = g.generic({s, mx}, g.empty(sizes, elt), {id4, row4, id4},
+                SmallVector<IteratorType>(4, kPar),
+                [&](OpBuilder &b, Location l, ValueRange a) {
+                  Value d = arith::SubFOp::create(b, l, a[0],
+                                                  safeMax(b, l, a[1]));
+                  return math::ExpOp::create(b, l, d).getResult();
+                });
+  Value sum = g.generic({e}, g.fill(rows, 0.0), {id4, row4}, red,
+                        [&](OpBuilder &b, Location l, ValueRange a) {
+                          return arith::AddFOp::create(b, l, a[0], a[1],
+                                                       kReduceFlags)
+                              .getResult();
+                        });
+  result = g.generic({e, sum}, g.empty(sizes, elt), {id4, row4, id4},
+                     SmallVector<IteratorType>(4, kPar),
+                     [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                       Value zero = fconst(b, l, elt, 0.0);
+                       Value isZero = arith::CmpFOp::create(
+                           b, l, arith::CmpFPredicate::OEQ, a[1], zero);
+                       Value div = arith::DivFOp::create(b, l, a[0], a[1]);
+                       return arith::SelectOp::create(b, l, isZero, zero,
+                                                      div);
+                     });
+  return result;
+}
+
+} // namespace to_linalg
+} // namespace attn
+} // namespace mlir
+
+void mlir::attn::to_linalg::populateScoreOpPatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerToLinalg<QKOp>,
+               LowerToLinalg<PVOp>,
+               LowerToLinalg<ScaleOp>,
+               LowerToLinalg<SoftcapOp>,
+               LowerToLinalg<RelativePositionBiasOp>,
+               LowerToLinalg<MaskOp>,
+               LowerToLinalg<SoftmaxOp>>(patterns.getContext());
+}

@@ -1,0 +1,208 @@
+//===- TiledOps.cpp - attn tiled-form ops -> linalg -----------------------===//
+//
+// This file implements the convert-attn-to-linalg patterns of the tiled
+// form: the online-softmax step (attn.online_attention) and its
+// finalization, each a few linalg.generic ops on tensors computing in f32 (or
+// f64). Masked scores are -inf. A row whose keys are all masked keeps
+// max = -inf; its exponent shift uses 0 instead (exp(-inf - 0) = 0), so its
+// sum stays 0 and it finalizes to 0 rather than NaN.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/AttnToLinalg/LinalgBuilder.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::to_linalg;
+
+namespace {
+
+/// The online-softmax step as linalg.generic ops: scores, row max, rescale,
+/// exp, row sum, P·V. Returns (new acc, new max, new sum).
+SmallVector<Value> lowerOnlineAttention(OnlineAttentionOp op, OpBuilder &ob) {
+  Type acc = op.getAcc().getType().getElementType();
+  GenericBuilder g{ob, op.getLoc(), acc};
+  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+  int64_t r = op.getQuery().getType().getRank(), lead = r - 2;
+
+  SmallVector<OpFoldResult> rows; // [lead..., M]
+  for (int64_t i = 0; i < r - 1; ++i)
+    rows.push_back(g.dim(q, i));
+  OpFoldResult n = g.dim(k, 0);
+  SmallVector<OpFoldResult> sSizes(rows);
+  sSizes.push_back(n);
+
+  // Loop dims: lead..., m, n, d (reduction on d / on n).
+  unsigned mDim = lead, nDim = lead + 1, dDim = lead + 2;
+  SmallVector<AffineExpr> rowE, sE;
+  for (unsigned i = 0; i <= mDim; ++i)
+    rowE.push_back(g.d(i));
+  sE = rowE;
+  sE.push_back(g.d(nDim));
+
+  // S = Q · Kᵀ.
+  SmallVector<AffineExpr> qE(rowE);
+  qE.push_back(g.d(dDim));
+  SmallVector<IteratorType> it(lead + 2, kPar);
+  it.push_back(kRed);
+  Value s = g.generic(
+      {q, k}, g.fill(sSizes, 0.0),
+      {g.map(dDim + 1, qE), g.map(dDim + 1, {g.d(nDim), g.d(dDim)}),
+       g.map(dDim + 1, sE)},
+      it, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        return fma(b, l, toAcc(b, l, a[0], acc), toAcc(b, l, a[1], acc), a[2]);
+      });
+
+  // Scale, softcap, bias, mask by position.
+  ScoreMath math;
+  math.scale = op.getScale().convertToDouble();
+  if (std::optional<APFloat> c = op.getSoftcap())
+    math.softcap = c->convertToDouble();
+  math.rel = op.getRelativeBiasAttr();
+  math.table = op.getBiasTable();
+  math.mask = op.getMask();
+  math.window = op.getWindow();
+  Value qPos = op.getQPos(), kPos = op.getKvPos(),
+        headOff = op.getHeadOffset();
+  unsigned nS = lead + 2;
+  SmallVector<IteratorType> par(nS, kPar);
+  s = g.generic({s}, g.empty(sSizes, acc),
+                {g.map(nS, sE), g.map(nS, sE)}, par,
+                [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                  Value m = linalg::IndexOp::create(b, l, mDim);
+                  Value nn = linalg::IndexOp::create(b, l, nDim);
+                  Value qp = arith::AddIOp::create(b, l, qPos, m);
+                  Value kp = arith::AddIOp::create(b, l, kPos, nn);
+                  Value head;
+                  if (math.rel) {
+                    Value h = linalg::IndexOp::create(b, l, 0);
+                    head = arith::AddIOp::create(b, l, headOff, h);
+                  }
+                  return math.apply(b, l, a[0], qp, kp, head, Value());
+                });
+
+  // New row max.
+  SmallVector<IteratorType> redN(lead + 1, kPar);
+  redN.push_back(kRed);
+  AffineMap sMap = g.map(nS, sE), rowMap = g.map(nS, rowE);
+  Value newMax = g.generic({s}, op.getMax(), {sMap, rowMap}, redN,
+                           [&](OpBuilder &b, Location l, ValueRange a) {
+                             return arith::MaximumFOp::create(b, l, a[0], a[1])
+                                 .getResult();
+                           });
+  // p = exp(s - max'), with max' = 0 for rows that saw nothing.
+  Value p = g.generic({s, newMax}, g.empty(sSizes, acc), {sMap, rowMap, sMap},
+                      par, [&](OpBuilder &b, Location l, ValueRange a) {
+                        Value diff = arith::SubFOp::create(
+                            b, l, a[0], safeMax(b, l, a[1]));
+                        return math::ExpOp::create(b, l, diff).getResult();
+                      });
+  // alpha = exp(max - max').
+  unsigned nR = lead + 1;
+  AffineMap rowId = AffineMap::getMultiDimIdentityMap(nR, ob.getContext());
+  SmallVector<IteratorType> parR(nR, kPar);
+  Value alpha = g.generic(
+      {op.getMax(), newMax}, g.empty(rows, acc), {rowId, rowId, rowId}, parR,
+      [&](OpBuilder &b, Location l, ValueRange a) {
+        Value diff = arith::SubFOp::create(b, l, a[0], safeMax(b, l, a[1]));
+        return math::ExpOp::create(b, l, diff).getResult();
+      });
+  // sum' = sum · alpha + rowsum(p).
+  Value sumScaled = g.generic(
+      {op.getSum(), alpha}, g.empty(rows, acc), {rowId, rowId, rowId}, parR,
+      [&](OpBuilder &b, Location l, ValueRange a) {
+        return arith::MulFOp::create(b, l, a[0], a[1]).getResult();
+      });
+  Value newSum = g.generic({p}, sumScaled, {sMap, rowMap}, redN,
+                           [&](OpBuilder &b, Location l, ValueRange a) {
+                             return arith::AddFOp::create(b, l, a[0], a[1],
+                                                          kReduceFlags)
+                                 .getResult();
+                           });
+  // acc' = acc · alpha + P · V: loop dims lead..., m, e, n.
+  SmallVector<OpFoldResult> accSizes(rows);
+  accSizes.push_back(g.dim(op.getAcc(), r - 1));
+  AffineMap accId = AffineMap::getMultiDimIdentityMap(r, ob.getContext());
+  SmallVector<IteratorType> parA(r, kPar);
+  Value accScaled = g.generic(
+      {op.getAcc(), alpha}, g.empty(accSizes, acc),
+      {accId, g.map(r, rowE), accId}, parA,
+      [&](OpBuilder &b, Location l, ValueRange a) {
+        return arith::MulFOp::create(b, l, a[0], a[1]).getResult();
+      });
+  // Loops (lead..., m, j, e): e innermost, so that acc[.., m, :] +=
+  // p[.., m, j] * v[j, :] runs along contiguous rows of V and acc.
+  unsigned jDim = nDim, eDim = nDim + 1;
+  SmallVector<AffineExpr> pE(rowE), oE(rowE);
+  pE.push_back(g.d(jDim));
+  oE.push_back(g.d(eDim));
+  SmallVector<IteratorType> itPV(lead + 1, kPar);
+  itPV.push_back(kRed);
+  itPV.push_back(kPar);
+  Value newAcc = g.generic(
+      {p, v}, accScaled,
+      {g.map(eDim + 1, pE), g.map(eDim + 1, {g.d(jDim), g.d(eDim)}),
+       g.map(eDim + 1, oE)},
+      itPV, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        return fma(b, l, a[0], toAcc(b, l, a[1], acc), a[2]);
+      });
+  return {newAcc, newMax, newSum};
+}
+
+/// acc / sum per row, 0 where sum is 0 (a row that saw no key).
+Value lowerOnlineFinalize(OnlineFinalizeOp op, OpBuilder &ob) {
+  Type acc = op.getAcc().getType().getElementType();
+  GenericBuilder g{ob, op.getLoc(), acc};
+  RankedTensorType outTy = op.getType();
+  int64_t r = outTy.getRank();
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0; i < r; ++i)
+    sizes.push_back(g.dim(op.getAcc(), i));
+  AffineMap id = AffineMap::getMultiDimIdentityMap(r, ob.getContext());
+  SmallVector<AffineExpr> rowE;
+  for (int64_t i = 0; i < r - 1; ++i)
+    rowE.push_back(g.d(i));
+  Type outElt = outTy.getElementType();
+  Value out = g.generic(
+      {op.getAcc(), op.getSum()}, g.empty(sizes, outElt),
+      {id, g.map(r, rowE), id}, SmallVector<IteratorType>(r, kPar),
+      [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        Value zero = fconst(b, l, acc, 0.0);
+        Value isZero =
+            arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, a[1], zero);
+        Value div = arith::DivFOp::create(b, l, a[0], a[1]);
+        Value res = arith::SelectOp::create(b, l, isZero, zero, div);
+        if (outElt != acc)
+          res = arith::TruncFOp::create(b, l, outElt, res);
+        return res;
+      });
+  return out;
+}
+
+struct OnlineAttentionLowering : OpConversionPattern<OnlineAttentionOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OnlineAttentionOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, lowerOnlineAttention(op, rewriter));
+    return success();
+  }
+};
+
+struct OnlineFinalizeLowering : OpConversionPattern<OnlineFinalizeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OnlineFinalizeOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, lowerOnlineFinalize(op, rewriter));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::attn::to_linalg::populateTiledOpPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<OnlineAttentionLowering, OnlineFinalizeLowering>(
+      patterns.getContext());
+}
