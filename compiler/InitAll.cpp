@@ -27,7 +27,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "compiler/Conversion/CPU/MicroKernel.h"
+#include "dialects/Attn/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -59,8 +59,9 @@ void mlir::attn::registerAllDialects(DialectRegistry &registry) {
   linalg::registerBufferizableOpInterfaceExternalModels(registry);
   scf::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
-  // attn.online_attention bufferizes into the CPU micro-kernel.
-  attn::registerMicroKernelBufferization(registry);
+  // attn.online_attention bufferizes to its buffer form (for the CPU
+  // micro-kernel).
+  attn::registerBufferizableOpInterfaceExternalModels(registry);
   // The CUDA backend: gpu.launch, NVVM, serialization to PTX.
   registry.insert<gpu::GPUDialect, NVVM::NVVMDialect>();
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);

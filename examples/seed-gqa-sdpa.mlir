@@ -13,7 +13,7 @@ func.func @eager(%q: tensor<?x64x?x256xf32>, %k: tensor<?x4x?x256xf32>,
 
 func.func @fused(%q: tensor<?x64x?x256xf32>, %k: tensor<?x4x?x256xf32>,
                  %v: tensor<?x4x?x256xf32>) -> tensor<?x64x?x256xf32> {
-  %o = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>, scale = 0.0625 : f64}
+  %o = attn.sdpa %q, %k, %v outs(%q : tensor<?x64x?x256xf32>) {mask = #attn.mask<causal>, scale = 0.0625 : f64}
       : (tensor<?x64x?x256xf32>, tensor<?x4x?x256xf32>, tensor<?x4x?x256xf32>) -> tensor<?x64x?x256xf32>
   return %o : tensor<?x64x?x256xf32>
 }

@@ -15,6 +15,7 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.attn_obj_root, "test")
 
 config.substitutions.append(("%attn_src_root", config.attn_src_root))
+config.substitutions.append(("%attn_obj_root", config.attn_obj_root))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
@@ -41,6 +42,20 @@ import platform
 if platform.machine() in ("x86_64", "AMD64"):
     config.available_features.add("native-exec")
 import sys
+# mlir-runner runs the LLVM-dialect output of attn-opt's pipelines (a @main
+# printing with printMemrefF32), with MLIR's runner utilities and the LLVM
+# OpenMP runtime the parallel loops call.
+mlir_runner = os.path.join(config.llvm_tools_dir, "mlir-runner")
+llvm_lib = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")
+runner_libs = [os.path.join(llvm_lib, n) for n in
+               ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so",
+                "libomp.so")]
+if "native-exec" in config.available_features and all(
+        os.access(p, os.R_OK) for p in [mlir_runner] + runner_libs):
+    config.available_features.add("mlir-runner")
+    config.substitutions.append(("%mlir_runner", "%s -e main "
+        "-entry-point-result=void -shared-libs=%s" % (mlir_runner,
+                                                      ",".join(runner_libs))))
 config.substitutions.append(("%sdpa_ref", sys.executable + " " +
     os.path.join(config.test_source_root, "Integration", "Inputs", "sdpa_ref.py")))
 config.substitutions.append(("%attn_runtime_lib",

@@ -5,6 +5,9 @@
 #                       default config and run the result
 #   tools/dev.sh test   install missing packages, build, run the whole suite
 #   tools/dev.sh build  install missing packages and build only
+#   tools/dev.sh gcc-check  also build attn-compile with g++ (build-gcc/) and
+#                       check that it generates the same IR as the clang
+#                       build for every config of the suite (CI runs it)
 #
 # Idempotent: packages already present are not touched, and the build is
 # incremental (Ninja). BUILD_DIR overrides the build directory (default build/).
@@ -59,6 +62,19 @@ case "$cmd" in
   build)
     build
     ;;
+  gcc-check)
+    build
+    GCC_DIR="${GCC_BUILD_DIR:-$ROOT/build-gcc}"
+    if [ ! -f "$GCC_DIR/build.ninja" ]; then
+      cmake -S "$ROOT" -B "$GCC_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ \
+        -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+        -DMLIR_DIR="$LLVM_PREFIX/lib/cmake/mlir" \
+        -DLLVM_DIR="$LLVM_PREFIX/lib/cmake/llvm" >/dev/null
+    fi
+    ninja -C "$GCC_DIR" -j "$JOBS" attn-compile
+    "$ROOT/tools/check-host-compiler.sh" "$BUILD_DIR" "$GCC_DIR"
+    ;;
   test)
     build
     # lit prints its summary; the plain "N passed, N failed" line after it is
@@ -77,7 +93,7 @@ case "$cmd" in
     "$ROOT/tools/run-default.sh" "$BUILD_DIR"
     ;;
   *)
-    echo "usage: tools/dev.sh [run|test|build]" >&2
+    echo "usage: tools/dev.sh [run|test|build|gcc-check]" >&2
     exit 2
     ;;
 esac

@@ -31,14 +31,49 @@ def ConvertAttnToLinalgPass : Pass<"convert-attn-to-linalg", "func::FuncOp"> {
     Option<"microKernelLanes", "micro-kernel-lanes", "int64_t", /*default=*/"0",
            "f32 vector lanes of the CPU micro-kernel (16: AVX-512, 8: AVX2, "
            "4: SSE). When set, the attn.online_attention ops it handles (f32, "
-           "static head dims, no relative bias table) are kept, annotated "
-           "with attn.vector_lanes, and bufferize straight into register-"
-           "tiled vector code; 0 lowers every op to linalg">
+           "static head dims, no relative bias table) are kept; they "
+           "bufferize to their buffer form, which attn-cpu-micro-kernel "
+           "lowers; 0 lowers every op to linalg">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::tensor::TensorDialect"];
+}
+
+def CPUMicroKernelPass : Pass<"attn-cpu-micro-kernel", "func::FuncOp"> {
+  let summary = "Lower attn.online_attention on buffers to register-tiled vector code";
+  let description = [{
+    Runs after bufferization, on the buffer form of `attn.online_attention`
+    (memref operands, no results: the state buffers are updated in place).
+    For each chunk of C = 4·W keys (W f32 lanes): a Kᵀ pack into a
+    [d, C] scratch (W×W vector transposes), then per block of R query rows
+    (4 with 32 vector registers, 2 with 16) Q·Kᵀ in R×4 vector accumulators,
+    scale, softcap and the position mask on the registers, row max, exp,
+    row sum, and acc·alpha + P·V in R×4 accumulators. Tiles of fewer than 16
+    rows (decode) skip the pack: dot products along d, each K vector serving
+    every row, with the next chunk's K and V prefetched into L2. Scratch is
+    allocated once per parallel iteration. An op it cannot take (not f32,
+    dynamic head dims, a relative bias table, a non-contiguous innermost
+    dim) is an error naming what is needed.
+
+    ```mlir
+    attn.online_attention %q, %k, %v, %acc, %max, %sum, %qp, %kp
+        {mask = #attn.mask<causal>, scale = 0.125 : f64}
+        : (memref<4x?x64xf32>, memref<?x64xf32, strided<[64, 1], offset: ?>>,
+           ...)
+    // becomes the Kᵀ pack, vector.fma tiles and vector reductions above.
+    ```
+  }];
+  let options = [
+    Option<"lanes", "lanes", "int64_t", /*default=*/"16",
+           "f32 vector lanes: 16 (AVX-512), 8 (AVX2) or 4 (SSE)">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "func::FuncOp"> {

@@ -253,13 +253,15 @@ Value Emitter::scoreChain(Location loc, const LayerSpec &l, Value qh, Value kh,
   int64_t hq = l.numHeads;
   RankedTensorType sTy = tensor({kDyn, hq, kDyn, kDyn});
   Value s = QKOp::create(b, loc, sTy, qh, kh);
-  if (!l.scaleOnQuery && l.scale != 1.0)
-    s = ScaleOp::create(b, loc, s, b.getF64FloatAttr(l.scale));
+  // A scale of 1 (T5) folds away.
+  if (!l.scaleOnQuery)
+    s = b.createOrFold<ScaleOp>(loc, s, b.getF64FloatAttr(l.scale));
   if (l.softcap)
     s = SoftcapOp::create(b, loc, s, b.getF64FloatAttr(*l.softcap));
   if (l.position == PositionKind::T5Bias)
     s = RelativePositionBiasOp::create(
-        b, loc, sTy, s, table, b.getI64IntegerAttr(l.t5.numBuckets),
+        b, loc, sTy, s, table, /*q_pos=*/Value(),
+        b.getI64IntegerAttr(l.t5.numBuckets),
         b.getI64IntegerAttr(l.t5.maxDistance), unit(l.t5.bidirectional));
   if (l.causal || kvLengths) {
     MaskKind kind = !l.causal  ? MaskKind::none
@@ -267,8 +269,8 @@ Value Emitter::scoreChain(Location loc, const LayerSpec &l, Value qh, Value kh,
                                : MaskKind::causal;
     IntegerAttr window =
         l.causal && l.window ? b.getI64IntegerAttr(*l.window) : IntegerAttr();
-    s = MaskOp::create(b, loc, sTy, s, kvLengths, kind, window,
-                       CausalAlignment::bottom_right);
+    s = MaskOp::create(b, loc, sTy, s, kvLengths, /*q_pos=*/Value(), kind,
+                       window, CausalAlignment::bottom_right);
   }
   Value p = SoftmaxOp::create(b, loc, s);
   return PVOp::create(b, loc, headsType(hq, l.headDimV), p, vh);

@@ -52,8 +52,9 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
     return success();
 
   // CPU: tile and score ops to linalg on tensors, bufferize, loops.
-  // Tiles the micro-kernel handles stay attn.online_attention and bufferize
-  // into register-tiled vector code; the rest become linalg.generic.
+  // Tiles the micro-kernel handles stay attn.online_attention, bufferize to
+  // its buffer form and become register-tiled vector code
+  // (attn-cpu-micro-kernel); the rest become linalg.generic.
   ConvertAttnToLinalgPassOptions toLinalg;
   toLinalg.microKernelLanes = options.vectorLanes;
   pm.addNestedPass<func::FuncOp>(createConvertAttnToLinalgPass(toLinalg));
@@ -73,6 +74,13 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   // tensor.empty becomes that buffer instead of a fresh allocation.
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // The tiles kept for the micro-kernel, now on buffers, become vector code
+  // (its scratch allocations are freed by the deallocation below).
+  if (options.vectorLanes > 0) {
+    CPUMicroKernelPassOptions microKernel;
+    microKernel.lanes = options.vectorLanes;
+    pm.addNestedPass<func::FuncOp>(createCPUMicroKernelPass(microKernel));
+  }
   // (batch, KV head, query block) in parallel on all cores. scf.parallel
   // before deallocation: ownership-based deallocation frees what each
   // iteration allocates only in a body it understands.

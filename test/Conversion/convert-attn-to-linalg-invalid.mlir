@@ -22,7 +22,7 @@ func.func @mask_cond(%s: tensor<1x2x3x5xf32>) -> tensor<1x2x3x5xi1> {
 // An untiled sdpa: attn-tile-attention (or attn-decompose-sdpa) must run first.
 func.func @sdpa(%q: tensor<1x2x3x8xf32>, %k: tensor<1x1x5x8xf32>, %v: tensor<1x1x5x8xf32>) -> tensor<1x2x3x8xf32> {
   // expected-error @+1 {{failed to legalize operation 'attn.sdpa' that was explicitly marked illegal}}
-  %o = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<1x2x3x8xf32>, tensor<1x1x5x8xf32>, tensor<1x1x5x8xf32>) -> tensor<1x2x3x8xf32>
+  %o = attn.sdpa %q, %k, %v outs(%q : tensor<1x2x3x8xf32>) {scale = 0.25 : f64} : (tensor<1x2x3x8xf32>, tensor<1x1x5x8xf32>, tensor<1x1x5x8xf32>) -> tensor<1x2x3x8xf32>
   return %o : tensor<1x2x3x8xf32>
 }
 

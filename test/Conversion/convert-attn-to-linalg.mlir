@@ -24,6 +24,6 @@ func.func @step(%q: tensor<4x?x64xf32>, %k: tensor<?x64xf32>, %v: tensor<?x64xf3
       {mask = #attn.mask<causal>, scale = 0.125 : f64}
       : (tensor<4x?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>)
       -> (tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>)
-  %o = attn.online_finalize %a, %s : (tensor<4x?x64xf32>, tensor<4x?xf32>) -> tensor<4x?x64xf32>
+  %o = attn.online_finalize %a, %s outs(%a : tensor<4x?x64xf32>) : (tensor<4x?x64xf32>, tensor<4x?xf32>) -> tensor<4x?x64xf32>
   return %o : tensor<4x?x64xf32>
 }

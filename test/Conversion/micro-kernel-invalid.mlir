@@ -1,9 +1,11 @@
-// RUN: not attn-opt %s -split-input-file -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" 2>&1 | FileCheck %s --check-prefix=ELIGIBLE
-// RUN: not attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=16" -one-shot-bufferize="bufferize-function-boundaries" 2>&1 | FileCheck %s --check-prefix=STRIDE
+// RUN: not attn-opt %s -split-input-file -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -attn-cpu-micro-kernel 2>&1 | FileCheck %s --check-prefix=ELIGIBLE
+// RUN: not attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=16" -one-shot-bufferize="bufferize-function-boundaries" -attn-cpu-micro-kernel 2>&1 | FileCheck %s --check-prefix=STRIDE
+// RUN: not attn-opt %s -split-input-file -attn-cpu-micro-kernel=lanes=12 2>&1 | FileCheck %s --check-prefix=LANES
 
-// A tile the micro-kernel does not take (a T5 bias table) reaching
-// bufferization without convert-attn-to-linalg says what to run.
-// ELIGIBLE: error: 'attn.online_attention' op the CPU micro-kernel needs f32 operands, static head dims and no relative bias table; run convert-attn-to-linalg first
+// A tile the micro-kernel does not take (a T5 bias table) reaching it on
+// buffers, without convert-attn-to-linalg, says what to run.
+// ELIGIBLE: error: 'attn.online_attention' op on buffers is lowered by the CPU micro-kernel only, which needs f32 operands, static head dims and no relative bias table; lower this op with convert-attn-to-linalg before bufferization
+// LANES: attn-cpu-micro-kernel: lanes must be 4, 8 or 16, not 12
 func.func @t5(%q: tensor<2x?x64xf32>, %k: tensor<?x64xf32>, %v: tensor<?x64xf32>,
               %acc: tensor<2x?x64xf32>, %m: tensor<2x?xf32>, %l: tensor<2x?xf32>,
               %qp: index, %kp: index, %tab: tensor<32x8xf32>, %h: index)

@@ -1,14 +1,18 @@
 // RUN: attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=16" | FileCheck %s --check-prefix=KEEP
-// RUN: attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=16" -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" | FileCheck %s
-// RUN: attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=16" -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" | FileCheck %s --check-prefix=DECODE
-// RUN: attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=8" -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" | FileCheck %s --check-prefix=AVX2
+// RUN: attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=16" -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" | FileCheck %s --check-prefix=BUFFER
+// RUN: attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=16" -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -attn-cpu-micro-kernel | FileCheck %s
+// RUN: attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=16" -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -attn-cpu-micro-kernel | FileCheck %s --check-prefix=DECODE
+// RUN: attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=8" -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -attn-cpu-micro-kernel=lanes=8 | FileCheck %s --check-prefix=AVX2
 // RUN: not attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=12" 2>&1 | FileCheck %s --check-prefix=LANES
 
-// The micro-kernel takes f32 tiles with static head dims: the op stays (with
-// its lane count) for bufferization, which writes the register-tiled code.
+// The micro-kernel takes f32 tiles with static head dims: the op stays for
+// it; bufferization gives its buffer form (the state updated in place, no
+// results), which attn-cpu-micro-kernel turns into register-tiled code.
 // KEEP-LABEL: func.func @step(
-// KEEP: attn.online_attention {{.*}}attn.vector_lanes = 16
+// KEEP: attn.online_attention
 // KEEP-NOT: linalg.generic
+// BUFFER-LABEL: func.func @step(
+// BUFFER: attn.online_attention {{.*}} : (memref<4x?x64xf32{{.*}}>, memref<?x64xf32{{.*}}>, memref<?x64xf32{{.*}}>, memref<4x?x64xf32{{.*}}>, memref<4x?xf32{{.*}}>, memref<4x?xf32{{.*}}>){{$}}
 // KEEP-LABEL: func.func @t5(
 // KEEP-NOT: attn.online_attention
 // KEEP: linalg.generic

@@ -12,7 +12,7 @@
 // PRECISION: for the --precision option: Cannot find option named 'fp8'!
 func.func @entry(%out: memref<?x8x?x64xf32>, %q: tensor<?x8x?x64xf32>,
                  %k: tensor<?x2x?x64xf32>, %v: tensor<?x2x?x64xf32>) {
-  %o = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>, scale = 0.125 : f64}
+  %o = attn.sdpa %q, %k, %v outs(%q : tensor<?x8x?x64xf32>) {mask = #attn.mask<causal>, scale = 0.125 : f64}
       : (tensor<?x8x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>) -> tensor<?x8x?x64xf32>
   bufferization.materialize_in_destination %o in restrict writable %out
       : (tensor<?x8x?x64xf32>, memref<?x8x?x64xf32>) -> ()

@@ -12,10 +12,10 @@
 // CHECK: %[[P:.*]] = attn.softmax %[[S4]]
 // CHECK: attn.pv %[[P]], %[[V]]
 // CHECK-NOT: attn.sdpa
-// ROUNDTRIP: attn.sdpa %{{.*}}, %{{.*}}, %{{.*}} kv_lengths(%{{.*}} : tensor<?xi64>) bias_table(%{{.*}} : tensor<32x8xf32>) {align = #attn.align<top_left>, mask = #attn.mask<sliding_window>, relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 64, bidirectional = true>, scale = 1.250000e-01 : f64, softcap = 3.000000e+01 : f64, window = 16 : i64}
+// ROUNDTRIP: attn.sdpa %{{.*}}, %{{.*}}, %{{.*}} kv_lengths(%{{.*}} : tensor<?xi64>) bias_table(%{{.*}} : tensor<32x8xf32>) outs({{[^)]*}}) {align = #attn.align<top_left>, mask = #attn.mask<sliding_window>, relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 64, bidirectional = true>, scale = 1.250000e-01 : f64, softcap = 3.000000e+01 : f64, window = 16 : i64}
 func.func @all(%q: tensor<?x8x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: tensor<?x4x?x64xf32>, %lens: tensor<?xi64>, %t: tensor<32x8xf32>) -> tensor<?x8x?x64xf32> {
   %o = attn.sdpa %q, %k, %v kv_lengths(%lens : tensor<?xi64>) bias_table(%t : tensor<32x8xf32>)
-      {mask = #attn.mask<sliding_window>, window = 16 : i64, align = #attn.align<top_left>, scale = 0.125 : f64, softcap = 30.0 : f64,
+ outs(%q : tensor<?x8x?x64xf32>) {mask = #attn.mask<sliding_window>, window = 16 : i64, align = #attn.align<top_left>, scale = 0.125 : f64, softcap = 30.0 : f64,
        relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 64, bidirectional = true>}
       : (tensor<?x8x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>) -> tensor<?x8x?x64xf32>
   return %o : tensor<?x8x?x64xf32>

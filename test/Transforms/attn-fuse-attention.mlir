@@ -4,7 +4,7 @@
 // softmax, P·V, with GQA (32 query heads, 8 KV heads).
 // CHECK-LABEL: func.func @causal_gqa(
 // CHECK-SAME: %[[Q:.*]]: tensor<?x32x?x128xf32>, %[[K:.*]]: tensor<?x8x?x128xf32>, %[[V:.*]]: tensor<?x8x?x128xf32>
-// CHECK-NEXT: %[[O:.*]] = attn.sdpa %[[Q]], %[[K]], %[[V]] {mask = #attn.mask<causal>, scale = 0.088388347648318{{[0-9]*}} : f64} : (tensor<?x32x?x128xf32>, tensor<?x8x?x128xf32>, tensor<?x8x?x128xf32>) -> tensor<?x32x?x128xf32>
+// CHECK: %[[O:.*]] = attn.sdpa %[[Q]], %[[K]], %[[V]] outs({{[^)]*}}) {mask = #attn.mask<causal>, scale = 0.088388347648318{{[0-9]*}} : f64} : (tensor<?x32x?x128xf32>, tensor<?x8x?x128xf32>, tensor<?x8x?x128xf32>) -> tensor<?x32x?x128xf32>
 // CHECK-NEXT: return %[[O]]
 // CHECK-NOT: attn.qk
 // CHECK-NOT: attn.softmax
@@ -23,7 +23,7 @@ func.func @causal_gqa(%q: tensor<?x32x?x128xf32>, %k: tensor<?x8x?x128xf32>, %v:
 // the fused scale is their product.
 // CHECK-LABEL: func.func @scale_on_query(
 // CHECK-SAME: %[[Q:[^:]*]]: tensor<?x6x?x64xf32>
-// CHECK: attn.sdpa %[[Q]], {{.*}} {scale = 6.250000e-02 : f64}
+// CHECK: attn.sdpa %[[Q]], {{.*}} outs({{[^)]*}}) {scale = 6.250000e-02 : f64}
 // CHECK-NOT: attn.scale
 func.func @scale_on_query(%q: tensor<?x6x?x64xf32>, %k: tensor<?x6x?x64xf32>, %v: tensor<?x6x?x64xf32>) -> tensor<?x6x?x64xf32> {
   %qs = attn.scale %q {scale = 0.125 : f64} : tensor<?x6x?x64xf32>
@@ -38,7 +38,7 @@ func.func @scale_on_query(%q: tensor<?x6x?x64xf32>, %k: tensor<?x6x?x64xf32>, %v
 
 // Additive mask: scores + (0 / -inf) bias, as `attn_weights + causal_mask`.
 // CHECK-LABEL: func.func @additive_mask(
-// CHECK: attn.sdpa {{.*}} {mask = #attn.mask<sliding_window>, scale = 1.250000e-01 : f64, window = 4096 : i64}
+// CHECK: attn.sdpa {{.*}} outs({{[^)]*}}) {mask = #attn.mask<sliding_window>, scale = 1.250000e-01 : f64, window = 4096 : i64}
 // CHECK-NOT: arith.addf
 // CHECK-NOT: attn.mask_bias
 func.func @additive_mask(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32> {
@@ -55,7 +55,7 @@ func.func @additive_mask(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v:
 
 // Select mask: torch.where(mask, scores, -inf), with top-left alignment.
 // CHECK-LABEL: func.func @select_mask(
-// CHECK: attn.sdpa {{.*}} {align = #attn.align<top_left>, mask = #attn.mask<causal>, scale = 1.250000e-01 : f64}
+// CHECK: attn.sdpa {{.*}} outs({{[^)]*}}) {align = #attn.align<top_left>, mask = #attn.mask<causal>, scale = 1.250000e-01 : f64}
 // CHECK-NOT: arith.select
 func.func @select_mask(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32> {
   %c0 = arith.constant 0 : index
@@ -79,7 +79,7 @@ func.func @select_mask(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: t
 // Gemma 2: scale, softcap, sliding window; key padding by lengths.
 // CHECK-LABEL: func.func @softcap_padding(
 // CHECK-SAME: %[[L:[^:]*]]: tensor<?xi64>
-// CHECK: attn.sdpa {{.*}} kv_lengths(%[[L]] : tensor<?xi64>) {mask = #attn.mask<sliding_window>, scale = 6.250000e-02 : f64, softcap = 5.000000e+01 : f64, window = 4096 : i64}
+// CHECK: attn.sdpa {{.*}} kv_lengths(%[[L]] : tensor<?xi64>) outs({{[^)]*}}) {mask = #attn.mask<sliding_window>, scale = 6.250000e-02 : f64, softcap = 5.000000e+01 : f64, window = 4096 : i64}
 func.func @softcap_padding(%q: tensor<?x8x?x256xf32>, %k: tensor<?x4x?x256xf32>, %v: tensor<?x4x?x256xf32>, %lens: tensor<?xi64>) -> tensor<?x8x?x256xf32> {
   %s = attn.qk %q, %k : (tensor<?x8x?x256xf32>, tensor<?x4x?x256xf32>) -> tensor<?x8x?x?xf32>
   %t = attn.scale %s {scale = 0.0625 : f64} : tensor<?x8x?x?xf32>
@@ -95,8 +95,8 @@ func.func @softcap_padding(%q: tensor<?x8x?x256xf32>, %k: tensor<?x4x?x256xf32>,
 // T5: no scale, relative-position bias, causal; cross attention (q_len != kv_len, no mask).
 // CHECK-LABEL: func.func @t5(
 // CHECK-SAME: %[[T:[^:]*]]: tensor<32x8xf32>
-// CHECK: attn.sdpa {{.*}} bias_table(%[[T]] : tensor<32x8xf32>) {mask = #attn.mask<causal>, relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = false>, scale = 1.000000e+00 : f64}
-// CHECK: attn.sdpa {{.*}} {scale = 1.000000e+00 : f64} : (tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32>
+// CHECK: attn.sdpa {{.*}} bias_table(%[[T]] : tensor<32x8xf32>) outs({{[^)]*}}) {mask = #attn.mask<causal>, relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = false>, scale = 1.000000e+00 : f64}
+// CHECK: attn.sdpa {{.*}} outs({{[^)]*}}) {scale = 1.000000e+00 : f64} : (tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32>
 func.func @t5(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tensor<?x8x?x64xf32>, %table: tensor<32x8xf32>) -> (tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>) {
   %s = attn.qk %q, %k : (tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>) -> tensor<?x8x?x?xf32>
   %b = attn.relative_position_bias %s, %table {num_buckets = 32 : i64, max_distance = 128 : i64} : tensor<?x8x?x?xf32>, tensor<32x8xf32>

@@ -15,7 +15,7 @@
 // CHECK-NOT: @no_attention_reference
 // TWICE-COUNT-1: func.func @layer_reference(
 func.func @layer(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32> attributes {attn.layers = array<i64: 0, 1>} {
-  %o = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>, scale = 0.125 : f64}
+  %o = attn.sdpa %q, %k, %v outs(%q : tensor<?x8x?x64xf32>) {mask = #attn.mask<causal>, scale = 0.125 : f64}
       : (tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32>
   return %o : tensor<?x8x?x64xf32>
 }

@@ -36,7 +36,7 @@
 // CHECK: attn.online_attention %[[QT]], %[[KT]], %[[VT]], {{.*}}, %[[QPOS]], %[[KB]] {scale = 0.088388347648318{{[0-9]*}} : f64} : (tensor<4x?x128xf32>, tensor<?x128xf32>, tensor<?x128xf32>, tensor<4x?x128xf32>, tensor<4x?xf32>, tensor<4x?xf32>)
 // CHECK: %[[R1:.*]]:3 = scf.for %{{.*}} = %[[FULLHI]] to %[[HI:.*]] step %[[C64]] iter_args({{.*}} = %[[R0]]#0, {{.*}} = %[[R0]]#1, {{.*}} = %[[R0]]#2)
 // CHECK: attn.online_attention {{.*}} {mask = #attn.mask<causal>, scale = 0.088388347648318{{[0-9]*}} : f64}
-// CHECK: %[[OT:.*]] = attn.online_finalize %[[R1]]#0, %[[R1]]#2 : (tensor<4x?x128xf32>, tensor<4x?xf32>) -> tensor<4x?x128xf32>
+// CHECK: %[[OT:.*]] = attn.online_finalize %[[R1]]#0, %[[R1]]#2 outs(%{{.*}} : tensor<4x?x128xf32>) : (tensor<4x?x128xf32>, tensor<4x?xf32>) -> tensor<4x?x128xf32>
 // CHECK: scf.forall.in_parallel
 // CHECK-NEXT: tensor.parallel_insert_slice %[[OT]] into %{{.*}}[%[[B]], %[[H0]], %[[Q0]], 0] [1, 4, %[[QN]], 128]
 // No q_len x kv_len value, no broadcast of K/V to the 32 query heads:
@@ -90,7 +90,7 @@
 // SIZES: arith.ceildivsi %{{.*}}, %c32
 // SIZES: scf.for {{.*}} step %c16
 func.func @causal_gqa(%q: tensor<?x32x?x128xf32>, %k: tensor<?x8x?x128xf32>, %v: tensor<?x8x?x128xf32>) -> tensor<?x32x?x128xf32> {
-  %o = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>, scale = 0.088388347648318433 : f64}
+  %o = attn.sdpa %q, %k, %v outs(%q : tensor<?x32x?x128xf32>) {mask = #attn.mask<causal>, scale = 0.088388347648318433 : f64}
       : (tensor<?x32x?x128xf32>, tensor<?x8x?x128xf32>, tensor<?x8x?x128xf32>) -> tensor<?x32x?x128xf32>
   return %o : tensor<?x32x?x128xf32>
 }
@@ -116,7 +116,7 @@ func.func @causal_gqa(%q: tensor<?x32x?x128xf32>, %k: tensor<?x8x?x128xf32>, %v:
 // CHECK: scf.for %{{.*}} = %c0 to %[[FH]]
 // CHECK: scf.for %{{.*}} = %[[FH]] to %[[HI]]
 func.func @causal_bounds(%q: tensor<1x2x?x16xf32>, %k: tensor<1x2x?x16xf32>, %v: tensor<1x2x?x16xf32>) -> tensor<1x2x?x16xf32> {
-  %o = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>, scale = 0.25 : f64}
+  %o = attn.sdpa %q, %k, %v outs(%q : tensor<1x2x?x16xf32>) {mask = #attn.mask<causal>, scale = 0.25 : f64}
       : (tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>) -> tensor<1x2x?x16xf32>
   return %o : tensor<1x2x?x16xf32>
 }
@@ -133,7 +133,7 @@ func.func @causal_bounds(%q: tensor<1x2x?x16xf32>, %k: tensor<1x2x?x16xf32>, %v:
 // CHECK: scf.for %{{.*}} = %[[FH]] to %{{.*}} step
 // CHECK: attn.online_attention {{.*}} {mask = #attn.mask<sliding_window>, scale = 1.250000e-01 : f64, window = 4096 : i64}
 func.func @sliding(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32> {
-  %o = attn.sdpa %q, %k, %v {mask = #attn.mask<sliding_window>, window = 4096 : i64, scale = 0.125 : f64}
+  %o = attn.sdpa %q, %k, %v outs(%q : tensor<?x8x?x64xf32>) {mask = #attn.mask<sliding_window>, window = 4096 : i64, scale = 0.125 : f64}
       : (tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32>
   return %o : tensor<?x8x?x64xf32>
 }
@@ -155,8 +155,8 @@ func.func @sliding(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tenso
 // CHECK: attn.online_attention {{.*}} {scale = 1.250000e-01 : f64} : (tensor<1x?x64xf32>, tensor<?x64xf32>, tensor<?x32xf32>, tensor<1x?x32xf32>
 // CHECK-NOT: scf.for
 // CHECK: attn.online_finalize
-func.func @cross_padding(%q: tensor<?x12x?x64xf32>, %k: tensor<?x12x?x64xf32>, %v: tensor<?x12x?x32xf32>, %lens: tensor<?xi32>) -> tensor<?x12x?x32xf32> {
-  %o = attn.sdpa %q, %k, %v kv_lengths(%lens : tensor<?xi32>) {scale = 0.125 : f64}
+func.func @cross_padding(%q: tensor<?x12x?x64xf32>, %k: tensor<?x12x?x64xf32>, %v: tensor<?x12x?x32xf32>, %lens: tensor<?xi32>, %init: tensor<?x12x?x32xf32>) -> tensor<?x12x?x32xf32> {
+  %o = attn.sdpa %q, %k, %v kv_lengths(%lens : tensor<?xi32>) outs(%init : tensor<?x12x?x32xf32>) {scale = 0.125 : f64}
       : (tensor<?x12x?x64xf32>, tensor<?x12x?x64xf32>, tensor<?x12x?x32xf32>) -> tensor<?x12x?x32xf32>
   return %o : tensor<?x12x?x32xf32>
 }
@@ -168,7 +168,7 @@ func.func @cross_padding(%q: tensor<?x12x?x64xf32>, %k: tensor<?x12x?x64xf32>, %
 // CHECK-NOT: arith.subi %{{.*}}, %{{.*}} : index
 // CHECK: scf.forall
 func.func @top_left(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32> {
-  %o = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>, align = #attn.align<top_left>, scale = 0.125 : f64}
+  %o = attn.sdpa %q, %k, %v outs(%q : tensor<?x8x?x64xf32>) {mask = #attn.mask<causal>, align = #attn.align<top_left>, scale = 0.125 : f64}
       : (tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32>
   return %o : tensor<?x8x?x64xf32>
 }
@@ -183,7 +183,7 @@ func.func @top_left(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tens
 // CHECK: %[[H0:.*]] = arith.muli %[[G]], %c2
 // CHECK: attn.online_attention {{.*}} bias_table(%[[T]] : tensor<32x8xf32>, %[[H0]]) {relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = false>, scale = 1.000000e+00 : f64, softcap = 3.000000e+01 : f64}
 func.func @softcap_bias(%q: tensor<?x8x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: tensor<?x4x?x64xf32>, %t: tensor<32x8xf32>) -> tensor<?x8x?x64xf32> {
-  %o = attn.sdpa %q, %k, %v bias_table(%t : tensor<32x8xf32>) {mask = #attn.mask<causal>, scale = 1.0 : f64, softcap = 30.0 : f64,
+  %o = attn.sdpa %q, %k, %v bias_table(%t : tensor<32x8xf32>) outs(%q : tensor<?x8x?x64xf32>) {mask = #attn.mask<causal>, scale = 1.0 : f64, softcap = 30.0 : f64,
        relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = false>}
       : (tensor<?x8x?x64xf32>, tensor<?x4x?x64xf32>, tensor<?x4x?x64xf32>) -> tensor<?x8x?x64xf32>
   return %o : tensor<?x8x?x64xf32>
@@ -197,7 +197,7 @@ func.func @softcap_bias(%q: tensor<?x8x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: 
 // CHECK: attn.online_attention {{.*}} : (tensor<2x?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<2x?x128xf32>, tensor<2x?xf32>, tensor<2x?xf32>)
 // CHECK: attn.online_finalize {{.*}} : (tensor<2x?x128xf32>, tensor<2x?xf32>) -> tensor<2x?x128xbf16>
 func.func @bf16(%q: tensor<?x4x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>) -> tensor<?x4x?x128xbf16> {
-  %o = attn.sdpa %q, %k, %v {scale = 0.088 : f64}
+  %o = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x?x128xbf16>) {scale = 0.088 : f64}
       : (tensor<?x4x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>) -> tensor<?x4x?x128xbf16>
   return %o : tensor<?x4x?x128xbf16>
 }
@@ -209,7 +209,7 @@ func.func @bf16(%q: tensor<?x4x?x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tens
 // CHECK: attn.sdpa
 // CHECK-NOT: scf.forall
 func.func @kept_reference(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32> attributes {attn.reference} {
-  %o = attn.sdpa %q, %k, %v {scale = 0.125 : f64}
+  %o = attn.sdpa %q, %k, %v outs(%q : tensor<?x8x?x64xf32>) {scale = 0.125 : f64}
       : (tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32>
   return %o : tensor<?x8x?x64xf32>
 }

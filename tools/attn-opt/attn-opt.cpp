@@ -9,6 +9,11 @@
 
 #include "compiler/InitAll.h"
 
+#include "mlir/Dialect/Func/TransformOps/FuncTransformOps.h"
+#include "mlir/Dialect/Linalg/TransformOps/DialectExtension.h"
+#include "mlir/Dialect/SCF/TransformOps/SCFTransformOps.h"
+#include "mlir/Dialect/Tensor/TransformOps/TensorTransformOps.h"
+#include "mlir/Dialect/Transform/IR/TransformDialect.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -16,6 +21,13 @@
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::attn::registerAllDialects(registry);
+  // The transform dialect drives upstream tiling of attn.sdpa through its
+  // TilingInterface (transform.structured.tile_using_forall).
+  registry.insert<mlir::transform::TransformDialect>();
+  mlir::func::registerTransformDialectExtension(registry);
+  mlir::linalg::registerTransformDialectExtension(registry);
+  mlir::scf::registerTransformDialectExtension(registry);
+  mlir::tensor::registerTransformDialectExtension(registry);
   // Every upstream pass, so that any stage of attn-compile's pipelines can
   // be replayed and bisected here (the dialects are those the pipelines
   // produce, registered above).

@@ -5,8 +5,8 @@
 // GraphOps, ScoreOps) into linalg.generic ops on tensors. An attn op without
 // a pattern is an error at that op ("failed to legalize"), never left
 // behind. The one exception: with micro-kernel-lanes, the
-// attn.online_attention/online_finalize ops the CPU micro-kernel handles stay
-// (annotated with attn.vector_lanes) for attn-cpu-micro-kernel.
+// attn.online_attention ops the CPU micro-kernel handles stay; they
+// bufferize to their buffer form, which attn-cpu-micro-kernel lowers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,17 +39,12 @@ struct ConvertAttnToLinalgPass
       return signalPassFailure();
     }
     MLIRContext *ctx = &getContext();
-    if (lanes > 0)
-      getOperation().walk([&](Operation *op) {
-        if (isa<OnlineAttentionOp, OnlineFinalizeOp>(op) &&
-            microKernelHandles(op))
-          op->setAttr(kVectorLanesAttr,
-                      IntegerAttr::get(IntegerType::get(ctx, 64), lanes));
-      });
     ConversionTarget target(*ctx);
     target.addIllegalDialect<AttnDialect>();
-    target.addDynamicallyLegalOp<OnlineAttentionOp, OnlineFinalizeOp>(
-        [](Operation *op) { return op->hasAttr(kVectorLanesAttr); });
+    // The tiles the micro-kernel takes stay for it (after bufferization).
+    target.addDynamicallyLegalOp<OnlineAttentionOp>([&](Operation *op) {
+      return lanes > 0 && microKernelHandles(op);
+    });
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(ctx);
     to_linalg::populateTiledOpPatterns(patterns);

@@ -231,9 +231,12 @@ static Value lowerOp(RopeOp rope, GenericBuilder &g) {
           Value rem = arith::RemUIOp::create(b, l, di, iconst(b, l, 2));
           first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, rem,
                                         iconst(b, l, 0));
-          partner = arith::SelectOp::create(
-              b, l, first, arith::AddIOp::create(b, l, di, iconst(b, l, 1)),
-              arith::SubIOp::create(b, l, di, iconst(b, l, 1)));
+          // One op per statement: the IR must not depend on the host
+          // compiler's argument evaluation order.
+          Value one = iconst(b, l, 1);
+          Value next = arith::AddIOp::create(b, l, di, one);
+          Value prev = arith::SubIOp::create(b, l, di, one);
+          partner = arith::SelectOp::create(b, l, first, next, prev);
         } else {
           Value hv = iconst(b, l, half);
           first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, di,
@@ -261,9 +264,9 @@ static Value lowerOp(RopeOp rope, GenericBuilder &g) {
                                                            partner});
         Value xc = arith::MulFOp::create(b, l, a[0], c);
         Value os = arith::MulFOp::create(b, l, other, sn);
-        Value rot = arith::SelectOp::create(
-            b, l, first, arith::SubFOp::create(b, l, xc, os),
-            arith::AddFOp::create(b, l, xc, os));
+        Value diff = arith::SubFOp::create(b, l, xc, os);
+        Value sum = arith::AddFOp::create(b, l, xc, os);
+        Value rot = arith::SelectOp::create(b, l, first, diff, sum);
         return arith::SelectOp::create(b, l, rotated, rot, a[0]);
       });
   return result;

@@ -60,8 +60,8 @@ Value t5Bucket(OpBuilder &b, Location loc, Value rel, RelativeBiasAttr attr) {
 Value ScoreMath::apply(OpBuilder &b, Location loc, Value s, Value qPos, Value kPos,
             Value head, Value kvLimit) const {
   Type t = s.getType();
-  if (scale != 1.0)
-    s = arith::MulFOp::create(b, loc, s, fconst(b, loc, t, scale));
+  // A scale of 1 folds away (arith.mulf x, 1.0 is x).
+  s = arith::MulFOp::create(b, loc, s, fconst(b, loc, t, scale));
   if (softcap) {
     Value cap = fconst(b, loc, t, *softcap);
     Value x = arith::DivFOp::create(b, loc, s, cap);
@@ -120,8 +120,9 @@ Value groupedContraction(GenericBuilder &g, Value lhs, Value rhs, Value init,
                                      qk ? kRed : kPar};
   return g.generic({lhs, rhs}, init, {lhsMap, rhsMap, outMap}, iters,
                    [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                     return fma(b, l, toAcc(b, l, a[0], acc),
-                                toAcc(b, l, a[1], acc), a[2]);
+                     Value x = toAcc(b, l, a[0], acc);
+                     Value y = toAcc(b, l, a[1], acc);
+                     return fma(b, l, x, y, a[2]);
                    });
 }
 

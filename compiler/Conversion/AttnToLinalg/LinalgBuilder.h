@@ -150,6 +150,14 @@ Value elementwise(GenericBuilder &g, ValueRange ins, Type elt,
 Value rowSum(GenericBuilder &g, Value x,
              function_ref<Value(OpBuilder &, Location, Value)> f);
 
+/// `v` as a value of type `type`: the lowering may know more static sizes
+/// than the op it replaces (or fewer); a tensor.cast bridges them.
+inline Value castToType(OpBuilder &b, Location loc, Value v, Type type) {
+  if (v.getType() == type)
+    return v;
+  return tensor::CastOp::create(b, loc, type, v);
+}
+
 /// Lowers `OpT` through `Value lowerOp(OpT, GenericBuilder &)` (the family files
 /// define those overloads): one linalg-on-tensors value replaces the op's
 /// result; a null value is a failure already reported at the op.
@@ -164,7 +172,7 @@ struct LowerToLinalg : OpConversionPattern<OpT> {
     Value result = lowerOp(op, g);
     if (!result)
       return failure();
-    rewriter.replaceOp(op, result);
+    rewriter.replaceOp(op, castToType(rewriter, op.getLoc(), result, resTy));
     return success();
   }
 };

@@ -19,6 +19,20 @@ namespace mlir {
 namespace attn {
 namespace to_linalg {
 
+/// The key position of query row 0 of the scores `s` [b, h, q_len, kv_len]:
+/// `qPos` when given, kv_len - q_len for bottom-right alignment, else 0 (and
+/// 0 when nothing reads positions).
+static Value queryOffset(OpBuilder &b, Location loc, Value s, Value qPos,
+                         bool positional, CausalAlignment align) {
+  if (qPos)
+    return qPos;
+  if (!positional || align != CausalAlignment::bottom_right)
+    return iconst(b, loc, 0);
+  Value kv = tensor::DimOp::create(b, loc, s, 3);
+  Value ql = tensor::DimOp::create(b, loc, s, 2);
+  return arith::SubIOp::create(b, loc, kv, ql);
+}
+
 // Found by argument-dependent lookup from LowerToLinalg<OpT>.
 
 static Value lowerOp(QKOp qk, GenericBuilder &g) {
@@ -85,15 +99,10 @@ static Value lowerOp(RelativePositionBiasOp rb, GenericBuilder &g) {
   m.rel = RelativeBiasAttr::get(op->getContext(), rb.getNumBuckets(),
                                 rb.getMaxDistance(), rb.getBidirectional());
   m.table = rb.getTable();
-  // Query row i sits at key position i + kv_len - q_len (bottom-right)
-  // or i (top-left).
   Value in = rb.getInput();
-  Value offset = iconst(ob, loc, 0);
-  if (rb.getAlign() == CausalAlignment::bottom_right) {
-    Value kv = tensor::DimOp::create(ob, loc, in, 3);
-    Value ql = tensor::DimOp::create(ob, loc, in, 2);
-    offset = arith::SubIOp::create(ob, loc, kv, ql);
-  }
+  Value offset =
+      queryOffset(ob, loc, in, rb.getQPos(), /*positional=*/true,
+                  rb.getAlign());
   result = scoresMap(g, in,
                      [&](OpBuilder &b, Location l, Value x, ValueRange i) {
                        Value qp = arith::AddIOp::create(b, l, i[2], offset);
@@ -110,13 +119,8 @@ static Value lowerOp(MaskOp mk, GenericBuilder &g) {
   m.mask = mk.getKind();
   m.window = mk.getWindow();
   Value in = mk.getInput();
-  Value offset = iconst(ob, loc, 0);
-  if (mk.getKind() != MaskKind::none &&
-      mk.getAlign() == CausalAlignment::bottom_right) {
-    Value kv = tensor::DimOp::create(ob, loc, in, 3);
-    Value ql = tensor::DimOp::create(ob, loc, in, 2);
-    offset = arith::SubIOp::create(ob, loc, kv, ql);
-  }
+  Value offset = queryOffset(ob, loc, in, mk.getQPos(),
+                             mk.getKind() != MaskKind::none, mk.getAlign());
   Value lens = mk.getKvLengths();
   result = scoresMap(g, in, [&](OpBuilder &b, Location l, Value x,
                                 ValueRange i) {

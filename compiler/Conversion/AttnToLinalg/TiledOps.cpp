@@ -20,10 +20,10 @@ namespace {
 /// The online-softmax step as linalg.generic ops: scores, row max, rescale,
 /// exp, row sum, P·V. Returns (new acc, new max, new sum).
 SmallVector<Value> lowerOnlineAttention(OnlineAttentionOp op, OpBuilder &ob) {
-  Type acc = op.getAcc().getType().getElementType();
+  Type acc = cast<ShapedType>(op.getAcc().getType()).getElementType();
   GenericBuilder g{ob, op.getLoc(), acc};
   Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
-  int64_t r = op.getQuery().getType().getRank(), lead = r - 2;
+  int64_t r = cast<ShapedType>(op.getQuery().getType()).getRank(), lead = r - 2;
 
   SmallVector<OpFoldResult> rows; // [lead..., M]
   for (int64_t i = 0; i < r - 1; ++i)
@@ -50,7 +50,9 @@ SmallVector<Value> lowerOnlineAttention(OnlineAttentionOp op, OpBuilder &ob) {
       {g.map(dDim + 1, qE), g.map(dDim + 1, {g.d(nDim), g.d(dDim)}),
        g.map(dDim + 1, sE)},
       it, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-        return fma(b, l, toAcc(b, l, a[0], acc), toAcc(b, l, a[1], acc), a[2]);
+        Value x = toAcc(b, l, a[0], acc);
+        Value y = toAcc(b, l, a[1], acc);
+        return fma(b, l, x, y, a[2]);
       });
 
   // Scale, softcap, bias, mask by position.
@@ -151,20 +153,17 @@ SmallVector<Value> lowerOnlineAttention(OnlineAttentionOp op, OpBuilder &ob) {
 
 /// acc / sum per row, 0 where sum is 0 (a row that saw no key).
 Value lowerOnlineFinalize(OnlineFinalizeOp op, OpBuilder &ob) {
-  Type acc = op.getAcc().getType().getElementType();
+  Type acc = cast<ShapedType>(op.getAcc().getType()).getElementType();
   GenericBuilder g{ob, op.getLoc(), acc};
   RankedTensorType outTy = op.getType();
   int64_t r = outTy.getRank();
-  SmallVector<OpFoldResult> sizes;
-  for (int64_t i = 0; i < r; ++i)
-    sizes.push_back(g.dim(op.getAcc(), i));
   AffineMap id = AffineMap::getMultiDimIdentityMap(r, ob.getContext());
   SmallVector<AffineExpr> rowE;
   for (int64_t i = 0; i < r - 1; ++i)
     rowE.push_back(g.d(i));
   Type outElt = outTy.getElementType();
   Value out = g.generic(
-      {op.getAcc(), op.getSum()}, g.empty(sizes, outElt),
+      {op.getAcc(), op.getSum()}, op.getInit(),
       {id, g.map(r, rowE), id}, SmallVector<IteratorType>(r, kPar),
       [&](OpBuilder &b, Location l, ValueRange a) -> Value {
         Value zero = fconst(b, l, acc, 0.0);
@@ -184,7 +183,10 @@ struct OnlineAttentionLowering : OpConversionPattern<OnlineAttentionOp> {
   LogicalResult
   matchAndRewrite(OnlineAttentionOp op, OpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, lowerOnlineAttention(op, rewriter));
+    SmallVector<Value> state = lowerOnlineAttention(op, rewriter);
+    for (auto [value, result] : llvm::zip(state, op.getResults()))
+      value = castToType(rewriter, op.getLoc(), value, result.getType());
+    rewriter.replaceOp(op, state);
     return success();
   }
 };
@@ -194,7 +196,9 @@ struct OnlineFinalizeLowering : OpConversionPattern<OnlineFinalizeOp> {
   LogicalResult
   matchAndRewrite(OnlineFinalizeOp op, OpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, lowerOnlineFinalize(op, rewriter));
+    rewriter.replaceOp(op, castToType(rewriter, op.getLoc(),
+                                      lowerOnlineFinalize(op, rewriter),
+                                      op.getType()));
     return success();
   }
 };

@@ -1,6 +1,7 @@
 //===- MicroKernel.cpp - register-tiled CPU code for attn tiles -----------===//
 //
-// This file bufferizes `attn.online_attention` straight into vector code.
+// This file implements attn-cpu-micro-kernel: it lowers the buffer form of
+// `attn.online_attention` (after bufferization) into vector code.
 // For each chunk of C = 4·W keys (W f32 lanes):
 //
 //   1. Kᵀ pack: the chunk's keys are transposed into a [d, C] scratch
@@ -34,11 +35,11 @@
 
 #include "compiler/Conversion/CPU/MicroKernel.h"
 #include "compiler/Conversion/LoopBuilder.h"
+#include "compiler/Conversion/Passes.h"
 
 #include "dialects/Attn/IR/AttnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -61,9 +62,15 @@
 
 
 
+namespace mlir {
+namespace attn {
+#define GEN_PASS_DEF_CPUMICROKERNELPASS
+#include "compiler/Conversion/Passes.h.inc"
+} // namespace attn
+} // namespace mlir
+
 using namespace mlir;
 using namespace mlir::attn;
-using namespace mlir::bufferization;
 
 namespace {
 
@@ -147,7 +154,8 @@ struct Emitter {
       b.setInsertionPointToStart(&ifOp.getThenRegion().front());
       auto square = VectorType::get({W, W}, b.getF32Type());
       for (int64_t j0 = 0; j0 < chunk(); j0 += W) {
-        loop(zero, idx(d), idx(W), [&](Value k0) {
+        Value dEnd = idx(d), wStep = idx(W);
+        loop(zero, dEnd, wStep, [&](Value k0) {
           Value block = arith::ConstantOp::create(
               b, loc, square, DenseElementsAttr::get(square, f32Attr(0)));
           for (int64_t i = 0; i < W; ++i) {
@@ -234,7 +242,8 @@ struct Emitter {
     for (int64_t r = 0; r < rows; ++r)
       rowAt.push_back(delinearize(add(t0, idx(r)), M, leadUbs));
     dotScores(rowAt, n0, fullChunk);
-    loop(idx(0), idx(rows), idx(1), [&](Value r) {
+    Value rowBegin = idx(0), rowEnd = idx(rows), rowStep = idx(1);
+    loop(rowBegin, rowEnd, rowStep, [&](Value r) {
       SmallVector<Value> row = delinearize(add(t0, r), M, leadUbs);
       SmallVector<Value> scores;
       for (int64_t j = 0; j < NV; ++j)
@@ -333,11 +342,13 @@ struct Emitter {
                  bool fullChunk) {
     int64_t rows = rowAt.size(), KR = W / rows;
     Value zero = idx(0), last;
-    if (!fullChunk)
-      last = arith::SubIOp::create(b, loc, memref::DimOp::create(b, loc, k, 0),
-                                   idx(1));
+    if (!fullChunk) {
+      Value keys = memref::DimOp::create(b, loc, k, 0);
+      last = arith::SubIOp::create(b, loc, keys, idx(1));
+    }
     // A loop, not unrolled: LLVM would interleave the tiles and spill.
-    loop(zero, idx(chunk()), idx(KR), [&](Value j0) {
+    Value chunkEnd = idx(chunk()), keyStep = idx(KR);
+    loop(zero, chunkEnd, keyStep, [&](Value j0) {
       Value base = add(n0, j0);
       if (prefetchBase)
         for (int64_t i = 0; i < KR; ++i)
@@ -349,8 +360,9 @@ struct Emitter {
                                     : arith::MinSIOp::create(b, loc, r, last));
       }
       SmallVector<Value> init(W, splatF(0.0));
+      Value dEnd = idx(d), wStep = idx(W);
       SmallVector<Value> part = loop(
-          zero, idx(d), idx(W), init, [&](Value kb, ValueRange a) {
+          zero, dEnd, wStep, init, [&](Value kb, ValueRange a) {
             SmallVector<Value> kv, next(a.begin(), a.end());
             for (int64_t i = 0; i < KR; ++i)
               kv.push_back(vector::LoadOp::create(b, loc, vt, k,
@@ -594,80 +606,67 @@ struct Emitter {
   }
 };
 
-struct OnlineAttentionBufferization
-    : public BufferizableOpInterface::ExternalModel<
-          OnlineAttentionBufferization, OnlineAttentionOp> {
-  static bool isState(Operation *op, OpOperand &operand) {
-    auto oa = cast<OnlineAttentionOp>(op);
-    return &operand == &oa.getAccMutable() ||
-           &operand == &oa.getMaxMutable() || &operand == &oa.getSumMutable();
-  }
-  bool bufferizesToMemoryRead(Operation *, OpOperand &,
-                              const AnalysisState &) const {
-    return true;
-  }
-  bool bufferizesToMemoryWrite(Operation *op, OpOperand &operand,
-                               const AnalysisState &) const {
-    return isState(op, operand);
-  }
-  AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
-                                      const AnalysisState &) const {
-    auto oa = cast<OnlineAttentionOp>(op);
-    if (&operand == &oa.getAccMutable())
-      return {{oa.getNewAcc(), BufferRelation::Equivalent}};
-    if (&operand == &oa.getMaxMutable())
-      return {{oa.getNewMax(), BufferRelation::Equivalent}};
-    if (&operand == &oa.getSumMutable())
-      return {{oa.getNewSum(), BufferRelation::Equivalent}};
-    return {};
-  }
-
-  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
-                          const BufferizationOptions &options,
-                          BufferizationState &state) const {
-    auto oa = cast<OnlineAttentionOp>(op);
-    if (!microKernelHandles(op))
-      return op->emitOpError(
-          "the CPU micro-kernel needs f32 operands, static head dims and no "
-          "relative bias table; run convert-attn-to-linalg first");
-    SmallVector<Value> buffers;
-    for (Value t : {oa.getQuery(), oa.getKey(), oa.getValue(), oa.getAcc(),
+/// Lowers one buffer-form op; false (with an error) when it cannot.
+bool lowerToMicroKernel(OnlineAttentionOp oa, int64_t lanes) {
+  if (!microKernelHandles(oa))
+    return oa.emitOpError(
+               "on buffers is lowered by the CPU micro-kernel only, which "
+               "needs f32 operands, static head dims and no relative bias "
+               "table; lower this op with convert-attn-to-linalg before "
+               "bufferization"),
+           false;
+  SmallVector<Value> buffers;
+  for (Value buf : {oa.getQuery(), oa.getKey(), oa.getValue(), oa.getAcc(),
                     oa.getMax(), oa.getSum()}) {
-      FailureOr<Value> buf = getBuffer(rewriter, t, options, state);
-      if (failed(buf))
-        return failure();
-      auto ty = cast<MemRefType>(buf->getType());
-      int64_t offset;
-      SmallVector<int64_t> strides;
-      if (failed(ty.getStridesAndOffset(strides, offset)) ||
-          strides.back() != 1)
-        return op->emitOpError("the CPU micro-kernel needs operands whose "
-                               "innermost dim is contiguous");
-      buffers.push_back(*buf);
+    auto ty = cast<MemRefType>(buf.getType());
+    int64_t offset;
+    SmallVector<int64_t> strides;
+    if (failed(ty.getStridesAndOffset(strides, offset)) || strides.back() != 1)
+      return oa.emitOpError("the CPU micro-kernel needs operands whose "
+                            "innermost dim is contiguous"),
+             false;
+    buffers.push_back(buf);
+  }
+  IRRewriter rewriter(oa);
+  rewriter.setInsertionPoint(oa);
+  Emitter e{rewriter, oa.getLoc(), oa};
+  e.q = buffers[0];
+  e.k = buffers[1];
+  e.v = buffers[2];
+  e.acc = buffers[3];
+  e.max = buffers[4];
+  e.sum = buffers[5];
+  e.W = lanes;
+  // 32 vector registers (AVX-512) hold a 4×4 tile plus operands; 16
+  // (AVX2, SSE) a 2×4 tile.
+  e.R = lanes >= 16 ? 4 : 2;
+  auto qt = cast<ShapedType>(oa.getQuery().getType());
+  e.lead = qt.getRank() - 2;
+  e.d = qt.getShape().back();
+  e.dv = cast<ShapedType>(oa.getValue().getType()).getShape().back();
+  e.emit();
+  rewriter.eraseOp(oa);
+  return true;
+}
+
+struct CPUMicroKernelPass
+    : attn::impl::CPUMicroKernelPassBase<CPUMicroKernelPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    if (lanes != 4 && lanes != 8 && lanes != 16) {
+      emitError(getOperation().getLoc())
+          << "attn-cpu-micro-kernel: lanes must be 4, 8 or 16, not "
+          << lanes.getValue();
+      return signalPassFailure();
     }
-    rewriter.setInsertionPoint(op);
-    Emitter e{rewriter, op->getLoc(), oa};
-    e.q = buffers[0];
-    e.k = buffers[1];
-    e.v = buffers[2];
-    e.acc = buffers[3];
-    e.max = buffers[4];
-    e.sum = buffers[5];
-    int64_t lanes = 16;
-    if (auto a = op->getAttrOfType<IntegerAttr>(kVectorLanesAttr))
-      lanes = a.getInt();
-    e.W = lanes;
-    // 32 vector registers (AVX-512) hold a 4×4 tile plus operands; 16
-    // (AVX2, SSE) a 2×4 tile.
-    e.R = lanes >= 16 ? 4 : 2;
-    auto qt = cast<ShapedType>(oa.getQuery().getType());
-    e.lead = qt.getRank() - 2;
-    e.d = qt.getShape().back();
-    e.dv = cast<ShapedType>(oa.getValue().getType()).getShape().back();
-    e.emit();
-    replaceOpWithBufferizedValues(rewriter, op,
-                                  {buffers[3], buffers[4], buffers[5]});
-    return success();
+    SmallVector<OnlineAttentionOp> ops;
+    getOperation().walk([&](OnlineAttentionOp op) {
+      if (op.isBufferForm())
+        ops.push_back(op);
+    });
+    for (OnlineAttentionOp op : ops)
+      if (!lowerToMicroKernel(op, lanes))
+        return signalPassFailure();
   }
 };
 
@@ -686,18 +685,5 @@ bool mlir::attn::microKernelHandles(Operation *op) {
   if (q.getRank() < 2 || ShapedType::isDynamic(q.getShape().back()) ||
       ShapedType::isDynamic(v.getShape().back()))
     return false;
-  if (auto lanes = op->getAttrOfType<IntegerAttr>(kVectorLanesAttr))
-    if (lanes.getInt() != 4 && lanes.getInt() != 8 && lanes.getInt() != 16)
-      return false;
   return true;
-}
-
-void mlir::attn::registerMicroKernelBufferization(DialectRegistry &registry) {
-  registry.addExtension(+[](MLIRContext *ctx, AttnDialect *) {
-    // The dialects of the code the bufferization writes.
-    ctx->loadDialect<arith::ArithDialect, math::MathDialect,
-                     memref::MemRefDialect, scf::SCFDialect,
-                     vector::VectorDialect>();
-    OnlineAttentionOp::attachInterface<OnlineAttentionBufferization>(*ctx);
-  });
 }

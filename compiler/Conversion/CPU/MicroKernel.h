@@ -1,10 +1,10 @@
 //===- MicroKernel.h - register-tiled CPU code for attn tiles ---*- C++ -*-===//
 //
-// The CPU lowering of `attn.online_attention`: when one-shot bufferization
-// reaches an op it can take (f32 throughout, static head dims, no relative
-// bias table), it emits the op's memref form directly as vector code with
-// register micro-tiles (see MicroKernel.cpp). Ops it cannot take are lowered
-// to linalg by convert-attn-to-linalg before bufferization.
+// The CPU lowering of `attn.online_attention`: attn-cpu-micro-kernel (see
+// MicroKernel.cpp and Passes.td) turns the op's buffer form into vector code
+// with register micro-tiles. The ops it cannot take (not f32, dynamic head
+// dims, a relative bias table) are lowered to linalg by
+// convert-attn-to-linalg before bufferization.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,16 +17,9 @@ namespace mlir {
 class Operation;
 namespace attn {
 
-/// Discardable attribute on attn.online_attention: the vector lanes (f32)
-/// of the micro-kernel (16 for AVX-512, 8 for AVX2, 4 for SSE).
-constexpr const char kVectorLanesAttr[] = "attn.vector_lanes";
-
-/// True when the micro-kernel handles `op` (an attn.online_attention).
+/// True when the micro-kernel handles `op` (an attn.online_attention, on
+/// tensors or buffers).
 bool microKernelHandles(Operation *op);
-
-/// Attaches BufferizableOpInterface to attn.online_attention; its
-/// bufferization emits the micro-kernel.
-void registerMicroKernelBufferization(DialectRegistry &registry);
 
 } // namespace attn
 } // namespace mlir

@@ -43,7 +43,6 @@
 namespace mlir {
 namespace attn {
 #define GEN_PASS_DEF_CONVERTATTNTOGPUPASS
-#define GEN_PASS_DEF_GPUKERNELOCCUPANCYPASS
 #include "compiler/Conversion/Passes.h.inc"
 } // namespace attn
 } // namespace mlir
@@ -252,10 +251,12 @@ void KernelEmitter::emit(Value out, Value q, Value k, Value v, Value lens) {
   SmallVector<Value> valid, pos, head;
   SmallVector<SmallVector<Value>> qReg;
   for (int64_t i = 0; i < kRowsPerWarp; ++i) {
-    Value r = add(mul(warp, c(kRowsPerWarp)), c(i));
+    Value warpRow0 = mul(warp, c(kRowsPerWarp));
+    Value r = add(warpRow0, c(i));
     Value ok = cmp(arith::CmpIPredicate::slt, r, mul(c(group), qn));
     Value rs = select(ok, r, zero);
-    Value h = add(mul(g, c(group)), arith::DivUIOp::create(b, loc, rs, qn));
+    Value groupHead0 = mul(g, c(group));
+    Value h = add(groupHead0, arith::DivUIOp::create(b, loc, rs, qn));
     Value p = add(q0, arith::RemUIOp::create(b, loc, rs, qn));
     valid.push_back(ok);
     head.push_back(h);
@@ -286,14 +287,16 @@ void KernelEmitter::emit(Value out, Value q, Value k, Value v, Value lens) {
   scf::ForOp tiles = loop(
       lo, hi, c(kvBlock), init, [&](Value kt, ValueRange state) {
         // Stage the K and V tiles (zeros past hi) in shared memory.
-        Value kn = min(c(kvBlock), sub(hi, kt));
+        Value blockKeys = c(kvBlock);
+        Value kn = min(blockKeys, sub(hi, kt));
         auto stage = [&](Value src, Value tile, int64_t width) {
           loop(tid, c(kvBlock * width), nThreads, ValueRange{},
                [&](Value idx, ValueRange) -> SmallVector<Value> {
                 Value j = arith::DivUIOp::create(b, loc, idx, c(width));
                 Value col = arith::RemUIOp::create(b, loc, idx, c(width));
                 Value in = cmp(arith::CmpIPredicate::slt, j, kn);
-                Value key = min(add(kt, j), sub(kvLen, one));
+                Value key = add(kt, j);
+                key = min(key, sub(kvLen, one));
                 Value x = memref::LoadOp::create(b, loc, src,
                                                  ValueRange{bi, g, key, col});
                 memref::StoreOp::create(b, loc, select(in, x, f32(0.0)), tile,
@@ -308,12 +311,14 @@ void KernelEmitter::emit(Value out, Value q, Value k, Value v, Value lens) {
             zero, kn, one, state, [&](Value j, ValueRange st) {
               SmallVector<Value> kReg, vReg;
               for (int64_t e = 0; e < epl; ++e) {
-                Value col = min(add(c(e * kWarp), lane), c(d - 1));
+                Value col = add(c(e * kWarp), lane);
+                col = min(col, c(d - 1));
                 kReg.push_back(
                     memref::LoadOp::create(b, loc, kTile, ValueRange{j, col}));
               }
               for (int64_t e = 0; e < eplV; ++e) {
-                Value col = min(add(c(e * kWarp), lane), c(dv - 1));
+                Value col = add(c(e * kWarp), lane);
+                col = min(col, c(dv - 1));
                 vReg.push_back(
                     memref::LoadOp::create(b, loc, vTile, ValueRange{j, col}));
               }
@@ -458,10 +463,12 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
   // The thread's two rows: r0 = group, r1 = group + 8 of the warp's 16.
   Value valid[2], head[2], pos[2];
   for (int64_t h = 0; h < 2; ++h) {
-    Value t = add(add(mul(L.warp, c(kTileRows)), gq), c(8 * h));
+    Value t = add(mul(L.warp, c(kTileRows)), gq);
+    t = add(t, c(8 * h));
     valid[h] = cmp(arith::CmpIPredicate::slt, t, mul(c(group), L.qn));
     Value ts = select(valid[h], t, zero);
-    head[h] = add(mul(L.g, c(group)), arith::DivUIOp::create(b, loc, ts, L.qn));
+    Value groupHead0 = mul(L.g, c(group));
+    head[h] = add(groupHead0, arith::DivUIOp::create(b, loc, ts, L.qn));
     pos[h] = add(L.q0, arith::RemUIOp::create(b, loc, ts, L.qn));
   }
   auto qElem = [&](int64_t h, Value col) -> Value {
@@ -476,14 +483,16 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
   if (qShared) {
     qTile = L.op.getWorkgroupAttributions()[2];
     int64_t rows = kWarps * kTileRows;
-    loop(L.tid, c(rows * d), c(kWarps * kWarp), ValueRange{},
+    Value qElems = c(rows * d), qStep = c(kWarps * kWarp);
+    loop(L.tid, qElems, qStep, ValueRange{},
          [&](Value idx, ValueRange) -> SmallVector<Value> {
            Value r = arith::DivUIOp::create(b, loc, idx, c(d));
            Value col = arith::RemUIOp::create(b, loc, idx, c(d));
            Value ok = cmp(arith::CmpIPredicate::slt, r, mul(c(group), L.qn));
            Value rs = select(ok, r, zero);
+           Value groupHead0 = mul(L.g, c(group));
            Value hd =
-               add(mul(L.g, c(group)), arith::DivUIOp::create(b, loc, rs, L.qn));
+               add(groupHead0, arith::DivUIOp::create(b, loc, rs, L.qn));
            Value ps = add(L.q0, arith::RemUIOp::create(b, loc, rs, L.qn));
            Value x = memref::LoadOp::create(b, loc, q,
                                             ValueRange{L.bi, hd, ps, col});
@@ -500,7 +509,8 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
       int64_t h = part % 2;
       Value c0 = add(c(16 * ks + 8 * (part / 2)), col2);
       if (qShared) {
-        Value row = add(add(mul(L.warp, c(kTileRows)), gq), c(8 * h));
+        Value row = add(mul(L.warp, c(kTileRows)), gq);
+        row = add(row, c(8 * h));
         Value x0 = memref::LoadOp::create(b, loc, qTile, ValueRange{row, c0});
         Value x1 = memref::LoadOp::create(b, loc, qTile,
                                           ValueRange{row, add(c0, one)});
@@ -525,14 +535,16 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
   Value nThreads = c(kWarps * kWarp);
   scf::ForOp tiles = loop(
       L.lo, L.hi, c(kvBlock), init, [&](Value kt, ValueRange st) {
-        Value kn = min(c(kvBlock), sub(L.hi, kt));
+        Value blockKeys = c(kvBlock);
+        Value kn = min(blockKeys, sub(L.hi, kt));
         auto stage = [&](Value src, Value tile, int64_t width) {
           loop(L.tid, c(kvBlock * width), nThreads, ValueRange{},
                [&](Value idx, ValueRange) -> SmallVector<Value> {
                  Value j = arith::DivUIOp::create(b, loc, idx, c(width));
                  Value col = arith::RemUIOp::create(b, loc, idx, c(width));
                  Value in = cmp(arith::CmpIPredicate::slt, j, kn);
-                 Value key = min(add(kt, j), sub(L.kvLen, one));
+                 Value key = add(kt, j);
+                 key = min(key, sub(L.kvLen, one));
                  Value x = memref::LoadOp::create(
                      b, loc, src, ValueRange{L.bi, L.g, key, col});
                  memref::StoreOp::create(b, loc,
@@ -834,17 +846,6 @@ struct ConvertAttnToGPUPass
     dest.erase();
     forall.erase();
     return success();
-  }
-};
-
-struct GPUKernelOccupancyPass
-    : attn::impl::GPUKernelOccupancyPassBase<GPUKernelOccupancyPass> {
-  void runOnOperation() override {
-    getOperation().walk([](gpu::GPUFuncOp f) {
-      if (f.isKernel())
-        f->setAttr("nvvm.minctasm",
-                   IntegerAttr::get(IntegerType::get(f.getContext(), 32), 1));
-    });
   }
 };
 

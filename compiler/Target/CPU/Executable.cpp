@@ -11,6 +11,7 @@
 #include "compiler/Frontend/Frontend.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 
 #include <map>
@@ -193,16 +194,55 @@ void mlir::attn::writeKernelHeader(const ModelSpec &spec,
   os << "#ifdef __cplusplus\n}\n#endif\n#endif\n";
 }
 
+namespace {
+/// Where the link finds the C++ driver and the runtime: next to the running
+/// attn-compile when it is installed (PREFIX/bin/attn-compile with
+/// PREFIX/lib/libattn_runtime.a and PREFIX/include/attn/attn_runtime.h),
+/// else the build tree it was built in. clang++ is the LLVM 22 one attn-compile
+/// was configured with, else the first of clang++-22 and clang++ on PATH.
+struct LinkPaths {
+  std::string cxx, includeDir, runtimeLibrary;
+};
+
+LinkPaths findLinkPaths() {
+  static int anchor;
+  LinkPaths paths{ATTN_CXX, ATTN_RUNTIME_INCLUDE_DIR, ATTN_RUNTIME_LIBRARY};
+  std::string exe = llvm::sys::fs::getMainExecutable("attn-compile",
+                                                     (void *)&anchor);
+  if (!exe.empty()) {
+    llvm::SmallString<256> prefix(llvm::sys::path::parent_path(
+        llvm::sys::path::parent_path(exe)));
+    llvm::SmallString<256> lib(prefix), include(prefix);
+    llvm::sys::path::append(lib, "lib", "libattn_runtime.a");
+    llvm::sys::path::append(include, "include", "attn");
+    llvm::SmallString<256> header(include);
+    llvm::sys::path::append(header, "attn_runtime.h");
+    if (llvm::sys::fs::exists(lib) && llvm::sys::fs::exists(header)) {
+      paths.runtimeLibrary = lib.str().str();
+      paths.includeDir = include.str().str();
+    }
+  }
+  if (!llvm::sys::fs::can_execute(paths.cxx))
+    for (llvm::StringRef name : {"clang++-22", "clang++"})
+      if (llvm::ErrorOr<std::string> found =
+              llvm::sys::findProgramByName(name)) {
+        paths.cxx = *found;
+        break;
+      }
+  return paths;
+}
+} // namespace
+
 bool mlir::attn::linkExecutable(const std::string &objectPath,
                                 const std::string &tablePath,
                                 const std::string &outputPath, bool shared,
                                 std::string &error, bool hostOnly) {
   std::string tmp = outputPath + ".tmp-link";
+  LinkPaths paths = findLinkPaths();
+  std::string include = "-I" + paths.includeDir;
   std::vector<llvm::StringRef> argv = {
-      ATTN_CXX,        "-O2",
-      "-std=c++17",    "-I" ATTN_RUNTIME_INCLUDE_DIR,
-      tablePath,       objectPath,
-      ATTN_RUNTIME_LIBRARY};
+      paths.cxx,  "-O2",      "-std=c++17",         include,
+      tablePath, objectPath, paths.runtimeLibrary};
   if (hostOnly) {
     argv.insert(argv.end(), {"-static-libstdc++", "-static-libgcc"});
   } else {
@@ -216,11 +256,11 @@ bool mlir::attn::linkExecutable(const std::string &objectPath,
     argv.push_back("-DATTN_RT_NO_MAIN");
   }
   std::string msg;
-  int rc = llvm::sys::ExecuteAndWait(ATTN_CXX, argv, std::nullopt, {}, 0, 0,
+  int rc = llvm::sys::ExecuteAndWait(paths.cxx, argv, std::nullopt, {}, 0, 0,
                                      &msg);
   if (rc != 0) {
     llvm::sys::fs::remove(tmp);
-    error = "linking with " ATTN_CXX " failed" +
+    error = "linking with " + paths.cxx + " failed" +
             (msg.empty() ? std::string() : ": " + msg) + " (exit code " +
             std::to_string(rc) + ")";
     return false;

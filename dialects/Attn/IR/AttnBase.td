@@ -36,6 +36,10 @@ def Attn_Dialect : Dialect {
     batch and sequence dims and static head counts and head dims.
   }];
   let useDefaultAttributePrinterParser = 1;
+  // Tiling attn.sdpa (TilingInterface) builds slices and index arithmetic.
+  let dependentDialects = ["::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 //===----------------------------------------------------------------------===//
@@ -111,6 +115,10 @@ def Attn_RelativeBiasAttr : AttrDef<Attn_Dialect, "RelativeBias"> {
 
 def Attn_FloatTensor : RankedTensorOf<[F16, BF16, F32, F64]>;
 def Attn_IntTensor : RankedTensorOf<[AnySignlessInteger, Index]>;
+/// A float tensor, or (ops in destination-passing style, after
+/// bufferization) a float buffer.
+def Attn_FloatShaped : AnyTypeOf<[Attn_FloatTensor,
+                                  MemRefOf<[F16, BF16, F32, F64]>]>;
 
 class Attn_Op<string mnemonic, list<Trait> traits = []>
     : Op<Attn_Dialect, mnemonic, traits>;

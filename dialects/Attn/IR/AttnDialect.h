@@ -7,6 +7,9 @@
 #ifndef ATTN_DIALECT_ATTN_IR_ATTNDIALECT_H
 #define ATTN_DIALECT_ATTN_IR_ATTNDIALECT_H
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Dialect.h"

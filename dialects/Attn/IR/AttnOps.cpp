@@ -9,6 +9,7 @@
 
 #include "dialects/Attn/IR/AttnOps.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/OpImplementation.h"
@@ -43,9 +44,9 @@ bool dimsAgree(int64_t a, int64_t b) {
   return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
 }
 
-RankedTensorType tensorOf(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
+/// The shape of an operand: a ranked tensor, or a buffer for the ops in
+/// destination-passing style after bufferization.
+ShapedType tensorOf(Value v) { return cast<ShapedType>(v.getType()); }
 
 /// Checks that `v` has rank `rank`; `what` names it and its layout.
 LogicalResult expectRank(Operation *op, Value v, int64_t rank,
@@ -58,7 +59,7 @@ LogicalResult expectRank(Operation *op, Value v, int64_t rank,
 }
 
 /// Checks that dim `i` of `t` is static (head counts and head dims must be).
-LogicalResult expectStatic(Operation *op, RankedTensorType t, int64_t i,
+LogicalResult expectStatic(Operation *op, ShapedType t, int64_t i,
                            const Twine &what) {
   if (!t.isDynamicDim(i))
     return success();
@@ -67,8 +68,8 @@ LogicalResult expectStatic(Operation *op, RankedTensorType t, int64_t i,
 }
 
 /// Checks that dim `ia` of `a` agrees with dim `ib` of `b`.
-LogicalResult expectDimsAgree(Operation *op, RankedTensorType a, int64_t ia,
-                              const Twine &aName, RankedTensorType b,
+LogicalResult expectDimsAgree(Operation *op, ShapedType a, int64_t ia,
+                              const Twine &aName, ShapedType b,
                               int64_t ib, const Twine &bName) {
   if (dimsAgree(a.getDimSize(ia), b.getDimSize(ib)))
     return success();
@@ -134,7 +135,7 @@ LogicalResult verifyKvLengths(Operation *op, Value lengths,
                               RankedTensorType ref) {
   if (!lengths)
     return success();
-  RankedTensorType t = tensorOf(lengths);
+  ShapedType t = tensorOf(lengths);
   if (t.getRank() != 1)
     return op->emitOpError() << "expects kv_lengths of rank 1 ([batch]), got "
                                 "rank "
@@ -151,7 +152,7 @@ LogicalResult verifyPositiveFinite(Operation *op, double v, StringRef name) {
 
 LogicalResult verifyNormWeight(Operation *op, Value input, Value weight,
                                StringRef name) {
-  RankedTensorType x = tensorOf(input), w = tensorOf(weight);
+  ShapedType x = tensorOf(input), w = tensorOf(weight);
   if (x.getRank() < 1)
     return op->emitOpError() << "expects an input of rank >= 1";
   if (w.getRank() != 1)
@@ -177,7 +178,7 @@ LogicalResult verifyRelativeBias(Operation *op, RelativeBiasAttr attr,
   if (attr.getMaxDistance() <= 0)
     return op->emitOpError() << "expects a positive max_distance, got "
                              << attr.getMaxDistance();
-  RankedTensorType t = tensorOf(table);
+  ShapedType t = tensorOf(table);
   if (t.getRank() != 2)
     return op->emitOpError() << "expects a bias_table [num_buckets, heads] of "
                                 "rank 2, got rank "
@@ -224,7 +225,7 @@ LogicalResult LinearOp::verify() {
                                y, i, "result dim " + std::to_string(i))))
       return failure();
   if (Value b = getBias()) {
-    RankedTensorType bt = tensorOf(b);
+    ShapedType bt = tensorOf(b);
     if (bt.getRank() != 1)
       return emitOpError() << "expects a bias of rank 1, got rank "
                            << bt.getRank();
@@ -269,7 +270,7 @@ LogicalResult RopeOp::verify() {
       failed(expectStatic(*this, x, 3, "head_dim")) ||
       failed(expectRank(*this, getPositions(), 2, "positions [batch, seq]")))
     return failure();
-  RankedTensorType pos = tensorOf(getPositions());
+  ShapedType pos = tensorOf(getPositions());
   if (failed(expectDimsAgree(*this, pos, 0, "positions batch", x, 0,
                              "input batch")) ||
       failed(expectDimsAgree(*this, pos, 1, "positions seq", x, 2,
@@ -389,6 +390,26 @@ LogicalResult ScaleOp::verify() {
   return success();
 }
 
+OpFoldResult ScaleOp::fold(FoldAdaptor) {
+  // x * 1 is x: the front end, the decomposition and the lowering need no
+  // special case for a scale of one.
+  if (getScale().convertToDouble() == 1.0)
+    return getInput();
+  // (x * a) * b is x * (a * b), when that product is still a valid scale.
+  if (auto inner = getInput().getDefiningOp<ScaleOp>()) {
+    double product =
+        inner.getScale().convertToDouble() * getScale().convertToDouble();
+    if (std::isfinite(product) && product != 0) {
+      getInputMutable().assign(inner.getInput());
+      setScaleAttr(FloatAttr::get(getScaleAttr().getType(), product));
+      if (product == 1.0)
+        return getInput();
+      return getResult();
+    }
+  }
+  return {};
+}
+
 LogicalResult SoftcapOp::verify() {
   return verifyPositiveFinite(*this, getCap().convertToDouble(), "cap");
 }
@@ -492,6 +513,18 @@ int64_t SDPAOp::getGroupSize() {
   return getQuery().getType().getDimSize(1) / getKey().getType().getDimSize(1);
 }
 
+Value SDPAOp::createEmptyInit(OpBuilder &b, Location loc, Value query,
+                              Value value) {
+  auto q = cast<RankedTensorType>(query.getType());
+  auto v = cast<RankedTensorType>(value.getType());
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0; i < 3; ++i)
+    sizes.push_back(tensor::getMixedSize(b, loc, query, i));
+  sizes.push_back(tensor::getMixedSize(b, loc, value, 3));
+  (void)v;
+  return tensor::EmptyOp::create(b, loc, sizes, q.getElementType());
+}
+
 LogicalResult SDPAOp::verify() {
   if (failed(expectRank(*this, getQuery(), 4,
                         "a query [batch, Hq, q_len, head_dim]")) ||
@@ -540,7 +573,13 @@ LogicalResult SDPAOp::verify() {
   if (failed(verifyRelativeBias(*this, getRelativeBiasAttr(), getBiasTable(),
                                 q.getDimSize(1))))
     return failure();
-  return verifyKvLengths(*this, getKvLengths(), q);
+  if (failed(verifyKvLengths(*this, getKvLengths(), q)))
+    return failure();
+  if (getInit().getType() != o)
+    return emitOpError() << "expects the destination (outs) to have the "
+                            "result type "
+                         << o << ", got " << getInit().getType();
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -548,9 +587,28 @@ LogicalResult SDPAOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult OnlineAttentionOp::verify() {
-  RankedTensorType q = getQuery().getType(), k = getKey().getType(),
-                   v = getValue().getType(), acc = getAcc().getType(),
-                   mx = getMax().getType(), sum = getSum().getType();
+  auto shaped = [](Value x) { return cast<ShapedType>(x.getType()); };
+  ShapedType q = shaped(getQuery()), k = shaped(getKey()),
+             v = shaped(getValue()), acc = shaped(getAcc()),
+             mx = shaped(getMax()), sum = shaped(getSum());
+  // Destination-passing style: on tensors, one result per destination, of
+  // its type; on buffers, none.
+  bool tensors = isa<TensorType>(q), buffers = isa<MemRefType>(q);
+  for (Value x : getOperands())
+    if (isa<ShapedType>(x.getType()) &&
+        (isa<TensorType>(x.getType()) != tensors ||
+         isa<MemRefType>(x.getType()) != buffers))
+      return emitOpError() << "expects all its operands to be tensors or all "
+                              "to be buffers";
+  if (tensors && (getNumResults() != 3 ||
+                  getResult(0).getType() != getAcc().getType() ||
+                  getResult(1).getType() != getMax().getType() ||
+                  getResult(2).getType() != getSum().getType()))
+    return emitOpError() << "on tensors expects three results of the types "
+                            "of acc, max and sum";
+  if (buffers && getNumResults() != 0)
+    return emitOpError() << "on buffers updates acc, max and sum in place and "
+                            "has no results";
   int64_t r = q.getRank();
   if (r < 2)
     return emitOpError() << "expects a query [..., M, head_dim] of rank >= 2, "
@@ -603,6 +661,22 @@ LogicalResult OnlineAttentionOp::verify() {
   return success();
 }
 
+void OnlineAttentionOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  // The tensor form is pure; the buffer form reads its inputs and reads and
+  // writes its state.
+  for (OpOperand &operand : getOperation()->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      continue;
+    effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                         SideEffects::DefaultResource::get());
+    if (isDpsInit(&operand))
+      effects.emplace_back(MemoryEffects::Write::get(), &operand,
+                           SideEffects::DefaultResource::get());
+  }
+}
+
 LogicalResult OnlineFinalizeOp::verify() {
   RankedTensorType acc = getAcc().getType(), sum = getSum().getType(),
                    out = getResult().getType();
@@ -630,6 +704,10 @@ LogicalResult OnlineFinalizeOp::verify() {
                                "accumulator dim " + std::to_string(i), out, i,
                                "result dim " + std::to_string(i))))
       return failure();
+  if (getInit().getType() != out)
+    return emitOpError() << "expects the destination (outs) to have the "
+                            "result type "
+                         << out << ", got " << getInit().getType();
   return success();
 }
 

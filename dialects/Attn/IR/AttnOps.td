@@ -10,8 +10,10 @@
 #define ATTN_OPS_TD
 
 include "dialects/Attn/IR/AttnBase.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/TilingInterface.td"
 
 //===----------------------------------------------------------------------===//
 // Graph level
@@ -188,6 +190,8 @@ def Attn_ScaleOp : Attn_Op<"scale", [Pure, SameOperandsAndResultType]> {
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
+  // scale 1 is the input; a scale of a scale is one scale.
+  let hasFolder = 1;
 }
 
 def Attn_SoftcapOp : Attn_Op<"softcap", [Pure, SameOperandsAndResultType]> {
@@ -206,7 +210,8 @@ def Attn_SoftcapOp : Attn_Op<"softcap", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def Attn_MaskOp : Attn_Op<"mask", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Attn_MaskOp : Attn_Op<"mask", [Pure, AttrSizedOperandSegments,
+    AllTypesMatch<["input", "result"]>]> {
   let summary = "set masked scores to -inf";
   let description = [{
     Replaces the scores `[batch, heads, q_len, kv_len]` of invisible keys by
@@ -214,7 +219,9 @@ def Attn_MaskOp : Attn_Op<"mask", [Pure, AllTypesMatch<["input", "result"]>]> {
     the sliding-window width (required with `sliding_window`, rejected
     otherwise), `align` places the causal diagonal when q_len != kv_len.
     With `kv_lengths` (`[batch]`, integer), keys `j >= kv_lengths[b]` are also
-    masked (key padding); this combines with any kind.
+    masked (key padding); this combines with any kind. With `q_pos`, query
+    row i sits at key position `q_pos + i` whatever `align` says (the rows
+    of a tile of a longer query).
 
     ```mlir
     %m = attn.mask %s {kind = #attn.mask<sliding_window>, window = 4096 : i64}
@@ -223,14 +230,15 @@ def Attn_MaskOp : Attn_Op<"mask", [Pure, AllTypesMatch<["input", "result"]>]> {
   }];
   let arguments = (ins Attn_FloatTensor:$input,
                        Optional<Attn_IntTensor>:$kv_lengths,
+                       Optional<Index>:$q_pos,
                        Attn_MaskKindAttr:$kind,
                        OptionalAttr<I64Attr>:$window,
                        DefaultValuedAttr<Attn_CausalAlignmentAttr,
                            "::mlir::attn::CausalAlignment::bottom_right">:$align);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
-    $input (`kv_lengths` `(` $kv_lengths^ `:` type($kv_lengths) `)`)? attr-dict
-    `:` type($input)
+    $input (`kv_lengths` `(` $kv_lengths^ `:` type($kv_lengths) `)`)?
+    (`q_pos` `(` $q_pos^ `)`)? attr-dict `:` type($input)
   }];
   let hasVerifier = 1;
 }
@@ -323,7 +331,8 @@ def Attn_RelativePositionBiasOp : Attn_Op<"relative_position_bias",
     `scores[b, h, i, j] + table[bucket(j - i'), h]` with the query at key
     position `i' = i + kv_len - q_len` with `align = bottom_right` (the
     default, as T5 decoding with a cache places it) or `i' = i` with
-    `align = top_left` (the same when q_len = kv_len), where `bucket` is T5's
+    `align = top_left` (the same when q_len = kv_len), or `i' = q_pos + i`
+    with a `q_pos` operand, where `bucket` is T5's
     log-spaced bucketing of the relative position into `num_buckets` buckets
     (half of them per direction when `bidirectional`) saturating at
     `max_distance`. `table` is `[num_buckets, heads]` (T5's
@@ -336,13 +345,15 @@ def Attn_RelativePositionBiasOp : Attn_Op<"relative_position_bias",
     ```
   }];
   let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$table,
+                       Optional<Index>:$q_pos,
                        I64Attr:$num_buckets, I64Attr:$max_distance,
                        UnitAttr:$bidirectional,
                        DefaultValuedAttr<Attn_CausalAlignmentAttr,
                            "::mlir::attn::CausalAlignment::bottom_right">:$align);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $table attr-dict `:` type($input) `,` type($table)
+    $input `,` $table (`q_pos` `(` $q_pos^ `)`)? attr-dict `:` type($input)
+    `,` type($table)
   }];
   let hasVerifier = 1;
 }
@@ -379,23 +390,42 @@ def Attn_AddOp : Attn_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> 
 // Fused level
 //===----------------------------------------------------------------------===//
 
-def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
+def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments,
+    DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<TilingInterface,
+        ["getIterationDomain", "getLoopIteratorTypes",
+         "getTiledImplementation", "getResultTilePosition",
+         "generateResultTileValue"]>]> {
   let summary = "fused scaled-dot-product attention";
   let description = [{
     `softmax(mask(softcap(scale · Q·Kᵀ))) · V` as one op, with the semantics
     of the graph chain `attn.qk`, `attn.scale`, `attn.softcap`, `attn.mask`,
     `attn.softmax`, `attn.pv`: `q` is `[batch, Hq, q_len, d]`, `k` is
     `[batch, Hkv, kv_len, d]`, `v` is `[batch, Hkv, kv_len, dv]`, the result
-    `[batch, Hq, q_len, dv]`. The grouped-query group size is `Hq / Hkv`,
-    read from the static head counts (`getGroupSize()`). Query rows that see
-    no key produce zeros. Nothing of size q_len × kv_len is an operand or a
-    result: lowering chooses whether such a matrix ever exists. With
-    `relative_bias` and a `bias_table` operand (`[num_buckets, Hq]`), T5's
-    relative-position bias is added to the scaled scores before the mask.
+    `[batch, Hq, q_len, dv]`, written into the destination `outs(%init)`
+    (destination-passing style: `init`'s values are not read). The
+    grouped-query group size is `Hq / Hkv`, read from the static head counts
+    (`getGroupSize()`). Query rows that see no key produce zeros. Nothing of
+    size q_len × kv_len is an operand or a result: lowering chooses whether
+    such a matrix ever exists. With `relative_bias` and a `bias_table`
+    operand (`[num_buckets, Hq]`), T5's relative-position bias is added to
+    the scaled scores before the mask.
+
+    Query row i sits at key position `i + kv_len - q_len` (`align =
+    bottom_right`) or `i` (`top_left`); with a `q_pos` operand, at
+    `q_pos + i` whatever `align` says. Tiling along the query rows sets it:
+    a tile of rows `[i0, i0 + n)` of a longer query is the same attention
+    with `q_pos` = the position of row i0.
+
+    The op implements `TilingInterface` over the result's dims (batch, query
+    heads, query rows, value dims; all parallel), so upstream tiling
+    (`transform.structured.tile_using_forall`, `scf::tileUsingSCF`) slices
+    it: a query-head tile takes the key/value heads of its group(s), which
+    needs a head tile that is a multiple or a divisor of the group size.
 
     ```mlir
-    %o = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>,
-                               scale = 0.088388347648318433 : f64}
+    %o = attn.sdpa %q, %k, %v outs(%init : tensor<?x32x?x128xf32>)
+        {mask = #attn.mask<causal>, scale = 0.088388347648318433 : f64}
         : (tensor<?x32x?x128xf32>, tensor<?x8x?x128xf32>, tensor<?x8x?x128xf32>)
           -> tensor<?x32x?x128xf32>
     ```
@@ -404,6 +434,8 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
                        Attn_FloatTensor:$value,
                        Optional<Attn_IntTensor>:$kv_lengths,
                        Optional<Attn_FloatTensor>:$bias_table,
+                       Optional<Index>:$q_pos,
+                       Attn_FloatTensor:$init,
                        F64Attr:$scale,
                        OptionalAttr<Attn_RelativeBiasAttr>:$relative_bias,
                        DefaultValuedAttr<Attn_MaskKindAttr,
@@ -417,12 +449,18 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
     $query `,` $key `,` $value
     (`kv_lengths` `(` $kv_lengths^ `:` type($kv_lengths) `)`)?
     (`bias_table` `(` $bias_table^ `:` type($bias_table) `)`)?
+    (`q_pos` `(` $q_pos^ `)`)?
+    `outs` `(` $init `:` type($init) `)`
     attr-dict `:` `(` type($query) `,` type($key) `,` type($value) `)`
     `->` type($result)
   }];
   let extraClassDeclaration = [{
     /// Query heads per key/value head (1 for MHA, Hq for MQA).
     int64_t getGroupSize();
+    /// An empty destination [batch, Hq, q_len, dv] for `query` and `value`.
+    static Value createEmptyInit(OpBuilder &b, Location loc, Value query,
+                                 Value value);
+    MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
   }];
   let hasVerifier = 1;
 }
@@ -431,10 +469,9 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments]> {
 // Tiled level
 //===----------------------------------------------------------------------===//
 
-def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [Pure,
-    AttrSizedOperandSegments,
-    AllTypesMatch<["acc", "new_acc"]>, AllTypesMatch<["max", "new_max"]>,
-    AllTypesMatch<["sum", "new_sum"]>]> {
+def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [
+    AttrSizedOperandSegments, DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "fold one key/value tile into an online-softmax state";
   let description = [{
     One step of FlashAttention's online softmax. `query` is `[..., M, d]`:
@@ -455,6 +492,12 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [Pure,
     (`kv_pos + n - q_pos - m`) and the head `head_offset + h` of the leading
     query dim.
 
+    The op is in destination-passing style with `acc`, `max` and `sum` as
+    its destinations: on tensors it returns their updated values; on
+    buffers (after bufferization) it updates them in place and returns
+    nothing. The CPU micro-kernel (`attn-cpu-micro-kernel`) lowers the
+    buffer form.
+
     For each row: `s = softcap(scale · q·kᵀ)` with invisible keys at -inf,
     `m' = max(max, rowmax(s))`, `p = exp(s - m')`,
     `sum' = sum·exp(max - m') + rowsum(p)`,
@@ -469,11 +512,11 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [Pure,
           -> (tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
     ```
   }];
-  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
-                       Attn_FloatTensor:$value, Attn_FloatTensor:$acc,
-                       Attn_FloatTensor:$max, Attn_FloatTensor:$sum,
+  let arguments = (ins Attn_FloatShaped:$query, Attn_FloatShaped:$key,
+                       Attn_FloatShaped:$value, Attn_FloatShaped:$acc,
+                       Attn_FloatShaped:$max, Attn_FloatShaped:$sum,
                        Index:$q_pos, Index:$kv_pos,
-                       Optional<Attn_FloatTensor>:$bias_table,
+                       Optional<Attn_FloatShaped>:$bias_table,
                        Optional<Index>:$head_offset,
                        F64Attr:$scale,
                        OptionalAttr<Attn_RelativeBiasAttr>:$relative_bias,
@@ -481,35 +524,52 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [Pure,
                            "::mlir::attn::MaskKind::none">:$mask,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F64Attr>:$softcap);
-  let results = (outs Attn_FloatTensor:$new_acc, Attn_FloatTensor:$new_max,
-                      Attn_FloatTensor:$new_sum);
+  let results = (outs Variadic<Attn_FloatTensor>:$results);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $acc `,` $max `,` $sum `,` $q_pos `,`
     $kv_pos
     (`bias_table` `(` $bias_table^ `:` type($bias_table) `,` $head_offset `)`)?
     attr-dict `:` `(` type($query) `,` type($key) `,`
-    type($value) `,` type($acc) `,` type($max) `,` type($sum) `)` `->`
-    `(` type($new_acc) `,` type($new_max) `,` type($new_sum) `)`
+    type($value) `,` type($acc) `,` type($max) `,` type($sum) `)`
+    (`->` `(` type($results)^ `)`)?
+  }];
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() {
+      return MutableOperandRange(getOperation(), /*start=*/3, /*length=*/3);
+    }
+    /// The updated state (tensor form only).
+    Value getNewAcc() { return getResult(0); }
+    Value getNewMax() { return getResult(1); }
+    Value getNewSum() { return getResult(2); }
+    /// True for the buffer form (memref operands, no results).
+    bool isBufferForm() { return hasPureBufferSemantics(); }
   }];
   let hasVerifier = 1;
 }
 
-def Attn_OnlineFinalizeOp : Attn_Op<"online_finalize", [Pure]> {
+def Attn_OnlineFinalizeOp : Attn_Op<"online_finalize", [Pure,
+    DestinationStyleOpInterface]> {
   let summary = "normalize an online-softmax accumulator";
   let description = [{
     `out = acc / sum` per row, and 0 where `sum == 0` (a row that saw no
-    visible key), never NaN. `acc` is `[..., M, dv]`, `sum` `[..., M]`; the
-    result has the shape of `acc` and may have a narrower element type.
+    visible key), never NaN, written into the destination `outs(%init)`.
+    `acc` is `[..., M, dv]`, `sum` `[..., M]`; the result has the shape of
+    `acc` and may have a narrower element type.
 
     ```mlir
-    %o = attn.online_finalize %acc, %sum
+    %o = attn.online_finalize %acc, %sum outs(%init : tensor<4x64x128xf32>)
         : (tensor<4x64x128xf32>, tensor<4x64xf32>) -> tensor<4x64x128xf32>
     ```
   }];
-  let arguments = (ins Attn_FloatTensor:$acc, Attn_FloatTensor:$sum);
+  let arguments = (ins Attn_FloatTensor:$acc, Attn_FloatTensor:$sum,
+                       Attn_FloatTensor:$init);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
-    $acc `,` $sum attr-dict `:` functional-type(operands, results)
+    $acc `,` $sum `outs` `(` $init `:` type($init) `)` attr-dict `:` `(`
+    type($acc) `,` type($sum) `)` `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
   }];
   let hasVerifier = 1;
 }

@@ -27,20 +27,20 @@ void mlir::attn::decomposeSDPA(SDPAOp op, OpBuilder &b) {
       {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), k.getDimSize(2)},
       q.getElementType());
   Value s = QKOp::create(b, loc, scoresTy, op.getQuery(), op.getKey());
-  if (op.getScale().convertToDouble() != 1.0)
-    s = ScaleOp::create(b, loc, s, op.getScaleAttr());
+  s = b.createOrFold<ScaleOp>(loc, s, op.getScaleAttr());
   if (FloatAttr cap = op.getSoftcapAttr())
     s = SoftcapOp::create(b, loc, s, cap);
   if (RelativeBiasAttr rel = op.getRelativeBiasAttr())
     s = RelativePositionBiasOp::create(
-        b, loc, scoresTy, s, op.getBiasTable(),
+        b, loc, scoresTy, s, op.getBiasTable(), op.getQPos(),
         b.getI64IntegerAttr(rel.getNumBuckets()),
         b.getI64IntegerAttr(rel.getMaxDistance()),
         rel.getBidirectional() ? b.getUnitAttr() : UnitAttr(),
         op.getAlignAttr());
   if (op.getMask() != MaskKind::none || op.getKvLengths())
-    s = MaskOp::create(b, loc, scoresTy, s, op.getKvLengths(), op.getMaskAttr(),
-                       op.getWindowAttr(), op.getAlignAttr());
+    s = MaskOp::create(b, loc, scoresTy, s, op.getKvLengths(), op.getQPos(),
+                       op.getMaskAttr(), op.getWindowAttr(),
+                       op.getAlignAttr());
   Value p = SoftmaxOp::create(b, loc, s);
   Value o = PVOp::create(b, loc, op.getType(), p, op.getValue());
   op.getResult().replaceAllUsesWith(o);

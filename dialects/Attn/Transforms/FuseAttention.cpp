@@ -38,6 +38,7 @@ struct Chain {
   std::optional<int64_t> window;
   CausalAlignment align = CausalAlignment::bottom_right;
   Value kvLengths;
+  Value qPos; ///< explicit query position (a tile of a longer query)
 };
 
 /// True if `v` is a splat of -inf (a tensor.splat of an arith.constant, or a
@@ -70,6 +71,7 @@ Value peelMask(Value v, Chain &chain) {
     chain.window = mask.getWindow();
     chain.align = mask.getAlign();
     chain.kvLengths = mask.getKvLengths();
+    chain.qPos = mask.getQPos();
     return mask.getInput();
   }
   if (auto add = dyn_cast<arith::AddFOp>(def)) {
@@ -139,8 +141,10 @@ bool matchChain(Value scores, Chain &chain) {
     if (next <= Bias) {
       if (auto bias = dyn_cast<RelativePositionBiasOp>(def)) {
         // One alignment places the query for both the mask and the bias.
-        if (chain.mask != MaskKind::none && chain.align != bias.getAlign())
+        if (chain.mask != MaskKind::none &&
+            (chain.align != bias.getAlign() || chain.qPos != bias.getQPos()))
           return false;
+        chain.qPos = bias.getQPos();
         chain.align = bias.getAlign();
         chain.bias = bias;
         next = Softcap;
@@ -190,9 +194,11 @@ struct FusePV : OpRewritePattern<PVOp> {
                                   chain.bias.getMaxDistance(),
                                   chain.bias.getBidirectional());
     }
+    Value init = SDPAOp::createEmptyInit(rewriter, pv.getLoc(), chain.query,
+                                         pv.getValue());
     auto sdpa = SDPAOp::create(
         rewriter, pv.getLoc(), pv.getType(), chain.query, chain.qk.getKey(),
-        pv.getValue(), chain.kvLengths, table,
+        pv.getValue(), chain.kvLengths, table, chain.qPos, init,
         rewriter.getF64FloatAttr(chain.scale), rel,
         MaskKindAttr::get(getContext(), chain.mask),
         chain.window ? rewriter.getI64IntegerAttr(*chain.window)

@@ -7,7 +7,8 @@
 // of every head of the group by attn.online_attention.
 //
 // The key range of a query block [q0, q0 + qn) is derived from positions
-// (offset = kv_len - q_len for bottom-right alignment, 0 for top-left; a
+// (offset = kv_len - q_len for bottom-right alignment, 0 for top-left, q_pos
+// when the op has one; a
 // query row i sees key j iff j <= i + offset, and with a window W also
 // j > i + offset - W):
 //
@@ -136,8 +137,8 @@ SmallVector<Value> SDPATiler::keyLoop(OpBuilder &b, Location loc, Value start,
           headOffset = n.mul(gIdx, n.c(groupSize));
         MLIRContext *ctx = nb.getContext();
         auto oa = OnlineAttentionOp::create(
-            nb, nloc, iter[0].getType(), iter[1].getType(), iter[2].getType(),
-            qTile, kt, vt, iter[0], iter[1], iter[2], qPos, kb,
+            nb, nloc, iter.getTypes(), qTile, kt, vt, iter[0], iter[1],
+            iter[2], qPos, kb,
             op.getBiasTable(), headOffset,
             op.getScaleAttr(), op.getRelativeBiasAttr(),
             MaskKindAttr::get(ctx, masked ? op.getMask() : MaskKind::none),
@@ -162,11 +163,14 @@ KeyRange SDPATiler::keyRange(OpBuilder &b, Location loc, Value bIdx, Value q0,
   KeyRange r{zero, zero, kvLimit, kvLimit};
   if (op.getMask() != MaskKind::none) {
     r.hi = n.clamp(n.add(n.add(q0, qn), offset), zero, kvLimit);
-    r.fullHi = n.clamp(n.add(n.add(q0, offset), n.c(1)), zero, r.hi);
+    Value firstPos = n.add(q0, offset);
+    r.fullHi = n.clamp(n.add(firstPos, n.c(1)), zero, r.hi);
   }
   if (std::optional<int64_t> window = op.getWindow()) {
     Value w = n.c(*window);
-    r.lo = n.clamp(n.add(n.sub(n.add(q0, offset), w), n.c(1)), zero, r.hi);
+    Value firstPos = n.add(q0, offset);
+    Value beforeWindow = n.sub(firstPos, w);
+    r.lo = n.clamp(n.add(beforeWindow, n.c(1)), zero, r.hi);
     r.fullLo = n.clamp(n.sub(n.add(n.add(q0, qn), offset), w), r.lo, r.hi);
     // Partition [lo, hi) into [lo, fullLo) [fullLo, fullHi) [fullHi, hi)
     // (fullLo may pass fullHi when the block is taller than the window).
@@ -208,8 +212,9 @@ SmallVector<Value> SDPATiler::foldKeys(OpBuilder &b, Location loc, Value bIdx,
   // stream K and V ahead of its use inside one tile.
   Value step = n.c(sizes.kvBlock);
   if (sizes.decodeKvBlock != sizes.kvBlock) {
-    Value few = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                      n.mul(qn, n.c(groupSize)), n.c(16));
+    Value rows = n.mul(qn, n.c(groupSize));
+    Value few = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, rows,
+                                      n.c(16));
     step = arith::SelectOp::create(b, loc, few, n.c(sizes.decodeKvBlock), step);
   }
   // Initial state: acc = 0, max = -inf, sum = 0.
@@ -267,7 +272,8 @@ SmallVector<Value> SDPATiler::partsForall(OpBuilder &b, Location loc,
         qbIdx = body->getArgument(2);
   IndexMath n{b, loc};
   Value q0 = n.mul(qbIdx, n.c(sizes.qBlock));
-  Value qn = n.min(n.c(sizes.qBlock), n.sub(qLen, q0));
+  Value blockRows = n.c(sizes.qBlock);
+  Value qn = n.min(blockRows, n.sub(qLen, q0));
   KeyRange range = keyRange(b, loc, bIdx, q0, qn);
   Value sIdx, sLo, sHi;
   if (maySplit) {
@@ -280,9 +286,11 @@ SmallVector<Value> SDPATiler::partsForall(OpBuilder &b, Location loc,
   }
   SmallVector<Value> state =
       foldKeys(b, loc, bIdx, gIdx, q0, qn, range, sLo, sHi);
-  Value result = OnlineFinalizeOp::create(
-      b, loc, RankedTensorType::get({groupSize, kDyn, headDimV}, elt),
-      state[0], state[2]);
+  Value blockOut = tensor::EmptyOp::create(
+      b, loc, ArrayRef<int64_t>{groupSize, kDyn, headDimV}, elt,
+      ValueRange{qn});
+  Value result = OnlineFinalizeOp::create(b, loc, blockOut.getType(), state[0],
+                                          state[2], blockOut);
   OpFoldResult one = b.getIndexAttr(1), z = b.getIndexAttr(0),
                G = b.getIndexAttr(groupSize), Dv = b.getIndexAttr(headDimV);
   Value outRows = qn, partRows;
@@ -423,8 +431,11 @@ Value SDPATiler::mergeForall(OpBuilder &b, Location loc, ValueRange parts,
        map({1, 2, 3}, 4)},
       {IT::reduction, IT::parallel, IT::parallel, IT::parallel});
   // acc / sum with the finalize op's rule (a row with sum 0 gives 0).
-  Value result = OnlineFinalizeOp::create(
-      b, loc, RankedTensorType::get({groupSize, kDyn, headDimV}, elt), O, L);
+  Value mergedOut = tensor::EmptyOp::create(
+      b, loc, ArrayRef<int64_t>{groupSize, kDyn, headDimV}, elt,
+      ValueRange{qLen});
+  Value result =
+      OnlineFinalizeOp::create(b, loc, mergedOut.getType(), O, L, mergedOut);
   Value h0 = n.mul(gIdx, n.c(groupSize));
   b.setInsertionPointToStart(merge.getTerminator().getBody());
   SmallVector<OpFoldResult> oOffs = {bIdx, h0, z, z};
@@ -441,7 +452,7 @@ void SDPATiler::run() {
   Location loc = op.getLoc();
   IndexMath m{b, loc};
   RankedTensorType qTy = op.getQuery().getType(),
-                   vTy = op.getValue().getType(), oTy = op.getType();
+                   vTy = op.getValue().getType();
   int64_t hq = qTy.getDimSize(1);
   hkv = op.getKey().getType().getDimSize(1);
   groupSize = hq / hkv;
@@ -458,16 +469,16 @@ void SDPATiler::run() {
   kvLen = m.dim(op.getKey(), 2);
   // Query positions in key coordinates (the causal bounds and T5's relative
   // positions both use them).
+  // A tile of a longer query (q_pos) keeps the positions of its rows.
   bool aligned = (op.getMask() != MaskKind::none || op.getRelativeBiasAttr()) &&
                  op.getAlign() == CausalAlignment::bottom_right;
-  offset = aligned ? m.sub(kvLen, qLen) : m.c(0);
-
-  SmallVector<Value> dynSizes;
-  for (int64_t i = 0; i < oTy.getRank(); ++i)
-    if (oTy.isDynamicDim(i))
-      dynSizes.push_back(m.dim(i == 3 ? op.getValue() : op.getQuery(), i));
-  Value init = tensor::EmptyOp::create(b, loc, oTy.getShape(),
-                                       oTy.getElementType(), dynSizes);
+  if (Value qPos = op.getQPos())
+    offset = qPos;
+  else
+    offset = aligned ? m.sub(kvLen, qLen) : m.c(0);
+  // Destination-passing style: the blocks are written into the op's
+  // destination.
+  Value init = op.getInit();
   // Split-K when the whole query is one block, batch x KV heads gives
   // fewer than split-target parallel iterations and the keys are long
   // enough: parts = min(ceil(target / (B·Hkv)), kv_len / min-keys). One
@@ -476,10 +487,12 @@ void SDPATiler::run() {
   // part, the workspace is empty and the merge loop has no iteration.
   Value split, nSplit;
   if (sizes.splitTarget > 1) {
-    Value items = m.max(m.mul(batch, m.c(hkv)), m.c(1));
-    Value want = m.min(m.ceilDiv(m.c(sizes.splitTarget), items),
-                       arith::DivSIOp::create(b, loc, kvLen,
-                                              m.c(sizes.splitMinKeys)));
+    Value items = m.mul(batch, m.c(hkv));
+    items = m.max(items, m.c(1));
+    Value byTarget = m.ceilDiv(m.c(sizes.splitTarget), items);
+    Value byKeys =
+        arith::DivSIOp::create(b, loc, kvLen, m.c(sizes.splitMinKeys));
+    Value want = m.min(byTarget, byKeys);
     Value oneBlock = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
                                            qLen, m.c(sizes.qBlock));
     Value worth = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,

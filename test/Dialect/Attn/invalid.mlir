@@ -566,7 +566,7 @@ func.func @f69(%p: tensor<?x4x?x?xf32>, %v: tensor<?x2x?x16xf32>) {
 
 func.func @f70(%q: tensor<?x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) {
   // expected-error @+1 {{expects a query [batch, Hq, q_len, head_dim] of rank 4, got rank 3}}
-  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x?x16xf32>) {scale = 0.25 : f64} : (tensor<?x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -574,7 +574,7 @@ func.func @f70(%q: tensor<?x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x
 
 func.func @f71(%q: tensor<?x4x?x16xf32>, %k: tensor<?x16xf32>, %v: tensor<?x2x?x16xf32>) {
   // expected-error @+1 {{expects a key [batch, Hkv, kv_len, head_dim] of rank 4, got rank 2}}
-  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x?x16xf32>) {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -582,7 +582,7 @@ func.func @f71(%q: tensor<?x4x?x16xf32>, %k: tensor<?x16xf32>, %v: tensor<?x2x?x
 
 func.func @f72(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x16xf32>) {
   // expected-error @+1 {{expects a value [batch, Hkv, kv_len, head_dim_v] of rank 4, got rank 2}}
-  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x?x16xf32>) {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -590,7 +590,7 @@ func.func @f72(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x
 
 func.func @f73(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) {
   // expected-error @+1 {{expects a result [batch, Hq, q_len, head_dim_v] of rank 4, got rank 3}}
-  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x?x16xf32>
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x?x16xf32>) {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x?x16xf32>
   return
 }
 
@@ -598,7 +598,7 @@ func.func @f73(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x
 
 func.func @f74(%q: tensor<?x4x?x16xf32>, %k: tensor<?x3x?x16xf32>, %v: tensor<?x3x?x16xf32>) {
   // expected-error @+1 {{expects the query head count (4) to be a multiple of the key head count (3) for grouped-query attention}}
-  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x3x?x16xf32>, tensor<?x3x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x?x16xf32>) {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x3x?x16xf32>, tensor<?x3x?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -606,7 +606,7 @@ func.func @f74(%q: tensor<?x4x?x16xf32>, %k: tensor<?x3x?x16xf32>, %v: tensor<?x
 
 func.func @f75(%q: tensor<?x4x?x?xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) {
   // expected-error @+1 {{expects a static query head_dim (dim 3), got '?'}}
-  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x?xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x?x?xf32>) {scale = 0.25 : f64} : (tensor<?x4x?x?xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -614,7 +614,7 @@ func.func @f75(%q: tensor<?x4x?x?xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2
 
 func.func @f76(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x?xf32>, %v: tensor<?x2x?x16xf32>) {
   // expected-error @+1 {{expects a static key head_dim (dim 3), got '?'}}
-  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x?xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x?x16xf32>) {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x?xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -622,7 +622,7 @@ func.func @f76(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x?xf32>, %v: tensor<?x2
 
 func.func @f77(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x?x?x16xf32>) {
   // expected-error @+1 {{expects a static value head count (dim 1), got '?'}}
-  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x?x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x?x16xf32>) {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x?x?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -630,7 +630,7 @@ func.func @f77(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x
 
 func.func @f78(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x?xf32>) {
   // expected-error @+1 {{expects a static value head_dim (dim 3), got '?'}}
-  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x?x16xf32>) {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x?xf32>) -> tensor<?x4x?x?xf32>
   return
 }
 
@@ -638,7 +638,7 @@ func.func @f78(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x
 
 func.func @f79(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x8xf32>, %v: tensor<?x2x?x16xf32>) {
   // expected-error @+1 {{query head_dim (16) does not match key head_dim (8)}}
-  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x?x16xf32>) {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -646,7 +646,7 @@ func.func @f79(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x8xf32>, %v: tensor<?x2
 
 func.func @f80(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x1x?x16xf32>) {
   // expected-error @+1 {{key head count (2) does not match value head count (1)}}
-  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x?x16xf32>) {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -654,7 +654,7 @@ func.func @f80(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x
 
 func.func @f81(%q: tensor<?x4x?x16xf32>, %k: tensor<2x2x?x16xf32>, %v: tensor<3x2x?x16xf32>) {
   // expected-error @+1 {{key batch (2) does not match value batch (3)}}
-  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<2x2x?x16xf32>, tensor<3x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x?x16xf32>) {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<2x2x?x16xf32>, tensor<3x2x?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -662,7 +662,7 @@ func.func @f81(%q: tensor<?x4x?x16xf32>, %k: tensor<2x2x?x16xf32>, %v: tensor<3x
 
 func.func @f82(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x9x16xf32>, %v: tensor<?x2x10x16xf32>) {
   // expected-error @+1 {{key kv_len (9) does not match value kv_len (10)}}
-  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x9x16xf32>, tensor<?x2x10x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x?x16xf32>) {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x9x16xf32>, tensor<?x2x10x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -670,7 +670,7 @@ func.func @f82(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x9x16xf32>, %v: tensor<?x
 
 func.func @f83(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xbf16>) {
   // expected-error @+1 {{expects query and value to have the same element type, got 'f32' and 'bf16'}}
-  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xbf16>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x?x16xf32>) {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xbf16>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -678,7 +678,7 @@ func.func @f83(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x
 
 func.func @f84(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) {
   // expected-error @+1 {{expects query and result to have the same element type, got 'f32' and 'bf16'}}
-  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xbf16>
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x?x16xf32>) {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xbf16>
   return
 }
 
@@ -686,7 +686,7 @@ func.func @f84(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x
 
 func.func @f85(%q: tensor<?x4x5x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) {
   // expected-error @+1 {{expects a result of shape [batch, Hq, q_len, head_dim_v] = [?, 4, 5, 16], got 'tensor<?x4x6x16xf32>'}}
-  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64} : (tensor<?x4x5x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x6x16xf32>
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x5x16xf32>) {scale = 0.25 : f64} : (tensor<?x4x5x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x6x16xf32>
   return
 }
 
@@ -694,7 +694,7 @@ func.func @f85(%q: tensor<?x4x5x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x
 
 func.func @f86(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) {
   // expected-error @+1 {{expects a positive finite scale, got -0.25}}
-  %0 = attn.sdpa %q, %k, %v {scale = -0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x?x16xf32>) {scale = -0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -702,7 +702,7 @@ func.func @f86(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x
 
 func.func @f87(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) {
   // expected-error @+1 {{expects a 'window' attribute with a sliding_window mask}}
-  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64, mask = #attn.mask<sliding_window>} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x?x16xf32>) {scale = 0.25 : f64, mask = #attn.mask<sliding_window>} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -710,7 +710,7 @@ func.func @f87(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x
 
 func.func @f88(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) {
   // expected-error @+1 {{has a 'window' attribute but mask kind 'none'; only sliding_window takes a window}}
-  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64, window = 16 : i64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x?x16xf32>) {scale = 0.25 : f64, window = 16 : i64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -718,7 +718,7 @@ func.func @f88(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x
 
 func.func @f89(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) {
   // expected-error @+1 {{expects a positive finite softcap, got 0}}
-  %0 = attn.sdpa %q, %k, %v {scale = 0.25 : f64, softcap = 0.0 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x?x16xf32>) {scale = 0.25 : f64, softcap = 0.0 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -726,7 +726,7 @@ func.func @f89(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x
 
 func.func @f90(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>, %l: tensor<?x?xi32>) {
   // expected-error @+1 {{expects kv_lengths of rank 1 ([batch]), got rank 2}}
-  %0 = attn.sdpa %q, %k, %v kv_lengths(%l : tensor<?x?xi32>) {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %v kv_lengths(%l : tensor<?x?xi32>) outs(%q : tensor<?x4x?x16xf32>) {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -734,7 +734,7 @@ func.func @f90(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x
 
 func.func @f91(%q: tensor<2x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>, %l: tensor<5xi32>) {
   // expected-error @+1 {{kv_lengths size (5) does not match batch (2)}}
-  %0 = attn.sdpa %q, %k, %v kv_lengths(%l : tensor<5xi32>) {scale = 0.25 : f64} : (tensor<2x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %v kv_lengths(%l : tensor<5xi32>) outs(%q : tensor<2x4x?x16xf32>) {scale = 0.25 : f64} : (tensor<2x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -878,7 +878,7 @@ func.func @f108(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16x
 
 func.func @f109(%a: tensor<16xf32>, %s: tensor<f32>) {
   // expected-error @+1 {{expects an accumulator [..., M, head_dim_v] of rank >= 2, got rank 1}}
-  %0 = attn.online_finalize %a, %s : (tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
+  %0 = attn.online_finalize %a, %s outs(%a : tensor<16xf32>) : (tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
   return
 }
 
@@ -886,7 +886,7 @@ func.func @f109(%a: tensor<16xf32>, %s: tensor<f32>) {
 
 func.func @f110(%a: tensor<4x8x16xf32>, %s: tensor<8xf32>) {
   // expected-error @+1 {{expects a sum [..., M] (accumulator rank - 1) of rank 2, got rank 1}}
-  %0 = attn.online_finalize %a, %s : (tensor<4x8x16xf32>, tensor<8xf32>) -> tensor<4x8x16xf32>
+  %0 = attn.online_finalize %a, %s outs(%a : tensor<4x8x16xf32>) : (tensor<4x8x16xf32>, tensor<8xf32>) -> tensor<4x8x16xf32>
   return
 }
 
@@ -894,7 +894,7 @@ func.func @f110(%a: tensor<4x8x16xf32>, %s: tensor<8xf32>) {
 
 func.func @f111(%a: tensor<4x8x16xf32>, %s: tensor<4x8xbf16>) {
   // expected-error @+1 {{expects accumulator and sum to have the same element type, got 'f32' and 'bf16'}}
-  %0 = attn.online_finalize %a, %s : (tensor<4x8x16xf32>, tensor<4x8xbf16>) -> tensor<4x8x16xf32>
+  %0 = attn.online_finalize %a, %s outs(%a : tensor<4x8x16xf32>) : (tensor<4x8x16xf32>, tensor<4x8xbf16>) -> tensor<4x8x16xf32>
   return
 }
 
@@ -902,23 +902,25 @@ func.func @f111(%a: tensor<4x8x16xf32>, %s: tensor<4x8xbf16>) {
 
 func.func @f112(%a: tensor<4x8x16xf32>, %s: tensor<4x7xf32>) {
   // expected-error @+1 {{accumulator dim 1 (8) does not match sum dim 1 (7)}}
-  %0 = attn.online_finalize %a, %s : (tensor<4x8x16xf32>, tensor<4x7xf32>) -> tensor<4x8x16xf32>
+  %0 = attn.online_finalize %a, %s outs(%a : tensor<4x8x16xf32>) : (tensor<4x8x16xf32>, tensor<4x7xf32>) -> tensor<4x8x16xf32>
   return
 }
 
 // -----
 
 func.func @f113(%a: tensor<4x8x16xf32>, %s: tensor<4x8xf32>) {
+  %e = tensor.empty() : tensor<32x16xf32>
   // expected-error @+1 {{expects the result to have the accumulator's rank 3, got rank 2}}
-  %0 = attn.online_finalize %a, %s : (tensor<4x8x16xf32>, tensor<4x8xf32>) -> tensor<32x16xf32>
+  %0 = attn.online_finalize %a, %s outs(%e : tensor<32x16xf32>) : (tensor<4x8x16xf32>, tensor<4x8xf32>) -> tensor<32x16xf32>
   return
 }
 
 // -----
 
 func.func @f114(%a: tensor<4x8x16xf32>, %s: tensor<4x8xf32>) {
+  %e = tensor.empty() : tensor<4x8x12xbf16>
   // expected-error @+1 {{accumulator dim 2 (16) does not match result dim 2 (12)}}
-  %0 = attn.online_finalize %a, %s : (tensor<4x8x16xf32>, tensor<4x8xf32>) -> tensor<4x8x12xbf16>
+  %0 = attn.online_finalize %a, %s outs(%e : tensor<4x8x12xbf16>) : (tensor<4x8x16xf32>, tensor<4x8xf32>) -> tensor<4x8x12xbf16>
   return
 }
 
@@ -990,7 +992,7 @@ func.func @rpb5(%s: tensor<?x4x?x?xf32>, %t: tensor<32x8xf32>) {
 
 func.func @sdpa_bias1(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %t: tensor<32x4xf32>) {
   // expected-error @+1 {{expects 'relative_bias' and a bias_table operand together}}
-  %0 = attn.sdpa %q, %k, %k bias_table(%t : tensor<32x4xf32>) {scale = 1.0 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %k bias_table(%t : tensor<32x4xf32>) outs(%q : tensor<?x4x?x16xf32>) {scale = 1.0 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -998,7 +1000,7 @@ func.func @sdpa_bias1(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %t: te
 
 func.func @sdpa_bias2(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %t: tensor<32x2xf32>) {
   // expected-error @+1 {{expects a bias_table with one column per query head (4), got 2}}
-  %0 = attn.sdpa %q, %k, %k bias_table(%t : tensor<32x2xf32>) {scale = 1.0 : f64, relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = true>} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %k bias_table(%t : tensor<32x2xf32>) outs(%q : tensor<?x4x?x16xf32>) {scale = 1.0 : f64, relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = true>} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -1006,7 +1008,7 @@ func.func @sdpa_bias2(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %t: te
 
 func.func @sdpa_bias3(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %t: tensor<16x4xf32>) {
   // expected-error @+1 {{expects a bias_table with num_buckets = 32 rows, got 16}}
-  %0 = attn.sdpa %q, %k, %k bias_table(%t : tensor<16x4xf32>) {scale = 1.0 : f64, relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = true>} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %k bias_table(%t : tensor<16x4xf32>) outs(%q : tensor<?x4x?x16xf32>) {scale = 1.0 : f64, relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = true>} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -1014,7 +1016,7 @@ func.func @sdpa_bias3(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %t: te
 
 func.func @sdpa_bias4(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %t: tensor<3x4xf32>) {
   // expected-error @+1 {{expects num_buckets >= 2 (>= 4 when bidirectional), got 3}}
-  %0 = attn.sdpa %q, %k, %k bias_table(%t : tensor<3x4xf32>) {scale = 1.0 : f64, relative_bias = #attn.relative_bias<num_buckets = 3, max_distance = 128, bidirectional = true>} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %k bias_table(%t : tensor<3x4xf32>) outs(%q : tensor<?x4x?x16xf32>) {scale = 1.0 : f64, relative_bias = #attn.relative_bias<num_buckets = 3, max_distance = 128, bidirectional = true>} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -1022,7 +1024,7 @@ func.func @sdpa_bias4(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %t: te
 
 func.func @sdpa_bias5(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %t: tensor<32x4xf32>) {
   // expected-error @+1 {{expects a positive max_distance, got 0}}
-  %0 = attn.sdpa %q, %k, %k bias_table(%t : tensor<32x4xf32>) {scale = 1.0 : f64, relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 0, bidirectional = true>} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %k bias_table(%t : tensor<32x4xf32>) outs(%q : tensor<?x4x?x16xf32>) {scale = 1.0 : f64, relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 0, bidirectional = true>} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -1030,7 +1032,7 @@ func.func @sdpa_bias5(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %t: te
 
 func.func @sdpa_bias6(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %t: tensor<32xf32>) {
   // expected-error @+1 {{expects a bias_table [num_buckets, heads] of rank 2, got rank 1}}
-  %0 = attn.sdpa %q, %k, %k bias_table(%t : tensor<32xf32>) {scale = 1.0 : f64, relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 8, bidirectional = true>} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = attn.sdpa %q, %k, %k bias_table(%t : tensor<32xf32>) outs(%q : tensor<?x4x?x16xf32>) {scale = 1.0 : f64, relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 8, bidirectional = true>} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
 
@@ -1071,5 +1073,37 @@ func.func @mask_cond0(%s: tensor<?x4x?x?xf32>) {
 func.func @mask_cond1(%s: tensor<?x4x?x?xf32>) {
   // expected-error @+1 {{expects a 'window' attribute with a sliding_window mask}}
   %0 = attn.mask_cond %s {kind = #attn.mask<sliding_window>} : tensor<?x4x?x?xf32> -> tensor<?x4x?x?xi1>
+  return
+}
+
+// -----
+
+func.func @sdpa_outs(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x8xf32>, %init: tensor<1x4x3x4xf32>) {
+  // expected-error @+1 {{expects the destination (outs) to have the result type 'tensor<1x4x3x8xf32>', got 'tensor<1x4x3x4xf32>'}}
+  %0 = attn.sdpa %q, %k, %v outs(%init : tensor<1x4x3x4xf32>) {scale = 0.25 : f64} : (tensor<1x4x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>) -> tensor<1x4x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @online_mixed(%q: memref<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
+  // expected-error @+1 {{expects all its operands to be tensors or all to be buffers}}
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.25 : f64} : (memref<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @online_tensor_no_results(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
+  // expected-error @+1 {{on tensors expects three results of the types of acc, max and sum}}
+  attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @online_buffer_results(%q: memref<4x8x16xf32>, %k: memref<32x16xf32>, %v: memref<32x16xf32>, %a: memref<4x8x16xf32>, %m: memref<4x8xf32>, %s: memref<4x8xf32>, %i: index) {
+  // expected-error @+1 {{on buffers updates acc, max and sum in place and has no results}}
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.25 : f64} : (memref<4x8x16xf32>, memref<32x16xf32>, memref<32x16xf32>, memref<4x8x16xf32>, memref<4x8xf32>, memref<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }

@@ -65,14 +65,14 @@ func.func @graph(%x: tensor<?x?x64xf32>, %ln_w: tensor<64xf32>, %ln_b: tensor<64
 func.func @fused(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>,
                  %v: tensor<?x8x?x128xbf16>, %lens: tensor<?xi64>)
     -> (tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>) {
-  // CHECK: attn.sdpa %{{.*}}, %{{.*}}, %{{.*}} {mask = #attn.mask<causal>, scale = 0.08837890625 : f64} : (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>) -> tensor<?x32x?x128xbf16>
-  %0 = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>, scale = 0.08837890625 : f64}
+  // CHECK: attn.sdpa %{{.*}}, %{{.*}}, %{{.*}} outs({{[^)]*}}) {mask = #attn.mask<causal>, scale = 0.08837890625 : f64} : (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>) -> tensor<?x32x?x128xbf16>
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x32x?x128xbf16>) {mask = #attn.mask<causal>, scale = 0.08837890625 : f64}
       : (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>) -> tensor<?x32x?x128xbf16>
-  // CHECK: attn.sdpa %{{.*}}, %{{.*}}, %{{.*}} kv_lengths(%{{.*}} : tensor<?xi64>) {align = #attn.align<top_left>, mask = #attn.mask<sliding_window>, scale = 6.250000e-02 : f64, softcap = 5.000000e+01 : f64, window = 4096 : i64}
-  %1 = attn.sdpa %q, %k, %v kv_lengths(%lens : tensor<?xi64>) {mask = #attn.mask<sliding_window>, window = 4096 : i64, softcap = 50.0 : f64, scale = 0.0625 : f64, align = #attn.align<top_left>}
+  // CHECK: attn.sdpa %{{.*}}, %{{.*}}, %{{.*}} kv_lengths(%{{.*}} : tensor<?xi64>) outs({{[^)]*}}) {align = #attn.align<top_left>, mask = #attn.mask<sliding_window>, scale = 6.250000e-02 : f64, softcap = 5.000000e+01 : f64, window = 4096 : i64}
+  %1 = attn.sdpa %q, %k, %v kv_lengths(%lens : tensor<?xi64>) outs(%q : tensor<?x32x?x128xbf16>) {mask = #attn.mask<sliding_window>, window = 4096 : i64, softcap = 50.0 : f64, scale = 0.0625 : f64, align = #attn.align<top_left>}
       : (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>) -> tensor<?x32x?x128xbf16>
-  // CHECK: attn.sdpa %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.000000e+00 : f64}
-  %2 = attn.sdpa %q, %k, %v {scale = 1.0 : f64}
+  // CHECK: attn.sdpa %{{.*}}, %{{.*}}, %{{.*}} outs({{[^)]*}}) {scale = 1.000000e+00 : f64}
+  %2 = attn.sdpa %q, %k, %v outs(%q : tensor<?x32x?x128xbf16>) {scale = 1.0 : f64}
       : (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>) -> tensor<?x32x?x128xbf16>
   return %0, %1, %2 : tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>
 }
@@ -81,7 +81,8 @@ func.func @fused(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>,
 // CHECK-LABEL: func.func @fused_dv
 func.func @fused_dv(%q: tensor<2x4x3x40xf32>, %k: tensor<2x2x17x40xf32>, %v: tensor<2x2x17x24xf32>) -> tensor<2x4x3x24xf32> {
   // CHECK: attn.sdpa {{.*}} : (tensor<2x4x3x40xf32>, tensor<2x2x17x40xf32>, tensor<2x2x17x24xf32>) -> tensor<2x4x3x24xf32>
-  %0 = attn.sdpa %q, %k, %v {scale = 0.158 : f64} : (tensor<2x4x3x40xf32>, tensor<2x2x17x40xf32>, tensor<2x2x17x24xf32>) -> tensor<2x4x3x24xf32>
+  %init = tensor.empty() : tensor<2x4x3x24xf32>
+  %0 = attn.sdpa %q, %k, %v outs(%init : tensor<2x4x3x24xf32>) {scale = 0.158 : f64} : (tensor<2x4x3x40xf32>, tensor<2x2x17x40xf32>, tensor<2x2x17x24xf32>) -> tensor<2x4x3x24xf32>
   return %0 : tensor<2x4x3x24xf32>
 }
 
@@ -89,7 +90,7 @@ func.func @fused_dv(%q: tensor<2x4x3x40xf32>, %k: tensor<2x2x17x40xf32>, %v: ten
 func.func @tiled(%q: tensor<4x64x128xf32>, %k: tensor<32x128xf32>, %v: tensor<32x128xf32>,
                  %acc: tensor<4x64x128xf32>, %max: tensor<4x64xf32>, %sum: tensor<4x64xf32>,
                  %qpos: index, %kvpos: index, %limit: index) -> tensor<4x64x128xf32> {
-  // CHECK: %{{.*}}, %{{.*}}, %{{.*}} = attn.online_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {mask = #attn.mask<causal>, scale = 1.250000e-01 : f64} : (tensor<4x64x128xf32>, tensor<32x128xf32>, tensor<32x128xf32>, tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>) -> (tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
+  // CHECK: %{{.*}} = attn.online_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {mask = #attn.mask<causal>, scale = 1.250000e-01 : f64} : (tensor<4x64x128xf32>, tensor<32x128xf32>, tensor<32x128xf32>, tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>) -> (tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
   %a, %m, %l = attn.online_attention %q, %k, %v, %acc, %max, %sum, %qpos, %kvpos
       {mask = #attn.mask<causal>, scale = 0.125 : f64}
       : (tensor<4x64x128xf32>, tensor<32x128xf32>, tensor<32x128xf32>, tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
@@ -99,8 +100,8 @@ func.func @tiled(%q: tensor<4x64x128xf32>, %k: tensor<32x128xf32>, %v: tensor<32
       {mask = #attn.mask<sliding_window>, window = 128 : i64, softcap = 30.0 : f64, scale = 0.125 : f64}
       : (tensor<4x64x128xf32>, tensor<32x128xf32>, tensor<32x128xf32>, tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
       -> (tensor<4x64x128xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
-  // CHECK: attn.online_finalize %{{.*}}, %{{.*}} : (tensor<4x64x128xf32>, tensor<4x64xf32>) -> tensor<4x64x128xf32>
-  %o = attn.online_finalize %a2, %l2 : (tensor<4x64x128xf32>, tensor<4x64xf32>) -> tensor<4x64x128xf32>
+  // CHECK: attn.online_finalize %{{.*}}, %{{.*}} outs({{[^)]*}}) : (tensor<4x64x128xf32>, tensor<4x64xf32>) -> tensor<4x64x128xf32>
+  %o = attn.online_finalize %a2, %l2 outs(%a2 : tensor<4x64x128xf32>) : (tensor<4x64x128xf32>, tensor<4x64xf32>) -> tensor<4x64x128xf32>
   return %o : tensor<4x64x128xf32>
 }
 
@@ -109,9 +110,9 @@ func.func @relative_bias(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v:
                          %table: tensor<32x8xf32>, %qt: tensor<8x16x64xf32>, %kt: tensor<32x64xf32>,
                          %acc: tensor<8x16x64xf32>, %mx: tensor<8x16xf32>, %i: index)
     -> (tensor<?x8x?x64xf32>, tensor<8x16x64xf32>) {
-  // CHECK: attn.sdpa %{{.*}}, %{{.*}}, %{{.*}} bias_table(%{{.*}} : tensor<32x8xf32>) {mask = #attn.mask<causal>, relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = false>, scale = 1.000000e+00 : f64}
+  // CHECK: attn.sdpa %{{.*}}, %{{.*}}, %{{.*}} bias_table(%{{.*}} : tensor<32x8xf32>) outs({{[^)]*}}) {mask = #attn.mask<causal>, relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = false>, scale = 1.000000e+00 : f64}
   %0 = attn.sdpa %q, %k, %v bias_table(%table : tensor<32x8xf32>)
-      {mask = #attn.mask<causal>, scale = 1.0 : f64,
+ outs(%q : tensor<?x8x?x64xf32>) {mask = #attn.mask<causal>, scale = 1.0 : f64,
        relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = false>}
       : (tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32>
   // CHECK: attn.online_attention {{.*}} bias_table(%{{.*}} : tensor<32x8xf32>, %{{.*}}) {relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = true>, scale = 1.000000e+00 : f64}
@@ -129,4 +130,26 @@ func.func @mask_construction(%s: tensor<?x8x?x?xf32>) -> (tensor<?x8x?x?xf32>, t
   // CHECK: attn.mask_cond %{{.*}} {align = #attn.align<top_left>, kind = #attn.mask<sliding_window>, window = 16 : i64} : tensor<?x8x?x?xf32> -> tensor<?x8x?x?xi1>
   %c = attn.mask_cond %s {kind = #attn.mask<sliding_window>, window = 16 : i64, align = #attn.align<top_left>} : tensor<?x8x?x?xf32> -> tensor<?x8x?x?xi1>
   return %b, %c : tensor<?x8x?x?xf32>, tensor<?x8x?x?xi1>
+}
+
+// Destination-passing style: a tile of a longer query keeps its rows'
+// positions (q_pos) on sdpa and on the chain's mask and bias; the tiled
+// step also exists on buffers (no results, state updated in place).
+// CHECK-LABEL: func.func @positions_and_buffers(
+// CHECK: attn.sdpa %{{.*}}, %{{.*}}, %{{.*}} q_pos(%{{.*}}) outs(%{{.*}} : tensor<1x4x3x8xf32>) {mask = #attn.mask<causal>, scale = 2.500000e-01 : f64}
+// CHECK: attn.mask %{{.*}} q_pos(%{{.*}}) {kind = #attn.mask<causal>} : tensor<1x4x3x5xf32>
+// CHECK: attn.relative_position_bias %{{.*}}, %{{.*}} q_pos(%{{.*}}) {max_distance = 128 : i64, num_buckets = 32 : i64} : tensor<1x4x3x5xf32>, tensor<32x4xf32>
+// CHECK: attn.online_attention {{.*}} : (memref<4x8x16xf32>, memref<32x16xf32>, memref<32x16xf32>, memref<4x8x16xf32>, memref<4x8xf32>, memref<4x8xf32>){{$}}
+func.func @positions_and_buffers(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x8xf32>,
+                                 %s: tensor<1x4x3x5xf32>, %t: tensor<32x4xf32>, %p: index,
+                                 %bq: memref<4x8x16xf32>, %bk: memref<32x16xf32>, %bv: memref<32x16xf32>,
+                                 %ba: memref<4x8x16xf32>, %bm: memref<4x8xf32>, %bs: memref<4x8xf32>)
+    -> (tensor<1x4x3x8xf32>, tensor<1x4x3x5xf32>) {
+  %0 = attn.sdpa %q, %k, %v q_pos(%p) outs(%q : tensor<1x4x3x8xf32>) {mask = #attn.mask<causal>, scale = 0.25 : f64}
+      : (tensor<1x4x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>) -> tensor<1x4x3x8xf32>
+  %1 = attn.mask %s q_pos(%p) {kind = #attn.mask<causal>} : tensor<1x4x3x5xf32>
+  %2 = attn.relative_position_bias %1, %t q_pos(%p) {num_buckets = 32 : i64, max_distance = 128 : i64} : tensor<1x4x3x5xf32>, tensor<32x4xf32>
+  attn.online_attention %bq, %bk, %bv, %ba, %bm, %bs, %p, %p {scale = 0.25 : f64}
+      : (memref<4x8x16xf32>, memref<32x16xf32>, memref<32x16xf32>, memref<4x8x16xf32>, memref<4x8xf32>, memref<4x8xf32>)
+  return %0, %2 : tensor<1x4x3x8xf32>, tensor<1x4x3x5xf32>
 }
