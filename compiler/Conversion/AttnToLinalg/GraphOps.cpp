@@ -177,8 +177,9 @@ static Value lowerOp(MergeHeadsOp merge, GenericBuilder &g) {
   SmallVector<OpFoldResult> sizes = {g.dim(x, 0), g.dim(x, 2),
                                      ob.getIndexAttr(resTy.getDimSize(2))};
   AffineMap id = AffineMap::getMultiDimIdentityMap(3, ob.getContext());
+  Value init = g.empty(sizes, elt);
   result = g.generic(
-      {x}, g.empty(sizes, elt),
+      {x}, init,
       {g.map(3, {g.d(0), g.d(2).floorDiv(d), g.d(1), g.d(2) % d}), id},
       SmallVector<IteratorType>(3, kPar),
       [](OpBuilder &, Location, ValueRange a) { return a[0]; });

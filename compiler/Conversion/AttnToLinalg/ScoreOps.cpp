@@ -62,32 +62,26 @@ static Value lowerOp(PVOp pv, GenericBuilder &g) {
   return result;
 }
 
+/// The score transform `m` alone (scale or softcap), elementwise.
+static Value scoreMap(GenericBuilder &g, Value input, const ScoreMath &m) {
+  Type elt = cast<RankedTensorType>(input.getType()).getElementType();
+  return elementwise(g, {input}, elt,
+                     [&](OpBuilder &b, Location l, ValueRange a) {
+                       return m.apply(b, l, a[0], Value(), Value(), Value(),
+                                      Value());
+                     });
+}
+
 static Value lowerOp(ScaleOp sc, GenericBuilder &g) {
-  auto resTy = cast<RankedTensorType>(sc->getResult(0).getType());
-  Type elt = resTy.getElementType();
-  Value result;
   ScoreMath m;
   m.scale = sc.getScale().convertToDouble();
-  result = elementwise(g, {sc.getInput()}, elt,
-                       [&](OpBuilder &b, Location l, ValueRange a) {
-                         return m.apply(b, l, a[0], Value(), Value(),
-                                        Value(), Value());
-                       });
-  return result;
+  return scoreMap(g, sc.getInput(), m);
 }
 
 static Value lowerOp(SoftcapOp cap, GenericBuilder &g) {
-  auto resTy = cast<RankedTensorType>(cap->getResult(0).getType());
-  Type elt = resTy.getElementType();
-  Value result;
   ScoreMath m;
   m.softcap = cap.getCap().convertToDouble();
-  result = elementwise(g, {cap.getInput()}, elt,
-                       [&](OpBuilder &b, Location l, ValueRange a) {
-                         return m.apply(b, l, a[0], Value(), Value(),
-                                        Value(), Value());
-                       });
-  return result;
+  return scoreMap(g, cap.getInput(), m);
 }
 
 static Value lowerOp(RelativePositionBiasOp rb, GenericBuilder &g) {

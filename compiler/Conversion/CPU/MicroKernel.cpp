@@ -391,9 +391,11 @@ struct Emitter {
   void scoresToState(ArrayRef<SmallVector<Value>> rowAt,
                      SmallVector<Value> s, Value n0, Value nc) {
     SmallVector<Value> alphas;
-    for (size_t r = 0; r < rowAt.size(); ++r)
-      alphas.push_back(softmaxRow(rowAt[r], ArrayRef(s).slice(r * NV, NV),
-                                  idx(r), n0, nc));
+    for (size_t r = 0; r < rowAt.size(); ++r) {
+      Value pRow = idx(r);
+      alphas.push_back(
+          softmaxRow(rowAt[r], ArrayRef(s).slice(r * NV, NV), pRow, n0, nc));
+    }
     pvBlock(rowAt, alphas, n0, nc);
   }
 
@@ -417,8 +419,9 @@ struct Emitter {
               b, loc, arith::DivFOp::create(b, loc, x, c));
           x = arith::MulFOp::create(b, loc, t, c);
         }
-        x = arith::SelectOp::create(b, loc, visible(qPos, kvBase, nc, j), x,
-                                    splat(negInf(), vt));
+        Value seen = visible(qPos, kvBase, nc, j);
+        Value hidden = splat(negInf(), vt);
+        x = arith::SelectOp::create(b, loc, seen, x, hidden);
         rowMax = rowMax ? arith::MaximumFOp::create(b, loc, rowMax, x) : x;
       }
       Value mx = vector::ReductionOp::create(

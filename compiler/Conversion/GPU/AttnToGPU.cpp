@@ -134,9 +134,10 @@ struct KernelEmitter {
       return s;
     double cap = src.softcap->convertToDouble();
     Value ex = exp2(fmul(s, f32(2.0 * kLog2e / cap)));
-    Value th = arith::SubFOp::create(
-        b, loc, f32(1.0),
-        arith::DivFOp::create(b, loc, f32(2.0), fadd(ex, f32(1.0))));
+    Value denom = fadd(ex, f32(1.0));
+    Value two = f32(2.0);
+    Value frac = arith::DivFOp::create(b, loc, two, denom);
+    Value th = arith::SubFOp::create(b, loc, f32(1.0), frac);
     return fmul(th, f32(cap * kLog2e));
   }
   /// `ok` and key `key` visible to the row at key position `qPos` (causal,
@@ -189,8 +190,9 @@ struct KernelEmitter {
       return arith::ExtUIOp::create(
           b, loc, i32, arith::BitcastOp::create(b, loc, i16, x));
     };
-    Value hiBits = arith::ShLIOp::create(
-        b, loc, widen(highBf16), arith::ConstantIntOp::create(b, loc, 16, 32));
+    Value high = widen(highBf16);
+    Value sixteen = arith::ConstantIntOp::create(b, loc, 16, 32);
+    Value hiBits = arith::ShLIOp::create(b, loc, high, sixteen);
     return arith::OrIOp::create(b, loc, widen(lowBf16), hiBits);
   }
   Value toBf16(Value f) {
@@ -268,7 +270,8 @@ void KernelEmitter::emit(Value out, Value q, Value k, Value v, Value lens) {
       Value colS = min(col, c(d - 1));
       Value x =
           memref::LoadOp::create(b, loc, q, ValueRange{bi, h, p, colS});
-      regs.push_back(select(in, fmul(x, qScale), f32(0.0)));
+      Value scaled = fmul(x, qScale);
+      regs.push_back(select(in, scaled, f32(0.0)));
     }
     qReg.push_back(regs);
   }
@@ -355,8 +358,9 @@ void KernelEmitter::emit(Value out, Value q, Value k, Value v, Value lens) {
     Value l = tiles.getResult(i * stride + 1);
     Value empty =
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, f32(0.0));
-    Value inv = select(empty, f32(0.0),
-                       arith::DivFOp::create(b, loc, f32(1.0), l));
+    Value zero = f32(0.0);
+    Value recip = arith::DivFOp::create(b, loc, f32(1.0), l);
+    Value inv = select(empty, zero, recip);
     for (int64_t e = 0; e < eplV; ++e) {
       Value col = add(c(e * kWarp), lane);
       Value in = andI(valid[i], cmp(arith::CmpIPredicate::slt, col, c(dv)));
@@ -474,7 +478,8 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
   auto qElem = [&](int64_t h, Value col) -> Value {
     Value x = memref::LoadOp::create(b, loc, q,
                                      ValueRange{L.bi, head[h], pos[h], col});
-    return toBf16(select(valid[h], fmul(x, qScale), f32(0.0)));
+    Value scaled = fmul(x, qScale);
+    return toBf16(select(valid[h], scaled, f32(0.0)));
   };
   // Q as A fragments, one per 16 of d: {r0, c}, {r1, c}, {r0, c+8}, {r1, c+8}
   // with c = 16·ks + 2·tq (two consecutive columns each): in registers, or
@@ -496,8 +501,9 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
            Value ps = add(L.q0, arith::RemUIOp::create(b, loc, rs, L.qn));
            Value x = memref::LoadOp::create(b, loc, q,
                                             ValueRange{L.bi, hd, ps, col});
+           Value scaled = fmul(x, qScale);
            memref::StoreOp::create(
-               b, loc, toBf16(select(ok, fmul(x, qScale), f32(0.0))), qTile,
+               b, loc, toBf16(select(ok, scaled, f32(0.0))), qTile,
                ValueRange{r, col});
            return {};
          });
@@ -516,7 +522,9 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
                                           ValueRange{row, add(c0, one)});
         a.push_back(pack(x0, x1));
       } else {
-        a.push_back(pack(qElem(h, c0), qElem(h, add(c0, one))));
+        Value lo = qElem(h, c0);
+        Value hi = qElem(h, add(c0, one));
+        a.push_back(pack(lo, hi));
       }
     }
     return a;
@@ -584,9 +592,10 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
             s = softcapped(s);
             // Keys past hi are the tile's zero padding.
             Value key = add(kt, add(c(8 * j + e % 2), col2));
-            Value vis = visible(
-                andI(valid[h], cmp(arith::CmpIPredicate::slt, key, L.hi)), key,
-                add(pos[h], L.offset));
+            Value inTile =
+                andI(valid[h], cmp(arith::CmpIPredicate::slt, key, L.hi));
+            Value rowPos = add(pos[h], L.offset);
+            Value vis = visible(inTile, key, rowPos);
             s = select(vis, s, f32(-inf));
             rowMax[h] = arith::MaximumFOp::create(b, loc, rowMax[h], s);
           }
@@ -658,8 +667,9 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
     Value l = quadReduce(tiles.getResult(2 + h), /*isMax=*/false);
     Value empty =
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, f32(0.0));
-    inv[h] =
-        select(empty, f32(0.0), arith::DivFOp::create(b, loc, f32(1.0), l));
+    Value zero = f32(0.0);
+    Value recip = arith::DivFOp::create(b, loc, f32(1.0), l);
+    inv[h] = select(empty, zero, recip);
   }
   for (int64_t n = 0; n < nTilesO; ++n)
     for (int64_t e = 0; e < 4; ++e) {
@@ -839,10 +849,13 @@ struct ConvertAttnToGPUPass
           /*readOnly=*/true);
     };
     Value lens = src.kvLength ? buffer(src.kvLength.getTensor()) : Value();
+    Value qBuf = buffer(qT);
+    Value kBuf = buffer(kT);
+    Value vBuf = buffer(vT);
     if (bf16)
-      e.emitMma(dest.getDest(), buffer(qT), buffer(kT), buffer(vT), lens);
+      e.emitMma(dest.getDest(), qBuf, kBuf, vBuf, lens);
     else
-      e.emit(dest.getDest(), buffer(qT), buffer(kT), buffer(vT), lens);
+      e.emit(dest.getDest(), qBuf, kBuf, vBuf, lens);
     dest.erase();
     forall.erase();
     return success();
