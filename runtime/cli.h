@@ -1,0 +1,121 @@
+/*===- cli.h - the executables' commands, internal declarations ---*- C++ -*-===*
+ *
+ * What the command files of the runtime share (main.cpp: info, sdpa, block,
+ * check and the dispatch; bench.cpp; device.cpp: kernel calls on the CPU or
+ * through CUDA buffers; reference.cpp: the float64 reference; args.cpp:
+ * argument parsing). Internal to the runtime: not part of its ABI.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef ATTN_RT_CLI_H
+#define ATTN_RT_CLI_H
+
+#include "attn_runtime.h"
+
+#include <cstdint>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+// Weak: CUDA executables do not link the OpenMP runtime (a GPU machine may
+// have none); CPU executables do, and the kernels' threads follow these.
+extern "C" __attribute__((weak)) void omp_set_num_threads(int);
+extern "C" __attribute__((weak)) int omp_get_max_threads(void);
+
+namespace attn_rt {
+namespace cli {
+
+using Args = std::map<std::string, std::string>;
+
+//===- args.cpp ------------------------------------------------------------===//
+
+/// Prints `error: msg` and exits 1.
+[[noreturn]] void fail(const std::string &msg);
+/// Parses `--name value` pairs; flags listed in `flags` take no value.
+Args parseArgs(int argc, char **argv, int first,
+               const std::vector<std::string> &known,
+               const std::vector<std::string> &flags = {});
+/// The integer option `name` in [lo, hi], `dflt` when absent.
+int64_t intArg(const Args &args, const std::string &name, int64_t dflt,
+               int64_t lo, int64_t hi);
+/// The kind of layer `layer`; fails for a layer out of range or not compiled.
+const attn_rt_kind &kindOfLayer(const attn_rt_model *m, int64_t layer);
+/// OpenMP's thread count (1 without the OpenMP runtime).
+int ompThreads();
+
+//===- device.cpp ----------------------------------------------------------===//
+
+/// The kernels launch CUDA kernels on device buffers (attn_rt_model.device).
+extern bool gCuda;
+
+/// The GPU and its peaks: fp32 FMA lanes (128 per SM on sm_90, 64 on
+/// sm_80) and dense bf16 tensor-core FLOP per clock (4096 per SM on sm_90,
+/// 2048 on sm_80) at the device's reported clock.
+struct DeviceInfo {
+  std::string name;
+  int sms = 0, major = 0, minor = 0;
+  double mhz = 0, fp32Tflops = 0, tensorTflops = 0;
+};
+extern DeviceInfo gDevice;
+void describeDevice();
+/// Exits with the reason when the CUDA kernels cannot run here.
+void requireDevice(const char *command);
+
+/// A descriptor of a contiguous [d0, d1, d2, d3] buffer.
+attn_rt_memref_f32_4 view4(float *data, const std::vector<int64_t> &s);
+
+/// One call of a kernel into `out` (resized to [B, Hq, Sq, Dv]), on the CPU
+/// or through device copies for CUDA executables.
+void run(void (*fn)(void), const attn_rt_kind &kind, std::vector<float> &q,
+         const std::vector<int64_t> &qs, std::vector<float> &k,
+         const std::vector<int64_t> &ks, std::vector<float> &v,
+         const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
+         std::vector<float> *table, std::vector<float> &out);
+
+/// A device copy of a host buffer, freed with the object.
+struct DeviceBuffer {
+  void *ptr = nullptr;
+  int64_t bytes = 0;
+  DeviceBuffer(const void *host, int64_t n);
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+};
+
+/// Device descriptors of the same shapes as the host ones, for repeated
+/// calls (bench).
+struct DeviceCall {
+  DeviceBuffer out, q, k, v, lens;
+  attn_rt_memref_f32_4 dout, dq, dk, dv;
+  attn_rt_memref_i64_1 dl;
+  DeviceCall(std::vector<float> &hq, const std::vector<int64_t> &qs,
+             std::vector<float> &hk, const std::vector<int64_t> &ks,
+             std::vector<float> &hv, const std::vector<int64_t> &vs,
+             std::vector<int64_t> &hl, int64_t outElems);
+  void call(void (*fn)(void), const attn_rt_kind &kind);
+};
+
+//===- reference.cpp -------------------------------------------------------===//
+
+/// Attention in float64 by its definition, one query row at a time: the
+/// independent reference of `check` for kernels without a compiled
+/// reference (CUDA). Causal is bottom-right aligned; a row that sees no key
+/// is 0.
+void referenceF64(const attn_rt_kind &kind, const std::vector<float> &q,
+                  const std::vector<int64_t> &qs, const std::vector<float> &k,
+                  const std::vector<int64_t> &ks, const std::vector<float> &v,
+                  const std::vector<int64_t> &vs,
+                  const std::vector<int64_t> &lens, double scale,
+                  double softcap, std::vector<float> &out);
+/// `n` normal samples of standard deviation `scale`.
+std::vector<float> randomVec(std::mt19937 &rng, int64_t n, float scale);
+
+//===- bench.cpp -----------------------------------------------------------===//
+
+int cmdBench(const attn_rt_model *m, int argc, char **argv);
+
+} // namespace cli
+} // namespace attn_rt
+
+#endif // ATTN_RT_CLI_H

@@ -1,0 +1,138 @@
+//===- device.cpp - kernel calls on the CPU or through CUDA buffers -------===//
+//
+// This file implements how the executables' commands call a compiled kernel:
+// on host buffers for CPU executables, through device copies (DeviceBuffer,
+// DeviceCall over runtime/cuda.cpp) for CUDA ones, and the GPU's description
+// and peaks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cli.h"
+
+namespace attn_rt {
+namespace cli {
+
+attn_rt_memref_f32_4 view4(float *data, const std::vector<int64_t> &s) {
+  attn_rt_memref_f32_4 d;
+  d.allocated = d.aligned = data;
+  d.offset = 0;
+  int64_t stride = 1;
+  for (int i = 3; i >= 0; --i) {
+    d.sizes[i] = s[i];
+    d.strides[i] = stride;
+    stride *= s[i];
+  }
+  return d;
+}
+
+bool gCuda = false;
+DeviceInfo gDevice;
+
+
+void describeDevice() {
+  char name[256] = {0};
+  int khz = 0;
+  attn_rt_cuda_describe(name, sizeof(name), &gDevice.sms, &khz,
+                        &gDevice.major, &gDevice.minor);
+  gDevice.name = name;
+  gDevice.mhz = khz / 1000.0;
+  bool hopper = gDevice.major >= 9;
+  double clk = khz * 1e3;
+  gDevice.fp32Tflops = gDevice.sms * clk * (hopper ? 256 : 128) / 1e12;
+  gDevice.tensorTflops = gDevice.sms * clk * (hopper ? 4096 : 2048) / 1e12;
+}
+
+void requireDevice(const char *command) {
+  if (!gCuda)
+    return;
+  char why[1024];
+  if (attn_rt_cuda_init(why, sizeof(why)) != 0)
+    fail(std::string(command) +
+         ": this executable runs its attention on an NVIDIA GPU (compiled "
+         "with --target=cuda) and none is usable here: " + why);
+}
+
+DeviceBuffer::DeviceBuffer(const void *host, int64_t n) : bytes(n) {
+  ptr = attn_rt_cuda_alloc(n);
+  if (host)
+    attn_rt_cuda_to_device(ptr, host, n);
+}
+
+DeviceBuffer::~DeviceBuffer() { attn_rt_cuda_free(ptr); }
+
+void callKernel(void (*fn)(void), const attn_rt_kind &kind,
+                attn_rt_memref_f32_4 *out, attn_rt_memref_f32_4 *q,
+                attn_rt_memref_f32_4 *k, attn_rt_memref_f32_4 *v,
+                attn_rt_memref_i64_1 *lens, std::vector<float> *table);
+
+/// One call of a CUDA kernel: inputs to the device, the kernel, the output
+/// back into `out`.
+void runOnDevice(void (*fn)(void), const attn_rt_kind &kind,
+                 std::vector<float> &q, const std::vector<int64_t> &qs,
+                 std::vector<float> &k, const std::vector<int64_t> &ks,
+                 std::vector<float> &v, const std::vector<int64_t> &vs,
+                 std::vector<int64_t> &lens, std::vector<float> &out);
+
+void run(void (*fn)(void), const attn_rt_kind &kind, std::vector<float> &q,
+         const std::vector<int64_t> &qs, std::vector<float> &k,
+         const std::vector<int64_t> &ks, std::vector<float> &v,
+         const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
+         std::vector<float> *table, std::vector<float> &out) {
+  std::vector<int64_t> os = {qs[0], qs[1], qs[2], vs[3]};
+  out.resize(os[0] * os[1] * os[2] * os[3]);
+  if (gCuda)
+    return runOnDevice(fn, kind, q, qs, k, ks, v, vs, lens, out);
+  attn_rt_memref_f32_4 dout = view4(out.data(), os), dq = view4(q.data(), qs),
+                       dk = view4(k.data(), ks), dv = view4(v.data(), vs);
+  attn_rt_memref_i64_1 dl{lens.data(), lens.data(), 0, {int64_t(lens.size())},
+                          {1}};
+  callKernel(fn, kind, &dout, &dq, &dk, &dv, &dl, table);
+}
+
+void callKernel(void (*fn)(void), const attn_rt_kind &kind,
+                attn_rt_memref_f32_4 *out, attn_rt_memref_f32_4 *q,
+                attn_rt_memref_f32_4 *k, attn_rt_memref_f32_4 *v,
+                attn_rt_memref_i64_1 *lens, std::vector<float> *table) {
+  if (kind.bias_buckets > 0) {
+    attn_rt_memref_f32_2 dt{table->data(), table->data(), 0,
+                            {kind.bias_buckets, kind.num_heads},
+                            {kind.num_heads, 1}};
+    reinterpret_cast<attn_rt_sdpa_bias_fn>(fn)(out, q, k, v, lens, &dt);
+  } else {
+    reinterpret_cast<attn_rt_sdpa_fn>(fn)(out, q, k, v, lens);
+  }
+}
+
+DeviceCall::DeviceCall(std::vector<float> &hq, const std::vector<int64_t> &qs,
+                       std::vector<float> &hk, const std::vector<int64_t> &ks,
+                       std::vector<float> &hv, const std::vector<int64_t> &vs,
+                       std::vector<int64_t> &hl, int64_t outElems)
+      : out(nullptr, 4 * outElems), q(hq.data(), 4 * int64_t(hq.size())),
+        k(hk.data(), 4 * int64_t(hk.size())),
+        v(hv.data(), 4 * int64_t(hv.size())),
+        lens(hl.data(), 8 * int64_t(hl.size())) {
+    std::vector<int64_t> os = {qs[0], qs[1], qs[2], vs[3]};
+    dout = view4(static_cast<float *>(out.ptr), os);
+    dq = view4(static_cast<float *>(q.ptr), qs);
+    dk = view4(static_cast<float *>(k.ptr), ks);
+    dv = view4(static_cast<float *>(v.ptr), vs);
+    auto *l = static_cast<int64_t *>(lens.ptr);
+    dl = {l, l, 0, {int64_t(hl.size())}, {1}};
+}
+
+void DeviceCall::call(void (*fn)(void), const attn_rt_kind &kind) {
+  callKernel(fn, kind, &dout, &dq, &dk, &dv, &dl, nullptr);
+}
+
+void runOnDevice(void (*fn)(void), const attn_rt_kind &kind,
+                 std::vector<float> &q, const std::vector<int64_t> &qs,
+                 std::vector<float> &k, const std::vector<int64_t> &ks,
+                 std::vector<float> &v, const std::vector<int64_t> &vs,
+                 std::vector<int64_t> &lens, std::vector<float> &out) {
+  DeviceCall c(q, qs, k, ks, v, vs, lens, int64_t(out.size()));
+  c.call(fn, kind);
+  attn_rt_cuda_to_host(out.data(), c.out.ptr, 4 * int64_t(out.size()));
+}
+
+} // namespace cli
+} // namespace attn_rt

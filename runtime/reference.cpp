@@ -1,0 +1,81 @@
+//===- reference.cpp - the executables' float64 attention reference -------===//
+//
+// This file implements attention in float64 by its definition, the
+// independent reference `check` uses where no compiled reference exists
+// (CUDA executables), and the random inputs of `check` and `bench`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cli.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace attn_rt {
+namespace cli {
+
+void referenceF64(const attn_rt_kind &kind, const std::vector<float> &q,
+                  const std::vector<int64_t> &qs, const std::vector<float> &k,
+                  const std::vector<int64_t> &ks, const std::vector<float> &v,
+                  const std::vector<int64_t> &vs,
+                  const std::vector<int64_t> &lens, double scale,
+                  double softcap, std::vector<float> &out) {
+  int64_t B = qs[0], Hq = qs[1], Sq = qs[2], D = qs[3], Hkv = ks[1],
+          Skv = ks[2], Dv = vs[3], G = Hq / Hkv;
+  out.assign(B * Hq * Sq * Dv, 0.0f);
+  std::vector<double> s(Skv), acc(Dv);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t i = 0; i < Sq; ++i) {
+        const float *qr = &q[((b * Hq + h) * Sq + i) * D];
+        int64_t pos = i + Skv - Sq;
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < Skv; ++j) {
+          bool vis = j < lens[b];
+          if (kind.causal)
+            vis = vis && j <= pos;
+          if (kind.window)
+            vis = vis && j > pos - kind.window;
+          if (!vis) {
+            s[j] = -INFINITY;
+            continue;
+          }
+          const float *kr = &k[((b * Hkv + h / G) * Skv + j) * D];
+          double dot = 0;
+          for (int64_t e = 0; e < D; ++e)
+            dot += double(qr[e]) * double(kr[e]);
+          dot *= scale;
+          if (softcap > 0)
+            dot = softcap * std::tanh(dot / softcap);
+          s[j] = dot;
+          mx = std::max(mx, dot);
+        }
+        if (mx == -INFINITY)
+          continue;
+        double sum = 0;
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t j = 0; j < Skv; ++j) {
+          if (s[j] == -INFINITY)
+            continue;
+          double p = std::exp(s[j] - mx);
+          sum += p;
+          const float *vr = &v[((b * Hkv + h / G) * Skv + j) * Dv];
+          for (int64_t e = 0; e < Dv; ++e)
+            acc[e] += p * double(vr[e]);
+        }
+        float *o = &out[((b * Hq + h) * Sq + i) * Dv];
+        for (int64_t e = 0; e < Dv; ++e)
+          o[e] = float(acc[e] / sum);
+      }
+}
+
+std::vector<float> randomVec(std::mt19937 &rng, int64_t n, float scale) {
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+} // namespace cli
+} // namespace attn_rt
