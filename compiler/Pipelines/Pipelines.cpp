@@ -31,12 +31,12 @@ using namespace mlir::attn;
 LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
                                             const PipelineOptions &options,
                                             std::string *error) {
-  std::optional<PipelineStage> stop = options.stopAfter.getValue();
-  if (*stop == PipelineStage::Attn)
+  PipelineStage stop = options.stopAfter;
+  if (stop == PipelineStage::Attn)
     return success();
   pm.addNestedPass<func::FuncOp>(createFuseAttentionPass());
   pm.addPass(createCanonicalizerPass());
-  if (*stop == PipelineStage::Fused)
+  if (stop == PipelineStage::Fused)
     return success();
   if (options.reference)
     pm.addPass(createMakeReferencePass());
@@ -48,7 +48,7 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createTileAttentionPass(tile));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  if (*stop == PipelineStage::Tiled)
+  if (stop == PipelineStage::Tiled)
     return success();
 
   // CPU: tile and score ops to linalg on tensors, bufferize, loops.
@@ -63,7 +63,7 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  if (*stop == PipelineStage::Linalg)
+  if (stop == PipelineStage::Linalg)
     return success();
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;

@@ -170,6 +170,25 @@ cl::opt<bool> describe("describe",
 /// code generation and the link, each timed.
 TimingScope *timingRoot = nullptr;
 
+/// Writes `path` with `write`, then closes it and checks the stream: an
+/// error (at open, or a full disk found at close) sets `error`, naming the
+/// file, and returns false.
+bool writeFile(const std::string &path,
+               llvm::function_ref<void(llvm::raw_ostream &)> write,
+               std::string &error) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (!ec) {
+    write(os);
+    os.close();
+    ec = os.error();
+    os.clear_error();
+  }
+  if (ec)
+    error = "cannot write '" + path + "': " + ec.message();
+  return !ec;
+}
+
 /// Writes the kernels object and the model table to a temporary directory
 /// and links them with the runtime into `outputPath` (an executable, or with
 /// `shared` a library; `cuda`: host code launching GPU kernels, linked to
@@ -188,28 +207,16 @@ int linkBuild(const attn::ModelSpec &spec, llvm::StringRef object, bool shared,
   std::string obj = (dir + "/kernels.o").str();
   std::string table = (dir + "/model_table.cpp").str();
   std::string error;
-  // Each file is opened, written and closed on its own: an error on any of
-  // them names that file (a full disk shows up at close, not at open).
-  auto writeFile = [&](const std::string &path,
-                       llvm::function_ref<void(llvm::raw_ostream &)> write) {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(path, ec);
-    if (!ec) {
-      write(os);
-      os.close();
-      ec = os.error();
-      os.clear_error();
-    }
-    if (ec)
-      error = "cannot write '" + path + "': " + ec.message();
-    return !ec;
-  };
   bool linked =
-      writeFile(obj, [&](llvm::raw_ostream &os) { os << object; }) &&
-      writeFile(table, [&](llvm::raw_ostream &os) {
-        attn::writeModelTable(spec, attn::describeModel(spec).dump(2), os,
-                              cuda, bf16);
-      });
+      writeFile(
+          obj, [&](llvm::raw_ostream &os) { os << object; }, error) &&
+      writeFile(
+          table,
+          [&](llvm::raw_ostream &os) {
+            attn::writeModelTable(spec, attn::describeModel(spec).dump(2), os,
+                                  cuda, bf16);
+          },
+          error);
   timing.stop();
   if (linked) {
     TimingScope linkTiming = timingRoot->nest("link");
@@ -347,21 +354,14 @@ std::string headerPath() {
 }
 
 bool writeHeader(const attn::ModelSpec &spec) {
-  std::string header = headerPath();
-  std::error_code ec;
-  llvm::raw_fd_ostream h(header, ec);
-  if (!ec) {
-    attn::writeKernelHeader(spec, h);
-    h.close();
-    ec = h.error();
-    h.clear_error();
-  }
-  if (ec) {
-    llvm::errs() << "attn-compile: error: cannot write '" << header
-                 << "': " << ec.message() << "\n";
-    return false;
-  }
-  return true;
+  std::string error;
+  if (writeFile(
+          headerPath(),
+          [&](llvm::raw_ostream &os) { attn::writeKernelHeader(spec, os); },
+          error))
+    return true;
+  llvm::errs() << "attn-compile: error: " << error << "\n";
+  return false;
 }
 
 /// The CPU target: a pipeline stage, LLVM IR, assembly, an object or a

@@ -609,36 +609,32 @@ struct Emitter {
   }
 };
 
-/// Lowers one buffer-form op; false (with an error) when it cannot.
-bool lowerToMicroKernel(OnlineAttentionOp oa, int64_t lanes) {
+/// Lowers one buffer-form op; failure (with an error) when it cannot.
+LogicalResult lowerToMicroKernel(OnlineAttentionOp oa, int64_t lanes) {
   if (!microKernelHandles(oa))
     return oa.emitOpError(
-               "on buffers is lowered by the CPU micro-kernel only, which "
-               "needs f32 operands, static head dims and no relative bias "
-               "table; lower this op with convert-attn-to-linalg before "
-               "bufferization"),
-           false;
-  SmallVector<Value> buffers;
+        "on buffers is lowered by the CPU micro-kernel only, which needs f32 "
+        "operands, static head dims and no relative bias table; lower this "
+        "op with convert-attn-to-linalg before bufferization");
   for (Value buf : {oa.getQuery(), oa.getKey(), oa.getValue(), oa.getAcc(),
                     oa.getMax(), oa.getSum()}) {
-    auto ty = cast<MemRefType>(buf.getType());
     int64_t offset;
     SmallVector<int64_t> strides;
-    if (failed(ty.getStridesAndOffset(strides, offset)) || strides.back() != 1)
+    if (failed(cast<MemRefType>(buf.getType())
+                   .getStridesAndOffset(strides, offset)) ||
+        strides.back() != 1)
       return oa.emitOpError("the CPU micro-kernel needs operands whose "
-                            "innermost dim is contiguous"),
-             false;
-    buffers.push_back(buf);
+                            "innermost dim is contiguous");
   }
   IRRewriter rewriter(oa);
   rewriter.setInsertionPoint(oa);
   Emitter e{rewriter, oa.getLoc(), oa};
-  e.q = buffers[0];
-  e.k = buffers[1];
-  e.v = buffers[2];
-  e.acc = buffers[3];
-  e.max = buffers[4];
-  e.sum = buffers[5];
+  e.q = oa.getQuery();
+  e.k = oa.getKey();
+  e.v = oa.getValue();
+  e.acc = oa.getAcc();
+  e.max = oa.getMax();
+  e.sum = oa.getSum();
   e.W = lanes;
   // 32 vector registers (AVX-512) hold a 4×4 tile plus operands; 16
   // (AVX2, SSE) a 2×4 tile.
@@ -649,7 +645,7 @@ bool lowerToMicroKernel(OnlineAttentionOp oa, int64_t lanes) {
   e.dv = cast<ShapedType>(oa.getValue().getType()).getShape().back();
   e.emit();
   rewriter.eraseOp(oa);
-  return true;
+  return success();
 }
 
 struct CPUMicroKernelPass
@@ -668,7 +664,7 @@ struct CPUMicroKernelPass
         ops.push_back(op);
     });
     for (OnlineAttentionOp op : ops)
-      if (!lowerToMicroKernel(op, lanes))
+      if (failed(lowerToMicroKernel(op, lanes)))
         return signalPassFailure();
   }
 };

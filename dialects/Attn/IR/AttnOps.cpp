@@ -515,14 +515,12 @@ int64_t SDPAOp::getGroupSize() {
 
 Value SDPAOp::createEmptyInit(OpBuilder &b, Location loc, Value query,
                               Value value) {
-  auto q = cast<RankedTensorType>(query.getType());
-  auto v = cast<RankedTensorType>(value.getType());
   SmallVector<OpFoldResult> sizes;
   for (int64_t i = 0; i < 3; ++i)
     sizes.push_back(tensor::getMixedSize(b, loc, query, i));
   sizes.push_back(tensor::getMixedSize(b, loc, value, 3));
-  (void)v;
-  return tensor::EmptyOp::create(b, loc, sizes, q.getElementType());
+  return tensor::EmptyOp::create(
+      b, loc, sizes, cast<RankedTensorType>(query.getType()).getElementType());
 }
 
 LogicalResult SDPAOp::verify() {
