@@ -151,7 +151,8 @@ typedef struct {
 void memrefCopy(int64_t elem_size, attn_rt_unranked_memref *src,
                 attn_rt_unranked_memref *dst);
 
-/* Provided by the model table attn-compile generates. */
+/* The model table: constant globals attn-compile puts in the kernels'
+ * object (compiler/Target/CPU/ModelTable.cpp). */
 const attn_rt_model *attn_rt_get_model(void);
 
 /* CUDA (runtime/cuda.cpp, libcuda.so.1 loaded with dlopen): 0 when a

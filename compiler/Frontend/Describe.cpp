@@ -189,32 +189,20 @@ ojson mlir::attn::describeModel(const ModelSpec &spec) {
     layers.push_back(layerJson(l, kinds[l.index]));
   out["layers"] = layers;
 
-  // Per kind, in order of first use.
-  std::vector<std::string> order;
-  std::map<std::string, std::vector<const LayerSpec *>> byKind;
-  for (const LayerSpec &l : spec.layers) {
-    if (!byKind.count(kinds[l.index]))
-      order.push_back(kinds[l.index]);
-    byKind[kinds[l.index]].push_back(&l);
-  }
   const std::pair<const char *, std::optional<uint64_t>> contexts[] = {
       {"1024", 1024}, {"32768", 32768}, {"262144", 262144}, {"max", {}}};
   unsigned __int128 totalKv32 = 0, totalKv16 = 0;
   std::map<std::string, unsigned __int128> totalDecode, totalPrefill;
   std::map<std::string, bool> totalKnown;
   ojson kindsJson = ojson::array();
-  for (const std::string &name : order) {
-    const std::vector<const LayerSpec *> &ls = byKind[name];
-    const LayerSpec &l = *ls.front();
+  for (const LayerKind &kind : groupLayersByKind(spec)) {
+    const LayerSpec &l = *kind.first;
     ojson k;
-    k["name"] = name;
+    k["name"] = kind.name;
     k["attention"] = roleName(l.role);
     k["layer_type"] = l.layerType;
-    k["count"] = ls.size();
-    ojson idx = ojson::array();
-    for (const LayerSpec *p : ls)
-      idx.push_back(p->index);
-    k["layers"] = idx;
+    k["count"] = kind.layers.size();
+    k["layers"] = kind.layers;
     if (l.role == LayerRole::LinearAttention) {
       k["kv_cache_bytes_per_token"] = nullptr;
       k["attention_flops_per_token"] = nullptr;
@@ -224,7 +212,7 @@ ojson mlir::attn::describeModel(const ModelSpec &spec) {
       kindsJson.push_back(k);
       continue;
     }
-    uint64_t n = ls.size();
+    uint64_t n = kind.layers.size();
     k["kv_cache_bytes_per_token_per_layer"] = {
         {"fp32", kvBytesPerToken(l, 4)}, {"bf16", kvBytesPerToken(l, 2)}};
     k["kv_cache_bytes_per_token"] = {{"fp32", n * kvBytesPerToken(l, 4)},

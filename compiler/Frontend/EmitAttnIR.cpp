@@ -332,12 +332,11 @@ OwningOpRef<ModuleOp> Emitter::kernels(bool withBlocks) {
                    memref::MemRefDialect, tensor::TensorDialect>();
   Location loc = FileLineColLoc::get(ctx, spec.configPath, 1, 1);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  std::vector<std::string> names = layerKindNames(spec);
-  std::set<std::string> done;
-  for (const LayerSpec &l : spec.layers) {
-    const std::string &name = names[l.index];
-    if (l.role == LayerRole::LinearAttention || !done.insert(name).second)
+  for (const LayerKind &kind : groupLayersByKind(spec)) {
+    if (!kind.compiled())
       continue;
+    const std::string &name = kind.name;
+    const LayerSpec &l = *kind.first;
     func::FuncOp kernel = emitKernel(name, l);
     toDestinationStyle(kernel);
     module->push_back(kernel);
@@ -507,18 +506,12 @@ OwningOpRef<ModuleOp> Emitter::run() {
   // One function per kind, in order of first use.
   std::vector<std::string> names = layerKindNames(spec);
   std::map<std::string, func::FuncOp> kinds;
-  std::map<std::string, std::vector<int64_t>> kindLayers;
-  for (const LayerSpec &l : spec.layers)
-    kindLayers[names[l.index]].push_back(l.index);
-  for (const LayerSpec &l : spec.layers) {
-    const std::string &name = names[l.index];
-    if (kinds.count(name))
-      continue;
-    func::FuncOp fn = emitKind(name, l);
-    fn->setAttr("attn.layer_type", b.getStringAttr(l.layerType));
-    fn->setAttr("attn.layers", b.getDenseI64ArrayAttr(kindLayers[name]));
+  for (const LayerKind &kind : groupLayersByKind(spec)) {
+    func::FuncOp fn = emitKind(kind.name, *kind.first);
+    fn->setAttr("attn.layer_type", b.getStringAttr(kind.first->layerType));
+    fn->setAttr("attn.layers", b.getDenseI64ArrayAttr(kind.layers));
     module->push_back(fn);
-    kinds[name] = fn;
+    kinds[kind.name] = fn;
   }
 
   // @model: inputs, then every layer's weights (shared ones once).
@@ -620,6 +613,19 @@ std::vector<std::string> mlir::attn::layerKindNames(const ModelSpec &spec) {
     names[l.index] = name;
   }
   return names;
+}
+
+std::vector<LayerKind> mlir::attn::groupLayersByKind(const ModelSpec &spec) {
+  std::vector<std::string> names = layerKindNames(spec);
+  std::vector<LayerKind> kinds;
+  std::map<std::string, size_t> index;
+  for (const LayerSpec &l : spec.layers) {
+    auto [it, added] = index.emplace(names[l.index], kinds.size());
+    if (added)
+      kinds.push_back(LayerKind{names[l.index], &l, {}});
+    kinds[it->second].layers.push_back(l.index);
+  }
+  return kinds;
 }
 
 OwningOpRef<ModuleOp> mlir::attn::emitAttnModule(const ModelSpec &spec,

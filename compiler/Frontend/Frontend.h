@@ -68,6 +68,20 @@ nlohmann::ordered_json describeModel(const ModelSpec &spec);
 /// IR emitter and --describe so that both agree).
 std::vector<std::string> layerKindNames(const ModelSpec &spec);
 
+/// The layers that share one kind (one kind function, one kernel).
+struct LayerKind {
+  std::string name;        ///< as layerKindNames gives it
+  const LayerSpec *first;  ///< the kind's first layer (its shape)
+  std::vector<int64_t> layers; ///< indices into spec.layers, ascending
+  bool compiled() const { return first->role != LayerRole::LinearAttention; }
+};
+
+/// `spec`'s layers grouped by kind, in order of first use. The one place
+/// where layers are grouped: the IR emitter, --describe, the model table and
+/// the kernels' header all read it. Linear-attention layers form kinds of
+/// their own that are not compiled (`compiled()` is false).
+std::vector<LayerKind> groupLayersByKind(const ModelSpec &spec);
+
 } // namespace attn
 } // namespace mlir
 

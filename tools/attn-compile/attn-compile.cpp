@@ -13,6 +13,7 @@
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Target/CPU/CPUTarget.h"
 #include "compiler/Target/CPU/Executable.h"
+#include "compiler/Target/CPU/ModelTable.h"
 #include "compiler/Target/GPU/GPUTarget.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -189,12 +190,11 @@ bool writeFile(const std::string &path,
   return !ec;
 }
 
-/// Writes the kernels object and the model table to a temporary directory
-/// and links them with the runtime into `outputPath` (an executable, or with
-/// `shared` a library; `cuda`: host code launching GPU kernels, linked to
-/// need only the C library). Returns the exit code, errors printed.
-int linkBuild(const attn::ModelSpec &spec, llvm::StringRef object, bool shared,
-              bool cuda, bool bf16) {
+/// Writes the kernels object (model table included) to a temporary
+/// directory and links it with the runtime into `outputPath` (an executable,
+/// or with `shared` a library; `cuda`: host code launching GPU kernels,
+/// linked to need only the C library). Returns the exit code, errors printed.
+int linkBuild(llvm::StringRef object, bool shared, bool cuda) {
   llvm::SmallString<128> dir;
   if (std::error_code ec =
           llvm::sys::fs::createUniqueDirectory("attn-compile", dir)) {
@@ -203,24 +203,15 @@ int linkBuild(const attn::ModelSpec &spec, llvm::StringRef object, bool shared,
                  << ec.message() << "\n";
     return 1;
   }
-  TimingScope timing = timingRoot->nest("write the object and model table");
+  TimingScope timing = timingRoot->nest("write the object");
   std::string obj = (dir + "/kernels.o").str();
-  std::string table = (dir + "/model_table.cpp").str();
   std::string error;
-  bool linked =
-      writeFile(
-          obj, [&](llvm::raw_ostream &os) { os << object; }, error) &&
-      writeFile(
-          table,
-          [&](llvm::raw_ostream &os) {
-            attn::writeModelTable(spec, attn::describeModel(spec).dump(2), os,
-                                  cuda, bf16);
-          },
-          error);
+  bool linked = writeFile(
+      obj, [&](llvm::raw_ostream &os) { os << object; }, error);
   timing.stop();
   if (linked) {
     TimingScope linkTiming = timingRoot->nest("link");
-    linked = attn::linkExecutable(obj, table, outputPath, shared, error,
+    linked = attn::linkExecutable(obj, outputPath, shared, error,
                                   /*hostOnly=*/cuda);
   }
   llvm::sys::fs::remove_directories(dir);
@@ -230,7 +221,6 @@ int linkBuild(const attn::ModelSpec &spec, llvm::StringRef object, bool shared,
   }
   return 0;
 }
-
 
 /// What the driver prints or writes once everything succeeded: `text` goes
 /// to -o, then `after` (the --emit=obj header) runs.
@@ -291,13 +281,23 @@ bool runPipeline(MLIRContext &context, ModuleOp module, const Options &options,
   return succeeded(pm.run(module));
 }
 
-/// The LLVM dialect module as an x86-64 object, LLVM IR or assembly.
+/// The LLVM dialect module as an x86-64 object, LLVM IR or assembly; with
+/// `table`, the model table of an executable or library added to it
+/// (`cuda`: host stubs of GPU kernels; `bf16`: tensor-core tolerance).
 bool emitHost(ModuleOp module, attn::CPUOutput kind,
-              llvm::SmallVectorImpl<char> &buffer) {
+              llvm::SmallVectorImpl<char> &buffer,
+              const attn::ModelSpec *table = nullptr, bool cuda = false,
+              bool bf16 = false) {
   TimingScope timing = timingRoot->nest("LLVM code generation (x86-64)");
   attn::CPUTargetOptions options;
   options.cpu = cpu;
   options.optLevel = optLevel;
+  if (table)
+    options.extendModule = [&](llvm::Module &m, std::string &error) {
+      return attn::addModelTable(m, *table,
+                                 attn::describeModel(*table).dump(2), cuda,
+                                 bf16, error);
+    };
   std::string error;
   llvm::raw_svector_ostream os(buffer);
   if (failed(attn::emitCPU(module, options, kind, os, error))) {
@@ -325,13 +325,13 @@ int compileCUDA(MLIRContext &context, const attn::ModelSpec &spec,
   llvm::raw_string_ostream os(out.text);
   if (building) {
     // The host code (kernel launches, the PTX embedded and loaded at
-    // start-up) as an x86-64 object, linked with the model table and the
+    // start-up) and the model table as an x86-64 object, linked with the
     // runtime, whose CUDA part loads libcuda.so.1 with dlopen.
     llvm::SmallString<0> object;
-    if (!emitHost(module, attn::CPUOutput::Object, object))
+    if (!emitHost(module, attn::CPUOutput::Object, object, &spec,
+                  /*cuda=*/true, gpuPrecision == attn::GPUPrecision::bf16))
       return 1;
-    return linkBuild(spec, object, /*shared=*/false, /*cuda=*/true,
-                     gpuPrecision == attn::GPUPrecision::bf16);
+    return linkBuild(object, /*shared=*/false, /*cuda=*/true);
   }
   if (stage == Stage::PTX) {
     std::string error;
@@ -393,13 +393,14 @@ int compileCPU(MLIRContext &context, const attn::ModelSpec &spec,
   attn::CPUOutput kind = stage == Stage::LLVMIR ? attn::CPUOutput::LLVMIR
                          : stage == Stage::Asm  ? attn::CPUOutput::Assembly
                                                 : attn::CPUOutput::Object;
+  // Kernels with their model table, and the runtime -> the executable or
+  // library.
+  bool linking = building && emit != Emit::Obj;
   llvm::SmallString<0> buffer;
-  if (!emitHost(module, kind, buffer))
+  if (!emitHost(module, kind, buffer, linking ? &spec : nullptr))
     return 1;
-  if (building && emit != Emit::Obj) {
-    // Kernels, model table and runtime -> the executable or library.
-    if (linkBuild(spec, buffer, emit == Emit::Shared, /*cuda=*/false,
-                  /*bf16=*/false))
+  if (linking) {
+    if (linkBuild(buffer, emit == Emit::Shared, /*cuda=*/false))
       return 1;
     return emit == Emit::Shared && !writeHeader(spec) ? 1 : 0;
   }

@@ -102,6 +102,8 @@ LogicalResult mlir::attn::emitCPU(ModuleOp module,
   }
   llvmModule->setTargetTriple(triple);
   llvmModule->setDataLayout(tm->createDataLayout());
+  if (options.extendModule && !options.extendModule(*llvmModule, error))
+    return failure();
   if (llvm::Error err = makeOptimizingTransformer(options.optLevel, 0,
                                                   tm.get())(llvmModule.get())) {
     error = llvm::toString(std::move(err));

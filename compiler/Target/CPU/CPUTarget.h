@@ -13,7 +13,12 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <functional>
 #include <string>
+
+namespace llvm {
+class Module;
+} // namespace llvm
 
 namespace mlir {
 namespace attn {
@@ -25,6 +30,9 @@ struct CPUTargetOptions {
   /// (AVX-512).
   std::string cpu = "native";
   unsigned optLevel = 3;
+  /// Runs on the translated LLVM IR before it is optimized (the model
+  /// table of executables, see ModelTable.h); false with `error` set stops.
+  std::function<bool(llvm::Module &, std::string &error)> extendModule;
 };
 
 /// Registers the dialect translations the CPU target needs.

@@ -1,8 +1,8 @@
-//===- Executable.h - model table and linking with the runtime ---*- C++ -*-===//
+//===- Executable.h - kernels' header and link with the runtime --*- C++ -*-===//
 //
-// This file declares the last step of `attn-compile -o NAME`: the generated
-// model table (C++ source describing the kernels for the runtime) and the
-// link of kernels, table and runtime into an executable.
+// This file declares the last step of `attn-compile -o NAME`: the link of
+// the kernels' object (with its model table) and the runtime into an
+// executable or library, and the C header of --emit=obj/shared.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,22 +18,13 @@
 namespace mlir {
 namespace attn {
 
-/// Writes the C++ model table for `spec` (kinds, their kernels'
-/// `_mlir_ciface_` symbols, layer -> kind, the describe JSON) and a `main`
-/// unless ATTN_RT_NO_MAIN is defined when it is compiled.
-/// With `cuda`, the kernels are host stubs that launch GPU kernels on
-/// device buffers: no reference or block entries, device = 1; `bf16` marks
-/// tensor-core kernels (check's tolerance).
-void writeModelTable(const ModelSpec &spec, const std::string &describeJson,
-                     llvm::raw_ostream &os, bool cuda = false,
-                     bool bf16 = false);
-
 /// Writes the C header of the kernels' entry points (self-contained: the
 /// memref descriptor types of runtime/attn_runtime.h and one prototype per
 /// kernel), for --emit=obj and --emit=shared.
 void writeKernelHeader(const ModelSpec &spec, llvm::raw_ostream &os);
 
-/// Links `objectPath` and `tablePath` with the runtime into `outputPath`
+/// Links `objectPath` (the kernels and their model table, see ModelTable.h)
+/// with the runtime into `outputPath`
 /// (written under a temporary name and renamed on success): an executable,
 /// or with `shared` a shared library exporting the kernels and
 /// attn_rt_get_model (no main).
@@ -41,7 +32,6 @@ void writeKernelHeader(const ModelSpec &spec, llvm::raw_ostream &os);
 /// linked statically, so that the executable runs on a GPU machine with
 /// nothing but the driver installed.
 bool linkExecutable(const std::string &objectPath,
-                    const std::string &tablePath,
                     const std::string &outputPath, bool shared,
                     std::string &error, bool hostOnly = false);
 

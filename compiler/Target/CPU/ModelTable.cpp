@@ -1,0 +1,256 @@
+//===- ModelTable.cpp - the model table as LLVM globals --------------------===//
+//
+// This file builds the runtime's model table (runtime/attn_runtime.h:
+// attn_rt_model, attn_rt_kind, attn_rt_weight) as constant LLVM globals in
+// the kernels' module, with `attn_rt_get_model` returning it and one thunk per
+// block entry. Nothing is generated as source text: strings from the user
+// (the config's path, its layer and tensor names) are data, never code.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Target/CPU/ModelTable.h"
+
+#include "compiler/Frontend/Frontend.h"
+
+#include "attn_runtime.h"
+
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DataLayout.h"
+#include "llvm/IR/DerivedTypes.h"
+#include "llvm/IR/GlobalVariable.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Module.h"
+
+#include <cstddef>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+/// Emits the table's globals into one module.
+class TableBuilder {
+public:
+  TableBuilder(llvm::Module &m)
+      : m(m), ctx(m.getContext()), ptr(llvm::PointerType::get(ctx, 0)),
+        i32(llvm::Type::getInt32Ty(ctx)), i64(llvm::Type::getInt64Ty(ctx)),
+        f64(llvm::Type::getDoubleTy(ctx)) {
+    weightTy = llvm::StructType::create(
+        ctx, {ptr, ptr, i64, llvm::ArrayType::get(i64, 2)}, "attn_rt_weight");
+    kindTy = llvm::StructType::create(ctx,
+                                      {ptr, i64, i64, i64, i64, i32, i64, i64,
+                                       ptr, i64, ptr, ptr, ptr, ptr, i64, f64,
+                                       f64, f64},
+                                      "attn_rt_kind");
+    modelTy = llvm::StructType::create(
+        ctx, {i32, ptr, i64, ptr, ptr, i64, i64, ptr, i32}, "attn_rt_model");
+  }
+
+  /// The struct types must have the C layout of attn_rt_*: checked against
+  /// the compiler's own view of the header, field by field.
+  bool checkLayout(std::string &error) const;
+
+  llvm::Constant *string(llvm::StringRef s) {
+    llvm::Constant *data = llvm::ConstantDataArray::getString(ctx, s);
+    return global(data, "attn_rt.str");
+  }
+  llvm::Constant *global(llvm::Constant *init, const llvm::Twine &name) {
+    auto *g = new llvm::GlobalVariable(m, init->getType(), /*isConstant=*/true,
+                                       llvm::GlobalValue::PrivateLinkage, init,
+                                       name);
+    g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+    return g;
+  }
+  llvm::Constant *int64s(llvm::ArrayRef<int64_t> values,
+                         const llvm::Twine &name) {
+    llvm::SmallVector<uint64_t> v(values.begin(), values.end());
+    return global(llvm::ConstantDataArray::get(ctx, v), name);
+  }
+  llvm::Constant *c64(int64_t v) { return llvm::ConstantInt::get(i64, v); }
+  llvm::Constant *c32(int32_t v) { return llvm::ConstantInt::get(i32, v); }
+  llvm::Constant *f(double v) { return llvm::ConstantFP::get(f64, v); }
+  llvm::Constant *null() { return llvm::ConstantPointerNull::get(ptr); }
+
+  /// `void block_<kind>(y, x, positions, void *const *w)` calling
+  /// `_mlir_ciface_<kind>_block(y, x, positions, w[0], ..., w[n-1])`.
+  llvm::Function *blockThunk(llvm::Function *entry, const std::string &kind,
+                             size_t numWeights);
+
+  llvm::Module &m;
+  llvm::LLVMContext &ctx;
+  llvm::PointerType *ptr;
+  llvm::IntegerType *i32, *i64;
+  llvm::Type *f64;
+  llvm::StructType *weightTy, *kindTy, *modelTy;
+};
+
+bool TableBuilder::checkLayout(std::string &error) const {
+  const llvm::DataLayout &dl = m.getDataLayout();
+  struct Expect {
+    llvm::StructType *type;
+    size_t size;
+    std::vector<size_t> offsets;
+  };
+  const Expect expects[] = {
+      {weightTy,
+       sizeof(attn_rt_weight),
+       {offsetof(attn_rt_weight, role), offsetof(attn_rt_weight, pattern),
+        offsetof(attn_rt_weight, rank), offsetof(attn_rt_weight, shape)}},
+      {kindTy,
+       sizeof(attn_rt_kind),
+       {offsetof(attn_rt_kind, name), offsetof(attn_rt_kind, num_heads),
+        offsetof(attn_rt_kind, num_kv_heads), offsetof(attn_rt_kind, head_dim),
+        offsetof(attn_rt_kind, head_dim_v), offsetof(attn_rt_kind, causal),
+        offsetof(attn_rt_kind, window), offsetof(attn_rt_kind, bias_buckets),
+        offsetof(attn_rt_kind, layers), offsetof(attn_rt_kind, num_layers),
+        offsetof(attn_rt_kind, fused), offsetof(attn_rt_kind, reference),
+        offsetof(attn_rt_kind, block), offsetof(attn_rt_kind, weights),
+        offsetof(attn_rt_kind, num_weights), offsetof(attn_rt_kind, scale),
+        offsetof(attn_rt_kind, softcap), offsetof(attn_rt_kind, tolerance)}},
+      {modelTy,
+       sizeof(attn_rt_model),
+       {offsetof(attn_rt_model, abi_version), offsetof(attn_rt_model, family),
+        offsetof(attn_rt_model, hidden_size),
+        offsetof(attn_rt_model, describe_json), offsetof(attn_rt_model, kinds),
+        offsetof(attn_rt_model, num_kinds), offsetof(attn_rt_model, num_layers),
+        offsetof(attn_rt_model, layer_kind), offsetof(attn_rt_model, device)}},
+  };
+  for (const Expect &e : expects) {
+    const llvm::StructLayout *layout = dl.getStructLayout(e.type);
+    bool same = layout->getSizeInBytes() == e.size &&
+                e.type->getNumElements() == e.offsets.size();
+    for (size_t i = 0; same && i < e.offsets.size(); ++i)
+      same = layout->getElementOffset(i) == e.offsets[i];
+    if (!same) {
+      error = "internal error: the model table's " +
+              e.type->getName().str() +
+              " does not match runtime/attn_runtime.h";
+      return false;
+    }
+  }
+  return true;
+}
+
+llvm::Function *TableBuilder::blockThunk(llvm::Function *entry,
+                                         const std::string &kind,
+                                         size_t numWeights) {
+  auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx),
+                                       {ptr, ptr, ptr, ptr}, false);
+  llvm::Function *fn = llvm::Function::Create(
+      type, llvm::GlobalValue::InternalLinkage, "attn_rt.block." + kind, m);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
+  llvm::SmallVector<llvm::Value *> args = {fn->getArg(0), fn->getArg(1),
+                                           fn->getArg(2)};
+  for (size_t i = 0; i < numWeights; ++i)
+    args.push_back(b.CreateLoad(
+        ptr, b.CreateConstInBoundsGEP1_64(ptr, fn->getArg(3), i)));
+  b.CreateCall(entry, args);
+  b.CreateRetVoid();
+  return fn;
+}
+
+} // namespace
+
+bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
+                               const std::string &describeJson, bool cuda,
+                               bool bf16, std::string &error) {
+  TableBuilder t(m);
+  if (!t.checkLayout(error))
+    return false;
+  auto function = [&](const std::string &name) -> llvm::Function * {
+    llvm::Function *fn = m.getFunction(name);
+    if (!fn || fn->isDeclaration())
+      error = "internal error: the kernels' module has no '" + name + "'";
+    return fn && !fn->isDeclaration() ? fn : nullptr;
+  };
+
+  // The compiled kinds, in the order of their first layer; a layer of a
+  // kind that is not compiled (linear attention) has kind -1.
+  std::vector<LayerKind> kinds;
+  std::vector<int64_t> layerKind(spec.layers.size(), -1);
+  for (LayerKind &kind : groupLayersByKind(spec)) {
+    if (!kind.compiled())
+      continue;
+    for (int64_t i : kind.layers)
+      layerKind[i] = kinds.size();
+    kinds.push_back(std::move(kind));
+  }
+
+  bool blocks = !cuda && supportsBlock(spec);
+  std::vector<llvm::Constant *> kindValues;
+  for (const LayerKind &kind : kinds) {
+    const std::string &n = kind.name;
+    const LayerSpec &l = *kind.first;
+    llvm::Function *fused = function("_mlir_ciface_" + n + "_sdpa");
+    llvm::Function *reference =
+        cuda ? nullptr : function("_mlir_ciface_" + n + "_sdpa_reference");
+    if (!fused || (!cuda && !reference))
+      return false;
+    llvm::Constant *block = t.null(), *weights = t.null();
+    std::vector<WeightArg> ws;
+    if (blocks) {
+      llvm::Function *entry = function("_mlir_ciface_" + n + "_block");
+      if (!entry)
+        return false;
+      ws = layerWeights(spec, l);
+      if (entry->arg_size() != 3 + ws.size()) {
+        error = "internal error: '_mlir_ciface_" + n + "_block' takes " +
+                std::to_string(entry->arg_size()) + " arguments, expected " +
+                std::to_string(3 + ws.size());
+        return false;
+      }
+      block = t.blockThunk(entry, n, ws.size());
+      std::vector<llvm::Constant *> wv;
+      for (const WeightArg &w : ws) {
+        std::string pattern =
+            w.shared ? w.tensor : tensorPattern(w.tensor, l.layerInStack);
+        llvm::Constant *shape = llvm::ConstantArray::get(
+            llvm::ArrayType::get(t.i64, 2),
+            {t.c64(w.shape[0]), t.c64(w.shape.size() > 1 ? w.shape[1] : 0)});
+        wv.push_back(llvm::ConstantStruct::get(
+            t.weightTy, {t.string(w.role), t.string(pattern),
+                         t.c64(w.shape.size()), shape}));
+      }
+      weights = t.global(
+          llvm::ConstantArray::get(llvm::ArrayType::get(t.weightTy, wv.size()),
+                                   wv),
+          "attn_rt.weights." + n);
+    }
+    kindValues.push_back(llvm::ConstantStruct::get(
+        t.kindTy,
+        {t.string(n), t.c64(l.numHeads), t.c64(l.numKVHeads),
+         t.c64(l.headDimQK), t.c64(l.headDimV), t.c32(l.causal ? 1 : 0),
+         t.c64(l.causal && l.window ? *l.window : 0),
+         t.c64(l.position == PositionKind::T5Bias ? l.t5.numBuckets : 0),
+         t.int64s(kind.layers, "attn_rt.layers." + n),
+         t.c64(kind.layers.size()), fused,
+         reference ? (llvm::Constant *)reference : t.null(), block, weights,
+         t.c64(ws.size()), t.f(l.scale), t.f(l.softcap.value_or(0.0)),
+         t.f(bf16 ? 2e-2 : 1e-5)}));
+  }
+
+  llvm::Constant *kindArray = t.global(
+      llvm::ConstantArray::get(
+          llvm::ArrayType::get(t.kindTy, kindValues.size()), kindValues),
+      "attn_rt.kinds");
+  llvm::Constant *model = t.global(
+      llvm::ConstantStruct::get(
+          t.modelTy,
+          {t.c32(ATTN_RT_ABI_VERSION), t.string(spec.family),
+           t.c64(spec.hiddenSize), t.string(describeJson), kindArray,
+           t.c64(kinds.size()), t.c64(spec.layers.size()),
+           t.int64s(layerKind, "attn_rt.layer_kind"), t.c32(cuda ? 1 : 0)}),
+      "attn_rt.model");
+
+  if (m.getFunction("attn_rt_get_model")) {
+    error = "internal error: the kernels' module already has "
+            "'attn_rt_get_model'";
+    return false;
+  }
+  llvm::Function *get = llvm::Function::Create(
+      llvm::FunctionType::get(t.ptr, false),
+      llvm::GlobalValue::ExternalLinkage, "attn_rt_get_model", m);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(t.ctx, "entry", get));
+  b.CreateRet(model);
+  return true;
+}
