@@ -41,7 +41,7 @@ def ConvertAttnToLinalgPass : Pass<"convert-attn-to-linalg", "func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
-def CPUMicroKernelPass : Pass<"attn-cpu-micro-kernel", "func::FuncOp"> {
+def CPUMicroKernelPass : Pass<"attn-cpu-micro-kernel", "ModuleOp"> {
   let summary = "Lower attn.online_attention on buffers to register-tiled vector code";
   let description = [{
     Runs after bufferization, on the buffer form of `attn.online_attention`
@@ -53,7 +53,11 @@ def CPUMicroKernelPass : Pass<"attn-cpu-micro-kernel", "func::FuncOp"> {
     row sum, and acc·alpha + P·V in R×4 accumulators. Tiles of fewer than 16
     rows (decode) skip the pack: dot products along d, each K vector serving
     every row, with the next chunk's K and V prefetched into L2. Scratch is
-    allocated once per parallel iteration. An op it cannot take (not f32,
+    allocated once per parallel iteration. The code of each distinct tile
+    (attributes, operand types) is a private no-inline function
+    `@<caller>_tile(q, k, v, acc, max, sum, q_pos, kv_pos, Kt, P, alpha)`
+    that every op like it calls: compiled once, in a function small enough
+    for LLVM to compile fast. An op it cannot take (not f32,
     dynamic head dims, a relative bias table, a non-contiguous innermost
     dim) is an error naming what is needed.
 
@@ -62,14 +66,18 @@ def CPUMicroKernelPass : Pass<"attn-cpu-micro-kernel", "func::FuncOp"> {
         {mask = #attn.mask<causal>, scale = 0.125 : f64}
         : (memref<4x?x64xf32>, memref<?x64xf32, strided<[64, 1], offset: ?>>,
            ...)
-    // becomes the Kᵀ pack, vector.fma tiles and vector reductions above.
+    // becomes
+    func.call @f_tile(%q, %k, %v, %acc, %max, %sum, %qp, %kp, %kt, %p, %a)
+    // with @f_tile holding the Kᵀ pack, vector.fma tiles and reductions.
     ```
   }];
   let options = [
     Option<"lanes", "lanes", "int64_t", /*default=*/"16",
            "f32 vector lanes: 16 (AVX-512), 8 (AVX2) or 4 (SSE)">
   ];
-  let dependentDialects = ["::mlir::arith::ArithDialect",
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect",

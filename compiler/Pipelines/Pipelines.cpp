@@ -38,6 +38,9 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   if (stop == PipelineStage::Fused)
     return success();
+  // A kind's block calls the kind's attention kernel: one tiled copy, and
+  // no reference copy of the block (the kernel has its own).
+  pm.addPass(createCallKernelsPass());
   if (options.reference)
     pm.addPass(createMakeReferencePass());
   TileAttentionPassOptions tile;
@@ -79,7 +82,7 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   if (options.vectorLanes > 0) {
     CPUMicroKernelPassOptions microKernel;
     microKernel.lanes = options.vectorLanes;
-    pm.addNestedPass<func::FuncOp>(createCPUMicroKernelPass(microKernel));
+    pm.addPass(createCPUMicroKernelPass(microKernel));
   }
   // (batch, KV head, query block) in parallel on all cores. scf.parallel
   // before deallocation: ownership-based deallocation frees what each

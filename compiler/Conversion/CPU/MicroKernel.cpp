@@ -41,11 +41,15 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
 
@@ -85,7 +89,9 @@ struct Emitter {
   Location loc;
   OnlineAttentionOp op;
   Value q = {}, k = {}, v = {}, acc = {}, max = {}, sum = {}; ///< memrefs
-  int64_t W = 16, R = 4, NV = 4, CV = 4;
+  /// Vectors of W keys per chunk of keys.
+  static constexpr int64_t kChunkVectors = 4;
+  int64_t W = 16, R = 4, NV = kChunkVectors, CV = 4;
   int64_t d = 0, dv = 0, lead = 0;
   VectorType vt = {}, vi32 = {}, vmask = {};
   /// Scratch: [d, C] Kᵀ, [R, C] probabilities, [R] alphas.
@@ -120,8 +126,8 @@ struct Emitter {
   SmallVector<Value>
   loop(Value lb, Value ub, Value step, ValueRange init,
        function_ref<SmallVector<Value>(Value, ValueRange)> body) {
-    return SmallVector<Value>(
-        buildForLoop(b, loc, lb, ub, step, init, body).getResults());
+    scf::ForOp f = buildForLoop(b, loc, lb, ub, step, init, body);
+    return SmallVector<Value>(f.getResults());
   }
   void loop(Value lb, Value ub, Value step, function_ref<void(Value)> body) {
     loop(lb, ub, step, {}, [&](Value iv, ValueRange) {
@@ -352,7 +358,7 @@ struct Emitter {
       Value base = add(n0, j0);
       if (prefetchBase)
         for (int64_t i = 0; i < KR; ++i)
-          prefetchRow(add(j0, idx(i)), k, d);
+          prefetchRow(add(j0, idx(i)), k, idx(0), d);
       SmallVector<Value> keyRows;
       for (int64_t i = 0; i < KR; ++i) {
         Value r = add(base, idx(i));
@@ -455,99 +461,114 @@ struct Emitter {
   }
 
   /// acc = acc · alpha + P · V for the rows `rowAt` (P in scratch rows
-  /// 0..rows), CV vectors of dv at a time in rows × CV registers.
+  /// 0..rows), CV vectors of dv at a time in rows × CV registers: a loop
+  /// over the groups of CV full vectors (one copy of the code whatever dv
+  /// is), then the rest of dv (fewer vectors, the last one masked when W
+  /// does not divide dv).
   void pvBlock(ArrayRef<SmallVector<Value>> rowAt, ArrayRef<Value> alphas,
                Value n0, Value nc) {
-    int64_t rows = rowAt.size();
+    int64_t groups = dv / (CV * W);
+    if (groups == 1) {
+      pvGroup(rowAt, alphas, n0, nc, idx(0), SmallVector<Value>(CV));
+    } else if (groups > 1) {
+      Value begin = idx(0), end = idx(groups * CV * W), step = idx(CV * W);
+      loop(begin, end, step, [&](Value col) {
+        pvGroup(rowAt, alphas, n0, nc, col, SmallVector<Value>(CV));
+      });
+    }
+    SmallVector<Value> masks;
+    for (int64_t c = groups * CV * W; c < dv; c += W)
+      masks.push_back(dv - c >= W ? Value()
+                                  : vector::ConstantMaskOp::create(
+                                        b, loc, vmask,
+                                        ArrayRef<int64_t>{dv - c}));
+    if (!masks.empty())
+      pvGroup(rowAt, alphas, n0, nc, idx(groups * CV * W), masks);
+  }
+
+  /// pvBlock on the masks.size() vectors of dv from column `col`; a null
+  /// mask is a full vector. In decode, the same columns of the next chunk's
+  /// V rows are prefetched while this chunk's run.
+  void pvGroup(ArrayRef<SmallVector<Value>> rowAt, ArrayRef<Value> alphas,
+               Value n0, Value nc, Value col, ArrayRef<Value> masks) {
+    int64_t rows = rowAt.size(), cw = masks.size();
     Value zero = idx(0), one = idx(1);
-    int64_t nvec = (dv + W - 1) / W;
-    auto maskFor = [&](int64_t vec) -> Value {
-      int64_t valid = dv - vec * W;
-      if (valid >= W)
-        return {};
-      return vector::ConstantMaskOp::create(b, loc, vmask,
-                                            ArrayRef<int64_t>{valid});
-    };
-    auto load = [&](Value mem, ValueRange ix, int64_t vec) -> Value {
-      if (Value mk = maskFor(vec))
-        return vector::MaskedLoadOp::create(b, loc, vt, mem, ix, mk,
+    SmallVector<Value> cols;
+    for (int64_t c = 0; c < cw; ++c)
+      cols.push_back(add(col, idx(c * W)));
+    auto load = [&](Value mem, ValueRange ix, int64_t c) -> Value {
+      if (masks[c])
+        return vector::MaskedLoadOp::create(b, loc, vt, mem, ix, masks[c],
                                             splatF(0.0));
       return vector::LoadOp::create(b, loc, vt, mem, ix);
     };
-    auto store = [&](Value x, Value mem, ValueRange ix, int64_t vec) {
-      if (Value mk = maskFor(vec))
-        vector::MaskedStoreOp::create(b, loc, mem, ix, mk, x);
-      else
-        vector::StoreOp::create(b, loc, x, mem, ix);
-    };
-    for (int64_t c0 = 0; c0 < nvec; c0 += CV) {
-      int64_t cw = std::min(CV, nvec - c0);
-      SmallVector<Value> a;
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cw; ++c) {
-          Value x = load(acc, at(rowAt[r], {idx((c0 + c) * W)}), c0 + c);
-          a.push_back(
-              arith::MulFOp::create(b, loc, x, splat(alphas[r], vt)));
-        }
-      a = loop(zero, nc, one, a, [&](Value n, ValueRange cur) {
-        if (prefetchBase && c0 == 0)
-          prefetchRow(n, v, dv);
-        SmallVector<Value> vv, next(cur.begin(), cur.end());
-        Value row = add(n0, n);
+    SmallVector<Value> a;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cw; ++c) {
+        Value x = load(acc, at(rowAt[r], {cols[c]}), c);
+        a.push_back(arith::MulFOp::create(b, loc, x, splat(alphas[r], vt)));
+      }
+    // The group's columns of a V row, within dv.
+    int64_t width = masks.back() ? (cw - 1) * W + (dv % W) : cw * W;
+    a = loop(zero, nc, one, a, [&](Value n, ValueRange cur) {
+      if (prefetchBase)
+        prefetchRow(n, v, col, width);
+      SmallVector<Value> vv, next(cur.begin(), cur.end());
+      Value row = add(n0, n);
+      for (int64_t c = 0; c < cw; ++c)
+        vv.push_back(load(v, ValueRange{row, cols[c]}, c));
+      for (int64_t r = 0; r < rows; ++r) {
+        Value p = memref::LoadOp::create(b, loc, P, ValueRange{idx(r), n});
+        Value pb = splat(p, vt);
         for (int64_t c = 0; c < cw; ++c)
-          vv.push_back(load(v, ValueRange{row, idx((c0 + c) * W)}, c0 + c));
-        for (int64_t r = 0; r < rows; ++r) {
-          Value p = memref::LoadOp::create(b, loc, P, ValueRange{idx(r), n});
-          Value pb = splat(p, vt);
-          for (int64_t c = 0; c < cw; ++c)
-            next[r * cw + c] =
-                vector::FMAOp::create(b, loc, pb, vv[c], cur[r * cw + c]);
-        }
-        return next;
-      });
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cw; ++c)
-          store(a[r * cw + c], acc, at(rowAt[r], {idx((c0 + c) * W)}),
-                c0 + c);
-    }
+          next[r * cw + c] =
+              vector::FMAOp::create(b, loc, pb, vv[c], cur[r * cw + c]);
+      }
+      return next;
+    });
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cw; ++c) {
+        SmallVector<Value> ix = at(rowAt[r], {cols[c]});
+        if (masks[c])
+          vector::MaskedStoreOp::create(b, loc, acc, ix, masks[c],
+                                        a[r * cw + c]);
+        else
+          vector::StoreOp::create(b, loc, a[r * cw + c], acc, ix);
+      }
   }
 
   /// Decode streams K and V from memory once: while P · V runs over key n
-  /// of this chunk, key n of the next chunk (K and V rows, each 64-byte
-  /// line) is prefetched to L2, so the loads overlap the arithmetic.
-  void prefetchRow(Value n, Value mem, int64_t width) {
+  /// of this chunk, key n of the next chunk (the 64-byte lines of columns
+  /// [col, col + width) of its K or V row) is prefetched to L2, so the
+  /// loads overlap the arithmetic.
+  void prefetchRow(Value n, Value mem, Value col, int64_t width) {
     Value row = arith::MinSIOp::create(b, loc, add(prefetchBase, n),
                                        prefetchLast);
     for (int64_t c = 0; c < width; c += 16) // f32: 16 per 64-byte line
-      memref::PrefetchOp::create(b, loc, mem, ValueRange{row, idx(c)},
+      memref::PrefetchOp::create(b, loc, mem, ValueRange{row, add(col, idx(c))},
                                  /*isWrite=*/false, /*localityHint=*/2,
                                  /*isDataCache=*/true);
   }
 
+  /// Scratch [d, C] Kᵀ, [R, C] probabilities and [R] alphas, allocated
+  /// before `anchor` (the key loop's enclosing parallel iteration).
+  static SmallVector<Value> allocateScratch(OpBuilder &b, Location loc,
+                                            int64_t d, int64_t chunk,
+                                            int64_t R) {
+    IntegerAttr align = b.getI64IntegerAttr(64);
+    Type f32 = b.getF32Type();
+    return {memref::AllocOp::create(b, loc, MemRefType::get({d, chunk}, f32),
+                                    align),
+            memref::AllocOp::create(b, loc, MemRefType::get({R, chunk}, f32),
+                                    align),
+            memref::AllocOp::create(b, loc, MemRefType::get({R}, f32), align)};
+  }
+
+  /// The tile's code, at the builder's insertion point; Kt, P and A set.
   void emit() {
     vt = VectorType::get({W}, b.getF32Type());
     vi32 = VectorType::get({W}, b.getI32Type());
     vmask = VectorType::get({W}, b.getI1Type());
-    // Scratch once per parallel iteration (query block), before the key
-    // loop: a stack buffer inside the loop would grow the stack on every
-    // tile, and a function-level one would be shared by the threads.
-    {
-      OpBuilder::InsertionGuard g(b);
-      Operation *anchor = op;
-      while (anchor->getParentOp() &&
-             !isa<scf::ForallOp, scf::ParallelOp, FunctionOpInterface>(
-                 anchor->getParentOp()))
-        anchor = anchor->getParentOp();
-      b.setInsertionPoint(anchor);
-      IntegerAttr align = b.getI64IntegerAttr(64);
-      Kt = memref::AllocOp::create(
-          b, loc, MemRefType::get({d, chunk()}, b.getF32Type()), align);
-      P = memref::AllocOp::create(
-          b, loc, MemRefType::get({R, chunk()}, b.getF32Type()), align);
-      A = memref::AllocOp::create(b, loc, MemRefType::get({R}, b.getF32Type()),
-                                  align);
-    }
-
     Value zero = idx(0), one = idx(1);
     Value N = memref::DimOp::create(b, loc, k, 0);
     Value M = memref::DimOp::create(b, loc, q, lead);
@@ -609,8 +630,93 @@ struct Emitter {
   }
 };
 
-/// Lowers one buffer-form op; failure (with an error) when it cannot.
-LogicalResult lowerToMicroKernel(OnlineAttentionOp oa, int64_t lanes) {
+/// The micro-kernel functions of one module: one per distinct tile
+/// (attributes and operand types), called from every op like it.
+class TileFunctions {
+public:
+  TileFunctions(ModuleOp module, int64_t lanes)
+      : module(module), symbols(module), lanes(lanes) {}
+
+  /// Replaces `oa` (buffer form) by scratch allocations before its parallel
+  /// iteration and a call of its tile function; failure with an error when
+  /// the micro-kernel cannot handle it.
+  LogicalResult lower(OnlineAttentionOp oa);
+
+private:
+  /// The register-block rows: 32 vector registers (AVX-512) hold a 4×4 tile
+  /// plus operands; 16 (AVX2, SSE) a 2×4 tile.
+  int64_t rows() const { return lanes >= 16 ? 4 : 2; }
+  func::FuncOp functionFor(OnlineAttentionOp oa, TypeRange scratch);
+
+  ModuleOp module;
+  SymbolTable symbols;
+  int64_t lanes;
+  llvm::StringMap<func::FuncOp> byKey;
+};
+
+/// `private @<caller>_tile(q, k, v, acc, max, sum, q_pos, kv_pos, Kt, P, A)`
+/// holding the micro-kernel of ops like `oa`: its own function so that LLVM
+/// compiles each tile once (not once per loop that runs it) and keeps
+/// functions small (compile time grows faster than their size); marked
+/// no-inline, internal.
+func::FuncOp TileFunctions::functionFor(OnlineAttentionOp oa,
+                                        TypeRange scratch) {
+  std::string key;
+  {
+    llvm::raw_string_ostream os(key);
+    os << oa->getAttrDictionary();
+    for (Type t : oa->getOperandTypes())
+      os << ";" << t;
+  }
+  if (func::FuncOp fn = byKey.lookup(key))
+    return fn;
+  MLIRContext *ctx = oa.getContext();
+  SmallVector<Type> args(oa->getOperandTypes());
+  args.append(scratch.begin(), scratch.end());
+  auto caller = oa->getParentOfType<func::FuncOp>();
+  OpBuilder mb(ctx);
+  mb.setInsertionPointToEnd(module.getBody());
+  auto fn = func::FuncOp::create(mb, oa.getLoc(),
+                                 (caller.getSymName() + "_tile").str(),
+                                 FunctionType::get(ctx, args, {}));
+  fn.setPrivate();
+  fn->setAttr("llvm.linkage",
+              LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
+  fn->setAttr(kNoInlineAttr, UnitAttr::get(ctx));
+  symbols.insert(fn); // renamed if the name is taken
+  Block *body = fn.addEntryBlock();
+  IRRewriter b(ctx);
+  b.setInsertionPointToStart(body);
+  IRMapping map;
+  map.map(oa->getOperands(),
+          body->getArguments().take_front(oa->getNumOperands()));
+  auto tile = cast<OnlineAttentionOp>(b.clone(*oa, map));
+  Emitter e{b, oa.getLoc(), tile};
+  e.q = tile.getQuery();
+  e.k = tile.getKey();
+  e.v = tile.getValue();
+  e.acc = tile.getAcc();
+  e.max = tile.getMax();
+  e.sum = tile.getSum();
+  e.W = lanes;
+  e.R = rows();
+  auto qt = cast<ShapedType>(tile.getQuery().getType());
+  e.lead = qt.getRank() - 2;
+  e.d = qt.getShape().back();
+  e.dv = cast<ShapedType>(tile.getValue().getType()).getShape().back();
+  ArrayRef<BlockArgument> s = body->getArguments().take_back(3);
+  e.Kt = s[0];
+  e.P = s[1];
+  e.A = s[2];
+  b.setInsertionPoint(tile);
+  e.emit();
+  b.eraseOp(tile);
+  func::ReturnOp::create(b, oa.getLoc());
+  byKey[key] = fn;
+  return fn;
+}
+
+LogicalResult TileFunctions::lower(OnlineAttentionOp oa) {
   if (!microKernelHandles(oa))
     return oa.emitOpError(
         "on buffers is lowered by the CPU micro-kernel only, which needs f32 "
@@ -626,25 +732,25 @@ LogicalResult lowerToMicroKernel(OnlineAttentionOp oa, int64_t lanes) {
       return oa.emitOpError("the CPU micro-kernel needs operands whose "
                             "innermost dim is contiguous");
   }
-  IRRewriter rewriter(oa);
-  rewriter.setInsertionPoint(oa);
-  Emitter e{rewriter, oa.getLoc(), oa};
-  e.q = oa.getQuery();
-  e.k = oa.getKey();
-  e.v = oa.getValue();
-  e.acc = oa.getAcc();
-  e.max = oa.getMax();
-  e.sum = oa.getSum();
-  e.W = lanes;
-  // 32 vector registers (AVX-512) hold a 4×4 tile plus operands; 16
-  // (AVX2, SSE) a 2×4 tile.
-  e.R = lanes >= 16 ? 4 : 2;
-  auto qt = cast<ShapedType>(oa.getQuery().getType());
-  e.lead = qt.getRank() - 2;
-  e.d = qt.getShape().back();
-  e.dv = cast<ShapedType>(oa.getValue().getType()).getShape().back();
-  e.emit();
-  rewriter.eraseOp(oa);
+  // Scratch once per parallel iteration (query block), before the key
+  // loop: a stack buffer inside the loop would grow the stack on every
+  // tile, and a function-level one would be shared by the threads.
+  OpBuilder b(oa);
+  Operation *anchor = oa;
+  while (anchor->getParentOp() &&
+         !isa<scf::ForallOp, scf::ParallelOp, FunctionOpInterface>(
+             anchor->getParentOp()))
+    anchor = anchor->getParentOp();
+  b.setInsertionPoint(anchor);
+  int64_t d = cast<ShapedType>(oa.getQuery().getType()).getShape().back();
+  SmallVector<Value> scratch = Emitter::allocateScratch(
+      b, oa.getLoc(), d, Emitter::kChunkVectors * lanes, rows());
+  func::FuncOp fn = functionFor(oa, ValueRange(scratch).getTypes());
+  b.setInsertionPoint(oa);
+  SmallVector<Value> args(oa->getOperands());
+  args.append(scratch);
+  func::CallOp::create(b, oa.getLoc(), fn, args);
+  oa.erase();
   return success();
 }
 
@@ -663,8 +769,9 @@ struct CPUMicroKernelPass
       if (op.isBufferForm())
         ops.push_back(op);
     });
+    TileFunctions tiles(getOperation(), lanes);
     for (OnlineAttentionOp op : ops)
-      if (failed(lowerToMicroKernel(op, lanes)))
+      if (failed(tiles.lower(op)))
         return signalPassFailure();
   }
 };

@@ -12,6 +12,7 @@
 #define ATTN_COMPILER_CONVERSION_CPU_MICROKERNEL_H
 
 #include "mlir/IR/DialectRegistry.h"
+#include "llvm/ADT/StringRef.h"
 
 namespace mlir {
 class Operation;
@@ -20,6 +21,11 @@ namespace attn {
 /// True when the micro-kernel handles `op` (an attn.online_attention, on
 /// tensors or buffers).
 bool microKernelHandles(Operation *op);
+
+/// A unit attribute on a func.func: its LLVM function gets `noinline` (set
+/// by the CPU target before translation; FuncToLLVM keeps it discardable).
+/// The micro-kernel's tile functions carry it.
+constexpr llvm::StringLiteral kNoInlineAttr = "attn.no_inline";
 
 } // namespace attn
 } // namespace mlir

@@ -6,6 +6,8 @@
 
 #include "compiler/Target/CPU/CPUTarget.h"
 
+#include "compiler/Conversion/CPU/MicroKernel.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -92,6 +94,12 @@ LogicalResult mlir::attn::emitCPU(ModuleOp module,
   module.walk([](LLVM::LLVMFuncOp fn) {
     for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
       fn.removeArgAttr(i, StringAttr::get(fn.getContext(), "attn.tensor"));
+  });
+  // The micro-kernel's tile functions stay functions: FuncToLLVM leaves
+  // their no-inline mark discardable, LLVM IR export reads the op's own.
+  module.walk([](LLVM::LLVMFuncOp fn) {
+    if (fn->removeAttr(kNoInlineAttr))
+      fn.setNoInline(true);
   });
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =

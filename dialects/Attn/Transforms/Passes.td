@@ -88,6 +88,42 @@ def MakeReferencePass : Pass<"attn-make-reference", "ModuleOp"> {
   let dependentDialects = ["::mlir::attn::AttnDialect", "::mlir::func::FuncDialect"];
 }
 
+def CallKernelsPass : Pass<"attn-call-kernels", "ModuleOp"> {
+  let summary = "Replace an attn.sdpa that a kernel entry computes by a call to that kernel";
+  let description = [{
+    A *kernel entry* is a public function whose body computes one
+    `attn.sdpa` of its arguments into its memref argument
+    (`bufferization.materialize_in_destination`): the `<kind>_sdpa` entries
+    of attn-compile. Every other `attn.sdpa` (outside `attn.reference`
+    functions) with the same attributes and types becomes an allocation of
+    the result, a `func.call` of that kernel and a `bufferization.to_tensor`
+    of the buffer; an op without `kv_lengths` calling a kernel that takes
+    them passes the full key length for each batch row (the same
+    attention). So a model's `<kind>_block` runs its kind's attention
+    kernel instead of holding a second tiled copy of it: half the
+    micro-kernel code to compile, one kernel to tune.
+
+    ```mlir
+    func.func @k_sdpa(%out: memref<?x8x?x64xf32>, %q: tensor<?x8x?x64xf32>, ...) {
+      %r = attn.sdpa %q, %k, %v kv_lengths(%l : tensor<?xi64>) outs(%e : ...) {...}
+      bufferization.materialize_in_destination %r in restrict writable %out ...
+    }
+    func.func @k_block(...) {
+      %a = attn.sdpa %q2, %k2, %v2 outs(%e2 : ...) {...}
+    // becomes
+      %buf = memref.alloc(%b, %s) : memref<?x8x?x64xf32>
+      %lens = tensor.splat %kv_len[%b] : tensor<?xi64>
+      func.call @k_sdpa(%buf, %q2, %k2, %v2, %lens) : (...) -> ()
+      %a = bufferization.to_tensor %buf restrict : memref<?x8x?x64xf32> to ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::attn::AttnDialect", "::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Tiling
 //===----------------------------------------------------------------------===//

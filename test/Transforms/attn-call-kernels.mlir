@@ -1,0 +1,66 @@
+// RUN: attn-opt %s -attn-call-kernels | FileCheck %s
+
+// @k_sdpa is a kernel entry (one attn.sdpa of its arguments into its memref
+// argument). The block's sdpa with the same attributes and types becomes a
+// call of it on a fresh buffer, with every batch row's full key length; the
+// one with another scale, and the reference function, keep their ops.
+
+// CHECK-LABEL: func.func @k_sdpa(
+// CHECK: attn.sdpa
+func.func @k_sdpa(%out: memref<?x8x?x64xf32>, %q: tensor<?x8x?x64xf32>, %k: tensor<?x2x?x64xf32>,
+                  %v: tensor<?x2x?x64xf32>, %lens: tensor<?xi64>) {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %b = tensor.dim %q, %c0 : tensor<?x8x?x64xf32>
+  %s = tensor.dim %q, %c2 : tensor<?x8x?x64xf32>
+  %e = tensor.empty(%b, %s) : tensor<?x8x?x64xf32>
+  %r = attn.sdpa %q, %k, %v kv_lengths(%lens : tensor<?xi64>) outs(%e : tensor<?x8x?x64xf32>)
+      {mask = #attn.mask<causal>, scale = 0.125 : f64}
+      : (tensor<?x8x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>) -> tensor<?x8x?x64xf32>
+  bufferization.materialize_in_destination %r in restrict writable %out
+      : (tensor<?x8x?x64xf32>, memref<?x8x?x64xf32>) -> ()
+  return
+}
+
+// CHECK-LABEL: func.func @k_block(
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: tensor<?x8x?x64xf32>, %[[K:[a-z0-9]+]]: tensor<?x2x?x64xf32>, %[[V:[a-z0-9]+]]: tensor<?x2x?x64xf32>
+// CHECK: %[[BUF:.*]] = memref.alloc(%{{.*}}, %{{.*}}) {alignment = 64 : i64} : memref<?x8x?x64xf32>
+// CHECK: %[[KEYS:.*]] = tensor.dim %[[K]], %c2
+// CHECK: %[[LEN:.*]] = arith.index_cast %[[KEYS]] : index to i64
+// CHECK: %[[BATCH:.*]] = tensor.dim %[[Q]], %c0
+// CHECK: %[[LENS:.*]] = tensor.splat %[[LEN]][%[[BATCH]]] : tensor<?xi64>
+// CHECK: call @k_sdpa(%[[BUF]], %[[Q]], %[[K]], %[[V]], %[[LENS]])
+// CHECK: %[[T:.*]] = bufferization.to_tensor %[[BUF]] restrict writable
+// CHECK: attn.sdpa {{.*}}scale = 2.500000e-01
+// CHECK: return %[[T]], %{{.*}}
+func.func @k_block(%q: tensor<?x8x?x64xf32>, %k: tensor<?x2x?x64xf32>, %v: tensor<?x2x?x64xf32>)
+    -> (tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %b = tensor.dim %q, %c0 : tensor<?x8x?x64xf32>
+  %s = tensor.dim %q, %c2 : tensor<?x8x?x64xf32>
+  %e = tensor.empty(%b, %s) : tensor<?x8x?x64xf32>
+  %r = attn.sdpa %q, %k, %v outs(%e : tensor<?x8x?x64xf32>)
+      {mask = #attn.mask<causal>, scale = 0.125 : f64}
+      : (tensor<?x8x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>) -> tensor<?x8x?x64xf32>
+  %o = attn.sdpa %q, %k, %v outs(%e : tensor<?x8x?x64xf32>)
+      {mask = #attn.mask<causal>, scale = 0.25 : f64}
+      : (tensor<?x8x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>) -> tensor<?x8x?x64xf32>
+  return %r, %o : tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>
+}
+
+// CHECK-LABEL: func.func @k_block_reference(
+// CHECK-NOT: call
+// CHECK: attn.sdpa
+func.func @k_block_reference(%q: tensor<?x8x?x64xf32>, %k: tensor<?x2x?x64xf32>, %v: tensor<?x2x?x64xf32>)
+    -> tensor<?x8x?x64xf32> attributes {attn.reference} {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %b = tensor.dim %q, %c0 : tensor<?x8x?x64xf32>
+  %s = tensor.dim %q, %c2 : tensor<?x8x?x64xf32>
+  %e = tensor.empty(%b, %s) : tensor<?x8x?x64xf32>
+  %r = attn.sdpa %q, %k, %v outs(%e : tensor<?x8x?x64xf32>)
+      {mask = #attn.mask<causal>, scale = 0.125 : f64}
+      : (tensor<?x8x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>) -> tensor<?x8x?x64xf32>
+  return %r : tensor<?x8x?x64xf32>
+}
