@@ -1,0 +1,367 @@
+//===- DecoderFamilies.cpp - decoder-only RoPE families -------------------===//
+//
+// This file implements the normalization of the decoder-only RoPE families
+// (llama, mistral, qwen2, qwen3, qwen3_next, gemma2, gemma3, phi3). What
+// differs between them is data, one table entry per family (kFamilies):
+// class defaults, which layers slide, the scale and soft-capping rules,
+// biases, norms, RoPE per layer type and checkpoint names. normalizeDecoder
+// reads a config with one entry and has no family name in it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Frontend/NormalizeUtils.h"
+
+#include <cmath>
+#include <functional>
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::normalize;
+
+namespace {
+
+/// Which layers are sliding (or linear) attention when `layer_types` is
+/// absent.
+enum class LayerPattern {
+  AllFull,          ///< llama
+  AllSlideIfWindow, ///< mistral, phi3: every layer slides when a window is set
+  MaxWindowLayers,  ///< qwen2/3: use_sliding_window, layers >= max_window_layers
+  EvenSlide,        ///< gemma2: even layers slide
+  SlidePattern,     ///< gemma3: every sliding_window_pattern-th layer is full
+  LinearInterval,   ///< qwen3_next: every full_attention_interval-th is full
+};
+
+enum class Bias { None, QKV, AttentionBiasField };
+
+/// Everything a decoder family's normalization needs to know about it.
+struct DecoderFamily {
+  DecoderFamily(llvm::StringLiteral name, Defaults d) : name(name), d(d) {}
+  llvm::StringLiteral name;
+  Defaults d;
+  LayerPattern layers = LayerPattern::AllFull;
+  std::optional<int64_t> defaultWindow; ///< sliding_window's class default
+  Bias bias = Bias::AttentionBiasField;
+  /// Gemma: scale 1/sqrt(query_pre_attn_scalar) and logits soft-capping
+  /// (attn_logit_softcapping, default `defaultSoftcap`).
+  bool gemmaScale = false;
+  std::optional<double> defaultSoftcap;
+  /// Gemma 3: sliding layers use rope_local_base_freq, without scaling.
+  bool localRope = false;
+  bool qkNorm = false;
+  bool gemmaNorms = false; ///< (1 + w) RMSNorm, pre and post norms.
+  bool fusedQKV = false;   ///< Phi-3 qkv_proj.
+  bool outputGate = false; ///< Qwen3-Next.
+  /// Multimodal configs keep the language model under text_config, a diff
+  /// against the text config's defaults, with this tensor prefix.
+  const char *textConfigPrefix = nullptr;
+};
+
+Defaults defaults(int64_t maxPos) {
+  Defaults d;
+  d.maxPos = maxPos;
+  return d;
+}
+
+/// Gemma3TextConfig starts from Gemma2Config's sizes.
+Defaults gemmaDefaults(int64_t maxPos, double theta) {
+  Defaults d;
+  d.hidden = 2304;
+  d.layers = 26;
+  d.heads = 8;
+  d.kvHeads = 4;
+  d.headDim = 256;
+  d.maxPos = maxPos;
+  d.theta = theta;
+  return d;
+}
+
+std::vector<DecoderFamily> makeFamilies() {
+  std::vector<DecoderFamily> f;
+  f.push_back(DecoderFamily("llama", defaults(2048)));
+  {
+    DecoderFamily m{"mistral", defaults(4096 * 32)};
+    m.d.kvHeads = 8;
+    m.layers = LayerPattern::AllSlideIfWindow;
+    m.defaultWindow = 4096;
+    m.bias = Bias::None;
+    f.push_back(m);
+  }
+  {
+    DecoderFamily q{"qwen2", defaults(32768)};
+    q.layers = LayerPattern::MaxWindowLayers;
+    q.defaultWindow = 4096;
+    q.bias = Bias::QKV;
+    f.push_back(q);
+  }
+  {
+    DecoderFamily q{"qwen3", defaults(32768)};
+    q.d.headDim = 128;
+    q.layers = LayerPattern::MaxWindowLayers;
+    q.defaultWindow = 4096;
+    q.qkNorm = true;
+    f.push_back(q);
+  }
+  {
+    DecoderFamily q{"qwen3_next", defaults(32768)};
+    q.d.hidden = 2048;
+    q.d.layers = 48;
+    q.d.heads = 16;
+    q.d.kvHeads = 2;
+    q.d.headDim = 256;
+    q.d.partialRotary = 0.25;
+    q.layers = LayerPattern::LinearInterval;
+    q.qkNorm = true;
+    q.outputGate = true;
+    f.push_back(q);
+  }
+  {
+    DecoderFamily g{"gemma2", gemmaDefaults(8192, 10000.0)};
+    g.layers = LayerPattern::EvenSlide;
+    g.defaultWindow = 4096;
+    g.gemmaScale = true;
+    g.defaultSoftcap = 50.0;
+    g.gemmaNorms = true;
+    f.push_back(g);
+  }
+  {
+    DecoderFamily g{"gemma3", gemmaDefaults(131072, 1000000.0)};
+    g.layers = LayerPattern::SlidePattern;
+    g.defaultWindow = 4096;
+    g.gemmaScale = true;
+    g.localRope = true;
+    g.gemmaNorms = true;
+    g.qkNorm = true;
+    g.textConfigPrefix = "language_model.model.layers.{i}.";
+    f.push_back(g);
+  }
+  {
+    DecoderFamily p{"phi3", defaults(4096)};
+    p.d.eps = 1e-5;
+    p.layers = LayerPattern::AllSlideIfWindow;
+    p.bias = Bias::None;
+    p.fusedQKV = true;
+    f.push_back(p);
+  }
+  return f;
+}
+
+const std::vector<DecoderFamily> &families() {
+  static const std::vector<DecoderFamily> kFamilies = makeFamilies();
+  return kFamilies;
+}
+
+/// Each layer's type (`layer_types`, else the family's pattern) and the
+/// sliding window.
+bool readLayerKinds(FieldReader &r, const DecoderFamily &fam, int64_t layers,
+                    std::vector<std::string> &types,
+                    std::optional<int64_t> &window) {
+  types = readLayerTypes(r, layers,
+                         fam.layers == LayerPattern::LinearInterval);
+  if (fam.layers != LayerPattern::AllFull &&
+      fam.layers != LayerPattern::LinearInterval)
+    window = readWindow(r, "sliding_window", fam.defaultWindow);
+  // The type of layer i when layer_types is absent.
+  std::function<bool(int64_t)> slides = [](int64_t) { return false; };
+  const char *other = "sliding_attention";
+  switch (fam.layers) {
+  case LayerPattern::AllFull:
+    break;
+  case LayerPattern::AllSlideIfWindow:
+    slides = [&](int64_t) { return bool(window); };
+    break;
+  case LayerPattern::MaxWindowLayers: {
+    bool use = r.optBool({"use_sliding_window"}, false).value_or(false);
+    int64_t maxWindowLayers =
+        r.optInt({"max_window_layers"}, 0, kMaxLayers, 28).value_or(28);
+    if (!use)
+      window.reset();
+    slides = [&, maxWindowLayers](int64_t i) {
+      return window && i >= maxWindowLayers;
+    };
+    break;
+  }
+  case LayerPattern::EvenSlide:
+    slides = [](int64_t i) { return i % 2 == 0; };
+    break;
+  case LayerPattern::SlidePattern: {
+    int64_t pattern = r.optInt({"sliding_window_pattern",
+                                "_sliding_window_pattern"},
+                               1, kMaxLayers, 6)
+                          .value_or(6);
+    slides = [pattern](int64_t i) { return (i + 1) % pattern != 0; };
+    break;
+  }
+  case LayerPattern::LinearInterval: {
+    int64_t interval =
+        r.optInt({"full_attention_interval"}, 1, kMaxLayers, 4).value_or(4);
+    slides = [interval](int64_t i) { return (i + 1) % interval != 0; };
+    other = "linear_attention";
+    break;
+  }
+  }
+  if (r.failed())
+    return false;
+  if (types.empty())
+    for (int64_t i = 0; i < layers; ++i)
+      types.push_back(slides(i) ? other : "full_attention");
+  for (int64_t i = 0; i < layers; ++i)
+    if (types[i] == "sliding_attention" && !window) {
+      r.error("layer_types")
+          << "layer " << i
+          << " is a sliding_attention layer but the config gives no "
+             "sliding_window; accepted: a positive 'sliding_window', or "
+             "full_attention layers";
+      return false;
+    }
+  return true;
+}
+
+/// The attention-side fields shared by every layer of the model.
+struct Common {
+  Dims dims;
+  double scale = 1.0;
+  std::optional<double> softcap;
+  bool qkvBias = false, oBias = false;
+  RopeSpec fullRope, slidingRope;
+};
+
+bool readCommon(FieldReader &r, const DecoderFamily &fam, Common &c) {
+  c.scale = 1.0 / std::sqrt(double(c.dims.headDim));
+  if (fam.gemmaScale) {
+    double qpas = r.optNum({"query_pre_attn_scalar"}, 1e-6, 1e9, 256.0)
+                      .value_or(256.0);
+    c.scale = 1.0 / std::sqrt(qpas);
+    c.softcap = r.optNum({"attn_logit_softcapping"}, 1e-6, 1e9,
+                         fam.defaultSoftcap);
+    if (r.has("attn_logit_softcapping") &&
+        !r.present("attn_logit_softcapping"))
+      c.softcap.reset();
+  }
+  if (fam.bias == Bias::QKV)
+    c.qkvBias = true;
+  else if (fam.bias == Bias::AttentionBiasField)
+    c.qkvBias = c.oBias =
+        r.optBool({"attention_bias"}, false).value_or(false);
+  if (r.failed())
+    return false;
+  std::optional<double> localTheta;
+  if (fam.localRope)
+    localTheta = r.optNum({"rope_local_base_freq"}, 1.0, 1e12, 10000.0);
+  c.fullRope = readRope(r, c.dims.headDim, fam.d, c.dims.maxPos,
+                        "full_attention");
+  c.slidingRope = c.fullRope;
+  if (fam.localRope)
+    c.slidingRope = readRope(r, c.dims.headDim, fam.d, c.dims.maxPos,
+                             "sliding_attention", localTheta,
+                             /*allowScaling=*/false);
+  return !r.failed();
+}
+
+/// Layer `i` of type `type` with the tensor prefix `p`.
+LayerSpec makeLayer(const DecoderFamily &fam, const Common &c, int64_t i,
+                    const std::string &type, std::optional<int64_t> window,
+                    const std::string &p) {
+  LayerSpec l;
+  l.index = i;
+  l.stack = "decoder";
+  l.layerInStack = i;
+  l.layerType = type;
+  if (type == "linear_attention") {
+    l.role = LayerRole::LinearAttention;
+    l.unsupportedWhy = "Gated DeltaNet linear attention (" + p +
+                       "linear_attn), not softmax attention";
+    return l;
+  }
+  l.causal = true;
+  if (type == "sliding_attention")
+    l.window = window;
+  l.numHeads = c.dims.heads;
+  l.numKVHeads = c.dims.kvHeads;
+  l.headDimQK = l.headDimV = c.dims.headDim;
+  l.scale = c.scale;
+  l.softcap = c.softcap;
+  l.position = PositionKind::Rope;
+  l.rope = type == "sliding_attention" ? c.slidingRope : c.fullRope;
+  l.qkNorm = fam.qkNorm;
+  l.outputGate = fam.outputGate;
+  l.norm = fam.gemmaNorms || fam.outputGate ? NormKind::RMSUnitOffset
+                                            : NormKind::RMS;
+  l.placement = fam.gemmaNorms ? NormPlacement::PrePost : NormPlacement::Pre;
+  l.normEps = c.dims.eps;
+  l.normW.weight = p + "input_layernorm.weight";
+  if (fam.gemmaNorms)
+    l.postNormW.weight = p + "post_attention_layernorm.weight";
+  std::string a = p + "self_attn.";
+  if (fam.fusedQKV) {
+    l.layout = QKVLayout::FusedConcat;
+    l.qkv.weight = a + "qkv_proj.weight";
+  } else {
+    l.q.weight = a + "q_proj.weight";
+    l.k.weight = a + "k_proj.weight";
+    l.v.weight = a + "v_proj.weight";
+    if (c.qkvBias) {
+      l.q.bias = a + "q_proj.bias";
+      l.k.bias = a + "k_proj.bias";
+      l.v.bias = a + "v_proj.bias";
+    }
+  }
+  l.o.weight = a + "o_proj.weight";
+  if (c.oBias)
+    l.o.bias = a + "o_proj.bias";
+  if (fam.qkNorm) {
+    l.qNormW.weight = a + "q_norm.weight";
+    l.kNormW.weight = a + "k_norm.weight";
+  }
+  return l;
+}
+
+/// Reads the config `r` (the top level, or text_config when `nested`) of
+/// family `fam` into `spec`.
+bool normalizeDecoder(FieldReader &r, const DecoderFamily &fam, bool nested,
+                      const std::string &prefix, ModelSpec &spec) {
+  Common c;
+  readDims(r, fam.d, !nested, {"hidden_size"}, {"num_hidden_layers"},
+           {"num_attention_heads"}, {"num_key_value_heads"}, {"head_dim"},
+           {"max_position_embeddings"}, {"rms_norm_eps"}, c.dims, spec);
+  if (r.failed())
+    return false;
+  spec.hiddenSize = c.dims.hidden;
+  spec.numLayers = c.dims.layers;
+  spec.maxPositions = c.dims.maxPos;
+  std::vector<std::string> types;
+  std::optional<int64_t> window;
+  if (!readLayerKinds(r, fam, c.dims.layers, types, window) ||
+      !readCommon(r, fam, c))
+    return false;
+  for (int64_t i = 0; i < c.dims.layers; ++i)
+    spec.layers.push_back(
+        makeLayer(fam, c, i, types[i], window, layerPrefix(prefix, i)));
+  return !r.failed();
+}
+
+} // namespace
+
+bool normalize::normalizeDecoderFamily(FieldReader &root,
+                                       llvm::StringRef family,
+                                       llvm::StringRef modelType,
+                                       ModelSpec &spec, bool &handled) {
+  const DecoderFamily *fam = nullptr;
+  for (const DecoderFamily &f : families())
+    if (f.name == family)
+      fam = &f;
+  handled = fam != nullptr;
+  if (!fam)
+    return false;
+  // A multimodal config (model_type "gemma3" with a text_config) keeps the
+  // language model there, as a diff against the text config's defaults.
+  if (fam->textConfigPrefix && modelType == fam->name &&
+      root.present("text_config")) {
+    std::optional<FieldReader> text = root.optObject("text_config");
+    if (!text)
+      return false;
+    return normalizeDecoder(*text, *fam, /*nested=*/true,
+                            fam->textConfigPrefix, spec);
+  }
+  return normalizeDecoder(root, *fam, /*nested=*/false, "model.layers.{i}.",
+                          spec);
+}

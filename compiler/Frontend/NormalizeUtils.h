@@ -1,0 +1,98 @@
+//===- NormalizeUtils.h - shared pieces of config normalization -*- C++ -*-===//
+//
+// Internal to compiler/Frontend: the bounds, class defaults and field readers
+// that every family's normalization (Normalize.cpp, DecoderFamilies.cpp,
+// EncoderFamilies.cpp, Rope.cpp) shares.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_COMPILER_FRONTEND_NORMALIZEUTILS_H
+#define ATTN_COMPILER_FRONTEND_NORMALIZEUTILS_H
+
+#include "compiler/Frontend/ConfigSource.h"
+#include "compiler/Frontend/ModelSpec.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir {
+namespace attn {
+namespace normalize {
+
+// Bounds that catch absurd values while admitting every real model.
+constexpr int64_t kMaxHeads = 4096;
+constexpr int64_t kMaxHeadDim = 4096;
+constexpr int64_t kMaxHidden = 1 << 20;
+constexpr int64_t kMaxLayers = 10000;
+constexpr int64_t kMaxPositions = int64_t(1) << 40;
+
+/// Class defaults of a decoder family's transformers config.
+struct Defaults {
+  int64_t hidden = 4096, layers = 32, heads = 32;
+  std::optional<int64_t> kvHeads; ///< nullopt: equal to heads.
+  std::optional<int64_t> headDim; ///< nullopt: hidden / heads.
+  int64_t maxPos = 2048;
+  double eps = 1e-6;
+  double theta = 10000.0;
+  double partialRotary = 1.0;
+};
+
+struct Dims {
+  int64_t hidden = 0, layers = 0, heads = 0, kvHeads = 0, headDim = 0;
+  std::optional<int64_t> maxPos;
+  double eps = 1e-6;
+};
+
+/// Reads hidden size, layer count, heads, KV heads and head dim. With
+/// `required`, the three size fields must be present (top-level configs
+/// always write them); nested sub-configs fall back to `d` as transformers
+/// does, with a note.
+void readDims(FieldReader &r, const Defaults &d, bool required,
+              llvm::ArrayRef<llvm::StringRef> hiddenKeys,
+              llvm::ArrayRef<llvm::StringRef> layerKeys,
+              llvm::ArrayRef<llvm::StringRef> headKeys,
+              llvm::ArrayRef<llvm::StringRef> kvKeys,
+              llvm::ArrayRef<llvm::StringRef> headDimKeys,
+              llvm::ArrayRef<llvm::StringRef> maxPosKeys,
+              llvm::ArrayRef<llvm::StringRef> epsKeys, Dims &out,
+              ModelSpec &spec);
+
+/// Reads rope_theta, partial_rotary_factor and rope_scaling (or the
+/// transformers v5 `rope_parameters`, optionally per layer type) and computes
+/// the frequencies the scaling implies (Rope.cpp).
+RopeSpec readRope(FieldReader &r, int64_t headDim, const Defaults &d,
+                  std::optional<int64_t> maxPos, llvm::StringRef layerType,
+                  std::optional<double> thetaOverride = std::nullopt,
+                  bool allowScaling = true);
+
+/// Reads `layer_types` if given (validated), else returns an empty vector.
+std::vector<std::string> readLayerTypes(FieldReader &r, int64_t layers,
+                                        bool allowLinear);
+
+/// Reads a positive sliding window, returning nullopt when absent or null.
+std::optional<int64_t> readWindow(FieldReader &r, llvm::StringRef key,
+                                  std::optional<int64_t> dflt);
+
+/// `model.layers.{i}.` with layer `i`.
+std::string layerPrefix(llvm::StringRef pattern, int64_t i);
+
+/// The decoder-only RoPE families (DecoderFamilies.cpp): llama, mistral,
+/// qwen2, qwen3, qwen3_next, gemma2, gemma3, phi3. False when `family` is
+/// not one of them (`handled` false) or on an error.
+bool normalizeDecoderFamily(FieldReader &root, llvm::StringRef family,
+                            llvm::StringRef modelType, ModelSpec &spec,
+                            bool &handled);
+
+/// The other families (EncoderFamilies.cpp).
+bool normalizeGPT2(FieldReader &r, ModelSpec &spec);
+bool normalizeBERT(FieldReader &r, ModelSpec &spec);
+bool normalizeFalcon(FieldReader &r, ModelSpec &spec);
+bool normalizeT5(FieldReader &r, ModelSpec &spec);
+bool normalizeWhisper(FieldReader &r, ModelSpec &spec);
+
+} // namespace normalize
+} // namespace attn
+} // namespace mlir
+
+#endif // ATTN_COMPILER_FRONTEND_NORMALIZEUTILS_H
