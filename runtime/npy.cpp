@@ -9,42 +9,155 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 using namespace attn_rt;
 
 int64_t NpyArray::numel() const {
   int64_t n = 1;
   for (int64_t d : shape)
-    n *= d;
+    if (d < 0 || __builtin_mul_overflow(n, d, &n))
+      return -1;
   return n;
 }
 
 namespace {
 
-/// Value of `'key': <value>` in the header dict, up to the next ',' or '}'
-/// (or the closing ')' of a tuple).
-bool headerField(const std::string &h, const std::string &key,
-                 std::string &value) {
-  size_t at = h.find("'" + key + "'");
-  if (at == std::string::npos)
-    return false;
-  at = h.find(':', at);
-  if (at == std::string::npos)
-    return false;
-  ++at;
-  while (at < h.size() && h[at] == ' ')
+/// The header dict of a .npy file, parsed strictly: `{'descr': '<f4',
+/// 'fortran_order': False, 'shape': (2, 3), }` (keys in any order, each
+/// once, single or double quotes, an optional trailing comma), then spaces
+/// and one newline. Anything else is an error naming the offset.
+class HeaderParser {
+public:
+  explicit HeaderParser(const std::string &h) : h(h) {}
+
+  bool parse(std::string &descr, bool &fortran, std::vector<int64_t> &shape,
+             std::string &error) {
+    bool seenDescr = false, seenFortran = false, seenShape = false;
+    skip();
+    if (!expect('{', error))
+      return false;
+    skip();
+    while (peek() != '}') {
+      std::string key;
+      if (!quoted(key, error))
+        return false;
+      skip();
+      if (!expect(':', error))
+        return false;
+      skip();
+      bool *seen = key == "descr"           ? &seenDescr
+                   : key == "fortran_order" ? &seenFortran
+                   : key == "shape"         ? &seenShape
+                                            : nullptr;
+      if (!seen)
+        return fail("unknown key '" + key +
+                        "' (accepted: descr, fortran_order, shape)",
+                    error);
+      if (*seen)
+        return fail("key '" + key + "' given twice", error);
+      *seen = true;
+      bool ok = key == "descr"           ? quoted(descr, error)
+                : key == "fortran_order" ? boolean(fortran, error)
+                                         : tuple(shape, error);
+      if (!ok)
+        return false;
+      skip();
+      if (peek() == ',') {
+        ++at;
+        skip();
+      } else if (peek() != '}') {
+        return fail("expected ',' or '}'", error);
+      }
+    }
     ++at;
-  size_t end;
-  if (at < h.size() && h[at] == '(')
-    end = h.find(')', at) + 1;
-  else
-    end = h.find_first_of(",}", at);
-  if (end == std::string::npos || end == 0)
+    while (peek() == ' ')
+      ++at;
+    if (peek() == '\n')
+      ++at;
+    if (at != h.size())
+      return fail("unexpected text after the header dict", error);
+    if (!seenDescr || !seenFortran || !seenShape) {
+      error = std::string("missing key '") +
+              (!seenDescr     ? "descr"
+               : !seenFortran ? "fortran_order"
+                              : "shape") +
+              "'";
+      return false;
+    }
+    return true;
+  }
+
+private:
+  char peek() const { return at < h.size() ? h[at] : '\0'; }
+  void skip() {
+    while (peek() == ' ')
+      ++at;
+  }
+  bool fail(const std::string &what, std::string &error) {
+    error = what + " at offset " + std::to_string(at) + " of the header";
     return false;
-  value = h.substr(at, end - at);
-  return true;
-}
+  }
+  bool expect(char c, std::string &error) {
+    if (peek() != c)
+      return fail(std::string("expected '") + c + "'", error);
+    ++at;
+    return true;
+  }
+  bool quoted(std::string &out, std::string &error) {
+    char q = peek();
+    if (q != '\'' && q != '"')
+      return fail("expected a quoted string", error);
+    size_t end = h.find(q, at + 1);
+    if (end == std::string::npos)
+      return fail("unterminated string", error);
+    out = h.substr(at + 1, end - at - 1);
+    at = end + 1;
+    return true;
+  }
+  bool boolean(bool &out, std::string &error) {
+    for (auto [word, value] : {std::pair<const char *, bool>{"True", true},
+                               {"False", false}}) {
+      size_t n = std::strlen(word);
+      if (h.compare(at, n, word) == 0) {
+        at += n;
+        out = value;
+        return true;
+      }
+    }
+    return fail("expected True or False", error);
+  }
+  /// `(d0, d1, ...)`: non-negative decimal integers of at most 2^40.
+  bool tuple(std::vector<int64_t> &out, std::string &error) {
+    if (!expect('(', error))
+      return false;
+    out.clear();
+    skip();
+    while (peek() != ')') {
+      if (!(peek() >= '0' && peek() <= '9'))
+        return fail("expected a dimension (a non-negative integer)", error);
+      int64_t v = 0;
+      while (peek() >= '0' && peek() <= '9') {
+        v = v * 10 + (peek() - '0');
+        if (v > (int64_t(1) << 40))
+          return fail("dimension larger than 2^40", error);
+        ++at;
+      }
+      out.push_back(v);
+      skip();
+      if (peek() == ',') {
+        ++at;
+        skip();
+      } else if (peek() != ')') {
+        return fail("expected ',' or ')' in the shape", error);
+      }
+    }
+    ++at;
+    return true;
+  }
+
+  const std::string &h;
+  size_t at = 0;
+};
 
 } // namespace
 
@@ -91,42 +204,29 @@ bool attn_rt::readNpy(const std::string &path, NpyArray &out,
     error = path + ": truncated .npy header";
     return false;
   }
-  std::string descr, fortran, shape;
-  if (!headerField(header, "descr", descr) ||
-      !headerField(header, "fortran_order", fortran) ||
-      !headerField(header, "shape", shape)) {
-    error = path + ": malformed .npy header '" + header + "'";
+  std::string descr, why;
+  bool fortran = false;
+  if (!HeaderParser(header).parse(descr, fortran, out.shape, why)) {
+    error = path + ": malformed .npy header: " + why;
     return false;
   }
-  if (descr == "'<f4'" || descr == "'=f4'")
+  std::string shape = "(";
+  for (size_t i = 0; i < out.shape.size(); ++i)
+    shape += (i ? ", " : "") + std::to_string(out.shape[i]);
+  shape += ")";
+  if (descr == "<f4" || descr == "=f4")
     out.dtype = "f4";
-  else if (descr == "'<i8'" || descr == "'=i8'")
+  else if (descr == "<i8" || descr == "=i8")
     out.dtype = "i8";
   else {
-    error = path + ": dtype " + descr +
-            " is not supported (accepted: float32 '<f4', int64 '<i8')";
+    error = path + ": dtype '" + descr +
+            "' is not supported (accepted: float32 '<f4', int64 '<i8')";
     return false;
   }
-  if (fortran.find("False") == std::string::npos) {
+  if (fortran) {
     error = path + ": Fortran-order arrays are not supported (save with "
                    "C order)";
     return false;
-  }
-  out.shape.clear();
-  std::string dims = shape.substr(1, shape.size() - 2);
-  std::stringstream ss(dims);
-  std::string tok;
-  while (std::getline(ss, tok, ',')) {
-    size_t b = tok.find_first_not_of(' ');
-    if (b == std::string::npos)
-      continue;
-    char *end = nullptr;
-    long long v = std::strtoll(tok.c_str() + b, &end, 10);
-    if (v < 0 || v > (1ll << 40)) {
-      error = path + ": bad dimension '" + tok + "' in shape " + shape;
-      return false;
-    }
-    out.shape.push_back(v);
   }
   // Check the size against the file before allocating: a header may claim
   // any shape.
@@ -141,8 +241,10 @@ bool attn_rt::readNpy(const std::string &path, NpyArray &out,
                : need * uint64_t(d);
   if (need > available) {
     error = path + ": truncated data: shape " + shape + " needs " +
-            std::to_string(uint64_t(need)) + " bytes, the file has " +
-            std::to_string(available);
+            (need == (unsigned __int128)UINT64_MAX
+                 ? std::string("more than 2^64")
+                 : std::to_string(uint64_t(need))) +
+            " bytes, the file has " + std::to_string(available);
     return false;
   }
   int64_t n = out.numel();

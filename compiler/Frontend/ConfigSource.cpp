@@ -167,6 +167,15 @@ private:
   }
 
   bool open(bool isArray) {
+    // Deeper nesting than any config needs is refused where it starts: the
+    // frames (and nlohmann's recursive destruction of the DOM) grow with it.
+    if (stack.size() >= kMaxConfigDepth) {
+      errorOffset = consumed > 0 ? consumed - 1 : 0;
+      errorMessage = "nesting deeper than " + std::to_string(kMaxConfigDepth) +
+                     " levels of objects and arrays; a model config needs a "
+                     "handful";
+      return false;
+    }
     std::string p = currentPointer();
     offsets[p] = consumed > 0 ? consumed - 1 : 0;
     stack.push_back(Frame{isArray, 0, "", p});

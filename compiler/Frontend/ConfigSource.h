@@ -26,6 +26,10 @@
 namespace mlir {
 namespace attn {
 
+/// The deepest nesting of objects and arrays a config may have (real ones
+/// have 3 or 4 levels); deeper input is refused where the excess starts.
+constexpr size_t kMaxConfigDepth = 64;
+
 /// A parsed config.json: the DOM, the text, and the byte offset of every value
 /// keyed by JSON pointer ("/text_config/num_attention_heads").
 class ConfigSource {

@@ -557,10 +557,16 @@ OwningOpRef<ModuleOp> Emitter::run() {
                                   : SmallVector<Type>{inputs[0]};
   auto model =
       func::FuncOp::create(loc, "model", b.getFunctionType(inputs, results));
+  // All argument attributes at once: setArgAttr per argument rebuilds (and
+  // uniques) the whole list each time, quadratic in the layer count.
+  SmallVector<DictionaryAttr> argAttrs;
   for (size_t i = 0; i < numInputs; ++i)
-    model.setArgAttr(i, "attn.input", b.getStringAttr(inputNames[i]));
-  for (auto [i, w] : llvm::enumerate(allWeights))
-    model.setArgAttr(numInputs + i, "attn.tensor", b.getStringAttr(w.tensor));
+    argAttrs.push_back(b.getDictionaryAttr(
+        b.getNamedAttr("attn.input", b.getStringAttr(inputNames[i]))));
+  for (const WeightArg &w : allWeights)
+    argAttrs.push_back(b.getDictionaryAttr(
+        b.getNamedAttr("attn.tensor", b.getStringAttr(w.tensor))));
+  model.setAllArgAttrs(argAttrs);
   Block *entry = model.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value enc = entry->getArgument(0);

@@ -303,6 +303,12 @@ bool normalize::normalizeWhisper(FieldReader &r, ModelSpec &spec) {
                    << ") does not divide d_model (" << dModel
                    << "); Whisper's head_dim is d_model / heads";
       return false;
+    } else if (dModel / h > kMaxHeadDim) {
+      // The bound every family applies to the head dim (readDims).
+      r.error(key) << "the implied head_dim (d_model " << dModel << " / "
+                   << h << " heads = " << dModel / h << ") exceeds "
+                   << kMaxHeadDim;
+      return false;
     }
   spec.hiddenSize = spec.encoderHiddenSize = dModel;
   spec.numLayers = decLayers;

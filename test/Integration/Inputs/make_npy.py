@@ -22,3 +22,21 @@ d = b"{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 4, 999999, 40),
 d = d + b" " * (118 - len(d)) + b"\n"
 with open(out + "/huge_header.npy", "wb") as f:
     f.write(b"\x93NUMPY\x01\x00" + len(d).to_bytes(2, "little") + d + b"\0" * 64)
+
+
+def bad_header(name, d):
+    """A .npy whose header dict is `d` (padded like numpy), with 64 bytes."""
+    d = d + b" " * (118 - len(d)) + b"\n"
+    with open(out + "/" + name, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(d).to_bytes(2, "little") + d +
+                b"\0" * 64)
+
+
+# Malformed headers a strict parser refuses (each once crashed or was read
+# loosely): an empty shape value, junk in dimensions, a non-boolean
+# fortran_order, a missing key, and a shape whose element count overflows.
+bad_header("shape_empty.npy", b"{'descr': '<f4', 'fortran_order': False, 'shape': }")
+bad_header("shape_junk.npy", b"{'descr': '<f4', 'fortran_order': False, 'shape': (1x, 4y), }")
+bad_header("fortran_junk.npy", b"{'descr': '<f4', 'fortran_order': NotFalse, 'shape': (1, 4, 3, 40), }")
+bad_header("no_shape.npy", b"{'descr': '<f4', 'fortran_order': False, }")
+bad_header("overflow.npy", b"{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776, 1099511627776, 1, 1), }")
