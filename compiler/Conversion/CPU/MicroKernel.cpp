@@ -1,7 +1,8 @@
 //===- MicroKernel.cpp - register-tiled CPU code for attn tiles -----------===//
 //
-// This file implements attn-cpu-micro-kernel: it lowers the buffer form of
-// `attn.online_attention` (after bufferization) into vector code.
+// This file implements the code of the CPU micro-kernel: the buffer form of
+// `attn.online_attention` (after bufferization) as vector code, emitted by
+// attn-cpu-micro-kernel (MicroKernelPass.cpp) into each tile function.
 // For each chunk of C = 4·W keys (W f32 lanes):
 //
 //   1. Kᵀ pack: the chunk's keys are transposed into a [d, C] scratch
@@ -35,43 +36,15 @@
 
 #include "compiler/Conversion/CPU/MicroKernel.h"
 #include "compiler/Conversion/LoopBuilder.h"
-#include "compiler/Conversion/Passes.h"
 
 #include "dialects/Attn/IR/AttnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/IRMapping.h"
-#include "mlir/IR/SymbolTable.h"
-#include "mlir/Interfaces/FunctionInterfaces.h"
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-namespace mlir {
-namespace attn {
-#define GEN_PASS_DEF_CPUMICROKERNELPASS
-#include "compiler/Conversion/Passes.h.inc"
-} // namespace attn
-} // namespace mlir
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -550,20 +523,6 @@ struct Emitter {
                                  /*isDataCache=*/true);
   }
 
-  /// Scratch [d, C] Kᵀ, [R, C] probabilities and [R] alphas, allocated
-  /// before `anchor` (the key loop's enclosing parallel iteration).
-  static SmallVector<Value> allocateScratch(OpBuilder &b, Location loc,
-                                            int64_t d, int64_t chunk,
-                                            int64_t R) {
-    IntegerAttr align = b.getI64IntegerAttr(64);
-    Type f32 = b.getF32Type();
-    return {memref::AllocOp::create(b, loc, MemRefType::get({d, chunk}, f32),
-                                    align),
-            memref::AllocOp::create(b, loc, MemRefType::get({R, chunk}, f32),
-                                    align),
-            memref::AllocOp::create(b, loc, MemRefType::get({R}, f32), align)};
-  }
-
   /// The tile's code, at the builder's insertion point; Kt, P and A set.
   void emit() {
     vt = VectorType::get({W}, b.getF32Type());
@@ -630,68 +589,26 @@ struct Emitter {
   }
 };
 
-/// The micro-kernel functions of one module: one per distinct tile
-/// (attributes and operand types), called from every op like it.
-class TileFunctions {
-public:
-  TileFunctions(ModuleOp module, int64_t lanes)
-      : module(module), symbols(module), lanes(lanes) {}
+} // namespace
 
-  /// Replaces `oa` (buffer form) by scratch allocations before its parallel
-  /// iteration and a call of its tile function; failure with an error when
-  /// the micro-kernel cannot handle it.
-  LogicalResult lower(OnlineAttentionOp oa);
+SmallVector<Value> mlir::attn::allocateMicroKernelScratch(OpBuilder &b,
+                                                          Location loc,
+                                                          int64_t d,
+                                                          int64_t lanes) {
+  IntegerAttr align = b.getI64IntegerAttr(64);
+  Type f32 = b.getF32Type();
+  int64_t chunk = Emitter::kChunkVectors * lanes, rows = microKernelRows(lanes);
+  return {memref::AllocOp::create(b, loc, MemRefType::get({d, chunk}, f32),
+                                  align),
+          memref::AllocOp::create(b, loc, MemRefType::get({rows, chunk}, f32),
+                                  align),
+          memref::AllocOp::create(b, loc, MemRefType::get({rows}, f32),
+                                  align)};
+}
 
-private:
-  /// The register-block rows: 32 vector registers (AVX-512) hold a 4×4 tile
-  /// plus operands; 16 (AVX2, SSE) a 2×4 tile.
-  int64_t rows() const { return lanes >= 16 ? 4 : 2; }
-  func::FuncOp functionFor(OnlineAttentionOp oa, TypeRange scratch);
-
-  ModuleOp module;
-  SymbolTable symbols;
-  int64_t lanes;
-  llvm::StringMap<func::FuncOp> byKey;
-};
-
-/// `private @<caller>_tile(q, k, v, acc, max, sum, q_pos, kv_pos, Kt, P, A)`
-/// holding the micro-kernel of ops like `oa`: its own function so that LLVM
-/// compiles each tile once (not once per loop that runs it) and keeps
-/// functions small (compile time grows faster than their size); marked
-/// no-inline, internal.
-func::FuncOp TileFunctions::functionFor(OnlineAttentionOp oa,
-                                        TypeRange scratch) {
-  std::string key;
-  {
-    llvm::raw_string_ostream os(key);
-    os << oa->getAttrDictionary();
-    for (Type t : oa->getOperandTypes())
-      os << ";" << t;
-  }
-  if (func::FuncOp fn = byKey.lookup(key))
-    return fn;
-  MLIRContext *ctx = oa.getContext();
-  SmallVector<Type> args(oa->getOperandTypes());
-  args.append(scratch.begin(), scratch.end());
-  auto caller = oa->getParentOfType<func::FuncOp>();
-  OpBuilder mb(ctx);
-  mb.setInsertionPointToEnd(module.getBody());
-  auto fn = func::FuncOp::create(mb, oa.getLoc(),
-                                 (caller.getSymName() + "_tile").str(),
-                                 FunctionType::get(ctx, args, {}));
-  fn.setPrivate();
-  fn->setAttr("llvm.linkage",
-              LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
-  fn->setAttr(kNoInlineAttr, UnitAttr::get(ctx));
-  symbols.insert(fn); // renamed if the name is taken
-  Block *body = fn.addEntryBlock();
-  IRRewriter b(ctx);
-  b.setInsertionPointToStart(body);
-  IRMapping map;
-  map.map(oa->getOperands(),
-          body->getArguments().take_front(oa->getNumOperands()));
-  auto tile = cast<OnlineAttentionOp>(b.clone(*oa, map));
-  Emitter e{b, oa.getLoc(), tile};
+void mlir::attn::emitMicroKernel(OpBuilder &b, OnlineAttentionOp tile,
+                                 ValueRange scratch, int64_t lanes) {
+  Emitter e{b, tile.getLoc(), tile};
   e.q = tile.getQuery();
   e.k = tile.getKey();
   e.v = tile.getValue();
@@ -699,84 +616,16 @@ func::FuncOp TileFunctions::functionFor(OnlineAttentionOp oa,
   e.max = tile.getMax();
   e.sum = tile.getSum();
   e.W = lanes;
-  e.R = rows();
+  e.R = microKernelRows(lanes);
   auto qt = cast<ShapedType>(tile.getQuery().getType());
   e.lead = qt.getRank() - 2;
   e.d = qt.getShape().back();
   e.dv = cast<ShapedType>(tile.getValue().getType()).getShape().back();
-  ArrayRef<BlockArgument> s = body->getArguments().take_back(3);
-  e.Kt = s[0];
-  e.P = s[1];
-  e.A = s[2];
-  b.setInsertionPoint(tile);
+  e.Kt = scratch[0];
+  e.P = scratch[1];
+  e.A = scratch[2];
   e.emit();
-  b.eraseOp(tile);
-  func::ReturnOp::create(b, oa.getLoc());
-  byKey[key] = fn;
-  return fn;
 }
-
-LogicalResult TileFunctions::lower(OnlineAttentionOp oa) {
-  if (!microKernelHandles(oa))
-    return oa.emitOpError(
-        "on buffers is lowered by the CPU micro-kernel only, which needs f32 "
-        "operands, static head dims and no relative bias table; lower this "
-        "op with convert-attn-to-linalg before bufferization");
-  for (Value buf : {oa.getQuery(), oa.getKey(), oa.getValue(), oa.getAcc(),
-                    oa.getMax(), oa.getSum()}) {
-    int64_t offset;
-    SmallVector<int64_t> strides;
-    if (failed(cast<MemRefType>(buf.getType())
-                   .getStridesAndOffset(strides, offset)) ||
-        strides.back() != 1)
-      return oa.emitOpError("the CPU micro-kernel needs operands whose "
-                            "innermost dim is contiguous");
-  }
-  // Scratch once per parallel iteration (query block), before the key
-  // loop: a stack buffer inside the loop would grow the stack on every
-  // tile, and a function-level one would be shared by the threads.
-  OpBuilder b(oa);
-  Operation *anchor = oa;
-  while (anchor->getParentOp() &&
-         !isa<scf::ForallOp, scf::ParallelOp, FunctionOpInterface>(
-             anchor->getParentOp()))
-    anchor = anchor->getParentOp();
-  b.setInsertionPoint(anchor);
-  int64_t d = cast<ShapedType>(oa.getQuery().getType()).getShape().back();
-  SmallVector<Value> scratch = Emitter::allocateScratch(
-      b, oa.getLoc(), d, Emitter::kChunkVectors * lanes, rows());
-  func::FuncOp fn = functionFor(oa, ValueRange(scratch).getTypes());
-  b.setInsertionPoint(oa);
-  SmallVector<Value> args(oa->getOperands());
-  args.append(scratch);
-  func::CallOp::create(b, oa.getLoc(), fn, args);
-  oa.erase();
-  return success();
-}
-
-struct CPUMicroKernelPass
-    : attn::impl::CPUMicroKernelPassBase<CPUMicroKernelPass> {
-  using Base::Base;
-  void runOnOperation() override {
-    if (lanes != 4 && lanes != 8 && lanes != 16) {
-      emitError(getOperation().getLoc())
-          << "attn-cpu-micro-kernel: lanes must be 4, 8 or 16, not "
-          << lanes.getValue();
-      return signalPassFailure();
-    }
-    SmallVector<OnlineAttentionOp> ops;
-    getOperation().walk([&](OnlineAttentionOp op) {
-      if (op.isBufferForm())
-        ops.push_back(op);
-    });
-    TileFunctions tiles(getOperation(), lanes);
-    for (OnlineAttentionOp op : ops)
-      if (failed(tiles.lower(op)))
-        return signalPassFailure();
-  }
-};
-
-} // namespace
 
 bool mlir::attn::microKernelHandles(Operation *op) {
   auto oa = dyn_cast<OnlineAttentionOp>(op);

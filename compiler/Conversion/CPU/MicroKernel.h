@@ -1,8 +1,9 @@
 //===- MicroKernel.h - register-tiled CPU code for attn tiles ---*- C++ -*-===//
 //
-// The CPU lowering of `attn.online_attention`: attn-cpu-micro-kernel (see
-// MicroKernel.cpp and Passes.td) turns the op's buffer form into vector code
-// with register micro-tiles. The ops it cannot take (not f32, dynamic head
+// The CPU lowering of `attn.online_attention`: attn-cpu-micro-kernel
+// (MicroKernelPass.cpp, Passes.td) turns the op's buffer form into calls of
+// tile functions whose vector code with register micro-tiles MicroKernel.cpp
+// generates. The ops it cannot take (not f32, dynamic head
 // dims, a relative bias table) are lowered to linalg by
 // convert-attn-to-linalg before bufferization.
 //
@@ -11,16 +12,35 @@
 #ifndef ATTN_COMPILER_CONVERSION_CPU_MICROKERNEL_H
 #define ATTN_COMPILER_CONVERSION_CPU_MICROKERNEL_H
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "llvm/ADT/StringRef.h"
 
 namespace mlir {
 class Operation;
 namespace attn {
+class OnlineAttentionOp;
 
 /// True when the micro-kernel handles `op` (an attn.online_attention, on
 /// tensors or buffers).
 bool microKernelHandles(Operation *op);
+
+/// Query rows per register block: 32 vector registers (AVX-512, 16 lanes)
+/// hold a 4×4 tile of vectors plus operands; 16 (AVX2, SSE) a 2×4 tile.
+inline int64_t microKernelRows(int64_t lanes) { return lanes >= 16 ? 4 : 2; }
+
+/// The micro-kernel's scratch for head dim `d` and `lanes` f32 lanes: Kᵀ
+/// [d, 4·lanes], probabilities [rows, 4·lanes] and alphas [rows], allocated
+/// at the builder's insertion point (once per parallel iteration).
+SmallVector<Value> allocateMicroKernelScratch(OpBuilder &b, Location loc,
+                                              int64_t d, int64_t lanes);
+
+/// Emits the micro-kernel of `tile` (buffer form, operands f32 with a
+/// contiguous innermost dim: microKernelHandles) at the builder's insertion
+/// point, with the three buffers of allocateMicroKernelScratch. `tile` is
+/// left for the caller to erase.
+void emitMicroKernel(OpBuilder &b, OnlineAttentionOp tile, ValueRange scratch,
+                     int64_t lanes);
 
 /// A unit attribute on a func.func: its LLVM function gets `noinline` (set
 /// by the CPU target before translation; FuncToLLVM keeps it discardable).
