@@ -1,0 +1,223 @@
+//===- AttnFusedOps.cpp - the fused and tiled attn operations -------------===//
+//
+// This file implements attn.sdpa's helpers and the verifiers of the fused
+// (attn.sdpa) and tiled (attn.online_attention, attn.online_finalize)
+// operations, on tensors and, in destination-passing style, on buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Attn/IR/AttnVerify.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::verify;
+
+//===----------------------------------------------------------------------===//
+// SDPAOp
+//===----------------------------------------------------------------------===//
+
+int64_t SDPAOp::getGroupSize() {
+  return getQuery().getType().getDimSize(1) / getKey().getType().getDimSize(1);
+}
+
+Value SDPAOp::createEmptyInit(OpBuilder &b, Location loc, Value query,
+                              Value value) {
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0; i < 3; ++i)
+    sizes.push_back(tensor::getMixedSize(b, loc, query, i));
+  sizes.push_back(tensor::getMixedSize(b, loc, value, 3));
+  return tensor::EmptyOp::create(
+      b, loc, sizes, cast<RankedTensorType>(query.getType()).getElementType());
+}
+
+LogicalResult SDPAOp::verify() {
+  if (failed(expectRank(*this, getQuery(), 4,
+                        "a query [batch, Hq, q_len, head_dim]")) ||
+      failed(expectRank(*this, getKey(), 4,
+                        "a key [batch, Hkv, kv_len, head_dim]")) ||
+      failed(expectRank(*this, getValue(), 4,
+                        "a value [batch, Hkv, kv_len, head_dim_v]")) ||
+      failed(expectRank(*this, getResult(), 4,
+                        "a result [batch, Hq, q_len, head_dim_v]")))
+    return failure();
+  RankedTensorType q = getQuery().getType(), k = getKey().getType(),
+                   v = getValue().getType(), o = getResult().getType();
+  if (failed(verifyHeadGroups(*this, q, "query", k, "key")) ||
+      failed(expectStatic(*this, q, 3, "query head_dim")) ||
+      failed(expectStatic(*this, k, 3, "key head_dim")) ||
+      failed(expectStatic(*this, v, 1, "value head count")) ||
+      failed(expectStatic(*this, v, 3, "value head_dim")) ||
+      failed(expectDimsAgree(*this, q, 3, "query head_dim", k, 3,
+                             "key head_dim")) ||
+      failed(expectDimsAgree(*this, k, 1, "key head count", v, 1,
+                             "value head count")) ||
+      failed(expectDimsAgree(*this, k, 0, "key batch", v, 0, "value batch")) ||
+      failed(expectDimsAgree(*this, k, 2, "key kv_len", v, 2,
+                             "value kv_len")) ||
+      failed(expectSameElementType(
+          *this, {getQuery(), getKey(), getValue(), getResult()},
+          {"query", "key", "value", "result"})))
+    return failure();
+  if (!dimsAgree(o.getDimSize(0), q.getDimSize(0)) ||
+      !dimsAgree(o.getDimSize(1), q.getDimSize(1)) ||
+      !dimsAgree(o.getDimSize(2), q.getDimSize(2)) ||
+      !dimsAgree(o.getDimSize(3), v.getDimSize(3)))
+    return emitOpError() << "expects a result of shape [batch, Hq, q_len, "
+                            "head_dim_v] = ["
+                         << dimStr(q.getDimSize(0)) << ", "
+                         << dimStr(q.getDimSize(1)) << ", "
+                         << dimStr(q.getDimSize(2)) << ", "
+                         << dimStr(v.getDimSize(3)) << "], got " << o;
+  if (failed(verifyPositiveFinite(*this, getScale().convertToDouble(),
+                                  "scale")) ||
+      failed(verifyMaskAttrs(*this, getMask(), getWindow())))
+    return failure();
+  if (std::optional<APFloat> cap = getSoftcap())
+    if (failed(verifyPositiveFinite(*this, cap->convertToDouble(), "softcap")))
+      return failure();
+  if (failed(verifyRelativeBias(*this, getRelativeBiasAttr(), getBiasTable(),
+                                q.getDimSize(1))))
+    return failure();
+  if (failed(verifyKvLengths(*this, getKvLengths(), q)))
+    return failure();
+  if (getInit().getType() != o)
+    return emitOpError() << "expects the destination (outs) to have the "
+                            "result type "
+                         << o << ", got " << getInit().getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Tiled level
+//===----------------------------------------------------------------------===//
+
+LogicalResult OnlineAttentionOp::verify() {
+  auto shaped = [](Value x) { return cast<ShapedType>(x.getType()); };
+  ShapedType q = shaped(getQuery()), k = shaped(getKey()),
+             v = shaped(getValue()), acc = shaped(getAcc()),
+             mx = shaped(getMax()), sum = shaped(getSum());
+  // Destination-passing style: on tensors, one result per destination, of
+  // its type; on buffers, none.
+  bool tensors = isa<TensorType>(q), buffers = isa<MemRefType>(q);
+  for (Value x : getOperands())
+    if (isa<ShapedType>(x.getType()) &&
+        (isa<TensorType>(x.getType()) != tensors ||
+         isa<MemRefType>(x.getType()) != buffers))
+      return emitOpError() << "expects all its operands to be tensors or all "
+                              "to be buffers";
+  if (tensors && (getNumResults() != 3 ||
+                  getResult(0).getType() != getAcc().getType() ||
+                  getResult(1).getType() != getMax().getType() ||
+                  getResult(2).getType() != getSum().getType()))
+    return emitOpError() << "on tensors expects three results of the types "
+                            "of acc, max and sum";
+  if (buffers && getNumResults() != 0)
+    return emitOpError() << "on buffers updates acc, max and sum in place and "
+                            "has no results";
+  int64_t r = q.getRank();
+  if (r < 2)
+    return emitOpError() << "expects a query [..., M, head_dim] of rank >= 2, "
+                            "got rank "
+                         << r;
+  if (failed(expectRank(*this, getKey(), 2, "a key tile [N, head_dim]")) ||
+      failed(expectRank(*this, getValue(), 2,
+                        "a value tile [N, head_dim_v]")) ||
+      failed(expectRank(*this, getAcc(), r,
+                        "an accumulator [..., M, head_dim_v] (query rank)")) ||
+      failed(expectRank(*this, getMax(), r - 1,
+                        "a running max [..., M] (query rank - 1)")) ||
+      failed(expectRank(*this, getSum(), r - 1,
+                        "a running sum [..., M] (query rank - 1)")))
+    return failure();
+  if (failed(expectDimsAgree(*this, q, r - 1, "query head_dim", k, 1,
+                             "key head_dim")) ||
+      failed(expectDimsAgree(*this, k, 0, "key tile rows", v, 0,
+                             "value tile rows")) ||
+      failed(expectDimsAgree(*this, acc, r - 1, "accumulator head_dim_v", v, 1,
+                             "value head_dim_v")) ||
+      failed(expectSameElementType(*this, {getQuery(), getKey(), getValue()},
+                                   {"query", "key", "value"})) ||
+      failed(expectSameElementType(*this, {getAcc(), getMax(), getSum()},
+                                   {"accumulator", "max", "sum"})))
+    return failure();
+  for (int64_t i = 0; i < r - 1; ++i) {
+    std::string qd = "query dim " + std::to_string(i);
+    if (failed(expectDimsAgree(*this, q, i, qd, acc, i,
+                               "accumulator dim " + std::to_string(i))) ||
+        failed(expectDimsAgree(*this, q, i, qd, mx, i,
+                               "max dim " + std::to_string(i))) ||
+        failed(expectDimsAgree(*this, q, i, qd, sum, i,
+                               "sum dim " + std::to_string(i))))
+      return failure();
+  }
+  if (failed(verifyPositiveFinite(*this, getScale().convertToDouble(),
+                                  "scale")) ||
+      failed(verifyMaskAttrs(*this, getMask(), getWindow())))
+    return failure();
+  if (std::optional<APFloat> cap = getSoftcap())
+    if (failed(verifyPositiveFinite(*this, cap->convertToDouble(), "softcap")))
+      return failure();
+  if (failed(verifyRelativeBias(*this, getRelativeBiasAttr(), getBiasTable(),
+                                /*heads=*/-1)))
+    return failure();
+  if (getBiasTable() && (!getHeadOffset() || r < 3))
+    return emitOpError() << "expects a head_offset and a query [heads, M, "
+                            "head_dim] with a bias_table";
+  return success();
+}
+
+void OnlineAttentionOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  // The tensor form is pure; the buffer form reads its inputs and reads and
+  // writes its state.
+  for (OpOperand &operand : getOperation()->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      continue;
+    effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                         SideEffects::DefaultResource::get());
+    if (isDpsInit(&operand))
+      effects.emplace_back(MemoryEffects::Write::get(), &operand,
+                           SideEffects::DefaultResource::get());
+  }
+}
+
+LogicalResult OnlineFinalizeOp::verify() {
+  RankedTensorType acc = getAcc().getType(), sum = getSum().getType(),
+                   out = getResult().getType();
+  int64_t r = acc.getRank();
+  if (r < 2)
+    return emitOpError() << "expects an accumulator [..., M, head_dim_v] of "
+                            "rank >= 2, got rank "
+                         << r;
+  if (failed(expectRank(*this, getSum(), r - 1,
+                        "a sum [..., M] (accumulator rank - 1)")) ||
+      failed(expectSameElementType(*this, {getAcc(), getSum()},
+                                   {"accumulator", "sum"})))
+    return failure();
+  for (int64_t i = 0; i < r - 1; ++i)
+    if (failed(expectDimsAgree(*this, acc, i,
+                               "accumulator dim " + std::to_string(i), sum, i,
+                               "sum dim " + std::to_string(i))))
+      return failure();
+  if (out.getRank() != r)
+    return emitOpError() << "expects the result to have the accumulator's "
+                            "rank "
+                         << r << ", got rank " << out.getRank();
+  for (int64_t i = 0; i < r; ++i)
+    if (failed(expectDimsAgree(*this, acc, i,
+                               "accumulator dim " + std::to_string(i), out, i,
+                               "result dim " + std::to_string(i))))
+      return failure();
+  if (getInit().getType() != out)
+    return emitOpError() << "expects the destination (outs) to have the "
+                            "result type "
+                         << out << ", got " << getInit().getType();
+  return success();
+}
+
