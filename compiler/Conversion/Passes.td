@@ -144,6 +144,21 @@ def GPUKernelOccupancyPass : Pass<"attn-gpu-kernel-occupancy", "ModuleOp"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def GPULowerSubgroupReducePass
+    : Pass<"attn-gpu-lower-subgroup-reduce", "ModuleOp"> {
+  let summary = "Lower gpu.subgroup_reduce to warp shuffles (32 lanes)";
+  let description = [{
+    Applies upstream's butterfly lowering of `gpu.subgroup_reduce`, whole
+    warp and clustered, to `gpu.shuffle xor` on 32-bit values for NVIDIA's
+    32-lane warps: the kernels state their reductions with the upstream op
+    (warp sums of the scores, quad max/sum of an mma row) and this pass,
+    before the NVVM lowering, turns them into shuffles.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def ApproximateMathPass : Pass<"attn-approximate-math", "func::FuncOp"> {
   let summary = "Replace math.exp/tanh/log by inline polynomial approximations";
   let description = [{

@@ -157,6 +157,9 @@ LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
   pm.addPass(createGPUKernelOccupancyPass());
   if (options.stopAfter == GPUStage::GPU)
     return success();
+  // The kernels' gpu.subgroup_reduce (warp and quad reductions) as shuffles:
+  // the NVVM lowering has no pattern for f32 reductions.
+  pm.addPass(createGPULowerSubgroupReducePass());
   gpu::GPUToNVVMPipelineOptions nvvm;
   nvvm.cubinChip = gpuArchName(options.arch).str();
   // PTX ISA 8.0 (CUDA 12+) covers sm_80 and sm_90; LLVM's default 6.0

@@ -13,7 +13,7 @@
 //   K and V tiles of kv-block keys are staged in shared memory by all the
 //           threads and read by every row of the group;
 //   per key, a warp computes its rows' scores (lane partial dot products
-//           summed by xor shuffles), masks them by position, and folds them
+//           summed by gpu.subgroup_reduce, xor shuffles in PTX), masks them by position, and folds them
 //           into the row's online-softmax state in the log2 domain (scale ·
 //           log2 e folded into q, `llvm.intr.exp2`, which NVPTX maps to
 //           ex2.approx); a row that sees no key writes 0. The PTX needs
@@ -158,16 +158,13 @@ struct KernelEmitter {
     return buildForLoop(b, loc, lb, ub, step, init, body);
   }
 
-  /// The sum of `x` over the 32 lanes of the warp, in every lane.
+  /// The sum of `x` over the 32 lanes of the warp, in every lane
+  /// (gpu.subgroup_reduce; attn-gpu-lower-subgroup-reduce makes it
+  /// shuffles).
   Value warpSum(Value x) {
-    for (int64_t off = kWarp / 2; off >= 1; off /= 2) {
-      Value o = arith::ConstantIntOp::create(b, loc, off, 32);
-      Value w = arith::ConstantIntOp::create(b, loc, kWarp, 32);
-      Value y = gpu::ShuffleOp::create(b, loc, x, o, w, gpu::ShuffleMode::XOR)
-                    .getShuffleResult();
-      x = fadd(x, y);
-    }
-    return x;
+    return gpu::SubgroupReduceOp::create(b, loc, x,
+                                         gpu::AllReduceOperation::ADD,
+                                         /*uniform=*/true);
   }
 
   void emit(Value out, Value q, Value k, Value v, Value lens);
@@ -216,16 +213,13 @@ struct KernelEmitter {
       out.push_back(LLVM::ExtractValueOp::create(b, loc, r, i));
     return out;
   }
-  /// `x` reduced over the 4 lanes of a quad (shuffles xor 1 and 2).
+  /// `x` reduced over the 4 lanes of a quad (the lanes that share an
+  /// mma row): a clustered gpu.subgroup_reduce of cluster size 4.
   Value quadReduce(Value x, bool isMax) {
-    for (int64_t off : {1, 2}) {
-      Value o = arith::ConstantIntOp::create(b, loc, off, 32);
-      Value w = arith::ConstantIntOp::create(b, loc, kWarp, 32);
-      Value y = gpu::ShuffleOp::create(b, loc, x, o, w, gpu::ShuffleMode::XOR)
-                    .getShuffleResult();
-      x = isMax ? Value(arith::MaximumFOp::create(b, loc, x, y)) : fadd(x, y);
-    }
-    return x;
+    return gpu::SubgroupReduceOp::create(
+        b, loc, x,
+        isMax ? gpu::AllReduceOperation::MAXIMUMF : gpu::AllReduceOperation::ADD,
+        /*uniform=*/true, /*cluster_size=*/uint32_t(4));
   }
 };
 
