@@ -135,8 +135,9 @@ LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
   tile.blockRows = options.precision == GPUPrecision::bf16 ? 64 : 32;
   tile.splitTarget = 0;
   pm.addNestedPass<func::FuncOp>(createTileAttentionPass(tile));
-  // CSE, not the canonicalizer: it would drop unit dims of the forall
-  // (one KV head), whose three ids are the grid's.
+  // The forall is mapped to the grid (#gpu.block), so canonicalization
+  // keeps its unit dims (one KV head).
+  pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   if (options.stopAfter == GPUStage::Tiled)
     return success();

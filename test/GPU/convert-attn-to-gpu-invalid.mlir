@@ -5,6 +5,8 @@
 // RUN: not attn-opt %s -split-input-file -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu=precision=bf16\ kv-block=24 2>&1 | FileCheck %s --check-prefix=BF16TILE
 // RUN: not attn-opt %s -split-input-file -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu=kv-block=1024 2>&1 | FileCheck %s --check-prefix=SMEM
 // RUN: not attn-opt %s -split-input-file -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu=precision=fp8 2>&1 | FileCheck %s --check-prefix=PRECISION
+// RUN: not attn-opt %s -split-input-file -attn-tile-attention=target=cpu\ split-target=0 -convert-attn-to-gpu 2>&1 | FileCheck %s --check-prefix=UNMAPPED
+// UNMAPPED: error: 'scf.forall' op expects the tiled forall mapped to the grid (mapping = [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]: batch, KV head, query block), as attn-tile-attention{target=gpu} makes it
 // UNTILED: error: 'attn.sdpa' op convert-attn-to-gpu lowers the tiled form: run attn-tile-attention (target=gpu, split-target=0) first
 // SPLIT: error: 'scf.forall' op split-K is not lowered to the GPU yet: tile with split-target=0
 // BF16TILE: error: 'attn.online_attention' op the bf16 kernel's kv-block must be a multiple of 16, got 24

@@ -2,11 +2,12 @@
 // RUN: attn-opt %s -split-input-file -attn-tile-attention=split-target=0\ decode-kv-block=64 -cse | FileCheck %s
 // RUN: attn-opt %s -split-input-file -attn-tile-attention=q-block=32\ kv-block=16\ decode-kv-block=16\ split-target=0 -cse | FileCheck %s --check-prefix=SIZES
 // The GPU's tiling: 32 rows per block over the group (q-block 32 / 4 = 8),
-// recorded on the forall for convert-attn-to-gpu:
+// recorded on the forall for convert-attn-to-gpu, and the forall mapped to
+// the grid (batch, KV head, query block) -> blocks (z, y, x):
 // RUN: attn-opt %s -split-input-file -attn-tile-attention=target=gpu\ block-rows=32\ split-target=0 -cse | FileCheck %s --check-prefix=GPU
 // GPU-LABEL: func.func @causal_gqa(
 // GPU: arith.ceildivsi %{{.*}}, %c8
-// GPU: } {attn.q_block = 8 : i64, attn.tiled}
+// GPU: } {attn.q_block = 8 : i64, attn.tiled, mapping = [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]}
 // The defaults (split-K, decode tiles of 1024 keys):
 // RUN: attn-opt %s -split-input-file -attn-tile-attention -cse | FileCheck %s --check-prefix=SPLIT
 

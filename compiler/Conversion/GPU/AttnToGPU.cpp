@@ -372,7 +372,8 @@ void KernelEmitter::emit(Value out, Value q, Value k, Value v, Value lens) {
 KernelEmitter::Launch KernelEmitter::beginLaunch(Value k, Value lens,
                                                  int64_t threads,
                                                  TypeRange tileTypes) {
-  // The grid is the forall's iteration space: (query block, KV head, batch).
+  // The grid is the forall's iteration space, each dim where its
+  // #gpu.block mapping says: (batch, KV head, query block) -> (z, y, x).
   Launch L;
   scf::ForallOp forall = src.forall;
   SmallVector<OpFoldResult> ubs = forall.getMixedUpperBound();
@@ -381,7 +382,11 @@ KernelEmitter::Launch KernelEmitter::beginLaunch(Value k, Value lens,
       return v;
     return c(cast<IntegerAttr>(cast<Attribute>(f)).getInt());
   };
-  Value gridB = value(ubs[0]), gridG = value(ubs[1]), gridQ = value(ubs[2]);
+  Value grid[3];
+  for (auto [i, m] : llvm::enumerate(*forall.getMapping()))
+    grid[static_cast<int>(cast<gpu::GPUBlockMappingAttr>(m).getBlock())] =
+        value(ubs[i]);
+  Value gridQ = grid[0], gridG = grid[1], gridB = grid[2];
   Value one = c(1);
   L.op = gpu::LaunchOp::create(b, loc, gridQ, gridG, gridB, c(threads), one,
                                one, /*dynamicSharedMemorySize=*/Value(),
@@ -679,6 +684,22 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
   gpu::TerminatorOp::create(b, loc);
 }
 
+/// (batch, KV head, query block) mapped to blocks z, y, x.
+bool isGridMapping(scf::ForallOp forall) {
+  std::optional<ArrayAttr> mapping = forall.getMapping();
+  if (!mapping || mapping->size() != 3)
+    return false;
+  const gpu::MappingId expected[] = {gpu::MappingId::DimZ,
+                                     gpu::MappingId::DimY,
+                                     gpu::MappingId::DimX};
+  for (auto [m, id] : llvm::zip(*mapping, expected)) {
+    auto block = dyn_cast<gpu::GPUBlockMappingAttr>(m);
+    if (!block || block.getBlock() != id)
+      return false;
+  }
+  return true;
+}
+
 struct ConvertAttnToGPUPass
     : attn::impl::ConvertAttnToGPUPassBase<ConvertAttnToGPUPass> {
   using ConvertAttnToGPUPassBase::ConvertAttnToGPUPassBase;
@@ -760,6 +781,11 @@ struct ConvertAttnToGPUPass
     if (forall.getRank() != 3)
       return forall.emitOpError(
           "split-K is not lowered to the GPU yet: tile with split-target=0");
+    if (!isGridMapping(forall))
+      return forall.emitOpError(
+          "expects the tiled forall mapped to the grid (mapping = "
+          "[#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]: batch, KV head, "
+          "query block), as attn-tile-attention{target=gpu} makes it");
     // The kernel entry form: the result goes straight into an output buffer.
     bufferization::MaterializeInDestinationOp dest;
     Value result = forall.getResult(0);

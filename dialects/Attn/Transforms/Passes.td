@@ -195,7 +195,8 @@ def TileAttentionPass : Pass<"attn-tile-attention", "func::FuncOp"> {
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect",
-                           "::mlir::tensor::TensorDialect"];
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::gpu::GPUDialect"];
 }
 
 #endif // ATTN_TRANSFORMS_PASSES_TD

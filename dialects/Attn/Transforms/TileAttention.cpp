@@ -26,6 +26,8 @@
 
 #include "dialects/Attn/Transforms/Passes.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir {
@@ -63,6 +65,9 @@ struct TileSizes {
   int64_t qBlock, kvBlock, decodeKvBlock, splitTarget, splitMinKeys;
   /// Rows per block over the group (q-block = blockRows / G); 0: unused.
   int64_t blockRows = 0;
+  /// GPU: the (batch, KV head, query block) forall is mapped to the grid,
+  /// #gpu.block<z, y, x> (so canonicalization keeps its unit dims).
+  bool gridMapping = false;
 };
 
 /// The key range of one query block, in the three parts described above.
@@ -259,8 +264,15 @@ SmallVector<Value> SDPATiler::partsForall(OpBuilder &b, Location loc,
           b, loc, rowShape, accType, ValueRange{batch, nSplit, wsRows}));
     ubs.push_back(nSplit);
   }
-  auto forall =
-      scf::ForallOp::create(b, loc, ubs, outs, /*mapping=*/std::nullopt);
+  std::optional<ArrayAttr> mapping;
+  if (sizes.gridMapping && !maySplit) {
+    MLIRContext *ctx = b.getContext();
+    mapping = b.getArrayAttr(
+        {gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimZ),
+         gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimY),
+         gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)});
+  }
+  auto forall = scf::ForallOp::create(b, loc, ubs, outs, mapping);
   forall->setAttr("attn.tiled", b.getUnitAttr());
   forall->setAttr("attn.q_block", b.getI64IntegerAttr(sizes.qBlock));
 
@@ -525,6 +537,7 @@ struct TileAttentionPass
     sizes.splitTarget = splitTarget;
     sizes.splitMinKeys = splitMinKeys;
     sizes.blockRows = qBlock ? 0 : blockRows;
+    sizes.gridMapping = gpu;
     if (sizes.qBlock <= 0 || sizes.kvBlock <= 0 || sizes.decodeKvBlock <= 0 ||
         sizes.splitTarget < 0 || sizes.splitMinKeys <= 0) {
       fn.emitError() << "attn-tile-attention: tile sizes must be positive, "
