@@ -1,0 +1,248 @@
+//===- KernelEmitter.h - the GPU attention kernels' builder ----*- C++ -*-===//
+//
+// Internal to compiler/Conversion/GPU: what convert-attn-to-gpu reads from
+// the tiled form (TiledSource) and the builder of the kernels' launch
+// (KernelEmitter), shared by the fp32 kernel (FP32Kernel.cpp), the bf16
+// tensor-core kernel (MmaKernel.cpp) and the pass (AttnToGPU.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_COMPILER_CONVERSION_GPU_KERNELEMITTER_H
+#define ATTN_COMPILER_CONVERSION_GPU_KERNELEMITTER_H
+
+#include "compiler/Conversion/LoopBuilder.h"
+
+#include "dialects/Attn/IR/AttnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+namespace mlir {
+namespace attn {
+namespace gpu_kernels {
+
+constexpr int64_t kWarp = 32;
+constexpr double kLog2e = 1.4426950408889634;
+
+/// What the kernels take from the tiled form: the forall (grid, block
+/// ids), the values of its body that the kernel needs (cloned into the
+/// launch), and the attention's parameters (from its online_attention ops).
+struct TiledSource {
+  scf::ForallOp forall;
+  /// In the forall body: the block's first query row and row count (the
+  /// query tile's offset and size), the key range [lo, hi) its key loops
+  /// cover, and the position of its first row in key coordinates.
+  Value q0, qn, lo, hi, qPos;
+  /// The batch's key length (tensor.extract of kv_lengths), if any.
+  tensor::ExtractOp kvLength;
+  MaskKind mask = MaskKind::none;
+  std::optional<int64_t> window;
+  std::optional<APFloat> softcap;
+  double scale = 1.0;
+  int64_t qBlock = 1;
+};
+
+struct KernelEmitter {
+  OpBuilder &b;
+  Location loc;
+  const TiledSource &src;
+  int64_t qRows = 0, kvBlock = 0;
+  // Static shape facts.
+  int64_t hkv = 1, group = 1, d = 0, dv = 0, epl = 1, eplV = 1;
+  /// Query rows per warp: 8 for head dims up to 32, else 4 (registers).
+  int64_t kRowsPerWarp = 8;
+
+  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value f32(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32Type(),
+                                     b.getF32FloatAttr(v));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  Value clamp(Value x, Value lo, Value hi) { return min(max(x, lo), hi); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value andI(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  /// x·y + z as a contractable multiply-add (NVPTX emits fma.rn.f32):
+  /// math.fma would become a libdevice call, and the PTX should not need
+  /// the CUDA toolkit's libdevice.
+  Value fma(Value x, Value y, Value z) {
+    auto contract = arith::FastMathFlagsAttr::get(
+        b.getContext(), arith::FastMathFlags::contract);
+    Value m = arith::MulFOp::create(b, loc, x, y, contract);
+    return arith::AddFOp::create(b, loc, m, z, contract);
+  }
+  /// 2^x as PTX's ex2.approx.f32 (the NVVM intrinsic; math.exp2 and
+  /// llvm.intr.exp2 would become libdevice calls). 2^-inf = +0.
+  Value exp2(Value x) {
+    return LLVM::CallIntrinsicOp::create(
+               b, loc, Type(b.getF32Type()),
+               b.getStringAttr("llvm.nvvm.ex2.approx"), ValueRange{x})
+        .getResult(0);
+  }
+
+  /// What q is multiplied by on load: the scale, and log2 e (scores in the
+  /// log2 domain for ex2) unless softcap needs the natural scores first.
+  Value qPrescale() {
+    return f32(src.softcap ? src.scale : src.scale * kLog2e);
+  }
+  /// A score as the kernels fold it: softcap (cap · tanh(s / cap), tanh
+  /// from ex2: no libdevice) then in the log2 domain; `s` as it is without
+  /// softcap (q was pre-scaled by log2 e).
+  Value softcapped(Value s) {
+    if (!src.softcap)
+      return s;
+    double cap = src.softcap->convertToDouble();
+    Value ex = exp2(fmul(s, f32(2.0 * kLog2e / cap)));
+    Value denom = fadd(ex, f32(1.0));
+    Value two = f32(2.0);
+    Value frac = arith::DivFOp::create(b, loc, two, denom);
+    Value th = arith::SubFOp::create(b, loc, f32(1.0), frac);
+    return fmul(th, f32(cap * kLog2e));
+  }
+  /// `ok` and key `key` visible to the row at key position `qPos` (causal,
+  /// sliding window).
+  Value visible(Value ok, Value key, Value qPos) {
+    if (src.mask != MaskKind::none)
+      ok = andI(ok, cmp(arith::CmpIPredicate::sle, key, qPos));
+    if (src.window)
+      ok = andI(ok, cmp(arith::CmpIPredicate::sgt, key,
+                        sub(qPos, c(*src.window))));
+    return ok;
+  }
+
+  /// scf.for whose body `body` builds at b's insertion point and whose
+  /// yielded values it returns.
+  scf::ForOp loop(Value lb, Value ub, Value step, ValueRange init,
+                  function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    return buildForLoop(b, loc, lb, ub, step, init, body);
+  }
+
+  /// The sum of `x` over the 32 lanes of the warp, in every lane
+  /// (gpu.subgroup_reduce; attn-gpu-lower-subgroup-reduce makes it
+  /// shuffles).
+  Value warpSum(Value x) {
+    return gpu::SubgroupReduceOp::create(b, loc, x,
+                                         gpu::AllReduceOperation::ADD,
+                                         /*uniform=*/true);
+  }
+
+  /// The fp32 kernel (FP32Kernel.cpp): per key, warp-reduced dot products
+  /// and an online-softmax update per row.
+  void emit(Value out, Value q, Value k, Value v, Value lens);
+  /// The bf16 tensor-core kernel (MmaKernel.cpp: mma.sync m16n8k16, fp32
+  /// accumulators).
+  void emitMma(Value out, Value q, Value k, Value v, Value lens);
+
+  /// Common prologue of both kernels: the launch, its ids and the block's
+  /// key range. `tileTypes` are the workgroup buffers.
+  struct Launch {
+    gpu::LaunchOp op;
+    Value bi, g, qb, tid, lane, warp, kvLen, q0, qn, offset, lo, hi;
+  };
+  Launch beginLaunch(Value k, Value lens, int64_t threads,
+                     TypeRange tileTypes);
+  /// Stages keys [kt, kt + kn) of the batch's KV head of `src` ([B, Hkv,
+  /// keys, width]) into the workgroup `tile` [kv-block, width], zeros past
+  /// kn, rounded to bf16 when the tile is bf16; all `threads` take part.
+  void stageTile(const Launch &L, Value src, Value tile, int64_t width,
+                 Value kt, Value kn, int64_t threads);
+
+  /// The fp32 kernel's rows of one warp: validity, head, position and the
+  /// pre-scaled q in registers (lane l holds elements l, l + 32, ...).
+  struct WarpRows {
+    SmallVector<Value> valid, pos, head;
+    SmallVector<SmallVector<Value>> qReg;
+  };
+  WarpRows loadWarpRows(const Launch &L, Value q);
+  /// One key `j` of the staged tile folded into every row's state.
+  SmallVector<Value> foldKey(const Launch &L, const WarpRows &rows,
+                             Value kTile, Value vTile, Value kt, Value j,
+                             ValueRange st);
+
+  /// What the bf16 kernel's steps share: the launch, its tiles, a thread's
+  /// fragment coordinates (group gq, thread in group tq) and its two rows
+  /// (gq and gq + 8 of the warp's 16), Q's fragments.
+  struct MmaState {
+    Launch L;
+    int64_t warps = 0;
+    bool qShared = false;
+    Value kTile, vTile, qTile, gq, tq, col2, qScale;
+    Value valid[2], head[2], pos[2];
+    SmallVector<SmallVector<Value>> qFrag;
+  };
+  MmaState beginMma(Value q, Value k, Value lens);
+  /// Q's A fragment of the 16 columns from 16·ks.
+  SmallVector<Value> mmaQFragment(const MmaState &m, Value q, int64_t ks);
+  /// One key tile: S = Q·Kᵀ, mask, online softmax, O = O·alpha + P·V.
+  SmallVector<Value> mmaTile(const MmaState &m, Value k, Value v, Value kt,
+                             ValueRange st);
+  /// O·alpha + P·V on the tile's probabilities (bf16 C fragments).
+  void mmaPV(const MmaState &m, ArrayRef<SmallVector<Value>> pBf16,
+             const Value alpha[2], ValueRange st, SmallVector<Value> &next);
+  /// out = O / l for the thread's rows.
+  void mmaStore(const MmaState &m, scf::ForOp tiles, Value out);
+
+  /// Two bf16 as one i32 (the first in the low half), for mma operands.
+  Value pack(Value lowBf16, Value highBf16) {
+    auto i16 = b.getIntegerType(16), i32 = b.getI32Type();
+    auto widen = [&](Value x) -> Value {
+      return arith::ExtUIOp::create(
+          b, loc, i32, arith::BitcastOp::create(b, loc, i16, x));
+    };
+    Value high = widen(highBf16);
+    Value sixteen = arith::ConstantIntOp::create(b, loc, 16, 32);
+    Value hiBits = arith::ShLIOp::create(b, loc, high, sixteen);
+    return arith::OrIOp::create(b, loc, widen(lowBf16), hiBits);
+  }
+  Value toBf16(Value f) {
+    return arith::TruncFOp::create(b, loc, b.getBF16Type(), f);
+  }
+  /// C += A·B for one m16n8k16 bf16 tile: A 4 x i32, B 2 x i32, C 4 x f32.
+  SmallVector<Value> mma(ArrayRef<Value> a, ArrayRef<Value> bb,
+                         ArrayRef<Value> cc) {
+    Type f32 = b.getF32Type();
+    auto resTy =
+        LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+    Value r = NVVM::MmaOp::create(
+        b, loc, resTy, a, bb, cc, ArrayRef<int64_t>{16, 8, 16},
+        std::nullopt, std::nullopt,
+        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                      NVVM::MMATypes::bf16},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < 4; ++i)
+      out.push_back(LLVM::ExtractValueOp::create(b, loc, r, i));
+    return out;
+  }
+  /// `x` reduced over the 4 lanes of a quad (the lanes that share an
+  /// mma row): a clustered gpu.subgroup_reduce of cluster size 4.
+  Value quadReduce(Value x, bool isMax) {
+    return gpu::SubgroupReduceOp::create(
+        b, loc, x,
+        isMax ? gpu::AllReduceOperation::MAXIMUMF : gpu::AllReduceOperation::ADD,
+        /*uniform=*/true, /*cluster_size=*/uint32_t(4));
+  }
+};
+
+
+} // namespace gpu_kernels
+} // namespace attn
+} // namespace mlir
+
+#endif // ATTN_COMPILER_CONVERSION_GPU_KERNELEMITTER_H
