@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -353,12 +354,15 @@ void reexecWithOpenBLASCore(char **argv, const std::string &forced) {
                        "own choice\n", core);
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
+/// attn-bench's command line.
+struct Options {
   int threads = 2, repeats = 5;
   std::string csv = "attn-bench.csv", only, openblasCore;
   bool longSeq = false, openblasInfo = false;
+};
+
+/// Parses argv into `o`; returns -1 to go on, else the exit code (usage).
+int parseArgs(int argc, char **argv, Options &o) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -370,19 +374,19 @@ int main(int argc, char **argv) {
       return argv[++i];
     };
     if (a == "--threads")
-      threads = std::max(1, std::atoi(next().c_str()));
+      o.threads = std::max(1, std::atoi(next().c_str()));
     else if (a == "--repeats")
-      repeats = std::max(1, std::atoi(next().c_str()));
+      o.repeats = std::max(1, std::atoi(next().c_str()));
     else if (a == "--csv")
-      csv = next();
+      o.csv = next();
     else if (a == "--shape")
-      only = next();
+      o.only = next();
     else if (a == "--long")
-      longSeq = true;
+      o.longSeq = true;
     else if (a == "--openblas-core")
-      openblasCore = next();
+      o.openblasCore = next();
     else if (a == "--openblas-info")
-      openblasInfo = true;
+      o.openblasInfo = true;
     else {
       std::printf("usage: attn-bench [--threads T] [--repeats R] [--csv FILE] "
                   "[--shape P1|P2|P3|P4|D1] [--long] [--openblas-core "
@@ -397,126 +401,151 @@ int main(int argc, char **argv) {
       return a == "--help" ? 0 : 2;
     }
   }
-  reexecWithOpenBLASCore(argv, openblasCore);
+  return -1;
+}
+
+/// The machine's figures every row is quoted against.
+struct Machine {
+  bool avx512 = false;
+  double peak = 0, bandwidth = 0;
+};
+
+/// Decode reads K and V once: its figure is a fraction of the read
+/// bandwidth, which varies on a shared machine. Five rounds of (bandwidth,
+/// fused kernel) close in time; medians of each and of the per-round
+/// ratios. Sets rf's time; returns (K+V GB/s, bandwidth, ratio).
+std::array<double, 3> measureDecode(const Shape &s, const Options &o,
+                                    const Machine &mc, attn_rt_sdpa_fn fused,
+                                    Inputs &in, std::vector<float> &fusedOut,
+                                    Result &rf) {
+  double bytes = 2.0 * s.hkv * s.skv * s.d * 4;
+  std::vector<double> ms, bws, ratios;
+  for (int round = 0; round < 5; ++round) {
+    double bw =
+        valueInChild([&] { return readBandwidth(o.threads, mc.avx512); });
+    Result r = inChild(o.repeats, [&] { runFused(fused, s, in, fusedOut); });
+    ms.push_back(r.ms);
+    bws.push_back(bw);
+    ratios.push_back(bytes / r.ms / 1e6 / bw);
+  }
+  rf.ms = median(ms);
+  return {bytes / rf.ms / 1e6, median(bws), median(ratios)};
+}
+
+/// One shape: compile, load, time the fused kernel (and decode's read
+/// rate) and the OpenBLAS unfused baseline; print and append to the CSV.
+bool benchShape(const Shape &s, const Options &o, const Machine &mc,
+                const std::string &dir, std::ofstream &out) {
+  std::string lib = compileShared(dir, s);
+  void *h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    std::fprintf(stderr, "attn-bench: error: %s\n", dlerror());
+    return false;
+  }
+  auto getModel = reinterpret_cast<const attn_rt_model *(*)()>(
+      dlsym(h, "attn_rt_get_model"));
+  const attn_rt_model *m = getModel();
+  auto fused = reinterpret_cast<attn_rt_sdpa_fn>(m->kinds[0].fused);
+  Inputs in(s);
+  double f = flops(s);
+  std::vector<float> fusedOut(s.hq * s.sq * s.d);
+  Result rf = inChild(o.repeats, [&] { runFused(fused, s, in, fusedOut); });
+  bool decode = s.sq < 16;
+  std::array<double, 3> kv = {0, mc.bandwidth, 0};
+  if (decode)
+    kv = measureDecode(s, o, mc, fused, in, fusedOut, rf);
+  Result ru{NAN, 0};
+  bool unfusedFits = double(s.sq) * s.skv * 4 < 8e9;
+  if (unfusedFits && s.name[0] != 'L') {
+    std::vector<float> scores(s.sq * s.skv), res(s.hq * s.sq * s.d);
+    ru = inChild(o.repeats, [&] { runUnfused(s, in, scores, res); });
+  }
+  char desc[64];
+  std::snprintf(desc, sizeof(desc), "%lld/%lld %lldx%lld %lld%s",
+                (long long)s.hq, (long long)s.hkv, (long long)s.sq,
+                (long long)s.skv, (long long)s.d, s.causal ? " causal" : "");
+  for (int which = 0; which < 2; ++which) {
+    const Result &r = which ? ru : rf;
+    if (std::isnan(r.ms))
+      continue;
+    double gf = f / r.ms / 1e6;
+    double speedup = which ? NAN : ru.ms / rf.ms;
+    std::printf("%-6s %-32s %-8s %10.2f %10.1f %7.1f%% %10s %10.1f\n",
+                s.name.c_str(), desc, which ? "openblas" : "fused", r.ms, gf,
+                100 * gf / mc.peak,
+                which || std::isnan(speedup)
+                    ? "-"
+                    : (std::to_string(speedup).substr(0, 5) + "x").c_str(),
+                r.rssKb / 1024.0);
+    out << s.name << "," << s.hq << "," << s.hkv << "," << s.sq << ","
+        << s.skv << "," << s.d << "," << s.causal << ","
+        << (which ? "openblas_unfused" : "fused") << "," << r.ms << "," << gf
+        << "," << 100 * gf / mc.peak << "," << (which ? NAN : speedup) << ","
+        << r.rssKb / 1024.0 << "\n";
+  }
+  if (decode) {
+    std::printf("%-6s K+V read: %.1f GB/s by the fused kernel, %.1f%% of "
+                "the read bandwidth measured next to it (median of 5 "
+                "rounds; %.1f GB/s, %d threads)\n",
+                "", kv[0], 100 * kv[2], kv[1], o.threads);
+    // method fused_kv_read: gflops column = GB/s, pct_peak = % of the
+    // measured read bandwidth.
+    out << s.name << "," << s.hq << "," << s.hkv << "," << s.sq << ","
+        << s.skv << "," << s.d << "," << s.causal << ",fused_kv_read,"
+        << rf.ms << "," << kv[0] << "," << 100 * kv[2] << ",,"
+        << rf.rssKb / 1024.0 << "\n";
+  }
+  dlclose(h);
+  return true;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  if (int code = parseArgs(argc, argv, o); code >= 0)
+    return code;
+  reexecWithOpenBLASCore(argv, o.openblasCore);
   const char *set = std::getenv("ATTN_BENCH_OPENBLAS_SET");
   std::string blas = std::string(openblas_get_config()) + ", kernels " +
                      openblas_get_corename() + " (" +
                      (set ? std::string("forced: OPENBLAS_CORETYPE=") + set
                           : std::string("OpenBLAS's own choice")) +
                      ")";
-  if (openblasInfo) {
+  if (o.openblasInfo) {
     std::printf("OpenBLAS: %s\n", blas.c_str());
     return 0;
   }
   // Before any OpenMP runtime starts: the compiled kernels read it too.
-  setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
-  omp_set_num_threads(threads);
-  openblas_set_num_threads(threads);
-  bool avx512 = false;
-  double peak = fmaPeak(threads, avx512);
-  double bandwidth = readBandwidth(threads, avx512);
+  setenv("OMP_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
+  omp_set_num_threads(o.threads);
+  openblas_set_num_threads(o.threads);
+  Machine mc;
+  mc.peak = fmaPeak(o.threads, mc.avx512);
+  mc.bandwidth = readBandwidth(o.threads, mc.avx512);
   std::printf("FMA peak (%s, %d threads): %.1f GFLOP/s; read bandwidth: "
               "%.1f GB/s\nOpenBLAS: %s\n",
-              avx512 ? "AVX-512" : "AVX2", threads, peak, bandwidth,
-              blas.c_str());
+              mc.avx512 ? "AVX-512" : "AVX2", o.threads, mc.peak,
+              mc.bandwidth, blas.c_str());
 
   char tmpl[] = "/tmp/attn-bench-XXXXXX";
   std::string dir = mkdtemp(tmpl);
   std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
-  if (longSeq)
+  if (o.longSeq)
     for (int64_t s : {8192, 16384, 32768, 65536})
       shapes.push_back({"L" + std::to_string(s / 1024) + "k", 8, 2, s, s, 128,
                         true});
-  std::ofstream out(csv);
+  std::ofstream out(o.csv);
   out << "shape,hq,hkv,sq,skv,d,causal,method,ms,gflops,pct_peak,"
          "fused_over_unfused,peak_rss_mb\n";
   std::printf("%-6s %-32s %-8s %10s %10s %8s %10s %10s\n", "shape",
               "Hq/Hkv Sq x Skv D", "method", "ms", "GFLOP/s", "%peak",
               "speedup", "RSS MB");
-  for (const Shape &s : shapes) {
-    if (!only.empty() && s.name != only)
-      continue;
-    std::string lib = compileShared(dir, s);
-    void *h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      std::fprintf(stderr, "attn-bench: error: %s\n", dlerror());
+  for (const Shape &s : shapes)
+    if ((o.only.empty() || s.name == o.only) &&
+        !benchShape(s, o, mc, dir, out))
       return 1;
-    }
-    auto getModel =
-        reinterpret_cast<const attn_rt_model *(*)()>(dlsym(h, "attn_rt_get_model"));
-    const attn_rt_model *m = getModel();
-    auto fused = reinterpret_cast<attn_rt_sdpa_fn>(m->kinds[0].fused);
-    Inputs in(s);
-    double f = flops(s);
-    std::vector<float> fusedOut(s.hq * s.sq * s.d);
-    Result rf = inChild(repeats, [&] { runFused(fused, s, in, fusedOut); });
-    // Decode reads K and V once: its figure is a fraction of the read
-    // bandwidth, which varies on a shared machine. Five rounds of
-    // (bandwidth, fused kernel) close in time; medians of each and of the
-    // per-round ratios.
-    double kvRate = 0, kvBandwidth = bandwidth, kvRatio = 0;
-    bool decode = s.sq < 16;
-    if (decode) {
-      double bytes = 2.0 * s.hkv * s.skv * s.d * 4;
-      std::vector<double> ms, bws, ratios;
-      for (int round = 0; round < 5; ++round) {
-        double bw =
-            valueInChild([&] { return readBandwidth(threads, avx512); });
-        Result r =
-            inChild(repeats, [&] { runFused(fused, s, in, fusedOut); });
-        ms.push_back(r.ms);
-        bws.push_back(bw);
-        ratios.push_back(bytes / r.ms / 1e6 / bw);
-      }
-      rf.ms = median(ms);
-      kvRate = bytes / rf.ms / 1e6;
-      kvBandwidth = median(bws);
-      kvRatio = median(ratios);
-    }
-    Result ru{NAN, 0};
-    bool unfusedFits = double(s.sq) * s.skv * 4 < 8e9;
-    if (unfusedFits && s.name[0] != 'L') {
-      std::vector<float> scores(s.sq * s.skv), o(s.hq * s.sq * s.d);
-      ru = inChild(repeats, [&] { runUnfused(s, in, scores, o); });
-    }
-    char desc[64];
-    std::snprintf(desc, sizeof(desc), "%lld/%lld %lldx%lld %lld%s",
-                  (long long)s.hq, (long long)s.hkv, (long long)s.sq,
-                  (long long)s.skv, (long long)s.d, s.causal ? " causal" : "");
-    for (int which = 0; which < 2; ++which) {
-      const Result &r = which ? ru : rf;
-      if (std::isnan(r.ms))
-        continue;
-      double gf = f / r.ms / 1e6;
-      double speedup = which ? NAN : ru.ms / rf.ms;
-      std::printf("%-6s %-32s %-8s %10.2f %10.1f %7.1f%% %10s %10.1f\n",
-                  s.name.c_str(), desc, which ? "openblas" : "fused", r.ms, gf,
-                  100 * gf / peak,
-                  which || std::isnan(speedup)
-                      ? "-"
-                      : (std::to_string(speedup).substr(0, 5) + "x").c_str(),
-                  r.rssKb / 1024.0);
-      out << s.name << "," << s.hq << "," << s.hkv << "," << s.sq << ","
-          << s.skv << "," << s.d << "," << s.causal << ","
-          << (which ? "openblas_unfused" : "fused") << "," << r.ms << "," << gf
-          << "," << 100 * gf / peak << "," << (which ? NAN : speedup) << ","
-          << r.rssKb / 1024.0 << "\n";
-    }
-    if (decode) {
-      std::printf("%-6s K+V read: %.1f GB/s by the fused kernel, %.1f%% of "
-                  "the read bandwidth measured next to it (median of 5 "
-                  "rounds; %.1f GB/s, %d threads)\n",
-                  "", kvRate, 100 * kvRatio, kvBandwidth, threads);
-      // method fused_kv_read: gflops column = GB/s, pct_peak = % of the
-      // measured read bandwidth.
-      out << s.name << "," << s.hq << "," << s.hkv << "," << s.sq << ","
-          << s.skv << "," << s.d << "," << s.causal << ",fused_kv_read,"
-          << rf.ms << "," << kvRate << "," << 100 * kvRatio << ",,"
-          << rf.rssKb / 1024.0 << "\n";
-    }
-    dlclose(h);
-  }
-  std::printf("CSV: %s\n", csv.c_str());
+  std::printf("CSV: %s\n", o.csv.c_str());
   std::string rm = "rm -rf " + dir;
   return std::system(rm.c_str()) == 0 ? 0 : 0;
 }
