@@ -22,6 +22,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
 
+#include <array>
 #include <map>
 #include <set>
 
@@ -163,6 +164,20 @@ private:
 
   bool checkSupported(const LayerSpec &l);
   func::FuncOp emitKind(const std::string &name, const LayerSpec &l);
+  /// A kind function's weights by role ("q_weight", "norm_bias"...); a
+  /// missing role is a null Value.
+  using Weights = llvm::StringMap<Value>;
+  Value linear(Location loc, const LayerSpec &l, const Weights &w, Value in,
+               llvm::StringRef role, int64_t out);
+  /// q, k, v ([B, S, heads·d]) and Qwen3-Next's output gate (or null) from
+  /// the separate or fused projections of the layer's layout.
+  std::array<Value, 4> projectQKV(Location loc, const LayerSpec &l,
+                                  const Weights &w, Value hIn, Value kvIn);
+  /// q, k, v split into heads, with the q/k norms and RoPE at `positions`
+  /// where the layer has them.
+  std::array<Value, 3> headsOf(Location loc, const LayerSpec &l,
+                               const Weights &w, Value q, Value k, Value v,
+                               Value positions);
   func::FuncOp emitKernel(const std::string &name, const LayerSpec &l);
   /// QKᵀ, scale, softcap, bias, mask, softmax, ·V on [b, h, s, d] tensors.
   Value scoreChain(Location loc, const LayerSpec &l, Value qh, Value kh,
@@ -352,6 +367,96 @@ OwningOpRef<ModuleOp> Emitter::kernels(bool withBlocks) {
   return module;
 }
 
+Value Emitter::linear(Location loc, const LayerSpec &l, const Weights &w,
+                      Value in, llvm::StringRef role, int64_t out) {
+  return LinearOp::create(b, loc, hiddenType(out), in,
+                          w.lookup((role + "_weight").str()),
+                          w.lookup((role + "_bias").str()),
+                          unit(l.transposedWeights))
+      .getResult();
+}
+
+std::array<Value, 4> Emitter::projectQKV(Location loc, const LayerSpec &l,
+                                         const Weights &w, Value hIn,
+                                         Value kvIn) {
+  int64_t hq = l.numHeads, hkv = l.numKVHeads, d = l.headDimQK,
+          dv = l.headDimV;
+  Value q, k, v, gate;
+  if (l.layout == QKVLayout::Separate) {
+    q = linear(loc, l, w, hIn, "q", qWidth(l));
+    k = linear(loc, l, w, kvIn, "k", hkv * d);
+    v = linear(loc, l, w, kvIn, "v", hkv * dv);
+  } else {
+    Value qkv =
+        linear(loc, l, w, hIn, "qkv", qWidth(l) + hkv * d + hkv * dv);
+    switch (l.layout) {
+    case QKVLayout::FusedConcat:
+      q = sliceHeads(loc, qkv, 1, hq + 2 * hkv, 0, hq, d);
+      k = sliceHeads(loc, qkv, 1, hq + 2 * hkv, hq, hkv, d);
+      v = sliceHeads(loc, qkv, 1, hq + 2 * hkv, hq + hkv, hkv, d);
+      break;
+    case QKVLayout::FusedGrouped: {
+      int64_t g = hq / hkv;
+      q = sliceHeads(loc, qkv, hkv, g + 2, 0, g, d);
+      k = sliceHeads(loc, qkv, hkv, g + 2, g, 1, d);
+      v = sliceHeads(loc, qkv, hkv, g + 2, g + 1, 1, d);
+      break;
+    }
+    case QKVLayout::FusedPerHead:
+      q = sliceHeads(loc, qkv, hq, 3, 0, 1, d);
+      k = sliceHeads(loc, qkv, hq, 3, 1, 1, d);
+      v = sliceHeads(loc, qkv, hq, 3, 2, 1, d);
+      break;
+    case QKVLayout::Separate:
+      break;
+    }
+  }
+  if (l.outputGate) {
+    // Qwen3-Next: per head [query (d), gate (d)].
+    Value qg = q;
+    q = sliceHeads(loc, qg, hq, 2, 0, 1, d);
+    gate = sliceHeads(loc, qg, hq, 2, 1, 1, d);
+  }
+  if (l.scaleOnQuery)
+    q = ScaleOp::create(b, loc, q, b.getF64FloatAttr(l.scale)).getResult();
+  return {q, k, v, gate};
+}
+
+std::array<Value, 3> Emitter::headsOf(Location loc, const LayerSpec &l,
+                                      const Weights &w, Value q, Value k,
+                                      Value v, Value positions) {
+  Value qh = SplitHeadsOp::create(b, loc, headsType(l.numHeads, l.headDimQK),
+                                  q);
+  Value kh = SplitHeadsOp::create(
+      b, loc, headsType(l.numKVHeads, l.headDimQK), k);
+  Value vh = SplitHeadsOp::create(b, loc,
+                                  headsType(l.numKVHeads, l.headDimV), v);
+  if (l.qkNorm) {
+    FloatAttr eps = b.getF64FloatAttr(l.normEps);
+    UnitAttr offset = unit(l.norm == NormKind::RMSUnitOffset);
+    qh = RMSNormOp::create(b, loc, qh.getType(), qh, w.lookup("q_norm_weight"),
+                           eps, offset);
+    kh = RMSNormOp::create(b, loc, kh.getType(), kh, w.lookup("k_norm_weight"),
+                           eps, offset);
+  }
+  if (positions) {
+    DenseF64ArrayAttr invFreq;
+    if (!l.rope.invFreq.empty())
+      invFreq = b.getDenseF64ArrayAttr(l.rope.invFreq);
+    auto ropeOp = [&](Value t) {
+      return RopeOp::create(b, loc, t.getType(), t, positions,
+                            b.getF64FloatAttr(l.rope.theta),
+                            b.getI64IntegerAttr(l.rope.rotaryDim), invFreq,
+                            b.getF64FloatAttr(l.rope.attentionFactor),
+                            unit(l.rope.interleaved))
+          .getResult();
+    };
+    qh = ropeOp(qh);
+    kh = ropeOp(kh);
+  }
+  return {qh, kh, vh};
+}
+
 func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l) {
   Location loc = NameLoc::get(b.getStringAttr(name),
                               FileLineColLoc::get(ctx, spec.configPath, 1, 1));
@@ -391,96 +496,24 @@ func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l) {
   Value x = entry->getArgument(0);
   Value memory = cross ? entry->getArgument(1) : Value();
   Value positions = rope ? entry->getArgument(1 + cross) : Value();
-  llvm::StringMap<Value> w;
+  Weights w;
   for (auto [i, arg] : llvm::enumerate(weights))
     w[arg.role] = entry->getArgument(first + i);
   auto get = [&](llvm::StringRef role) { return w.lookup(role); };
-
-  auto linear = [&](Value in, llvm::StringRef role, int64_t out) {
-    auto op = LinearOp::create(b, loc, hiddenType(out), in,
-                               get((role + "_weight").str()),
-                               get((role + "_bias").str()),
-                               unit(l.transposedWeights));
-    return op.getResult();
-  };
 
   Value hIn = x;
   if (l.placement != NormPlacement::Post)
     hIn = norm(loc, l, x, get("norm_weight"), get("norm_bias"));
   Value kvIn = cross ? memory : hIn;
-
-  int64_t hq = l.numHeads, hkv = l.numKVHeads, d = l.headDimQK,
-          dv = l.headDimV;
-  Value q, k, v, gate;
-  if (l.layout == QKVLayout::Separate) {
-    q = linear(hIn, "q", qWidth(l));
-    k = linear(kvIn, "k", hkv * d);
-    v = linear(kvIn, "v", hkv * dv);
-  } else {
-    Value qkv = linear(hIn, "qkv", qWidth(l) + hkv * d + hkv * dv);
-    switch (l.layout) {
-    case QKVLayout::FusedConcat:
-      q = sliceHeads(loc, qkv, 1, hq + 2 * hkv, 0, hq, d);
-      k = sliceHeads(loc, qkv, 1, hq + 2 * hkv, hq, hkv, d);
-      v = sliceHeads(loc, qkv, 1, hq + 2 * hkv, hq + hkv, hkv, d);
-      break;
-    case QKVLayout::FusedGrouped: {
-      int64_t g = hq / hkv;
-      q = sliceHeads(loc, qkv, hkv, g + 2, 0, g, d);
-      k = sliceHeads(loc, qkv, hkv, g + 2, g, 1, d);
-      v = sliceHeads(loc, qkv, hkv, g + 2, g + 1, 1, d);
-      break;
-    }
-    case QKVLayout::FusedPerHead:
-      q = sliceHeads(loc, qkv, hq, 3, 0, 1, d);
-      k = sliceHeads(loc, qkv, hq, 3, 1, 1, d);
-      v = sliceHeads(loc, qkv, hq, 3, 2, 1, d);
-      break;
-    case QKVLayout::Separate:
-      break;
-    }
-  }
-  if (l.outputGate) {
-    // Qwen3-Next: per head [query (d), gate (d)].
-    Value qg = q;
-    q = sliceHeads(loc, qg, hq, 2, 0, 1, d);
-    gate = sliceHeads(loc, qg, hq, 2, 1, 1, d);
-  }
-  if (l.scaleOnQuery)
-    q = ScaleOp::create(b, loc, q, b.getF64FloatAttr(l.scale)).getResult();
-
-  Value qh = SplitHeadsOp::create(b, loc, headsType(hq, d), q);
-  Value kh = SplitHeadsOp::create(b, loc, headsType(hkv, d), k);
-  Value vh = SplitHeadsOp::create(b, loc, headsType(hkv, dv), v);
-  if (l.qkNorm) {
-    FloatAttr eps = b.getF64FloatAttr(l.normEps);
-    UnitAttr offset = unit(l.norm == NormKind::RMSUnitOffset);
-    qh = RMSNormOp::create(b, loc, qh.getType(), qh, get("q_norm_weight"), eps,
-                           offset);
-    kh = RMSNormOp::create(b, loc, kh.getType(), kh, get("k_norm_weight"), eps,
-                           offset);
-  }
-  if (rope) {
-    DenseF64ArrayAttr invFreq;
-    if (!l.rope.invFreq.empty())
-      invFreq = b.getDenseF64ArrayAttr(l.rope.invFreq);
-    auto ropeOp = [&](Value t) {
-      return RopeOp::create(b, loc, t.getType(), t, positions,
-                            b.getF64FloatAttr(l.rope.theta),
-                            b.getI64IntegerAttr(l.rope.rotaryDim), invFreq,
-                            b.getF64FloatAttr(l.rope.attentionFactor),
-                            unit(l.rope.interleaved))
-          .getResult();
-    };
-    qh = ropeOp(qh);
-    kh = ropeOp(kh);
-  }
+  auto [q, k, v, gate] = projectQKV(loc, l, w, hIn, kvIn);
+  auto [qh, kh, vh] = headsOf(loc, l, w, q, k, v, positions);
   Value o = scoreChain(loc, l, qh, kh, vh, get("relative_attention_bias"),
                        Value());
-  Value m = MergeHeadsOp::create(b, loc, hiddenType(hq * dv), o);
+  Value m = MergeHeadsOp::create(b, loc, hiddenType(l.numHeads * l.headDimV),
+                                 o);
   if (gate)
     m = SigmoidGateOp::create(b, loc, m, gate);
-  Value y = linear(m, "o", h);
+  Value y = linear(loc, l, w, m, "o", h);
   if (l.placement == NormPlacement::PrePost)
     y = norm(loc, l, y, get("post_norm_weight"), Value());
   Value r = AddOp::create(b, loc, x, y);
