@@ -7,8 +7,13 @@
 #include "npy.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace attn_rt;
 
@@ -265,6 +270,56 @@ bool attn_rt::readNpy(const std::string &path, NpyArray &out,
   return true;
 }
 
+namespace {
+
+/// Where a file written to `path` goes: through a symbolic link to its
+/// target (the link is kept), onto a regular file (or a new one) by a
+/// unique temporary in the same directory renamed over it, or straight
+/// into a character device or FIFO (/dev/null, a pipe): never replacing a
+/// non-regular file. False with `error` for a directory or a dangling link.
+struct OutputTarget {
+  std::string path;   ///< the file to replace (symlinks resolved)
+  bool direct = false; ///< write through: a device or FIFO
+};
+
+bool resolveOutput(const std::string &path, OutputTarget &t,
+                   std::string &error) {
+  t.path = path;
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0)
+    return true; // a new file
+  if (S_ISLNK(st.st_mode)) {
+    if (char *real = realpath(path.c_str(), nullptr)) {
+      t.path = real;
+      std::free(real);
+    } else {
+      // A link to a file not written yet: its target, relative to the
+      // link's directory.
+      char buf[4096];
+      ssize_t n = readlink(path.c_str(), buf, sizeof(buf) - 1);
+      if (n <= 0) {
+        error = path + ": cannot write through the symbolic link (" +
+                std::strerror(errno) + ")";
+        return false;
+      }
+      t.path.assign(buf, size_t(n));
+      size_t slash = path.rfind('/');
+      if (t.path[0] != '/' && slash != std::string::npos)
+        t.path = path.substr(0, slash + 1) + t.path;
+    }
+    if (stat(t.path.c_str(), &st) != 0)
+      return true;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    error = path + ": is a directory; --out needs a file name";
+    return false;
+  }
+  t.direct = !S_ISREG(st.st_mode);
+  return true;
+}
+
+} // namespace
+
 bool attn_rt::writeNpyF32(const std::string &path,
                           const std::vector<int64_t> &shape, const float *data,
                           std::string &error) {
@@ -275,10 +330,35 @@ bool attn_rt::writeNpyF32(const std::string &path,
   size_t total = 10 + dict.size() + 1;
   size_t pad = (64 - total % 64) % 64;
   dict += std::string(pad, ' ') + "\n";
-  std::string tmp = path + ".tmp";
-  FILE *f = std::fopen(tmp.c_str(), "wb");
+  OutputTarget target;
+  if (!resolveOutput(path, target, error))
+    return false;
+  // A unique temporary next to the target: two runs writing one --out never
+  // share it, and the rename replaces the target whole or not at all.
+  std::string tmp;
+  int fd;
+  if (target.direct) {
+    fd = open(target.path.c_str(), O_WRONLY);
+  } else {
+    size_t slash = target.path.rfind('/');
+    std::string dir =
+        slash == std::string::npos ? "." : target.path.substr(0, slash);
+    tmp = dir + "/.attn-out-XXXXXX";
+    fd = mkstemp(&tmp[0]);
+    if (fd >= 0) {
+      // mkstemp creates 0600; a new file gets what open() would give it.
+      mode_t mask = umask(0);
+      umask(mask);
+      fchmod(fd, 0666 & ~mask);
+    }
+  }
+  FILE *f = fd >= 0 ? fdopen(fd, "wb") : nullptr;
   if (!f) {
     error = path + ": cannot write (" + std::strerror(errno) + ")";
+    if (fd >= 0)
+      close(fd);
+    if (!tmp.empty())
+      std::remove(tmp.c_str());
     return false;
   }
   unsigned char head[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
@@ -291,8 +371,11 @@ bool attn_rt::writeNpyF32(const std::string &path,
             std::fwrite(dict.data(), 1, dict.size(), f) == dict.size() &&
             std::fwrite(data, 4, size_t(n), f) == size_t(n);
   ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
+  if (ok && !target.direct)
+    ok = std::rename(tmp.c_str(), target.path.c_str()) == 0;
+  if (!ok) {
+    if (!tmp.empty())
+      std::remove(tmp.c_str());
     error = path + ": write failed (" + std::strerror(errno) + ")";
     return false;
   }

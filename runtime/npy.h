@@ -26,8 +26,11 @@ struct NpyArray {
 /// what was found, what is accepted).
 bool readNpy(const std::string &path, NpyArray &out, std::string &error);
 
-/// Writes a float32 array to `path` atomically (a temporary file renamed on
-/// success), so that no partial file is left behind.
+/// Writes a float32 array to `path` atomically (a unique temporary file in
+/// the same directory renamed on success), so that no partial file is left
+/// behind; through a symbolic link to its target (the link stays); straight
+/// into a character device or FIFO (/dev/null), never replacing it; a
+/// directory is an error.
 bool writeNpyF32(const std::string &path, const std::vector<int64_t> &shape,
                  const float *data, std::string &error);
 

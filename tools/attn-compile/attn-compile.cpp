@@ -229,6 +229,13 @@ struct Output {
   std::function<bool()> after;
 };
 
+/// The path of the entry points' header next to -o NAME: NAME.h.
+std::string headerPath() {
+  llvm::StringRef dir = llvm::sys::path::parent_path(outputPath);
+  return (dir.empty() ? std::string() : (dir + "/").str()) +
+         llvm::sys::path::stem(outputPath).str() + ".h";
+}
+
 /// Checks the options that depend on each other. Prints the error.
 bool checkOptions(Stage stage, bool building) {
   auto fail = [](const llvm::Twine &msg) {
@@ -248,6 +255,21 @@ bool checkOptions(Stage stage, bool building) {
     return fail("--target=cuda compiles to --compile-to=attn|fused|tiled|"
                 "gpu|ptx or to an executable (-o NAME); the other stages are "
                 "the CPU's");
+  if (building && emit != Emit::Exe) {
+    // The header goes next to -o as NAME.h: -o NAME.h would overwrite the
+    // object or library with its own header.
+    llvm::SmallString<256> out(outputPath), header(headerPath());
+    llvm::sys::path::remove_dots(out, /*remove_dot_dot=*/true);
+    llvm::sys::path::remove_dots(header, /*remove_dot_dot=*/true);
+    if (out == header)
+      return fail("-o " + outputPath + " is where --emit=" +
+                  (emit == Emit::Shared ? "shared" : "obj") +
+                  " writes the C header (NAME.h next to -o NAME); name the " +
+                  (emit == Emit::Shared ? "library" : "object") +
+                  " differently, e.g. -o " +
+                  llvm::sys::path::stem(outputPath).str() +
+                  (emit == Emit::Shared ? ".so" : ".o"));
+  }
   if (cuda && building && emit != Emit::Exe)
     return fail("--target=cuda builds executables; --emit=obj and "
                 "--emit=shared are CPU-only for now");
@@ -344,13 +366,6 @@ int compileCUDA(MLIRContext &context, const attn::ModelSpec &spec,
   module.print(os);
   os << "\n";
   return 0;
-}
-
-/// The path of the entry points' header next to -o NAME: NAME.h.
-std::string headerPath() {
-  llvm::StringRef dir = llvm::sys::path::parent_path(outputPath);
-  return (dir.empty() ? std::string() : (dir + "/").str()) +
-         llvm::sys::path::stem(outputPath).str() + ".h";
 }
 
 bool writeHeader(const attn::ModelSpec &spec) {

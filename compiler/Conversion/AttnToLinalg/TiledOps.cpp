@@ -19,36 +19,45 @@ namespace {
 
 /// The online-softmax step as linalg.generic ops: scores, row max, rescale,
 /// exp, row sum, P·V. Returns (new acc, new max, new sum).
-SmallVector<Value> lowerOnlineAttention(OnlineAttentionOp op, OpBuilder &ob) {
-  Type acc = cast<ShapedType>(op.getAcc().getType()).getElementType();
-  GenericBuilder g{ob, op.getLoc(), acc};
-  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
-  int64_t r = cast<ShapedType>(op.getQuery().getType()).getRank(), lead = r - 2;
+/// The index space of an online_attention tile on linalg: rows [lead...,
+/// M] of the query, N keys; loop dims lead..., m, n, d.
+struct OnlineDims {
+  int64_t r, lead;
+  unsigned mDim, nDim, dDim;
+  SmallVector<OpFoldResult> rows, sSizes; ///< [lead..., M], [lead..., M, N]
+  SmallVector<AffineExpr> rowE, sE;       ///< (lead..., m), (lead..., m, n)
 
-  SmallVector<OpFoldResult> rows; // [lead..., M]
-  for (int64_t i = 0; i < r - 1; ++i)
-    rows.push_back(g.dim(q, i));
-  OpFoldResult n = g.dim(k, 0);
-  SmallVector<OpFoldResult> sSizes(rows);
-  sSizes.push_back(n);
+  OnlineDims(OnlineAttentionOp op, GenericBuilder &g) {
+    Value q = op.getQuery(), k = op.getKey();
+    r = cast<ShapedType>(q.getType()).getRank();
+    lead = r - 2;
+    for (int64_t i = 0; i < r - 1; ++i)
+      rows.push_back(g.dim(q, i));
+    sSizes = rows;
+    sSizes.push_back(g.dim(k, 0));
+    mDim = lead;
+    nDim = lead + 1;
+    dDim = lead + 2;
+    for (unsigned i = 0; i <= mDim; ++i)
+      rowE.push_back(g.d(i));
+    sE = rowE;
+    sE.push_back(g.d(nDim));
+  }
+};
 
-  // Loop dims: lead..., m, n, d (reduction on d / on n).
-  unsigned mDim = lead, nDim = lead + 1, dDim = lead + 2;
-  SmallVector<AffineExpr> rowE, sE;
-  for (unsigned i = 0; i <= mDim; ++i)
-    rowE.push_back(g.d(i));
-  sE = rowE;
-  sE.push_back(g.d(nDim));
-
-  // S = Q · Kᵀ.
-  SmallVector<AffineExpr> qE(rowE);
-  qE.push_back(g.d(dDim));
-  SmallVector<IteratorType> it(lead + 2, kPar);
+/// The tile's scores: S = Q · Kᵀ, then scale, softcap, relative bias and
+/// the position mask.
+Value onlineScores(OnlineAttentionOp op, GenericBuilder &g,
+                   const OnlineDims &dm, Type acc) {
+  Value q = op.getQuery(), k = op.getKey();
+  SmallVector<AffineExpr> qE(dm.rowE);
+  qE.push_back(g.d(dm.dDim));
+  SmallVector<IteratorType> it(dm.lead + 2, kPar);
   it.push_back(kRed);
   Value s = g.generic(
-      {q, k}, g.fill(sSizes, 0.0),
-      {g.map(dDim + 1, qE), g.map(dDim + 1, {g.d(nDim), g.d(dDim)}),
-       g.map(dDim + 1, sE)},
+      {q, k}, g.fill(dm.sSizes, 0.0),
+      {g.map(dm.dDim + 1, qE), g.map(dm.dDim + 1, {g.d(dm.nDim), g.d(dm.dDim)}),
+       g.map(dm.dDim + 1, dm.sE)},
       it, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
         Value x = toAcc(b, l, a[0], acc);
         Value y = toAcc(b, l, a[1], acc);
@@ -66,22 +75,36 @@ SmallVector<Value> lowerOnlineAttention(OnlineAttentionOp op, OpBuilder &ob) {
   math.window = op.getWindow();
   Value qPos = op.getQPos(), kPos = op.getKvPos(),
         headOff = op.getHeadOffset();
+  unsigned nS = dm.lead + 2;
+  SmallVector<IteratorType> par(nS, kPar);
+  return g.generic({s}, g.empty(dm.sSizes, acc),
+                   {g.map(nS, dm.sE), g.map(nS, dm.sE)}, par,
+                   [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                     Value m = linalg::IndexOp::create(b, l, dm.mDim);
+                     Value nn = linalg::IndexOp::create(b, l, dm.nDim);
+                     Value qp = arith::AddIOp::create(b, l, qPos, m);
+                     Value kp = arith::AddIOp::create(b, l, kPos, nn);
+                     Value head;
+                     if (math.rel) {
+                       Value h = linalg::IndexOp::create(b, l, 0);
+                       head = arith::AddIOp::create(b, l, headOff, h);
+                     }
+                     return math.apply(b, l, a[0], qp, kp, head, Value());
+                   });
+}
+
+SmallVector<Value> lowerOnlineAttention(OnlineAttentionOp op, OpBuilder &ob) {
+  Type acc = cast<ShapedType>(op.getAcc().getType()).getElementType();
+  GenericBuilder g{ob, op.getLoc(), acc};
+  OnlineDims dm(op, g);
+  Value v = op.getValue();
+  int64_t r = dm.r, lead = dm.lead;
+  unsigned nDim = dm.nDim;
+  const SmallVector<OpFoldResult> &rows = dm.rows, &sSizes = dm.sSizes;
+  const SmallVector<AffineExpr> &rowE = dm.rowE, &sE = dm.sE;
+  Value s = onlineScores(op, g, dm, acc);
   unsigned nS = lead + 2;
   SmallVector<IteratorType> par(nS, kPar);
-  s = g.generic({s}, g.empty(sSizes, acc),
-                {g.map(nS, sE), g.map(nS, sE)}, par,
-                [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                  Value m = linalg::IndexOp::create(b, l, mDim);
-                  Value nn = linalg::IndexOp::create(b, l, nDim);
-                  Value qp = arith::AddIOp::create(b, l, qPos, m);
-                  Value kp = arith::AddIOp::create(b, l, kPos, nn);
-                  Value head;
-                  if (math.rel) {
-                    Value h = linalg::IndexOp::create(b, l, 0);
-                    head = arith::AddIOp::create(b, l, headOff, h);
-                  }
-                  return math.apply(b, l, a[0], qp, kp, head, Value());
-                });
 
   // New row max.
   SmallVector<IteratorType> redN(lead + 1, kPar);

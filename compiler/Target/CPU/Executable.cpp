@@ -7,7 +7,11 @@
 
 #include "compiler/Target/CPU/Executable.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+
+#include <unistd.h>
 
 #include "compiler/Frontend/Frontend.h"
 
@@ -119,7 +123,52 @@ LinkPaths findLinkPaths() {
 bool mlir::attn::linkExecutable(const std::string &objectPath,
                                 const std::string &outputPath, bool shared,
                                 std::string &error, bool hostOnly) {
-  std::string tmp = outputPath + ".tmp-link";
+  // The output through a symbolic link is its target (the link stays); a
+  // device, FIFO or directory is never replaced. The link writes a unique
+  // temporary next to the target, renamed over it on success.
+  std::string target = outputPath;
+  if (llvm::sys::fs::is_symlink_file(outputPath)) {
+    llvm::SmallString<256> real;
+    if (!llvm::sys::fs::real_path(outputPath, real)) {
+      target = real.str().str();
+    } else {
+      // A link to a file not written yet: its target, relative to the
+      // link's directory.
+      char buf[4096];
+      ssize_t n = ::readlink(outputPath.c_str(), buf, sizeof(buf) - 1);
+      if (n <= 0) {
+        error = "cannot write through the symbolic link '" + outputPath +
+                "': " + std::strerror(errno);
+        return false;
+      }
+      target.assign(buf, size_t(n));
+      if (!llvm::sys::path::is_absolute(target)) {
+        llvm::SmallString<256> joined(
+            llvm::sys::path::parent_path(outputPath));
+        llvm::sys::path::append(joined, target);
+        target = joined.str().str();
+      }
+    }
+  }
+  llvm::sys::fs::file_status status;
+  if (!llvm::sys::fs::status(target, status) &&
+      llvm::sys::fs::exists(status) &&
+      !llvm::sys::fs::is_regular_file(status)) {
+    error = "'" + outputPath +
+            "' is not a regular file; attn-compile writes executables and "
+            "libraries to regular files only (it never replaces a device, "
+            "FIFO or directory)";
+    return false;
+  }
+  llvm::SmallString<256> model(llvm::sys::path::parent_path(target));
+  llvm::sys::path::append(model, ".attn-link-%%%%%%%%");
+  llvm::SmallString<256> tmpPath;
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueFile(model, tmpPath)) {
+    error = "cannot write '" + outputPath + "': " + ec.message();
+    return false;
+  }
+  std::string tmp = tmpPath.str().str();
   LinkPaths paths = findLinkPaths();
   std::vector<llvm::StringRef> argv = {paths.cxx, objectPath,
                                        paths.runtimeLibrary};
@@ -144,7 +193,7 @@ bool mlir::attn::linkExecutable(const std::string &objectPath,
             std::to_string(rc) + ")";
     return false;
   }
-  if (std::error_code ec = llvm::sys::fs::rename(tmp, outputPath)) {
+  if (std::error_code ec = llvm::sys::fs::rename(tmp, target)) {
     llvm::sys::fs::remove(tmp);
     error = "cannot write '" + outputPath + "': " + ec.message();
     return false;
