@@ -10,6 +10,13 @@
 
 #include "compiler/Frontend/ConfigSource.h"
 
+#include <cerrno>
+#include <cstring>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -202,6 +209,13 @@ std::string mlir::attn::formatNumber(double v) {
   return json(v).dump();
 }
 
+std::string mlir::attn::quoteForError(const std::string &s) {
+  if (s.size() <= 60)
+    return "\"" + s + "\"";
+  return "\"" + s.substr(0, 57) + "...\" (" + std::to_string(s.size()) +
+         " bytes)";
+}
+
 std::string mlir::attn::describeJsonValue(const json &v) {
   switch (v.type()) {
   case json::value_t::null:
@@ -235,26 +249,69 @@ std::string mlir::attn::describeJsonValue(const json &v) {
 // ConfigSource
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+constexpr size_t kMaxConfigBytes = 64u << 20;
+
+/// Reads at most kMaxConfigBytes + 1 bytes of `path` into `text` (so that
+/// /dev/zero or a huge file is refused without reading it all). Opened
+/// non-blocking: a FIFO without a writer reads as empty instead of hanging
+/// in open(). False with an error emitted at `loc`.
+bool readConfigText(llvm::StringRef path, std::string &text, Location loc) {
+  std::string p = path.str();
+  int fd = ::open(p.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    emitError(loc) << "cannot read config file '" << path
+                   << "': " << std::strerror(errno);
+    return false;
+  }
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    emitError(loc) << "cannot read config file '" << path
+                   << "': it is a directory";
+    return false;
+  }
+  // Back to blocking reads: a pipe with a writer delivers all its data.
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  char buf[1 << 16];
+  while (text.size() <= kMaxConfigBytes) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      emitError(loc) << "cannot read config file '" << path
+                     << "': " << std::strerror(err);
+      return false;
+    }
+    if (n == 0)
+      break;
+    text.append(buf, size_t(n));
+  }
+  ::close(fd);
+  if (text.size() > kMaxConfigBytes) {
+    emitError(loc) << "config file '" << path << "' is more than "
+                   << kMaxConfigBytes
+                   << " bytes; a model config.json is at most "
+                   << kMaxConfigBytes << " bytes (is this a weights file?)";
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
 std::unique_ptr<ConfigSource> ConfigSource::load(llvm::StringRef path,
                                                  llvm::SourceMgr &srcMgr,
                                                  MLIRContext *ctx) {
   Location fileLoc = UnknownLoc::get(ctx);
-  auto bufOrErr = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!bufOrErr) {
-    emitError(fileLoc) << "cannot read config file '" << path
-                       << "': " << bufOrErr.getError().message();
+  std::string text;
+  if (!readConfigText(path, text, fileLoc))
     return nullptr;
-  }
-  constexpr size_t kMaxConfigBytes = 64u << 20;
-  if ((*bufOrErr)->getBufferSize() > kMaxConfigBytes) {
-    emitError(fileLoc) << "config file '" << path << "' is "
-                       << (*bufOrErr)->getBufferSize()
-                       << " bytes; a model config.json is at most "
-                       << kMaxConfigBytes << " bytes (is this a weights file?)";
-    return nullptr;
-  }
-  std::string text = (*bufOrErr)->getBuffer().str();
-  srcMgr.AddNewSourceBuffer(std::move(*bufOrErr), llvm::SMLoc());
+  srcMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, path),
+                            llvm::SMLoc());
 
   std::unique_ptr<ConfigSource> src(new ConfigSource(path.str(), text, ctx));
   src->lineStarts.push_back(0);
@@ -482,8 +539,8 @@ FieldReader::optEnum(llvm::StringRef key,
     return dflt;
   if (llvm::is_contained(accepted, *s))
     return s;
-  error(key) << "field '" << name(key) << "' is \"" << *s
-             << "\"; accepted: " << llvm::join(accepted, ", ");
+  error(key) << "field '" << name(key) << "' is " << quoteForError(*s)
+             << "; accepted: " << llvm::join(accepted, ", ");
   return dflt;
 }
 

@@ -139,6 +139,11 @@ private:
 /// A number for messages: integers without a fraction, others shortest.
 std::string formatNumber(double v);
 
+/// A string from a config, quoted for an error message; past 60 bytes cut,
+/// with its length ("\"abc...\" (52428800 bytes)"), so that a huge value is
+/// never echoed whole.
+std::string quoteForError(const std::string &s);
+
 /// Describes a JSON value's type for messages ("a string", "null", ...).
 std::string describeJsonValue(const nlohmann::json &v);
 

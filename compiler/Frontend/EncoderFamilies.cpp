@@ -78,8 +78,8 @@ bool normalize::normalizeBERT(FieldReader &r, ModelSpec &spec) {
     return false;
   if (*posType != "absolute") {
     r.error("position_embedding_type")
-        << "field 'position_embedding_type' is \"" << *posType
-        << "\": BERT's relative position embeddings are not supported; "
+        << "field 'position_embedding_type' is " << quoteForError(*posType)
+        << ": BERT's relative position embeddings are not supported; "
            "accepted: \"absolute\"";
     return false;
   }

@@ -142,8 +142,8 @@ bool mlir::attn::normalizeConfig(const ConfigSource &src, ModelSpec &spec) {
   }
   spec.modelType = *mt;
   if (!llvm::is_contained(supportedModelTypes(), *mt)) {
-    root.error("model_type") << "unknown model_type \"" << *mt
-                             << "\"; accepted: "
+    root.error("model_type") << "unknown model_type " << quoteForError(*mt)
+                             << "; accepted: "
                              << llvm::join(supportedModelTypes(), ", ");
     return false;
   }
@@ -175,6 +175,6 @@ bool mlir::attn::normalizeConfig(const ConfigSource &src, ModelSpec &spec) {
   bool ok = normalizeDecoderFamily(root, family, *mt, spec, handled);
   if (!handled)
     root.error("model_type") << "internal error: no normalization for "
-                                "model_type \"" << *mt << "\"";
+                                "model_type " << quoteForError(*mt);
   return ok && handled;
 }

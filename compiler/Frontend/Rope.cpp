@@ -113,6 +113,14 @@ void yarnFrequencies(FieldReader &r, FieldReader &scaling,
                         .value_or(d.maxPos);
   if (r.failed())
     return;
+  // The correction range divides by log(rope_theta).
+  if (!(rope.theta > 1.0)) {
+    (r.present("rope_theta") ? r.error("rope_theta") : scaling.errorHere())
+        << "rope_theta " << formatNumber(rope.theta)
+        << " leaves yarn's correction range undefined (it divides by "
+           "log(rope_theta)); accepted with yarn: rope_theta > 1";
+    return;
+  }
   auto getMscale = [](double s, double m) {
     return s <= 1 ? 1.0 : 0.1 * m * std::log(s) + 1.0;
   };

@@ -317,7 +317,10 @@ bool emitHost(ModuleOp module, attn::CPUOutput kind,
   if (table)
     options.extendModule = [&](llvm::Module &m, std::string &error) {
       return attn::addModelTable(m, *table,
-                                 attn::describeModel(*table).dump(2), cuda,
+                                 attn::describeModel(*table).dump(
+                                     2, ' ', false,
+                                     nlohmann::ordered_json::
+                                         error_handler_t::replace), cuda,
                                  bf16, error);
     };
   std::string error;
@@ -497,7 +500,11 @@ int main(int argc, char **argv) {
   // no file behind.
   Output out;
   if (describe) {
-    out.text = attn::describeModel(spec).dump(2) + "\n";
+    // Invalid UTF-8 (in the config's path) becomes U+FFFD, never a throw.
+    out.text = attn::describeModel(spec).dump(
+                   2, ' ', false,
+                   nlohmann::ordered_json::error_handler_t::replace) +
+               "\n";
     return writeOutput(out);
   }
   bool building = compileTo.getNumOccurrences() == 0;
