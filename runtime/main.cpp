@@ -11,6 +11,7 @@
 
 #include "attn_runtime.h"
 #include "cli.h"
+#include "limits.h"
 #include "npy.h"
 #include "safetensors.h"
 
@@ -116,6 +117,18 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
   expect(k.shape[2] == v.shape[2], "k and v sequence lengths differ: k " +
                                        shapeStr(k.shape) + ", v " +
                                        shapeStr(v.shape));
+  expect(q.shape[0] <= kMaxBatch,
+         args["q"] + ": batch " + std::to_string(q.shape[0]) + " exceeds " +
+             std::to_string(kMaxBatch));
+  {
+    // The output and the per-batch lengths, before allocating them.
+    unsigned __int128 outBytes = (unsigned __int128)4 * q.shape[0] *
+                                     q.shape[1] * q.shape[2] * v.shape[3] +
+                                 8 * (unsigned __int128)q.shape[0];
+    if (!fitsInMemory(outBytes, "sdpa's output for q " + shapeStr(q.shape),
+                      err))
+      fail(err);
+  }
   std::vector<int64_t> lens(q.shape[0], k.shape[2]);
   if (args.count("kv-lengths")) {
     NpyArray l;
@@ -177,6 +190,17 @@ int cmdBlock(const attn_rt_model *m, int argc, char **argv) {
   if (x.dtype != "f4" || x.shape.size() != 3 || x.shape[2] != m->hidden_size)
     fail(args["x"] + ": must be float32 [batch, seq, " +
          std::to_string(m->hidden_size) + "] (the hidden states)");
+  if (x.shape[0] > kMaxBatch)
+    fail(args["x"] + ": batch " + std::to_string(x.shape[0]) + " exceeds " +
+         std::to_string(kMaxBatch));
+  if (!fitsInMemory((unsigned __int128)(4 * m->hidden_size + 8) *
+                        x.shape[0] * x.shape[1],
+                    "block's output and positions for x [" +
+                        std::to_string(x.shape[0]) + ", " +
+                        std::to_string(x.shape[1]) + ", " +
+                        std::to_string(x.shape[2]) + "]",
+                    err))
+    fail(err);
   SafeTensors st;
   if (!st.open(args["weights"], err))
     fail(err);

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "npy.h"
+#include "limits.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -252,6 +253,9 @@ bool attn_rt::readNpy(const std::string &path, NpyArray &out,
             " bytes, the file has " + std::to_string(available);
     return false;
   }
+  // A sparse file may hold any size: check the memory before allocating.
+  if (!fitsInMemory(need, path + ": shape " + shape, error))
+    return false;
   int64_t n = out.numel();
   size_t bytes = size_t(n) * (out.dtype == "f4" ? 4 : 8);
   if (out.dtype == "f4") {

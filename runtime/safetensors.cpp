@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "safetensors.h"
+#include "limits.h"
 
 #include <nlohmann/json.hpp>
 
@@ -85,8 +86,10 @@ bool SafeTensors::open(const std::string &p, std::string &error) {
     error = path + ": the safetensors header is not a JSON object";
     return false;
   }
-  data.assign(std::istreambuf_iterator<char>(in),
-              std::istreambuf_iterator<char>());
+  dataStart = 8 + headerLen;
+  in.seekg(0, std::ios::end);
+  uint64_t fileSize = uint64_t(in.tellg());
+  dataSize = fileSize > dataStart ? fileSize - dataStart : 0;
   for (auto it = h.begin(); it != h.end(); ++it) {
     if (it.key() == "__metadata__")
       continue;
@@ -114,10 +117,10 @@ bool SafeTensors::open(const std::string &p, std::string &error) {
     }
     entry.begin = off[0].get<uint64_t>();
     entry.end = off[1].get<uint64_t>();
-    if (entry.begin > entry.end || entry.end > data.size()) {
+    if (entry.begin > entry.end || entry.end > dataSize) {
       error = path + ": tensor '" + it.key() + "' lies outside the file (" +
-              std::to_string(entry.end) + " > " +
-              std::to_string(data.size()) + " data bytes): truncated?";
+              std::to_string(entry.end) + " > " + std::to_string(dataSize) +
+              " data bytes): truncated?";
       return false;
     }
     entries[it.key()] = std::move(entry);
@@ -142,7 +145,11 @@ bool SafeTensors::readF32(const std::string &name,
   }
   int64_t n = 1;
   for (int64_t d : shape)
-    n *= d;
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) {
+      error = path + ": tensor '" + name + "' has an impossible shape " +
+              shapeStr(shape);
+      return false;
+    }
   size_t elem = e.dtype == "F32" ? 4 : (e.dtype == "BF16" || e.dtype == "F16") ? 2 : 0;
   if (!elem) {
     error = path + ": tensor '" + name + "' has dtype " + e.dtype +
@@ -155,8 +162,20 @@ bool SafeTensors::readF32(const std::string &name,
             std::to_string(uint64_t(n) * elem);
     return false;
   }
+  if (!fitsInMemory((unsigned __int128)n * 4, path + ": tensor '" + name + "'",
+                    error))
+    return false;
+  // Only this tensor's bytes are read (the file may be far larger).
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> raw(e.end - e.begin);
+  in.seekg(std::streamoff(dataStart + e.begin));
+  if (!in || !in.read(raw.data(), std::streamsize(raw.size()))) {
+    error = path + ": cannot read tensor '" + name + "' (" +
+            std::strerror(errno) + ")";
+    return false;
+  }
   out.resize(n);
-  const char *src = data.data() + e.begin;
+  const char *src = raw.data();
   if (elem == 4) {
     std::memcpy(out.data(), src, n * 4);
   } else {

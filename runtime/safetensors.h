@@ -34,7 +34,9 @@ private:
     uint64_t begin = 0, end = 0;
   };
   std::string path;
-  std::vector<char> data; ///< the bytes after the header
+  /// Where the tensors' bytes start in the file and how many there are:
+  /// readF32 reads only the tensor asked for.
+  uint64_t dataStart = 0, dataSize = 0;
   std::map<std::string, Entry> entries;
 };
 

@@ -16,7 +16,9 @@ import tempfile
 import numpy as np
 
 
-def write_safetensors(path, tensors):
+def write_safetensors(path, tensors, pad_bytes=0):
+    """With pad_bytes, a last tensor of that size the block does not use,
+    left as a hole in a sparse file (a checkpoint far larger than memory)."""
     header, blobs, offset = {}, [], 0
     for name, arr in tensors.items():
         data = np.ascontiguousarray(arr, dtype=np.float32).tobytes()
@@ -24,6 +26,10 @@ def write_safetensors(path, tensors):
                         "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
+    if pad_bytes:
+        header["unused.padding"] = {"dtype": "F32", "shape": [pad_bytes // 4],
+                                    "data_offsets": [offset,
+                                                     offset + pad_bytes]}
     h = json.dumps(header).encode()
     h += b" " * ((8 - len(h) % 8) % 8)
     with open(path, "wb") as f:
@@ -31,6 +37,8 @@ def write_safetensors(path, tensors):
         f.write(h)
         for b in blobs:
             f.write(b)
+        if pad_bytes:
+            f.truncate(8 + len(h) + offset + pad_bytes)
 
 
 def rms_norm(x, w, eps, unit_offset):
@@ -87,6 +95,8 @@ def main():
     p.add_argument("--softcap", type=float, default=0.0)
     p.add_argument("--scale", type=float)
     p.add_argument("--tol", type=float, default=1e-5)
+    p.add_argument("--pad-gb", type=int, default=0,
+                   help="append an unused sparse tensor of this many GB")
     a = p.parse_args()
     rng = np.random.default_rng(a.layer + 11)
     L, H, D = a.layer, a.hidden, a.d
@@ -130,7 +140,8 @@ def main():
     ref = x64 + y
 
     with tempfile.TemporaryDirectory() as d:
-        write_safetensors(os.path.join(d, "w.safetensors"), t)
+        write_safetensors(os.path.join(d, "w.safetensors"), t,
+                          a.pad_gb << 30)
         np.save(os.path.join(d, "x.npy"), x)
         subprocess.run([a.exe, "block", "--layer", str(L), "--weights",
                         os.path.join(d, "w.safetensors"), "--x",

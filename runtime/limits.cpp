@@ -1,0 +1,31 @@
+//===- limits.cpp - resource bounds of the runtime's commands -------------===//
+//
+// This file implements the memory checks of limits.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "limits.h"
+
+#include <cstdio>
+
+#include <unistd.h>
+
+using namespace attn_rt;
+
+uint64_t attn_rt::physicalMemory() {
+  return uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGE_SIZE));
+}
+
+bool attn_rt::fitsInMemory(unsigned __int128 bytes, const std::string &what,
+                           std::string &error) {
+  double physical = double(physicalMemory());
+  if (double(bytes) <= 0.8 * physical)
+    return true;
+  char buf[160];
+  std::snprintf(buf, sizeof(buf),
+                " needs %.3g bytes (%.1f GB); this machine has %.1f GB of "
+                "memory",
+                double(bytes), double(bytes) / 1e9, physical / 1e9);
+  error = what + buf;
+  return false;
+}
