@@ -11,7 +11,7 @@
 
 #include "attn_runtime.h"
 #include "cli.h"
-#include "limits.h"
+#include "resources.h"
 #include "npy.h"
 #include "safetensors.h"
 

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "npy.h"
-#include "limits.h"
+#include "resources.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "safetensors.h"
-#include "limits.h"
+#include "resources.h"
 
 #include <nlohmann/json.hpp>
 

@@ -306,10 +306,22 @@ bool readConfigText(llvm::StringRef path, std::string &text, Location loc) {
 std::unique_ptr<ConfigSource> ConfigSource::load(llvm::StringRef path,
                                                  llvm::SourceMgr &srcMgr,
                                                  MLIRContext *ctx) {
-  Location fileLoc = UnknownLoc::get(ctx);
   std::string text;
-  if (!readConfigText(path, text, fileLoc))
+  if (!readConfigText(path, text, UnknownLoc::get(ctx)))
     return nullptr;
+  return parse(path, std::move(text), srcMgr, ctx);
+}
+
+std::unique_ptr<ConfigSource> ConfigSource::parse(llvm::StringRef path,
+                                                  std::string text,
+                                                  llvm::SourceMgr &srcMgr,
+                                                  MLIRContext *ctx) {
+  Location fileLoc = UnknownLoc::get(ctx);
+  if (text.size() > kMaxConfigBytes) {
+    emitError(fileLoc) << "config '" << path << "' is more than "
+                       << kMaxConfigBytes << " bytes";
+    return nullptr;
+  }
   srcMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, path),
                             llvm::SMLoc());
 

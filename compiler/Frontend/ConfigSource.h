@@ -40,6 +40,12 @@ public:
   static std::unique_ptr<ConfigSource> load(llvm::StringRef path,
                                             llvm::SourceMgr &srcMgr,
                                             MLIRContext *ctx);
+  /// The same on text already read (`name` is what locations show); the
+  /// fuzz target of the front end feeds it bytes.
+  static std::unique_ptr<ConfigSource> parse(llvm::StringRef name,
+                                             std::string text,
+                                             llvm::SourceMgr &srcMgr,
+                                             MLIRContext *ctx);
 
   const nlohmann::json &root() const { return rootValue; }
   llvm::StringRef filename() const { return file; }

@@ -1,10 +1,10 @@
-//===- limits.cpp - resource bounds of the runtime's commands -------------===//
+//===- resources.cpp - resource bounds of the runtime's commands ----------===//
 //
-// This file implements the memory checks of limits.h.
+// This file implements the memory checks of resources.h.
 //
 //===----------------------------------------------------------------------===//
 
-#include "limits.h"
+#include "resources.h"
 
 #include <cstdio>
 

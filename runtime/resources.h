@@ -1,4 +1,4 @@
-//===- limits.h - resource bounds of the runtime's commands --------*- C++ -*-===//
+//===- resources.h - resource bounds of the runtime's commands -----*- C++ -*-===//
 //
 // The checks every command makes before a large allocation: a size that
 // cannot fit in this machine's memory is an error that says what would be
@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ATTN_RUNTIME_LIMITS_H
-#define ATTN_RUNTIME_LIMITS_H
+#ifndef ATTN_RUNTIME_RESOURCES_H
+#define ATTN_RUNTIME_RESOURCES_H
 
 #include <cstdint>
 #include <string>
@@ -28,4 +28,4 @@ bool fitsInMemory(unsigned __int128 bytes, const std::string &what,
 
 } // namespace attn_rt
 
-#endif // ATTN_RUNTIME_LIMITS_H
+#endif // ATTN_RUNTIME_RESOURCES_H
