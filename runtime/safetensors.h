@@ -26,6 +26,14 @@ public:
   /// what was found and what is expected.
   bool readF32(const std::string &name, const std::vector<int64_t> &shape,
                std::vector<float> &out, std::string &error) const;
+  /// Every tensor's name and shape, as the header lists them.
+  std::vector<std::pair<std::string, std::vector<int64_t>>>
+  tensorShapes() const {
+    std::vector<std::pair<std::string, std::vector<int64_t>>> out;
+    for (const auto &[name, e] : entries)
+      out.push_back({name, e.shape});
+    return out;
+  }
 
 private:
   struct Entry {

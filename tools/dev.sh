@@ -5,6 +5,7 @@
 #                       default config and run the result
 #   tools/dev.sh test   install missing packages, build, run the whole suite
 #   tools/dev.sh build  install missing packages and build only
+#   tools/dev.sh packages  install missing packages only
 #   tools/dev.sh gcc-check  also build attn-compile with g++ (build-gcc/) and
 #                       check that it generates the same IR as the clang
 #                       build for every config of the suite (CI runs it)
@@ -19,7 +20,7 @@ LLVM_PREFIX=/usr/lib/llvm-22
 JOBS="${JOBS:-2}"
 
 PACKAGES=(cmake ninja-build ccache clang-22 lld-22 libomp-22-dev libopenblas-dev llvm-22-dev llvm-22-tools
-          libmlir-22-dev mlir-22-tools nlohmann-json3-dev python3-numpy)
+          libmlir-22-dev mlir-22-tools nlohmann-json3-dev python3-numpy libclang-rt-22-dev)
 
 install_missing() {
   local missing=()
@@ -59,6 +60,9 @@ build() {
 
 cmd="${1:-run}"
 case "$cmd" in
+  packages)
+    install_missing
+    ;;
   build)
     build
     ;;
@@ -93,7 +97,7 @@ case "$cmd" in
     "$ROOT/tools/run-default.sh" "$BUILD_DIR"
     ;;
   *)
-    echo "usage: tools/dev.sh [run|test|build|gcc-check]" >&2
+    echo "usage: tools/dev.sh [run|test|build|packages|gcc-check]" >&2
     exit 2
     ;;
 esac
