@@ -48,6 +48,10 @@ struct WeightArg {
   bool shared = false; ///< the same tensor for every layer (T5's table).
 };
 
+/// The width of a layer's query projection: heads · head_dim, twice that
+/// with Qwen3-Next's output gate.
+int64_t queryWidth(const LayerSpec &l);
+
 /// The weights of layer `l`, in the order its kind function takes them
 /// (after x and positions).
 std::vector<WeightArg> layerWeights(const ModelSpec &spec, const LayerSpec &l);

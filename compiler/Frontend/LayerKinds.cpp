@@ -1,0 +1,156 @@
+//===- LayerKinds.cpp - layer kinds, their weights and names --------------===//
+//
+// This file implements what the front end, the model table and --describe
+// share about layer kinds: which layers need the same code (kindKey), the
+// kinds' names and grouping, each kind's weights in argument order and
+// their checkpoint name patterns.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Frontend/Frontend.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+#include <map>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+int64_t mlir::attn::queryWidth(const LayerSpec &l) {
+  return l.numHeads * l.headDimQK * (l.outputGate ? 2 : 1);
+}
+
+std::vector<WeightArg> mlir::attn::layerWeights(const ModelSpec &spec,
+                                                const LayerSpec &l) {
+  std::vector<WeightArg> w;
+  int64_t h = spec.hiddenSize;
+  int64_t src = l.role == LayerRole::CrossAttention && spec.encoderHiddenSize
+                    ? spec.encoderHiddenSize
+                    : h;
+  auto add = [&](const std::string &role, std::vector<int64_t> shape,
+                 const std::string &tensor, bool shared = false) {
+    if (!tensor.empty())
+      w.push_back({role, std::move(shape), tensor, shared});
+  };
+  auto linear = [&](const std::string &role, const Proj &p, int64_t out,
+                    int64_t in) {
+    add(role + "_weight",
+        l.transposedWeights ? std::vector<int64_t>{in, out}
+                            : std::vector<int64_t>{out, in},
+        p.weight);
+    add(role + "_bias", {out}, p.bias);
+  };
+  add("norm_weight", {h}, l.normW.weight);
+  add("norm_bias", {h}, l.normW.bias);
+  int64_t kvq = l.numKVHeads * l.headDimQK, kvv = l.numKVHeads * l.headDimV;
+  if (l.layout == QKVLayout::Separate) {
+    linear("q", l.q, queryWidth(l), h);
+    linear("k", l.k, kvq, src);
+    linear("v", l.v, kvv, src);
+  } else {
+    linear("qkv", l.qkv, queryWidth(l) + kvq + kvv, h);
+  }
+  add("q_norm_weight", {l.headDimQK}, l.qNormW.weight);
+  add("k_norm_weight", {l.headDimQK}, l.kNormW.weight);
+  if (l.position == PositionKind::T5Bias)
+    add("relative_attention_bias", {l.t5.numBuckets, l.numHeads},
+        l.t5.tableTensor, /*shared=*/true);
+  linear("o", l.o, h, l.numHeads * l.headDimV);
+  add("post_norm_weight", {h}, l.postNormW.weight);
+  return w;
+}
+
+std::string mlir::attn::tensorPattern(const std::string &tensor,
+                                      int64_t layer) {
+  std::string needle = "." + std::to_string(layer) + ".";
+  std::string prefix = std::to_string(layer) + ".";
+  if (tensor.rfind(prefix, 0) == 0)
+    return "{i}." + tensor.substr(prefix.size());
+  size_t at = tensor.find(needle);
+  if (at == std::string::npos)
+    return tensor;
+  return tensor.substr(0, at) + ".{i}." + tensor.substr(at + needle.size());
+}
+
+bool mlir::attn::supportsBlock(const ModelSpec &spec) {
+  static const char *kFamilies[] = {"llama", "mistral", "qwen2", "qwen3",
+                                    "gemma2"};
+  return llvm::is_contained(kFamilies, spec.family);
+}
+
+namespace {
+
+std::string hexDouble(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%a", v);
+  return buf;
+}
+
+/// Everything that makes two layers need different code, as a string.
+std::string kindKey(const ModelSpec &spec, const LayerSpec &l) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << int(l.role) << '|' << l.stack << '|';
+  if (l.role == LayerRole::LinearAttention)
+    return os.str();
+  os << l.causal << '|' << l.window.value_or(0) << '|' << l.numHeads << '|'
+     << l.numKVHeads << '|' << l.headDimQK << '|' << l.headDimV << '|'
+     << hexDouble(l.scale) << '|' << l.scaleOnQuery << '|'
+     << (l.softcap ? hexDouble(*l.softcap) : std::string("-")) << '|'
+     << int(l.position) << '|';
+  if (l.position == PositionKind::Rope) {
+    os << hexDouble(l.rope.theta) << '|' << l.rope.rotaryDim << '|'
+       << l.rope.interleaved << '|' << hexDouble(l.rope.attentionFactor);
+    for (double f : l.rope.invFreq)
+      os << ',' << hexDouble(f);
+    os << '|';
+  }
+  if (l.position == PositionKind::T5Bias)
+    os << l.t5.numBuckets << '|' << l.t5.maxDistance << '|'
+       << l.t5.bidirectional << '|';
+  os << l.qkNorm << l.outputGate << int(l.norm) << int(l.placement) << '|'
+     << hexDouble(l.normEps) << '|' << int(l.layout)
+     << l.transposedWeights << '|';
+  for (const WeightArg &w : layerWeights(spec, l))
+    os << w.role << ',';
+  return os.str();
+}
+
+} // namespace
+
+std::vector<std::string> mlir::attn::layerKindNames(const ModelSpec &spec) {
+  std::vector<std::string> names(spec.layers.size());
+  std::map<std::string, std::string> byKey;
+  std::map<std::string, int> used;
+  for (const LayerSpec &l : spec.layers) {
+    std::string key = kindKey(spec, l);
+    auto it = byKey.find(key);
+    if (it != byKey.end()) {
+      names[l.index] = it->second;
+      continue;
+    }
+    std::string base = l.layerType;
+    if (spec.encoderDecoder)
+      base = l.stack + "_" + l.layerType;
+    int n = used[base]++;
+    std::string name = n ? base + "_" + std::to_string(n) : base;
+    byKey[key] = name;
+    names[l.index] = name;
+  }
+  return names;
+}
+
+std::vector<LayerKind> mlir::attn::groupLayersByKind(const ModelSpec &spec) {
+  std::vector<std::string> names = layerKindNames(spec);
+  std::vector<LayerKind> kinds;
+  std::map<std::string, size_t> index;
+  for (const LayerSpec &l : spec.layers) {
+    auto [it, added] = index.emplace(names[l.index], kinds.size());
+    if (added)
+      kinds.push_back(LayerKind{names[l.index], &l, {}});
+    kinds[it->second].layers.push_back(l.index);
+  }
+  return kinds;
+}
+
