@@ -169,11 +169,16 @@ private:
 
 bool attn_rt::readNpy(const std::string &path, NpyArray &out,
                       std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
     error = path + ": cannot open (" + std::strerror(errno) + ")";
     return false;
   }
+  return readNpy(file, path, out, error);
+}
+
+bool attn_rt::readNpy(std::istream &in, const std::string &path,
+                      NpyArray &out, std::string &error) {
   char magic[8];
   if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
     error = path + ": not a .npy file (no \\x93NUMPY magic)";

@@ -9,6 +9,7 @@
 #define ATTN_RUNTIME_NPY_H
 
 #include <cstdint>
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct NpyArray {
 /// Reads `path`; on failure returns false and says why in `error` (file,
 /// what was found, what is accepted).
 bool readNpy(const std::string &path, NpyArray &out, std::string &error);
+/// The same from a seekable stream; `name` is what errors call it.
+bool readNpy(std::istream &in, const std::string &name, NpyArray &out,
+             std::string &error);
 
 /// Writes a float32 array to `path` atomically (a unique temporary file in
 /// the same directory renamed on success), so that no partial file is left
