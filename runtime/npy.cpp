@@ -19,6 +19,11 @@
 using namespace attn_rt;
 
 int64_t NpyArray::numel() const {
+  // A zero dim makes the array empty whatever the others are (2^40 x 2^40 x
+  // 0 must not read as an overflow: the fuzzer found that one).
+  for (int64_t d : shape)
+    if (d == 0)
+      return 0;
   int64_t n = 1;
   for (int64_t d : shape)
     if (d < 0 || __builtin_mul_overflow(n, d, &n))

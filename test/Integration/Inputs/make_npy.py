@@ -40,3 +40,6 @@ bad_header("shape_junk.npy", b"{'descr': '<f4', 'fortran_order': False, 'shape':
 bad_header("fortran_junk.npy", b"{'descr': '<f4', 'fortran_order': NotFalse, 'shape': (1, 4, 3, 40), }")
 bad_header("no_shape.npy", b"{'descr': '<f4', 'fortran_order': False, }")
 bad_header("overflow.npy", b"{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776, 1099511627776, 1, 1), }")
+# Empty, with dims whose product overflows before the zero (found by
+# attn-fuzz-npy: it used to end in std::length_error).
+bad_header("zero_huge.npy", b"{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776, 1099511627776, 0, 40), }")
