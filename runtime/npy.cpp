@@ -344,6 +344,12 @@ bool attn_rt::writeNpyF32(const std::string &path,
   size_t total = 10 + dict.size() + 1;
   size_t pad = (64 - total % 64) % 64;
   dict += std::string(pad, ' ') + "\n";
+  // Format 1.0 stores the header length in two bytes.
+  if (dict.size() > 0xffff) {
+    error = path + ": shape of " + std::to_string(shape.size()) +
+            " dims is too long for a .npy header";
+    return false;
+  }
   OutputTarget target;
   if (!resolveOutput(path, target, error))
     return false;
@@ -378,10 +384,11 @@ bool attn_rt::writeNpyF32(const std::string &path,
   unsigned char head[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
                             (unsigned char)(dict.size() & 0xff),
                             (unsigned char)(dict.size() >> 8)};
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  bool ok = std::fwrite(head, 1, 10, f) == 10 &&
+  NpyArray dims;
+  dims.shape = shape;
+  int64_t n = dims.numel(); // 0 with a zero dim; -1 past int64 (never
+                            // for data that exists: checked below)
+  bool ok = n >= 0 && std::fwrite(head, 1, 10, f) == 10 &&
             std::fwrite(dict.data(), 1, dict.size(), f) == dict.size() &&
             std::fwrite(data, 4, size_t(n), f) == size_t(n);
   ok = (std::fclose(f) == 0) && ok;

@@ -69,6 +69,12 @@ open(d + "/w.safetensors", "wb").write(len(hb).to_bytes(8, "little") + hb + b"".
 # poisoning off, keep every other check.
 export ASAN_OPTIONS="allow_user_poisoning=0:detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+# Reproducers of past findings (tools/fuzz/seeds/<target>) join every run.
+for t in "${TARGETS[@]}"; do
+  if [ -d "$ROOT/tools/fuzz/seeds/$t" ]; then
+    cp -n "$ROOT/tools/fuzz/seeds/$t"/* "$B/corpus/$t/" 2>/dev/null || true
+  fi
+done
 status=0
 printf "%-24s %12s %8s %8s\n" target executions coverage crashes
 for t in "${TARGETS[@]}"; do
