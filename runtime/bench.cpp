@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cli.h"
+#include "resources.h"
 #include "flops.h"
 
 #include <algorithm>
@@ -49,7 +50,7 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
       kinds.push_back(i);
   }
   // Refuse shapes whose buffers cannot fit rather than dying in new[].
-  double physical = double(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  double physical = double(physicalMemory());
   for (int64_t ki : kinds) {
     const attn_rt_kind &k = m->kinds[ki];
     double bytes = 4.0 * b *

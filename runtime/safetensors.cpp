@@ -58,7 +58,8 @@ float f16ToF32(uint16_t h) {
 
 bool SafeTensors::open(const std::string &p, std::string &error) {
   path = p;
-  std::ifstream in(path, std::ios::binary);
+  file.open(path, std::ios::binary);
+  std::ifstream &in = file;
   if (!in) {
     error = path + ": cannot open (" + std::strerror(errno) + ")";
     return false;
@@ -165,25 +166,23 @@ bool SafeTensors::readF32(const std::string &name,
   if (!fitsInMemory((unsigned __int128)n * 4, path + ": tensor '" + name + "'",
                     error))
     return false;
-  // Only this tensor's bytes are read (the file may be far larger).
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> raw(e.end - e.begin);
-  in.seekg(std::streamoff(dataStart + e.begin));
-  if (!in || !in.read(raw.data(), std::streamsize(raw.size()))) {
+  // Only this tensor's bytes are read (the file may be far larger): F32
+  // straight into `out`, 16-bit types through one conversion buffer.
+  out.resize(n);
+  std::vector<char> raw(elem == 4 ? 0 : e.end - e.begin);
+  char *dst = elem == 4 ? reinterpret_cast<char *>(out.data()) : raw.data();
+  file.clear();
+  file.seekg(std::streamoff(dataStart + e.begin));
+  if (!file || !file.read(dst, std::streamsize(e.end - e.begin))) {
     error = path + ": cannot read tensor '" + name + "' (" +
             std::strerror(errno) + ")";
     return false;
   }
-  out.resize(n);
-  const char *src = raw.data();
-  if (elem == 4) {
-    std::memcpy(out.data(), src, n * 4);
-  } else {
+  if (elem == 2)
     for (int64_t i = 0; i < n; ++i) {
       uint16_t v;
-      std::memcpy(&v, src + 2 * i, 2);
+      std::memcpy(&v, raw.data() + 2 * i, 2);
       out[i] = e.dtype == "BF16" ? bf16ToF32(v) : f16ToF32(v);
     }
-  }
   return true;
 }

@@ -10,6 +10,7 @@
 #define ATTN_RUNTIME_SAFETENSORS_H
 
 #include <cstdint>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -45,6 +46,8 @@ private:
   /// Where the tensors' bytes start in the file and how many there are:
   /// readF32 reads only the tensor asked for.
   uint64_t dataStart = 0, dataSize = 0;
+  /// The file, open from open() on (one open for all the tensors read).
+  mutable std::ifstream file;
   std::map<std::string, Entry> entries;
 };
 

@@ -83,13 +83,15 @@ for t in "${TARGETS[@]}"; do
   dict=()
   [ "$t" = attn-fuzz-config ] && dict=(-dict="$ROOT/tools/fuzz/json.dict")
   log="$B/fuzz-$t.log"
+  stamp="$B/.fuzz-start-$t"
+  touch "$stamp" # crashes of this run: the files newer than the stamp
   rc=0
   "$B/bin/$t" "$B/corpus/$t" "${dict[@]}" -max_total_time="$SECONDS_EACH" \
     -rss_limit_mb=4096 -timeout=20 -print_final_stats=1 \
     -artifact_prefix="$crashes/" >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
-  n=$(find "$crashes" -type f | wc -l)
+  n=$(find "$crashes" -type f -newer "$stamp" | wc -l)
   printf "%-24s %12s %8s %8s\n" "$t" "${execs:-?}" "${cov:-?}" "$n"
   if [ "$rc" -ne 0 ] || [ "$n" -ne 0 ]; then
     status=1

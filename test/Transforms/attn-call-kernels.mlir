@@ -1,4 +1,5 @@
-// RUN: attn-opt %s -attn-call-kernels | FileCheck %s
+// RUN: attn-opt %s -split-input-file -attn-call-kernels | FileCheck %s
+// RUN: attn-opt %s -split-input-file -attn-call-kernels | FileCheck %s --check-prefix=BIAS
 
 // @k_sdpa is a kernel entry (one attn.sdpa of its arguments into its memref
 // argument). The block's sdpa with the same attributes and types becomes a
@@ -62,5 +63,41 @@ func.func @k_block_reference(%q: tensor<?x8x?x64xf32>, %k: tensor<?x2x?x64xf32>,
   %r = attn.sdpa %q, %k, %v outs(%e : tensor<?x8x?x64xf32>)
       {mask = #attn.mask<causal>, scale = 0.125 : f64}
       : (tensor<?x8x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>) -> tensor<?x8x?x64xf32>
+  return %r : tensor<?x8x?x64xf32>
+}
+
+// -----
+
+// A kernel with kv_lengths and a relative-bias table: an op with the table
+// but no kv_lengths still matches it (operands compared by name, not by
+// position in lists of different lengths), and is called with full lengths.
+// BIAS-LABEL: func.func @t_block(
+// BIAS: %[[LENS:.*]] = tensor.splat
+// BIAS: call @t_sdpa(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[LENS]], %{{.*}})
+// BIAS-NOT: attn.sdpa
+func.func @t_sdpa(%out: memref<?x8x?x64xf32>, %q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>,
+                  %v: tensor<?x8x?x64xf32>, %lens: tensor<?xi64>, %t: tensor<32x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %b = tensor.dim %q, %c0 : tensor<?x8x?x64xf32>
+  %s = tensor.dim %q, %c2 : tensor<?x8x?x64xf32>
+  %e = tensor.empty(%b, %s) : tensor<?x8x?x64xf32>
+  %r = attn.sdpa %q, %k, %v kv_lengths(%lens : tensor<?xi64>) bias_table(%t : tensor<32x8xf32>) outs(%e : tensor<?x8x?x64xf32>)
+      {relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = true>, scale = 1.0 : f64}
+      : (tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32>
+  bufferization.materialize_in_destination %r in restrict writable %out
+      : (tensor<?x8x?x64xf32>, memref<?x8x?x64xf32>) -> ()
+  return
+}
+func.func @t_block(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tensor<?x8x?x64xf32>,
+                   %t: tensor<32x8xf32>) -> tensor<?x8x?x64xf32> {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %b = tensor.dim %q, %c0 : tensor<?x8x?x64xf32>
+  %s = tensor.dim %q, %c2 : tensor<?x8x?x64xf32>
+  %e = tensor.empty(%b, %s) : tensor<?x8x?x64xf32>
+  %r = attn.sdpa %q, %k, %v bias_table(%t : tensor<32x8xf32>) outs(%e : tensor<?x8x?x64xf32>)
+      {relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = true>, scale = 1.0 : f64}
+      : (tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32>
   return %r : tensor<?x8x?x64xf32>
 }

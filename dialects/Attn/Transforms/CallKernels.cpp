@@ -76,9 +76,16 @@ bool computes(Kernel kernel, SDPAOp op) {
       bool(op.getBiasTable()) != bool(k.getBiasTable()) ||
       (op.getKvLengths() && !k.getKvLengths()))
     return false;
-  for (auto [a, b] : llvm::zip(op->getOperands(), k->getOperands()))
-    if (a != op.getInit() && a.getType() != b.getType())
-      return false;
+  // Operand by operand, by name: the two ops need not have the same optional
+  // operands (kv_lengths), so their operand lists do not line up.
+  if (op.getQuery().getType() != k.getQuery().getType() ||
+      op.getKey().getType() != k.getKey().getType() ||
+      op.getValue().getType() != k.getValue().getType() ||
+      (op.getBiasTable() &&
+       op.getBiasTable().getType() != k.getBiasTable().getType()) ||
+      (op.getKvLengths() &&
+       op.getKvLengths().getType() != k.getKvLengths().getType()))
+    return false;
   // The op's result fills the kernel's buffer type (dynamic dims from the
   // destination).
   auto buffer = cast<MemRefType>(kernel.fn.getArgument(kernel.out).getType());
