@@ -17,7 +17,8 @@ config.test_exec_root = os.path.join(config.attn_obj_root, "test")
 config.substitutions.append(("%attn_src_root", config.attn_src_root))
 config.substitutions.append(("%attn_obj_root", config.attn_obj_root))
 
-llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP",
+                                     "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"])
 llvm_config.use_default_substitutions()
 # FileCheck, not, count and split-file come from LLVM's tools directory.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
@@ -58,6 +59,26 @@ if "native-exec" in config.available_features and all(
                                                       ",".join(runner_libs))))
 config.substitutions.append(("%sdpa_ref", sys.executable + " " +
     os.path.join(config.test_source_root, "Integration", "Inputs", "sdpa_ref.py")))
+# A sanitizer build (ATTN_SANITIZE): its runtime library needs the
+# sanitizers' runtimes wherever a test links it itself.
+if config.attn_sanitize:
+    config.available_features.add("sanitizers")
+    # Debian's LLVM/MLIR libraries are uninstrumented: the poisoning their
+    # allocators inline into instrumented code reads as false
+    # use-after-poison (README "Sanitizers").
+    opts = os.environ.get("ASAN_OPTIONS", "")
+    config.environment["ASAN_OPTIONS"] = ":".join(
+        o for o in ("allow_user_poisoning=0", opts) if o)
+    if "address" in config.attn_sanitize:
+        config.available_features.add("asan")
+# Memory tests run the ASan build without its quarantine (freed memory
+# held back to catch use after free would read as growth).
+config.substitutions.append(("%asan_no_quarantine",
+    "env ASAN_OPTIONS=allow_user_poisoning=0:quarantine_size_mb=0:"
+    "thread_local_quarantine_size_kb=0"
+    if "asan" in config.available_features else ""))
+config.substitutions.append(("%sanitize_flags",
+    "-fsanitize=" + config.attn_sanitize if config.attn_sanitize else ""))
 config.substitutions.append(("%attn_runtime_lib",
     os.path.join(config.attn_obj_root, "lib", "libattn_runtime.a")))
 config.substitutions.append(("%llvm_lib_dir",

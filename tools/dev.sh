@@ -6,6 +6,10 @@
 #   tools/dev.sh test   install missing packages, build, run the whole suite
 #   tools/dev.sh build  install missing packages and build only
 #   tools/dev.sh packages  install missing packages only
+#   tools/dev.sh asan-test  build with AddressSanitizer and UBSan (build-asan/:
+#                       tools, runtime and the executables they compile) and
+#                       run the whole suite with it (CI runs it)
+#   tools/dev.sh asan-build [TARGET...]  build (all of) build-asan/ only
 #   tools/dev.sh gcc-check  also build attn-compile with g++ (build-gcc/) and
 #                       check that it generates the same IR as the clang
 #                       build for every config of the suite (CI runs it)
@@ -42,7 +46,7 @@ configure() {
   if [ -f "$BUILD_DIR/build.ninja" ]; then
     return 0 # Ninja re-runs CMake by itself when a CMakeLists.txt changes.
   fi
-  cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja \
+  cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja "$@" \
     -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_C_COMPILER="$LLVM_PREFIX/bin/clang" \
     -DCMAKE_CXX_COMPILER="$LLVM_PREFIX/bin/clang++" \
@@ -52,10 +56,30 @@ configure() {
     -DLLVM_DIR="$LLVM_PREFIX/lib/cmake/llvm" >/dev/null
 }
 
+# The sanitizer build: AddressSanitizer and UBSan on the tools, the runtime
+# and the executables attn-compile links, and the libFuzzer targets
+# (tools/fuzz.sh) in the same tree, so one build serves both.
+ASAN_DIR="${ASAN_BUILD_DIR:-$ROOT/build-asan}"
+configure_asan() {
+  configure -DATTN_SANITIZE=address,undefined -DATTN_BUILD_FUZZERS=ON
+}
+
 build() {
   install_missing
   configure
   ninja -C "$BUILD_DIR" -j "$JOBS" "$@"
+}
+
+# Runs check-attn in $BUILD_DIR; prints lit's summary, then the plain
+# "LABEL: N passed, N failed" line CI reads. Exits with lit's status.
+run_suite() {
+  local label="$1" log="$BUILD_DIR/check-attn.log" status=0
+  ninja -C "$BUILD_DIR" -j "$JOBS" check-attn 2>&1 | tee "$log" || status=$?
+  passed=$(sed -n 's/^ *Passed *: *\([0-9]*\).*/\1/p' "$log" | tail -1)
+  failed=$({ grep -E '^ *(Failed|Unresolved|Timed Out|Unexpectedly Passed) *:' "$log" || true; } |
+           sed 's/.*: *\([0-9]*\).*/\1/' | awk '{s += $1} END {print s + 0}')
+  echo "$label: ${passed:-0} passed, ${failed} failed"
+  exit "$status"
 }
 
 cmd="${1:-run}"
@@ -81,23 +105,28 @@ case "$cmd" in
     ;;
   test)
     build
-    # lit prints its summary; the plain "N passed, N failed" line after it is
-    # the one CI reads.
-    log="$BUILD_DIR/check-attn.log"
-    status=0
-    ninja -C "$BUILD_DIR" -j "$JOBS" check-attn 2>&1 | tee "$log" || status=$?
-    passed=$(sed -n 's/^ *Passed *: *\([0-9]*\).*/\1/p' "$log" | tail -1)
-    failed=$({ grep -E '^ *(Failed|Unresolved|Timed Out|Unexpectedly Passed) *:' "$log" || true; } |
-             sed 's/.*: *\([0-9]*\).*/\1/' | awk '{s += $1} END {print s + 0}')
-    echo "lit: ${passed:-0} passed, ${failed} failed"
-    exit "$status"
+    run_suite lit
+    ;;
+  asan-build)
+    # The sanitizer build (also tools/fuzz.sh's): targets given, or all.
+    shift
+    install_missing
+    BUILD_DIR="$ASAN_DIR"
+    configure_asan
+    ninja -C "$BUILD_DIR" -j "$JOBS" "$@"
+    ;;
+  asan-test)
+    install_missing
+    BUILD_DIR="$ASAN_DIR"
+    configure_asan
+    run_suite "lit (ASan+UBSan)"
     ;;
   run)
     build
     "$ROOT/tools/run-default.sh" "$BUILD_DIR"
     ;;
   *)
-    echo "usage: tools/dev.sh [run|test|build|packages|gcc-check]" >&2
+    echo "usage: tools/dev.sh [run|test|build|packages|gcc-check|asan-test|asan-build]" >&2
     exit 2
     ;;
 esac

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (build-fuzz/: clang-22, ASan + UBSan +
+# Builds the libFuzzer targets (build-asan/, the sanitizer build of
+# tools/dev.sh asan-test: clang-22, ASan + UBSan +
 # libFuzzer instrumentation) and runs each for SECONDS (default 60) from seed
 # corpora made of the test suite's inputs, then prints, per target, the
 # executions, the coverage reached and the crashes found. Exit 1 on a crash.
@@ -9,30 +10,15 @@
 # Targets: attn-fuzz-config (bytes -> normalize, describe, emit IR, verify),
 # attn-fuzz-ir (MLIR text -> parse, verify, print, parse), attn-fuzz-npy
 # (.npy read/write round trip), attn-fuzz-safetensors (open, read every
-# tensor). Corpora grow in build-fuzz/corpus/<target>; crash reproducers go
-# to build-fuzz/crashes/<target>.
+# tensor). Corpora grow in build-asan/corpus/<target>; crash reproducers go
+# to build-asan/crashes/<target>.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SECONDS_EACH="${1:-60}"
-B="${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
-LLVM_PREFIX=/usr/lib/llvm-22
-JOBS="${JOBS:-2}"
+B="${FUZZ_BUILD_DIR:-$ROOT/build-asan}"
 
-"$ROOT/tools/dev.sh" packages
-if [ ! -f "$B/build.ninja" ]; then
-  SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-  cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_C_COMPILER="$LLVM_PREFIX/bin/clang" \
-    -DCMAKE_CXX_COMPILER="$LLVM_PREFIX/bin/clang++" \
-    -DLLVM_USE_LINKER=lld \
-    -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
-    -DCMAKE_C_FLAGS="$SAN" -DCMAKE_CXX_FLAGS="$SAN" \
-    -DATTN_BUILD_FUZZERS=ON \
-    -DMLIR_DIR="$LLVM_PREFIX/lib/cmake/mlir" \
-    -DLLVM_DIR="$LLVM_PREFIX/lib/cmake/llvm" >/dev/null
-fi
 TARGETS=(attn-fuzz-config attn-fuzz-ir attn-fuzz-npy attn-fuzz-safetensors)
-ninja -C "$B" -j "$JOBS" "${TARGETS[@]}"
+ASAN_BUILD_DIR="$B" "$ROOT/tools/dev.sh" asan-build "${TARGETS[@]}"
 
 # Seed corpora from the test suite (copied once; the fuzzer adds to them).
 seed() {

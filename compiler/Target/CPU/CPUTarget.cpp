@@ -17,11 +17,14 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
+#include "llvm/Transforms/Instrumentation/AddressSanitizer.h"
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -47,6 +50,41 @@ int64_t mlir::attn::cpuVectorLanes(llvm::StringRef cpu) {
   if (features.lookup("avx2") && features.lookup("fma"))
     return 8;
   return 4;
+}
+
+/// AddressSanitizer instrumentation of every function and global of `m`, as
+/// clang adds it after optimization: a sanitizer build (ATTN_SANITIZE, see
+/// the README) links the executables with the ASan runtime, so their
+/// kernels and model table are checked as the runtime around them is.
+static void instrumentAddresses(llvm::Module &m, llvm::TargetMachine *tm) {
+  // Checks as calls into the ASan runtime, not inlined: the kernels' vector
+  // code instrumented inline takes LLVM 3x as long to compile (clang's
+  // -mllvm -asan-instrumentation-with-call-threshold=0). Set once: the option
+  // takes one occurrence.
+  static bool callsSet = [] {
+    auto &registered = llvm::cl::getRegisteredOptions();
+    if (llvm::cl::Option *o =
+            registered.lookup("asan-instrumentation-with-call-threshold"))
+      o->addOccurrence(0, "asan-instrumentation-with-call-threshold", "0");
+    return true;
+  }();
+  (void)callsSet;
+  for (llvm::Function &fn : m)
+    if (!fn.isDeclaration())
+      fn.addFnAttr(llvm::Attribute::SanitizeAddress);
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder builder(tm);
+  builder.registerModuleAnalyses(mam);
+  builder.registerCGSCCAnalyses(cgam);
+  builder.registerFunctionAnalyses(fam);
+  builder.registerLoopAnalyses(lam);
+  builder.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm;
+  mpm.addPass(llvm::AddressSanitizerPass(llvm::AddressSanitizerOptions()));
+  mpm.run(m, mam);
 }
 
 LogicalResult mlir::attn::emitCPU(ModuleOp module,
@@ -117,6 +155,8 @@ LogicalResult mlir::attn::emitCPU(ModuleOp module,
     error = llvm::toString(std::move(err));
     return failure();
   }
+  if (ATTN_SANITIZE_ADDRESS)
+    instrumentAddresses(*llvmModule, tm.get());
   if (output == CPUOutput::LLVMIR) {
     llvmModule->print(os, nullptr);
     return success();

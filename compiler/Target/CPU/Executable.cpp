@@ -178,6 +178,9 @@ bool mlir::attn::linkExecutable(const std::string &objectPath,
     argv.insert(argv.end(), {"-L" ATTN_LLVM_LIB_DIR, "-lomp",
                              "-Wl,-rpath," ATTN_LLVM_LIB_DIR});
   }
+  // A sanitizer build's runtime needs the sanitizers' runtimes.
+  if (*ATTN_SANITIZE_LINK_FLAGS)
+    argv.push_back(ATTN_SANITIZE_LINK_FLAGS);
   argv.insert(argv.end(), {"-lm", "-ldl", "-o", tmp});
   if (shared) {
     argv.push_back("-shared");
