@@ -57,13 +57,19 @@ float f16ToF32(uint16_t h) {
 } // namespace
 
 bool SafeTensors::open(const std::string &p, std::string &error) {
-  path = p;
-  file.open(path, std::ios::binary);
-  std::ifstream &in = file;
-  if (!in) {
-    error = path + ": cannot open (" + std::strerror(errno) + ")";
+  auto in = std::make_unique<std::ifstream>(p, std::ios::binary);
+  if (!*in) {
+    error = p + ": cannot open (" + std::strerror(errno) + ")";
     return false;
   }
+  return open(std::move(in), p, error);
+}
+
+bool SafeTensors::open(std::unique_ptr<std::istream> stream,
+                       const std::string &name, std::string &error) {
+  path = name;
+  file = std::move(stream);
+  std::istream &in = *file;
   unsigned char lenBytes[8];
   if (!in.read(reinterpret_cast<char *>(lenBytes), 8)) {
     error = path + ": not a safetensors file (shorter than 8 bytes)";
@@ -77,6 +83,17 @@ bool SafeTensors::open(const std::string &p, std::string &error) {
             std::to_string(headerLen);
     return false;
   }
+  // The header is allocated only when the file holds it: an 8-byte file
+  // announcing 100 MB of header must not cost 100 MB.
+  in.seekg(0, std::ios::end);
+  uint64_t fileSize = uint64_t(in.tellg());
+  in.seekg(8);
+  if (!in || fileSize < 8 || headerLen > fileSize - 8) {
+    error = path + ": truncated safetensors header (" +
+            std::to_string(headerLen) + " bytes announced, " +
+            std::to_string(fileSize < 8 ? 0 : fileSize - 8) + " in the file)";
+    return false;
+  }
   std::string header(headerLen, '\0');
   if (!in.read(&header[0], std::streamsize(headerLen))) {
     error = path + ": truncated safetensors header";
@@ -88,8 +105,6 @@ bool SafeTensors::open(const std::string &p, std::string &error) {
     return false;
   }
   dataStart = 8 + headerLen;
-  in.seekg(0, std::ios::end);
-  uint64_t fileSize = uint64_t(in.tellg());
   dataSize = fileSize > dataStart ? fileSize - dataStart : 0;
   for (auto it = h.begin(); it != h.end(); ++it) {
     if (it.key() == "__metadata__")
@@ -171,9 +186,10 @@ bool SafeTensors::readF32(const std::string &name,
   out.resize(n);
   std::vector<char> raw(elem == 4 ? 0 : e.end - e.begin);
   char *dst = elem == 4 ? reinterpret_cast<char *>(out.data()) : raw.data();
-  file.clear();
-  file.seekg(std::streamoff(dataStart + e.begin));
-  if (!file || !file.read(dst, std::streamsize(e.end - e.begin))) {
+  std::istream &in = *file;
+  in.clear();
+  in.seekg(std::streamoff(dataStart + e.begin));
+  if (!in || !in.read(dst, std::streamsize(e.end - e.begin))) {
     error = path + ": cannot read tensor '" + name + "' (" +
             std::strerror(errno) + ")";
     return false;

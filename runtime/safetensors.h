@@ -11,7 +11,9 @@
 
 #include <cstdint>
 #include <fstream>
+#include <istream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,10 @@ class SafeTensors {
 public:
   /// Opens `path` and parses its header; false with a message on failure.
   bool open(const std::string &path, std::string &error);
+  /// The same on any seekable stream (the fuzz target reads from memory);
+  /// `name` stands for the file in messages.
+  bool open(std::unique_ptr<std::istream> stream, const std::string &name,
+            std::string &error);
 
   /// Reads tensor `name` as float32 (F32, BF16 and F16 are converted),
   /// checking its shape; false with a message naming the file, the tensor,
@@ -47,7 +53,7 @@ private:
   /// readF32 reads only the tensor asked for.
   uint64_t dataStart = 0, dataSize = 0;
   /// The file, open from open() on (one open for all the tensors read).
-  mutable std::ifstream file;
+  mutable std::unique_ptr<std::istream> file;
   std::map<std::string, Entry> entries;
 };
 

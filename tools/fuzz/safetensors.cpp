@@ -1,31 +1,26 @@
 //===- safetensors.cpp - libFuzzer target: the safetensors reader ---------===//
 //
-// Bytes as a .safetensors file: open it and read every tensor it lists
-// (with its own shape) as float32; errors must say why.
+// Bytes as a .safetensors file, read from memory: open it and read every
+// tensor it lists (with its own shape) as float32; errors must say why.
 //
 //===----------------------------------------------------------------------===//
 
 #include "safetensors.h"
 
-#include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <sstream>
 #include <string>
 
-#include <unistd.h>
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static std::string path = [] {
-    char tmpl[] = "/tmp/attn-fuzz-st-XXXXXX";
-    return std::string(mkdtemp(tmpl)) + "/w.safetensors";
-  }();
-  FILE *f = std::fopen(path.c_str(), "wb");
-  if (!f)
-    return 0;
-  std::fwrite(data, 1, size, f);
-  std::fclose(f);
+  // From memory, as a file would be read (the reader seeks and reads its
+  // stream the same way): no file system in the loop.
+  auto in = std::make_unique<std::istringstream>(
+      std::string(reinterpret_cast<const char *>(data), size),
+      std::ios::binary);
   attn_rt::SafeTensors st;
   std::string error;
-  if (!st.open(path, error)) {
+  if (!st.open(std::move(in), "fuzz.safetensors", error)) {
     if (error.empty())
       std::abort();
     return 0;
