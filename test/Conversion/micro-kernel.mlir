@@ -19,9 +19,10 @@
 
 // Kᵀ pack (16×16 transposes when the chunk of 64 keys is full), then per
 // block of 4 query rows a 4×4 tile of 16-lane accumulators for Q·Kᵀ (4 Kᵀ
-// loads and 4 broadcasts per d step), the causal mask as lane compares, row
-// max and sum as vector reductions, and a 4×4 tile for acc·alpha + P·V;
-// leftover rows one at a time. Scratch is allocated outside the key loop.
+// loads and 4 broadcasts per d step) stored to the P scratch, a loop over
+// the 4 rows with the causal mask as lane compares, row max and sum as
+// vector reductions, and a 4×4 tile for acc·alpha + P·V; leftover rows one
+// at a time. Scratch is allocated outside the key loop.
 // CHECK-LABEL: func.func @step(
 // CHECK-NOT: attn.online_attention
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<64x64xf32>
@@ -30,6 +31,8 @@
 // CHECK: vector.transpose {{.*}} : vector<16x16xf32> to vector<16x16xf32>
 // CHECK: scf.for {{.*}} step %c4
 // CHECK-COUNT-16: vector.fma {{.*}} : vector<16xf32>
+// CHECK-COUNT-16: vector.store {{.*}} : memref<4x64xf32>, vector<16xf32>
+// CHECK: scf.for
 // CHECK: arith.cmpi sle, {{.*}} : vector<16xi32>
 // CHECK: vector.reduction <maximumf>
 // CHECK: math.exp {{.*}} : vector<16xf32>
@@ -38,12 +41,11 @@
 // CHECK-COUNT-16: vector.fma {{.*}} : vector<16xf32>
 // CHECK: scf.for {{.*}} step %c1
 // CHECK-COUNT-4: vector.fma {{.*}} : vector<16xf32>
-// Fewer than 16 rows (decode), full chunk: per 4 keys a 4 rows x 4 keys tile of
+// Fewer than 16 rows (decode): per 4 keys a 4 rows x 4 keys tile of
 // dot products (16 FMAs per d step, each K vector shared by the 4 rows), the
 // K rows of the next chunk prefetched to L2, the 16 accumulators folded by a
 // shuffle tree and stored 4 lanes per row; then P·V prefetching V.
 // DECODE-LABEL: func.func @step(
-// DECODE: scf.if
 // DECODE: scf.if
 // DECODE: scf.for {{.*}} step %c4
 // DECODE: scf.for {{.*}} = %c0{{.*}} to %c64{{.*}} step %c4

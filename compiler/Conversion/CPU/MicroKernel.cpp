@@ -12,9 +12,11 @@
 //      leftover rows one at a time):
 //      - S = Q·Kᵀ in R×4 vector accumulators: per d step, 4 loads of Kᵀ,
 //        R broadcasts of q, 4R FMAs;
-//      - scale, softcap and the position mask on the registers; row max,
-//        exp (polynomial, later), row sum; the new max/sum are stored and P
-//        is written to an [R, C] scratch;
+//      - the scores go to an [R, C] scratch, then a loop over the R rows
+//        scales, softcaps and masks them, takes the row max, exp
+//        (polynomial, later) and row sum; the new max/sum are stored and P
+//        overwrites the scores (one copy of the softmax code per tile,
+//        whatever R is: unrolled R times it cost compile time, not speed);
 //      - acc = acc·alpha + P·V in R×4 vector accumulators over dv, per key
 //        4 loads of V, R broadcasts of p, 4R FMAs.
 //
@@ -205,22 +207,27 @@ struct Emitter {
     return ok;
   }
 
-  /// The online-softmax update of the query rows `rowAt` (each [lead..., m])
-  /// against the packed chunk. Rows of one block may belong to different
-  /// heads of the group: in decode every head has a single row.
-  void rowBlock(ArrayRef<SmallVector<Value>> rowAt, Value n0, Value nc) {
-    scoresToState(rowAt, packedScores(rowAt), n0, nc);
-  }
-
-  /// The same without the pack (few rows): the block's scores into P
-  /// (dotScores), then each row's softmax in a loop, alpha through scratch,
-  /// then P · V for the block.
-  void dotRowBlock(Value t0, int64_t rows, Value M, ArrayRef<Value> leadUbs,
-                   Value n0, Value nc, bool fullChunk) {
+  /// The online-softmax update of the block of `rows` query rows from
+  /// flattened row `t0` (rows of one block may belong to different heads of
+  /// the group: in decode every head has a single row) against the chunk:
+  /// the block's scores into the P scratch (from the packed Kᵀ, or with
+  /// `dot` from K itself: dotScores), then each row's softmax in a loop
+  /// (one copy of its code whatever R is), alpha through scratch, then
+  /// P · V for the block.
+  void rowBlock(bool dot, Value t0, int64_t rows, Value M,
+                ArrayRef<Value> leadUbs, Value n0, Value nc) {
     SmallVector<SmallVector<Value>> rowAt;
     for (int64_t r = 0; r < rows; ++r)
       rowAt.push_back(delinearize(add(t0, idx(r)), M, leadUbs));
-    dotScores(rowAt, n0, fullChunk);
+    if (dot) {
+      dotScores(rowAt, n0);
+    } else {
+      SmallVector<Value> s = packedScores(rowAt);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < NV; ++j)
+          vector::StoreOp::create(b, loc, s[r * NV + j], P,
+                                  ValueRange{idx(r), idx(j * W)});
+    }
     Value rowBegin = idx(0), rowEnd = idx(rows), rowStep = idx(1);
     loop(rowBegin, rowEnd, rowStep, [&](Value r) {
       SmallVector<Value> row = delinearize(add(t0, r), M, leadUbs);
@@ -315,16 +322,14 @@ struct Emitter {
   /// address order (the hardware prefetcher follows). sumLanes folds the
   /// W accumulators into one vector, lane r·KR + i the score of row r and
   /// key i. In a partial chunk, keys past its end read the last key
-  /// instead and the padding mask drops them; a full chunk reads rows
-  /// n0 + c, constant offsets from one base address.
-  void dotScores(ArrayRef<SmallVector<Value>> rowAt, Value n0,
-                 bool fullChunk) {
+  /// instead and the padding mask drops them (one code for full and
+  /// partial chunks: a copy without the clamp for full chunks was no faster
+  /// and made the tile a third larger).
+  void dotScores(ArrayRef<SmallVector<Value>> rowAt, Value n0) {
     int64_t rows = rowAt.size(), KR = W / rows;
-    Value zero = idx(0), last;
-    if (!fullChunk) {
-      Value keys = memref::DimOp::create(b, loc, k, 0);
-      last = arith::SubIOp::create(b, loc, keys, idx(1));
-    }
+    Value zero = idx(0);
+    Value keys = memref::DimOp::create(b, loc, k, 0);
+    Value last = arith::SubIOp::create(b, loc, keys, idx(1));
     // A loop, not unrolled: LLVM would interleave the tiles and spill.
     Value chunkEnd = idx(chunk()), keyStep = idx(KR);
     loop(zero, chunkEnd, keyStep, [&](Value j0) {
@@ -335,8 +340,7 @@ struct Emitter {
       SmallVector<Value> keyRows;
       for (int64_t i = 0; i < KR; ++i) {
         Value r = add(base, idx(i));
-        keyRows.push_back(fullChunk ? r
-                                    : arith::MinSIOp::create(b, loc, r, last));
+        keyRows.push_back(arith::MinSIOp::create(b, loc, r, last));
       }
       SmallVector<Value> init(W, splatF(0.0));
       Value dEnd = idx(d), wStep = idx(W);
@@ -363,19 +367,6 @@ struct Emitter {
         vector::StoreOp::create(b, loc, piece, P, ValueRange{idx(r), j0});
       }
     });
-  }
-
-  /// Scale, softcap and mask the scores `s` (rows × NV vectors), fold them
-  /// into the running max and sum, and update acc with P · V.
-  void scoresToState(ArrayRef<SmallVector<Value>> rowAt,
-                     SmallVector<Value> s, Value n0, Value nc) {
-    SmallVector<Value> alphas;
-    for (size_t r = 0; r < rowAt.size(); ++r) {
-      Value pRow = idx(r);
-      alphas.push_back(
-          softmaxRow(rowAt[r], ArrayRef(s).slice(r * NV, NV), pRow, n0, nc));
-    }
-    pvBlock(rowAt, alphas, n0, nc);
   }
 
   /// One row's scores (NV vectors): scale, softcap, mask; the new max and
@@ -545,21 +536,16 @@ struct Emitter {
     loop(zero, N, C, [&](Value n0) {
       Value nc = arith::MinSIOp::create(
           b, loc, arith::SubIOp::create(b, loc, N, n0), C);
-      auto rowsOf = [&](bool dot, bool fullChunk) {
+      auto rowsOf = [&](bool dot) {
         auto block = [&](Value t0, int64_t rows) {
-          if (dot)
-            return dotRowBlock(t0, rows, M, leadUbs, n0, nc, fullChunk);
-          SmallVector<SmallVector<Value>> rowAt;
-          for (int64_t r = 0; r < rows; ++r)
-            rowAt.push_back(delinearize(add(t0, idx(r)), M, leadUbs));
-          rowBlock(rowAt, n0, nc);
+          rowBlock(dot, t0, rows, M, leadUbs, n0, nc);
         };
         loop(zero, tFull, idx(R), [&](Value t0) { block(t0, R); });
         loop(tFull, T, one, [&](Value t) { block(t, 1); });
       };
       if (d % W != 0) {
         packKeys(n0, nc);
-        rowsOf(/*dot=*/false, /*fullChunk=*/false);
+        rowsOf(/*dot=*/false);
         return;
       }
       // Few rows (decode): the pack costs more than it saves.
@@ -570,21 +556,11 @@ struct Emitter {
       b.setInsertionPointToStart(&ifOp.getThenRegion().front());
       prefetchBase = add(n0, C);
       prefetchLast = arith::SubIOp::create(b, loc, N, one);
-      {
-        // Full chunks (all but the last of a tile) without the clamp.
-        Value full =
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, nc, C);
-        auto fullIf = scf::IfOp::create(b, loc, full, /*withElseRegion=*/true);
-        OpBuilder::InsertionGuard g2(b);
-        b.setInsertionPointToStart(&fullIf.getThenRegion().front());
-        rowsOf(/*dot=*/true, /*fullChunk=*/true);
-        b.setInsertionPointToStart(&fullIf.getElseRegion().front());
-        rowsOf(/*dot=*/true, /*fullChunk=*/false);
-      }
+      rowsOf(/*dot=*/true);
       prefetchBase = prefetchLast = Value();
       b.setInsertionPointToStart(&ifOp.getElseRegion().front());
       packKeys(n0, nc);
-      rowsOf(/*dot=*/false, /*fullChunk=*/false);
+      rowsOf(/*dot=*/false);
     });
   }
 };

@@ -29,7 +29,9 @@ struct CPUTargetOptions {
   /// native (the host's CPU and features), x86-64-v3 (AVX2) or x86-64-v4
   /// (AVX-512).
   std::string cpu = "native";
-  unsigned optLevel = 3;
+  /// LLVM's pipeline level; 2 is attn-compile's default (3 costs compile
+  /// time for no measured kernel speed).
+  unsigned optLevel = 2;
   /// Runs on the translated LLVM IR before it is optimized (the model
   /// table of executables, see ModelTable.h); false with `error` set stops.
   std::function<bool(llvm::Module &, std::string &error)> extendModule;
