@@ -221,3 +221,76 @@ LogicalResult OnlineFinalizeOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// GatedDeltaRuleOp
+//===----------------------------------------------------------------------===//
+
+int64_t GatedDeltaRuleOp::getGroupSize() {
+  return getValue().getType().getDimSize(1) /
+         getKey().getType().getDimSize(1);
+}
+
+/// Expects `t` to be `[dims...]` dim by dim (ShapedType::kDynamic: any);
+/// `what` names the operand and its layout in the message.
+static LogicalResult expectShape(Operation *op, RankedTensorType t,
+                                 ArrayRef<int64_t> dims, StringRef what) {
+  bool ok = t.getRank() == int64_t(dims.size());
+  for (size_t i = 0; ok && i < dims.size(); ++i)
+    ok = dimsAgree(t.getDimSize(i), dims[i]);
+  if (ok)
+    return success();
+  InFlightDiagnostic d = op->emitOpError() << "expects " << what << " = [";
+  for (size_t i = 0; i < dims.size(); ++i)
+    d << (i ? ", " : "") << dimStr(dims[i]);
+  return d << "], got " << t;
+}
+
+LogicalResult GatedDeltaRuleOp::verify() {
+  if (failed(expectRank(*this, getQuery(), 4,
+                        "a query [batch, Hk, seq, d_k]")) ||
+      failed(expectRank(*this, getKey(), 4, "a key [batch, Hk, seq, d_k]")) ||
+      failed(expectRank(*this, getValue(), 4,
+                        "a value [batch, Hv, seq, d_v]")))
+    return failure();
+  RankedTensorType q = getQuery().getType(), k = getKey().getType(),
+                   v = getValue().getType();
+  if (failed(verifyHeadGroups(*this, v, "value", k, "key")) ||
+      failed(expectStatic(*this, k, 3, "key d_k")) ||
+      failed(expectStatic(*this, v, 3, "value d_v")))
+    return failure();
+  int64_t batch = k.getDimSize(0), hk = k.getDimSize(1), seq = k.getDimSize(2),
+          dk = k.getDimSize(3), hv = v.getDimSize(1), dv = v.getDimSize(3);
+  if (!dimsAgree(seq, v.getDimSize(2)))
+    return emitOpError() << "expects the key and value seq lengths to agree, "
+                            "got "
+                         << dimStr(seq) << " and " << dimStr(v.getDimSize(2));
+  seq = seq == ShapedType::kDynamic ? v.getDimSize(2) : seq;
+  if (failed(expectShape(*this, q, {batch, hk, seq, dk},
+                         "a query [batch, Hk, seq, d_k]")) ||
+      failed(expectShape(*this, getGate().getType(), {batch, hv, seq},
+                         "a gate [batch, Hv, seq]")) ||
+      failed(expectShape(*this, getBeta().getType(), {batch, hv, seq},
+                         "a beta [batch, Hv, seq]")) ||
+      failed(expectShape(*this, getOutput().getType(), {batch, hv, seq, dv},
+                         "an output [batch, Hv, seq, d_v]")) ||
+      failed(expectShape(*this, getFinalState().getType(), {batch, hv, dk, dv},
+                         "a final state [batch, Hv, d_k, d_v]")))
+    return failure();
+  if (Value s = getInitialState())
+    if (failed(expectShape(*this, cast<RankedTensorType>(s.getType()),
+                           {batch, hv, dk, dv},
+                           "an initial state [batch, Hv, d_k, d_v]")))
+      return failure();
+  SmallVector<Value> all = {getQuery(), getKey(), getValue(), getGate(),
+                            getBeta(), getOutput(), getFinalState()};
+  SmallVector<StringRef> names = {"query", "key",    "value",      "gate",
+                                  "beta",  "output", "final state"};
+  if (Value s = getInitialState()) {
+    all.push_back(s);
+    names.push_back("initial state");
+  }
+  if (failed(expectSameElementType(*this, all, names)))
+    return failure();
+  return verifyPositiveFinite(*this, getScale().convertToDouble(), "scale");
+}
+

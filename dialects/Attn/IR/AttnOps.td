@@ -465,6 +465,66 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments,
   let hasVerifier = 1;
 }
 
+def Attn_GatedDeltaRuleOp : Attn_Op<"gated_delta_rule", [Pure,
+    DestinationStyleOpInterface]> {
+  let summary = "fused gated delta rule (linear attention, Gated DeltaNet)";
+  let description = [{
+    The recurrence of Gated DeltaNet's linear attention (transformers'
+    `Qwen3NextGatedDeltaNet`, after its projections, convolution and L2
+    norms) as one op. Per batch and value head, with a state S of shape
+    `[d_k, d_v]` (the `initial_state` operand, else zeros), for each token t
+    in order:
+
+        S   <- S · exp(g_t)
+        S   <- S + k_t ⊗ β_t · (v_t − Sᵀ k_t)
+        o_t  = Sᵀ (scale · q_t)
+
+    `query` and `key` are `[batch, Hk, seq, d_k]`, `value` is
+    `[batch, Hv, seq, d_v]`, `gate` (g, the log of the decay, ≤ 0 in the
+    model) and `beta` are `[batch, Hv, seq]`. Value head h reads query/key
+    head `h / (Hv / Hk)` (the grouped-query sharing of linear attention;
+    `getGroupSize()`), so Hv must be a static multiple of Hk. The results
+    are the output `[batch, Hv, seq, d_v]` and the final state
+    `[batch, Hv, d_k, d_v]`, written into the destinations
+    `outs(%out_init, %state_init)` (their values are not read). The work
+    per token, and the state, are constant in the sequence length.
+
+    ```mlir
+    %o, %s = attn.gated_delta_rule %q, %k, %v, %g, %beta
+        outs(%oi, %si : tensor<?x64x?x128xf32>, tensor<?x64x128x128xf32>)
+        {scale = 0.088388347648318433 : f64}
+        : (tensor<?x32x?x128xf32>, tensor<?x32x?x128xf32>,
+           tensor<?x64x?x128xf32>, tensor<?x64x?xf32>, tensor<?x64x?xf32>)
+          -> (tensor<?x64x?x128xf32>, tensor<?x64x128x128xf32>)
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
+                       Attn_FloatTensor:$value, Attn_FloatTensor:$gate,
+                       Attn_FloatTensor:$beta,
+                       Optional<Attn_FloatTensor>:$initial_state,
+                       Attn_FloatTensor:$out_init, Attn_FloatTensor:$state_init,
+                       F64Attr:$scale);
+  let results = (outs Attn_FloatTensor:$output, Attn_FloatTensor:$final_state);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $gate `,` $beta
+    (`initial_state` `(` $initial_state^ `:` type($initial_state) `)`)?
+    `outs` `(` $out_init `,` $state_init `:` type($out_init) `,`
+        type($state_init) `)`
+    attr-dict `:` `(` type($query) `,` type($key) `,` type($value) `,`
+        type($gate) `,` type($beta) `)`
+    `->` `(` type($output) `,` type($final_state) `)`
+  }];
+  let extraClassDeclaration = [{
+    /// Value heads per query/key head.
+    int64_t getGroupSize();
+    MutableOperandRange getDpsInitsMutable() {
+      return MutableOperandRange(getOperation(),
+                                 getOperation()->getNumOperands() - 2, 2);
+    }
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Tiled level
 //===----------------------------------------------------------------------===//

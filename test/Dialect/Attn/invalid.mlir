@@ -1107,3 +1107,51 @@ func.func @online_buffer_results(%q: memref<4x8x16xf32>, %k: memref<32x16xf32>, 
   %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.25 : f64} : (memref<4x8x16xf32>, memref<32x16xf32>, memref<32x16xf32>, memref<4x8x16xf32>, memref<4x8xf32>, memref<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }
+
+// -----
+
+func.func @gdr_heads(%q: tensor<1x3x8x16xf32>, %v: tensor<1x4x8x16xf32>, %g: tensor<1x4x8xf32>, %s: tensor<1x4x16x16xf32>) {
+  // expected-error @+1 {{expects the value head count (4) to be a multiple of the key head count (3) for grouped-query attention}}
+  %o, %f = attn.gated_delta_rule %q, %q, %v, %g, %g outs(%v, %s : tensor<1x4x8x16xf32>, tensor<1x4x16x16xf32>) {scale = 0.25 : f64} : (tensor<1x3x8x16xf32>, tensor<1x3x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x16x16xf32>)
+  return
+}
+
+// -----
+
+func.func @gdr_seq(%k: tensor<1x2x8x16xf32>, %v: tensor<1x4x9x16xf32>, %g: tensor<1x4x9xf32>, %s: tensor<1x4x16x16xf32>) {
+  // expected-error @+1 {{expects the key and value seq lengths to agree, got 8 and 9}}
+  %o, %f = attn.gated_delta_rule %k, %k, %v, %g, %g outs(%v, %s : tensor<1x4x9x16xf32>, tensor<1x4x16x16xf32>) {scale = 0.25 : f64} : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x4x9x16xf32>, tensor<1x4x9xf32>, tensor<1x4x9xf32>) -> (tensor<1x4x9x16xf32>, tensor<1x4x16x16xf32>)
+  return
+}
+
+// -----
+
+func.func @gdr_query(%q: tensor<1x2x8x32xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x4x8x16xf32>, %g: tensor<1x4x8xf32>, %s: tensor<1x4x16x16xf32>) {
+  // expected-error @+1 {{expects a query [batch, Hk, seq, d_k] = [1, 2, 8, 16], got 'tensor<1x2x8x32xf32>'}}
+  %o, %f = attn.gated_delta_rule %q, %k, %v, %g, %g outs(%v, %s : tensor<1x4x8x16xf32>, tensor<1x4x16x16xf32>) {scale = 0.25 : f64} : (tensor<1x2x8x32xf32>, tensor<1x2x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x16x16xf32>)
+  return
+}
+
+// -----
+
+func.func @gdr_gate(%k: tensor<1x2x8x16xf32>, %v: tensor<1x4x8x16xf32>, %g: tensor<1x2x8xf32>, %b: tensor<1x4x8xf32>, %s: tensor<1x4x16x16xf32>) {
+  // expected-error @+1 {{expects a gate [batch, Hv, seq] = [1, 4, 8], got 'tensor<1x2x8xf32>'}}
+  %o, %f = attn.gated_delta_rule %k, %k, %v, %g, %b outs(%v, %s : tensor<1x4x8x16xf32>, tensor<1x4x16x16xf32>) {scale = 0.25 : f64} : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x2x8xf32>, tensor<1x4x8xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x16x16xf32>)
+  return
+}
+
+// -----
+
+func.func @gdr_state(%k: tensor<1x2x8x16xf32>, %v: tensor<1x4x8x16xf32>, %g: tensor<1x4x8xf32>, %s: tensor<1x4x16x16xf32>, %s0: tensor<1x4x16x8xf32>) {
+  // expected-error @+1 {{expects an initial state [batch, Hv, d_k, d_v] = [1, 4, 16, 16], got 'tensor<1x4x16x8xf32>'}}
+  %o, %f = attn.gated_delta_rule %k, %k, %v, %g, %g initial_state(%s0 : tensor<1x4x16x8xf32>) outs(%v, %s : tensor<1x4x8x16xf32>, tensor<1x4x16x16xf32>) {scale = 0.25 : f64} : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x16x16xf32>)
+  return
+}
+
+// -----
+
+func.func @gdr_scale(%k: tensor<1x2x8x16xf32>, %v: tensor<1x4x8x16xf32>, %g: tensor<1x4x8xf32>, %s: tensor<1x4x16x16xf32>) {
+  // expected-error @+1 {{expects a positive finite scale}}
+  %o, %f = attn.gated_delta_rule %k, %k, %v, %g, %g outs(%v, %s : tensor<1x4x8x16xf32>, tensor<1x4x16x16xf32>) {scale = 0.0 : f64} : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x16x16xf32>)
+  return
+}

@@ -153,3 +153,20 @@ func.func @positions_and_buffers(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32
       : (memref<4x8x16xf32>, memref<32x16xf32>, memref<32x16xf32>, memref<4x8x16xf32>, memref<4x8xf32>, memref<4x8xf32>)
   return %0, %2 : tensor<1x4x3x8xf32>, tensor<1x4x3x5xf32>
 }
+
+// Gated DeltaNet's recurrence: 2 value heads per query/key head, d_k ≠ d_v,
+// with and without an initial state.
+// CHECK-LABEL: func.func @gated_delta_rule
+func.func @gated_delta_rule(%q: tensor<?x2x?x64xf32>, %k: tensor<?x2x?x64xf32>,
+                            %v: tensor<?x4x?x32xf32>, %g: tensor<?x4x?xf32>,
+                            %b: tensor<?x4x?xf32>, %s0: tensor<?x4x64x32xf32>,
+                            %oi: tensor<?x4x?x32xf32>)
+    -> (tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>) {
+  // CHECK: attn.gated_delta_rule %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} outs(%{{.*}}, %{{.*}} : tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>) {scale = 1.250000e-01 : f64} : (tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?xf32>, tensor<?x4x?xf32>) -> (tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>)
+  %o0, %st0 = attn.gated_delta_rule %q, %k, %v, %g, %b outs(%oi, %s0 : tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>) {scale = 0.125 : f64}
+      : (tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?xf32>, tensor<?x4x?xf32>) -> (tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>)
+  // CHECK: attn.gated_delta_rule %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} initial_state(%{{.*}} : tensor<?x4x64x32xf32>) outs(
+  %o1, %st1 = attn.gated_delta_rule %q, %k, %v, %g, %b initial_state(%st0 : tensor<?x4x64x32xf32>) outs(%oi, %s0 : tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>) {scale = 0.125 : f64}
+      : (tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?xf32>, tensor<?x4x?xf32>) -> (tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>)
+  return %o1, %st1 : tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>
+}
