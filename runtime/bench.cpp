@@ -57,7 +57,7 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
                    (2.0 * k.num_heads * sq * std::max(k.head_dim, k.head_dim_v) +
                     2.0 * k.num_kv_heads * skv *
                         std::max(k.head_dim, k.head_dim_v));
-    if (bytes > 0.8 * physical)
+    if (bytes > double(memoryBudget()))
       fail("bench: --batch/--seq/--kv-len need " +
            std::to_string(int64_t(bytes / 1e9)) + " GB of tensors; this "
            "machine has " + std::to_string(int64_t(physical / 1e9)) + " GB");

@@ -18,7 +18,7 @@
 
 using namespace attn_rt;
 
-int64_t NpyArray::numel() const {
+int64_t NpyArray::numelOf(const std::vector<int64_t> &shape) {
   // A zero dim makes the array empty whatever the others are (2^40 x 2^40 x
   // 0 must not read as an overflow: the fuzzer found that one).
   for (int64_t d : shape)
@@ -384,10 +384,8 @@ bool attn_rt::writeNpyF32(const std::string &path,
   unsigned char head[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
                             (unsigned char)(dict.size() & 0xff),
                             (unsigned char)(dict.size() >> 8)};
-  NpyArray dims;
-  dims.shape = shape;
-  int64_t n = dims.numel(); // 0 with a zero dim; -1 past int64 (never
-                            // for data that exists: checked below)
+  int64_t n = NpyArray::numelOf(shape); // -1 past int64: never for data
+                                         // that exists, checked below
   bool ok = n >= 0 && std::fwrite(head, 1, 10, f) == 10 &&
             std::fwrite(dict.data(), 1, dict.size(), f) == dict.size() &&
             std::fwrite(data, 4, size_t(n), f) == size_t(n);

@@ -20,7 +20,10 @@ struct NpyArray {
   std::vector<int64_t> shape;
   std::vector<float> f32;
   std::vector<int64_t> i64;
-  int64_t numel() const;
+  int64_t numel() const { return numelOf(shape); }
+  /// Elements of `shape`: 0 with a zero dim, -1 past int64 or for a
+  /// negative dim.
+  static int64_t numelOf(const std::vector<int64_t> &shape);
 };
 
 /// Reads `path`; on failure returns false and says why in `error` (file,

@@ -16,11 +16,13 @@ uint64_t attn_rt::physicalMemory() {
   return uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGE_SIZE));
 }
 
+uint64_t attn_rt::memoryBudget() { return physicalMemory() / 5 * 4; }
+
 bool attn_rt::fitsInMemory(unsigned __int128 bytes, const std::string &what,
                            std::string &error) {
-  double physical = double(physicalMemory());
-  if (double(bytes) <= 0.8 * physical)
+  if (bytes <= memoryBudget())
     return true;
+  double physical = double(physicalMemory());
   char buf[160];
   std::snprintf(buf, sizeof(buf),
                 " needs %.3g bytes (%.1f GB); this machine has %.1f GB of "

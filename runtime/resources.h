@@ -21,8 +21,11 @@ constexpr int64_t kMaxBatch = int64_t(1) << 31;
 /// The machine's physical memory in bytes.
 uint64_t physicalMemory();
 
+/// What a command may allocate: 80% of physical memory.
+uint64_t memoryBudget();
+
 /// False, with "WHAT needs N bytes (M GB); this machine has K GB of memory"
-/// in `error`, when `bytes` exceed 80% of physical memory.
+/// in `error`, when `bytes` exceed memoryBudget().
 bool fitsInMemory(unsigned __int128 bytes, const std::string &what,
                   std::string &error);
 

@@ -74,8 +74,8 @@ if config.attn_sanitize:
 # Memory tests run the ASan build without its quarantine (freed memory
 # held back to catch use after free would read as growth).
 config.substitutions.append(("%asan_no_quarantine",
-    "env ASAN_OPTIONS=allow_user_poisoning=0:quarantine_size_mb=0:"
-    "thread_local_quarantine_size_kb=0"
+    "env ASAN_OPTIONS=" + config.environment["ASAN_OPTIONS"] +
+    ":quarantine_size_mb=0:thread_local_quarantine_size_kb=0"
     if "asan" in config.available_features else ""))
 config.substitutions.append(("%sanitize_flags",
     "-fsanitize=" + config.attn_sanitize if config.attn_sanitize else ""))

@@ -63,16 +63,11 @@ LogicalResult SDPAOp::verify() {
           *this, {getQuery(), getKey(), getValue(), getResult()},
           {"query", "key", "value", "result"})))
     return failure();
-  if (!dimsAgree(o.getDimSize(0), q.getDimSize(0)) ||
-      !dimsAgree(o.getDimSize(1), q.getDimSize(1)) ||
-      !dimsAgree(o.getDimSize(2), q.getDimSize(2)) ||
-      !dimsAgree(o.getDimSize(3), v.getDimSize(3)))
-    return emitOpError() << "expects a result of shape [batch, Hq, q_len, "
-                            "head_dim_v] = ["
-                         << dimStr(q.getDimSize(0)) << ", "
-                         << dimStr(q.getDimSize(1)) << ", "
-                         << dimStr(q.getDimSize(2)) << ", "
-                         << dimStr(v.getDimSize(3)) << "], got " << o;
+  if (failed(expectShape(*this, o,
+                         {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2),
+                          v.getDimSize(3)},
+                         "a result of shape [batch, Hq, q_len, head_dim_v]")))
+    return failure();
   if (failed(verifyPositiveFinite(*this, getScale().convertToDouble(),
                                   "scale")) ||
       failed(verifyMaskAttrs(*this, getMask(), getWindow())))
@@ -224,26 +219,6 @@ LogicalResult OnlineFinalizeOp::verify() {
 //===----------------------------------------------------------------------===//
 // GatedDeltaRuleOp
 //===----------------------------------------------------------------------===//
-
-int64_t GatedDeltaRuleOp::getGroupSize() {
-  return getValue().getType().getDimSize(1) /
-         getKey().getType().getDimSize(1);
-}
-
-/// Expects `t` to be `[dims...]` dim by dim (ShapedType::kDynamic: any);
-/// `what` names the operand and its layout in the message.
-static LogicalResult expectShape(Operation *op, RankedTensorType t,
-                                 ArrayRef<int64_t> dims, StringRef what) {
-  bool ok = t.getRank() == int64_t(dims.size());
-  for (size_t i = 0; ok && i < dims.size(); ++i)
-    ok = dimsAgree(t.getDimSize(i), dims[i]);
-  if (ok)
-    return success();
-  InFlightDiagnostic d = op->emitOpError() << "expects " << what << " = [";
-  for (size_t i = 0; i < dims.size(); ++i)
-    d << (i ? ", " : "") << dimStr(dims[i]);
-  return d << "], got " << t;
-}
 
 LogicalResult GatedDeltaRuleOp::verify() {
   if (failed(expectRank(*this, getQuery(), 4,

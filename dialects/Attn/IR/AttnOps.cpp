@@ -198,17 +198,10 @@ LogicalResult QKOp::verify() {
       failed(expectSameElementType(*this, {getQuery(), getKey(), getResult()},
                                    {"query", "key", "result"})))
     return failure();
-  if (!dimsAgree(s.getDimSize(0), q.getDimSize(0)) ||
-      !dimsAgree(s.getDimSize(1), q.getDimSize(1)) ||
-      !dimsAgree(s.getDimSize(2), q.getDimSize(2)) ||
-      !dimsAgree(s.getDimSize(3), k.getDimSize(2)))
-    return emitOpError() << "expects a result of shape [batch, Hq, q_len, "
-                            "kv_len] = ["
-                         << dimStr(q.getDimSize(0)) << ", "
-                         << dimStr(q.getDimSize(1)) << ", "
-                         << dimStr(q.getDimSize(2)) << ", "
-                         << dimStr(k.getDimSize(2)) << "], got " << s;
-  return success();
+  return expectShape(*this, s,
+                     {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2),
+                      k.getDimSize(2)},
+                     "a result of shape [batch, Hq, q_len, kv_len]");
 }
 
 LogicalResult ScaleOp::verify() {
@@ -321,17 +314,10 @@ LogicalResult PVOp::verify() {
       failed(expectSameElementType(*this, {getProbs(), getValue(), getResult()},
                                    {"probabilities", "value", "result"})))
     return failure();
-  if (!dimsAgree(o.getDimSize(0), p.getDimSize(0)) ||
-      !dimsAgree(o.getDimSize(1), p.getDimSize(1)) ||
-      !dimsAgree(o.getDimSize(2), p.getDimSize(2)) ||
-      !dimsAgree(o.getDimSize(3), v.getDimSize(3)))
-    return emitOpError() << "expects a result of shape [batch, Hq, q_len, "
-                            "head_dim_v] = ["
-                         << dimStr(p.getDimSize(0)) << ", "
-                         << dimStr(p.getDimSize(1)) << ", "
-                         << dimStr(p.getDimSize(2)) << ", "
-                         << dimStr(v.getDimSize(3)) << "], got " << o;
-  return success();
+  return expectShape(*this, o,
+                     {p.getDimSize(0), p.getDimSize(1), p.getDimSize(2),
+                      v.getDimSize(3)},
+                     "a result of shape [batch, Hq, q_len, head_dim_v]");
 }
 
 #define GET_OP_CLASSES

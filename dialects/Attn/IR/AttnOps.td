@@ -482,8 +482,8 @@ def Attn_GatedDeltaRuleOp : Attn_Op<"gated_delta_rule", [Pure,
     `query` and `key` are `[batch, Hk, seq, d_k]`, `value` is
     `[batch, Hv, seq, d_v]`, `gate` (g, the log of the decay, ≤ 0 in the
     model) and `beta` are `[batch, Hv, seq]`. Value head h reads query/key
-    head `h / (Hv / Hk)` (the grouped-query sharing of linear attention;
-    `getGroupSize()`), so Hv must be a static multiple of Hk. The results
+    head `h / (Hv / Hk)` (the grouped-query sharing of linear attention),
+    so Hv must be a static multiple of Hk. The results
     are the output `[batch, Hv, seq, d_v]` and the final state
     `[batch, Hv, d_k, d_v]`, written into the destinations
     `outs(%out_init, %state_init)` (their values are not read). The work
@@ -515,8 +515,6 @@ def Attn_GatedDeltaRuleOp : Attn_Op<"gated_delta_rule", [Pure,
     `->` `(` type($output) `,` type($final_state) `)`
   }];
   let extraClassDeclaration = [{
-    /// Value heads per query/key head.
-    int64_t getGroupSize();
     MutableOperandRange getDpsInitsMutable() {
       return MutableOperandRange(getOperation(),
                                  getOperation()->getNumOperands() - 2, 2);

@@ -100,6 +100,21 @@ LogicalResult verify::verifyHeadGroups(Operation *op, RankedTensorType q,
                          kName + " batch");
 }
 
+/// Expects `t` to be `[dims...]`, shared by the verifiers that check a
+/// whole shape.
+LogicalResult verify::expectShape(Operation *op, RankedTensorType t,
+                                 ArrayRef<int64_t> dims, StringRef what) {
+  bool ok = t.getRank() == int64_t(dims.size());
+  for (size_t i = 0; ok && i < dims.size(); ++i)
+    ok = dimsAgree(t.getDimSize(i), dims[i]);
+  if (ok)
+    return success();
+  InFlightDiagnostic d = op->emitOpError() << "expects " << what << " = [";
+  for (size_t i = 0; i < dims.size(); ++i)
+    d << (i ? ", " : "") << dimStr(dims[i]);
+  return d << "], got " << t;
+}
+
 /// Verifies mask kind / window consistency, shared by mask and sdpa.
 LogicalResult verify::verifyMaskAttrs(Operation *op, MaskKind kind,
                               std::optional<int64_t> window) {

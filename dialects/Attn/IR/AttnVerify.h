@@ -43,6 +43,11 @@ LogicalResult expectDimsAgree(Operation *op, ShapedType a, int64_t ia,
                               const Twine &aName, ShapedType b,
                               int64_t ib, const Twine &bName);
 
+/// Expects `t` to be exactly `[dims...]` (a dynamic dim on either side
+/// agrees): "expects WHAT = [d0, ...], got T".
+LogicalResult expectShape(Operation *op, RankedTensorType t,
+                          ArrayRef<int64_t> dims, StringRef what);
+
 /// Checks that all the given values share one element type.
 LogicalResult expectSameElementType(Operation *op, ArrayRef<Value> values,
                                     ArrayRef<StringRef> names);

@@ -3,15 +3,10 @@
  * are instrumented, so AddressSanitizer reports the kernel's read past the
  * end (sanitized-kernels.test). */
 #include KERNELS_HEADER
+#include "kernel_views.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-
-static attn_rt_memref_f32_4 view(float *p, int64_t b, int64_t h, int64_t s,
-                                 int64_t d) {
-  attn_rt_memref_f32_4 m = {p, p, 0, {b, h, s, d}, {h * s * d, s * d, d, 1}};
-  return m;
-}
 
 int main(void) {
   enum { B = 1, HQ = 32, HKV = 8, SQ = 7, SKV = 19, D = 128 };
