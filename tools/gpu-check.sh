@@ -11,6 +11,9 @@
 #      median ms, TFLOP/s and % of the chip's fp32 and dense bf16 tensor
 #      peaks.
 set -u
+# A hung kernel must not eat the whole lease: each run gets a time limit
+# where coreutils' timeout exists.
+if command -v timeout >/dev/null 2>&1; then LIMIT="timeout 240"; else LIMIT=""; fi
 DIR="${1:?usage: gpu-check.sh DIR}"
 # Logs go where we may write (DIR may be read-only): LOGDIR or a temp dir.
 LOGDIR="${LOGDIR:-$(mktemp -d)}"
@@ -23,7 +26,7 @@ for exe in "$DIR"/*; do
   case "$exe" in *.sh|*.log) continue ;; esac
   [ -x "$exe" ] || continue
   name=$(basename "$exe")
-  if "$exe" check > "$LOGDIR/$name.check.log" 2>&1; then
+  if $LIMIT "$exe" check > "$LOGDIR/$name.check.log" 2>&1; then
     pass=$((pass + 1))
     echo "ok    $name ($(grep -c '^ok' "$LOGDIR/$name.check.log") shapes)"
   else
@@ -38,7 +41,7 @@ bench_lines=""
 for name in llama-3.1-8b llama-3.1-8b-bf16 seed seed-bf16; do
   [ -x "$DIR/$name" ] || continue
   for s in 1024 4096 16384; do
-    out=$("$DIR/$name" bench --seq $s --repeats 5 2>&1)
+    out=$($LIMIT "$DIR/$name" bench --seq $s --repeats 5 2>&1)
     echo "$out" >> "$LOG"
     echo "$out" | grep -v '^device:' | sed "s/^/$name S=$s: /"
     dev=$(echo "$out" | grep '^device:' | head -n 1)

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Baseline for tools/gpu-check.sh's bench, run on the GPU machine in the same
+call: PyTorch's scaled_dot_product_attention (its FlashAttention kernels for
+bf16) on the same shapes (batch 1, causal prefill, Llama-3-8B Hq=32 Hkv=8
+D=128 and the seed model Hq=64 Hkv=4 D=256, S = 1k, 4k, 16k). Median of
+CUDA-event-timed runs; FLOPs counted as gpu-check's bench does (causal: half
+of 4*Hq*S*S*D). Needs python3 with torch (the device image has it)."""
+import statistics
+import sys
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError as e:  # pragma: no cover - only on machines without torch
+    print(f"baseline skipped: {e}")
+    sys.exit(0)
+
+SHAPES = {"llama-3.1-8b": (32, 8, 128), "seed": (64, 4, 256)}
+
+
+def bench(hq, hkv, d, s, dtype, repeats=5):
+    q = torch.randn(1, hq, s, d, device="cuda", dtype=dtype)
+    k = torch.randn(1, hkv, s, d, device="cuda", dtype=dtype)
+    v = torch.randn(1, hkv, s, d, device="cuda", dtype=dtype)
+    f = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                               enable_gqa=True)
+    f()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        f()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    ms = statistics.median(times)
+    flops = 4.0 * hq * s * s * d / 2
+    return ms, flops / ms / 1e9
+
+
+def main():
+    print(f"baseline: torch {torch.__version__}, "
+          f"{torch.cuda.get_device_name(0)}, scaled_dot_product_attention")
+    for name, (hq, hkv, d) in SHAPES.items():
+        for dtype, tag in ((torch.bfloat16, "bf16"), (torch.float32, "fp32")):
+            for s in (1024, 4096, 16384):
+                try:
+                    ms, tf = bench(hq, hkv, d, s, dtype)
+                    print(f"torch-sdpa {name} {tag} S={s}: {ms:.3f} ms, "
+                          f"{tf:.1f} TFLOP/s")
+                except Exception as e:  # report, go on
+                    print(f"torch-sdpa {name} {tag} S={s}: failed: {e}")
+
+
+if __name__ == "__main__":
+    main()
