@@ -64,7 +64,8 @@ const attn_rt_kind &kindOfLayer(const attn_rt_model *m, int64_t layer) {
   int64_t k = m->layer_kind[layer];
   if (k < 0)
     fail("layer " + std::to_string(layer) +
-         " is not softmax attention (see `info`); it is not compiled");
+         " is linear attention, which this executable does not compile "
+         "(the CUDA target has no Gated DeltaNet kernel yet; see `info`)");
   return m->kinds[k];
 }
 

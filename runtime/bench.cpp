@@ -77,6 +77,10 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
     std::printf("[");
   for (size_t ki = 0; ki < kinds.size(); ++ki) {
     const attn_rt_kind &kind = m->kinds[kinds[ki]];
+    if (kind.op == ATTN_RT_OP_GATED_DELTA) {
+      benchLinearKind(kind, b, sq, repeats, json, ki == 0);
+      continue;
+    }
     std::vector<int64_t> qs = {b, kind.num_heads, sq, kind.head_dim},
                          ks = {b, kind.num_kv_heads, skv, kind.head_dim},
                          vs = {b, kind.num_kv_heads, skv, kind.head_dim_v};

@@ -115,6 +115,37 @@ std::vector<float> randomVec(std::mt19937 &rng, int64_t n, float scale);
 
 int cmdBench(const attn_rt_model *m, int argc, char **argv);
 
+//===- linear.cpp ----------------------------------------------------------===//
+
+/// The shapes of one Gated DeltaNet call: q and k [B, Hk, S, dk], v and out
+/// [B, Hv, S, dv], g and beta [B, Hv, S], states [B, Hv, dk, dv].
+struct GdnShapes {
+  int64_t b, s;
+  std::vector<int64_t> q, v, g, state;
+  GdnShapes(const attn_rt_kind &kind, int64_t b, int64_t s);
+};
+/// A Gated DeltaNet call's inputs (contiguous, in GdnShapes' shapes).
+struct GdnData {
+  std::vector<float> q, k, v, g, beta, state;
+};
+/// One call of a kernel (attn_rt_gdn_fn) into `out` and `stateOut`.
+void runGdn(void (*fn)(void), const GdnShapes &sh, GdnData &in,
+            std::vector<float> &out, std::vector<float> &stateOut);
+/// The recurrence in float64 by its definition, token by token.
+void gdnReferenceF64(const attn_rt_kind &kind, const GdnShapes &sh,
+                     const GdnData &in, std::vector<float> &out,
+                     std::vector<float> &stateOut);
+/// Inputs as the model makes them (q, k L2-normalized, g = −e^A·softplus,
+/// β = sigmoid), with `extreme` gates (state resets, β 0 and 1).
+GdnData randomGdn(std::mt19937 &rng, const GdnShapes &sh, bool extreme,
+                  bool withState);
+/// check's cases for one linear kind; prints one line per case.
+bool checkLinearKind(const attn_rt_kind &kind, std::mt19937 &rng);
+/// bench's line (or JSON object) for one linear kind.
+void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,
+                     int64_t repeats, bool json, bool first);
+int cmdGdn(const attn_rt_model *m, int argc, char **argv);
+
 } // namespace cli
 } // namespace attn_rt
 

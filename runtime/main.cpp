@@ -48,6 +48,12 @@ const char *kUsage =
     "                             projections, RoPE at positions 0..S-1,\n"
     "                             attention, output projection, residual);\n"
     "                             X and Y are float32 [B, S, hidden]\n"
+    "  gdn --layer L --q Q.npy --k K.npy --v V.npy --g G.npy --beta B.npy\n"
+    "      --out O.npy [--state-in S0.npy] [--state-out S1.npy]\n"
+    "                             Gated DeltaNet (linear attention) of layer\n"
+    "                             L's kind: Q, K [B, Hk, S, dk], V [B, Hv, S,\n"
+    "                             dv], G, B [B, Hv, S], states [B, Hv, dk, dv],\n"
+    "                             float32; the initial state defaults to 0\n"
     "  check [--seed N]           fused kernels against the unfused reference\n"
     "                             for every layer kind on several shapes\n"
     "  bench [--layer L] [--batch B] [--seq S] [--kv-len N] [--threads T]\n"
@@ -69,8 +75,11 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
   for (const char *req : {"layer", "q", "k", "v", "out"})
     if (!args.count(req))
       fail(std::string("sdpa needs --") + req);
-  const attn_rt_kind &kind =
-      kindOfLayer(m, intArg(args, "layer", 0, 0, 1 << 30));
+  int64_t layer = intArg(args, "layer", 0, 0, 1 << 30);
+  const attn_rt_kind &kind = kindOfLayer(m, layer);
+  if (kind.op != ATTN_RT_OP_SDPA)
+    fail("layer " + std::to_string(layer) + " (kind '" + kind.name +
+         "') is Gated DeltaNet linear attention: use `gdn`");
   NpyArray q, k, v;
   std::string err;
   for (auto [arr, name] : {std::pair<NpyArray *, const char *>{&q, "q"},
@@ -260,6 +269,10 @@ int cmdCheck(const attn_rt_model *m, int argc, char **argv) {
   bool allOk = true;
   for (int64_t i = 0; i < m->num_kinds; ++i) {
     const attn_rt_kind &kind = m->kinds[i];
+    if (kind.op == ATTN_RT_OP_GATED_DELTA) {
+      allOk = checkLinearKind(kind, rng) && allOk;
+      continue;
+    }
     for (const Shape &s : shapes) {
       std::vector<int64_t> qs = {s.b, kind.num_heads, s.sq, kind.head_dim},
                            ks = {s.b, kind.num_kv_heads, s.skv, kind.head_dim},
@@ -298,8 +311,7 @@ int cmdCheck(const attn_rt_model *m, int argc, char **argv) {
     }
   }
   if (m->num_kinds == 0)
-    std::printf("check: the model has no softmax-attention layer kinds to "
-                "check\n");
+    std::printf("check: the model has no attention layer kinds to check\n");
   else
     std::printf("check: %s\n", allOk ? "all kernels match the reference"
                                      : "MISMATCH");
@@ -329,6 +341,8 @@ extern "C" int attn_rt_main(int argc, char **argv) {
     return cmdSdpa(m, argc, argv);
   if (cmd == "block")
     return cmdBlock(m, argc, argv);
+  if (cmd == "gdn")
+    return cmdGdn(m, argc, argv);
   if (cmd == "check")
     return cmdCheck(m, argc, argv);
   if (cmd == "bench")

@@ -219,14 +219,43 @@ bool readLayerKinds(FieldReader &r, const DecoderFamily &fam, int64_t layers,
 /// The attention-side fields shared by every layer of the model.
 struct Common {
   Dims dims;
+  /// Gated DeltaNet's sizes (qwen3_next's linear_* fields).
+  int64_t linKeyHeads = 0, linValueHeads = 0, linKeyDim = 0, linValueDim = 0,
+          convKernel = 0;
   double scale = 1.0;
   std::optional<double> softcap;
   bool qkvBias = false, oBias = false;
   RopeSpec fullRope, slidingRope;
 };
 
+/// qwen3_next's linear-attention sizes, with transformers' defaults
+/// (Qwen3NextConfig).
+bool readLinear(FieldReader &r, Common &c) {
+  c.linKeyHeads =
+      r.optInt({"linear_num_key_heads"}, 1, 4096, 16).value_or(16);
+  c.linValueHeads =
+      r.optInt({"linear_num_value_heads"}, 1, 4096, 32).value_or(32);
+  c.linKeyDim = r.optInt({"linear_key_head_dim"}, 1, 4096, 128).value_or(128);
+  c.linValueDim =
+      r.optInt({"linear_value_head_dim"}, 1, 4096, 128).value_or(128);
+  c.convKernel =
+      r.optInt({"linear_conv_kernel_dim"}, 1, 64, 4).value_or(4);
+  if (r.failed())
+    return false;
+  if (c.linValueHeads % c.linKeyHeads != 0) {
+    r.error("linear_num_value_heads")
+        << "linear_num_value_heads (" << c.linValueHeads
+        << ") must be a multiple of linear_num_key_heads (" << c.linKeyHeads
+        << "): each query/key head serves a whole group of value heads";
+    return false;
+  }
+  return true;
+}
+
 bool readCommon(FieldReader &r, const DecoderFamily &fam, Common &c) {
   c.scale = 1.0 / std::sqrt(double(c.dims.headDim));
+  if (fam.layers == LayerPattern::LinearInterval && !readLinear(r, c))
+    return false;
   if (fam.gemmaScale) {
     double qpas = r.optNum({"query_pre_attn_scalar"}, 1e-6, 1e9, 256.0)
                       .value_or(256.0);
@@ -270,6 +299,14 @@ LayerSpec makeLayer(const DecoderFamily &fam, const Common &c, int64_t i,
     l.role = LayerRole::LinearAttention;
     l.unsupportedWhy = "Gated DeltaNet linear attention (" + p +
                        "linear_attn), not softmax attention";
+    l.linearPrefix = p + "linear_attn.";
+    l.numHeads = c.linValueHeads;
+    l.numKVHeads = c.linKeyHeads;
+    l.headDimQK = c.linKeyDim;
+    l.headDimV = c.linValueDim;
+    l.scale = 1.0 / std::sqrt(double(c.linKeyDim));
+    l.convKernel = c.convKernel;
+    l.normEps = c.dims.eps;
     return l;
   }
   l.causal = true;

@@ -42,7 +42,7 @@ public:
   OwningOpRef<ModuleOp> run();
   /// One `<kind>_sdpa(q, k, v, kv_lengths[, table])` entry per kind (and
   /// its `<kind>_block` with `withBlocks`).
-  OwningOpRef<ModuleOp> kernels(bool withBlocks);
+  OwningOpRef<ModuleOp> kernels(bool withBlocks, bool cuda);
 
 private:
   RankedTensorType tensor(llvm::ArrayRef<int64_t> shape) {
@@ -76,6 +76,9 @@ private:
                                const Weights &w, Value q, Value k, Value v,
                                Value positions);
   func::FuncOp emitKernel(const std::string &name, const LayerSpec &l);
+  /// `<kind>_gdn(q, k, v, g, beta, state_in) -> (out, state_out)`: one
+  /// attn.gated_delta_rule.
+  func::FuncOp emitLinearKernel(const std::string &name, const LayerSpec &l);
   /// QKᵀ, scale, softcap, bias, mask, softmax, ·V on [b, h, s, d] tensors.
   Value scoreChain(Location loc, const LayerSpec &l, Value qh, Value kh,
                    Value vh, Value table, Value kvLengths);
@@ -215,22 +218,25 @@ func::FuncOp Emitter::emitKernel(const std::string &name, const LayerSpec &l) {
   return fn;
 }
 
-/// Rewrites `fn` (one tensor result) into destination-passing style for the
-/// C ABI: a leading memref argument receives the result
+/// Rewrites `fn` (tensor results) into destination-passing style for the C
+/// ABI: leading memref arguments receive the results, in order
 /// (bufferization.materialize_in_destination), nothing is returned, so the
-/// caller owns and reuses the output buffer.
+/// caller owns and reuses the output buffers.
 static void toDestinationStyle(func::FuncOp fn) {
   OpBuilder b(fn.getContext());
-  auto resTy = cast<RankedTensorType>(fn.getResultTypes()[0]);
-  auto memTy = MemRefType::get(resTy.getShape(), resTy.getElementType());
-  if (failed(fn.insertArgument(0, memTy, {}, fn.getLoc())))
-    return;
-  Value dest = fn.getArgument(0);
+  SmallVector<Type> results(fn.getResultTypes());
+  for (auto [i, t] : llvm::enumerate(results)) {
+    auto resTy = cast<RankedTensorType>(t);
+    auto memTy = MemRefType::get(resTy.getShape(), resTy.getElementType());
+    if (failed(fn.insertArgument(i, memTy, {}, fn.getLoc())))
+      return;
+  }
   fn.walk([&](func::ReturnOp ret) {
     b.setInsertionPoint(ret);
-    bufferization::MaterializeInDestinationOp::create(
-        b, ret.getLoc(), Type(), ret.getOperand(0), dest, b.getUnitAttr(),
-        b.getUnitAttr());
+    for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+      bufferization::MaterializeInDestinationOp::create(
+          b, ret.getLoc(), Type(), v, fn.getArgument(i), b.getUnitAttr(),
+          b.getUnitAttr());
     func::ReturnOp::create(b, ret.getLoc());
     ret.erase();
   });
@@ -238,17 +244,53 @@ static void toDestinationStyle(func::FuncOp fn) {
       b.getFunctionType(fn.getArgumentTypes(), TypeRange{}));
 }
 
-OwningOpRef<ModuleOp> Emitter::kernels(bool withBlocks) {
+func::FuncOp Emitter::emitLinearKernel(const std::string &name,
+                                       const LayerSpec &l) {
+  Location loc = NameLoc::get(b.getStringAttr(name),
+                              FileLineColLoc::get(ctx, spec.configPath, 1, 1));
+  int64_t hv = l.numHeads, hk = l.numKVHeads, dk = l.headDimQK,
+          dv = l.headDimV;
+  RankedTensorType outTy = headsType(hv, dv),
+                   stateTy = tensor({kDyn, hv, dk, dv}),
+                   gateTy = tensor({kDyn, hv, kDyn});
+  SmallVector<Type> inputs = {headsType(hk, dk), headsType(hk, dk), outTy,
+                              gateTy, gateTy, stateTy};
+  auto fn = func::FuncOp::create(loc, name + "_gdn",
+                                 b.getFunctionType(inputs, {outTy, stateTy}));
+  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value v = entry->getArgument(2);
+  Value batch = tensor::DimOp::create(b, loc, v, 0);
+  Value seq = tensor::DimOp::create(b, loc, v, 2);
+  Value outInit = tensor::EmptyOp::create(b, loc, outTy, ValueRange{batch, seq});
+  Value stateInit =
+      tensor::EmptyOp::create(b, loc, stateTy, ValueRange{batch});
+  auto op = GatedDeltaRuleOp::create(
+      b, loc, TypeRange{outTy, stateTy}, entry->getArgument(0),
+      entry->getArgument(1), v, entry->getArgument(3), entry->getArgument(4),
+      entry->getArgument(5), outInit, stateInit, b.getF64FloatAttr(l.scale));
+  func::ReturnOp::create(b, loc, op.getResults());
+  return fn;
+}
+
+OwningOpRef<ModuleOp> Emitter::kernels(bool withBlocks, bool cuda) {
   ctx->loadDialect<AttnDialect, arith::ArithDialect,
                    bufferization::BufferizationDialect, func::FuncDialect,
                    memref::MemRefDialect, tensor::TensorDialect>();
   Location loc = FileLineColLoc::get(ctx, spec.configPath, 1, 1);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   for (const LayerKind &kind : groupLayersByKind(spec)) {
-    if (!kind.compiled())
+    if (!kind.compiled(cuda))
       continue;
     const std::string &name = kind.name;
     const LayerSpec &l = *kind.first;
+    if (kind.isLinear()) {
+      func::FuncOp kernel = emitLinearKernel(name, l);
+      toDestinationStyle(kernel);
+      module->push_back(kernel);
+      continue;
+    }
     func::FuncOp kernel = emitKernel(name, l);
     toDestinationStyle(kernel);
     module->push_back(kernel);
@@ -536,9 +578,10 @@ OwningOpRef<ModuleOp> mlir::attn::emitAttnModule(const ModelSpec &spec,
 
 OwningOpRef<ModuleOp> mlir::attn::emitKernelModule(const ModelSpec &spec,
                                                    const ConfigSource &src,
-                                                   bool withBlocks) {
+                                                   bool withBlocks,
+                                                   bool cuda) {
   for (const LayerSpec &l : spec.layers)
     if (rejectAlibi(src, l))
       return nullptr;
-  return Emitter(spec, src).kernels(withBlocks);
+  return Emitter(spec, src).kernels(withBlocks, cuda);
 }

@@ -34,10 +34,15 @@ OwningOpRef<ModuleOp> emitAttnModule(const ModelSpec &spec,
 /// chain (the pipeline fuses and tiles it) into the caller's `out` memref,
 /// and `@<kind>_block(out, x, positions, weights...)` where supportsBlock
 /// and `withBlocks` (the CUDA target compiles the attention entries only);
-/// all with a C interface.
+/// for each linear-attention (Gated DeltaNet) kind, unless `cuda`,
+/// `@<kind>_gdn(out [B,Hv,S,dv], state_out [B,Hv,dk,dv], q [B,Hk,S,dk],
+/// k [B,Hk,S,dk], v [B,Hv,S,dv], g [B,Hv,S], beta [B,Hv,S],
+/// state_in [B,Hv,dk,dv])`, one attn.gated_delta_rule; all with a C
+/// interface.
 OwningOpRef<ModuleOp> emitKernelModule(const ModelSpec &spec,
                                        const ConfigSource &src,
-                                       bool withBlocks = true);
+                                       bool withBlocks = true,
+                                       bool cuda = false);
 
 /// A weight argument of a layer-kind function: its role, its shape and its
 /// checkpoint name in this layer.
@@ -77,13 +82,17 @@ struct LayerKind {
   std::string name;        ///< as layerKindNames gives it
   const LayerSpec *first;  ///< the kind's first layer (its shape)
   std::vector<int64_t> layers; ///< indices into spec.layers, ascending
-  bool compiled() const { return first->role != LayerRole::LinearAttention; }
+  /// Gated DeltaNet linear attention (an `_gdn` kernel, not `_sdpa`).
+  bool isLinear() const { return first->role == LayerRole::LinearAttention; }
+  /// Whether the target compiles the kind: softmax attention on both, linear
+  /// attention on the CPU (no CUDA kernel for it yet).
+  bool compiled(bool cuda = false) const { return !isLinear() || !cuda; }
 };
 
 /// `spec`'s layers grouped by kind, in order of first use. The one place
 /// where layers are grouped: the IR emitter, --describe, the model table and
 /// the kernels' header all read it. Linear-attention layers form kinds of
-/// their own that are not compiled (`compiled()` is false).
+/// their own (`isLinear()`), compiled for the CPU only so far.
 std::vector<LayerKind> groupLayersByKind(const ModelSpec &spec);
 
 } // namespace attn

@@ -92,8 +92,11 @@ std::string kindKey(const ModelSpec &spec, const LayerSpec &l) {
   std::string s;
   llvm::raw_string_ostream os(s);
   os << int(l.role) << '|' << l.stack << '|';
-  if (l.role == LayerRole::LinearAttention)
+  if (l.role == LayerRole::LinearAttention) {
+    os << l.numHeads << '|' << l.numKVHeads << '|' << l.headDimQK << '|'
+       << l.headDimV << '|' << l.convKernel << '|' << hexDouble(l.normEps);
     return os.str();
+  }
   os << l.causal << '|' << l.window.value_or(0) << '|' << l.numHeads << '|'
      << l.numKVHeads << '|' << l.headDimQK << '|' << l.headDimV << '|'
      << hexDouble(l.scale) << '|' << l.scaleOnQuery << '|'

@@ -49,6 +49,7 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   tile.kvBlock = options.kvBlock;
   tile.splitTarget = options.splitTarget;
   pm.addNestedPass<func::FuncOp>(createTileAttentionPass(tile));
+  pm.addNestedPass<func::FuncOp>(createTileGatedDeltaPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   if (stop == PipelineStage::Tiled)

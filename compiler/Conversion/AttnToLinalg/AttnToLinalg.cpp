@@ -45,11 +45,15 @@ struct ConvertAttnToLinalgPass
     target.addDynamicallyLegalOp<OnlineAttentionOp>([&](Operation *op) {
       return lanes > 0 && microKernelHandles(op);
     });
+    target.addDynamicallyLegalOp<GatedDeltaChunkOp>([&](Operation *op) {
+      return lanes > 0 && gatedDeltaKernelHandles(op);
+    });
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(ctx);
     to_linalg::populateTiledOpPatterns(patterns);
     to_linalg::populateGraphOpPatterns(patterns);
     to_linalg::populateScoreOpPatterns(patterns);
+    to_linalg::populateLinearOpPatterns(patterns);
     // The patterns read operands through the ops' accessors: replacements
     // take effect at once, producers before consumers.
     ConversionConfig config;

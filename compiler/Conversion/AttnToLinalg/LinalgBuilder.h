@@ -184,6 +184,9 @@ void populateGraphOpPatterns(RewritePatternSet &patterns);
 /// The unfused reference's score ops: QKᵀ, scale, softcap, T5 bias, mask,
 /// softmax, P·V (ScoreOps.cpp).
 void populateScoreOpPatterns(RewritePatternSet &patterns);
+/// Linear attention: attn.gated_delta_rule as its eager recurrence
+/// (LinearOps.cpp).
+void populateLinearOpPatterns(RewritePatternSet &patterns);
 
 } // namespace to_linalg
 } // namespace attn

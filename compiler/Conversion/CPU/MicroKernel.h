@@ -20,6 +20,7 @@ namespace mlir {
 class Operation;
 namespace attn {
 class OnlineAttentionOp;
+class GatedDeltaChunkOp;
 
 /// True when the micro-kernel handles `op` (an attn.online_attention, on
 /// tensors or buffers).
@@ -41,6 +42,23 @@ SmallVector<Value> allocateMicroKernelScratch(OpBuilder &b, Location loc,
 /// left for the caller to erase.
 void emitMicroKernel(OpBuilder &b, OnlineAttentionOp tile, ValueRange scratch,
                      int64_t lanes);
+
+/// True when the gated-delta kernel (GatedDeltaKernel.cpp) handles `op`
+/// (an attn.gated_delta_chunk with f32 operands; any d_k, d_v).
+bool gatedDeltaKernelHandles(Operation *op);
+
+/// The gated-delta kernel's scratch for `d_k`, `d_v` and `lanes`: chunk
+/// buffers of 64 tokens and a padded state, allocated at the builder's
+/// insertion point (once per parallel iteration).
+SmallVector<Value> allocateGatedDeltaScratch(OpBuilder &b, Location loc,
+                                             int64_t dk, int64_t dv,
+                                             int64_t lanes);
+
+/// Emits the kernel of `tile` (buffer form, gatedDeltaKernelHandles) at the
+/// builder's insertion point with the buffers of allocateGatedDeltaScratch;
+/// `tile` is left for the caller to erase.
+void emitGatedDeltaKernel(OpBuilder &b, GatedDeltaChunkOp tile,
+                          ValueRange scratch, int64_t lanes);
 
 /// A unit attribute on a func.func: its LLVM function gets `noinline` (set
 /// by the CPU target before translation; FuncToLLVM keeps it discardable).

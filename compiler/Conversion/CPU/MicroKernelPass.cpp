@@ -1,9 +1,10 @@
 //===- MicroKernelPass.cpp - attn-cpu-micro-kernel ------------------------===//
 //
 // This file implements the attn-cpu-micro-kernel pass: each buffer-form
-// attn.online_attention becomes scratch allocations before its parallel
-// iteration and a call of a private no-inline tile function whose body is
-// the micro-kernel (MicroKernel.cpp), one function per distinct tile.
+// attn.online_attention (attn.gated_delta_chunk) becomes scratch allocations
+// before its parallel iteration and a call of a private no-inline tile
+// function whose body is the micro-kernel (MicroKernel.cpp,
+// GatedDeltaKernel.cpp), one function per distinct tile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,9 +45,21 @@ public:
   /// iteration and a call of its tile function; failure with an error when
   /// the micro-kernel cannot handle it.
   LogicalResult lower(OnlineAttentionOp oa);
+  LogicalResult lower(GatedDeltaChunkOp chunk);
 
 private:
-  func::FuncOp functionFor(OnlineAttentionOp oa, TypeRange scratch);
+  /// The tile function of ops like `op`, whose body `emit(b, clone,
+  /// scratch)` builds from a clone of `op` on the function's arguments.
+  func::FuncOp
+  functionFor(Operation *op, TypeRange scratch,
+              function_ref<void(OpBuilder &, Operation *, ValueRange)> emit);
+  /// Moves the builder before the op's parallel iteration (where scratch is
+  /// allocated once per iteration).
+  static void beforeParallelIteration(OpBuilder &b, Operation *op);
+  /// Replaces `op` by a call of `fn` with its operands and `scratch`.
+  static void replaceByCall(Operation *op, func::FuncOp fn,
+                            ValueRange scratch);
+  static LogicalResult checkContiguous(Operation *op, ValueRange buffers);
 
   ModuleOp module;
   SymbolTable symbols;
@@ -54,29 +67,29 @@ private:
   llvm::StringMap<func::FuncOp> byKey;
 };
 
-/// `private @<caller>_tile(q, k, v, acc, max, sum, q_pos, kv_pos, Kt, P, A)`
-/// holding the micro-kernel of ops like `oa`: its own function so that LLVM
-/// compiles each tile once (not once per loop that runs it) and keeps
-/// functions small (compile time grows faster than their size); marked
-/// no-inline, internal.
-func::FuncOp TileFunctions::functionFor(OnlineAttentionOp oa,
-                                        TypeRange scratch) {
+/// `private @<caller>_tile(operands..., scratch...)` holding the
+/// micro-kernel of ops like `op`: its own function so that LLVM compiles
+/// each tile once (not once per loop that runs it) and keeps functions small
+/// (compile time grows faster than their size); marked no-inline, internal.
+func::FuncOp TileFunctions::functionFor(
+    Operation *op, TypeRange scratch,
+    function_ref<void(OpBuilder &, Operation *, ValueRange)> emit) {
   std::string key;
   {
     llvm::raw_string_ostream os(key);
-    os << oa->getAttrDictionary();
-    for (Type t : oa->getOperandTypes())
+    os << op->getName() << op->getAttrDictionary();
+    for (Type t : op->getOperandTypes())
       os << ";" << t;
   }
   if (func::FuncOp fn = byKey.lookup(key))
     return fn;
-  MLIRContext *ctx = oa.getContext();
-  SmallVector<Type> args(oa->getOperandTypes());
+  MLIRContext *ctx = op->getContext();
+  SmallVector<Type> args(op->getOperandTypes());
   args.append(scratch.begin(), scratch.end());
-  auto caller = oa->getParentOfType<func::FuncOp>();
+  auto caller = op->getParentOfType<func::FuncOp>();
   OpBuilder mb(ctx);
   mb.setInsertionPointToEnd(module.getBody());
-  auto fn = func::FuncOp::create(mb, oa.getLoc(),
+  auto fn = func::FuncOp::create(mb, op->getLoc(),
                                  (caller.getSymName() + "_tile").str(),
                                  FunctionType::get(ctx, args, {}));
   fn.setPrivate();
@@ -88,15 +101,50 @@ func::FuncOp TileFunctions::functionFor(OnlineAttentionOp oa,
   IRRewriter b(ctx);
   b.setInsertionPointToStart(body);
   IRMapping map;
-  map.map(oa->getOperands(),
-          body->getArguments().take_front(oa->getNumOperands()));
-  auto tile = cast<OnlineAttentionOp>(b.clone(*oa, map));
+  map.map(op->getOperands(),
+          body->getArguments().take_front(op->getNumOperands()));
+  Operation *tile = b.clone(*op, map);
   b.setInsertionPoint(tile);
-  emitMicroKernel(b, tile, body->getArguments().take_back(3), lanes);
+  emit(b, tile, body->getArguments().take_back(scratch.size()));
   b.eraseOp(tile);
-  func::ReturnOp::create(b, oa.getLoc());
+  func::ReturnOp::create(b, op->getLoc());
   byKey[key] = fn;
   return fn;
+}
+
+LogicalResult TileFunctions::checkContiguous(Operation *op,
+                                             ValueRange buffers) {
+  for (Value buf : buffers) {
+    int64_t offset;
+    SmallVector<int64_t> strides;
+    if (failed(cast<MemRefType>(buf.getType())
+                   .getStridesAndOffset(strides, offset)) ||
+        strides.back() != 1)
+      return op->emitOpError("the CPU micro-kernel needs operands whose "
+                             "innermost dim is contiguous");
+  }
+  return success();
+}
+
+void TileFunctions::beforeParallelIteration(OpBuilder &b, Operation *op) {
+  // Scratch once per parallel iteration (query block, value head), before
+  // its loops: a stack buffer inside the loop would grow the stack on every
+  // tile, and a function-level one would be shared by the threads.
+  Operation *anchor = op;
+  while (anchor->getParentOp() &&
+         !isa<scf::ForallOp, scf::ParallelOp, FunctionOpInterface>(
+             anchor->getParentOp()))
+    anchor = anchor->getParentOp();
+  b.setInsertionPoint(anchor);
+}
+
+void TileFunctions::replaceByCall(Operation *op, func::FuncOp fn,
+                                  ValueRange scratch) {
+  OpBuilder b(op);
+  SmallVector<Value> args(op->getOperands());
+  args.append(scratch.begin(), scratch.end());
+  func::CallOp::create(b, op->getLoc(), fn, args);
+  op->erase();
 }
 
 LogicalResult TileFunctions::lower(OnlineAttentionOp oa) {
@@ -105,35 +153,44 @@ LogicalResult TileFunctions::lower(OnlineAttentionOp oa) {
         "on buffers is lowered by the CPU micro-kernel only, which needs f32 "
         "operands, static head dims and no relative bias table; lower this "
         "op with convert-attn-to-linalg before bufferization");
-  for (Value buf : {oa.getQuery(), oa.getKey(), oa.getValue(), oa.getAcc(),
-                    oa.getMax(), oa.getSum()}) {
-    int64_t offset;
-    SmallVector<int64_t> strides;
-    if (failed(cast<MemRefType>(buf.getType())
-                   .getStridesAndOffset(strides, offset)) ||
-        strides.back() != 1)
-      return oa.emitOpError("the CPU micro-kernel needs operands whose "
-                            "innermost dim is contiguous");
-  }
-  // Scratch once per parallel iteration (query block), before the key
-  // loop: a stack buffer inside the loop would grow the stack on every
-  // tile, and a function-level one would be shared by the threads.
+  if (failed(checkContiguous(oa, {oa.getQuery(), oa.getKey(), oa.getValue(),
+                                  oa.getAcc(), oa.getMax(), oa.getSum()})))
+    return failure();
   OpBuilder b(oa);
-  Operation *anchor = oa;
-  while (anchor->getParentOp() &&
-         !isa<scf::ForallOp, scf::ParallelOp, FunctionOpInterface>(
-             anchor->getParentOp()))
-    anchor = anchor->getParentOp();
-  b.setInsertionPoint(anchor);
+  beforeParallelIteration(b, oa);
   int64_t d = cast<ShapedType>(oa.getQuery().getType()).getShape().back();
   SmallVector<Value> scratch =
       allocateMicroKernelScratch(b, oa.getLoc(), d, lanes);
-  func::FuncOp fn = functionFor(oa, ValueRange(scratch).getTypes());
-  b.setInsertionPoint(oa);
-  SmallVector<Value> args(oa->getOperands());
-  args.append(scratch);
-  func::CallOp::create(b, oa.getLoc(), fn, args);
-  oa.erase();
+  func::FuncOp fn = functionFor(
+      oa, ValueRange(scratch).getTypes(),
+      [&](OpBuilder &fb, Operation *tile, ValueRange sc) {
+        emitMicroKernel(fb, cast<OnlineAttentionOp>(tile), sc, lanes);
+      });
+  replaceByCall(oa, fn, scratch);
+  return success();
+}
+
+LogicalResult TileFunctions::lower(GatedDeltaChunkOp chunk) {
+  if (!gatedDeltaKernelHandles(chunk))
+    return chunk.emitOpError(
+        "on buffers is lowered by the CPU kernel only, which needs f32 "
+        "operands");
+  if (failed(checkContiguous(chunk, {chunk.getQuery(), chunk.getKey(),
+                                     chunk.getValue(), chunk.getOut(),
+                                     chunk.getState()})))
+    return failure();
+  OpBuilder b(chunk);
+  beforeParallelIteration(b, chunk);
+  int64_t dk = cast<ShapedType>(chunk.getQuery().getType()).getDimSize(1);
+  int64_t dv = cast<ShapedType>(chunk.getValue().getType()).getDimSize(1);
+  SmallVector<Value> scratch =
+      allocateGatedDeltaScratch(b, chunk.getLoc(), dk, dv, lanes);
+  func::FuncOp fn = functionFor(
+      chunk, ValueRange(scratch).getTypes(),
+      [&](OpBuilder &fb, Operation *tile, ValueRange sc) {
+        emitGatedDeltaKernel(fb, cast<GatedDeltaChunkOp>(tile), sc, lanes);
+      });
+  replaceByCall(chunk, fn, scratch);
   return success();
 }
 
@@ -147,15 +204,21 @@ struct CPUMicroKernelPass
           << lanes.getValue();
       return signalPassFailure();
     }
-    SmallVector<OnlineAttentionOp> ops;
-    getOperation().walk([&](OnlineAttentionOp op) {
-      if (op.isBufferForm())
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) {
+      if (auto oa = dyn_cast<OnlineAttentionOp>(op); oa && oa.isBufferForm())
+        ops.push_back(op);
+      if (auto c = dyn_cast<GatedDeltaChunkOp>(op); c && c.isBufferForm())
         ops.push_back(op);
     });
     TileFunctions tiles(getOperation(), lanes);
-    for (OnlineAttentionOp op : ops)
-      if (failed(tiles.lower(op)))
+    for (Operation *op : ops) {
+      LogicalResult ok = isa<OnlineAttentionOp>(op)
+                             ? tiles.lower(cast<OnlineAttentionOp>(op))
+                             : tiles.lower(cast<GatedDeltaChunkOp>(op));
+      if (failed(ok))
         return signalPassFailure();
+    }
   }
 };
 

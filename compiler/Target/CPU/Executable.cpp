@@ -62,12 +62,31 @@ void mlir::attn::writeKernelHeader(const ModelSpec &spec,
         "int64_t sizes[2]; int64_t strides[2]; } attn_rt_memref_f32_2;\n"
      << "typedef struct { int64_t *allocated; int64_t *aligned; int64_t "
         "offset; int64_t sizes[1]; int64_t strides[1]; } "
-        "attn_rt_memref_i64_1;\n#endif\n";
+        "attn_rt_memref_i64_1;\n"
+     << "typedef struct { float *allocated; float *aligned; int64_t offset; "
+        "int64_t sizes[3]; int64_t strides[3]; } attn_rt_memref_f32_3;\n"
+     << "#endif\n";
   for (const LayerKind &kind : groupLayersByKind(spec)) {
     if (!kind.compiled())
       continue;
     const std::string &n = kind.name;
     const LayerSpec &l = *kind.first;
+    if (kind.isLinear()) {
+      os << "\n/* " << n << ": Gated DeltaNet, Hv=" << l.numHeads
+         << " Hk=" << l.numKVHeads << " dk=" << l.headDimQK
+         << " dv=" << l.headDimV
+         << ". out [B, Hv, S, dv], state_out [B, Hv, dk, dv], q and k\n"
+            " * [B, Hk, S, dk], v [B, Hv, S, dv], g and beta [B, Hv, S],\n"
+            " * state_in [B, Hv, dk, dv]; the _reference variant is the\n"
+            " * token-by-token recurrence. */\n";
+      for (const char *suffix : {"", "_reference"})
+        os << "void _mlir_ciface_" << n << "_gdn" << suffix
+           << "(attn_rt_memref_f32_4 *out, attn_rt_memref_f32_4 *state_out, "
+              "attn_rt_memref_f32_4 *q, attn_rt_memref_f32_4 *k, "
+              "attn_rt_memref_f32_4 *v, attn_rt_memref_f32_3 *g, "
+              "attn_rt_memref_f32_3 *beta, attn_rt_memref_f32_4 *state_in);\n";
+      continue;
+    }
     os << "\n/* " << n << ": Hq=" << l.numHeads << " Hkv=" << l.numKVHeads
        << " D=" << l.headDimQK << " Dv=" << l.headDimV
        << (l.causal ? (l.window ? " sliding window " + std::to_string(*l.window)

@@ -40,7 +40,7 @@ public:
     kindTy = llvm::StructType::create(ctx,
                                       {ptr, i64, i64, i64, i64, i32, i64, i64,
                                        ptr, i64, ptr, ptr, ptr, ptr, i64, f64,
-                                       f64, f64},
+                                       f64, f64, i32},
                                       "attn_rt_kind");
     modelTy = llvm::StructType::create(
         ctx, {i32, ptr, i64, ptr, ptr, i64, i64, ptr, i32}, "attn_rt_model");
@@ -106,7 +106,8 @@ bool TableBuilder::checkLayout(std::string &error) const {
         offsetof(attn_rt_kind, fused), offsetof(attn_rt_kind, reference),
         offsetof(attn_rt_kind, block), offsetof(attn_rt_kind, weights),
         offsetof(attn_rt_kind, num_weights), offsetof(attn_rt_kind, scale),
-        offsetof(attn_rt_kind, softcap), offsetof(attn_rt_kind, tolerance)}},
+        offsetof(attn_rt_kind, softcap), offsetof(attn_rt_kind, tolerance),
+        offsetof(attn_rt_kind, op)}},
       {modelTy,
        sizeof(attn_rt_model),
        {offsetof(attn_rt_model, abi_version), offsetof(attn_rt_model, family),
@@ -165,11 +166,11 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
   };
 
   // The compiled kinds, in the order of their first layer; a layer of a
-  // kind that is not compiled (linear attention) has kind -1.
+  // kind that is not compiled (linear attention on CUDA) has kind -1.
   std::vector<LayerKind> kinds;
   std::vector<int64_t> layerKind(spec.layers.size(), -1);
   for (LayerKind &kind : groupLayersByKind(spec)) {
-    if (!kind.compiled())
+    if (!kind.compiled(cuda))
       continue;
     for (int64_t i : kind.layers)
       layerKind[i] = kinds.size();
@@ -181,14 +182,16 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
   for (const LayerKind &kind : kinds) {
     const std::string &n = kind.name;
     const LayerSpec &l = *kind.first;
-    llvm::Function *fused = function("_mlir_ciface_" + n + "_sdpa");
+    const char *entryName = kind.isLinear() ? "_gdn" : "_sdpa";
+    llvm::Function *fused = function("_mlir_ciface_" + n + entryName);
     llvm::Function *reference =
-        cuda ? nullptr : function("_mlir_ciface_" + n + "_sdpa_reference");
+        cuda ? nullptr
+             : function("_mlir_ciface_" + n + entryName + "_reference");
     if (!fused || (!cuda && !reference))
       return false;
     llvm::Constant *block = t.null(), *weights = t.null();
     std::vector<WeightArg> ws;
-    if (blocks) {
+    if (blocks && !kind.isLinear()) {
       llvm::Function *entry = function("_mlir_ciface_" + n + "_block");
       if (!entry)
         return false;
@@ -219,14 +222,16 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
     kindValues.push_back(llvm::ConstantStruct::get(
         t.kindTy,
         {t.string(n), t.c64(l.numHeads), t.c64(l.numKVHeads),
-         t.c64(l.headDimQK), t.c64(l.headDimV), t.c32(l.causal ? 1 : 0),
+         t.c64(l.headDimQK), t.c64(l.headDimV),
+         t.c32(l.causal || kind.isLinear() ? 1 : 0),
          t.c64(l.causal && l.window ? *l.window : 0),
          t.c64(l.position == PositionKind::T5Bias ? l.t5.numBuckets : 0),
          t.int64s(kind.layers, "attn_rt.layers." + n),
          t.c64(kind.layers.size()), fused,
          reference ? (llvm::Constant *)reference : t.null(), block, weights,
          t.c64(ws.size()), t.f(l.scale), t.f(l.softcap.value_or(0.0)),
-         t.f(bf16 ? 2e-2 : 1e-5)}));
+         t.f(bf16 ? 2e-2 : 1e-5),
+         t.c32(kind.isLinear() ? ATTN_RT_OP_GATED_DELTA : ATTN_RT_OP_SDPA)}));
   }
 
   llvm::Constant *kindArray = t.global(

@@ -269,3 +269,66 @@ LogicalResult GatedDeltaRuleOp::verify() {
   return verifyPositiveFinite(*this, getScale().convertToDouble(), "scale");
 }
 
+
+LogicalResult GatedDeltaChunkOp::verify() {
+  auto shaped = [](Value x) { return cast<ShapedType>(x.getType()); };
+  bool tensors = isa<TensorType>(getQuery().getType());
+  for (Value x : getOperands())
+    if (isa<TensorType>(x.getType()) != tensors)
+      return emitOpError() << "expects all its operands to be tensors or all "
+                              "to be buffers";
+  if (tensors && (getNumResults() != 2 ||
+                  getResult(0).getType() != getOut().getType() ||
+                  getResult(1).getType() != getState().getType()))
+    return emitOpError() << "on tensors expects two results of the types of "
+                            "out and state";
+  if (!tensors && getNumResults() != 0)
+    return emitOpError() << "on buffers updates out and state in place and "
+                            "has no results";
+  if (failed(expectRank(*this, getQuery(), 2, "a query chunk [n, d_k]")) ||
+      failed(expectRank(*this, getValue(), 2, "a value chunk [n, d_v]")) ||
+      failed(expectRank(*this, getState(), 2, "a state [d_k, d_v]")))
+    return failure();
+  ShapedType q = shaped(getQuery()), v = shaped(getValue()),
+             st = shaped(getState());
+  int64_t n = q.getDimSize(0), dk = q.getDimSize(1), dv = v.getDimSize(1);
+  if (ShapedType::isDynamic(dk) || ShapedType::isDynamic(dv))
+    return emitOpError() << "expects static d_k and d_v, got " << q << " and "
+                         << v;
+  if (!dimsAgree(n, v.getDimSize(0)))
+    return emitOpError() << "expects the query and value chunks to have the "
+                            "same number of tokens, got "
+                         << q << " and " << v;
+  if (ShapedType::isDynamic(n))
+    n = v.getDimSize(0);
+  if (failed(expectShape(*this, shaped(getKey()), {n, dk},
+                         "a key chunk [n, d_k]")) ||
+      failed(expectShape(*this, shaped(getGate()), {n}, "a gate [n]")) ||
+      failed(expectShape(*this, shaped(getBeta()), {n}, "a beta [n]")) ||
+      failed(expectShape(*this, shaped(getOut()), {n, dv},
+                         "an output chunk [n, d_v]")) ||
+      failed(expectShape(*this, st, {dk, dv}, "a state [d_k, d_v]")) ||
+      failed(expectSameElementType(
+          *this,
+          {getQuery(), getKey(), getValue(), getGate(), getBeta(), getOut(),
+           getState()},
+          {"query", "key", "value", "gate", "beta", "output", "state"})))
+    return failure();
+  return verifyPositiveFinite(*this, getScale().convertToDouble(), "scale");
+}
+
+void GatedDeltaChunkOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  // The tensor form is pure; the buffer form reads its inputs and the state
+  // and writes the output and the state.
+  for (OpOperand &operand : getOperation()->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      continue;
+    effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                         SideEffects::DefaultResource::get());
+    if (isDpsInit(&operand))
+      effects.emplace_back(MemoryEffects::Write::get(), &operand,
+                           SideEffects::DefaultResource::get());
+  }
+}

@@ -605,6 +605,65 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [
   let hasVerifier = 1;
 }
 
+def Attn_GatedDeltaChunkOp : Attn_Op<"gated_delta_chunk", [
+    DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "advance one value head's gated-delta state over one chunk";
+  let description = [{
+    The tiled form of `attn.gated_delta_rule` for one (batch, value head):
+    the `n` tokens of one chunk (`query`, `key` `[n, d_k]`, `value`
+    `[n, d_v]`, `gate`, `beta` `[n]`) advance the state `[d_k, d_v]` and
+    write their outputs `[n, d_v]`, with the recurrence of
+    `attn.gated_delta_rule` (`o_t = Sᵀ(scale · q_t)` after the update).
+    `n` may be dynamic (the last chunk of a sequence is short).
+
+    Two forms compute the same thing:
+    - chunked (the default): the WY/UT form of flash-linear-attention and
+      transformers' `torch_chunk_gated_delta_rule`. With `c` the gate's
+      prefix sum and `Γ[i,j] = exp(c_i − c_j)` for `j ≤ i` (0 above the
+      diagonal): `T = (I + strict_lower(diag(β)·K·Kᵀ ⊙ Γ))⁻¹` by forward
+      substitution, `U = T·diag(β)·V`, `W = T·diag(β·exp(c))·K`,
+      `V' = U − W·S`, `O = diag(exp(c))·Q·S + (Q·Kᵀ ⊙ Γ)·V'`,
+      `S ← exp(c_n)·S + (diag(exp(c_n − c))·K)ᵀ·V'` (Q already scaled);
+    - `recurrent`: token by token (decode and short chunks), as the
+      definition reads.
+
+    Destination-passing style with `out` and `state` as destinations: on
+    tensors it returns the outputs and the new state (`state`'s value is
+    the state before the chunk; `out`'s is not read); on buffers it writes
+    both in place and returns nothing. The CPU micro-kernel lowers the
+    buffer form.
+
+    ```mlir
+    %o, %s = attn.gated_delta_chunk %q, %k, %v, %g, %b, %oi, %si
+        {scale = 0.088388347648318433 : f64}
+        : (tensor<?x128xf32>, tensor<?x128xf32>, tensor<?x128xf32>,
+           tensor<?xf32>, tensor<?xf32>, tensor<?x128xf32>,
+           tensor<128x128xf32>) -> (tensor<?x128xf32>, tensor<128x128xf32>)
+    ```
+  }];
+  let arguments = (ins Attn_FloatShaped:$query, Attn_FloatShaped:$key,
+                       Attn_FloatShaped:$value, Attn_FloatShaped:$gate,
+                       Attn_FloatShaped:$beta, Attn_FloatShaped:$out,
+                       Attn_FloatShaped:$state, F64Attr:$scale,
+                       UnitAttr:$recurrent);
+  let results = (outs Variadic<Attn_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $gate `,` $beta `,` $out `,` $state
+    attr-dict `:` `(` type($query) `,` type($key) `,` type($value) `,`
+    type($gate) `,` type($beta) `,` type($out) `,` type($state) `)`
+    (`->` `(` type($results)^ `)`)?
+  }];
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() {
+      return MutableOperandRange(getOperation(), /*start=*/5, /*length=*/2);
+    }
+    /// True for the buffer form (memref operands, no results).
+    bool isBufferForm() { return hasPureBufferSemantics(); }
+  }];
+  let hasVerifier = 1;
+}
+
 def Attn_OnlineFinalizeOp : Attn_Op<"online_finalize", [Pure,
     DestinationStyleOpInterface]> {
   let summary = "normalize an online-softmax accumulator";

@@ -102,7 +102,7 @@ LogicalResult verify::verifyHeadGroups(Operation *op, RankedTensorType q,
 
 /// Expects `t` to be `[dims...]`, shared by the verifiers that check a
 /// whole shape.
-LogicalResult verify::expectShape(Operation *op, RankedTensorType t,
+LogicalResult verify::expectShape(Operation *op, ShapedType t,
                                  ArrayRef<int64_t> dims, StringRef what) {
   bool ok = t.getRank() == int64_t(dims.size());
   for (size_t i = 0; ok && i < dims.size(); ++i)

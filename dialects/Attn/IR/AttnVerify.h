@@ -45,7 +45,7 @@ LogicalResult expectDimsAgree(Operation *op, ShapedType a, int64_t ia,
 
 /// Expects `t` to be exactly `[dims...]` (a dynamic dim on either side
 /// agrees): "expects WHAT = [d0, ...], got T".
-LogicalResult expectShape(Operation *op, RankedTensorType t,
+LogicalResult expectShape(Operation *op, ShapedType t,
                           ArrayRef<int64_t> dims, StringRef what);
 
 /// Checks that all the given values share one element type.

@@ -1,9 +1,10 @@
 //===- BufferizableOpInterfaceImpl.cpp - attn bufferization ---------------===//
 //
-// This file implements BufferizableOpInterface for attn.online_attention: the
-// inputs are read, the state (acc, max, sum: the destinations) is read and
-// written in place, and the op becomes its buffer form, which
-// attn-cpu-micro-kernel lowers. The other attn ops never reach
+// This file implements BufferizableOpInterface for the tiled ops that the CPU
+// micro-kernel lowers, attn.online_attention and attn.gated_delta_chunk: the
+// inputs are read, the state (acc, max, sum; out and state: the
+// destinations) is read and written in place, and the op becomes its buffer
+// form, which attn-cpu-micro-kernel lowers. The other attn ops never reach
 // bufferization: they are tiled or lowered to linalg before it.
 //
 //===----------------------------------------------------------------------===//
@@ -54,11 +55,41 @@ struct OnlineAttentionBufferization
   }
 };
 
+struct GatedDeltaChunkBufferization
+    : public DstBufferizableOpInterfaceExternalModel<
+          GatedDeltaChunkBufferization, GatedDeltaChunkOp> {
+  /// The output destination is only written (no copy of its old value).
+  bool bufferizesToMemoryRead(Operation *op, OpOperand &operand,
+                              const AnalysisState &) const {
+    return &operand != &cast<GatedDeltaChunkOp>(op).getOutMutable();
+  }
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto chunk = cast<GatedDeltaChunkOp>(op);
+    SmallVector<Value> buffers;
+    for (Value v : chunk->getOperands()) {
+      FailureOr<Value> b = getBuffer(rewriter, v, options, state);
+      if (failed(b))
+        return failure();
+      buffers.push_back(*b);
+    }
+    rewriter.setInsertionPoint(op);
+    GatedDeltaChunkOp::create(rewriter, op->getLoc(), TypeRange{}, buffers[0],
+                              buffers[1], buffers[2], buffers[3], buffers[4],
+                              buffers[5], buffers[6], chunk.getScaleAttr(),
+                              chunk.getRecurrentAttr());
+    replaceOpWithBufferizedValues(rewriter, op, {buffers[5], buffers[6]});
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::attn::registerBufferizableOpInterfaceExternalModels(
     DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, AttnDialect *) {
     OnlineAttentionOp::attachInterface<OnlineAttentionBufferization>(*ctx);
+    GatedDeltaChunkOp::attachInterface<GatedDeltaChunkBufferization>(*ctx);
   });
 }

@@ -1,8 +1,11 @@
 //===- MakeReference.cpp - keep an unfused copy of fused functions --------===//
 //
-// This file implements attn-make-reference: each function with attn.sdpa is
-// cloned as <name>_reference, marked attn.reference, with its sdpa ops
-// decomposed, so the eager reference survives next to the tiled kernel.
+// This file implements attn-make-reference: each function with attn.sdpa or
+// attn.gated_delta_rule is cloned as <name>_reference, marked
+// attn.reference, with its sdpa ops decomposed, so the eager reference
+// survives next to the tiled kernel. A gated_delta_rule stays as it is in
+// the copy: the tiling passes skip reference functions, and
+// convert-attn-to-linalg lowers it to its eager recurrence.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,8 +33,11 @@ struct MakeReferencePass
     for (func::FuncOp fn : module.getOps<func::FuncOp>()) {
       if (fn->hasAttr("attn.reference"))
         continue;
-      if (fn.walk([](SDPAOp) { return WalkResult::interrupt(); })
-              .wasInterrupted())
+      if (fn.walk([](Operation *op) {
+              return isa<SDPAOp, GatedDeltaRuleOp>(op)
+                         ? WalkResult::interrupt()
+                         : WalkResult::advance();
+            }).wasInterrupted())
         fused.push_back(fn);
     }
     OpBuilder b(&getContext());

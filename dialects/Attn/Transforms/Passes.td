@@ -69,7 +69,7 @@ def DecomposeSDPAPass : Pass<"attn-decompose-sdpa", "func::FuncOp"> {
 }
 
 def MakeReferencePass : Pass<"attn-make-reference", "ModuleOp"> {
-  let summary = "Keep an unfused copy of every function that contains attn.sdpa";
+  let summary = "Keep an unfused copy of every function that contains attn.sdpa or attn.gated_delta_rule";
   let description = [{
     For each function `@f` containing `attn.sdpa`, adds `@f_reference`
     (marked `attn.reference`) in which every `attn.sdpa` is decomposed as by
@@ -84,6 +84,11 @@ def MakeReferencePass : Pass<"attn-make-reference", "ModuleOp"> {
       ... attn.qk ... attn.softmax ... attn.pv ...
     }
     ```
+
+    A function with `attn.gated_delta_rule` gets its copy too, with the op
+    left as it is: the tiling passes skip `attn.reference` functions and
+    `convert-attn-to-linalg` lowers it to its eager token-by-token
+    recurrence, an algorithm independent of the tiled chunkwise form.
   }];
   let dependentDialects = ["::mlir::attn::AttnDialect", "::mlir::func::FuncDialect"];
 }
@@ -197,6 +202,50 @@ def TileAttentionPass : Pass<"attn-tile-attention", "func::FuncOp"> {
                            "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::gpu::GPUDialect"];
+}
+
+def TileGatedDeltaPass : Pass<"attn-tile-gated-delta", "func::FuncOp"> {
+  let summary = "Tile attn.gated_delta_rule into per-head chunk loops carrying the state";
+  let description = [{
+    Lowers each `attn.gated_delta_rule` (outside `attn.reference` functions)
+    to an `scf.forall` over (batch, value head). Value head `h` reads the
+    query/key head `h / (Hv / Hk)` (a slice, shared by the group, never
+    copied). The head's state `[d_k, d_v]` lives in the final-state
+    destination: it starts as the initial state (or zeros) and is carried
+    through an `scf.for` over chunks of `chunk` tokens, each an
+    `attn.gated_delta_chunk` in the chunkwise-parallel (WY/UT) form. A
+    sequence of at most `recurrent-max` tokens (decode) takes one
+    `attn.gated_delta_chunk {recurrent}` instead, token by token.
+
+    ```mlir
+    %o, %s = attn.gated_delta_rule %q, %k, %v, %g, %beta outs(%oi, %si ...)
+    // becomes
+    scf.forall (%b, %h) in (%B, 64) shared_outs(%out = %oi, %st = %si) {
+      %hk = arith.divui %h, %c2
+      %s0 = linalg.fill ... outs(%st[%b, %h] : tensor<128x128xf32>)
+      %r:2 = scf.if %short -> (...) {
+        attn.gated_delta_chunk ... {recurrent, scale = ...}
+      } else {
+        scf.for %t = %c0 to %S step %c64 iter_args(%o = ..., %s = %s0) {
+          %n = arith.minsi %c64, %S - %t
+          attn.gated_delta_chunk %q[%b, %hk, %t][%n], ... {scale = ...}
+        }
+      }
+      scf.forall.in_parallel { tensor.parallel_insert_slice ... }
+    }
+    ```
+  }];
+  let options = [
+    Option<"chunk", "chunk", "int64_t", /*default=*/"64",
+           "Tokens per chunk of the chunkwise-parallel form">,
+    Option<"recurrentMax", "recurrent-max", "int64_t", /*default=*/"16",
+           "Longest sequence computed token by token (the recurrent form)">,
+  ];
+  let dependentDialects = ["::mlir::attn::AttnDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 #endif // ATTN_TRANSFORMS_PASSES_TD

@@ -1155,3 +1155,51 @@ func.func @gdr_scale(%k: tensor<1x2x8x16xf32>, %v: tensor<1x4x8x16xf32>, %g: ten
   %o, %f = attn.gated_delta_rule %k, %k, %v, %g, %g outs(%v, %s : tensor<1x4x8x16xf32>, tensor<1x4x16x16xf32>) {scale = 0.0 : f64} : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x16x16xf32>)
   return
 }
+
+// -----
+
+func.func @gdc_mixed(%q: tensor<8x16xf32>, %g: tensor<8xf32>, %s: memref<16x16xf32>) {
+  // expected-error @+1 {{expects all its operands to be tensors or all to be buffers}}
+  attn.gated_delta_chunk %q, %q, %q, %g, %g, %q, %s {scale = 0.25 : f64} : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>, memref<16x16xf32>)
+  return
+}
+
+// -----
+
+func.func @gdc_results(%q: memref<8x16xf32>, %g: memref<8xf32>, %s: memref<16x16xf32>) {
+  // expected-error @+1 {{on buffers updates out and state in place and has no results}}
+  %o = attn.gated_delta_chunk %q, %q, %q, %g, %g, %q, %s {scale = 0.25 : f64} : (memref<8x16xf32>, memref<8x16xf32>, memref<8x16xf32>, memref<8xf32>, memref<8xf32>, memref<8x16xf32>, memref<16x16xf32>) -> (tensor<8x16xf32>)
+  return
+}
+
+// -----
+
+func.func @gdc_tokens(%q: tensor<8x16xf32>, %v: tensor<9x16xf32>, %g: tensor<8xf32>, %s: tensor<16x16xf32>) {
+  // expected-error @+1 {{expects the query and value chunks to have the same number of tokens, got 'tensor<8x16xf32>' and 'tensor<9x16xf32>'}}
+  %o, %t = attn.gated_delta_chunk %q, %q, %v, %g, %g, %v, %s {scale = 0.25 : f64} : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<9x16xf32>, tensor<8xf32>, tensor<8xf32>, tensor<9x16xf32>, tensor<16x16xf32>) -> (tensor<9x16xf32>, tensor<16x16xf32>)
+  return
+}
+
+// -----
+
+func.func @gdc_state(%q: tensor<8x16xf32>, %v: tensor<8x32xf32>, %g: tensor<8xf32>, %s: tensor<16x16xf32>) {
+  // expected-error @+1 {{expects a state [d_k, d_v] = [16, 32], got 'tensor<16x16xf32>'}}
+  %o, %t = attn.gated_delta_chunk %q, %q, %v, %g, %g, %v, %s {scale = 0.25 : f64} : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x32xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x32xf32>, tensor<16x16xf32>) -> (tensor<8x32xf32>, tensor<16x16xf32>)
+  return
+}
+
+// -----
+
+func.func @gdc_gate(%q: tensor<8x16xf32>, %g: tensor<7xf32>, %s: tensor<16x16xf32>) {
+  // expected-error @+1 {{expects a gate [n] = [8], got 'tensor<7xf32>'}}
+  %o, %t = attn.gated_delta_chunk %q, %q, %q, %g, %g, %q, %s {scale = 0.25 : f64} : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<7xf32>, tensor<7xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<16x16xf32>)
+  return
+}
+
+// -----
+
+func.func @gdc_scale(%q: tensor<8x16xf32>, %g: tensor<8xf32>, %s: tensor<16x16xf32>) {
+  // expected-error @+1 {{expects a positive finite scale}}
+  %o, %t = attn.gated_delta_chunk %q, %q, %q, %g, %g, %q, %s {scale = 0.0 : f64} : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<16x16xf32>)
+  return
+}

@@ -170,3 +170,21 @@ func.func @gated_delta_rule(%q: tensor<?x2x?x64xf32>, %k: tensor<?x2x?x64xf32>,
       : (tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?xf32>, tensor<?x4x?xf32>) -> (tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>)
   return %o1, %st1 : tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>
 }
+
+// The tiled form of the gated delta rule, on tensors (outputs and state
+// returned) and on buffers (updated in place, no results), chunked and
+// recurrent.
+// CHECK-LABEL: func.func @gated_delta_chunk
+func.func @gated_delta_chunk(%q: tensor<?x64xf32>, %v: tensor<?x32xf32>,
+                             %g: tensor<?xf32>, %s: tensor<64x32xf32>,
+                             %qm: memref<?x64xf32>, %vm: memref<?x32xf32>,
+                             %gm: memref<?xf32>, %sm: memref<64x32xf32>)
+    -> (tensor<?x32xf32>, tensor<64x32xf32>) {
+  // CHECK: attn.gated_delta_chunk %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f64} : (tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?x32xf32>, tensor<64x32xf32>) -> (tensor<?x32xf32>, tensor<64x32xf32>)
+  %o, %st = attn.gated_delta_chunk %q, %q, %v, %g, %g, %v, %s {scale = 0.125 : f64}
+      : (tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?x32xf32>, tensor<64x32xf32>) -> (tensor<?x32xf32>, tensor<64x32xf32>)
+  // CHECK: attn.gated_delta_chunk {{.*}} {recurrent, scale = 1.250000e-01 : f64} : (memref<?x64xf32>, memref<?x64xf32>, memref<?x32xf32>, memref<?xf32>, memref<?xf32>, memref<?x32xf32>, memref<64x32xf32>){{$}}
+  attn.gated_delta_chunk %qm, %qm, %vm, %gm, %gm, %vm, %sm {recurrent, scale = 0.125 : f64}
+      : (memref<?x64xf32>, memref<?x64xf32>, memref<?x32xf32>, memref<?xf32>, memref<?xf32>, memref<?x32xf32>, memref<64x32xf32>)
+  return %o, %st : tensor<?x32xf32>, tensor<64x32xf32>
+}

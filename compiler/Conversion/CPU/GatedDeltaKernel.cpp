@@ -1,0 +1,483 @@
+//===- GatedDeltaKernel.cpp - CPU code for attn.gated_delta_chunk ---------===//
+//
+// This file implements the CPU micro-kernel of the buffer form of
+// `attn.gated_delta_chunk` (one value head, one chunk of n tokens, state
+// [d_k, d_v] in place), emitted by attn-cpu-micro-kernel into a tile
+// function. W f32 lanes; d_k, d_v padded to multiples of W (dkp, dvp) in
+// the scratch, so that every shape takes the vector code.
+//
+// Chunked form, per sub-chunk of C = 64 tokens (the op's n tokens are
+// normally one sub-chunk; padding tokens have k = v = 0, β = 0, g = 0 and
+// leave the state alone):
+//
+//   1. load: Qs = scale·q, Ks = k, Kt = kᵀ, Vb = U = β·v, Kb = Wm = β·e^c·k,
+//      c the gate's prefix sum, held as an unevaluated sum hi + lo of two
+//      f32 (TwoSum) so that e^(c_i − c_j) keeps full precision after a
+//      very negative gate (a state reset makes c large);
+//   2. A = Ks·Kt, QK = Qs·Kt (register-tiled GEMMs, below);
+//   3. the decay Γ[i,j] = e^(c_i − c_j) (j ≤ i) folded in, vector by vector:
+//      A ← −β_i·A⊙Γ strictly below the diagonal (0 elsewhere),
+//      QK ← QK⊙Γ on and below it;
+//   4. T = (I − A)⁻¹ − I by forward substitution, one row in registers:
+//      T[i,:] = A[i,:] + Σ_{m<i} A[i,m]·T[m,:];
+//   5. U += T·Vb, Wm += T·Kb (so U = (I+T)·Vb, Wm = (I+T)·Kb);
+//   6. U −= Wm·S (U is now V', the chunk's corrected values);
+//   7. Qs ← e^c·Qs, O = Qs·S + QK·U;
+//   8. S ← e^(c_last)·S + (e^(c_last − c)·Ks)ᵀ·U.
+//
+// Each GEMM is C[M,N] (+)= A·B with B row-major (N contiguous) in a block of
+// R rows × NV vectors of accumulators: per k, NV loads of B, R broadcasts
+// of A, R·NV FMAs (R = 4, NV = 4 with 32 vector registers; R = 2 with 16).
+//
+// Recurrent form (decode, few tokens): per token and per block of up to 8
+// vectors of state columns (columns are independent), one pass over the
+// rows accumulates Sᵀk, and a second one writes S ← e^g·S + k ⊗ δ with
+// δ = β(v − e^g·Sᵀk) and accumulates o = Sᵀ(scale·q): two reads and one
+// write of the state per token.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/CPU/MicroKernel.h"
+#include "compiler/Conversion/LoopBuilder.h"
+
+#include "dialects/Attn/IR/AttnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+constexpr int64_t kChunk = 64;
+
+int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/// The scratch of one tile function, in allocation order.
+enum Scratch {
+  Qs, Ks, Kt, Vb, Kb, U, Wm, O, A, QK, Sp, Gc, Gl, Bt, NumScratch
+};
+
+struct GDEmitter {
+  OpBuilder &b;
+  Location loc;
+  GatedDeltaChunkOp op;
+  int64_t W, R, dk, dv, dkp, dvp;
+  SmallVector<Value> s; ///< scratch buffers
+  VectorType vt;
+  Value state; ///< the state the code works on: the op's, or Sp (padded)
+
+  Value idx(int64_t c) { return arith::ConstantIndexOp::create(b, loc, c); }
+  Value f32(double c) {
+    return arith::ConstantOp::create(b, loc, b.getF32Type(),
+                                     b.getF32FloatAttr(c));
+  }
+  Value zeros() {
+    return arith::ConstantOp::create(
+        b, loc, vt, DenseElementsAttr::get(vt, b.getF32FloatAttr(0.0)));
+  }
+  Value splat(Value x) { return vector::BroadcastOp::create(b, loc, vt, x); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value fma(Value x, Value y, Value z) {
+    return vector::FMAOp::create(b, loc, x, y, z);
+  }
+  Value exp(Value x) { return math::ExpOp::create(b, loc, x); }
+  Value load(Value m, ValueRange at) {
+    return memref::LoadOp::create(b, loc, m, at);
+  }
+  void store(Value x, Value m, ValueRange at) {
+    memref::StoreOp::create(b, loc, x, m, at);
+  }
+  Value vload(Value m, ValueRange at) {
+    return vector::LoadOp::create(b, loc, vt, m, at);
+  }
+  void vstore(Value x, Value m, ValueRange at) {
+    vector::StoreOp::create(b, loc, x, m, at);
+  }
+  /// W elements of row `row` of an operand [n, cols] from column j0, zero
+  /// past `cols` (a masked read only for the tail vector).
+  Value readRow(Value m, Value row, int64_t j0, int64_t cols) {
+    bool inBounds = j0 + W <= cols;
+    auto map = AffineMap::getMinorIdentityMap(2, 1, b.getContext());
+    return vector::TransferReadOp::create(
+        b, loc, vt, m, ValueRange{row, idx(j0)}, AffineMapAttr::get(map),
+        f32(0.0), /*mask=*/Value(), b.getBoolArrayAttr({inBounds}));
+  }
+  void writeRow(Value x, Value m, Value row, int64_t j0, int64_t cols) {
+    bool inBounds = j0 + W <= cols;
+    auto map = AffineMap::getMinorIdentityMap(2, 1, b.getContext());
+    vector::TransferWriteOp::create(b, loc, x, m, ValueRange{row, idx(j0)},
+                                    AffineMapAttr::get(map), /*mask=*/Value(),
+                                    b.getBoolArrayAttr({inBounds}));
+  }
+  void loop(int64_t lb, Value ub, function_ref<void(Value)> body) {
+    loop(idx(lb), ub, idx(1), body);
+  }
+  void loop(Value lb, Value ub, Value step, function_ref<void(Value)> body) {
+    buildForLoop(b, loc, lb, ub, step, {}, [&](Value iv, ValueRange) {
+      body(iv);
+      return SmallVector<Value>{};
+    });
+  }
+  SmallVector<Value>
+  loop(Value lb, Value ub, ValueRange init,
+       function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    return SmallVector<Value>(
+        buildForLoop(b, loc, lb, ub, idx(1), init, body).getResults());
+  }
+
+  /// How a GEMM treats its destination.
+  enum class Acc { Set, Add, Sub };
+  /// C[M, N] (=, +=, −=) A·B over k < K. `aAt(i, k)` loads one element of
+  /// A; B is a row-major buffer [K, ≥ N]. M % R == 0 and N % W == 0.
+  void gemm(Value C, int64_t M, int64_t N, int64_t K,
+            function_ref<Value(Value, Value)> aAt, Value B, Acc mode) {
+    int64_t vecs = N / W;
+    for (int64_t v0 = 0; v0 < vecs; v0 += 4) {
+      int64_t nv = std::min<int64_t>(4, vecs - v0);
+      loop(idx(0), idx(M), idx(R), [&](Value i0) {
+        SmallVector<Value> rows;
+        for (int64_t r = 0; r < R; ++r)
+          rows.push_back(add(i0, idx(r)));
+        SmallVector<Value> init;
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t v = 0; v < nv; ++v)
+            init.push_back(mode == Acc::Set
+                               ? zeros()
+                               : vload(C, {rows[r], idx((v0 + v) * W)}));
+        SmallVector<Value> acc = loop(
+            idx(0), idx(K), init, [&](Value k, ValueRange a) {
+              SmallVector<Value> bv, next(a.begin(), a.end());
+              for (int64_t v = 0; v < nv; ++v)
+                bv.push_back(vload(B, {k, idx((v0 + v) * W)}));
+              for (int64_t r = 0; r < R; ++r) {
+                Value x = aAt(rows[r], k);
+                if (mode == Acc::Sub)
+                  x = arith::NegFOp::create(b, loc, x);
+                Value xb = splat(x);
+                for (int64_t v = 0; v < nv; ++v)
+                  next[r * nv + v] = fma(xb, bv[v], a[r * nv + v]);
+              }
+              return next;
+            });
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t v = 0; v < nv; ++v)
+            vstore(acc[r * nv + v], C, {rows[r], idx((v0 + v) * W)});
+      });
+    }
+  }
+  /// Row-major access to a scratch buffer as a GEMM's A operand.
+  std::function<Value(Value, Value)> rowsOf(Value m) {
+    return [this, m](Value i, Value k) { return load(m, {i, k}); };
+  }
+
+  /// Copies the state into Sp (padded) or back.
+  void copyState(bool in) {
+    Value st = op.getState(), sp = s[Sp];
+    loop(0, idx(dk), [&](Value i) {
+      for (int64_t j0 = 0; j0 < dvp; j0 += W) {
+        if (in)
+          vstore(readRow(st, i, j0, dv), sp, {i, idx(j0)});
+        else
+          writeRow(vload(sp, {i, idx(j0)}), st, i, j0, dv);
+      }
+    });
+  }
+
+  void emit() {
+    // Padded state rows (dk..dkp) and columns stay zero: Sp is zeroed
+    // first when d_k or d_v is not a multiple of W.
+    bool padded = dk % W != 0 || dv % W != 0;
+    if (padded) {
+      loop(0, idx(dkp), [&](Value i) {
+        for (int64_t j0 = 0; j0 < dvp; j0 += W)
+          vstore(zeros(), s[Sp], {i, idx(j0)});
+      });
+      copyState(/*in=*/true);
+      state = s[Sp];
+    } else {
+      state = op.getState();
+    }
+    Value n = memref::DimOp::create(b, loc, op.getQuery(), 0);
+    if (op.getRecurrent())
+      recurrent(n);
+    else
+      loop(idx(0), n, idx(kChunk), [&](Value t0) {
+        Value len = arith::MinSIOp::create(
+            b, loc, idx(kChunk), arith::SubIOp::create(b, loc, n, t0));
+        chunk(t0, len);
+      });
+    if (padded)
+      copyState(/*in=*/false);
+  }
+
+  /// Loads tokens [t0, t0 + len) into the scratch, zero past len.
+  void loadChunk(Value t0, Value len) {
+    Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+    Value scale = f32(op.getScale().convertToDouble());
+    // Prefix sum of the gate, kept as hi + lo (TwoSum): differences
+    // c_i − c_j of a long sum (a gate of −60 is a state reset) would lose
+    // their low bits in one f32; β (0 for padding tokens).
+    SmallVector<Value> c0 = {f32(0.0), f32(0.0)};
+    loop(idx(0), idx(kChunk), c0, [&](Value t, ValueRange c) {
+      Value in = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, t,
+                                       len);
+      auto ifOp = scf::IfOp::create(b, loc, TypeRange{b.getF32Type(),
+                                                      b.getF32Type()},
+                                    in, /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+        Value row = add(t0, t);
+        scf::YieldOp::create(b, loc,
+                             ValueRange{load(op.getGate(), {row}),
+                                        load(op.getBeta(), {row})});
+        b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+        scf::YieldOp::create(b, loc, ValueRange{f32(0.0), f32(0.0)});
+      }
+      Value g = ifOp.getResult(0);
+      Value hi = fadd(c[0], g);
+      Value bb = fsub(hi, c[0]);
+      Value err = fadd(fsub(c[0], fsub(hi, bb)), fsub(g, bb));
+      Value lo = fadd(c[1], err);
+      store(hi, s[Gc], {t});
+      store(lo, s[Gl], {t});
+      store(ifOp.getResult(1), s[Bt], {t});
+      return SmallVector<Value>{hi, lo};
+    });
+    loop(0, len, [&](Value t) {
+      Value row = add(t0, t);
+      Value beta = load(s[Bt], {t});
+      Value bv = splat(beta);
+      Value bk = splat(fmul(beta, expC(t)));
+      Value sc = splat(scale);
+      for (int64_t j0 = 0; j0 < dkp; j0 += W) {
+        Value kr = readRow(k, row, j0, dk);
+        vstore(fmul(readRow(q, row, j0, dk), sc), s[Qs], {t, idx(j0)});
+        vstore(kr, s[Ks], {t, idx(j0)});
+        Value kb = fmul(kr, bk);
+        vstore(kb, s[Kb], {t, idx(j0)});
+        vstore(kb, s[Wm], {t, idx(j0)});
+      }
+      for (int64_t j0 = 0; j0 < dvp; j0 += W) {
+        Value vb = fmul(readRow(v, row, j0, dv), bv);
+        vstore(vb, s[Vb], {t, idx(j0)});
+        vstore(vb, s[U], {t, idx(j0)});
+      }
+      loop(0, idx(dkp), [&](Value j) {
+        store(load(s[Ks], {t, j}), s[Kt], {j, t});
+      });
+    });
+    // Padding tokens: zero rows (and zero columns of Kt).
+    loop(len, idx(kChunk), idx(1), [&](Value t) {
+      for (int64_t j0 = 0; j0 < dkp; j0 += W)
+        for (Scratch x : {Qs, Ks, Kb, Wm})
+          vstore(zeros(), s[x], {t, idx(j0)});
+      for (int64_t j0 = 0; j0 < dvp; j0 += W)
+        for (Scratch x : {Vb, U})
+          vstore(zeros(), s[x], {t, idx(j0)});
+      loop(0, idx(dkp), [&](Value j) { store(f32(0.0), s[Kt], {j, t}); });
+    });
+  }
+
+  /// e^(c_t) of the prefix sum hi + lo: e^hi · e^lo.
+  Value expC(Value t) {
+    return fmul(exp(load(s[Gc], {t})), exp(load(s[Gl], {t})));
+  }
+
+  /// Γ folded into A (strictly lower, −β_i·A⊙Γ) and QK (lower, QK⊙Γ).
+  void applyDecay() {
+    SmallVector<int32_t> lanes;
+    for (int64_t l = 0; l < W; ++l)
+      lanes.push_back(int32_t(l));
+    auto vi = VectorType::get({W}, b.getI32Type());
+    Value iota = arith::ConstantOp::create(
+        b, loc, vi, DenseElementsAttr::get(vi, ArrayRef<int32_t>(lanes)));
+    loop(0, idx(kChunk), [&](Value i) {
+      Value ci = splat(load(s[Gc], {i})), li = splat(load(s[Gl], {i}));
+      Value nb = splat(arith::NegFOp::create(b, loc, load(s[Bt], {i})));
+      Value i32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), i);
+      Value iv = vector::BroadcastOp::create(b, loc, vi, i32);
+      for (int64_t j0 = 0; j0 < kChunk; j0 += W) {
+        Value j = arith::AddIOp::create(
+            b, loc, iota,
+            arith::ConstantOp::create(
+                b, loc, vi,
+                DenseElementsAttr::get(vi, b.getI32IntegerAttr(j0))));
+        Value lower = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                            j, iv);
+        Value strict = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::slt, j, iv);
+        Value diff = fadd(fsub(ci, vload(s[Gc], {idx(j0)})),
+                          fsub(li, vload(s[Gl], {idx(j0)})));
+        // exp only of visible differences (≤ 0 there): no overflow.
+        Value gamma = exp(arith::SelectOp::create(b, loc, lower, diff,
+                                                  zeros()));
+        Value a = fmul(fmul(vload(s[A], {i, idx(j0)}), gamma), nb);
+        vstore(arith::SelectOp::create(b, loc, strict, a, zeros()), s[A],
+               {i, idx(j0)});
+        Value qk = fmul(vload(s[QK], {i, idx(j0)}), gamma);
+        vstore(arith::SelectOp::create(b, loc, lower, qk, zeros()), s[QK],
+               {i, idx(j0)});
+      }
+    });
+  }
+
+  /// T[i,:] = A[i,:] + Σ_{m<i} A[i,m]·T[m,:], in place in A.
+  void solve() {
+    int64_t nv = kChunk / W;
+    loop(1, idx(kChunk), [&](Value i) {
+      SmallVector<Value> init;
+      for (int64_t v = 0; v < nv; ++v)
+        init.push_back(vload(s[A], {i, idx(v * W)}));
+      SmallVector<Value> row =
+          loop(idx(0), i, init, [&](Value m, ValueRange r) {
+            Value a = splat(load(s[A], {i, m}));
+            SmallVector<Value> next;
+            for (int64_t v = 0; v < nv; ++v)
+              next.push_back(fma(a, vload(s[A], {m, idx(v * W)}), r[v]));
+            return next;
+          });
+      for (int64_t v = 0; v < nv; ++v)
+        vstore(row[v], s[A], {i, idx(v * W)});
+    });
+  }
+
+  void chunk(Value t0, Value len) {
+    loadChunk(t0, len);
+    gemm(s[A], kChunk, kChunk, dkp, rowsOf(s[Ks]), s[Kt], Acc::Set);
+    gemm(s[QK], kChunk, kChunk, dkp, rowsOf(s[Qs]), s[Kt], Acc::Set);
+    applyDecay();
+    solve();
+    gemm(s[U], kChunk, dvp, kChunk, rowsOf(s[A]), s[Vb], Acc::Add);
+    gemm(s[Wm], kChunk, dkp, kChunk, rowsOf(s[A]), s[Kb], Acc::Add);
+    gemm(s[U], kChunk, dvp, dkp, rowsOf(s[Wm]), state, Acc::Sub);
+    // Qs ← e^c·Qs; Ks ← e^(c_last − c)·Ks.
+    Value last = idx(kChunk - 1);
+    Value cLast = load(s[Gc], {last}), lLast = load(s[Gl], {last});
+    loop(0, idx(kChunk), [&](Value t) {
+      Value eq = splat(expC(t));
+      Value ek = splat(exp(fadd(fsub(cLast, load(s[Gc], {t})),
+                                fsub(lLast, load(s[Gl], {t})))));
+      for (int64_t j0 = 0; j0 < dkp; j0 += W) {
+        vstore(fmul(vload(s[Qs], {t, idx(j0)}), eq), s[Qs], {t, idx(j0)});
+        vstore(fmul(vload(s[Ks], {t, idx(j0)}), ek), s[Ks], {t, idx(j0)});
+      }
+    });
+    gemm(s[O], kChunk, dvp, dkp, rowsOf(s[Qs]), state, Acc::Set);
+    gemm(s[O], kChunk, dvp, kChunk, rowsOf(s[QK]), s[U], Acc::Add);
+    // S ← e^(c_last)·S + Ksᵀ·U.
+    Value decay = splat(expC(last));
+    loop(0, idx(dkp), [&](Value i) {
+      for (int64_t j0 = 0; j0 < dvp; j0 += W)
+        vstore(fmul(vload(state, {i, idx(j0)}), decay), state, {i, idx(j0)});
+    });
+    Value ks = s[Ks];
+    gemm(state, dkp, dvp, kChunk,
+         [&](Value i, Value k) { return load(ks, {k, i}); }, s[U], Acc::Add);
+    // The chunk's outputs.
+    loop(0, len, [&](Value t) {
+      Value row = add(t0, t);
+      for (int64_t j0 = 0; j0 < dvp; j0 += W)
+        writeRow(vload(s[O], {t, idx(j0)}), op.getOut(), row, j0, dv);
+    });
+  }
+
+  /// Token by token, in blocks of up to 8 vectors of state columns.
+  void recurrent(Value n) {
+    Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+    Value scale = f32(op.getScale().convertToDouble());
+    int64_t vecs = dvp / W;
+    loop(0, n, [&](Value t) {
+      Value e = exp(load(op.getGate(), {t}));
+      Value ev = splat(e), beta = splat(load(op.getBeta(), {t}));
+      for (int64_t v0 = 0; v0 < vecs; v0 += 8) {
+        int64_t nv = std::min<int64_t>(8, vecs - v0);
+        SmallVector<Value> init(nv, zeros());
+        SmallVector<Value> kv =
+            loop(idx(0), idx(dk), init, [&](Value i, ValueRange a) {
+              Value ki = splat(load(k, {t, i}));
+              SmallVector<Value> next;
+              for (int64_t x = 0; x < nv; ++x)
+                next.push_back(
+                    fma(ki, vload(state, {i, idx((v0 + x) * W)}), a[x]));
+              return next;
+            });
+        SmallVector<Value> delta;
+        for (int64_t x = 0; x < nv; ++x) {
+          Value vt_ = readRow(v, t, (v0 + x) * W, dv);
+          delta.push_back(fmul(fsub(vt_, fmul(ev, kv[x])), beta));
+        }
+        SmallVector<Value> o =
+            loop(idx(0), idx(dk), init, [&](Value i, ValueRange a) {
+              Value ki = splat(load(k, {t, i}));
+              Value qi = splat(fmul(load(q, {t, i}), scale));
+              SmallVector<Value> next;
+              for (int64_t x = 0; x < nv; ++x) {
+                Value at[] = {i, idx((v0 + x) * W)};
+                Value sNew = fma(ki, delta[x], fmul(ev, vload(state, at)));
+                vstore(sNew, state, at);
+                next.push_back(fma(qi, sNew, a[x]));
+              }
+              return next;
+            });
+        for (int64_t x = 0; x < nv; ++x)
+          writeRow(o[x], op.getOut(), t, (v0 + x) * W, dv);
+      }
+    });
+  }
+};
+
+} // namespace
+
+SmallVector<Value> mlir::attn::allocateGatedDeltaScratch(OpBuilder &b,
+                                                         Location loc,
+                                                         int64_t dk,
+                                                         int64_t dv,
+                                                         int64_t lanes) {
+  IntegerAttr align = b.getI64IntegerAttr(64);
+  Type f32 = b.getF32Type();
+  int64_t dkp = roundUp(dk, lanes), dvp = roundUp(dv, lanes), C = kChunk;
+  SmallVector<SmallVector<int64_t, 2>> shapes(NumScratch);
+  shapes[Qs] = shapes[Ks] = shapes[Kb] = shapes[Wm] = {C, dkp};
+  shapes[Kt] = {dkp, C};
+  shapes[Vb] = shapes[U] = shapes[O] = {C, dvp};
+  shapes[A] = shapes[QK] = {C, C};
+  shapes[Sp] = {dkp, dvp};
+  shapes[Gc] = shapes[Gl] = shapes[Bt] = {C};
+  SmallVector<Value> out;
+  for (ArrayRef<int64_t> shape : shapes)
+    out.push_back(memref::AllocOp::create(
+        b, loc, MemRefType::get(shape, f32), align));
+  return out;
+}
+
+void mlir::attn::emitGatedDeltaKernel(OpBuilder &b, GatedDeltaChunkOp tile,
+                                      ValueRange scratch, int64_t lanes) {
+  auto q = cast<ShapedType>(tile.getQuery().getType());
+  auto v = cast<ShapedType>(tile.getValue().getType());
+  GDEmitter e{b, tile.getLoc(), tile, lanes, microKernelRows(lanes),
+              q.getDimSize(1), v.getDimSize(1), 0, 0};
+  e.dkp = roundUp(e.dk, lanes);
+  e.dvp = roundUp(e.dv, lanes);
+  e.s.assign(scratch.begin(), scratch.end());
+  e.vt = VectorType::get({lanes}, b.getF32Type());
+  e.emit();
+}
+
+bool mlir::attn::gatedDeltaKernelHandles(Operation *op) {
+  auto chunk = dyn_cast<GatedDeltaChunkOp>(op);
+  if (!chunk)
+    return false;
+  for (Value x : chunk->getOperands())
+    if (!cast<ShapedType>(x.getType()).getElementType().isF32())
+      return false;
+  return true;
+}

@@ -1,0 +1,197 @@
+//===- TileGatedDelta.cpp - attn.gated_delta_rule -> chunk loops ----------===//
+//
+// This file implements attn-tile-gated-delta. Each attn.gated_delta_rule
+// becomes an scf.forall over (batch, value head): value head h reads
+// query/key head h / (Hv / Hk) (sliced, never copied per value head). Its
+// body carries the head's state [d_k, d_v], held in the final-state
+// destination, through the sequence:
+//
+//   - seq > recurrent-max: an scf.for over chunks of `chunk` tokens (the last
+//     one shorter), each an attn.gated_delta_chunk in the chunkwise-parallel
+//     (WY/UT) form, the state passed from chunk to chunk;
+//   - seq <= recurrent-max (decode, a few tokens): one
+//     attn.gated_delta_chunk {recurrent} over the whole sequence, token by
+//     token.
+//
+// The state starts as the op's initial state (copied into the destination)
+// or zeros. Outputs are written into the output destination in place.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Attn/Transforms/Passes.h"
+
+namespace mlir {
+namespace attn {
+#define GEN_PASS_DEF_TILEGATEDDELTAPASS
+#include "dialects/Attn/Transforms/Passes.h.inc"
+} // namespace attn
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+constexpr int64_t kDyn = ShapedType::kDynamic;
+
+class GatedDeltaTiler {
+public:
+  GatedDeltaTiler(GatedDeltaRuleOp op, int64_t chunk, int64_t recurrentMax)
+      : op(op), b(op), loc(op.getLoc()), chunk(chunk),
+        recurrentMax(recurrentMax) {}
+
+  void run();
+
+private:
+  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  OpFoldResult attr(int64_t v) { return b.getIndexAttr(v); }
+  /// `x[bIdx, head, s0 : s0+n, :]` as [n, d] (rank-reduced), or
+  /// `x[bIdx, head, s0 : s0+n]` as [n] for the rank-3 gate and beta.
+  Value tokens(Value x, Value bIdx, Value head, Value s0, Value n) {
+    auto t = cast<RankedTensorType>(x.getType());
+    SmallVector<OpFoldResult> offs = {bIdx, head, s0}, sizes = {attr(1),
+                                                                attr(1), n};
+    SmallVector<int64_t> shape = {kDyn};
+    if (t.getRank() == 4) {
+      offs.push_back(attr(0));
+      sizes.push_back(attr(t.getDimSize(3)));
+      shape.push_back(t.getDimSize(3));
+    }
+    SmallVector<OpFoldResult> strides(t.getRank(), attr(1));
+    auto type = RankedTensorType::get(shape, t.getElementType());
+    return tensor::ExtractSliceOp::create(b, loc, type, x, offs, sizes,
+                                          strides);
+  }
+  /// `x[bIdx, head, :, :]` of a state [B, Hv, d_k, d_v] as [d_k, d_v].
+  Value stateOf(Value x, Value bIdx, Value head) {
+    auto t = cast<RankedTensorType>(x.getType());
+    SmallVector<OpFoldResult> offs = {bIdx, head, attr(0), attr(0)};
+    SmallVector<OpFoldResult> sizes = {attr(1), attr(1), attr(dk), attr(dv)};
+    SmallVector<OpFoldResult> strides(4, attr(1));
+    auto type = RankedTensorType::get({dk, dv}, t.getElementType());
+    return tensor::ExtractSliceOp::create(b, loc, type, x, offs, sizes,
+                                          strides);
+  }
+  /// One gated_delta_chunk over tokens [s0, s0 + n) of head (bIdx, h).
+  std::pair<Value, Value> chunkOp(Value bIdx, Value h, Value hk, Value s0,
+                                  Value n, Value outChunk, Value state,
+                                  bool recurrent) {
+    auto chunkOp = GatedDeltaChunkOp::create(
+        b, loc, TypeRange{outChunk.getType(), state.getType()},
+        tokens(op.getQuery(), bIdx, hk, s0, n),
+        tokens(op.getKey(), bIdx, hk, s0, n),
+        tokens(op.getValue(), bIdx, h, s0, n),
+        tokens(op.getGate(), bIdx, h, s0, n),
+        tokens(op.getBeta(), bIdx, h, s0, n), outChunk, state,
+        op.getScaleAttr(), recurrent ? b.getUnitAttr() : UnitAttr());
+    return {chunkOp.getResult(0), chunkOp.getResult(1)};
+  }
+
+  GatedDeltaRuleOp op;
+  OpBuilder b;
+  Location loc;
+  int64_t chunk, recurrentMax;
+  int64_t dk = 0, dv = 0;
+};
+
+void GatedDeltaTiler::run() {
+  RankedTensorType kTy = op.getKey().getType(), vTy = op.getValue().getType();
+  int64_t hk = kTy.getDimSize(1), hv = vTy.getDimSize(1), ratio = hv / hk;
+  dk = kTy.getDimSize(3);
+  dv = vTy.getDimSize(3);
+  Type elt = vTy.getElementType();
+  Value batch = tensor::DimOp::create(b, loc, op.getValue(), 0);
+  Value seq = tensor::DimOp::create(b, loc, op.getValue(), 2);
+  SmallVector<OpFoldResult> lbs = {attr(0), attr(0)},
+                            ubs = {batch, attr(hv)}, steps = {attr(1),
+                                                              attr(1)};
+  auto forall = scf::ForallOp::create(
+      b, loc, lbs, ubs, steps, ValueRange{op.getOutInit(), op.getStateInit()},
+      std::nullopt);
+  Block *body = forall.getBody();
+  b.setInsertionPointToStart(body);
+  Value bIdx = body->getArgument(0), h = body->getArgument(1);
+  Value outAll = body->getArgument(2), stateAll = body->getArgument(3);
+  Value hkIdx = arith::DivUIOp::create(b, loc, h, c(ratio));
+  // The head's state, in its destination: the initial state or zeros.
+  Value state = stateOf(stateAll, bIdx, h);
+  if (Value init = op.getInitialState())
+    state = linalg::CopyOp::create(b, loc, stateOf(init, bIdx, h), state)
+                .getResult(0);
+  else
+    state = linalg::FillOp::create(
+                b, loc,
+                ValueRange{arith::ConstantOp::create(
+                    b, loc, elt, b.getFloatAttr(elt, 0.0))},
+                ValueRange{state})
+                .getResult(0);
+  // The head's outputs [seq, d_v].
+  Value zero = c(0);
+  Value out = tokens(outAll, bIdx, h, zero, seq);
+  Value isShort = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, seq,
+                                        c(recurrentMax));
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{out.getType(),
+                                                  state.getType()},
+                                isShort, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    auto [o, s] = chunkOp(bIdx, h, hkIdx, zero, seq, out, state,
+                          /*recurrent=*/true);
+    scf::YieldOp::create(b, loc, ValueRange{o, s});
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    auto loop = scf::ForOp::create(b, loc, zero, seq, c(chunk),
+                                   ValueRange{out, state});
+    b.setInsertionPointToStart(loop.getBody());
+    Value s0 = loop.getInductionVar();
+    Value n = arith::MinSIOp::create(
+        b, loc, c(chunk), arith::SubIOp::create(b, loc, seq, s0));
+    Value outIter = loop.getRegionIterArg(0);
+    SmallVector<OpFoldResult> offs = {s0, attr(0)}, sizes = {n, attr(dv)},
+                              strides = {attr(1), attr(1)};
+    Value outChunk =
+        tensor::ExtractSliceOp::create(b, loc, outIter, offs, sizes, strides);
+    auto [oc, sc] = chunkOp(bIdx, h, hkIdx, s0, n, outChunk,
+                            loop.getRegionIterArg(1), /*recurrent=*/false);
+    Value outNext = tensor::InsertSliceOp::create(b, loc, oc, outIter, offs,
+                                                  sizes, strides);
+    scf::YieldOp::create(b, loc, ValueRange{outNext, sc});
+    b.setInsertionPointAfter(loop);
+    scf::YieldOp::create(b, loc, loop.getResults());
+  }
+  b.setInsertionPointToStart(forall.getTerminator().getBody());
+  SmallVector<OpFoldResult> ones(4, attr(1));
+  tensor::ParallelInsertSliceOp::create(
+      b, loc, ifOp.getResult(0), outAll,
+      ArrayRef<OpFoldResult>{bIdx, h, attr(0), attr(0)},
+      ArrayRef<OpFoldResult>{attr(1), attr(1), seq, attr(dv)}, ones);
+  tensor::ParallelInsertSliceOp::create(
+      b, loc, ifOp.getResult(1), stateAll,
+      ArrayRef<OpFoldResult>{bIdx, h, attr(0), attr(0)},
+      ArrayRef<OpFoldResult>{attr(1), attr(1), attr(dk), attr(dv)}, ones);
+  op.replaceAllUsesWith(forall.getResults());
+  op.erase();
+}
+
+struct TileGatedDeltaPass
+    : attn::impl::TileGatedDeltaPassBase<TileGatedDeltaPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    func::FuncOp fn = getOperation();
+    if (fn->hasAttr("attn.reference"))
+      return;
+    if (chunk <= 0 || recurrentMax < 0) {
+      fn.emitError() << "attn-tile-gated-delta: chunk must be positive and "
+                        "recurrent-max 0 or more, got chunk="
+                     << chunk.getValue()
+                     << " recurrent-max=" << recurrentMax.getValue();
+      return signalPassFailure();
+    }
+    SmallVector<GatedDeltaRuleOp> ops;
+    fn.walk([&](GatedDeltaRuleOp op) { ops.push_back(op); });
+    for (GatedDeltaRuleOp op : ops)
+      GatedDeltaTiler(op, chunk, recurrentMax).run();
+  }
+};
+
+} // namespace

@@ -1,0 +1,395 @@
+//===- linear.cpp - Gated DeltaNet commands: gdn, check, bench ------------===//
+//
+// This file implements what the executables do with linear-attention
+// (Gated DeltaNet) kinds: the `gdn` command (one kernel call on .npy
+// tensors, state in and out), their part of `check` (the fused chunked
+// kernel against a float64 recurrence written here from the definition,
+// against the compiled eager recurrence, and against itself with the
+// prefill split in two or run token by token, the state passed along) and
+// of `bench` (fused against the compiled eager recurrence).
+//
+//===----------------------------------------------------------------------===//
+
+#include "cli.h"
+#include "flops.h"
+#include "npy.h"
+#include "resources.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+namespace attn_rt {
+namespace cli {
+
+namespace {
+
+attn_rt_memref_f32_3 view3(float *data, const std::vector<int64_t> &s) {
+  attn_rt_memref_f32_3 d;
+  d.allocated = d.aligned = data;
+  d.offset = 0;
+  int64_t stride = 1;
+  for (int i = 2; i >= 0; --i) {
+    d.sizes[i] = s[i];
+    d.strides[i] = stride;
+    stride *= s[i];
+  }
+  return d;
+}
+
+std::string shapeStr(const std::vector<int64_t> &s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    r += std::to_string(s[i]) + (i + 1 < s.size() ? ", " : "]");
+  return r;
+}
+
+} // namespace
+
+GdnShapes::GdnShapes(const attn_rt_kind &kind, int64_t b, int64_t s)
+    : b(b), s(s), q{b, kind.num_kv_heads, s, kind.head_dim},
+      v{b, kind.num_heads, s, kind.head_dim_v}, g{b, kind.num_heads, s},
+      state{b, kind.num_heads, kind.head_dim, kind.head_dim_v} {}
+
+void runGdn(void (*fn)(void), const GdnShapes &sh, GdnData &in,
+            std::vector<float> &out, std::vector<float> &stateOut) {
+  out.resize(NpyArray::numelOf(sh.v));
+  stateOut.resize(NpyArray::numelOf(sh.state));
+  attn_rt_memref_f32_4 dOut = view4(out.data(), sh.v),
+                       dState = view4(stateOut.data(), sh.state),
+                       dq = view4(in.q.data(), sh.q),
+                       dk = view4(in.k.data(), sh.q),
+                       dv = view4(in.v.data(), sh.v),
+                       dS0 = view4(in.state.data(), sh.state);
+  attn_rt_memref_f32_3 dg = view3(in.g.data(), sh.g),
+                       db = view3(in.beta.data(), sh.g);
+  reinterpret_cast<attn_rt_gdn_fn>(fn)(&dOut, &dState, &dq, &dk, &dv, &dg,
+                                       &db, &dS0);
+}
+
+void gdnReferenceF64(const attn_rt_kind &kind, const GdnShapes &sh,
+                     const GdnData &in, std::vector<float> &out,
+                     std::vector<float> &stateOut) {
+  int64_t hv = kind.num_heads, hk = kind.num_kv_heads, dk = kind.head_dim,
+          dv = kind.head_dim_v, r = hv / hk, S = sh.s;
+  out.assign(NpyArray::numelOf(sh.v), 0.0f);
+  stateOut.assign(NpyArray::numelOf(sh.state), 0.0f);
+  std::vector<double> st(dk * dv), kv(dv);
+  for (int64_t b = 0; b < sh.b; ++b)
+    for (int64_t h = 0; h < hv; ++h) {
+      const float *s0 = &in.state[((b * hv + h) * dk) * dv];
+      for (int64_t i = 0; i < dk * dv; ++i)
+        st[i] = s0[i];
+      int64_t hq = h / r;
+      for (int64_t t = 0; t < S; ++t) {
+        const float *q = &in.q[((b * hk + hq) * S + t) * dk];
+        const float *k = &in.k[((b * hk + hq) * S + t) * dk];
+        const float *v = &in.v[((b * hv + h) * S + t) * dv];
+        double decay = std::exp(double(in.g[(b * hv + h) * S + t]));
+        double beta = in.beta[(b * hv + h) * S + t];
+        // S ← S·e^g; kv = Sᵀk; S ← S + k ⊗ β(v − kv); o = Sᵀ(scale·q).
+        for (double &x : st)
+          x *= decay;
+        std::fill(kv.begin(), kv.end(), 0.0);
+        for (int64_t i = 0; i < dk; ++i)
+          for (int64_t j = 0; j < dv; ++j)
+            kv[j] += st[i * dv + j] * k[i];
+        for (int64_t i = 0; i < dk; ++i)
+          for (int64_t j = 0; j < dv; ++j)
+            st[i * dv + j] += k[i] * beta * (v[j] - kv[j]);
+        float *o = &out[((b * hv + h) * S + t) * dv];
+        for (int64_t j = 0; j < dv; ++j) {
+          double acc = 0;
+          for (int64_t i = 0; i < dk; ++i)
+            acc += st[i * dv + j] * kind.scale * q[i];
+          o[j] = float(acc);
+        }
+      }
+      float *sOut = &stateOut[((b * hv + h) * dk) * dv];
+      for (int64_t i = 0; i < dk * dv; ++i)
+        sOut[i] = float(st[i]);
+    }
+}
+
+GdnData randomGdn(std::mt19937 &rng, const GdnShapes &sh, bool extreme,
+                  bool withState) {
+  GdnData d;
+  int64_t dk = sh.q[3];
+  d.q = randomVec(rng, NpyArray::numelOf(sh.q), 1);
+  d.k = randomVec(rng, NpyArray::numelOf(sh.q), 1);
+  // The model L2-normalizes q and k (eps 1e-6) before the rule.
+  for (std::vector<float> *x : {&d.q, &d.k})
+    for (size_t row = 0; row < x->size(); row += dk) {
+      double n = 0;
+      for (int64_t i = 0; i < dk; ++i)
+        n += double((*x)[row + i]) * (*x)[row + i];
+      float inv = float(1.0 / std::sqrt(n + 1e-6));
+      for (int64_t i = 0; i < dk; ++i)
+        (*x)[row + i] *= inv;
+    }
+  d.v = randomVec(rng, NpyArray::numelOf(sh.v), 1);
+  int64_t n = NpyArray::numelOf(sh.g);
+  std::vector<float> a = randomVec(rng, n, 1), c = randomVec(rng, n, 1);
+  d.g.resize(n);
+  d.beta.resize(n);
+  std::uniform_int_distribution<int> pick(0, 9);
+  for (int64_t i = 0; i < n; ++i) {
+    // g = −exp(A_log)·softplus(a + dt_bias), β = sigmoid(b), as the model
+    // computes them; with `extreme`, some gates reset the state (g = −60,
+    // e^g ≈ 1e-26), some keep it (g = 0), and β is sometimes 0 or 1.
+    d.g[i] = -std::exp(-1.0f + 0.5f * c[i]) * std::log1p(std::exp(a[i]));
+    d.beta[i] = 1.0f / (1.0f + std::exp(-c[i]));
+    if (extreme) {
+      int p = pick(rng);
+      if (p == 0)
+        d.g[i] = -60.0f;
+      else if (p == 1)
+        d.g[i] = 0.0f;
+      else if (p == 2)
+        d.beta[i] = 0.0f;
+      else if (p == 3)
+        d.beta[i] = 1.0f;
+    }
+  }
+  d.state = withState ? randomVec(rng, NpyArray::numelOf(sh.state), 0.5)
+                      : std::vector<float>(NpyArray::numelOf(sh.state), 0.f);
+  return d;
+}
+
+namespace {
+
+/// Tokens [t0, t0 + n) of every head of `x` ([B, H, S, d] or [B, H, S]).
+std::vector<float> tokens(const std::vector<float> &x, int64_t bh, int64_t s,
+                          int64_t d, int64_t t0, int64_t n) {
+  std::vector<float> r(bh * n * d);
+  for (int64_t i = 0; i < bh; ++i)
+    std::copy_n(&x[(i * s + t0) * d], n * d, &r[i * n * d]);
+  return r;
+}
+
+/// Writes tokens [t0, t0 + n) of every head back into `x`.
+void putTokens(std::vector<float> &x, const std::vector<float> &part,
+               int64_t bh, int64_t s, int64_t d, int64_t t0, int64_t n) {
+  for (int64_t i = 0; i < bh; ++i)
+    std::copy_n(&part[i * n * d], n * d, &x[(i * s + t0) * d]);
+}
+
+/// The fused kernel over the sequence in consecutive calls of `lens`
+/// tokens, the state passed from one call to the next.
+void runInParts(const attn_rt_kind &kind, const GdnShapes &sh, GdnData &in,
+                const std::vector<int64_t> &lens, std::vector<float> &out,
+                std::vector<float> &state) {
+  out.assign(NpyArray::numelOf(sh.v), 0.0f);
+  state = in.state;
+  int64_t t0 = 0, bk = sh.b * kind.num_kv_heads, bv = sh.b * kind.num_heads;
+  for (int64_t n : lens) {
+    GdnShapes part(kind, sh.b, n);
+    GdnData p;
+    p.q = tokens(in.q, bk, sh.s, kind.head_dim, t0, n);
+    p.k = tokens(in.k, bk, sh.s, kind.head_dim, t0, n);
+    p.v = tokens(in.v, bv, sh.s, kind.head_dim_v, t0, n);
+    p.g = tokens(in.g, bv, sh.s, 1, t0, n);
+    p.beta = tokens(in.beta, bv, sh.s, 1, t0, n);
+    p.state = state;
+    std::vector<float> o;
+    runGdn(kind.fused, part, p, o, state);
+    putTokens(out, o, bv, sh.s, kind.head_dim_v, t0, n);
+    t0 += n;
+  }
+}
+
+struct Err {
+  double maxAbs = 0, maxRef = 0;
+  bool finite = true;
+  void add(const std::vector<float> &x, const std::vector<float> &ref) {
+    for (size_t j = 0; j < ref.size(); ++j) {
+      finite = finite && std::isfinite(x[j]);
+      maxAbs = std::max(maxAbs, double(std::fabs(x[j] - ref[j])));
+      maxRef = std::max(maxRef, double(std::fabs(ref[j])));
+    }
+  }
+  bool ok(double tol) const { return finite && maxAbs <= tol * (1 + maxRef); }
+  double rel() const { return maxAbs / std::max(maxRef, 1e-30); }
+};
+
+} // namespace
+
+bool checkLinearKind(const attn_rt_kind &kind, std::mt19937 &rng) {
+  struct Case {
+    int64_t b, s;
+    bool extreme, state;
+  };
+  // Decode (1 token), the recurrent form's limit (16) and past it, one
+  // chunk (64) and around it, several chunks, a long prefill.
+  const Case cases[] = {{1, 1, false, true},    {2, 3, false, false},
+                        {1, 16, true, true},    {1, 17, false, true},
+                        {2, 63, true, false},   {1, 64, false, true},
+                        {2, 65, true, true},    {1, 200, false, false},
+                        {1, 1000, true, true}};
+  bool allOk = true;
+  for (const Case &c : cases) {
+    GdnShapes sh(kind, c.b, c.s);
+    GdnData in = randomGdn(rng, sh, c.extreme, c.state);
+    std::vector<float> out, st, rOut, rSt, eOut, eSt;
+    runGdn(kind.fused, sh, in, out, st);
+    gdnReferenceF64(kind, sh, in, rOut, rSt);
+    Err e;
+    e.add(out, rOut);
+    e.add(st, rSt);
+    // The compiled eager recurrence (the reference path of bench).
+    runGdn(kind.reference, sh, in, eOut, eSt);
+    Err eager;
+    eager.add(eOut, rOut);
+    eager.add(eSt, rSt);
+    bool ok = e.ok(kind.tolerance) && eager.ok(kind.tolerance);
+    allOk = allOk && ok;
+    std::printf("%-4s %-32s B=%lld S=%-5lld%s%s max_abs_err=%.3e "
+                "max_rel_err=%.3e (eager recurrence %.3e)\n",
+                ok ? "ok" : "FAIL", kind.name, (long long)c.b,
+                (long long)c.s, c.state ? " state-in" : "",
+                c.extreme ? " extreme-gates" : "", e.maxAbs, e.rel(),
+                eager.maxAbs);
+  }
+  // The same prefill in one call, split in two calls, and as a prefill
+  // followed by token-by-token decode, the state passed along.
+  {
+    GdnShapes sh(kind, 2, 150);
+    GdnData in = randomGdn(rng, sh, false, true);
+    std::vector<float> whole, wholeSt;
+    runGdn(kind.fused, sh, in, whole, wholeSt);
+    std::vector<int64_t> split = {77, 73}, decode = {100};
+    decode.insert(decode.end(), 50, 1);
+    for (auto [name, lens] :
+         {std::pair<const char *, std::vector<int64_t> &>{"split 77+73",
+                                                          split},
+          {"prefill 100 + 50 decode steps", decode}}) {
+      std::vector<float> out, st;
+      runInParts(kind, sh, in, lens, out, st);
+      Err e;
+      e.add(out, whole);
+      e.add(st, wholeSt);
+      bool ok = e.ok(kind.tolerance);
+      allOk = allOk && ok;
+      std::printf("%-4s %-32s B=2 S=150 %s = one call: max_abs_err=%.3e\n",
+                  ok ? "ok" : "FAIL", kind.name, name, e.maxAbs);
+    }
+  }
+  return allOk;
+}
+
+int cmdGdn(const attn_rt_model *m, int argc, char **argv) {
+  auto args = parseArgs(argc, argv, 2,
+                        {"layer", "q", "k", "v", "g", "beta", "state-in",
+                         "out", "state-out"});
+  for (const char *req : {"layer", "q", "k", "v", "g", "beta", "out"})
+    if (!args.count(req))
+      fail(std::string("gdn needs --") + req);
+  int64_t layer = intArg(args, "layer", 0, 0, 1 << 30);
+  const attn_rt_kind &kind = kindOfLayer(m, layer);
+  if (kind.op != ATTN_RT_OP_GATED_DELTA)
+    fail("layer " + std::to_string(layer) + " (kind '" + kind.name +
+         "') is softmax attention: use `sdpa`");
+  std::string err;
+  auto read = [&](const char *name, size_t rank) {
+    NpyArray a;
+    if (!readNpy(args[name], a, err))
+      fail(err);
+    if (a.dtype != "f4")
+      fail(args[name] + ": dtype int64; --" + name + " must be float32");
+    if (a.shape.size() != rank)
+      fail(args[name] + ": rank " + std::to_string(a.shape.size()) +
+           "; --" + name + " must have rank " + std::to_string(rank));
+    return a;
+  };
+  NpyArray q = read("q", 4), k = read("k", 4), v = read("v", 4),
+           g = read("g", 3), beta = read("beta", 3);
+  GdnShapes sh(kind, q.shape[0], q.shape[2]);
+  std::string kindDesc = " for layer kind '" + std::string(kind.name) +
+                         "' (Gated DeltaNet, Hv=" +
+                         std::to_string(kind.num_heads) +
+                         ", Hk=" + std::to_string(kind.num_kv_heads) +
+                         ", dk=" + std::to_string(kind.head_dim) +
+                         ", dv=" + std::to_string(kind.head_dim_v) + ")";
+  auto expect = [&](const NpyArray &a, const char *name,
+                    const std::vector<int64_t> &want, const char *what) {
+    if (a.shape != want)
+      fail(args[name] + ": shape " + shapeStr(a.shape) + " must be " + what +
+           " = " + shapeStr(want) + kindDesc);
+  };
+  expect(q, "q", sh.q, "[B, Hk, S, dk]");
+  expect(k, "k", sh.q, "[B, Hk, S, dk]");
+  expect(v, "v", sh.v, "[B, Hv, S, dv]");
+  expect(g, "g", sh.g, "[B, Hv, S]");
+  expect(beta, "beta", sh.g, "[B, Hv, S]");
+  if (sh.b > kMaxBatch)
+    fail(args["q"] + ": batch " + std::to_string(sh.b) + " exceeds " +
+         std::to_string(kMaxBatch));
+  unsigned __int128 bytes =
+      (unsigned __int128)4 *
+      (NpyArray::numelOf(sh.v) + 2 * NpyArray::numelOf(sh.state));
+  if (!fitsInMemory(bytes, "gdn's output and states", err))
+    fail(err);
+  GdnData in{q.f32, k.f32, v.f32, g.f32, beta.f32, {}};
+  if (args.count("state-in")) {
+    NpyArray s0 = read("state-in", 4);
+    expect(s0, "state-in", sh.state, "[B, Hv, dk, dv]");
+    in.state = s0.f32;
+  } else {
+    in.state.assign(NpyArray::numelOf(sh.state), 0.0f);
+  }
+  std::vector<float> out, state;
+  runGdn(kind.fused, sh, in, out, state);
+  if (!writeNpyF32(args["out"], sh.v, out.data(), err))
+    fail(err);
+  if (args.count("state-out") &&
+      !writeNpyF32(args["state-out"], sh.state, state.data(), err))
+    fail(err);
+  return 0;
+}
+
+void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,
+                     int64_t repeats, bool json, bool first) {
+  GdnShapes sh(kind, b, s);
+  std::mt19937 rng(7);
+  GdnData in = randomGdn(rng, sh, false, false);
+  std::vector<float> out, state;
+  auto median = [&](void (*fn)(void)) {
+    runGdn(fn, sh, in, out, state);
+    std::vector<double> ms;
+    for (int64_t r = 0; r < repeats; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      runGdn(fn, sh, in, out, state);
+      auto t1 = std::chrono::steady_clock::now();
+      ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+  };
+  double fusedMs = median(kind.fused), refMs = median(kind.reference);
+  double f = attn_rt_gated_delta_flops(b, kind.num_heads, s, kind.head_dim,
+                                       kind.head_dim_v, 64);
+  double fr = attn_rt_gated_delta_recurrent_flops(
+      b, kind.num_heads, s, kind.head_dim, kind.head_dim_v);
+  double usPerToken = 1e3 * fusedMs / double(b * s);
+  if (json)
+    std::printf("%s\n  {\"kind\": \"%s\", \"op\": \"gated_delta\", "
+                "\"batch\": %lld, \"seq\": %lld, \"threads\": %d, "
+                "\"chunked_flops\": %.0f, \"recurrent_flops\": %.0f, "
+                "\"fused_ms\": %.4f, \"fused_gflops\": %.4f, "
+                "\"unfused_ms\": %.4f, \"unfused_gflops\": %.4f, "
+                "\"us_per_token\": %.4f}",
+                first ? "" : ",", kind.name, (long long)b, (long long)s,
+                ompThreads(), f, fr, fusedMs, f / fusedMs / 1e6, refMs,
+                fr / refMs / 1e6, usPerToken);
+  else
+    std::printf("%-30s B=%lld S=%lld threads=%d: fused %9.3f ms %8.2f "
+                "GFLOP/s (chunked count) %.3f us/token | eager recurrence "
+                "%9.3f ms %8.2f GFLOP/s (recurrent count) | x%.2f\n",
+                kind.name, (long long)b, (long long)s, ompThreads(), fusedMs,
+                f / fusedMs / 1e6, usPerToken, refMs, fr / refMs / 1e6,
+                refMs / fusedMs);
+}
+
+} // namespace cli
+} // namespace attn_rt
