@@ -97,6 +97,33 @@ uint64_t flopsPerPair(const LayerSpec &l) {
   return 2 * uint64_t(l.numHeads) * uint64_t(l.headDimQK + l.headDimV);
 }
 
+/// Gated DeltaNet's state per sequence and layer, constant in the context:
+/// the recurrent state H_v·d_k·d_v plus the causal conv's last K−1 inputs
+/// over the q, k, v channels (2·H_k·d_k + H_v·d_v).
+uint64_t linearStateBytes(const LayerSpec &l, uint64_t elemBytes) {
+  uint64_t recurrent =
+      uint64_t(l.numHeads) * uint64_t(l.headDimQK) * uint64_t(l.headDimV);
+  uint64_t channels = 2 * uint64_t(l.numKVHeads) * uint64_t(l.headDimQK) +
+                      uint64_t(l.numHeads) * uint64_t(l.headDimV);
+  uint64_t conv = channels * uint64_t(std::max<int64_t>(l.convKernel - 1, 0));
+  return (recurrent + conv) * elemBytes;
+}
+
+/// Gated DeltaNet's FLOPs per token in decode (the recurrence: decay, Sᵀk,
+/// rank-1 update, Sᵀq: 7·d_k·d_v per value head), constant in the context.
+uint64_t linearDecodeFlops(const LayerSpec &l) {
+  return 7 * uint64_t(l.numHeads) * uint64_t(l.headDimQK) *
+         uint64_t(l.headDimV);
+}
+
+/// Gated DeltaNet's prefill FLOPs per token, chunkwise form with chunks of
+/// 64 (runtime/flops.h's formula): linear in the context.
+double linearPrefillFlopsPerToken(const LayerSpec &l) {
+  double c = 64, k = double(l.headDimQK), v = double(l.headDimV);
+  return double(l.numHeads) *
+         (2 * c * c * (3 * k + 2 * v) + 6 * c * k * v + c * c * c / 3) / c;
+}
+
 uint64_t kvBytesPerToken(const LayerSpec &l, uint64_t elemBytes) {
   return uint64_t(l.numKVHeads) * uint64_t(l.headDimQK + l.headDimV) *
          elemBytes;
@@ -120,8 +147,19 @@ ojson layerJson(const LayerSpec &l,
   j["layer_type"] = l.layerType;
   j["layer_kind"] = kind;
   if (l.role == LayerRole::LinearAttention) {
-    j["compiled"] = false;
-    j["note"] = l.unsupportedWhy;
+    j["compiled"] = true;
+    j["kernel"] = "gated_delta_rule";
+    j["num_key_heads"] = l.numKVHeads;
+    j["num_value_heads"] = l.numHeads;
+    j["value_heads_per_key_head"] = l.numHeads / l.numKVHeads;
+    j["key_head_dim"] = l.headDimQK;
+    j["value_head_dim"] = l.headDimV;
+    j["conv_kernel"] = l.convKernel;
+    j["query_scale"] = l.scale;
+    j["note"] = "Gated DeltaNet linear attention (" + l.linearPrefix +
+                "*): the gated delta rule compiled for the CPU (chunked "
+                "kernel, recurrent decode); its projections, convolution and "
+                "gated norm are not compiled yet";
     return j;
   }
   j["causal"] = l.causal;
@@ -191,7 +229,9 @@ ojson mlir::attn::describeModel(const ModelSpec &spec) {
 
   const std::pair<const char *, std::optional<uint64_t>> contexts[] = {
       {"1024", 1024}, {"32768", 32768}, {"262144", 262144}, {"max", {}}};
-  unsigned __int128 totalKv32 = 0, totalKv16 = 0;
+  unsigned __int128 totalKv32 = 0, totalKv16 = 0, totalState32 = 0,
+                    totalState16 = 0;
+  std::vector<const LayerSpec *> linearKinds, softmaxKinds;
   std::map<std::string, unsigned __int128> totalDecode, totalPrefill;
   std::map<std::string, bool> totalKnown;
   ojson kindsJson = ojson::array();
@@ -204,14 +244,44 @@ ojson mlir::attn::describeModel(const ModelSpec &spec) {
     k["count"] = kind.layers.size();
     k["layers"] = kind.layers;
     if (l.role == LayerRole::LinearAttention) {
+      uint64_t n = kind.layers.size();
       k["kv_cache_bytes_per_token"] = nullptr;
-      k["attention_flops_per_token"] = nullptr;
-      k["prefill_attention_flops"] = nullptr;
-      k["note"] = "not softmax attention: no KV cache and no quadratic term; "
-                  "not compiled";
+      k["state_bytes_per_sequence_per_layer"] = {
+          {"fp32", linearStateBytes(l, 4)}, {"bf16", linearStateBytes(l, 2)}};
+      k["state_bytes_per_sequence"] = {{"fp32", n * linearStateBytes(l, 4)},
+                                       {"bf16", n * linearStateBytes(l, 2)}};
+      totalState32 += n * linearStateBytes(l, 4);
+      totalState16 += n * linearStateBytes(l, 2);
+      ojson decode, prefill;
+      for (auto [label, ctxLen] : contexts) {
+        std::optional<uint64_t> c = ctxLen;
+        if (!c && spec.maxPositions)
+          c = uint64_t(*spec.maxPositions);
+        if (!c) {
+          decode[label] = nullptr;
+          prefill[label] = nullptr;
+          totalKnown[label] = false;
+          continue;
+        }
+        unsigned __int128 dec = (unsigned __int128)n * linearDecodeFlops(l);
+        double pre = double(n) * linearPrefillFlopsPerToken(l) * double(*c);
+        decode[label] = count(dec);
+        prefill[label] = count((unsigned __int128)pre);
+        totalDecode[label] += dec;
+        totalPrefill[label] += (unsigned __int128)pre;
+        if (!totalKnown.count(label))
+          totalKnown[label] = true;
+      }
+      k["attention_flops_per_token_per_layer"] = linearDecodeFlops(l);
+      k["attention_flops_per_token"] = decode;
+      k["prefill_attention_flops"] = prefill;
+      k["note"] = "linear attention: a constant state per sequence instead "
+                  "of a KV cache, constant work per token";
+      linearKinds.push_back(&l);
       kindsJson.push_back(k);
       continue;
     }
+    softmaxKinds.push_back(&l);
     uint64_t n = kind.layers.size();
     k["kv_cache_bytes_per_token_per_layer"] = {
         {"fp32", kvBytesPerToken(l, 4)}, {"bf16", kvBytesPerToken(l, 2)}};
@@ -263,6 +333,29 @@ ojson mlir::attn::describeModel(const ModelSpec &spec) {
   }
   totals["attention_flops_per_token"] = td;
   totals["prefill_attention_flops"] = tp;
+  if (!linearKinds.empty()) {
+    totals["linear_state_bytes_per_sequence"] = {
+        {"fp32", count(totalState32)}, {"bf16", count(totalState16)}};
+    // Where one linear layer becomes cheaper than one softmax layer of the
+    // first softmax kind: decode FLOPs per token (2·Hq·(d+dv) per key of
+    // context against 7·Hv·dk·dv) and cache bytes (a KV entry per token
+    // against the constant state).
+    if (!softmaxKinds.empty()) {
+      const LayerSpec &lin = *linearKinds.front(),
+                      &soft = *softmaxKinds.front();
+      auto ceilDiv = [](uint64_t a, uint64_t b) { return (a + b - 1) / b; };
+      totals["crossover"] = {
+          {"linear_kind_layer", lin.index},
+          {"softmax_kind_layer", soft.index},
+          {"decode_flops_context",
+           ceilDiv(linearDecodeFlops(lin), flopsPerPair(soft))},
+          {"state_vs_kv_cache_bytes_context",
+           ceilDiv(linearStateBytes(lin, 4), kvBytesPerToken(soft, 4))},
+          {"note", "context lengths (tokens) past which one linear layer "
+                   "does less decode work per token, and holds less state, "
+                   "than one softmax layer's KV cache"}};
+    }
+  }
   out["totals"] = totals;
   ojson notes = ojson::array();
   for (const std::string &n : spec.notes)
