@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <cmath>
 #include <cstdio>
 
@@ -52,20 +53,42 @@ GdnShapes::GdnShapes(const attn_rt_kind &kind, int64_t b, int64_t s)
       v{b, kind.num_heads, s, kind.head_dim_v}, g{b, kind.num_heads, s},
       state{b, kind.num_heads, kind.head_dim, kind.head_dim_v} {}
 
+namespace {
+/// The kernel's call on descriptors of `in`'s buffers at the given
+/// addresses (host, or their device copies).
+void callGdn(void (*fn)(void), const GdnShapes &sh, float *out, float *state,
+             float *q, float *k, float *v, float *g, float *beta, float *s0) {
+  attn_rt_memref_f32_4 dOut = view4(out, sh.v), dState = view4(state, sh.state),
+                       dq = view4(q, sh.q), dk = view4(k, sh.q),
+                       dv = view4(v, sh.v), dS0 = view4(s0, sh.state);
+  attn_rt_memref_f32_3 dg = view3(g, sh.g), db = view3(beta, sh.g);
+  reinterpret_cast<attn_rt_gdn_fn>(fn)(&dOut, &dState, &dq, &dk, &dv, &dg,
+                                       &db, &dS0);
+}
+} // namespace
+
 void runGdn(void (*fn)(void), const GdnShapes &sh, GdnData &in,
             std::vector<float> &out, std::vector<float> &stateOut) {
   out.resize(NpyArray::numelOf(sh.v));
   stateOut.resize(NpyArray::numelOf(sh.state));
-  attn_rt_memref_f32_4 dOut = view4(out.data(), sh.v),
-                       dState = view4(stateOut.data(), sh.state),
-                       dq = view4(in.q.data(), sh.q),
-                       dk = view4(in.k.data(), sh.q),
-                       dv = view4(in.v.data(), sh.v),
-                       dS0 = view4(in.state.data(), sh.state);
-  attn_rt_memref_f32_3 dg = view3(in.g.data(), sh.g),
-                       db = view3(in.beta.data(), sh.g);
-  reinterpret_cast<attn_rt_gdn_fn>(fn)(&dOut, &dState, &dq, &dk, &dv, &dg,
-                                       &db, &dS0);
+  if (!gCuda) {
+    callGdn(fn, sh, out.data(), stateOut.data(), in.q.data(), in.k.data(),
+            in.v.data(), in.g.data(), in.beta.data(), in.state.data());
+    return;
+  }
+  // CUDA: device copies of the inputs, the kernel, the results back.
+  auto dev = [](std::vector<float> &x) {
+    return std::make_unique<DeviceBuffer>(x.data(), 4 * int64_t(x.size()));
+  };
+  auto dq = dev(in.q), dk = dev(in.k), dv = dev(in.v), dg = dev(in.g),
+       db = dev(in.beta), ds0 = dev(in.state);
+  DeviceBuffer dOut(nullptr, 4 * int64_t(out.size())),
+      dState(nullptr, 4 * int64_t(stateOut.size()));
+  auto f = [](DeviceBuffer &x) { return static_cast<float *>(x.ptr); };
+  callGdn(fn, sh, f(dOut), f(dState), f(*dq), f(*dk), f(*dv), f(*dg), f(*db),
+          f(*ds0));
+  attn_rt_cuda_to_host(out.data(), dOut.ptr, dOut.bytes);
+  attn_rt_cuda_to_host(stateOut.data(), dState.ptr, dState.bytes);
 }
 
 void gdnReferenceF64(const attn_rt_kind &kind, const GdnShapes &sh,
@@ -237,19 +260,26 @@ bool checkLinearKind(const attn_rt_kind &kind, std::mt19937 &rng) {
     Err e;
     e.add(out, rOut);
     e.add(st, rSt);
-    // The compiled eager recurrence (the reference path of bench).
-    runGdn(kind.reference, sh, in, eOut, eSt);
+    // The compiled eager recurrence (the reference path of bench; CPU
+    // executables only).
     Err eager;
-    eager.add(eOut, rOut);
-    eager.add(eSt, rSt);
+    if (kind.reference) {
+      runGdn(kind.reference, sh, in, eOut, eSt);
+      eager.add(eOut, rOut);
+      eager.add(eSt, rSt);
+    }
     bool ok = e.ok(kind.tolerance) && eager.ok(kind.tolerance);
     allOk = allOk && ok;
+    char eagerNote[64] = "";
+    if (kind.reference)
+      std::snprintf(eagerNote, sizeof(eagerNote), " (eager recurrence %.3e)",
+                    eager.maxAbs);
     std::printf("%-4s %-32s B=%lld S=%-5lld%s%s max_abs_err=%.3e "
-                "max_rel_err=%.3e (eager recurrence %.3e)\n",
+                "max_rel_err=%.3e%s\n",
                 ok ? "ok" : "FAIL", kind.name, (long long)c.b,
                 (long long)c.s, c.state ? " state-in" : "",
                 c.extreme ? " extreme-gates" : "", e.maxAbs, e.rel(),
-                eager.maxAbs);
+                eagerNote);
   }
   // The same prefill in one call, split in two calls, and as a prefill
   // followed by token-by-token decode, the state passed along.
@@ -366,11 +396,54 @@ void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,
     std::sort(ms.begin(), ms.end());
     return ms[ms.size() / 2];
   };
-  double fusedMs = median(kind.fused), refMs = median(kind.reference);
   double f = attn_rt_gated_delta_flops(b, kind.num_heads, s, kind.head_dim,
                                        kind.head_dim_v, 64);
   double fr = attn_rt_gated_delta_recurrent_flops(
       b, kind.num_heads, s, kind.head_dim, kind.head_dim_v);
+  if (gCuda) {
+    // The recurrent GPU kernel: device buffers once, each call launches and
+    // waits. FLOPs counted as the recurrence's (what it computes).
+    auto dev = [](std::vector<float> &x) {
+      return std::make_unique<DeviceBuffer>(x.data(), 4 * int64_t(x.size()));
+    };
+    auto dq = dev(in.q), dk = dev(in.k), dv = dev(in.v), dg = dev(in.g),
+         db = dev(in.beta), ds0 = dev(in.state);
+    DeviceBuffer dOut(nullptr, 4 * NpyArray::numelOf(sh.v)),
+        dState(nullptr, 4 * NpyArray::numelOf(sh.state));
+    auto p = [](DeviceBuffer &x) { return static_cast<float *>(x.ptr); };
+    auto call = [&] {
+      callGdn(kind.fused, sh, p(dOut), p(dState), p(*dq), p(*dk), p(*dv),
+              p(*dg), p(*db), p(*ds0));
+    };
+    call();
+    std::vector<double> ms;
+    for (int64_t r = 0; r < repeats; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      call();
+      auto t1 = std::chrono::steady_clock::now();
+      ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    double fusedMs = ms[ms.size() / 2];
+    double stateBytes = 4.0 * 2 * double(NpyArray::numelOf(sh.state));
+    if (json)
+      std::printf("%s\n  {\"kind\": \"%s\", \"op\": \"gated_delta\", "
+                  "\"device\": \"%s\", \"batch\": %lld, \"seq\": %lld, "
+                  "\"recurrent_flops\": %.0f, \"fused_ms\": %.4f, "
+                  "\"fused_tflops\": %.4f, \"us_per_token\": %.4f}",
+                  first ? "" : ",", kind.name, gDevice.name.c_str(),
+                  (long long)b, (long long)s, fr, fusedMs,
+                  fr / fusedMs / 1e9, 1e3 * fusedMs / double(b * s));
+    else
+      std::printf("%-30s B=%lld S=%lld: fused (recurrent GPU kernel) %9.3f ms "
+                  "%8.3f TFLOP/s (recurrent count), %.3f us/token, state "
+                  "in+out %.1f MB\n",
+                  kind.name, (long long)b, (long long)s, fusedMs,
+                  fr / fusedMs / 1e9, 1e3 * fusedMs / double(b * s),
+                  stateBytes / 1e6);
+    return;
+  }
+  double fusedMs = median(kind.fused), refMs = median(kind.reference);
   double usPerToken = 1e3 * fusedMs / double(b * s);
   if (json)
     std::printf("%s\n  {\"kind\": \"%s\", \"op\": \"gated_delta\", "

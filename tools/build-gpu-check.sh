@@ -12,7 +12,9 @@ INPUTS="$ROOT/test/Frontend/Inputs"
 # Each config exercises a different kernel: GQA (Llama-3-8B: Hq=32 Hkv=8
 # D=128), the seed model (Hq=64 Hkv=4 D=256), MQA (Falcon: 71 heads on 1),
 # softcap + sliding window (Gemma-2), D=96 + window (Phi-3), bidirectional and
-# cross attention (Whisper), D=64 bidirectional (BERT).
+# cross attention (Whisper), D=64 bidirectional (BERT); the seed model and
+# a small Qwen3-Next config (d_k 40, d_v 24) also carry Gated DeltaNet
+# (linear attention) kinds.
 declare -A CONFIGS=(
   [llama-3.1-8b]="$INPUTS/llama-3.1-8b.json"
   [seed]="$ROOT/examples/seed-qwen3.8-max.json"
@@ -21,6 +23,7 @@ declare -A CONFIGS=(
   [phi-3-mini]="$INPUTS/phi-3-mini-4k-instruct.json"
   [whisper-tiny]="$INPUTS/whisper-tiny.json"
   [bert-base]="$INPUTS/bert-base-uncased.json"
+  [qwen3-next-gdn-d40]="$ROOT/test/Integration/Inputs/qwen3-next-gdn-r2-d40.json"
 )
 for name in "${!CONFIGS[@]}"; do
   "$BUILD_DIR/bin/attn-compile" "${CONFIGS[$name]}" --target=cuda \

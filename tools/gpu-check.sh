@@ -4,12 +4,14 @@
 # Usage: gpu-check.sh DIR   (DIR from tools/build-gpu-check.sh, which copies
 # this script there too). Prints one summary; exit 0 when every check passes.
 #   1. every executable's `check`: its kernels against a float64 CPU
-#      reference on several shapes (decode, odd sizes, padding, GQA/MQA);
-#      fp32 kernels within 1e-5, bf16 tensor-core ones (*-bf16) within 2e-2;
+#      reference on several shapes (decode, odd sizes, padding, GQA/MQA;
+#      Gated DeltaNet kinds: S up to 1000, state in, extreme gates, split
+#      prefill and decode); fp32 kernels within 1e-5, bf16 tensor-core ones
+#      (*-bf16) within 2e-2;
 #   2. `bench` on the seed model and a Llama-3-8B shape (Hq=32 Hkv=8 D=128),
 #      fp32 and bf16 kernels, at S = 1k, 4k, 16k (batch 1, causal prefill):
 #      median ms, TFLOP/s and % of the chip's fp32 and dense bf16 tensor
-#      peaks.
+#      peaks; the seed's linear kind: ms and µs per token.
 set -u
 # A hung kernel must not eat the whole lease: each run gets a time limit
 # where coreutils' timeout exists.

@@ -42,7 +42,7 @@ public:
   OwningOpRef<ModuleOp> run();
   /// One `<kind>_sdpa(q, k, v, kv_lengths[, table])` entry per kind (and
   /// its `<kind>_block` with `withBlocks`).
-  OwningOpRef<ModuleOp> kernels(bool withBlocks, bool cuda);
+  OwningOpRef<ModuleOp> kernels(bool withBlocks);
 
 private:
   RankedTensorType tensor(llvm::ArrayRef<int64_t> shape) {
@@ -274,15 +274,13 @@ func::FuncOp Emitter::emitLinearKernel(const std::string &name,
   return fn;
 }
 
-OwningOpRef<ModuleOp> Emitter::kernels(bool withBlocks, bool cuda) {
+OwningOpRef<ModuleOp> Emitter::kernels(bool withBlocks) {
   ctx->loadDialect<AttnDialect, arith::ArithDialect,
                    bufferization::BufferizationDialect, func::FuncDialect,
                    memref::MemRefDialect, tensor::TensorDialect>();
   Location loc = FileLineColLoc::get(ctx, spec.configPath, 1, 1);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   for (const LayerKind &kind : groupLayersByKind(spec)) {
-    if (!kind.compiled(cuda))
-      continue;
     const std::string &name = kind.name;
     const LayerSpec &l = *kind.first;
     if (kind.isLinear()) {
@@ -578,10 +576,9 @@ OwningOpRef<ModuleOp> mlir::attn::emitAttnModule(const ModelSpec &spec,
 
 OwningOpRef<ModuleOp> mlir::attn::emitKernelModule(const ModelSpec &spec,
                                                    const ConfigSource &src,
-                                                   bool withBlocks,
-                                                   bool cuda) {
+                                                   bool withBlocks) {
   for (const LayerSpec &l : spec.layers)
     if (rejectAlibi(src, l))
       return nullptr;
-  return Emitter(spec, src).kernels(withBlocks, cuda);
+  return Emitter(spec, src).kernels(withBlocks);
 }

@@ -34,15 +34,14 @@ OwningOpRef<ModuleOp> emitAttnModule(const ModelSpec &spec,
 /// chain (the pipeline fuses and tiles it) into the caller's `out` memref,
 /// and `@<kind>_block(out, x, positions, weights...)` where supportsBlock
 /// and `withBlocks` (the CUDA target compiles the attention entries only);
-/// for each linear-attention (Gated DeltaNet) kind, unless `cuda`,
+/// for each linear-attention (Gated DeltaNet) kind
 /// `@<kind>_gdn(out [B,Hv,S,dv], state_out [B,Hv,dk,dv], q [B,Hk,S,dk],
 /// k [B,Hk,S,dk], v [B,Hv,S,dv], g [B,Hv,S], beta [B,Hv,S],
 /// state_in [B,Hv,dk,dv])`, one attn.gated_delta_rule; all with a C
 /// interface.
 OwningOpRef<ModuleOp> emitKernelModule(const ModelSpec &spec,
                                        const ConfigSource &src,
-                                       bool withBlocks = true,
-                                       bool cuda = false);
+                                       bool withBlocks = true);
 
 /// A weight argument of a layer-kind function: its role, its shape and its
 /// checkpoint name in this layer.
@@ -84,15 +83,12 @@ struct LayerKind {
   std::vector<int64_t> layers; ///< indices into spec.layers, ascending
   /// Gated DeltaNet linear attention (an `_gdn` kernel, not `_sdpa`).
   bool isLinear() const { return first->role == LayerRole::LinearAttention; }
-  /// Whether the target compiles the kind: softmax attention on both, linear
-  /// attention on the CPU (no CUDA kernel for it yet).
-  bool compiled(bool cuda = false) const { return !isLinear() || !cuda; }
 };
 
 /// `spec`'s layers grouped by kind, in order of first use. The one place
 /// where layers are grouped: the IR emitter, --describe, the model table and
 /// the kernels' header all read it. Linear-attention layers form kinds of
-/// their own (`isLinear()`), compiled for the CPU only so far.
+/// their own (`isLinear()`).
 std::vector<LayerKind> groupLayersByKind(const ModelSpec &spec);
 
 } // namespace attn

@@ -136,6 +136,9 @@ LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
   tile.blockRows = options.precision == GPUPrecision::bf16 ? 64 : 32;
   tile.splitTarget = 0;
   pm.addNestedPass<func::FuncOp>(createTileAttentionPass(tile));
+  // Gated DeltaNet: the same (batch, value head) forall as on the CPU; its
+  // iteration space becomes the grid.
+  pm.addNestedPass<func::FuncOp>(createTileGatedDeltaPass());
   // The forall is mapped to the grid (#gpu.block), so canonicalization
   // keeps its unit dims (one KV head).
   pm.addPass(createCanonicalizerPass());

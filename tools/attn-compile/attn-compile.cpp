@@ -520,7 +520,7 @@ int main(int argc, char **argv) {
   // The CUDA target compiles the attention entries only; blocks
   // (projections, RoPE) and the model stay on the CPU for now.
   OwningOpRef<ModuleOp> module =
-      kernels ? attn::emitKernelModule(spec, *src, /*withBlocks=*/!cuda, cuda)
+      kernels ? attn::emitKernelModule(spec, *src, /*withBlocks=*/!cuda)
               : attn::emitAttnModule(spec, *src);
   if (!module || failed(module->verify()))
     return 1;

@@ -81,20 +81,34 @@ struct ConvertAttnToGPUPass
     if (fn->hasAttr("attn.reference"))
       return;
     // Not tiled: run attn-tile-attention first.
-    WalkResult r = fn.walk([&](SDPAOp op) {
-      op.emitOpError("convert-attn-to-gpu lowers the tiled form: run "
-                     "attn-tile-attention (target=gpu, split-target=0) first");
-      return WalkResult::interrupt();
+    WalkResult r = fn.walk([&](Operation *op) {
+      if (isa<SDPAOp>(op)) {
+        op->emitOpError("convert-attn-to-gpu lowers the tiled form: run "
+                        "attn-tile-attention (target=gpu, split-target=0) "
+                        "first");
+        return WalkResult::interrupt();
+      }
+      if (isa<GatedDeltaRuleOp>(op)) {
+        op->emitOpError("convert-attn-to-gpu lowers the tiled form: run "
+                        "attn-tile-gated-delta first");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
     });
     if (r.wasInterrupted())
       return signalPassFailure();
-    SmallVector<scf::ForallOp> foralls;
+    SmallVector<scf::ForallOp> foralls, gatedDelta;
     fn.walk([&](scf::ForallOp f) {
       if (f->hasAttr("attn.tiled"))
         foralls.push_back(f);
+      if (f->hasAttr("attn.gated_delta"))
+        gatedDelta.push_back(f);
     });
     for (scf::ForallOp f : foralls)
       if (failed(convert(f)))
+        return signalPassFailure();
+    for (scf::ForallOp f : gatedDelta)
+      if (failed(emitGatedDeltaGPU(f)))
         return signalPassFailure();
   }
 

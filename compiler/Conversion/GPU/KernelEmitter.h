@@ -240,6 +240,10 @@ struct KernelEmitter {
   }
 };
 
+/// Replaces the (batch, value head) forall of attn-tile-gated-delta, whose
+/// results are materialized into a kernel entry's buffers, by the Gated
+/// DeltaNet kernel's gpu.launch (GatedDeltaKernel.cpp).
+LogicalResult emitGatedDeltaGPU(scf::ForallOp forall);
 
 } // namespace gpu_kernels
 } // namespace attn

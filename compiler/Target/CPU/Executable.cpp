@@ -67,8 +67,6 @@ void mlir::attn::writeKernelHeader(const ModelSpec &spec,
         "int64_t sizes[3]; int64_t strides[3]; } attn_rt_memref_f32_3;\n"
      << "#endif\n";
   for (const LayerKind &kind : groupLayersByKind(spec)) {
-    if (!kind.compiled())
-      continue;
     const std::string &n = kind.name;
     const LayerSpec &l = *kind.first;
     if (kind.isLinear()) {

@@ -165,13 +165,10 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
     return fn && !fn->isDeclaration() ? fn : nullptr;
   };
 
-  // The compiled kinds, in the order of their first layer; a layer of a
-  // kind that is not compiled (linear attention on CUDA) has kind -1.
+  // The kinds, in the order of their first layer.
   std::vector<LayerKind> kinds;
   std::vector<int64_t> layerKind(spec.layers.size(), -1);
   for (LayerKind &kind : groupLayersByKind(spec)) {
-    if (!kind.compiled(cuda))
-      continue;
     for (int64_t i : kind.layers)
       layerKind[i] = kinds.size();
     kinds.push_back(std::move(kind));
@@ -230,7 +227,8 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
          t.c64(kind.layers.size()), fused,
          reference ? (llvm::Constant *)reference : t.null(), block, weights,
          t.c64(ws.size()), t.f(l.scale), t.f(l.softcap.value_or(0.0)),
-         t.f(bf16 ? 2e-2 : 1e-5),
+         // The gated-delta kernel is fp32 whatever the precision.
+         t.f(bf16 && !kind.isLinear() ? 2e-2 : 1e-5),
          t.c32(kind.isLinear() ? ATTN_RT_OP_GATED_DELTA : ATTN_RT_OP_SDPA)}));
   }
 

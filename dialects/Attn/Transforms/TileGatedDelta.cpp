@@ -108,6 +108,8 @@ void GatedDeltaTiler::run() {
   auto forall = scf::ForallOp::create(
       b, loc, lbs, ubs, steps, ValueRange{op.getOutInit(), op.getStateInit()},
       std::nullopt);
+  // convert-attn-to-gpu finds the forall by this mark (its grid).
+  forall->setAttr("attn.gated_delta", b.getUnitAttr());
   Block *body = forall.getBody();
   b.setInsertionPointToStart(body);
   Value bIdx = body->getArgument(0), h = body->getArgument(1);

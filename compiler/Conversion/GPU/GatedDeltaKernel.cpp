@@ -1,0 +1,258 @@
+//===- GatedDeltaKernel.cpp - Gated DeltaNet on the GPU (fp32 SIMT) -------===//
+//
+// This file implements the GPU kernel of the tiled gated delta rule: the
+// (batch, value head) forall of attn-tile-gated-delta becomes the grid
+// (value head, batch) of one gpu.launch whose block carries that head's
+// state [d_k, d_v] in registers through the sequence, token by token (the
+// recurrent form, for every length: the chunkwise WY/UT form on tensor cores
+// is the next step):
+//
+//   block   = d_v · P threads, P = ceil(d_k / 32): thread (p, j) holds
+//             column j of the state, rows [p·R, p·R + R), R = ceil(d_k / P)
+//             registers;
+//   per token, q_t (scaled) and k_t are staged in shared memory (zeros past
+//             d_k, so padding rows stay 0), then
+//             kv_j = Σ_i S_ij k_i          partial sums over each thread's
+//                                          rows, combined through shared
+//                                          memory,
+//             δ_j  = β (v_j − e^g kv_j),
+//             S_ij ← e^g S_ij + k_i δ_j,   in registers,
+//             o_j  = Σ_i S_ij q_i          combined the same way, written by
+//                                          the threads of p = 0;
+//   three barriers per token; e^g as ex2.approx (no libdevice).
+//
+// The operands are read off the tiled form: the chunk ops' slices give q,
+// k, v, g and β, the forall's destinations (materialized into the kernel
+// entry's buffers) the output and the final state, the linalg.copy that
+// starts the head's state the initial state.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/GPU/KernelEmitter.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::gpu_kernels;
+
+namespace {
+
+/// What the kernel takes from the tiled forall.
+struct GatedDeltaSource {
+  Value q, k, v, g, beta, init; ///< tensors (init may be null: zeros)
+  Value out, state;             ///< the entry's destination buffers
+  double scale = 1.0;
+  SmallVector<bufferization::MaterializeInDestinationOp> dests;
+};
+
+LogicalResult readSource(scf::ForallOp forall, GatedDeltaSource &s) {
+  GatedDeltaChunkOp chunk;
+  forall.getBody()->walk([&](GatedDeltaChunkOp op) {
+    if (!chunk)
+      chunk = op;
+  });
+  if (!chunk)
+    return forall.emitOpError("a gated-delta forall without "
+                              "attn.gated_delta_chunk");
+  auto sourceOf = [&](Value x, Value &into) -> LogicalResult {
+    auto slice = x.getDefiningOp<tensor::ExtractSliceOp>();
+    if (!slice)
+      return chunk.emitOpError("expects its inputs to be slices of the "
+                               "sequence's tensors (attn-tile-gated-delta)");
+    into = slice.getSource();
+    return success();
+  };
+  if (failed(sourceOf(chunk.getQuery(), s.q)) ||
+      failed(sourceOf(chunk.getKey(), s.k)) ||
+      failed(sourceOf(chunk.getValue(), s.v)) ||
+      failed(sourceOf(chunk.getGate(), s.g)) ||
+      failed(sourceOf(chunk.getBeta(), s.beta)))
+    return failure();
+  s.scale = chunk.getScale().convertToDouble();
+  forall.getBody()->walk([&](linalg::CopyOp copy) {
+    if (auto slice =
+            copy.getInputs()[0].getDefiningOp<tensor::ExtractSliceOp>())
+      s.init = slice.getSource();
+  });
+  for (unsigned i = 0; i < 2; ++i) {
+    Value r = forall.getResult(i);
+    bufferization::MaterializeInDestinationOp dest;
+    if (r.hasOneUse())
+      dest = dyn_cast<bufferization::MaterializeInDestinationOp>(
+          *r.getUsers().begin());
+    if (!dest || !isa<BaseMemRefType>(dest.getDest().getType()))
+      return forall.emitOpError(
+          "the GPU backend compiles kernel entries: the output and the final "
+          "state must be materialized into the entry's buffers");
+    (i == 0 ? s.out : s.state) = dest.getDest();
+    s.dests.push_back(dest);
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
+  GatedDeltaSource s;
+  if (failed(readSource(forall, s)))
+    return failure();
+  auto vTy = cast<RankedTensorType>(s.v.getType()),
+       kTy = cast<RankedTensorType>(s.k.getType());
+  for (Value t : {s.q, s.k, s.v, s.g, s.beta})
+    if (!cast<ShapedType>(t.getType()).getElementType().isF32())
+      return forall.emitOpError("the GPU kernels take fp32 tensors for now");
+  int64_t hv = vTy.getDimSize(1), hk = kTy.getDimSize(1),
+          dk = kTy.getDimSize(3), dv = vTy.getDimSize(3);
+  int64_t parts = (dk + 31) / 32, rows = (dk + parts - 1) / parts;
+  int64_t threads = dv * parts;
+  if (threads > 1024)
+    return forall.emitOpError("the GPU gated-delta kernel holds a state column "
+                              "per thread: d_v · ceil(d_k / 32) = ")
+           << threads << " threads, more than a block's 1024";
+  OpBuilder b(s.dests.front());
+  Location loc = forall.getLoc();
+  TiledSource unused;
+  KernelEmitter e{b, loc, unused};
+  auto buffer = [&](Value t) -> Value {
+    auto ty = cast<RankedTensorType>(t.getType());
+    return bufferization::ToBufferOp::create(
+        b, loc, MemRefType::get(ty.getShape(), ty.getElementType()), t,
+        /*readOnly=*/true);
+  };
+  Value q = buffer(s.q), k = buffer(s.k), v = buffer(s.v), g = buffer(s.g),
+        beta = buffer(s.beta), init = s.init ? buffer(s.init) : Value();
+  Value seq = memref::DimOp::create(b, loc, v, 2);
+  Value batch = memref::DimOp::create(b, loc, v, 0);
+  auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
+                                       gpu::AddressSpace::Workgroup);
+  Type f32 = b.getF32Type();
+  auto qkTy = MemRefType::get({2, parts * rows}, f32,
+                              MemRefLayoutAttrInterface(), wg);
+  auto redTy = MemRefType::get({parts, dv}, f32, MemRefLayoutAttrInterface(),
+                               wg);
+  Value one = e.c(1);
+  auto launch = gpu::LaunchOp::create(
+      b, loc, e.c(hv), batch, one, e.c(threads), one, one,
+      /*dynamicSharedMemorySize=*/Value(), /*asyncTokenType=*/Type(),
+      /*asyncDependencies=*/ValueRange(), TypeRange{qkTy, redTy, redTy});
+  launch->setAttr("attn.kernel", b.getUnitAttr());
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&launch.getBody().front());
+    Value qk = launch.getWorkgroupAttributions()[0];
+    Value red = launch.getWorkgroupAttributions()[1];
+    Value red2 = launch.getWorkgroupAttributions()[2];
+    Value h = launch.getBlockIds().x, bi = launch.getBlockIds().y;
+    Value tid = launch.getThreadIds().x;
+    Value j = arith::RemUIOp::create(b, loc, tid, e.c(dv));
+    Value p = arith::DivUIOp::create(b, loc, tid, e.c(dv));
+    Value hkIdx = arith::DivUIOp::create(b, loc, h, e.c(hv / hk));
+    Value row0 = e.mul(p, e.c(rows));
+    auto rowOf = [&](int64_t r) { return e.add(row0, e.c(r)); };
+    // Zero the staged q/k (the padding rows stay 0), then the state.
+    e.loop(tid, e.c(2 * parts * rows), e.c(threads), ValueRange{},
+           [&](Value idx, ValueRange) -> SmallVector<Value> {
+             Value w = arith::DivUIOp::create(b, loc, idx,
+                                              e.c(parts * rows));
+             Value col = arith::RemUIOp::create(b, loc, idx,
+                                                e.c(parts * rows));
+             memref::StoreOp::create(b, loc, e.f32(0.0), qk,
+                                     ValueRange{w, col});
+             return {};
+           });
+    SmallVector<Value> st;
+    for (int64_t r = 0; r < rows; ++r) {
+      Value i = rowOf(r);
+      Value valid = e.cmp(arith::CmpIPredicate::slt, i, e.c(dk));
+      if (!init) {
+        st.push_back(e.f32(0.0));
+        continue;
+      }
+      Value x = memref::LoadOp::create(
+          b, loc, init, ValueRange{bi, h, e.min(i, e.c(dk - 1)), j});
+      st.push_back(e.select(valid, x, e.f32(0.0)));
+    }
+    gpu::BarrierOp::create(b, loc);
+    Value scale = e.f32(s.scale);
+    scf::ForOp tokens = e.loop(
+        e.c(0), seq, one, st, [&](Value t, ValueRange S) {
+          // q_t (scaled) and k_t into shared memory.
+          e.loop(tid, e.c(dk), e.c(threads), ValueRange{},
+                 [&](Value i, ValueRange) -> SmallVector<Value> {
+                   Value qi = memref::LoadOp::create(
+                       b, loc, q, ValueRange{bi, hkIdx, t, i});
+                   Value ki = memref::LoadOp::create(
+                       b, loc, k, ValueRange{bi, hkIdx, t, i});
+                   memref::StoreOp::create(b, loc, e.fmul(qi, scale), qk,
+                                           ValueRange{e.c(0), i});
+                   memref::StoreOp::create(b, loc, ki, qk,
+                                           ValueRange{e.c(1), i});
+                   return {};
+                 });
+          gpu::BarrierOp::create(b, loc);
+          SmallVector<Value> kr, qr;
+          for (int64_t r = 0; r < rows; ++r) {
+            kr.push_back(memref::LoadOp::create(b, loc, qk,
+                                                ValueRange{one, rowOf(r)}));
+            qr.push_back(memref::LoadOp::create(
+                b, loc, qk, ValueRange{e.c(0), rowOf(r)}));
+          }
+          // kv_j over this thread's rows, then over the P parts.
+          Value part = e.f32(0.0);
+          for (int64_t r = 0; r < rows; ++r)
+            part = e.fma(S[r], kr[r], part);
+          memref::StoreOp::create(b, loc, part, red, ValueRange{p, j});
+          gpu::BarrierOp::create(b, loc);
+          Value kv = e.f32(0.0);
+          for (int64_t x = 0; x < parts; ++x)
+            kv = e.fadd(kv, memref::LoadOp::create(b, loc, red,
+                                                   ValueRange{e.c(x), j}));
+          Value gt = memref::LoadOp::create(b, loc, g, ValueRange{bi, h, t});
+          Value bt =
+              memref::LoadOp::create(b, loc, beta, ValueRange{bi, h, t});
+          Value decay = e.exp2(e.fmul(gt, e.f32(kLog2e)));
+          Value vj = memref::LoadOp::create(b, loc, v, ValueRange{bi, h, t, j});
+          Value delta = e.fmul(bt, arith::SubFOp::create(b, loc, vj,
+                                                         e.fmul(decay, kv)));
+          SmallVector<Value> next;
+          Value po = e.f32(0.0);
+          for (int64_t r = 0; r < rows; ++r) {
+            Value sNew = e.fma(kr[r], delta, e.fmul(decay, S[r]));
+            next.push_back(sNew);
+            po = e.fma(sNew, qr[r], po);
+          }
+          memref::StoreOp::create(b, loc, po, red2, ValueRange{p, j});
+          gpu::BarrierOp::create(b, loc);
+          Value first = e.cmp(arith::CmpIPredicate::eq, p, e.c(0));
+          auto ifOp = scf::IfOp::create(b, loc, first, false);
+          {
+            OpBuilder::InsertionGuard g2(b);
+            b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+            Value o = e.f32(0.0);
+            for (int64_t x = 0; x < parts; ++x)
+              o = e.fadd(o, memref::LoadOp::create(b, loc, red2,
+                                                   ValueRange{e.c(x), j}));
+            memref::StoreOp::create(b, loc, o, s.out,
+                                    ValueRange{bi, h, t, j});
+          }
+          return next;
+        });
+    // The final state.
+    for (int64_t r = 0; r < rows; ++r) {
+      Value i = rowOf(r);
+      Value valid = e.cmp(arith::CmpIPredicate::slt, i, e.c(dk));
+      auto ifOp = scf::IfOp::create(b, loc, valid, false);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      memref::StoreOp::create(b, loc, tokens.getResult(r), s.state,
+                              ValueRange{bi, h, i, j});
+    }
+    gpu::TerminatorOp::create(b, loc);
+  }
+  for (auto dest : s.dests)
+    dest.erase();
+  forall.erase();
+  return success();
+}
