@@ -24,8 +24,15 @@ for k in d["layer_kinds"]:
                  f"decode FLOPs/token at 1k {f['1024']:.3e}, at max {f['max']:.3e}; "
                  f"prefill FLOPs at 262144 {p['262144']:.3e}, at max {p['max']:.3e}")
     else:
-        line += ", " + k["note"]
+        st = k["state_bytes_per_sequence"]
+        line += (f", Gated DeltaNet: state {st['bf16']} B/sequence (bf16, whatever the context), "
+                 f"decode FLOPs/token {k['attention_flops_per_token']['1024']:.3e} at any context")
     print(line)
+x = d["totals"].get("crossover")
+if x:
+    print(f"  crossover: past {x['decode_flops_context']} tokens of context a linear layer does "
+          f"less decode work than a full-attention layer; past {x['state_vs_kv_cache_bytes_context']} "
+          f"its state is smaller than that layer's KV cache")
 PY
 "$BUILD_DIR/bin/attn-compile" "$CONFIG" --compile-to=attn -o "$OUT/model.attn.mlir"
 "$BUILD_DIR/bin/attn-opt" "$OUT/model.attn.mlir" -o /dev/null

@@ -307,6 +307,8 @@ LayerSpec makeLayer(const DecoderFamily &fam, const Common &c, int64_t i,
     l.scale = 1.0 / std::sqrt(double(c.linKeyDim));
     l.convKernel = c.convKernel;
     l.normEps = c.dims.eps;
+    l.norm = NormKind::RMSUnitOffset; // Qwen3NextRMSNorm: (1 + w)
+    l.normW.weight = p + "input_layernorm.weight";
     return l;
   }
   l.causal = true;

@@ -61,6 +61,9 @@ private:
 
   bool checkSupported(const LayerSpec &l);
   func::FuncOp emitKind(const std::string &name, const LayerSpec &l);
+  /// A Gated DeltaNet layer (transformers' Qwen3NextGatedDeltaNet with its
+  /// pre-norm and residual): x, weights -> x + out_proj(...).
+  func::FuncOp emitLinearKind(const std::string &name, const LayerSpec &l);
   /// A kind function's weights by role ("q_weight", "norm_bias"...); a
   /// missing role is a null Value.
   using Weights = llvm::StringMap<Value>;
@@ -394,19 +397,106 @@ std::array<Value, 3> Emitter::headsOf(Location loc, const LayerSpec &l,
   return {qh, kh, vh};
 }
 
+func::FuncOp Emitter::emitLinearKind(const std::string &name,
+                                     const LayerSpec &l) {
+  Location loc = NameLoc::get(b.getStringAttr(name),
+                              FileLineColLoc::get(ctx, spec.configPath, 1, 1));
+  int64_t h = spec.hiddenSize, hk = l.numKVHeads, hv = l.numHeads,
+          dk = l.headDimQK, dv = l.headDimV, r = hv / hk, K = l.convKernel,
+          conv = 2 * hk * dk + hv * dv;
+  RankedTensorType xTy = hiddenType(h);
+  std::vector<WeightArg> weights = layerWeights(spec, l);
+  SmallVector<Type> inputs = {xTy};
+  for (const WeightArg &w : weights)
+    inputs.push_back(tensor(w.shape));
+  auto fn = func::FuncOp::create(loc, name, b.getFunctionType(inputs, {xTy}));
+  for (auto [i, w] : llvm::enumerate(weights))
+    fn.setArgAttr(1 + i, "attn.tensor",
+                  b.getStringAttr(tensorPattern(w.tensor, l.layerInStack)));
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value x = entry->getArgument(0);
+  Weights w;
+  for (auto [i, arg] : llvm::enumerate(weights))
+    w[arg.role] = entry->getArgument(1 + i);
+  auto linearTo = [&](Value in, llvm::StringRef role, int64_t out) {
+    return LinearOp::create(b, loc, hiddenType(out), in, w.lookup(role),
+                            Value(), UnitAttr())
+        .getResult();
+  };
+  Value hIn = norm(loc, l, x, w.lookup("norm_weight"), Value());
+  // in_proj_qkvz holds, per key head, [q (dk), k (dk), v (r·dv), z (r·dv)]
+  // and in_proj_ba [b (r), a (r)] (fix_query_key_value_ordering).
+  Value qkvz = linearTo(hIn, "in_proj_qkvz_weight", 2 * hk * dk + 2 * hv * dv);
+  Value ba = linearTo(hIn, "in_proj_ba_weight", 2 * hv);
+  int64_t per = 2 * dk + 2 * r * dv;
+  Value q = sliceHeads(loc, qkvz, hk, per, 0, dk, 1);
+  Value k = sliceHeads(loc, qkvz, hk, per, dk, dk, 1);
+  Value v = sliceHeads(loc, qkvz, hk, per, 2 * dk, r * dv, 1);
+  Value z = sliceHeads(loc, qkvz, hk, per, 2 * dk + r * dv, r * dv, 1);
+  Value bb = sliceHeads(loc, ba, hk, 2 * r, 0, r, 1);
+  Value a = sliceHeads(loc, ba, hk, 2 * r, r, r, 1);
+  // The short causal convolution over [q | k | v], then SiLU.
+  Value mixed = tensor::ConcatOp::create(b, loc, hiddenType(conv), 2,
+                                         ValueRange{q, k, v});
+  Value convW = tensor::CollapseShapeOp::create(
+      b, loc, tensor({conv, K}), w.lookup("conv1d_weight"),
+      SmallVector<ReassociationIndices>{{0, 1}, {2}});
+  auto convOp = CausalConv1dOp::create(
+      b, loc, TypeRange{hiddenType(conv), tensor({kDyn, conv, K - 1})}, mixed,
+      convW, /*state=*/Value());
+  Value y = convOp.getResult();
+  Value qh = SplitHeadsOp::create(b, loc, headsType(hk, dk),
+                                  sliceHeads(loc, y, 1, conv, 0, hk * dk, 1));
+  Value kh = SplitHeadsOp::create(
+      b, loc, headsType(hk, dk), sliceHeads(loc, y, 1, conv, hk * dk, hk * dk, 1));
+  Value vh = SplitHeadsOp::create(
+      b, loc, headsType(hv, dv),
+      sliceHeads(loc, y, 1, conv, 2 * hk * dk, hv * dv, 1));
+  FloatAttr l2eps = b.getF64FloatAttr(1e-6);
+  qh = L2NormOp::create(b, loc, qh, l2eps);
+  kh = L2NormOp::create(b, loc, kh, l2eps);
+  RankedTensorType gateTy = tensor({kDyn, hv, kDyn});
+  auto gates = GatedDeltaGatesOp::create(b, loc, TypeRange{gateTy, gateTy}, a,
+                                         bb, w.lookup("A_log"),
+                                         w.lookup("dt_bias"));
+  Value batch = tensor::DimOp::create(b, loc, vh, 0);
+  Value seq = tensor::DimOp::create(b, loc, vh, 2);
+  RankedTensorType oTy = headsType(hv, dv), sTy = tensor({kDyn, hv, dk, dv});
+  Value oInit = tensor::EmptyOp::create(b, loc, oTy, ValueRange{batch, seq});
+  Value sInit = tensor::EmptyOp::create(b, loc, sTy, ValueRange{batch});
+  auto rule = GatedDeltaRuleOp::create(
+      b, loc, TypeRange{oTy, sTy}, qh, kh, vh, gates.getGate(),
+      gates.getBeta(), /*initial_state=*/Value(), oInit, sInit,
+      b.getF64FloatAttr(l.scale));
+  // The gated RMSNorm per value head, then out_proj and the residual.
+  Value m = MergeHeadsOp::create(b, loc, hiddenType(hv * dv), rule.getOutput());
+  SmallVector<ReassociationIndices> re = {{0}, {1}, {2, 3}};
+  auto perHead = [&](Value t) -> Value {
+    SmallVector<OpFoldResult> shape = {
+        tensor::DimOp::create(b, loc, t, 0).getResult(),
+        tensor::DimOp::create(b, loc, t, 1).getResult(), b.getIndexAttr(hv),
+        b.getIndexAttr(dv)};
+    return tensor::ExpandShapeOp::create(b, loc, tensor({kDyn, kDyn, hv, dv}),
+                                         t, re, shape);
+  };
+  Value normed = GatedRMSNormOp::create(
+      b, loc, tensor({kDyn, kDyn, hv, dv}), perHead(m), perHead(z),
+      w.lookup("gated_norm_weight"), b.getF64FloatAttr(l.normEps));
+  Value flat = tensor::CollapseShapeOp::create(b, loc, hiddenType(hv * dv),
+                                               normed, re);
+  Value out = linearTo(flat, "out_proj_weight", h);
+  func::ReturnOp::create(b, loc, ValueRange{AddOp::create(b, loc, x, out)});
+  return fn;
+}
+
 func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l) {
   Location loc = NameLoc::get(b.getStringAttr(name),
                               FileLineColLoc::get(ctx, spec.configPath, 1, 1));
   int64_t h = spec.hiddenSize;
   RankedTensorType xTy = hiddenType(h);
-  if (l.role == LayerRole::LinearAttention) {
-    auto fn = func::FuncOp::create(loc, name, b.getFunctionType({xTy}, {xTy}));
-    fn.setPrivate();
-    fn->setAttr("attn.unsupported",
-                b.getStringAttr(tensorPattern(l.unsupportedWhy,
-                                              l.layerInStack)));
-    return fn;
-  }
+  if (l.role == LayerRole::LinearAttention)
+    return emitLinearKind(name, l);
 
   // Signature: x, [memory], [positions], weights.
   SmallVector<Type> inputs = {xTy};
@@ -510,8 +600,6 @@ OwningOpRef<ModuleOp> Emitter::run() {
   std::map<std::string, unsigned> weightIndex;
   std::vector<std::vector<unsigned>> layerArgs(spec.layers.size());
   for (const LayerSpec &l : spec.layers) {
-    if (l.role == LayerRole::LinearAttention)
-      continue;
     for (const WeightArg &w : layerWeights(spec, l)) {
       auto [it, inserted] = weightIndex.try_emplace(
           w.tensor, unsigned(numInputs + allWeights.size()));

@@ -43,6 +43,21 @@ std::vector<WeightArg> mlir::attn::layerWeights(const ModelSpec &spec,
   };
   add("norm_weight", {h}, l.normW.weight);
   add("norm_bias", {h}, l.normW.bias);
+  if (l.role == LayerRole::LinearAttention) {
+    // Gated DeltaNet (transformers' Qwen3NextGatedDeltaNet), as stored.
+    int64_t hk = l.numKVHeads, hv = l.numHeads, dk = l.headDimQK,
+            dv = l.headDimV, conv = 2 * hk * dk + hv * dv;
+    const std::string &p = l.linearPrefix;
+    add("in_proj_qkvz_weight", {2 * hk * dk + 2 * hv * dv, h},
+        p + "in_proj_qkvz.weight");
+    add("in_proj_ba_weight", {2 * hv, h}, p + "in_proj_ba.weight");
+    add("conv1d_weight", {conv, 1, l.convKernel}, p + "conv1d.weight");
+    add("dt_bias", {hv}, p + "dt_bias");
+    add("A_log", {hv}, p + "A_log");
+    add("gated_norm_weight", {dv}, p + "norm.weight");
+    add("out_proj_weight", {h, hv * dv}, p + "out_proj.weight");
+    return w;
+  }
   int64_t kvq = l.numKVHeads * l.headDimQK, kvv = l.numKVHeads * l.headDimV;
   if (l.layout == QKVLayout::Separate) {
     linear("q", l.q, queryWidth(l), h);

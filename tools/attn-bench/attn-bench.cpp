@@ -12,6 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BenchCommon.h"
+
 #include "attn_runtime.h"
 #include "flops.h"
 
@@ -35,6 +37,8 @@
 #include <string>
 #include <vector>
 
+using namespace attn_bench;
+
 namespace {
 
 struct Shape {
@@ -54,17 +58,6 @@ const Shape kShapes[] = {
 double flops(const Shape &s) {
   return attn_rt_attention_flops(1, s.hq, s.sq, s.skv, s.d, s.d, s.causal,
                                  /*window=*/0);
-}
-
-double nowMs() {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 //===----------------------------------------------------------------------===//
@@ -187,139 +180,18 @@ void runUnfused(const Shape &s, Inputs &in, std::vector<float> &scores,
   }
 }
 
-struct Result {
-  double ms = 0;
-  long rssKb = 0;
-};
-
-/// Runs `body` `repeats` times after a warm-up in a child process; returns
-/// the median ms and the child's peak RSS.
-template <typename F> Result inChild(int repeats, F body) {
-  int fds[2];
-  if (pipe(fds) != 0)
-    return {};
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    body(); // warm-up
-    std::vector<double> ms;
-    for (int r = 0; r < repeats; ++r) {
-      double t0 = nowMs();
-      body();
-      ms.push_back(nowMs() - t0);
-    }
-    double m = median(ms);
-    if (write(fds[1], &m, sizeof(m)) != sizeof(m))
-      _exit(1);
-    _exit(0);
-  }
-  close(fds[1]);
-  Result r;
-  if (read(fds[0], &r.ms, sizeof(r.ms)) != sizeof(r.ms))
-    r.ms = NAN;
-  close(fds[0]);
-  int status = 0;
-  struct rusage ru;
-  wait4(pid, &status, 0, &ru);
-  r.rssKb = ru.ru_maxrss;
-  return r;
-}
-
-/// Runs `f` in a child process and returns its value: the parent's OpenMP
-/// workers would otherwise keep spinning (libomp's block time) on the cores
-/// the next measurement needs.
-template <typename F> double valueInChild(F f) {
-  int fds[2];
-  if (pipe(fds) != 0)
-    return NAN;
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    double v = f();
-    if (write(fds[1], &v, sizeof(v)) != sizeof(v))
-      _exit(1);
-    _exit(0);
-  }
-  close(fds[1]);
-  double v = NAN;
-  if (read(fds[0], &v, sizeof(v)) != sizeof(v))
-    v = NAN;
-  close(fds[0]);
-  waitpid(pid, nullptr, 0);
-  return v;
-}
-
 //===----------------------------------------------------------------------===//
-// Read bandwidth
+// Compiling the shapes
 //===----------------------------------------------------------------------===//
-
-__attribute__((target("avx512f"))) float sumFloats512(const float *p,
-                                                       int64_t n) {
-  __m512 a = _mm512_setzero_ps(), b = a, c = a, d = a;
-  for (int64_t i = 0; i + 64 <= n; i += 64) {
-    a = _mm512_add_ps(a, _mm512_loadu_ps(p + i));
-    b = _mm512_add_ps(b, _mm512_loadu_ps(p + i + 16));
-    c = _mm512_add_ps(c, _mm512_loadu_ps(p + i + 32));
-    d = _mm512_add_ps(d, _mm512_loadu_ps(p + i + 48));
-  }
-  return _mm512_reduce_add_ps(
-      _mm512_add_ps(_mm512_add_ps(a, b), _mm512_add_ps(c, d)));
-}
-
-__attribute__((target("avx2"))) float sumFloats256(const float *p,
-                                                   int64_t n) {
-  __m256 a = _mm256_setzero_ps(), b = a, c = a, d = a;
-  for (int64_t i = 0; i + 32 <= n; i += 32) {
-    a = _mm256_add_ps(a, _mm256_loadu_ps(p + i));
-    b = _mm256_add_ps(b, _mm256_loadu_ps(p + i + 8));
-    c = _mm256_add_ps(c, _mm256_loadu_ps(p + i + 16));
-    d = _mm256_add_ps(d, _mm256_loadu_ps(p + i + 24));
-  }
-  float out[8], sum = 0;
-  _mm256_storeu_ps(out,
-                   _mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(c, d)));
-  for (float x : out)
-    sum += x;
-  return sum;
-}
-
-/// GB/s of streaming reads of a 512 MiB buffer (far past the caches) on
-/// all threads, each its own contiguous part; median of 5.
-double readBandwidth(int threads, bool avx512) {
-  int64_t n = int64_t(1) << 27;
-  std::vector<float> buf(n, 1.0f);
-  std::vector<double> rates;
-  volatile float sink = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    double t0 = nowMs();
-    float s = 0;
-#pragma omp parallel num_threads(threads) reduction(+ : s)
-    {
-      int64_t part = n / omp_get_num_threads();
-      const float *p = buf.data() + omp_get_thread_num() * part;
-      s += avx512 ? sumFloats512(p, part) : sumFloats256(p, part);
-    }
-    sink = sink + s;
-    rates.push_back(double(n) * 4 / (nowMs() - t0) / 1e6);
-  }
-  return median(rates);
-}
 
 std::string compileShared(const std::string &dir, const Shape &s) {
-  std::string cfg = dir + "/" + s.name + ".json";
-  std::ofstream(cfg) << "{\"model_type\": \"" << (s.causal ? "llama" : "bert")
-                     << "\", \"hidden_size\": " << s.hq * s.d
-                     << ", \"num_attention_heads\": " << s.hq
-                     << ", \"num_key_value_heads\": " << s.hkv
-                     << ", \"num_hidden_layers\": 1}";
-  std::string lib = dir + "/lib" + s.name + ".so";
-  std::string cmd = std::string(ATTN_COMPILE) + " " + cfg +
-                    " --emit=shared -o " + lib;
-  if (std::system(cmd.c_str()) != 0) {
-    std::fprintf(stderr, "attn-bench: error: '%s' failed\n", cmd.c_str());
-    std::exit(1);
-  }
-  return lib;
+  std::string json = std::string("{\"model_type\": \"") +
+                     (s.causal ? "llama" : "bert") +
+                     "\", \"hidden_size\": " + std::to_string(s.hq * s.d) +
+                     ", \"num_attention_heads\": " + std::to_string(s.hq) +
+                     ", \"num_key_value_heads\": " + std::to_string(s.hkv) +
+                     ", \"num_hidden_layers\": 1}";
+  return compileConfig(dir, s.name, json);
 }
 
 /// The OpenBLAS kernel family the baseline must run: the best this CPU
@@ -354,13 +226,6 @@ void reexecWithOpenBLASCore(char **argv, const std::string &forced) {
                        "own choice\n", core);
 }
 
-/// attn-bench's command line.
-struct Options {
-  int threads = 2, repeats = 5;
-  std::string csv = "attn-bench.csv", only, openblasCore;
-  bool longSeq = false, openblasInfo = false;
-};
-
 /// Parses argv into `o`; returns -1 to go on, else the exit code (usage).
 int parseArgs(int argc, char **argv, Options &o) {
   for (int i = 1; i < argc; ++i) {
@@ -387,28 +252,31 @@ int parseArgs(int argc, char **argv, Options &o) {
       o.openblasCore = next();
     else if (a == "--openblas-info")
       o.openblasInfo = true;
+    else if (a == "--linear")
+      o.linear = true;
+    else if (a == "--svg")
+      o.svg = next();
     else {
       std::printf("usage: attn-bench [--threads T] [--repeats R] [--csv FILE] "
-                  "[--shape P1|P2|P3|P4|D1] [--long] [--openblas-core "
-                  "NAME|auto]\n"
+                  "[--shape P1|P2|P3|P4|D1] [--long] [--linear [--svg FILE]] "
+                  "[--openblas-core NAME|auto]\n"
                   "  --openblas-core: the baseline's OPENBLAS_CORETYPE "
                   "(default: SkylakeX with AVX-512, Haswell with AVX2; auto: "
                   "OpenBLAS's own detection)\n"
                   "  --openblas-info: print the baseline's OpenBLAS kernels "
                   "and exit\n"
                   "  --long adds S = 8k..64k causal (Hq=8 Hkv=2 D=128, fused "
-                  "only): time ~ S^2, flat memory\n");
+                  "only): time ~ S^2, flat memory\n"
+                  "  --linear [--svg FILE]: Gated DeltaNet (linear attention) "
+                  "instead: the seed's and Qwen3-Next-80B's linear layers, "
+                  "prefill S = 1k..64k and decode, next to their full-"
+                  "attention layers, the crossover and a plot (default "
+                  "attn-bench-linear.svg)\n");
       return a == "--help" ? 0 : 2;
     }
   }
   return -1;
 }
-
-/// The machine's figures every row is quoted against.
-struct Machine {
-  bool avx512 = false;
-  double peak = 0, bandwidth = 0;
-};
 
 /// Decode reads K and V once: its figure is a fraction of the read
 /// bandwidth, which varies on a shared machine. Five rounds of (bandwidth,
@@ -530,6 +398,13 @@ int main(int argc, char **argv) {
 
   char tmpl[] = "/tmp/attn-bench-XXXXXX";
   std::string dir = mkdtemp(tmpl);
+  if (o.linear) {
+    bool ok = benchLinear(o, mc, dir);
+    std::string rm = "rm -rf " + dir;
+    int unused = std::system(rm.c_str());
+    (void)unused;
+    return ok ? 0 : 1;
+  }
   std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
   if (o.longSeq)
     for (int64_t s : {8192, 16384, 32768, 65536})

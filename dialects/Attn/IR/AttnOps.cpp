@@ -78,6 +78,73 @@ LogicalResult RMSNormOp::verify() {
                               "epsilon");
 }
 
+LogicalResult L2NormOp::verify() {
+  if (getInput().getType().getRank() < 1)
+    return emitOpError() << "expects an input of rank >= 1";
+  return verifyPositiveFinite(*this, getEpsilon().convertToDouble(),
+                              "epsilon");
+}
+
+LogicalResult GatedRMSNormOp::verify() {
+  if (getInput().getType() != getResult().getType())
+    return emitOpError() << "expects the result type to equal the input type";
+  if (getGate().getType() != getInput().getType())
+    return emitOpError() << "expects a gate of the input's type "
+                         << getInput().getType() << ", got "
+                         << getGate().getType();
+  if (failed(verifyNormWeight(*this, getInput(), getWeight(), "weight")))
+    return failure();
+  return verifyPositiveFinite(*this, getEpsilon().convertToDouble(),
+                              "epsilon");
+}
+
+LogicalResult CausalConv1dOp::verify() {
+  RankedTensorType x = getInput().getType(), w = getWeight().getType();
+  if (x.getRank() != 3)
+    return emitOpError() << "expects an input [batch, seq, channels], got "
+                         << x;
+  if (w.getRank() != 2 || w.isDynamicDim(1) || w.getDimSize(1) < 1)
+    return emitOpError() << "expects a weight [channels, kernel] with a "
+                            "static kernel width >= 1, got "
+                         << w;
+  int64_t c = x.getDimSize(2), k = w.getDimSize(1), b = x.getDimSize(0);
+  if (failed(expectDimsAgree(*this, w, 0, "weight channels", x, 2,
+                             "input channels")) ||
+      failed(expectShape(*this, getResult().getType(),
+                         {b, x.getDimSize(1), c},
+                         "a result [batch, seq, channels]")) ||
+      failed(expectShape(*this, getFinalState().getType(), {b, c, k - 1},
+                         "a final state [batch, channels, kernel - 1]")))
+    return failure();
+  if (Value s = getState())
+    if (failed(expectShape(*this, cast<RankedTensorType>(s.getType()),
+                           {b, c, k - 1},
+                           "a state [batch, channels, kernel - 1]")))
+      return failure();
+  return success();
+}
+
+LogicalResult GatedDeltaGatesOp::verify() {
+  RankedTensorType a = getA().getType();
+  if (a.getRank() != 3 || a.isDynamicDim(2))
+    return emitOpError() << "expects a [batch, seq, Hv] with static Hv, got "
+                         << a;
+  int64_t b = a.getDimSize(0), s = a.getDimSize(1), hv = a.getDimSize(2);
+  if (failed(expectShape(*this, getB().getType(), {b, s, hv},
+                         "b [batch, seq, Hv]")) ||
+      failed(expectShape(*this, getALog().getType(), {hv}, "A_log [Hv]")) ||
+      failed(expectShape(*this, getDtBias().getType(), {hv},
+                         "dt_bias [Hv]")) ||
+      failed(expectShape(*this, getGate().getType(), {b, hv, s},
+                         "a gate [batch, Hv, seq]")) ||
+      failed(expectShape(*this, getBeta().getType(), {b, hv, s},
+                         "a beta [batch, Hv, seq]")))
+    return failure();
+  return expectSameElementType(
+      *this, {getA(), getB(), getALog(), getDtBias(), getGate(), getBeta()},
+      {"a", "b", "A_log", "dt_bias", "gate", "beta"});
+}
+
 LogicalResult LayerNormOp::verify() {
   if (getInput().getType() != getResult().getType())
     return emitOpError() << "expects the result type to equal the input type";

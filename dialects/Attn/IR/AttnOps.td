@@ -374,6 +374,105 @@ def Attn_SigmoidGateOp : Attn_Op<"sigmoid_gate",
   let assemblyFormat = "$input `,` $gate attr-dict `:` type($result)";
 }
 
+def Attn_L2NormOp : Attn_Op<"l2_norm", [Pure, SameOperandsAndResultType]> {
+  let summary = "L2 normalization over the last dimension";
+  let description = [{
+    `y = x · rsqrt(Σ x² + epsilon)` over the last dimension, as
+    flash-linear-attention's `l2norm` (and transformers' Qwen3-Next, which
+    applies it to q and k before the gated delta rule, epsilon 1e-6).
+
+    ```mlir
+    %y = attn.l2_norm %q {epsilon = 1.0e-06 : f64} : tensor<?x16x?x128xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, F64Attr:$epsilon);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Attn_CausalConv1dOp : Attn_Op<"causal_conv1d", [Pure]> {
+  let summary = "causal depthwise 1-D convolution with its state, then SiLU";
+  let description = [{
+    Gated DeltaNet's short convolution over the channels of q, k and v
+    (transformers' `Qwen3NextGatedDeltaNet.conv1d`, kernel
+    `linear_conv_kernel_dim`, no bias, followed by SiLU): `input` is
+    `[batch, seq, C]`, `weight` `[C, K]` (the checkpoint's `[C, 1, K]`
+    squeezed), and for channel c at token t
+
+        y[t, c] = silu(Σ_{i<K} w[c, i] · x[t − K + 1 + i, c])
+
+    where positions before the sequence read the optional `state`
+    `[batch, C, K − 1]` (the last K − 1 inputs of the previous call, oldest
+    first; zeros without it). The second result is the new state: the last
+    K − 1 inputs of `state ++ input`, so decode can follow prefill.
+
+    ```mlir
+    %y, %s = attn.causal_conv1d %x, %w state(%s0 : tensor<?x8192x3xf32>)
+        : (tensor<?x?x8192xf32>, tensor<8192x4xf32>)
+          -> (tensor<?x?x8192xf32>, tensor<?x8192x3xf32>)
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$weight,
+                       Optional<Attn_FloatTensor>:$state);
+  let results = (outs Attn_FloatTensor:$result,
+                      Attn_FloatTensor:$final_state);
+  let assemblyFormat = [{
+    $input `,` $weight (`state` `(` $state^ `:` type($state) `)`)? attr-dict
+    `:` `(` type($input) `,` type($weight) `)` `->` `(` type($result) `,`
+    type($final_state) `)`
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_GatedDeltaGatesOp : Attn_Op<"gated_delta_gates", [Pure]> {
+  let summary = "Gated DeltaNet's decay gate and beta from their projections";
+  let description = [{
+    `g = −exp(A_log) · softplus(a + dt_bias)` (the log of the state's decay,
+    ≤ 0) and `beta = sigmoid(b)`, per token and value head, as transformers'
+    `Qwen3NextGatedDeltaNet` computes them (in f32): `a` and `b` are
+    `[batch, seq, Hv]` (from `in_proj_ba`), `A_log` and `dt_bias` `[Hv]`.
+    The results are laid out `[batch, Hv, seq]`, as `attn.gated_delta_rule`
+    takes them.
+
+    ```mlir
+    %g, %beta = attn.gated_delta_gates %a, %b, %A_log, %dt_bias
+        : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64xf32>,
+           tensor<64xf32>) -> (tensor<?x64x?xf32>, tensor<?x64x?xf32>)
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$a, Attn_FloatTensor:$b,
+                       Attn_FloatTensor:$a_log, Attn_FloatTensor:$dt_bias);
+  let results = (outs Attn_FloatTensor:$gate, Attn_FloatTensor:$beta);
+  let assemblyFormat = [{
+    $a `,` $b `,` $a_log `,` $dt_bias attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_GatedRMSNormOp : Attn_Op<"gated_rms_norm", [Pure]> {
+  let summary = "RMSNorm gated by silu(z) (Gated DeltaNet's output norm)";
+  let description = [{
+    `y = x / sqrt(mean(x²) + epsilon) · w · silu(z)` over the last dimension
+    (transformers' `Qwen3NextRMSNormGated`: a plain weight, no unit offset);
+    `gate` has the shape of `input`, `weight` the size of its last dim.
+
+    ```mlir
+    %y = attn.gated_rms_norm %o, %z, %w {epsilon = 1.0e-06 : f64}
+        : (tensor<?x?x64x128xf32>, tensor<?x?x64x128xf32>, tensor<128xf32>)
+          -> tensor<?x?x64x128xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$gate,
+                       Attn_FloatTensor:$weight, F64Attr:$epsilon);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gate `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Attn_AddOp : Attn_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> {
   let summary = "elementwise sum (the residual connection)";
   let description = [{

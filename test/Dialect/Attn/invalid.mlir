@@ -1203,3 +1203,67 @@ func.func @gdc_scale(%q: tensor<8x16xf32>, %g: tensor<8xf32>, %s: tensor<16x16xf
   %o, %t = attn.gated_delta_chunk %q, %q, %q, %g, %g, %q, %s {scale = 0.0 : f64} : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<16x16xf32>)
   return
 }
+
+// -----
+
+func.func @conv_channels(%x: tensor<1x8x96xf32>, %w: tensor<64x4xf32>) {
+  // expected-error @+1 {{weight channels (64) does not match input channels (96)}}
+  %y, %s = attn.causal_conv1d %x, %w : (tensor<1x8x96xf32>, tensor<64x4xf32>) -> (tensor<1x8x96xf32>, tensor<1x96x3xf32>)
+  return
+}
+
+// -----
+
+func.func @conv_state(%x: tensor<1x8x96xf32>, %w: tensor<96x4xf32>, %s0: tensor<1x96x4xf32>) {
+  // expected-error @+1 {{expects a state [batch, channels, kernel - 1] = [1, 96, 3], got 'tensor<1x96x4xf32>'}}
+  %y, %s = attn.causal_conv1d %x, %w state(%s0 : tensor<1x96x4xf32>) : (tensor<1x8x96xf32>, tensor<96x4xf32>) -> (tensor<1x8x96xf32>, tensor<1x96x3xf32>)
+  return
+}
+
+// -----
+
+func.func @conv_kernel(%x: tensor<1x8x96xf32>, %w: tensor<96x?xf32>) {
+  // expected-error @+1 {{expects a weight [channels, kernel] with a static kernel width >= 1, got 'tensor<96x?xf32>'}}
+  %y, %s = attn.causal_conv1d %x, %w : (tensor<1x8x96xf32>, tensor<96x?xf32>) -> (tensor<1x8x96xf32>, tensor<1x96x3xf32>)
+  return
+}
+
+// -----
+
+func.func @gates_layout(%a: tensor<1x8x4xf32>, %h: tensor<4xf32>) {
+  // expected-error @+1 {{expects a gate [batch, Hv, seq] = [1, 4, 8], got 'tensor<1x8x4xf32>'}}
+  %g, %b = attn.gated_delta_gates %a, %a, %h, %h : (tensor<1x8x4xf32>, tensor<1x8x4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<1x8x4xf32>, tensor<1x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @gates_alog(%a: tensor<1x8x4xf32>, %h: tensor<3xf32>, %h4: tensor<4xf32>) {
+  // expected-error @+1 {{expects A_log [Hv] = [4], got 'tensor<3xf32>'}}
+  %g, %b = attn.gated_delta_gates %a, %a, %h, %h4 : (tensor<1x8x4xf32>, tensor<1x8x4xf32>, tensor<3xf32>, tensor<4xf32>) -> (tensor<1x4x8xf32>, tensor<1x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @gated_norm_gate(%x: tensor<1x8x4x8xf32>, %z: tensor<1x8x4x4xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{expects a gate of the input's type 'tensor<1x8x4x8xf32>', got 'tensor<1x8x4x4xf32>'}}
+  %y = attn.gated_rms_norm %x, %z, %w {epsilon = 1.0e-06 : f64} : (tensor<1x8x4x8xf32>, tensor<1x8x4x4xf32>, tensor<8xf32>) -> tensor<1x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @gated_norm_weight(%x: tensor<1x8x4x8xf32>, %w: tensor<4xf32>) {
+  // expected-error @+1 {{weight size (4) does not match the input's last dim (8)}}
+  %y = attn.gated_rms_norm %x, %x, %w {epsilon = 1.0e-06 : f64} : (tensor<1x8x4x8xf32>, tensor<1x8x4x8xf32>, tensor<4xf32>) -> tensor<1x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @l2_eps(%x: tensor<1x8xf32>) {
+  // expected-error @+1 {{expects a positive finite epsilon, got 0}}
+  %y = attn.l2_norm %x {epsilon = 0.0 : f64} : tensor<1x8xf32>
+  return
+}

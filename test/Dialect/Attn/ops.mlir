@@ -188,3 +188,25 @@ func.func @gated_delta_chunk(%q: tensor<?x64xf32>, %v: tensor<?x32xf32>,
       : (memref<?x64xf32>, memref<?x64xf32>, memref<?x32xf32>, memref<?xf32>, memref<?xf32>, memref<?x32xf32>, memref<64x32xf32>)
   return %o, %st : tensor<?x32xf32>, tensor<64x32xf32>
 }
+
+// Gated DeltaNet's graph ops: the short causal convolution with its state,
+// L2 norm, the decay gate and beta, the gated RMSNorm.
+// CHECK-LABEL: func.func @gated_delta_graph
+func.func @gated_delta_graph(%x: tensor<?x?x96xf32>, %w: tensor<96x4xf32>,
+                             %s0: tensor<?x96x3xf32>, %q: tensor<?x2x?x16xf32>,
+                             %a: tensor<?x?x4xf32>, %hv: tensor<4xf32>,
+                             %o: tensor<?x?x4x8xf32>, %nw: tensor<8xf32>)
+    -> (tensor<?x?x96xf32>, tensor<?x96x3xf32>, tensor<?x2x?x16xf32>,
+        tensor<?x4x?xf32>, tensor<?x4x?xf32>, tensor<?x?x4x8xf32>) {
+  // CHECK: attn.causal_conv1d %{{.*}}, %{{.*}} : (tensor<?x?x96xf32>, tensor<96x4xf32>) -> (tensor<?x?x96xf32>, tensor<?x96x3xf32>)
+  %y0, %st0 = attn.causal_conv1d %x, %w : (tensor<?x?x96xf32>, tensor<96x4xf32>) -> (tensor<?x?x96xf32>, tensor<?x96x3xf32>)
+  // CHECK: attn.causal_conv1d %{{.*}}, %{{.*}} state(%{{.*}} : tensor<?x96x3xf32>)
+  %y, %st = attn.causal_conv1d %y0, %w state(%s0 : tensor<?x96x3xf32>) : (tensor<?x?x96xf32>, tensor<96x4xf32>) -> (tensor<?x?x96xf32>, tensor<?x96x3xf32>)
+  // CHECK: attn.l2_norm %{{.*}} {epsilon = 9.9999999999999995E-7 : f64} : tensor<?x2x?x16xf32>
+  %qn = attn.l2_norm %q {epsilon = 1.0e-06 : f64} : tensor<?x2x?x16xf32>
+  // CHECK: attn.gated_delta_gates %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<?x4x?xf32>, tensor<?x4x?xf32>)
+  %g, %beta = attn.gated_delta_gates %a, %a, %hv, %hv : (tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<?x4x?xf32>, tensor<?x4x?xf32>)
+  // CHECK: attn.gated_rms_norm %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 9.9999999999999995E-7 : f64}
+  %n = attn.gated_rms_norm %o, %o, %nw {epsilon = 1.0e-06 : f64} : (tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>, tensor<8xf32>) -> tensor<?x?x4x8xf32>
+  return %y, %st, %qn, %g, %beta, %n : tensor<?x?x96xf32>, tensor<?x96x3xf32>, tensor<?x2x?x16xf32>, tensor<?x4x?xf32>, tensor<?x4x?xf32>, tensor<?x?x4x8xf32>
+}
