@@ -480,8 +480,10 @@ func::FuncOp Emitter::emitLinearKind(const std::string &name,
     return tensor::ExpandShapeOp::create(b, loc, tensor({kDyn, kDyn, hv, dv}),
                                          t, re, shape);
   };
+  Value m4 = perHead(m);
+  Value z4 = perHead(z);
   Value normed = GatedRMSNormOp::create(
-      b, loc, tensor({kDyn, kDyn, hv, dv}), perHead(m), perHead(z),
+      b, loc, tensor({kDyn, kDyn, hv, dv}), m4, z4,
       w.lookup("gated_norm_weight"), b.getF64FloatAttr(l.normEps));
   Value flat = tensor::CollapseShapeOp::create(b, loc, hiddenType(hv * dv),
                                                normed, re);

@@ -54,8 +54,12 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
     Value out = castToType(b, loc, op.getOutInit(),
                            g.tensor({batch, H, g.dim(op.getValue(), 2), DV},
                                     elt));
-    auto loop = scf::ForOp::create(b, loc, iconst(b, loc, 0), seq,
-                                   iconst(b, loc, 1), ValueRange{state, out});
+    // One op per statement: the IR must not depend on the host compiler's
+    // order of evaluating arguments.
+    Value zeroIdx = iconst(b, loc, 0);
+    Value oneIdx = iconst(b, loc, 1);
+    auto loop = scf::ForOp::create(b, loc, zeroIdx, seq, oneIdx,
+                                   ValueRange{state, out});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());

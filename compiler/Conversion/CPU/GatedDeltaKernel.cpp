@@ -106,9 +106,13 @@ struct GDEmitter {
   Value readRow(Value m, Value row, int64_t j0, int64_t cols) {
     bool inBounds = j0 + W <= cols;
     auto map = AffineMap::getMinorIdentityMap(2, 1, b.getContext());
+    // One op created per statement: the IR must not depend on the host
+    // compiler's order of evaluating arguments (tools/check-host-compiler.sh).
+    Value col = idx(j0);
+    Value pad = f32(0.0);
     return vector::TransferReadOp::create(
-        b, loc, vt, m, ValueRange{row, idx(j0)}, AffineMapAttr::get(map),
-        f32(0.0), /*mask=*/Value(), b.getBoolArrayAttr({inBounds}));
+        b, loc, vt, m, ValueRange{row, col}, AffineMapAttr::get(map), pad,
+        /*mask=*/Value(), b.getBoolArrayAttr({inBounds}));
   }
   void writeRow(Value x, Value m, Value row, int64_t j0, int64_t cols) {
     bool inBounds = j0 + W <= cols;
@@ -118,7 +122,9 @@ struct GDEmitter {
                                     b.getBoolArrayAttr({inBounds}));
   }
   void loop(int64_t lb, Value ub, function_ref<void(Value)> body) {
-    loop(idx(lb), ub, idx(1), body);
+    Value l = idx(lb);
+    Value one = idx(1);
+    loop(l, ub, one, body);
   }
   void loop(Value lb, Value ub, Value step, function_ref<void(Value)> body) {
     buildForLoop(b, loc, lb, ub, step, {}, [&](Value iv, ValueRange) {
@@ -129,8 +135,9 @@ struct GDEmitter {
   SmallVector<Value>
   loop(Value lb, Value ub, ValueRange init,
        function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    Value one = idx(1);
     return SmallVector<Value>(
-        buildForLoop(b, loc, lb, ub, idx(1), init, body).getResults());
+        buildForLoop(b, loc, lb, ub, one, init, body).getResults());
   }
 
   /// How a GEMM treats its destination.
@@ -142,18 +149,22 @@ struct GDEmitter {
     int64_t vecs = N / W;
     for (int64_t v0 = 0; v0 < vecs; v0 += 4) {
       int64_t nv = std::min<int64_t>(4, vecs - v0);
-      loop(idx(0), idx(M), idx(R), [&](Value i0) {
+      Value zero = idx(0), mEnd = idx(M), rStep = idx(R);
+      loop(zero, mEnd, rStep, [&](Value i0) {
         SmallVector<Value> rows;
-        for (int64_t r = 0; r < R; ++r)
-          rows.push_back(add(i0, idx(r)));
+        for (int64_t r = 0; r < R; ++r) {
+          Value off = idx(r);
+          rows.push_back(add(i0, off));
+        }
         SmallVector<Value> init;
         for (int64_t r = 0; r < R; ++r)
           for (int64_t v = 0; v < nv; ++v)
             init.push_back(mode == Acc::Set
                                ? zeros()
                                : vload(C, {rows[r], idx((v0 + v) * W)}));
+        Value kBegin = idx(0), kEnd = idx(K);
         SmallVector<Value> acc = loop(
-            idx(0), idx(K), init, [&](Value k, ValueRange a) {
+            kBegin, kEnd, init, [&](Value k, ValueRange a) {
               SmallVector<Value> bv, next(a.begin(), a.end());
               for (int64_t v = 0; v < nv; ++v)
                 bv.push_back(vload(B, {k, idx((v0 + v) * W)}));
@@ -183,10 +194,12 @@ struct GDEmitter {
     Value st = op.getState(), sp = s[Sp];
     loop(0, idx(dk), [&](Value i) {
       for (int64_t j0 = 0; j0 < dvp; j0 += W) {
-        if (in)
-          vstore(readRow(st, i, j0, dv), sp, {i, idx(j0)});
-        else
+        if (in) {
+          Value x = readRow(st, i, j0, dv);
+          vstore(x, sp, {i, idx(j0)});
+        } else {
           writeRow(vload(sp, {i, idx(j0)}), st, i, j0, dv);
+        }
       }
     });
   }
@@ -197,8 +210,10 @@ struct GDEmitter {
     bool padded = dk % W != 0 || dv % W != 0;
     if (padded) {
       loop(0, idx(dkp), [&](Value i) {
-        for (int64_t j0 = 0; j0 < dvp; j0 += W)
-          vstore(zeros(), s[Sp], {i, idx(j0)});
+        for (int64_t j0 = 0; j0 < dvp; j0 += W) {
+          Value z = zeros();
+          vstore(z, s[Sp], {i, idx(j0)});
+        }
       });
       copyState(/*in=*/true);
       state = s[Sp];
@@ -208,12 +223,14 @@ struct GDEmitter {
     Value n = memref::DimOp::create(b, loc, op.getQuery(), 0);
     if (op.getRecurrent())
       recurrent(n);
-    else
-      loop(idx(0), n, idx(kChunk), [&](Value t0) {
-        Value len = arith::MinSIOp::create(
-            b, loc, idx(kChunk), arith::SubIOp::create(b, loc, n, t0));
+    else {
+      Value zero = idx(0), step = idx(kChunk);
+      loop(zero, n, step, [&](Value t0) {
+        Value left = arith::SubIOp::create(b, loc, n, t0);
+        Value len = arith::MinSIOp::create(b, loc, step, left);
         chunk(t0, len);
       });
+    }
     if (padded)
       copyState(/*in=*/false);
   }
@@ -225,8 +242,10 @@ struct GDEmitter {
     // Prefix sum of the gate, kept as hi + lo (TwoSum): differences
     // c_i − c_j of a long sum (a gate of −60 is a state reset) would lose
     // their low bits in one f32; β (0 for padding tokens).
-    SmallVector<Value> c0 = {f32(0.0), f32(0.0)};
-    loop(idx(0), idx(kChunk), c0, [&](Value t, ValueRange c) {
+    Value hi0 = f32(0.0), lo0 = f32(0.0);
+    SmallVector<Value> c0 = {hi0, lo0};
+    Value zero = idx(0), cEnd = idx(kChunk);
+    loop(zero, cEnd, c0, [&](Value t, ValueRange c) {
       Value in = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, t,
                                        len);
       auto ifOp = scf::IfOp::create(b, loc, TypeRange{b.getF32Type(),
@@ -236,16 +255,20 @@ struct GDEmitter {
         OpBuilder::InsertionGuard g(b);
         b.setInsertionPointToStart(&ifOp.getThenRegion().front());
         Value row = add(t0, t);
-        scf::YieldOp::create(b, loc,
-                             ValueRange{load(op.getGate(), {row}),
-                                        load(op.getBeta(), {row})});
+        Value gv = load(op.getGate(), {row});
+        Value bv = load(op.getBeta(), {row});
+        scf::YieldOp::create(b, loc, ValueRange{gv, bv});
         b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-        scf::YieldOp::create(b, loc, ValueRange{f32(0.0), f32(0.0)});
+        Value z0 = f32(0.0), z1 = f32(0.0);
+        scf::YieldOp::create(b, loc, ValueRange{z0, z1});
       }
       Value g = ifOp.getResult(0);
       Value hi = fadd(c[0], g);
       Value bb = fsub(hi, c[0]);
-      Value err = fadd(fsub(c[0], fsub(hi, bb)), fsub(g, bb));
+      Value hiLessB = fsub(hi, bb);
+      Value errA = fsub(c[0], hiLessB);
+      Value errB = fsub(g, bb);
+      Value err = fadd(errA, errB);
       Value lo = fadd(c[1], err);
       store(hi, s[Gc], {t});
       store(lo, s[Gl], {t});
@@ -256,18 +279,21 @@ struct GDEmitter {
       Value row = add(t0, t);
       Value beta = load(s[Bt], {t});
       Value bv = splat(beta);
-      Value bk = splat(fmul(beta, expC(t)));
+      Value ec = expC(t);
+      Value bk = splat(fmul(beta, ec));
       Value sc = splat(scale);
       for (int64_t j0 = 0; j0 < dkp; j0 += W) {
         Value kr = readRow(k, row, j0, dk);
-        vstore(fmul(readRow(q, row, j0, dk), sc), s[Qs], {t, idx(j0)});
+        Value qr = readRow(q, row, j0, dk);
+        vstore(fmul(qr, sc), s[Qs], {t, idx(j0)});
         vstore(kr, s[Ks], {t, idx(j0)});
         Value kb = fmul(kr, bk);
         vstore(kb, s[Kb], {t, idx(j0)});
         vstore(kb, s[Wm], {t, idx(j0)});
       }
       for (int64_t j0 = 0; j0 < dvp; j0 += W) {
-        Value vb = fmul(readRow(v, row, j0, dv), bv);
+        Value vr = readRow(v, row, j0, dv);
+        Value vb = fmul(vr, bv);
         vstore(vb, s[Vb], {t, idx(j0)});
         vstore(vb, s[U], {t, idx(j0)});
       }
@@ -276,20 +302,25 @@ struct GDEmitter {
       });
     });
     // Padding tokens: zero rows (and zero columns of Kt).
-    loop(len, idx(kChunk), idx(1), [&](Value t) {
+    Value padEnd = idx(kChunk), one = idx(1);
+    loop(len, padEnd, one, [&](Value t) {
+      Value z = zeros();
       for (int64_t j0 = 0; j0 < dkp; j0 += W)
         for (Scratch x : {Qs, Ks, Kb, Wm})
-          vstore(zeros(), s[x], {t, idx(j0)});
+          vstore(z, s[x], {t, idx(j0)});
       for (int64_t j0 = 0; j0 < dvp; j0 += W)
         for (Scratch x : {Vb, U})
-          vstore(zeros(), s[x], {t, idx(j0)});
-      loop(0, idx(dkp), [&](Value j) { store(f32(0.0), s[Kt], {j, t}); });
+          vstore(z, s[x], {t, idx(j0)});
+      Value zs = f32(0.0);
+      loop(0, idx(dkp), [&](Value j) { store(zs, s[Kt], {j, t}); });
     });
   }
 
   /// e^(c_t) of the prefix sum hi + lo: e^hi · e^lo.
   Value expC(Value t) {
-    return fmul(exp(load(s[Gc], {t})), exp(load(s[Gl], {t})));
+    Value hi = exp(load(s[Gc], {t}));
+    Value lo = exp(load(s[Gl], {t}));
+    return fmul(hi, lo);
   }
 
   /// Γ folded into A (strictly lower, −β_i·A⊙Γ) and QK (lower, QK⊙Γ).
@@ -301,30 +332,30 @@ struct GDEmitter {
     Value iota = arith::ConstantOp::create(
         b, loc, vi, DenseElementsAttr::get(vi, ArrayRef<int32_t>(lanes)));
     loop(0, idx(kChunk), [&](Value i) {
-      Value ci = splat(load(s[Gc], {i})), li = splat(load(s[Gl], {i}));
+      Value ci = splat(load(s[Gc], {i}));
+      Value li = splat(load(s[Gl], {i}));
       Value nb = splat(arith::NegFOp::create(b, loc, load(s[Bt], {i})));
       Value i32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), i);
       Value iv = vector::BroadcastOp::create(b, loc, vi, i32);
+      Value z = zeros();
       for (int64_t j0 = 0; j0 < kChunk; j0 += W) {
-        Value j = arith::AddIOp::create(
-            b, loc, iota,
-            arith::ConstantOp::create(
-                b, loc, vi,
-                DenseElementsAttr::get(vi, b.getI32IntegerAttr(j0))));
+        Value j0v = arith::ConstantOp::create(
+            b, loc, vi, DenseElementsAttr::get(vi, b.getI32IntegerAttr(j0)));
+        Value j = arith::AddIOp::create(b, loc, iota, j0v);
         Value lower = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
                                             j, iv);
         Value strict = arith::CmpIOp::create(
             b, loc, arith::CmpIPredicate::slt, j, iv);
-        Value diff = fadd(fsub(ci, vload(s[Gc], {idx(j0)})),
-                          fsub(li, vload(s[Gl], {idx(j0)})));
+        Value hiDiff = fsub(ci, vload(s[Gc], {idx(j0)}));
+        Value loDiff = fsub(li, vload(s[Gl], {idx(j0)}));
+        Value diff = fadd(hiDiff, loDiff);
         // exp only of visible differences (≤ 0 there): no overflow.
-        Value gamma = exp(arith::SelectOp::create(b, loc, lower, diff,
-                                                  zeros()));
+        Value gamma = exp(arith::SelectOp::create(b, loc, lower, diff, z));
         Value a = fmul(fmul(vload(s[A], {i, idx(j0)}), gamma), nb);
-        vstore(arith::SelectOp::create(b, loc, strict, a, zeros()), s[A],
+        vstore(arith::SelectOp::create(b, loc, strict, a, z), s[A],
                {i, idx(j0)});
         Value qk = fmul(vload(s[QK], {i, idx(j0)}), gamma);
-        vstore(arith::SelectOp::create(b, loc, lower, qk, zeros()), s[QK],
+        vstore(arith::SelectOp::create(b, loc, lower, qk, z), s[QK],
                {i, idx(j0)});
       }
     });
@@ -341,8 +372,10 @@ struct GDEmitter {
           loop(idx(0), i, init, [&](Value m, ValueRange r) {
             Value a = splat(load(s[A], {i, m}));
             SmallVector<Value> next;
-            for (int64_t v = 0; v < nv; ++v)
-              next.push_back(fma(a, vload(s[A], {m, idx(v * W)}), r[v]));
+            for (int64_t v = 0; v < nv; ++v) {
+              Value row = vload(s[A], {m, idx(v * W)});
+              next.push_back(fma(a, row, r[v]));
+            }
             return next;
           });
       for (int64_t v = 0; v < nv; ++v)
@@ -361,14 +394,18 @@ struct GDEmitter {
     gemm(s[U], kChunk, dvp, dkp, rowsOf(s[Wm]), state, Acc::Sub);
     // Qs ← e^c·Qs; Ks ← e^(c_last − c)·Ks.
     Value last = idx(kChunk - 1);
-    Value cLast = load(s[Gc], {last}), lLast = load(s[Gl], {last});
+    Value cLast = load(s[Gc], {last});
+    Value lLast = load(s[Gl], {last});
     loop(0, idx(kChunk), [&](Value t) {
       Value eq = splat(expC(t));
-      Value ek = splat(exp(fadd(fsub(cLast, load(s[Gc], {t})),
-                                fsub(lLast, load(s[Gl], {t})))));
+      Value hiDiff = fsub(cLast, load(s[Gc], {t}));
+      Value loDiff = fsub(lLast, load(s[Gl], {t}));
+      Value ek = splat(exp(fadd(hiDiff, loDiff)));
       for (int64_t j0 = 0; j0 < dkp; j0 += W) {
-        vstore(fmul(vload(s[Qs], {t, idx(j0)}), eq), s[Qs], {t, idx(j0)});
-        vstore(fmul(vload(s[Ks], {t, idx(j0)}), ek), s[Ks], {t, idx(j0)});
+        Value qs = fmul(vload(s[Qs], {t, idx(j0)}), eq);
+        vstore(qs, s[Qs], {t, idx(j0)});
+        Value ks = fmul(vload(s[Ks], {t, idx(j0)}), ek);
+        vstore(ks, s[Ks], {t, idx(j0)});
       }
     });
     gemm(s[O], kChunk, dvp, dkp, rowsOf(s[Qs]), state, Acc::Set);
@@ -376,8 +413,10 @@ struct GDEmitter {
     // S ← e^(c_last)·S + Ksᵀ·U.
     Value decay = splat(expC(last));
     loop(0, idx(dkp), [&](Value i) {
-      for (int64_t j0 = 0; j0 < dvp; j0 += W)
-        vstore(fmul(vload(state, {i, idx(j0)}), decay), state, {i, idx(j0)});
+      for (int64_t j0 = 0; j0 < dvp; j0 += W) {
+        Value x = fmul(vload(state, {i, idx(j0)}), decay);
+        vstore(x, state, {i, idx(j0)});
+      }
     });
     Value ks = s[Ks];
     gemm(state, dkp, dvp, kChunk,
@@ -397,32 +436,38 @@ struct GDEmitter {
     int64_t vecs = dvp / W;
     loop(0, n, [&](Value t) {
       Value e = exp(load(op.getGate(), {t}));
-      Value ev = splat(e), beta = splat(load(op.getBeta(), {t}));
+      Value ev = splat(e);
+      Value beta = splat(load(op.getBeta(), {t}));
       for (int64_t v0 = 0; v0 < vecs; v0 += 8) {
         int64_t nv = std::min<int64_t>(8, vecs - v0);
         SmallVector<Value> init(nv, zeros());
+        Value zero = idx(0), dkEnd = idx(dk);
         SmallVector<Value> kv =
-            loop(idx(0), idx(dk), init, [&](Value i, ValueRange a) {
+            loop(zero, dkEnd, init, [&](Value i, ValueRange a) {
               Value ki = splat(load(k, {t, i}));
               SmallVector<Value> next;
-              for (int64_t x = 0; x < nv; ++x)
-                next.push_back(
-                    fma(ki, vload(state, {i, idx((v0 + x) * W)}), a[x]));
+              for (int64_t x = 0; x < nv; ++x) {
+                Value sx = vload(state, {i, idx((v0 + x) * W)});
+                next.push_back(fma(ki, sx, a[x]));
+              }
               return next;
             });
         SmallVector<Value> delta;
         for (int64_t x = 0; x < nv; ++x) {
           Value vt_ = readRow(v, t, (v0 + x) * W, dv);
-          delta.push_back(fmul(fsub(vt_, fmul(ev, kv[x])), beta));
+          Value decayed = fmul(ev, kv[x]);
+          delta.push_back(fmul(fsub(vt_, decayed), beta));
         }
         SmallVector<Value> o =
-            loop(idx(0), idx(dk), init, [&](Value i, ValueRange a) {
+            loop(zero, dkEnd, init, [&](Value i, ValueRange a) {
               Value ki = splat(load(k, {t, i}));
               Value qi = splat(fmul(load(q, {t, i}), scale));
               SmallVector<Value> next;
               for (int64_t x = 0; x < nv; ++x) {
-                Value at[] = {i, idx((v0 + x) * W)};
-                Value sNew = fma(ki, delta[x], fmul(ev, vload(state, at)));
+                Value col = idx((v0 + x) * W);
+                Value at[] = {i, col};
+                Value old = fmul(ev, vload(state, at));
+                Value sNew = fma(ki, delta[x], old);
                 vstore(sNew, state, at);
                 next.push_back(fma(qi, sNew, a[x]));
               }

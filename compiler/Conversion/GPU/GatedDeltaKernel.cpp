@@ -121,8 +121,12 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
         b, loc, MemRefType::get(ty.getShape(), ty.getElementType()), t,
         /*readOnly=*/true);
   };
-  Value q = buffer(s.q), k = buffer(s.k), v = buffer(s.v), g = buffer(s.g),
-        beta = buffer(s.beta), init = s.init ? buffer(s.init) : Value();
+  Value q = buffer(s.q);
+  Value k = buffer(s.k);
+  Value v = buffer(s.v);
+  Value g = buffer(s.g);
+  Value beta = buffer(s.beta);
+  Value init = s.init ? buffer(s.init) : Value();
   Value seq = memref::DimOp::create(b, loc, v, 2);
   Value batch = memref::DimOp::create(b, loc, v, 0);
   auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
@@ -132,9 +136,13 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
                               MemRefLayoutAttrInterface(), wg);
   auto redTy = MemRefType::get({parts, dv}, f32, MemRefLayoutAttrInterface(),
                                wg);
+  // One op created per statement below: the IR must not depend on the host
+  // compiler's order of evaluating arguments (tools/check-host-compiler.sh).
   Value one = e.c(1);
+  Value gridX = e.c(hv);
+  Value blockX = e.c(threads);
   auto launch = gpu::LaunchOp::create(
-      b, loc, e.c(hv), batch, one, e.c(threads), one, one,
+      b, loc, gridX, batch, one, blockX, one, one,
       /*dynamicSharedMemorySize=*/Value(), /*asyncTokenType=*/Type(),
       /*asyncDependencies=*/ValueRange(), TypeRange{qkTy, redTy, redTy});
   launch->setAttr("attn.kernel", b.getUnitAttr());
@@ -146,94 +154,115 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
     Value red2 = launch.getWorkgroupAttributions()[2];
     Value h = launch.getBlockIds().x, bi = launch.getBlockIds().y;
     Value tid = launch.getThreadIds().x;
-    Value j = arith::RemUIOp::create(b, loc, tid, e.c(dv));
-    Value p = arith::DivUIOp::create(b, loc, tid, e.c(dv));
-    Value hkIdx = arith::DivUIOp::create(b, loc, h, e.c(hv / hk));
-    Value row0 = e.mul(p, e.c(rows));
-    auto rowOf = [&](int64_t r) { return e.add(row0, e.c(r)); };
+    Value dvC = e.c(dv);
+    Value j = arith::RemUIOp::create(b, loc, tid, dvC);
+    Value p = arith::DivUIOp::create(b, loc, tid, dvC);
+    Value ratio = e.c(hv / hk);
+    Value hkIdx = arith::DivUIOp::create(b, loc, h, ratio);
+    Value rowsC = e.c(rows);
+    Value row0 = e.mul(p, rowsC);
+    auto rowOf = [&](int64_t r) {
+      Value off = e.c(r);
+      return e.add(row0, off);
+    };
+    Value zeroF = e.f32(0.0);
+    Value zeroI = e.c(0);
+    Value dkC = e.c(dk);
+    Value stride = e.c(threads);
     // Zero the staged q/k (the padding rows stay 0), then the state.
-    e.loop(tid, e.c(2 * parts * rows), e.c(threads), ValueRange{},
+    Value width = e.c(parts * rows);
+    Value staged = e.c(2 * parts * rows);
+    e.loop(tid, staged, stride, ValueRange{},
            [&](Value idx, ValueRange) -> SmallVector<Value> {
-             Value w = arith::DivUIOp::create(b, loc, idx,
-                                              e.c(parts * rows));
-             Value col = arith::RemUIOp::create(b, loc, idx,
-                                                e.c(parts * rows));
-             memref::StoreOp::create(b, loc, e.f32(0.0), qk,
-                                     ValueRange{w, col});
+             Value w = arith::DivUIOp::create(b, loc, idx, width);
+             Value col = arith::RemUIOp::create(b, loc, idx, width);
+             memref::StoreOp::create(b, loc, zeroF, qk, ValueRange{w, col});
              return {};
            });
     SmallVector<Value> st;
+    Value lastRow = e.c(dk - 1);
     for (int64_t r = 0; r < rows; ++r) {
-      Value i = rowOf(r);
-      Value valid = e.cmp(arith::CmpIPredicate::slt, i, e.c(dk));
       if (!init) {
-        st.push_back(e.f32(0.0));
+        st.push_back(zeroF);
         continue;
       }
-      Value x = memref::LoadOp::create(
-          b, loc, init, ValueRange{bi, h, e.min(i, e.c(dk - 1)), j});
-      st.push_back(e.select(valid, x, e.f32(0.0)));
+      Value i = rowOf(r);
+      Value valid = e.cmp(arith::CmpIPredicate::slt, i, dkC);
+      Value clamped = e.min(i, lastRow);
+      Value x = memref::LoadOp::create(b, loc, init,
+                                       ValueRange{bi, h, clamped, j});
+      st.push_back(e.select(valid, x, zeroF));
     }
     gpu::BarrierOp::create(b, loc);
     Value scale = e.f32(s.scale);
+    Value log2e = e.f32(kLog2e);
     scf::ForOp tokens = e.loop(
-        e.c(0), seq, one, st, [&](Value t, ValueRange S) {
+        zeroI, seq, one, st, [&](Value t, ValueRange S) {
           // q_t (scaled) and k_t into shared memory.
-          e.loop(tid, e.c(dk), e.c(threads), ValueRange{},
+          e.loop(tid, dkC, stride, ValueRange{},
                  [&](Value i, ValueRange) -> SmallVector<Value> {
                    Value qi = memref::LoadOp::create(
                        b, loc, q, ValueRange{bi, hkIdx, t, i});
                    Value ki = memref::LoadOp::create(
                        b, loc, k, ValueRange{bi, hkIdx, t, i});
-                   memref::StoreOp::create(b, loc, e.fmul(qi, scale), qk,
-                                           ValueRange{e.c(0), i});
+                   Value qs = e.fmul(qi, scale);
+                   memref::StoreOp::create(b, loc, qs, qk,
+                                           ValueRange{zeroI, i});
                    memref::StoreOp::create(b, loc, ki, qk,
-                                           ValueRange{e.c(1), i});
+                                           ValueRange{one, i});
                    return {};
                  });
           gpu::BarrierOp::create(b, loc);
           SmallVector<Value> kr, qr;
           for (int64_t r = 0; r < rows; ++r) {
-            kr.push_back(memref::LoadOp::create(b, loc, qk,
-                                                ValueRange{one, rowOf(r)}));
-            qr.push_back(memref::LoadOp::create(
-                b, loc, qk, ValueRange{e.c(0), rowOf(r)}));
+            Value i = rowOf(r);
+            kr.push_back(
+                memref::LoadOp::create(b, loc, qk, ValueRange{one, i}));
+            qr.push_back(
+                memref::LoadOp::create(b, loc, qk, ValueRange{zeroI, i}));
           }
           // kv_j over this thread's rows, then over the P parts.
-          Value part = e.f32(0.0);
+          Value part = zeroF;
           for (int64_t r = 0; r < rows; ++r)
             part = e.fma(S[r], kr[r], part);
           memref::StoreOp::create(b, loc, part, red, ValueRange{p, j});
           gpu::BarrierOp::create(b, loc);
-          Value kv = e.f32(0.0);
-          for (int64_t x = 0; x < parts; ++x)
-            kv = e.fadd(kv, memref::LoadOp::create(b, loc, red,
-                                                   ValueRange{e.c(x), j}));
+          Value kv = zeroF;
+          for (int64_t x = 0; x < parts; ++x) {
+            Value xi = e.c(x);
+            Value px = memref::LoadOp::create(b, loc, red, ValueRange{xi, j});
+            kv = e.fadd(kv, px);
+          }
           Value gt = memref::LoadOp::create(b, loc, g, ValueRange{bi, h, t});
           Value bt =
               memref::LoadOp::create(b, loc, beta, ValueRange{bi, h, t});
-          Value decay = e.exp2(e.fmul(gt, e.f32(kLog2e)));
+          Value decay = e.exp2(e.fmul(gt, log2e));
           Value vj = memref::LoadOp::create(b, loc, v, ValueRange{bi, h, t, j});
-          Value delta = e.fmul(bt, arith::SubFOp::create(b, loc, vj,
-                                                         e.fmul(decay, kv)));
+          Value decayedKv = e.fmul(decay, kv);
+          Value err = arith::SubFOp::create(b, loc, vj, decayedKv);
+          Value delta = e.fmul(bt, err);
           SmallVector<Value> next;
-          Value po = e.f32(0.0);
+          Value po = zeroF;
           for (int64_t r = 0; r < rows; ++r) {
-            Value sNew = e.fma(kr[r], delta, e.fmul(decay, S[r]));
+            Value old = e.fmul(decay, S[r]);
+            Value sNew = e.fma(kr[r], delta, old);
             next.push_back(sNew);
             po = e.fma(sNew, qr[r], po);
           }
           memref::StoreOp::create(b, loc, po, red2, ValueRange{p, j});
           gpu::BarrierOp::create(b, loc);
-          Value first = e.cmp(arith::CmpIPredicate::eq, p, e.c(0));
+          Value first = e.cmp(arith::CmpIPredicate::eq, p, zeroI);
           auto ifOp = scf::IfOp::create(b, loc, first, false);
           {
             OpBuilder::InsertionGuard g2(b);
             b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-            Value o = e.f32(0.0);
-            for (int64_t x = 0; x < parts; ++x)
-              o = e.fadd(o, memref::LoadOp::create(b, loc, red2,
-                                                   ValueRange{e.c(x), j}));
+            Value o = zeroF;
+            for (int64_t x = 0; x < parts; ++x) {
+              Value xi = e.c(x);
+              Value px =
+                  memref::LoadOp::create(b, loc, red2, ValueRange{xi, j});
+              o = e.fadd(o, px);
+            }
             memref::StoreOp::create(b, loc, o, s.out,
                                     ValueRange{bi, h, t, j});
           }
@@ -242,7 +271,7 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
     // The final state.
     for (int64_t r = 0; r < rows; ++r) {
       Value i = rowOf(r);
-      Value valid = e.cmp(arith::CmpIPredicate::slt, i, e.c(dk));
+      Value valid = e.cmp(arith::CmpIPredicate::slt, i, dkC);
       auto ifOp = scf::IfOp::create(b, loc, valid, false);
       OpBuilder::InsertionGuard g2(b);
       b.setInsertionPointToStart(&ifOp.getThenRegion().front());

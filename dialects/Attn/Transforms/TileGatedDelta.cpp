@@ -76,14 +76,17 @@ private:
   std::pair<Value, Value> chunkOp(Value bIdx, Value h, Value hk, Value s0,
                                   Value n, Value outChunk, Value state,
                                   bool recurrent) {
+    // One slice per statement: the IR must not depend on the host
+    // compiler's order of evaluating arguments.
+    Value q = tokens(op.getQuery(), bIdx, hk, s0, n);
+    Value k = tokens(op.getKey(), bIdx, hk, s0, n);
+    Value v = tokens(op.getValue(), bIdx, h, s0, n);
+    Value g = tokens(op.getGate(), bIdx, h, s0, n);
+    Value beta = tokens(op.getBeta(), bIdx, h, s0, n);
     auto chunkOp = GatedDeltaChunkOp::create(
-        b, loc, TypeRange{outChunk.getType(), state.getType()},
-        tokens(op.getQuery(), bIdx, hk, s0, n),
-        tokens(op.getKey(), bIdx, hk, s0, n),
-        tokens(op.getValue(), bIdx, h, s0, n),
-        tokens(op.getGate(), bIdx, h, s0, n),
-        tokens(op.getBeta(), bIdx, h, s0, n), outChunk, state,
-        op.getScaleAttr(), recurrent ? b.getUnitAttr() : UnitAttr());
+        b, loc, TypeRange{outChunk.getType(), state.getType()}, q, k, v, g,
+        beta, outChunk, state, op.getScaleAttr(),
+        recurrent ? b.getUnitAttr() : UnitAttr());
     return {chunkOp.getResult(0), chunkOp.getResult(1)};
   }
 
@@ -146,8 +149,8 @@ void GatedDeltaTiler::run() {
                                    ValueRange{out, state});
     b.setInsertionPointToStart(loop.getBody());
     Value s0 = loop.getInductionVar();
-    Value n = arith::MinSIOp::create(
-        b, loc, c(chunk), arith::SubIOp::create(b, loc, seq, s0));
+    Value left = arith::SubIOp::create(b, loc, seq, s0);
+    Value n = arith::MinSIOp::create(b, loc, c(chunk), left);
     Value outIter = loop.getRegionIterArg(0);
     SmallVector<OpFoldResult> offs = {s0, attr(0)}, sizes = {n, attr(dv)},
                               strides = {attr(1), attr(1)};
