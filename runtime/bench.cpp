@@ -90,23 +90,9 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
     std::vector<int64_t> lens(b, skv);
     auto table = randomVec(rng, kind.bias_buckets * kind.num_heads, 1);
     std::vector<float> out;
-    // Median ms of `repeats` calls after a warm-up (which also allocates
-    // and touches the output, reused after).
-    auto median = [&](auto call) {
-      call();
-      std::vector<double> ms;
-      for (int64_t r = 0; r < repeats; ++r) {
-        auto t0 = std::chrono::steady_clock::now();
-        call();
-        auto t1 = std::chrono::steady_clock::now();
-        ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0)
-                         .count());
-      }
-      std::sort(ms.begin(), ms.end());
-      return ms[ms.size() / 2];
-    };
     auto time = [&](void (*fn)(void)) {
-      return median(
+      return medianMs(
+          repeats,
           [&] { run(fn, kind, q, qs, k, ks, v, vs, lens, &table, out); });
     };
     double f = flops(kind, b, sq, skv);
@@ -115,7 +101,7 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
       // stream and wait for it.
       int64_t outElems = b * kind.num_heads * sq * kind.head_dim_v;
       DeviceCall c(q, qs, k, ks, v, vs, lens, outElems);
-      double fusedMs = median([&] { c.call(kind.fused, kind); });
+      double fusedMs = medianMs(repeats, [&] { c.call(kind.fused, kind); });
       double tflops = f / fusedMs / 1e9;
       double pctFp32 = 100 * tflops / gDevice.fp32Tflops;
       double pctTensor = 100 * tflops / gDevice.tensorTflops;

@@ -12,6 +12,8 @@
 
 #include "attn_runtime.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -43,6 +45,22 @@ int64_t intArg(const Args &args, const std::string &name, int64_t dflt,
 const attn_rt_kind &kindOfLayer(const attn_rt_model *m, int64_t layer);
 /// OpenMP's thread count (1 without the OpenMP runtime).
 int ompThreads();
+/// `[d0, d1, ...]`, for error messages.
+std::string shapeStr(const std::vector<int64_t> &shape);
+/// The median ms of `repeats` calls of `call` after one warm-up call (which
+/// also allocates and touches what the calls reuse): bench's one rule.
+template <typename F> double medianMs(int64_t repeats, F call) {
+  call();
+  std::vector<double> ms;
+  for (int64_t r = 0; r < repeats; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    call();
+    auto t1 = std::chrono::steady_clock::now();
+    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
 
 //===- device.cpp ----------------------------------------------------------===//
 
@@ -62,8 +80,9 @@ void describeDevice();
 /// Exits with the reason when the CUDA kernels cannot run here.
 void requireDevice(const char *command);
 
-/// A descriptor of a contiguous [d0, d1, d2, d3] buffer.
+/// A descriptor of a contiguous [d0, d1, d2, d3] ([d0, d1, d2]) buffer.
 attn_rt_memref_f32_4 view4(float *data, const std::vector<int64_t> &s);
+attn_rt_memref_f32_3 view3(float *data, const std::vector<int64_t> &s);
 
 /// One call of a kernel into `out` (resized to [B, Hq, Sq, Dv]), on the CPU
 /// or through device copies for CUDA executables.

@@ -17,36 +17,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <memory>
 #include <cmath>
 #include <cstdio>
 
 namespace attn_rt {
 namespace cli {
-
-namespace {
-
-attn_rt_memref_f32_3 view3(float *data, const std::vector<int64_t> &s) {
-  attn_rt_memref_f32_3 d;
-  d.allocated = d.aligned = data;
-  d.offset = 0;
-  int64_t stride = 1;
-  for (int i = 2; i >= 0; --i) {
-    d.sizes[i] = s[i];
-    d.strides[i] = stride;
-    stride *= s[i];
-  }
-  return d;
-}
-
-std::string shapeStr(const std::vector<int64_t> &s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    r += std::to_string(s[i]) + (i + 1 < s.size() ? ", " : "]");
-  return r;
-}
-
-} // namespace
 
 GdnShapes::GdnShapes(const attn_rt_kind &kind, int64_t b, int64_t s)
     : b(b), s(s), q{b, kind.num_kv_heads, s, kind.head_dim},
@@ -65,6 +40,26 @@ void callGdn(void (*fn)(void), const GdnShapes &sh, float *out, float *state,
   reinterpret_cast<attn_rt_gdn_fn>(fn)(&dOut, &dState, &dq, &dk, &dv, &dg,
                                        &db, &dS0);
 }
+
+/// Device copies of a call's inputs and room for its outputs (CUDA
+/// executables): made once, called as often as needed.
+struct GdnDevice {
+  DeviceBuffer q, k, v, g, beta, s0, out, state;
+  GdnDevice(const GdnShapes &sh, GdnData &in)
+      : q(in.q.data(), bytes(in.q)), k(in.k.data(), bytes(in.k)),
+        v(in.v.data(), bytes(in.v)), g(in.g.data(), bytes(in.g)),
+        beta(in.beta.data(), bytes(in.beta)),
+        s0(in.state.data(), bytes(in.state)),
+        out(nullptr, 4 * NpyArray::numelOf(sh.v)),
+        state(nullptr, 4 * NpyArray::numelOf(sh.state)) {}
+  void call(void (*fn)(void), const GdnShapes &sh) {
+    callGdn(fn, sh, f(out), f(state), f(q), f(k), f(v), f(g), f(beta), f(s0));
+  }
+  static int64_t bytes(const std::vector<float> &x) {
+    return 4 * int64_t(x.size());
+  }
+  static float *f(DeviceBuffer &x) { return static_cast<float *>(x.ptr); }
+};
 } // namespace
 
 void runGdn(void (*fn)(void), const GdnShapes &sh, GdnData &in,
@@ -77,18 +72,10 @@ void runGdn(void (*fn)(void), const GdnShapes &sh, GdnData &in,
     return;
   }
   // CUDA: device copies of the inputs, the kernel, the results back.
-  auto dev = [](std::vector<float> &x) {
-    return std::make_unique<DeviceBuffer>(x.data(), 4 * int64_t(x.size()));
-  };
-  auto dq = dev(in.q), dk = dev(in.k), dv = dev(in.v), dg = dev(in.g),
-       db = dev(in.beta), ds0 = dev(in.state);
-  DeviceBuffer dOut(nullptr, 4 * int64_t(out.size())),
-      dState(nullptr, 4 * int64_t(stateOut.size()));
-  auto f = [](DeviceBuffer &x) { return static_cast<float *>(x.ptr); };
-  callGdn(fn, sh, f(dOut), f(dState), f(*dq), f(*dk), f(*dv), f(*dg), f(*db),
-          f(*ds0));
-  attn_rt_cuda_to_host(out.data(), dOut.ptr, dOut.bytes);
-  attn_rt_cuda_to_host(stateOut.data(), dState.ptr, dState.bytes);
+  GdnDevice d(sh, in);
+  d.call(fn, sh);
+  attn_rt_cuda_to_host(out.data(), d.out.ptr, d.out.bytes);
+  attn_rt_cuda_to_host(stateOut.data(), d.state.ptr, d.state.bytes);
 }
 
 void gdnReferenceF64(const attn_rt_kind &kind, const GdnShapes &sh,
@@ -385,16 +372,7 @@ void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,
   GdnData in = randomGdn(rng, sh, false, false);
   std::vector<float> out, state;
   auto median = [&](void (*fn)(void)) {
-    runGdn(fn, sh, in, out, state);
-    std::vector<double> ms;
-    for (int64_t r = 0; r < repeats; ++r) {
-      auto t0 = std::chrono::steady_clock::now();
-      runGdn(fn, sh, in, out, state);
-      auto t1 = std::chrono::steady_clock::now();
-      ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-    }
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
+    return medianMs(repeats, [&] { runGdn(fn, sh, in, out, state); });
   };
   double f = attn_rt_gated_delta_flops(b, kind.num_heads, s, kind.head_dim,
                                        kind.head_dim_v, 64);
@@ -403,28 +381,8 @@ void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,
   if (gCuda) {
     // The recurrent GPU kernel: device buffers once, each call launches and
     // waits. FLOPs counted as the recurrence's (what it computes).
-    auto dev = [](std::vector<float> &x) {
-      return std::make_unique<DeviceBuffer>(x.data(), 4 * int64_t(x.size()));
-    };
-    auto dq = dev(in.q), dk = dev(in.k), dv = dev(in.v), dg = dev(in.g),
-         db = dev(in.beta), ds0 = dev(in.state);
-    DeviceBuffer dOut(nullptr, 4 * NpyArray::numelOf(sh.v)),
-        dState(nullptr, 4 * NpyArray::numelOf(sh.state));
-    auto p = [](DeviceBuffer &x) { return static_cast<float *>(x.ptr); };
-    auto call = [&] {
-      callGdn(kind.fused, sh, p(dOut), p(dState), p(*dq), p(*dk), p(*dv),
-              p(*dg), p(*db), p(*ds0));
-    };
-    call();
-    std::vector<double> ms;
-    for (int64_t r = 0; r < repeats; ++r) {
-      auto t0 = std::chrono::steady_clock::now();
-      call();
-      auto t1 = std::chrono::steady_clock::now();
-      ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-    }
-    std::sort(ms.begin(), ms.end());
-    double fusedMs = ms[ms.size() / 2];
+    GdnDevice d(sh, in);
+    double fusedMs = medianMs(repeats, [&] { d.call(kind.fused, sh); });
     double stateBytes = 4.0 * 2 * double(NpyArray::numelOf(sh.state));
     if (json)
       std::printf("%s\n  {\"kind\": \"%s\", \"op\": \"gated_delta\", "

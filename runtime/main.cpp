@@ -97,12 +97,6 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
     if (!ok)
       fail(what);
   };
-  auto shapeStr = [](const std::vector<int64_t> &s) {
-    std::string r = "[";
-    for (size_t i = 0; i < s.size(); ++i)
-      r += std::to_string(s[i]) + (i + 1 < s.size() ? ", " : "]");
-    return r;
-  };
   std::string kindDesc = " for layer kind '" + std::string(kind.name) +
                          "' (Hq=" + std::to_string(kind.num_heads) +
                          ", Hkv=" + std::to_string(kind.num_kv_heads) +

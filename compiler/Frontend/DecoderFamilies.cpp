@@ -297,8 +297,6 @@ LayerSpec makeLayer(const DecoderFamily &fam, const Common &c, int64_t i,
   l.layerType = type;
   if (type == "linear_attention") {
     l.role = LayerRole::LinearAttention;
-    l.unsupportedWhy = "Gated DeltaNet linear attention (" + p +
-                       "linear_attn), not softmax attention";
     l.linearPrefix = p + "linear_attn.";
     l.numHeads = c.linValueHeads;
     l.numKVHeads = c.linKeyHeads;

@@ -86,7 +86,6 @@ struct LayerSpec {
   int64_t layerInStack = 0;
   LayerRole role = LayerRole::SelfAttention;
   std::string layerType;   ///< "full_attention", "sliding_attention", ...
-  std::string unsupportedWhy; ///< for LinearAttention: what it is.
   /// LinearAttention (Gated DeltaNet): numHeads is the value heads H_v,
   /// numKVHeads the query/key heads H_k, headDimQK d_k, headDimV d_v, scale
   /// 1/sqrt(d_k); the causal conv's kernel width and the weights' prefix

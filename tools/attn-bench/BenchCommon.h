@@ -10,6 +10,9 @@
 #ifndef ATTN_TOOLS_ATTN_BENCH_BENCHCOMMON_H
 #define ATTN_TOOLS_ATTN_BENCH_BENCHCOMMON_H
 
+#include "attn_runtime.h"
+
+#include <dlfcn.h>
 #include <immintrin.h>
 #include <omp.h>
 #include <sys/resource.h>
@@ -182,6 +185,20 @@ inline std::string compileConfig(const std::string &dir,
     std::exit(1);
   }
   return lib;
+}
+
+/// Loads a library compileConfig made: its model table, with `handle` set
+/// for dlclose; null (the error printed) when it does not load.
+inline const attn_rt_model *loadModel(const std::string &lib,
+                                      void *&handle) {
+  handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    std::fprintf(stderr, "attn-bench: error: %s\n", dlerror());
+    return nullptr;
+  }
+  auto get = reinterpret_cast<const attn_rt_model *(*)()>(
+      dlsym(handle, "attn_rt_get_model"));
+  return get();
 }
 
 /// The linear-attention (Gated DeltaNet) benchmarks (LinearBench.cpp):

@@ -26,8 +26,6 @@
 #include "attn_runtime.h"
 #include "flops.h"
 
-#include <dlfcn.h>
-
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -286,14 +284,10 @@ bool benchLinear(const Options &o, const Machine &mc, const std::string &dir) {
         ", \"linear_key_head_dim\": " + std::to_string(m.dk) +
         ", \"linear_value_head_dim\": " + std::to_string(m.dv) + "}";
     std::string lib = compileConfig(dir, m.name, json);
-    void *h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      std::fprintf(stderr, "attn-bench: error: %s\n", dlerror());
+    void *h = nullptr;
+    const attn_rt_model *model = loadModel(lib, h);
+    if (!model)
       return false;
-    }
-    auto getModel = reinterpret_cast<const attn_rt_model *(*)()>(
-        dlsym(h, "attn_rt_get_model"));
-    const attn_rt_model *model = getModel();
     const attn_rt_kind *lin = nullptr, *full = nullptr;
     for (int64_t i = 0; i < model->num_kinds; ++i)
       (model->kinds[i].op == ATTN_RT_OP_GATED_DELTA ? lin : full) =

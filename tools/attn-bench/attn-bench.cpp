@@ -305,14 +305,10 @@ std::array<double, 3> measureDecode(const Shape &s, const Options &o,
 bool benchShape(const Shape &s, const Options &o, const Machine &mc,
                 const std::string &dir, std::ofstream &out) {
   std::string lib = compileShared(dir, s);
-  void *h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    std::fprintf(stderr, "attn-bench: error: %s\n", dlerror());
+  void *h = nullptr;
+  const attn_rt_model *m = loadModel(lib, h);
+  if (!m)
     return false;
-  }
-  auto getModel = reinterpret_cast<const attn_rt_model *(*)()>(
-      dlsym(h, "attn_rt_get_model"));
-  const attn_rt_model *m = getModel();
   auto fused = reinterpret_cast<attn_rt_sdpa_fn>(m->kinds[0].fused);
   Inputs in(s);
   double f = flops(s);

@@ -91,6 +91,23 @@ LogicalResult SDPAOp::verify() {
 // Tiled level
 //===----------------------------------------------------------------------===//
 
+/// The memory effects of a tiled op's buffer form: every memref operand is
+/// read, its destinations are written; the tensor form has none.
+static void dpsBufferEffects(
+    DestinationStyleOpInterface op,
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      continue;
+    effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                         SideEffects::DefaultResource::get());
+    if (op.isDpsInit(&operand))
+      effects.emplace_back(MemoryEffects::Write::get(), &operand,
+                           SideEffects::DefaultResource::get());
+  }
+}
+
 LogicalResult OnlineAttentionOp::verify() {
   auto shaped = [](Value x) { return cast<ShapedType>(x.getType()); };
   ShapedType q = shaped(getQuery()), k = shaped(getKey()),
@@ -171,15 +188,7 @@ void OnlineAttentionOp::getEffects(
         &effects) {
   // The tensor form is pure; the buffer form reads its inputs and reads and
   // writes its state.
-  for (OpOperand &operand : getOperation()->getOpOperands()) {
-    if (!isa<MemRefType>(operand.get().getType()))
-      continue;
-    effects.emplace_back(MemoryEffects::Read::get(), &operand,
-                         SideEffects::DefaultResource::get());
-    if (isDpsInit(&operand))
-      effects.emplace_back(MemoryEffects::Write::get(), &operand,
-                           SideEffects::DefaultResource::get());
-  }
+  dpsBufferEffects(*this, effects);
 }
 
 LogicalResult OnlineFinalizeOp::verify() {
@@ -322,13 +331,5 @@ void GatedDeltaChunkOp::getEffects(
         &effects) {
   // The tensor form is pure; the buffer form reads its inputs and the state
   // and writes the output and the state.
-  for (OpOperand &operand : getOperation()->getOpOperands()) {
-    if (!isa<MemRefType>(operand.get().getType()))
-      continue;
-    effects.emplace_back(MemoryEffects::Read::get(), &operand,
-                         SideEffects::DefaultResource::get());
-    if (isDpsInit(&operand))
-      effects.emplace_back(MemoryEffects::Write::get(), &operand,
-                           SideEffects::DefaultResource::get());
-  }
+  dpsBufferEffects(*this, effects);
 }
