@@ -1,7 +1,10 @@
 //===- LinearOps.cpp - linear attention -> linalg -------------------------===//
 //
-// This file implements the convert-attn-to-linalg pattern of
-// attn.gated_delta_rule: the eager recurrence, token by token over whole
+// This file implements the convert-attn-to-linalg patterns of linear
+// attention: the graph ops of a Gated DeltaNet layer (the causal depthwise
+// convolution with its state, the L2 norm, the gate and beta formulas, the
+// gated RMSNorm), each a few linalg.generic ops on tensors, and
+// attn.gated_delta_rule as its eager recurrence, token by token over whole
 // [batch, Hv, ...] tensors, as transformers' torch_recurrent_gated_delta_rule
 // runs it. It is the unfused reference path of linear attention (the
 // executables' `check` and `bench` compare the chunked kernel with it): an
@@ -148,9 +151,210 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
   }
 };
 
+/// x / (1 + exp(-x)).
+Value silu(OpBuilder &b, Location loc, Value x) {
+  Value one = fconst(b, loc, x.getType(), 1.0);
+  Value neg = arith::NegFOp::create(b, loc, x);
+  Value e = math::ExpOp::create(b, loc, neg);
+  Value den = arith::AddFOp::create(b, loc, one, e);
+  return arith::DivFOp::create(b, loc, x, den);
+}
+
+/// The sizes of `x`, dimension by dimension.
+SmallVector<OpFoldResult> sizesOf(GenericBuilder &g, Value x) {
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0, e = cast<RankedTensorType>(x.getType()).getRank();
+       i < e; ++i)
+    sizes.push_back(g.dim(x, i));
+  return sizes;
+}
+
+/// y[b, s, c] = silu(Σ_j w[c, j] · xs[b, s + j, c]) over the padded input
+/// xs = stateᵀ ++ x [B, K − 1 + S, C]; the new state is xs's last K − 1
+/// rows, transposed back to [B, C, K − 1].
+struct LowerCausalConv1d : OpConversionPattern<CausalConv1dOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CausalConv1dOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = op.getInput();
+    auto xTy = cast<RankedTensorType>(x.getType());
+    Type elt = xTy.getElementType();
+    GenericBuilder g{rewriter, loc, elt};
+    OpBuilder &b = rewriter;
+    int64_t c = xTy.getDimSize(2);
+    int64_t k = cast<RankedTensorType>(op.getWeight().getType()).getDimSize(1);
+    OpFoldResult batch = g.dim(x, 0), C = b.getIndexAttr(c),
+                 K1 = b.getIndexAttr(k - 1), zero = b.getIndexAttr(0),
+                 one = b.getIndexAttr(1);
+    Value seq = tensor::DimOp::create(b, loc, x, 1);
+    Value kMinus1 = iconst(b, loc, k - 1);
+    Value padded = arith::AddIOp::create(b, loc, seq, kMinus1);
+    AffineExpr B = g.d(0), S = g.d(1), Cd = g.d(2), J = g.d(3);
+    AffineMap id3 = AffineMap::getMultiDimIdentityMap(3, b.getContext());
+    SmallVector<IteratorType> par3(3, kPar);
+    // The K − 1 inputs before the sequence, as rows [B, K − 1, C].
+    Value head;
+    if (Value state = op.getState())
+      head = g.generic({state}, g.empty({batch, K1, C}, elt),
+                       {g.map(3, {B, Cd, S}), id3}, par3,
+                       [](OpBuilder &, Location, ValueRange a) { return a[0]; });
+    else
+      head = g.fill({batch, K1, C}, 0.0);
+    SmallVector<OpFoldResult> strides(3, one);
+    Value xs = g.empty({batch, padded, C}, elt);
+    xs = tensor::InsertSliceOp::create(b, loc, head, xs,
+                                       SmallVector<OpFoldResult>{zero, zero,
+                                                                 zero},
+                                       SmallVector<OpFoldResult>{batch, K1, C},
+                                       strides);
+    xs = tensor::InsertSliceOp::create(b, loc, x, xs,
+                                       SmallVector<OpFoldResult>{zero, K1,
+                                                                 zero},
+                                       SmallVector<OpFoldResult>{batch, seq, C},
+                                       strides);
+    Value acc = g.generic(
+        {xs, op.getWeight()}, g.fill({batch, seq, C}, 0.0),
+        {g.map(4, {B, S + J, Cd}), g.map(4, {Cd, J}), g.map(4, {B, S, Cd})},
+        {kPar, kPar, kPar, kRed},
+        [](OpBuilder &nb, Location nl, ValueRange a) {
+          return fma(nb, nl, a[0], a[1], a[2]);
+        });
+    Value y = elementwise(g, {acc}, elt,
+                          [](OpBuilder &nb, Location nl, ValueRange a) {
+                            return silu(nb, nl, a[0]);
+                          });
+    Value tail = tensor::ExtractSliceOp::create(
+        b, loc, g.tensor({batch, K1, C}, elt), xs,
+        SmallVector<OpFoldResult>{zero, seq, zero},
+        SmallVector<OpFoldResult>{batch, K1, C}, strides);
+    Value state = g.generic({tail}, g.empty({batch, C, K1}, elt),
+                            {g.map(3, {B, Cd, S}), id3}, par3,
+                            [](OpBuilder &, Location, ValueRange a) {
+                              return a[0];
+                            });
+    rewriter.replaceOp(
+        op, {castToType(b, loc, y, op.getResult().getType()),
+             castToType(b, loc, state, op.getFinalState().getType())});
+    return success();
+  }
+};
+
+/// g[b, h, s] = −exp(A_log[h]) · softplus(a[b, s, h] + dt_bias[h]) and
+/// beta[b, h, s] = sigmoid(b[b, s, h]); softplus as torch's (x for x > 20).
+struct LowerGatedDeltaGates : OpConversionPattern<GatedDeltaGatesOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GatedDeltaGatesOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value a = op.getA();
+    auto aTy = cast<RankedTensorType>(a.getType());
+    Type elt = aTy.getElementType();
+    GenericBuilder g{rewriter, loc, elt};
+    SmallVector<OpFoldResult> sizes = {g.dim(a, 0), g.dim(a, 2), g.dim(a, 1)};
+    AffineExpr B = g.d(0), H = g.d(1), S = g.d(2);
+    AffineMap tok = g.map(3, {B, S, H}), head = g.map(3, {H}),
+              out = g.map(3, {B, H, S});
+    SmallVector<IteratorType> par3(3, kPar);
+    Value gate = g.generic(
+        {a, op.getALog(), op.getDtBias()}, g.empty(sizes, elt),
+        {tok, head, head, out}, par3,
+        [&](OpBuilder &nb, Location nl, ValueRange v) -> Value {
+          Value x = arith::AddFOp::create(nb, nl, v[0], v[2]);
+          Value e = math::ExpOp::create(nb, nl, x);
+          Value log1p = math::Log1pOp::create(nb, nl, e);
+          Value big = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT,
+                                            x, fconst(nb, nl, elt, 20.0));
+          Value sp = arith::SelectOp::create(nb, nl, big, x, log1p);
+          Value decay = math::ExpOp::create(nb, nl, v[1]);
+          Value prod = arith::MulFOp::create(nb, nl, decay, sp);
+          return arith::NegFOp::create(nb, nl, prod);
+        });
+    Value beta = g.generic(
+        {op.getB()}, g.empty(sizes, elt), {tok, out}, par3,
+        [&](OpBuilder &nb, Location nl, ValueRange v) -> Value {
+          Value one = fconst(nb, nl, elt, 1.0);
+          Value neg = arith::NegFOp::create(nb, nl, v[0]);
+          Value e = math::ExpOp::create(nb, nl, neg);
+          Value den = arith::AddFOp::create(nb, nl, one, e);
+          return arith::DivFOp::create(nb, nl, one, den);
+        });
+    rewriter.replaceOp(op, {castToType(rewriter, loc, gate, op.getGate().getType()),
+                            castToType(rewriter, loc, beta,
+                                       op.getBeta().getType())});
+    return success();
+  }
+};
+
 } // namespace
+
+namespace mlir {
+namespace attn {
+namespace to_linalg {
+
+// Found by argument-dependent lookup from LowerToLinalg<OpT>.
+
+static Value lowerOp(L2NormOp op, GenericBuilder &g) {
+  Value x = op.getInput();
+  auto ty = cast<RankedTensorType>(x.getType());
+  Type elt = ty.getElementType();
+  int64_t r = ty.getRank();
+  Value ss = rowSum(g, x, [](OpBuilder &b, Location l, Value v) {
+    return arith::MulFOp::create(b, l, v, v).getResult();
+  });
+  double eps = op.getEpsilon().convertToDouble();
+  SmallVector<AffineExpr> rowE;
+  for (int64_t i = 0; i < r - 1; ++i)
+    rowE.push_back(g.d(i));
+  AffineMap id = AffineMap::getMultiDimIdentityMap(r, g.b.getContext());
+  return g.generic({x, ss}, g.empty(sizesOf(g, x), elt),
+                   {id, g.map(r, rowE), id}, SmallVector<IteratorType>(r, kPar),
+                   [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                     Value sum = arith::AddFOp::create(b, l, a[1],
+                                                       fconst(b, l, elt, eps));
+                     Value inv = math::RsqrtOp::create(b, l, sum);
+                     return arith::MulFOp::create(b, l, a[0], inv);
+                   });
+}
+
+static Value lowerOp(GatedRMSNormOp op, GenericBuilder &g) {
+  Value x = op.getInput();
+  auto ty = cast<RankedTensorType>(x.getType());
+  Type elt = ty.getElementType();
+  int64_t r = ty.getRank(), n = ty.getDimSize(r - 1);
+  Value ss = rowSum(g, x, [](OpBuilder &b, Location l, Value v) {
+    return arith::MulFOp::create(b, l, v, v).getResult();
+  });
+  double eps = op.getEpsilon().convertToDouble();
+  SmallVector<AffineExpr> rowE;
+  for (int64_t i = 0; i < r - 1; ++i)
+    rowE.push_back(g.d(i));
+  AffineMap id = AffineMap::getMultiDimIdentityMap(r, g.b.getContext());
+  return g.generic(
+      {x, ss, op.getWeight(), op.getGate()}, g.empty(sizesOf(g, x), elt),
+      {id, g.map(r, rowE), g.map(r, {g.d(r - 1)}), id, id},
+      SmallVector<IteratorType>(r, kPar),
+      [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        Value mean =
+            arith::DivFOp::create(b, l, a[1], fconst(b, l, elt, double(n)));
+        Value sum = arith::AddFOp::create(b, l, mean, fconst(b, l, elt, eps));
+        Value inv = math::RsqrtOp::create(b, l, sum);
+        Value y = arith::MulFOp::create(b, l, a[0], inv);
+        y = arith::MulFOp::create(b, l, y, a[2]);
+        Value gate = silu(b, l, a[3]);
+        return arith::MulFOp::create(b, l, y, gate);
+      });
+}
+
+} // namespace to_linalg
+} // namespace attn
+} // namespace mlir
 
 void mlir::attn::to_linalg::populateLinearOpPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LowerGatedDeltaRule>(patterns.getContext());
+  patterns.add<LowerGatedDeltaRule, LowerCausalConv1d, LowerGatedDeltaGates,
+               LowerToLinalg<L2NormOp>, LowerToLinalg<GatedRMSNormOp>>(
+      patterns.getContext());
 }
