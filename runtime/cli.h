@@ -115,6 +115,19 @@ struct DeviceCall {
   void call(void (*fn)(void), const attn_rt_kind &kind);
 };
 
+/// A block's weights read from a .safetensors file by their checkpoint
+/// names (the kind's patterns for layer `layer`), with the descriptor
+/// pointers the block takes (one memref of the weight's rank each).
+struct BlockWeights {
+  std::vector<std::vector<float>> data;
+  std::vector<attn_rt_memref_f32_1> d1;
+  std::vector<attn_rt_memref_f32_2> d2;
+  std::vector<attn_rt_memref_f32_3> d3;
+  std::vector<void *> ptrs;
+  BlockWeights(const attn_rt_kind &kind, int64_t layer,
+               const std::string &path);
+};
+
 //===- reference.cpp -------------------------------------------------------===//
 
 /// Attention in float64 by its definition, one query row at a time: the
@@ -164,6 +177,12 @@ bool checkLinearKind(const attn_rt_kind &kind, std::mt19937 &rng);
 void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,
                      int64_t repeats, bool json, bool first);
 int cmdGdn(const attn_rt_model *m, int argc, char **argv);
+/// `block` of a Gated DeltaNet layer: its states from --conv-state-in and
+/// --state-in (zeros without), y written to --out and the new states to
+/// --conv-state-out and --state-out when asked.
+int runLinearBlock(const attn_rt_kind &kind, Args &args,
+                   attn_rt_memref_f32_3 &y, attn_rt_memref_f32_3 &x,
+                   BlockWeights &weights);
 
 } // namespace cli
 } // namespace attn_rt

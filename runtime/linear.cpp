@@ -365,6 +365,53 @@ int cmdGdn(const attn_rt_model *m, int argc, char **argv) {
   return 0;
 }
 
+int runLinearBlock(const attn_rt_kind &kind, Args &args,
+                   attn_rt_memref_f32_3 &y, attn_rt_memref_f32_3 &x,
+                   BlockWeights &weights) {
+  int64_t b = x.sizes[0];
+  int64_t conv = 2 * kind.num_kv_heads * kind.head_dim +
+                 kind.num_heads * kind.head_dim_v;
+  std::vector<int64_t> convShape = {b, conv, kind.conv_kernel - 1};
+  GdnShapes sh(kind, b, x.sizes[1]);
+  std::string err;
+  // A state from --<name>, or zeros (a fresh sequence).
+  auto state = [&](const char *name, const std::vector<int64_t> &shape,
+                   const char *what) {
+    std::vector<float> v(NpyArray::numelOf(shape), 0.0f);
+    if (!args.count(name))
+      return v;
+    NpyArray a;
+    if (!readNpy(args[name], a, err))
+      fail(err);
+    if (a.dtype != "f4" || a.shape != shape)
+      fail(args[name] + ": " + (a.dtype != "f4" ? "dtype int64" :
+                                "shape " + shapeStr(a.shape)) +
+           "; --" + name + " must be float32 " + what + " = " +
+           shapeStr(shape) + " for layer kind '" + kind.name + "'");
+    return a.f32;
+  };
+  std::vector<float> convIn = state("conv-state-in", convShape,
+                                    "[B, C, K-1]"),
+                     stateIn = state("state-in", sh.state,
+                                     "[B, Hv, dk, dv]");
+  std::vector<float> convOut(convIn.size()), stateOut(stateIn.size());
+  attn_rt_memref_f32_3 dci = view3(convIn.data(), convShape),
+                       dco = view3(convOut.data(), convShape);
+  attn_rt_memref_f32_4 dsi = view4(stateIn.data(), sh.state),
+                       dso = view4(stateOut.data(), sh.state);
+  kind.linear_block(&y, &dco, &dso, &x, &dci, &dsi, weights.ptrs.data());
+  std::vector<int64_t> yShape(y.sizes, y.sizes + 3);
+  if (!writeNpyF32(args["out"], yShape, y.aligned, err))
+    fail(err);
+  if (args.count("conv-state-out") &&
+      !writeNpyF32(args["conv-state-out"], convShape, convOut.data(), err))
+    fail(err);
+  if (args.count("state-out") &&
+      !writeNpyF32(args["state-out"], sh.state, stateOut.data(), err))
+    fail(err);
+  return 0;
+}
+
 void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,
                      int64_t repeats, bool json, bool first) {
   GdnShapes sh(kind, b, s);

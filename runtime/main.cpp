@@ -44,10 +44,15 @@ const char *kUsage =
     "                             [B, Hq, Sq, D], K and V [B, Hkv, Skv, D/Dv],\n"
     "                             float32; LENS int64 [B]\n"
     "  block --layer L --weights W.safetensors --x X.npy --out Y.npy\n"
+    "        [--conv-state-in C0.npy] [--state-in S0.npy]\n"
+    "        [--conv-state-out C1.npy] [--state-out S1.npy]\n"
     "                             the whole attention block of layer L (norm,\n"
     "                             projections, RoPE at positions 0..S-1,\n"
     "                             attention, output projection, residual);\n"
-    "                             X and Y are float32 [B, S, hidden]\n"
+    "                             X and Y are float32 [B, S, hidden]; a\n"
+    "                             linear-attention layer also takes and gives\n"
+    "                             its states (conv [B, C, K-1], recurrent\n"
+    "                             [B, Hv, dk, dv]; zeros when not given)\n"
     "  gdn --layer L --q Q.npy --k K.npy --v V.npy --g G.npy --beta B.npy\n"
     "      --out O.npy [--state-in S0.npy] [--state-out S1.npy]\n"
     "                             Gated DeltaNet (linear attention) of layer\n"
@@ -175,17 +180,62 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
   return 0;
 }
 
+} // namespace
+
+BlockWeights::BlockWeights(const attn_rt_kind &kind, int64_t layer,
+                           const std::string &path)
+    : data(kind.num_weights), d1(kind.num_weights), d2(kind.num_weights),
+      d3(kind.num_weights), ptrs(kind.num_weights) {
+  std::string err;
+  SafeTensors st;
+  if (!st.open(path, err))
+    fail(err);
+  for (int64_t i = 0; i < kind.num_weights; ++i) {
+    const attn_rt_weight &w = kind.weights[i];
+    std::string name = w.pattern;
+    size_t at = name.find("{i}");
+    if (at != std::string::npos)
+      name = name.substr(0, at) + std::to_string(layer) + name.substr(at + 3);
+    std::vector<int64_t> shape(w.shape, w.shape + w.rank);
+    if (!st.readF32(name, shape, data[i], err))
+      fail(err);
+    float *p = data[i].data();
+    if (w.rank == 1) {
+      d1[i] = {p, p, 0, {shape[0]}, {1}};
+      ptrs[i] = &d1[i];
+    } else if (w.rank == 2) {
+      d2[i] = {p, p, 0, {shape[0], shape[1]}, {shape[1], 1}};
+      ptrs[i] = &d2[i];
+    } else {
+      d3[i] = view3(p, shape);
+      ptrs[i] = &d3[i];
+    }
+  }
+}
+
+namespace {
+
 int cmdBlock(const attn_rt_model *m, int argc, char **argv) {
-  auto args = parseArgs(argc, argv, 2, {"layer", "weights", "x", "out"});
+  auto args = parseArgs(argc, argv, 2,
+                        {"layer", "weights", "x", "out", "conv-state-in",
+                         "state-in", "conv-state-out", "state-out"});
   for (const char *req : {"layer", "weights", "x", "out"})
     if (!args.count(req))
       fail(std::string("block needs --") + req);
   int64_t layer = intArg(args, "layer", 0, 0, 1 << 30);
   const attn_rt_kind &kind = kindOfLayer(m, layer);
-  if (!kind.block)
+  bool linear = kind.op == ATTN_RT_OP_GATED_DELTA;
+  if (!kind.block && !kind.linear_block)
     fail(std::string("block is not supported yet for the ") + m->family +
-         " family (supported: llama, mistral, qwen2, qwen3, gemma2); `sdpa` "
-         "runs its attention kernels");
+         " family (supported: llama, mistral, qwen2, qwen3, qwen3_next, "
+         "gemma2); `sdpa` runs its attention kernels");
+  if (!linear)
+    for (const char *opt :
+         {"conv-state-in", "state-in", "conv-state-out", "state-out"})
+      if (args.count(opt))
+        fail(std::string("--") + opt + " applies to linear-attention layers "
+             "only; layer " + std::to_string(layer) + " (kind '" + kind.name +
+             "') is softmax attention");
   std::string err;
   NpyArray x;
   if (!readNpy(args["x"], x, err))
@@ -204,45 +254,21 @@ int cmdBlock(const attn_rt_model *m, int argc, char **argv) {
                         std::to_string(x.shape[2]) + "]",
                     err))
     fail(err);
-  SafeTensors st;
-  if (!st.open(args["weights"], err))
-    fail(err);
-  std::vector<std::vector<float>> data(kind.num_weights);
-  std::vector<attn_rt_memref_f32_1> d1(kind.num_weights);
-  std::vector<attn_rt_memref_f32_2> d2(kind.num_weights);
-  std::vector<void *> ptrs(kind.num_weights);
-  for (int64_t i = 0; i < kind.num_weights; ++i) {
-    const attn_rt_weight &w = kind.weights[i];
-    std::string name = w.pattern;
-    size_t at = name.find("{i}");
-    if (at != std::string::npos)
-      name = name.substr(0, at) + std::to_string(layer) + name.substr(at + 3);
-    std::vector<int64_t> shape(w.shape, w.shape + w.rank);
-    if (!st.readF32(name, shape, data[i], err))
-      fail(err);
-    float *p = data[i].data();
-    if (w.rank == 1) {
-      d1[i] = {p, p, 0, {shape[0]}, {1}};
-      ptrs[i] = &d1[i];
-    } else {
-      d2[i] = {p, p, 0, {shape[0], shape[1]}, {shape[1], 1}};
-      ptrs[i] = &d2[i];
-    }
-  }
+  BlockWeights weights(kind, layer, args["weights"]);
   int64_t b = x.shape[0], s = x.shape[1];
+  std::vector<int64_t> shape = {b, s, m->hidden_size};
+  attn_rt_memref_f32_3 dx = view3(x.f32.data(), shape);
+  std::vector<float> yv(b * s * m->hidden_size);
+  attn_rt_memref_f32_3 y = view3(yv.data(), shape);
+  if (linear)
+    return runLinearBlock(kind, args, y, dx, weights);
   std::vector<int64_t> pos(b * s);
   for (int64_t i = 0; i < b; ++i)
     for (int64_t j = 0; j < s; ++j)
       pos[i * s + j] = j;
-  attn_rt_memref_f32_3 dx{x.f32.data(), x.f32.data(), 0,
-                          {b, s, m->hidden_size},
-                          {s * m->hidden_size, m->hidden_size, 1}};
   attn_rt_memref_i64_2 dp{pos.data(), pos.data(), 0, {b, s}, {s, 1}};
-  std::vector<float> yv(b * s * m->hidden_size);
-  attn_rt_memref_f32_3 y{yv.data(), yv.data(), 0, {b, s, m->hidden_size},
-                         {s * m->hidden_size, m->hidden_size, 1}};
-  kind.block(&y, &dx, &dp, ptrs.data());
-  if (!writeNpyF32(args["out"], {b, s, m->hidden_size}, yv.data(), err))
+  kind.block(&y, &dx, &dp, weights.ptrs.data());
+  if (!writeNpyF32(args["out"], shape, yv.data(), err))
     fail(err);
   return 0;
 }

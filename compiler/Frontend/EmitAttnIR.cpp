@@ -62,8 +62,12 @@ private:
   bool checkSupported(const LayerSpec &l);
   func::FuncOp emitKind(const std::string &name, const LayerSpec &l);
   /// A Gated DeltaNet layer (transformers' Qwen3NextGatedDeltaNet with its
-  /// pre-norm and residual): x, weights -> x + out_proj(...).
-  func::FuncOp emitLinearKind(const std::string &name, const LayerSpec &l);
+  /// pre-norm and residual): x, weights -> x + out_proj(...). With
+  /// `withState` (the `<kind>_block` entry): x, conv_state [B, C, K-1],
+  /// state [B, Hv, dk, dv], weights -> y, conv_state', state', so decode
+  /// can follow prefill.
+  func::FuncOp emitLinearKind(const std::string &name, const LayerSpec &l,
+                              bool withState = false);
   /// A kind function's weights by role ("q_weight", "norm_bias"...); a
   /// missing role is a null Value.
   using Weights = llvm::StringMap<Value>;
@@ -290,6 +294,12 @@ OwningOpRef<ModuleOp> Emitter::kernels(bool withBlocks) {
       func::FuncOp kernel = emitLinearKernel(name, l);
       toDestinationStyle(kernel);
       module->push_back(kernel);
+      if (withBlocks && supportsBlock(spec)) {
+        func::FuncOp block = emitLinearKind(name + "_block", l, true);
+        block->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+        toDestinationStyle(block);
+        module->push_back(block);
+      }
       continue;
     }
     func::FuncOp kernel = emitKernel(name, l);
@@ -398,27 +408,37 @@ std::array<Value, 3> Emitter::headsOf(Location loc, const LayerSpec &l,
 }
 
 func::FuncOp Emitter::emitLinearKind(const std::string &name,
-                                     const LayerSpec &l) {
+                                     const LayerSpec &l, bool withState) {
   Location loc = NameLoc::get(b.getStringAttr(name),
                               FileLineColLoc::get(ctx, spec.configPath, 1, 1));
   int64_t h = spec.hiddenSize, hk = l.numKVHeads, hv = l.numHeads,
           dk = l.headDimQK, dv = l.headDimV, r = hv / hk, K = l.convKernel,
           conv = 2 * hk * dk + hv * dv;
   RankedTensorType xTy = hiddenType(h);
+  RankedTensorType convStateTy = tensor({kDyn, conv, K - 1}),
+                   stateTy = tensor({kDyn, hv, dk, dv});
   std::vector<WeightArg> weights = layerWeights(spec, l);
-  SmallVector<Type> inputs = {xTy};
+  SmallVector<Type> inputs = {xTy}, results = {xTy};
+  if (withState) {
+    inputs.append({convStateTy, stateTy});
+    results.append({convStateTy, stateTy});
+  }
+  unsigned first = inputs.size();
   for (const WeightArg &w : weights)
     inputs.push_back(tensor(w.shape));
-  auto fn = func::FuncOp::create(loc, name, b.getFunctionType(inputs, {xTy}));
+  auto fn =
+      func::FuncOp::create(loc, name, b.getFunctionType(inputs, results));
   for (auto [i, w] : llvm::enumerate(weights))
-    fn.setArgAttr(1 + i, "attn.tensor",
+    fn.setArgAttr(first + i, "attn.tensor",
                   b.getStringAttr(tensorPattern(w.tensor, l.layerInStack)));
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value x = entry->getArgument(0);
+  Value convState = withState ? entry->getArgument(1) : Value();
+  Value state = withState ? entry->getArgument(2) : Value();
   Weights w;
   for (auto [i, arg] : llvm::enumerate(weights))
-    w[arg.role] = entry->getArgument(1 + i);
+    w[arg.role] = entry->getArgument(first + i);
   auto linearTo = [&](Value in, llvm::StringRef role, int64_t out) {
     return LinearOp::create(b, loc, hiddenType(out), in, w.lookup(role),
                             Value(), UnitAttr())
@@ -443,8 +463,8 @@ func::FuncOp Emitter::emitLinearKind(const std::string &name,
       b, loc, tensor({conv, K}), w.lookup("conv1d_weight"),
       SmallVector<ReassociationIndices>{{0, 1}, {2}});
   auto convOp = CausalConv1dOp::create(
-      b, loc, TypeRange{hiddenType(conv), tensor({kDyn, conv, K - 1})}, mixed,
-      convW, /*state=*/Value());
+      b, loc, TypeRange{hiddenType(conv), convStateTy}, mixed, convW,
+      convState);
   Value y = convOp.getResult();
   Value qh = SplitHeadsOp::create(b, loc, headsType(hk, dk),
                                   sliceHeads(loc, y, 1, conv, 0, hk * dk, 1));
@@ -462,13 +482,12 @@ func::FuncOp Emitter::emitLinearKind(const std::string &name,
                                          w.lookup("dt_bias"));
   Value batch = tensor::DimOp::create(b, loc, vh, 0);
   Value seq = tensor::DimOp::create(b, loc, vh, 2);
-  RankedTensorType oTy = headsType(hv, dv), sTy = tensor({kDyn, hv, dk, dv});
+  RankedTensorType oTy = headsType(hv, dv);
   Value oInit = tensor::EmptyOp::create(b, loc, oTy, ValueRange{batch, seq});
-  Value sInit = tensor::EmptyOp::create(b, loc, sTy, ValueRange{batch});
+  Value sInit = tensor::EmptyOp::create(b, loc, stateTy, ValueRange{batch});
   auto rule = GatedDeltaRuleOp::create(
-      b, loc, TypeRange{oTy, sTy}, qh, kh, vh, gates.getGate(),
-      gates.getBeta(), /*initial_state=*/Value(), oInit, sInit,
-      b.getF64FloatAttr(l.scale));
+      b, loc, TypeRange{oTy, stateTy}, qh, kh, vh, gates.getGate(),
+      gates.getBeta(), state, oInit, sInit, b.getF64FloatAttr(l.scale));
   // The gated RMSNorm per value head, then out_proj and the residual.
   Value m = MergeHeadsOp::create(b, loc, hiddenType(hv * dv), rule.getOutput());
   SmallVector<ReassociationIndices> re = {{0}, {1}, {2, 3}};
@@ -488,7 +507,12 @@ func::FuncOp Emitter::emitLinearKind(const std::string &name,
   Value flat = tensor::CollapseShapeOp::create(b, loc, hiddenType(hv * dv),
                                                normed, re);
   Value out = linearTo(flat, "out_proj_weight", h);
-  func::ReturnOp::create(b, loc, ValueRange{AddOp::create(b, loc, x, out)});
+  Value res = AddOp::create(b, loc, x, out);
+  if (withState)
+    func::ReturnOp::create(
+        b, loc, ValueRange{res, convOp.getFinalState(), rule.getFinalState()});
+  else
+    func::ReturnOp::create(b, loc, ValueRange{res});
   return fn;
 }
 

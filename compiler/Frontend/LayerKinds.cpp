@@ -89,8 +89,8 @@ std::string mlir::attn::tensorPattern(const std::string &tensor,
 }
 
 bool mlir::attn::supportsBlock(const ModelSpec &spec) {
-  static const char *kFamilies[] = {"llama", "mistral", "qwen2", "qwen3",
-                                    "gemma2"};
+  static const char *kFamilies[] = {"llama",  "mistral",    "qwen2",
+                                    "qwen3",  "qwen3_next", "gemma2"};
   return llvm::is_contained(kFamilies, spec.family);
 }
 

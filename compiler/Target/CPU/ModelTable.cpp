@@ -36,11 +36,11 @@ public:
         i32(llvm::Type::getInt32Ty(ctx)), i64(llvm::Type::getInt64Ty(ctx)),
         f64(llvm::Type::getDoubleTy(ctx)) {
     weightTy = llvm::StructType::create(
-        ctx, {ptr, ptr, i64, llvm::ArrayType::get(i64, 2)}, "attn_rt_weight");
+        ctx, {ptr, ptr, i64, llvm::ArrayType::get(i64, 3)}, "attn_rt_weight");
     kindTy = llvm::StructType::create(ctx,
                                       {ptr, i64, i64, i64, i64, i32, i64, i64,
                                        ptr, i64, ptr, ptr, ptr, ptr, i64, f64,
-                                       f64, f64, i32},
+                                       f64, f64, i32, ptr, i64},
                                       "attn_rt_kind");
     modelTy = llvm::StructType::create(
         ctx, {i32, ptr, i64, ptr, ptr, i64, i64, ptr, i32}, "attn_rt_model");
@@ -71,10 +71,12 @@ public:
   llvm::Constant *f(double v) { return llvm::ConstantFP::get(f64, v); }
   llvm::Constant *null() { return llvm::ConstantPointerNull::get(ptr); }
 
-  /// `void block_<kind>(y, x, positions, void *const *w)` calling
-  /// `_mlir_ciface_<kind>_block(y, x, positions, w[0], ..., w[n-1])`.
+  /// `void block_<kind>(a_1, ..., a_lead, void *const *w)` calling
+  /// `_mlir_ciface_<kind>_block(a_1, ..., a_lead, w[0], ..., w[n-1])`: lead
+  /// 3 (y, x, positions) for softmax kinds, 6 (y, conv_state', state', x,
+  /// conv_state, state) for Gated DeltaNet.
   llvm::Function *blockThunk(llvm::Function *entry, const std::string &kind,
-                             size_t numWeights);
+                             unsigned lead, size_t numWeights);
 
   llvm::Module &m;
   llvm::LLVMContext &ctx;
@@ -107,7 +109,8 @@ bool TableBuilder::checkLayout(std::string &error) const {
         offsetof(attn_rt_kind, block), offsetof(attn_rt_kind, weights),
         offsetof(attn_rt_kind, num_weights), offsetof(attn_rt_kind, scale),
         offsetof(attn_rt_kind, softcap), offsetof(attn_rt_kind, tolerance),
-        offsetof(attn_rt_kind, op)}},
+        offsetof(attn_rt_kind, op), offsetof(attn_rt_kind, linear_block),
+        offsetof(attn_rt_kind, conv_kernel)}},
       {modelTy,
        sizeof(attn_rt_model),
        {offsetof(attn_rt_model, abi_version), offsetof(attn_rt_model, family),
@@ -134,17 +137,19 @@ bool TableBuilder::checkLayout(std::string &error) const {
 
 llvm::Function *TableBuilder::blockThunk(llvm::Function *entry,
                                          const std::string &kind,
-                                         size_t numWeights) {
-  auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx),
-                                       {ptr, ptr, ptr, ptr}, false);
+                                         unsigned lead, size_t numWeights) {
+  llvm::SmallVector<llvm::Type *> params(lead + 1, ptr);
+  auto *type =
+      llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), params, false);
   llvm::Function *fn = llvm::Function::Create(
       type, llvm::GlobalValue::InternalLinkage, "attn_rt.block." + kind, m);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
-  llvm::SmallVector<llvm::Value *> args = {fn->getArg(0), fn->getArg(1),
-                                           fn->getArg(2)};
+  llvm::SmallVector<llvm::Value *> args;
+  for (unsigned i = 0; i < lead; ++i)
+    args.push_back(fn->getArg(i));
   for (size_t i = 0; i < numWeights; ++i)
     args.push_back(b.CreateLoad(
-        ptr, b.CreateConstInBoundsGEP1_64(ptr, fn->getArg(3), i)));
+        ptr, b.CreateConstInBoundsGEP1_64(ptr, fn->getArg(lead), i)));
   b.CreateCall(entry, args);
   b.CreateRetVoid();
   return fn;
@@ -186,27 +191,32 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
              : function("_mlir_ciface_" + n + entryName + "_reference");
     if (!fused || (!cuda && !reference))
       return false;
-    llvm::Constant *block = t.null(), *weights = t.null();
+    llvm::Constant *block = t.null(), *linearBlock = t.null(),
+                   *weights = t.null();
     std::vector<WeightArg> ws;
-    if (blocks && !kind.isLinear()) {
+    if (blocks) {
       llvm::Function *entry = function("_mlir_ciface_" + n + "_block");
       if (!entry)
         return false;
       ws = layerWeights(spec, l);
-      if (entry->arg_size() != 3 + ws.size()) {
+      unsigned lead = kind.isLinear() ? 6 : 3;
+      if (entry->arg_size() != lead + ws.size()) {
         error = "internal error: '_mlir_ciface_" + n + "_block' takes " +
                 std::to_string(entry->arg_size()) + " arguments, expected " +
-                std::to_string(3 + ws.size());
+                std::to_string(lead + ws.size());
         return false;
       }
-      block = t.blockThunk(entry, n, ws.size());
+      (kind.isLinear() ? linearBlock : block) =
+          t.blockThunk(entry, n, lead, ws.size());
       std::vector<llvm::Constant *> wv;
       for (const WeightArg &w : ws) {
         std::string pattern =
             w.shared ? w.tensor : tensorPattern(w.tensor, l.layerInStack);
-        llvm::Constant *shape = llvm::ConstantArray::get(
-            llvm::ArrayType::get(t.i64, 2),
-            {t.c64(w.shape[0]), t.c64(w.shape.size() > 1 ? w.shape[1] : 0)});
+        std::vector<llvm::Constant *> dims;
+        for (size_t i = 0; i < 3; ++i)
+          dims.push_back(t.c64(i < w.shape.size() ? w.shape[i] : 0));
+        llvm::Constant *shape =
+            llvm::ConstantArray::get(llvm::ArrayType::get(t.i64, 3), dims);
         wv.push_back(llvm::ConstantStruct::get(
             t.weightTy, {t.string(w.role), t.string(pattern),
                          t.c64(w.shape.size()), shape}));
@@ -229,7 +239,8 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
          t.c64(ws.size()), t.f(l.scale), t.f(l.softcap.value_or(0.0)),
          // The gated-delta kernel is fp32 whatever the precision.
          t.f(bf16 && !kind.isLinear() ? 2e-2 : 1e-5),
-         t.c32(kind.isLinear() ? ATTN_RT_OP_GATED_DELTA : ATTN_RT_OP_SDPA)}));
+         t.c32(kind.isLinear() ? ATTN_RT_OP_GATED_DELTA : ATTN_RT_OP_SDPA),
+         linearBlock, t.c64(kind.isLinear() ? l.convKernel : 0)}));
   }
 
   llvm::Constant *kindArray = t.global(

@@ -1,8 +1,9 @@
 //===- CallKernels.cpp - share a kind's attention kernel ------------------===//
 //
-// This file implements attn-call-kernels: an attn.sdpa that a kernel entry
-// of the module computes (same attributes and types) becomes a call to that
-// entry, so the kernel is tiled and compiled once.
+// This file implements attn-call-kernels: an attn.sdpa or
+// attn.gated_delta_rule that a kernel entry of the module computes (same
+// attributes and types) becomes a call to that entry, so the kernel is tiled
+// and compiled once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,53 +23,81 @@ using namespace mlir::attn;
 
 namespace {
 
-/// A public function computing one attn.sdpa of its arguments into its
-/// memref argument `out`.
+/// A public function computing one attn.sdpa or attn.gated_delta_rule of its
+/// arguments into its memref arguments `outs` (one per result, in order).
 struct Kernel {
   func::FuncOp fn;
-  SDPAOp op;
-  unsigned out;
+  DestinationStyleOpInterface op;
+  SmallVector<unsigned> outs;
 };
 
-/// `fn` as a kernel entry, if it is one: every argument is the result
-/// buffer or an operand of the op (not its destination), and nothing else
-/// happens but the destination's creation and shape queries.
+/// The fused op a kernel entry or a block computes.
+bool isKernelOp(Operation *op) { return isa<SDPAOp, GatedDeltaRuleOp>(op); }
+
+/// `fn` as a kernel entry, if it is one: every argument is a result buffer
+/// or an operand of the op (not a destination), and nothing else happens
+/// but the destinations' creation and shape queries.
 std::optional<Kernel> asKernel(func::FuncOp fn) {
   if (fn.isPrivate() || fn.isExternal() || fn->hasAttr("attn.reference"))
     return std::nullopt;
-  SmallVector<SDPAOp> ops;
-  fn.walk([&](SDPAOp op) { ops.push_back(op); });
-  if (ops.size() != 1 || ops[0].getQPos() ||
-      ops[0]->getParentOp() != fn.getOperation())
+  SmallVector<Operation *> ops;
+  fn.walk([&](Operation *op) {
+    if (isKernelOp(op))
+      ops.push_back(op);
+  });
+  if (ops.size() != 1 || ops[0]->getParentOp() != fn.getOperation())
     return std::nullopt;
-  SDPAOp op = ops[0];
-  if (!op->hasOneUse())
+  auto op = cast<DestinationStyleOpInterface>(ops[0]);
+  if (auto sdpa = dyn_cast<SDPAOp>(ops[0]); sdpa && sdpa.getQPos())
     return std::nullopt;
-  auto store = dyn_cast<bufferization::MaterializeInDestinationOp>(
-      *op->getUsers().begin());
-  auto out = store ? dyn_cast<BlockArgument>(store.getDest()) : nullptr;
-  if (!out || out.getOwner() != &fn.getBody().front() ||
-      !isa<MemRefType>(out.getType()))
-    return std::nullopt;
+  Kernel kernel{fn, op, {}};
+  SmallVector<Operation *> stores;
+  for (OpResult r : op->getResults()) {
+    if (!r.hasOneUse())
+      return std::nullopt;
+    auto store = dyn_cast<bufferization::MaterializeInDestinationOp>(
+        *r.getUsers().begin());
+    auto out = store ? dyn_cast<BlockArgument>(store.getDest()) : nullptr;
+    if (!out || out.getOwner() != &fn.getBody().front() ||
+        !isa<MemRefType>(out.getType()))
+      return std::nullopt;
+    kernel.outs.push_back(out.getArgNumber());
+    stores.push_back(store);
+  }
   for (Operation &other : fn.getBody().front())
-    if (&other != op && &other != store &&
+    if (&other != op.getOperation() && !llvm::is_contained(stores, &other) &&
         !isa<tensor::EmptyOp, tensor::DimOp, arith::ConstantOp,
              func::ReturnOp>(other))
       return std::nullopt;
   for (BlockArgument a : fn.getArguments()) {
-    if (a == out)
+    if (llvm::is_contained(kernel.outs, a.getArgNumber()))
       continue;
-    if (!llvm::is_contained(op->getOperands(), a) || a == op.getInit())
+    if (!llvm::is_contained(op->getOperands(), a) ||
+        llvm::is_contained(op.getDpsInits(), a))
       return std::nullopt;
   }
-  return Kernel{fn, op, out.getArgNumber()};
+  return kernel;
+}
+
+/// Whether the op's results fill the kernel's buffers (dynamic dims from
+/// the destinations).
+bool fillsBuffers(Kernel kernel, Operation *op) {
+  for (auto [r, out] : llvm::zip(op->getResults(), kernel.outs)) {
+    auto buffer = cast<MemRefType>(kernel.fn.getArgument(out).getType());
+    auto type = cast<RankedTensorType>(r.getType());
+    if (type.getShape() != buffer.getShape() ||
+        type.getElementType() != buffer.getElementType() ||
+        !buffer.getLayout().isIdentity())
+      return false;
+  }
+  return true;
 }
 
 /// Whether `kernel` computes `op`: the same attributes and operand types, and
 /// the same optional operands but for kv_lengths, which the call can supply.
 bool computes(Kernel kernel, SDPAOp op) {
-  SDPAOp k = kernel.op;
-  if (op.getScaleAttr() != k.getScaleAttr() ||
+  auto k = dyn_cast<SDPAOp>(kernel.op.getOperation());
+  if (!k || op.getScaleAttr() != k.getScaleAttr() ||
       op.getRelativeBiasAttr() != k.getRelativeBiasAttr() ||
       op.getMask() != k.getMask() || op.getWindowAttr() != k.getWindowAttr() ||
       op.getSoftcapAttr() != k.getSoftcapAttr() ||
@@ -86,30 +115,65 @@ bool computes(Kernel kernel, SDPAOp op) {
       (op.getKvLengths() &&
        op.getKvLengths().getType() != k.getKvLengths().getType()))
     return false;
-  // The op's result fills the kernel's buffer type (dynamic dims from the
-  // destination).
-  auto buffer = cast<MemRefType>(kernel.fn.getArgument(kernel.out).getType());
-  return op.getType().getShape() == buffer.getShape() &&
-         op.getType().getElementType() == buffer.getElementType() &&
-         buffer.getLayout().isIdentity();
+  return fillsBuffers(kernel, op);
 }
 
-/// Replaces `op` by a call of `kernel` on a fresh buffer.
-void callKernel(Kernel kernel, SDPAOp op) {
+/// The same for the gated delta rule: same scale, same operands (an initial
+/// state on both or neither).
+bool computes(Kernel kernel, GatedDeltaRuleOp op) {
+  auto k = dyn_cast<GatedDeltaRuleOp>(kernel.op.getOperation());
+  if (!k || op.getScaleAttr() != k.getScaleAttr() ||
+      bool(op.getInitialState()) != bool(k.getInitialState()) ||
+      op->getNumOperands() != k->getNumOperands())
+    return false;
+  for (auto [a, b] : llvm::zip(op->getOperands(), k->getOperands()))
+    if (a.getType() != b.getType())
+      return false;
+  return fillsBuffers(kernel, op);
+}
+
+/// Replaces `op` by a call of `kernel` on fresh buffers, one per result;
+/// `argFor` gives the call's value for a kernel argument that is an operand
+/// of the kernel's op.
+void callKernel(Kernel kernel, DestinationStyleOpInterface op,
+                function_ref<Value(BlockArgument)> argFor) {
   OpBuilder b(op);
   Location loc = op.getLoc();
-  auto bufferType =
-      cast<MemRefType>(kernel.fn.getArgument(kernel.out).getType());
-  SmallVector<Value> dynSizes;
-  for (auto [i, size] : llvm::enumerate(bufferType.getShape()))
-    if (ShapedType::isDynamic(size))
-      dynSizes.push_back(tensor::DimOp::create(b, loc, op.getInit(), i));
-  Value buffer = memref::AllocOp::create(b, loc, bufferType, dynSizes,
-                                         b.getI64IntegerAttr(64));
+  SmallVector<Value> buffers;
+  for (auto [i, out] : llvm::enumerate(kernel.outs)) {
+    auto type = cast<MemRefType>(kernel.fn.getArgument(out).getType());
+    SmallVector<Value> dynSizes;
+    Value init = op.getDpsInits()[i];
+    for (auto [d, size] : llvm::enumerate(type.getShape()))
+      if (ShapedType::isDynamic(size))
+        dynSizes.push_back(tensor::DimOp::create(b, loc, init, d));
+    buffers.push_back(memref::AllocOp::create(b, loc, type, dynSizes,
+                                              b.getI64IntegerAttr(64)));
+  }
+  SmallVector<Value> args;
+  for (BlockArgument a : kernel.fn.getArguments()) {
+    auto *out = llvm::find(kernel.outs, a.getArgNumber());
+    args.push_back(out != kernel.outs.end()
+                       ? buffers[out - kernel.outs.begin()]
+                       : argFor(a));
+  }
+  func::CallOp::create(b, loc, kernel.fn, args);
+  for (auto [r, buffer] : llvm::zip(op->getResults(), buffers)) {
+    Value result = bufferization::ToTensorOp::create(
+        b, loc, r.getType(), buffer, /*restrict=*/true, /*writable=*/true);
+    r.replaceAllUsesWith(result);
+  }
+  op.erase();
+}
+
+void callKernel(Kernel kernel, SDPAOp op) {
+  auto k = cast<SDPAOp>(kernel.op.getOperation());
   Value lengths = op.getKvLengths();
-  if (!lengths && kernel.op.getKvLengths()) {
+  if (!lengths && k.getKvLengths()) {
     // Every batch row sees all the keys: the op's own semantics.
-    auto type = cast<RankedTensorType>(kernel.op.getKvLengths().getType());
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(k.getKvLengths().getType());
     Value keys = tensor::DimOp::create(b, loc, op.getKey(), 2);
     Value fill = arith::IndexCastOp::create(b, loc, type.getElementType(), keys);
     SmallVector<Value> batch;
@@ -117,26 +181,38 @@ void callKernel(Kernel kernel, SDPAOp op) {
       batch.push_back(tensor::DimOp::create(b, loc, op.getQuery(), 0));
     lengths = tensor::SplatOp::create(b, loc, fill, type, batch);
   }
-  SmallVector<Value> args;
-  for (BlockArgument a : kernel.fn.getArguments()) {
-    if (a.getArgNumber() == kernel.out)
-      args.push_back(buffer);
-    else if (a == kernel.op.getQuery())
-      args.push_back(op.getQuery());
-    else if (a == kernel.op.getKey())
-      args.push_back(op.getKey());
-    else if (a == kernel.op.getValue())
-      args.push_back(op.getValue());
-    else if (a == kernel.op.getKvLengths())
-      args.push_back(lengths);
-    else
-      args.push_back(op.getBiasTable());
-  }
-  func::CallOp::create(b, loc, kernel.fn, args);
-  Value result = bufferization::ToTensorOp::create(
-      b, loc, op.getType(), buffer, /*restrict=*/true, /*writable=*/true);
-  op.replaceAllUsesWith(result);
-  op.erase();
+  callKernel(kernel, op, [&](BlockArgument a) -> Value {
+    if (a == k.getQuery())
+      return op.getQuery();
+    if (a == k.getKey())
+      return op.getKey();
+    if (a == k.getValue())
+      return op.getValue();
+    if (a == k.getKvLengths())
+      return lengths;
+    return op.getBiasTable();
+  });
+}
+
+void callKernel(Kernel kernel, GatedDeltaRuleOp op) {
+  Operation *k = kernel.op.getOperation();
+  callKernel(kernel, op, [&](BlockArgument a) -> Value {
+    // The operand lists line up (computes checked it).
+    for (OpOperand &use : k->getOpOperands())
+      if (use.get() == a)
+        return op->getOperand(use.getOperandNumber());
+    return Value();
+  });
+}
+
+template <typename OpT>
+void callKernels(ArrayRef<Kernel> kernels, ArrayRef<OpT> ops) {
+  for (OpT op : ops)
+    for (const Kernel &k : kernels)
+      if (computes(k, op)) {
+        callKernel(k, op);
+        break;
+      }
 }
 
 struct CallKernelsPass : attn::impl::CallKernelsPassBase<CallKernelsPass> {
@@ -147,19 +223,17 @@ struct CallKernelsPass : attn::impl::CallKernelsPassBase<CallKernelsPass> {
         kernels.push_back(*k);
     if (kernels.empty())
       return;
-    SmallVector<SDPAOp> ops;
+    SmallVector<SDPAOp> sdpas;
+    SmallVector<GatedDeltaRuleOp> rules;
     for (func::FuncOp fn : getOperation().getOps<func::FuncOp>()) {
       if (fn->hasAttr("attn.reference") ||
           llvm::any_of(kernels, [&](Kernel k) { return k.fn == fn; }))
         continue;
-      fn.walk([&](SDPAOp op) { ops.push_back(op); });
+      fn.walk([&](SDPAOp op) { sdpas.push_back(op); });
+      fn.walk([&](GatedDeltaRuleOp op) { rules.push_back(op); });
     }
-    for (SDPAOp op : ops)
-      for (Kernel k : kernels)
-        if (computes(k, op)) {
-          callKernel(k, op);
-          break;
-        }
+    callKernels<SDPAOp>(kernels, sdpas);
+    callKernels<GatedDeltaRuleOp>(kernels, rules);
   }
 };
 

@@ -94,7 +94,7 @@ def MakeReferencePass : Pass<"attn-make-reference", "ModuleOp"> {
 }
 
 def CallKernelsPass : Pass<"attn-call-kernels", "ModuleOp"> {
-  let summary = "Replace an attn.sdpa that a kernel entry computes by a call to that kernel";
+  let summary = "Replace an attn.sdpa or attn.gated_delta_rule that a kernel entry computes by a call to that kernel";
   let description = [{
     A *kernel entry* is a public function whose body computes one
     `attn.sdpa` of its arguments into its memref argument
@@ -106,7 +106,9 @@ def CallKernelsPass : Pass<"attn-call-kernels", "ModuleOp"> {
     them passes the full key length for each batch row (the same
     attention). So a model's `<kind>_block` runs its kind's attention
     kernel instead of holding a second tiled copy of it: half the
-    micro-kernel code to compile, one kernel to tune.
+    micro-kernel code to compile, one kernel to tune. The same holds for
+    `attn.gated_delta_rule` and the `<kind>_gdn` entries (two results, two
+    buffers; the same scale, operand types and initial state).
 
     ```mlir
     func.func @k_sdpa(%out: memref<?x8x?x64xf32>, %q: tensor<?x8x?x64xf32>, ...) {
