@@ -117,8 +117,11 @@ typedef void (*attn_rt_sdpa_bias_fn)(attn_rt_memref_f32_4 *out,
 
 /* Gated DeltaNet (linear attention): out [B,Hv,S,dv] and the final state
  * state_out [B,Hv,dk,dv] written into contiguous caller buffers from
- * q, k [B,Hk,S,dk], v [B,Hv,S,dv], the gate g and beta [B,Hv,S] and the
- * initial state state_in [B,Hv,dk,dv] (zeros for a fresh sequence). */
+ * q, k [B,Hk,S,dk], v [B,Hv,S,dv], the gate g and beta [B,Hv,S], the
+ * initial state state_in [B,Hv,dk,dv] (zeros for a fresh sequence) and
+ * lengths [B] (sequence b is its first lengths[b] tokens, clamped to
+ * [0, S]; the rest is padding that leaves the state as it is and whose
+ * outputs are 0; S for every row when all are whole). */
 typedef void (*attn_rt_gdn_fn)(attn_rt_memref_f32_4 *out,
                                attn_rt_memref_f32_4 *state_out,
                                attn_rt_memref_f32_4 *q,
@@ -126,7 +129,8 @@ typedef void (*attn_rt_gdn_fn)(attn_rt_memref_f32_4 *out,
                                attn_rt_memref_f32_4 *v,
                                attn_rt_memref_f32_3 *g,
                                attn_rt_memref_f32_3 *beta,
-                               attn_rt_memref_f32_4 *state_in);
+                               attn_rt_memref_f32_4 *state_in,
+                               attn_rt_memref_i64_1 *lengths);
 
 /* What a kind's kernels compute (attn_rt_kind.op). */
 #define ATTN_RT_OP_SDPA 0       /* softmax attention: attn_rt_sdpa_fn */

@@ -159,6 +159,8 @@ struct GdnShapes {
 /// A Gated DeltaNet call's inputs (contiguous, in GdnShapes' shapes).
 struct GdnData {
   std::vector<float> q, k, v, g, beta, state;
+  /// Per batch row (clamped to [0, S]); empty: every row is whole.
+  std::vector<int64_t> lengths;
 };
 /// One call of a kernel (attn_rt_gdn_fn) into `out` and `stateOut`.
 void runGdn(void (*fn)(void), const GdnShapes &sh, GdnData &in,

@@ -32,28 +32,38 @@ namespace {
 /// The kernel's call on descriptors of `in`'s buffers at the given
 /// addresses (host, or their device copies).
 void callGdn(void (*fn)(void), const GdnShapes &sh, float *out, float *state,
-             float *q, float *k, float *v, float *g, float *beta, float *s0) {
+             float *q, float *k, float *v, float *g, float *beta, float *s0,
+             int64_t *lengths) {
   attn_rt_memref_f32_4 dOut = view4(out, sh.v), dState = view4(state, sh.state),
                        dq = view4(q, sh.q), dk = view4(k, sh.q),
                        dv = view4(v, sh.v), dS0 = view4(s0, sh.state);
   attn_rt_memref_f32_3 dg = view3(g, sh.g), db = view3(beta, sh.g);
+  attn_rt_memref_i64_1 dl{lengths, lengths, 0, {sh.b}, {1}};
   reinterpret_cast<attn_rt_gdn_fn>(fn)(&dOut, &dState, &dq, &dk, &dv, &dg,
-                                       &db, &dS0);
+                                       &db, &dS0, &dl);
+}
+
+/// `in`'s lengths, or S for every row.
+std::vector<int64_t> lengthsOf(const GdnShapes &sh, const GdnData &in) {
+  return in.lengths.empty() ? std::vector<int64_t>(sh.b, sh.s) : in.lengths;
 }
 
 /// Device copies of a call's inputs and room for its outputs (CUDA
 /// executables): made once, called as often as needed.
 struct GdnDevice {
-  DeviceBuffer q, k, v, g, beta, s0, out, state;
+  std::vector<int64_t> hostLengths;
+  DeviceBuffer q, k, v, g, beta, s0, lengths, out, state;
   GdnDevice(const GdnShapes &sh, GdnData &in)
-      : q(in.q.data(), bytes(in.q)), k(in.k.data(), bytes(in.k)),
-        v(in.v.data(), bytes(in.v)), g(in.g.data(), bytes(in.g)),
-        beta(in.beta.data(), bytes(in.beta)),
+      : hostLengths(lengthsOf(sh, in)), q(in.q.data(), bytes(in.q)),
+        k(in.k.data(), bytes(in.k)), v(in.v.data(), bytes(in.v)),
+        g(in.g.data(), bytes(in.g)), beta(in.beta.data(), bytes(in.beta)),
         s0(in.state.data(), bytes(in.state)),
+        lengths(hostLengths.data(), 8 * sh.b),
         out(nullptr, 4 * NpyArray::numelOf(sh.v)),
         state(nullptr, 4 * NpyArray::numelOf(sh.state)) {}
   void call(void (*fn)(void), const GdnShapes &sh) {
-    callGdn(fn, sh, f(out), f(state), f(q), f(k), f(v), f(g), f(beta), f(s0));
+    callGdn(fn, sh, f(out), f(state), f(q), f(k), f(v), f(g), f(beta), f(s0),
+            static_cast<int64_t *>(lengths.ptr));
   }
   static int64_t bytes(const std::vector<float> &x) {
     return 4 * int64_t(x.size());
@@ -67,8 +77,10 @@ void runGdn(void (*fn)(void), const GdnShapes &sh, GdnData &in,
   out.resize(NpyArray::numelOf(sh.v));
   stateOut.resize(NpyArray::numelOf(sh.state));
   if (!gCuda) {
+    std::vector<int64_t> lengths = lengthsOf(sh, in);
     callGdn(fn, sh, out.data(), stateOut.data(), in.q.data(), in.k.data(),
-            in.v.data(), in.g.data(), in.beta.data(), in.state.data());
+            in.v.data(), in.g.data(), in.beta.data(), in.state.data(),
+            lengths.data());
     return;
   }
   // CUDA: device copies of the inputs, the kernel, the results back.
@@ -92,7 +104,11 @@ void gdnReferenceF64(const attn_rt_kind &kind, const GdnShapes &sh,
       for (int64_t i = 0; i < dk * dv; ++i)
         st[i] = s0[i];
       int64_t hq = h / r;
-      for (int64_t t = 0; t < S; ++t) {
+      // Tokens past the row's length are padding: not run, outputs 0.
+      int64_t len = in.lengths.empty()
+                        ? S
+                        : std::clamp<int64_t>(in.lengths[b], 0, S);
+      for (int64_t t = 0; t < len; ++t) {
         const float *q = &in.q[((b * hk + hq) * S + t) * dk];
         const float *k = &in.k[((b * hk + hq) * S + t) * dk];
         const float *v = &in.v[((b * hv + h) * S + t) * dv];
@@ -292,13 +308,37 @@ bool checkLinearKind(const attn_rt_kind &kind, std::mt19937 &rng) {
                   ok ? "ok" : "FAIL", kind.name, name, e.maxAbs);
     }
   }
+  // A batch of different lengths (right-padded, one past the recurrent
+  // form's limit, one short, one token, one empty): each row's outputs and
+  // final state as its own sequence's, padding outputs 0.
+  {
+    GdnShapes sh(kind, 4, 150);
+    GdnData in = randomGdn(rng, sh, true, true);
+    in.lengths = {150, 37, 1, 0};
+    std::vector<float> out, st, rOut, rSt, eOut, eSt;
+    runGdn(kind.fused, sh, in, out, st);
+    gdnReferenceF64(kind, sh, in, rOut, rSt);
+    Err e, eager;
+    e.add(out, rOut);
+    e.add(st, rSt);
+    if (kind.reference) {
+      runGdn(kind.reference, sh, in, eOut, eSt);
+      eager.add(eOut, rOut);
+      eager.add(eSt, rSt);
+    }
+    bool ok = e.ok(kind.tolerance) && eager.ok(kind.tolerance);
+    allOk = allOk && ok;
+    std::printf("%-4s %-32s B=4 S=150 lengths 150,37,1,0 max_abs_err=%.3e "
+                "(eager recurrence %.3e)\n",
+                ok ? "ok" : "FAIL", kind.name, e.maxAbs, eager.maxAbs);
+  }
   return allOk;
 }
 
 int cmdGdn(const attn_rt_model *m, int argc, char **argv) {
   auto args = parseArgs(argc, argv, 2,
                         {"layer", "q", "k", "v", "g", "beta", "state-in",
-                         "out", "state-out"});
+                         "lengths", "out", "state-out"});
   for (const char *req : {"layer", "q", "k", "v", "g", "beta", "out"})
     if (!args.count(req))
       fail(std::string("gdn needs --") + req);
@@ -354,6 +394,22 @@ int cmdGdn(const attn_rt_model *m, int argc, char **argv) {
     in.state = s0.f32;
   } else {
     in.state.assign(NpyArray::numelOf(sh.state), 0.0f);
+  }
+  if (args.count("lengths")) {
+    NpyArray lens;
+    if (!readNpy(args["lengths"], lens, err))
+      fail(err);
+    if (lens.dtype != "i8" || lens.shape != std::vector<int64_t>{sh.b})
+      fail(args["lengths"] + ": " +
+           (lens.dtype != "i8" ? std::string("dtype float32")
+                               : "shape " + shapeStr(lens.shape)) +
+           "; --lengths must be int64 [B] = [" + std::to_string(sh.b) + "]");
+    for (int64_t i = 0; i < sh.b; ++i)
+      if (lens.i64[i] < 0 || lens.i64[i] > sh.s)
+        fail(args["lengths"] + ": length " + std::to_string(lens.i64[i]) +
+             " of batch row " + std::to_string(i) + " outside [0, S = " +
+             std::to_string(sh.s) + "]");
+    in.lengths = lens.i64;
   }
   std::vector<float> out, state;
   runGdn(kind.fused, sh, in, out, state);

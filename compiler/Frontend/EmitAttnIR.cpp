@@ -83,8 +83,8 @@ private:
                                const Weights &w, Value q, Value k, Value v,
                                Value positions);
   func::FuncOp emitKernel(const std::string &name, const LayerSpec &l);
-  /// `<kind>_gdn(q, k, v, g, beta, state_in) -> (out, state_out)`: one
-  /// attn.gated_delta_rule.
+  /// `<kind>_gdn(q, k, v, g, beta, state_in, lengths) -> (out, state_out)`:
+  /// one attn.gated_delta_rule.
   func::FuncOp emitLinearKernel(const std::string &name, const LayerSpec &l);
   /// QKᵀ, scale, softcap, bias, mask, softmax, ·V on [b, h, s, d] tensors.
   Value scoreChain(Location loc, const LayerSpec &l, Value qh, Value kh,
@@ -261,7 +261,8 @@ func::FuncOp Emitter::emitLinearKernel(const std::string &name,
                    stateTy = tensor({kDyn, hv, dk, dv}),
                    gateTy = tensor({kDyn, hv, kDyn});
   SmallVector<Type> inputs = {headsType(hk, dk), headsType(hk, dk), outTy,
-                              gateTy, gateTy, stateTy};
+                              gateTy, gateTy, stateTy,
+                              RankedTensorType::get({kDyn}, b.getI64Type())};
   auto fn = func::FuncOp::create(loc, name + "_gdn",
                                  b.getFunctionType(inputs, {outTy, stateTy}));
   fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
@@ -276,7 +277,8 @@ func::FuncOp Emitter::emitLinearKernel(const std::string &name,
   auto op = GatedDeltaRuleOp::create(
       b, loc, TypeRange{outTy, stateTy}, entry->getArgument(0),
       entry->getArgument(1), v, entry->getArgument(3), entry->getArgument(4),
-      entry->getArgument(5), outInit, stateInit, b.getF64FloatAttr(l.scale));
+      entry->getArgument(5), entry->getArgument(6), outInit, stateInit,
+      b.getF64FloatAttr(l.scale));
   func::ReturnOp::create(b, loc, op.getResults());
   return fn;
 }
@@ -487,7 +489,8 @@ func::FuncOp Emitter::emitLinearKind(const std::string &name,
   Value sInit = tensor::EmptyOp::create(b, loc, stateTy, ValueRange{batch});
   auto rule = GatedDeltaRuleOp::create(
       b, loc, TypeRange{oTy, stateTy}, qh, kh, vh, gates.getGate(),
-      gates.getBeta(), state, oInit, sInit, b.getF64FloatAttr(l.scale));
+      gates.getBeta(), state, /*lengths=*/Value(), oInit, sInit,
+      b.getF64FloatAttr(l.scale));
   // The gated RMSNorm per value head, then out_proj and the residual.
   Value m = MergeHeadsOp::create(b, loc, hiddenType(hv * dv), rule.getOutput());
   SmallVector<ReassociationIndices> re = {{0}, {1}, {2, 3}};

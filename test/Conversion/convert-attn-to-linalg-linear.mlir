@@ -76,3 +76,20 @@ func.func @norms(%q: tensor<?x2x?x16xf32>, %o: tensor<?x?x4x8xf32>, %z: tensor<?
   %n = attn.gated_rms_norm %o, %z, %w {epsilon = 1.0e-06 : f64} : (tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>, tensor<8xf32>) -> tensor<?x?x4x8xf32>
   return %l, %n : tensor<?x2x?x16xf32>, tensor<?x?x4x8xf32>
 }
+
+// The eager recurrence with lengths: at token t, a row past its length
+// takes gate and beta 0 (its state stays) and writes output 0.
+// CHECK-LABEL: func.func @gdr_lengths(
+// CHECK-SAME: %[[L:[a-z0-9]+]]: tensor<?xi64>
+// CHECK: scf.for %[[T:[a-z0-9]+]] = 
+// CHECK: linalg.generic {{.+}} ins(%{{.+}}, %[[L]] : tensor<?x2xf32>, tensor<?xi64>)
+// CHECK: %[[TI:.+]] = arith.index_cast %[[T]] : index to i64
+// CHECK: %[[IN:.+]] = arith.cmpi slt, %[[TI]], %{{.+}} : i64
+// CHECK: arith.select %[[IN]]
+// CHECK: linalg.generic {{.+}} ins(%{{.+}}, %[[L]] : tensor<?x2xf32>, tensor<?xi64>)
+// CHECK: linalg.generic {{.+}} ins(%{{.+}}, %[[L]] : tensor<?x2x8xf32>, tensor<?xi64>)
+// CHECK: tensor.insert_slice
+func.func @gdr_lengths(%q: tensor<?x1x?x16xf32>, %v: tensor<?x2x?x8xf32>, %g: tensor<?x2x?xf32>, %l: tensor<?xi64>, %oi: tensor<?x2x?x8xf32>, %si: tensor<?x2x16x8xf32>) -> (tensor<?x2x?x8xf32>, tensor<?x2x16x8xf32>) {
+  %o, %s = attn.gated_delta_rule %q, %q, %v, %g, %g lengths(%l : tensor<?xi64>) outs(%oi, %si : tensor<?x2x?x8xf32>, tensor<?x2x16x8xf32>) {scale = 0.25 : f64} : (tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?xf32>, tensor<?x2x?xf32>) -> (tensor<?x2x?x8xf32>, tensor<?x2x16x8xf32>)
+  return %o, %s : tensor<?x2x?x8xf32>, tensor<?x2x16x8xf32>
+}

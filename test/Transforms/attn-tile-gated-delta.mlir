@@ -65,3 +65,30 @@ func.func @reference(%q: tensor<1x1x8x16xf32>, %v: tensor<1x1x8x16xf32>, %g: ten
   %o, %s = attn.gated_delta_rule %q, %q, %v, %g, %g outs(%oi, %si : tensor<1x1x8x16xf32>, tensor<1x1x16x16xf32>) {scale = 0.25 : f64} : (tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8xf32>, tensor<1x1x8xf32>) -> (tensor<1x1x8x16xf32>, tensor<1x1x16x16xf32>)
   return %o, %s : tensor<1x1x8x16xf32>, tensor<1x1x16x16xf32>
 }
+
+// -----
+
+// With lengths, each head runs its own sequence: the length (clamped to
+// [0, seq]) bounds the recurrent case and the chunk loop, and the padding
+// rows of the head's output are filled with 0.
+// CHECK-LABEL: func.func @lengths(
+// CHECK-SAME: %[[L:[a-z0-9]+]]: tensor<?xi64>
+// CHECK: %[[SEQ:.+]] = tensor.dim %{{.+}}, %c2
+// CHECK: scf.forall (%[[BI:.+]], %[[H:.+]]) in
+// CHECK: %[[RAW:.+]] = tensor.extract %[[L]][%[[BI]]] : tensor<?xi64>
+// CHECK: %[[IDX:.+]] = arith.index_cast %[[RAW]] : i64 to index
+// CHECK: %[[LOW:.+]] = arith.maxsi %[[IDX]], %c0
+// CHECK: %[[LEN:.+]] = arith.minsi %[[LOW]], %[[SEQ]]
+// CHECK: arith.cmpi sle, %[[LEN]], %c16
+// CHECK: tensor.extract_slice %{{.+}}[0, 0] [%[[LEN]], 32] [1, 1]
+// CHECK: attn.gated_delta_chunk {{.*}}recurrent
+// CHECK: scf.for %{{.+}} = %c0 to %[[LEN]] step %c64
+// CHECK: %[[PAD:.+]] = arith.subi %[[SEQ]], %[[LEN]]
+// CHECK: %[[ROWS:.+]] = tensor.extract_slice %{{.+}}[%[[LEN]], 0] [%[[PAD]], 32] [1, 1]
+// CHECK: %[[Z:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[ROWS]] : tensor<?x32xf32>)
+// CHECK: tensor.insert_slice %[[Z]] into %{{.+}}[%[[LEN]], 0] [%[[PAD]], 32]
+// CHECK: scf.forall.in_parallel
+func.func @lengths(%q: tensor<?x1x?x16xf32>, %v: tensor<?x2x?x32xf32>, %g: tensor<?x2x?xf32>, %l: tensor<?xi64>, %oi: tensor<?x2x?x32xf32>, %si: tensor<?x2x16x32xf32>) -> (tensor<?x2x?x32xf32>, tensor<?x2x16x32xf32>) {
+  %o, %s = attn.gated_delta_rule %q, %q, %v, %g, %g lengths(%l : tensor<?xi64>) outs(%oi, %si : tensor<?x2x?x32xf32>, tensor<?x2x16x32xf32>) {scale = 0.25 : f64} : (tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x2x?x32xf32>, tensor<?x2x?xf32>, tensor<?x2x?xf32>) -> (tensor<?x2x?x32xf32>, tensor<?x2x16x32xf32>)
+  return %o, %s : tensor<?x2x?x32xf32>, tensor<?x2x16x32xf32>
+}

@@ -99,8 +99,10 @@ struct GdnCall {
                          dS0 = view4(s0, 1, m.hv, m.dk, m.dv);
     attn_rt_memref_f32_3 dg = view3(g.data(), 1, m.hv, s),
                          db = view3(beta.data(), 1, m.hv, s);
+    int64_t len = s; // one whole sequence
+    attn_rt_memref_i64_1 dl{&len, &len, 0, {1}, {1}};
     reinterpret_cast<attn_rt_gdn_fn>(fn)(&dOut, &dSt, &dq, &dk, &dv, &dg, &db,
-                                         &dS0);
+                                         &dS0, &dl);
   }
 };
 

@@ -18,6 +18,9 @@
 //   S   = S + k_t ⊗ δ
 //   o_t = Sᵀ (scale · q_t)
 //
+// With `lengths`, a padding token's gate and beta are taken as 0 (the state
+// stays: S · e⁰ + k ⊗ 0) and its output as 0.
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Conversion/AttnToLinalg/LinalgBuilder.h"
@@ -90,6 +93,32 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
       Value q = token(op.getQuery()), k = token(op.getKey()),
             v = token(op.getValue()), gt = token(op.getGate()),
             bt = token(op.getBeta());
+      // With lengths, token t of a sequence past its length is padding: its
+      // gate and beta are 0 (the state stays), its output 0.
+      Value lengths = op.getLengths();
+      auto maskPadding = [&](Value x) -> Value {
+        if (!lengths)
+          return x;
+        auto ty = cast<RankedTensorType>(x.getType());
+        int64_t r = ty.getRank();
+        AffineMap id = AffineMap::getMultiDimIdentityMap(r, b.getContext());
+        SmallVector<OpFoldResult> sizes;
+        for (int64_t i = 0; i < r; ++i)
+          sizes.push_back(g.dim(x, i));
+        return g.generic(
+            {x, lengths}, g.empty(sizes, elt), {id, g.map(r, {g.d(0)}), id},
+            SmallVector<IteratorType>(r, kPar),
+            [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+              Value ti = arith::IndexCastOp::create(nb, nl,
+                                                    a[1].getType(), t);
+              Value valid = arith::CmpIOp::create(
+                  nb, nl, arith::CmpIPredicate::slt, ti, a[1]);
+              Value zeroF = fconst(nb, nl, elt, 0.0);
+              return arith::SelectOp::create(nb, nl, valid, a[0], zeroF);
+            });
+      };
+      gt = maskPadding(gt);
+      bt = maskPadding(bt);
       AffineExpr B = g.d(0), Hd = g.d(1), I = g.d(2), J = g.d(3);
       AffineExpr Hk = Hd.floorDiv(r);
       // Loop dims (b, h, i, j): state [b, h, i, j], k/q [b, h/r, i],
@@ -136,6 +165,7 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
             Value sq = arith::MulFOp::create(nb, nl, a[1], scale);
             return fma(nb, nl, a[0], sq, a[2]);
           });
+      o = maskPadding(o);
       SmallVector<OpFoldResult> offs = {zero, zero, t, zero},
                                 sizes = {batch, H, one, DV},
                                 strides(4, one);

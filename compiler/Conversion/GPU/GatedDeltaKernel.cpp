@@ -24,7 +24,9 @@
 // The operands are read off the tiled form: the chunk ops' slices give q,
 // k, v, g and β, the forall's destinations (materialized into the kernel
 // entry's buffers) the output and the final state, the linalg.copy that
-// starts the head's state the initial state.
+// starts the head's state the initial state, the tensor.extract of the
+// lengths (if any) the batch row's length: tokens past it are not run and
+// their outputs are 0.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +44,7 @@ namespace {
 /// What the kernel takes from the tiled forall.
 struct GatedDeltaSource {
   Value q, k, v, g, beta, init; ///< tensors (init may be null: zeros)
+  Value lengths;                ///< [batch] integers, or null (all whole)
   Value out, state;             ///< the entry's destination buffers
   double scale = 1.0;
   SmallVector<bufferization::MaterializeInDestinationOp> dests;
@@ -71,6 +74,12 @@ LogicalResult readSource(scf::ForallOp forall, GatedDeltaSource &s) {
       failed(sourceOf(chunk.getBeta(), s.beta)))
     return failure();
   s.scale = chunk.getScale().convertToDouble();
+  // The sequence's length: `tensor.extract %lengths[b]` in the forall.
+  forall.getBody()->walk([&](tensor::ExtractOp e) {
+    auto t = cast<RankedTensorType>(e.getTensor().getType());
+    if (t.getRank() == 1 && isa<IntegerType>(t.getElementType()))
+      s.lengths = e.getTensor();
+  });
   forall.getBody()->walk([&](linalg::CopyOp copy) {
     if (auto slice =
             copy.getInputs()[0].getDefiningOp<tensor::ExtractSliceOp>())
@@ -127,6 +136,7 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
   Value g = buffer(s.g);
   Value beta = buffer(s.beta);
   Value init = s.init ? buffer(s.init) : Value();
+  Value lengths = s.lengths ? buffer(s.lengths) : Value();
   Value seq = memref::DimOp::create(b, loc, v, 2);
   Value batch = memref::DimOp::create(b, loc, v, 0);
   auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
@@ -196,8 +206,16 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
     gpu::BarrierOp::create(b, loc);
     Value scale = e.f32(s.scale);
     Value log2e = e.f32(kLog2e);
+    // This sequence's own tokens, [0, len): len = clamp(lengths[b], 0, seq).
+    Value len = seq;
+    if (lengths) {
+      Value raw = memref::LoadOp::create(b, loc, lengths, ValueRange{bi});
+      Value idx = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
+      Value low = arith::MaxSIOp::create(b, loc, idx, zeroI);
+      len = e.min(low, seq);
+    }
     scf::ForOp tokens = e.loop(
-        zeroI, seq, one, st, [&](Value t, ValueRange S) {
+        zeroI, len, one, st, [&](Value t, ValueRange S) {
           // q_t (scaled) and k_t into shared memory.
           e.loop(tid, dkC, stride, ValueRange{},
                  [&](Value i, ValueRange) -> SmallVector<Value> {
@@ -268,6 +286,19 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
           }
           return next;
         });
+    // Padding tokens' outputs are 0.
+    if (lengths) {
+      Value first = e.cmp(arith::CmpIPredicate::eq, p, zeroI);
+      auto ifOp = scf::IfOp::create(b, loc, first, false);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      e.loop(len, seq, one, ValueRange{},
+             [&](Value t, ValueRange) -> SmallVector<Value> {
+               memref::StoreOp::create(b, loc, zeroF, s.out,
+                                       ValueRange{bi, h, t, j});
+               return {};
+             });
+    }
     // The final state.
     for (int64_t r = 0; r < rows; ++r) {
       Value i = rowOf(r);

@@ -265,6 +265,16 @@ LogicalResult GatedDeltaRuleOp::verify() {
                            {batch, hv, dk, dv},
                            "an initial state [batch, Hv, d_k, d_v]")))
       return failure();
+  if (Value lengths = getLengths()) {
+    auto t = cast<RankedTensorType>(lengths.getType());
+    if (t.getRank() != 1)
+      return emitOpError() << "expects lengths of rank 1 ([batch]), got rank "
+                           << t.getRank();
+    if (!dimsAgree(t.getDimSize(0), batch))
+      return emitOpError() << "expects lengths of size batch ("
+                           << dimStr(batch) << "), got "
+                           << dimStr(t.getDimSize(0));
+  }
   SmallVector<Value> all = {getQuery(), getKey(), getValue(), getGate(),
                             getBeta(), getOutput(), getFinalState()};
   SmallVector<StringRef> names = {"query", "key",    "value",      "gate",

@@ -565,7 +565,7 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments,
 }
 
 def Attn_GatedDeltaRuleOp : Attn_Op<"gated_delta_rule", [Pure,
-    DestinationStyleOpInterface]> {
+    AttrSizedOperandSegments, DestinationStyleOpInterface]> {
   let summary = "fused gated delta rule (linear attention, Gated DeltaNet)";
   let description = [{
     The recurrence of Gated DeltaNet's linear attention (transformers'
@@ -588,6 +588,12 @@ def Attn_GatedDeltaRuleOp : Attn_Op<"gated_delta_rule", [Pure,
     `outs(%out_init, %state_init)` (their values are not read). The work
     per token, and the state, are constant in the sequence length.
 
+    With `lengths` (`[batch]`, integer), sequence b holds its first
+    `lengths[b]` tokens (clamped to [0, seq]) and the rest is padding (a
+    batch of different lengths, right-padded): padding tokens leave the
+    state unchanged (the final state is the state after the sequence's own
+    tokens) and their outputs are 0.
+
     ```mlir
     %o, %s = attn.gated_delta_rule %q, %k, %v, %g, %beta
         outs(%oi, %si : tensor<?x64x?x128xf32>, tensor<?x64x128x128xf32>)
@@ -601,12 +607,14 @@ def Attn_GatedDeltaRuleOp : Attn_Op<"gated_delta_rule", [Pure,
                        Attn_FloatTensor:$value, Attn_FloatTensor:$gate,
                        Attn_FloatTensor:$beta,
                        Optional<Attn_FloatTensor>:$initial_state,
+                       Optional<Attn_IntTensor>:$lengths,
                        Attn_FloatTensor:$out_init, Attn_FloatTensor:$state_init,
                        F64Attr:$scale);
   let results = (outs Attn_FloatTensor:$output, Attn_FloatTensor:$final_state);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $gate `,` $beta
     (`initial_state` `(` $initial_state^ `:` type($initial_state) `)`)?
+    (`lengths` `(` $lengths^ `:` type($lengths) `)`)?
     `outs` `(` $out_init `,` $state_init `:` type($out_init) `,`
         type($state_init) `)`
     attr-dict `:` `(` type($query) `,` type($key) `,` type($value) `,`

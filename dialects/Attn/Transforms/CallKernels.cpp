@@ -118,18 +118,38 @@ bool computes(Kernel kernel, SDPAOp op) {
   return fillsBuffers(kernel, op);
 }
 
-/// The same for the gated delta rule: same scale, same operands (an initial
-/// state on both or neither).
+/// The same for the gated delta rule: same scale and operand types, an
+/// initial state on both or neither, and lengths only if the kernel takes
+/// them (it is given the full length otherwise).
 bool computes(Kernel kernel, GatedDeltaRuleOp op) {
   auto k = dyn_cast<GatedDeltaRuleOp>(kernel.op.getOperation());
   if (!k || op.getScaleAttr() != k.getScaleAttr() ||
       bool(op.getInitialState()) != bool(k.getInitialState()) ||
-      op->getNumOperands() != k->getNumOperands())
+      (op.getLengths() && !k.getLengths()))
     return false;
-  for (auto [a, b] : llvm::zip(op->getOperands(), k->getOperands()))
+  SmallVector<std::pair<Value, Value>> pairs = {
+      {op.getQuery(), k.getQuery()}, {op.getKey(), k.getKey()},
+      {op.getValue(), k.getValue()}, {op.getGate(), k.getGate()},
+      {op.getBeta(), k.getBeta()}};
+  if (op.getInitialState())
+    pairs.push_back({op.getInitialState(), k.getInitialState()});
+  if (op.getLengths())
+    pairs.push_back({op.getLengths(), k.getLengths()});
+  for (auto [a, b] : pairs)
     if (a.getType() != b.getType())
       return false;
   return fillsBuffers(kernel, op);
+}
+
+/// Every batch row's full length, [batch] of `type` (i64 or i32).
+Value fullLengths(OpBuilder &b, Location loc, RankedTensorType type,
+                  Value seqOf, int64_t seqDim, Value batchOf) {
+  Value len = tensor::DimOp::create(b, loc, seqOf, seqDim);
+  Value fill = arith::IndexCastOp::create(b, loc, type.getElementType(), len);
+  SmallVector<Value> batch;
+  if (type.isDynamicDim(0))
+    batch.push_back(tensor::DimOp::create(b, loc, batchOf, 0));
+  return tensor::SplatOp::create(b, loc, fill, type, batch);
 }
 
 /// Replaces `op` by a call of `kernel` on fresh buffers, one per result;
@@ -172,14 +192,9 @@ void callKernel(Kernel kernel, SDPAOp op) {
   if (!lengths && k.getKvLengths()) {
     // Every batch row sees all the keys: the op's own semantics.
     OpBuilder b(op);
-    Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(k.getKvLengths().getType());
-    Value keys = tensor::DimOp::create(b, loc, op.getKey(), 2);
-    Value fill = arith::IndexCastOp::create(b, loc, type.getElementType(), keys);
-    SmallVector<Value> batch;
-    if (type.isDynamicDim(0))
-      batch.push_back(tensor::DimOp::create(b, loc, op.getQuery(), 0));
-    lengths = tensor::SplatOp::create(b, loc, fill, type, batch);
+    lengths = fullLengths(b, op.getLoc(),
+                          cast<RankedTensorType>(k.getKvLengths().getType()),
+                          op.getKey(), 2, op.getQuery());
   }
   callKernel(kernel, op, [&](BlockArgument a) -> Value {
     if (a == k.getQuery())
@@ -195,13 +210,29 @@ void callKernel(Kernel kernel, SDPAOp op) {
 }
 
 void callKernel(Kernel kernel, GatedDeltaRuleOp op) {
-  Operation *k = kernel.op.getOperation();
+  auto k = cast<GatedDeltaRuleOp>(kernel.op.getOperation());
+  Value lengths = op.getLengths();
+  if (!lengths && k.getLengths()) {
+    // Every sequence is whole: the op's own semantics.
+    OpBuilder b(op);
+    lengths = fullLengths(b, op.getLoc(),
+                          cast<RankedTensorType>(k.getLengths().getType()),
+                          op.getValue(), 2, op.getValue());
+  }
   callKernel(kernel, op, [&](BlockArgument a) -> Value {
-    // The operand lists line up (computes checked it).
-    for (OpOperand &use : k->getOpOperands())
-      if (use.get() == a)
-        return op->getOperand(use.getOperandNumber());
-    return Value();
+    if (a == k.getQuery())
+      return op.getQuery();
+    if (a == k.getKey())
+      return op.getKey();
+    if (a == k.getValue())
+      return op.getValue();
+    if (a == k.getGate())
+      return op.getGate();
+    if (a == k.getBeta())
+      return op.getBeta();
+    if (a == k.getLengths())
+      return lengths;
+    return op.getInitialState();
   });
 }
 

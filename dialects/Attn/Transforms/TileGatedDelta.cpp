@@ -14,7 +14,10 @@
 //     token.
 //
 // The state starts as the op's initial state (copied into the destination)
-// or zeros. Outputs are written into the output destination in place.
+// or zeros. Outputs are written into the output destination in place. With
+// `lengths`, the head runs over its sequence's own tokens only (the length,
+// read as `tensor.extract %lengths[b]` and clamped to [0, seq], replaces seq
+// above) and the padding rows of its output are filled with 0.
 //
 //===----------------------------------------------------------------------===//
 
@@ -130,10 +133,17 @@ void GatedDeltaTiler::run() {
                     b, loc, elt, b.getFloatAttr(elt, 0.0))},
                 ValueRange{state})
                 .getResult(0);
-  // The head's outputs [seq, d_v].
+  // The head's outputs [seq, d_v], and its sequence's length.
   Value zero = c(0);
   Value out = tokens(outAll, bIdx, h, zero, seq);
-  Value isShort = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, seq,
+  Value len = seq;
+  if (Value lengths = op.getLengths()) {
+    Value raw = tensor::ExtractOp::create(b, loc, lengths, ValueRange{bIdx});
+    Value idx = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
+    Value low = arith::MaxSIOp::create(b, loc, idx, zero);
+    len = arith::MinSIOp::create(b, loc, low, seq);
+  }
+  Value isShort = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, len,
                                         c(recurrentMax));
   auto ifOp = scf::IfOp::create(b, loc, TypeRange{out.getType(),
                                                   state.getType()},
@@ -141,15 +151,28 @@ void GatedDeltaTiler::run() {
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    auto [o, s] = chunkOp(bIdx, h, hkIdx, zero, seq, out, state,
-                          /*recurrent=*/true);
-    scf::YieldOp::create(b, loc, ValueRange{o, s});
+    if (len == seq) {
+      auto [o, s] = chunkOp(bIdx, h, hkIdx, zero, seq, out, state,
+                            /*recurrent=*/true);
+      scf::YieldOp::create(b, loc, ValueRange{o, s});
+    } else {
+      SmallVector<OpFoldResult> offs = {attr(0), attr(0)},
+                                sizes = {len, attr(dv)},
+                                strides = {attr(1), attr(1)};
+      Value outChunk =
+          tensor::ExtractSliceOp::create(b, loc, out, offs, sizes, strides);
+      auto [o, s] = chunkOp(bIdx, h, hkIdx, zero, len, outChunk, state,
+                            /*recurrent=*/true);
+      Value whole =
+          tensor::InsertSliceOp::create(b, loc, o, out, offs, sizes, strides);
+      scf::YieldOp::create(b, loc, ValueRange{whole, s});
+    }
     b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-    auto loop = scf::ForOp::create(b, loc, zero, seq, c(chunk),
+    auto loop = scf::ForOp::create(b, loc, zero, len, c(chunk),
                                    ValueRange{out, state});
     b.setInsertionPointToStart(loop.getBody());
     Value s0 = loop.getInductionVar();
-    Value left = arith::SubIOp::create(b, loc, seq, s0);
+    Value left = arith::SubIOp::create(b, loc, len, s0);
     Value n = arith::MinSIOp::create(b, loc, c(chunk), left);
     Value outIter = loop.getRegionIterArg(0);
     SmallVector<OpFoldResult> offs = {s0, attr(0)}, sizes = {n, attr(dv)},
@@ -164,10 +187,25 @@ void GatedDeltaTiler::run() {
     b.setInsertionPointAfter(loop);
     scf::YieldOp::create(b, loc, loop.getResults());
   }
+  Value headOut = ifOp.getResult(0);
+  if (len != seq) {
+    // The padding rows [len, seq) of the output are 0.
+    Value pad = arith::SubIOp::create(b, loc, seq, len);
+    SmallVector<OpFoldResult> offs = {len, attr(0)}, sizes = {pad, attr(dv)},
+                              strides = {attr(1), attr(1)};
+    Value rows =
+        tensor::ExtractSliceOp::create(b, loc, headOut, offs, sizes, strides);
+    Value zeroF = arith::ConstantOp::create(b, loc, elt, b.getFloatAttr(elt, 0.0));
+    Value zeros = linalg::FillOp::create(b, loc, ValueRange{zeroF},
+                                         ValueRange{rows})
+                      .getResult(0);
+    headOut = tensor::InsertSliceOp::create(b, loc, zeros, headOut, offs,
+                                            sizes, strides);
+  }
   b.setInsertionPointToStart(forall.getTerminator().getBody());
   SmallVector<OpFoldResult> ones(4, attr(1));
   tensor::ParallelInsertSliceOp::create(
-      b, loc, ifOp.getResult(0), outAll,
+      b, loc, headOut, outAll,
       ArrayRef<OpFoldResult>{bIdx, h, attr(0), attr(0)},
       ArrayRef<OpFoldResult>{attr(1), attr(1), seq, attr(dv)}, ones);
   tensor::ParallelInsertSliceOp::create(

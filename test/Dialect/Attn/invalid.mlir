@@ -1158,6 +1158,22 @@ func.func @gdr_scale(%k: tensor<1x2x8x16xf32>, %v: tensor<1x4x8x16xf32>, %g: ten
 
 // -----
 
+func.func @gdr_lengths_size(%k: tensor<1x2x8x16xf32>, %v: tensor<1x4x8x16xf32>, %g: tensor<1x4x8xf32>, %s: tensor<1x4x16x16xf32>, %l: tensor<2xi64>) {
+  // expected-error @+1 {{expects lengths of size batch (1), got 2}}
+  %o, %f = attn.gated_delta_rule %k, %k, %v, %g, %g lengths(%l : tensor<2xi64>) outs(%v, %s : tensor<1x4x8x16xf32>, tensor<1x4x16x16xf32>) {scale = 0.25 : f64} : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x16x16xf32>)
+  return
+}
+
+// -----
+
+func.func @gdr_lengths_rank(%k: tensor<1x2x8x16xf32>, %v: tensor<1x4x8x16xf32>, %g: tensor<1x4x8xf32>, %s: tensor<1x4x16x16xf32>, %l: tensor<1x1xi64>) {
+  // expected-error @+1 {{expects lengths of rank 1 ([batch]), got rank 2}}
+  %o, %f = attn.gated_delta_rule %k, %k, %v, %g, %g lengths(%l : tensor<1x1xi64>) outs(%v, %s : tensor<1x4x8x16xf32>, tensor<1x4x16x16xf32>) {scale = 0.25 : f64} : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x16x16xf32>)
+  return
+}
+
+// -----
+
 func.func @gdc_mixed(%q: tensor<8x16xf32>, %g: tensor<8xf32>, %s: memref<16x16xf32>) {
   // expected-error @+1 {{expects all its operands to be tensors or all to be buffers}}
   attn.gated_delta_chunk %q, %q, %q, %g, %g, %q, %s {scale = 0.25 : f64} : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>, memref<16x16xf32>)

@@ -155,12 +155,12 @@ func.func @positions_and_buffers(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32
 }
 
 // Gated DeltaNet's recurrence: 2 value heads per query/key head, d_k ≠ d_v,
-// with and without an initial state.
+// with and without an initial state, with per-sequence lengths.
 // CHECK-LABEL: func.func @gated_delta_rule
 func.func @gated_delta_rule(%q: tensor<?x2x?x64xf32>, %k: tensor<?x2x?x64xf32>,
                             %v: tensor<?x4x?x32xf32>, %g: tensor<?x4x?xf32>,
                             %b: tensor<?x4x?xf32>, %s0: tensor<?x4x64x32xf32>,
-                            %oi: tensor<?x4x?x32xf32>)
+                            %oi: tensor<?x4x?x32xf32>, %lens: tensor<?xi64>)
     -> (tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>) {
   // CHECK: attn.gated_delta_rule %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} outs(%{{.*}}, %{{.*}} : tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>) {scale = 1.250000e-01 : f64} : (tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?xf32>, tensor<?x4x?xf32>) -> (tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>)
   %o0, %st0 = attn.gated_delta_rule %q, %k, %v, %g, %b outs(%oi, %s0 : tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>) {scale = 0.125 : f64}
@@ -168,7 +168,10 @@ func.func @gated_delta_rule(%q: tensor<?x2x?x64xf32>, %k: tensor<?x2x?x64xf32>,
   // CHECK: attn.gated_delta_rule %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} initial_state(%{{.*}} : tensor<?x4x64x32xf32>) outs(
   %o1, %st1 = attn.gated_delta_rule %q, %k, %v, %g, %b initial_state(%st0 : tensor<?x4x64x32xf32>) outs(%oi, %s0 : tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>) {scale = 0.125 : f64}
       : (tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?xf32>, tensor<?x4x?xf32>) -> (tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>)
-  return %o1, %st1 : tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>
+  // CHECK: attn.gated_delta_rule %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} initial_state(%{{.*}} : tensor<?x4x64x32xf32>) lengths(%{{.*}} : tensor<?xi64>) outs(
+  %o2, %st2 = attn.gated_delta_rule %q, %k, %v, %g, %b initial_state(%st1 : tensor<?x4x64x32xf32>) lengths(%lens : tensor<?xi64>) outs(%oi, %s0 : tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>) {scale = 0.125 : f64}
+      : (tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?xf32>, tensor<?x4x?xf32>) -> (tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>)
+  return %o2, %st2 : tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>
 }
 
 // The tiled form of the gated delta rule, on tensors (outputs and state

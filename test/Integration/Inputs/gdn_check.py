@@ -50,7 +50,7 @@ class Exe:
         self.exe, self.layer, self.work = exe, layer, work
         self.n = 0
 
-    def gdn(self, q, k, v, g, beta, state=None):
+    def gdn(self, q, k, v, g, beta, state=None, lengths=None):
         self.n += 1
         p = lambda name: os.path.join(self.work, f"{name}{self.n}.npy")
         args = [self.exe, "gdn", "--layer", str(self.layer)]
@@ -60,6 +60,9 @@ class Exe:
         if state is not None:
             np.save(p("s0"), np.ascontiguousarray(state.astype(np.float32)))
             args += ["--state-in", p("s0")]
+        if lengths is not None:
+            np.save(p("len"), np.asarray(lengths, dtype=np.int64))
+            args += ["--lengths", p("len")]
         args += ["--out", p("o"), "--state-out", p("s1")]
         subprocess.run(args, check=True)
         return np.load(p("o")), np.load(p("s1"))
@@ -112,6 +115,27 @@ def main():
         print(f"{'ok' if err <= tol else 'FAIL'} gdn {name}: {err:.2e}")
         if err > tol:
             return 1
+    # A batch of different lengths, right-padded: each row against its own
+    # sequence run alone; padding outputs 0.
+    lens = [150, 65, 37, 1, 0]
+    B, S = len(lens), 150
+    q, k, v, g, beta = inputs(rng, B, Hk, Hv, S, dk, dv, True)
+    s0 = (rng.standard_normal((B, Hv, dk, dv)) * 0.5).astype(np.float32)
+    o, st = e.gdn(q, k, v, g, beta, s0, lens)
+    err = 0.0
+    for b, n in enumerate(lens):
+        f64 = lambda x: x[b:b + 1, :, :n].astype(np.float64)
+        ro, rs = gdn_ref.recurrent(f64(q), f64(k), f64(v), f64(g), f64(beta),
+                                   scale, s0[b:b + 1])
+        err = max(err, rel(st[b:b + 1], rs))
+        if n:
+            err = max(err, rel(o[b:b + 1, :, :n], ro))
+        if np.any(o[b, :, n:] != 0):
+            err = np.inf
+    worst = max(worst, err)
+    print(f"{'ok' if err <= tol else 'FAIL'} gdn lengths {lens}: {err:.2e}")
+    if err > tol:
+        return 1
     print(f"gdn: all cases within {tol:g} of the float64 recurrence "
           f"(worst {worst:.1e})")
     return 0
