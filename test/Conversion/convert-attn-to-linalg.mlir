@@ -30,26 +30,32 @@ func.func @step(%q: tensor<4x?x64xf32>, %k: tensor<?x64xf32>, %v: tensor<?x64xf3
 }
 
 
-// The gated delta rule's eager recurrence (the reference path): a loop over
-// tokens carrying the state [B, Hv, d_k, d_v] and the outputs; value head h
-// reads query/key head h floordiv 2 through the indexing maps (no copy).
-// GDR-DAG: #[[KEY:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1 floordiv 2, d2)>
+// The gated delta rule's eager chunked algorithm (the reference path,
+// transformers' torch_chunk_gated_delta_rule op by op): a loop over chunks of
+// 64 tokens carrying the state [B, Hv, d_k, d_v] and the outputs; the gates'
+// running sum in f64; k·kᵀ per query/key head [B, 2, n, n], read by value
+// head h as head h floordiv 2 (no copy); the forward substitution as a loop
+// over rows; T·(βv), T·(βe^γk), U − W·S, the inter- and intra-chunk outputs
+// and the state update as products whose innermost loop is contiguous.
+// GDR-DAG: #[[KEY:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1 floordiv 2, d2, d3)>
 // GDR-LABEL: func.func @gated_delta_rule(
 // GDR-SAME: %[[Q:[a-z0-9]+]]: tensor<?x2x?x16xf32>, %[[V:[a-z0-9]+]]: tensor<?x4x?x8xf32>, %[[G:[a-z0-9]+]]: tensor<?x4x?xf32>, %[[S0:[a-z0-9]+]]: tensor<?x4x16x8xf32>, %[[OI:[a-z0-9]+]]: tensor<?x4x?x8xf32>
 // GDR: %[[SEQ:.+]] = tensor.dim %[[V]], %c2
-// GDR: scf.for %[[T:.+]] = %{{.+}} to %[[SEQ]] step %c1{{.*}} iter_args(%[[S:.+]] = %[[S0]], %[[O:.+]] = %[[OI]])
-// GDR: tensor.extract_slice %[[G]][0, 0, %[[T]]]
-// S · exp(g):
-// GDR: linalg.generic {{.*}} ins(%[[S]], %{{.+}} : tensor<?x4x16x8xf32>, tensor<?x4xf32>)
+// GDR: scf.for %[[C:[a-z0-9]+]] = %{{.+}} to %[[SEQ]] step %c64 iter_args(%[[S:[a-z0-9]+]] = %[[S0]], %[[O:[a-z0-9]+]] = %[[OI]])
+// GDR: %[[GC:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%{{.+}} : tensor<?x4x?xf32>) outs(%{{.+}} : tensor<?x4x?xf64>)
+// GDR: arith.extf
+// GDR: %[[KK:.+]] = linalg.generic {{.*}} outs(%{{.+}} : tensor<?x2x?x?xf32>)
+// GDR: %[[A:.+]] = linalg.generic {indexing_maps = [#[[KEY]], {{.+}}]{{.*}} ins(%[[KK]], %[[GC]], %[[GC]]
+// GDR: arith.truncf
 // GDR: math.exp
-// Sᵀk, a reduction over d_k:
-// GDR: linalg.generic {indexing_maps = [#{{.+}}, #[[KEY]], #{{.+}}], iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
-// The rank-1 update, then o = Sᵀ(scale · q):
-// GDR: linalg.generic
+// GDR: %[[T:.+]] = scf.for %{{.+}} = %c1 to %{{.+}} step %c1 iter_args(%[[AI:.+]] = %[[A]])
+// GDR: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction", "parallel"]} ins(%{{.+}}, %[[AI]] :
+// GDR: tensor.insert_slice
+// GDR: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%[[T]], %{{.+}} : tensor<?x4x?x?xf32>, tensor<?x4x?x8xf32>)
+// GDR: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%[[T]], %{{.+}} : tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>)
+// GDR: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%{{.+}}, %[[S]] : tensor<?x4x?x16xf32>, tensor<?x4x16x8xf32>)
 // GDR: arith.subf
-// GDR: arith.constant 2.500000e-01
-// GDR: linalg.generic {indexing_maps = [#{{.+}}, #[[KEY]], #{{.+}}], iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
-// GDR: tensor.insert_slice %{{.+}} into %[[O]][0, 0, %[[T]], 0]
+// GDR: tensor.insert_slice %{{.+}} into %[[O]][0, 0, %[[C]], 0]
 // GDR: scf.yield
 // GDR-NOT: attn.gated_delta_rule
 func.func @gated_delta_rule(%q: tensor<?x2x?x16xf32>, %v: tensor<?x4x?x8xf32>, %g: tensor<?x4x?xf32>, %s0: tensor<?x4x16x8xf32>, %oi: tensor<?x4x?x8xf32>, %si: tensor<?x4x16x8xf32>) -> (tensor<?x4x?x8xf32>, tensor<?x4x16x8xf32>) {

@@ -8,7 +8,8 @@
 //
 //   - linear prefill at S = 256 .. 64k: median ms, GFLOP/s of the chunked
 //     algorithm's count (runtime/flops.h), % of the FMA peak, µs per token,
-//     and the compiled eager recurrence (the unfused reference) up to 4k;
+//     and the compiled eager chunked algorithm (the unfused reference) up
+//     to 4k;
 //   - linear decode (one token against the state), one step over every
 //     linear layer of the model, each with its own state (so the states come
 //     from memory, as in serving, not from the caches): state bytes read and

@@ -4,22 +4,25 @@
 // attention: the graph ops of a Gated DeltaNet layer (the causal depthwise
 // convolution with its state, the L2 norm, the gate and beta formulas, the
 // gated RMSNorm), each a few linalg.generic ops on tensors, and
-// attn.gated_delta_rule as its eager recurrence, token by token over whole
-// [batch, Hv, ...] tensors, as transformers' torch_recurrent_gated_delta_rule
-// runs it. It is the unfused reference path of linear attention (the
-// executables' `check` and `bench` compare the chunked kernel with it): an
-// algorithm independent of the chunkwise-parallel (WY/UT) form the tiled
-// path computes. Per token t, with r = Hv / Hk (value head h reads query/key
-// head h floordiv r through the indexing maps, no copy):
+// attn.gated_delta_rule as the eager chunked algorithm of transformers'
+// torch_chunk_gated_delta_rule, op by op over whole [batch, Hv, ...] tensors.
+// That is the unfused reference path of linear attention (the executables'
+// `check` and `bench` compare the fused chunk kernel with it; `check` also
+// with a float64 recurrence). Per chunk of C = 64 tokens (the last one
+// shorter), with r = Hv / Hk (value head h reads query/key head h floordiv r
+// through the indexing maps, no copy), γ the gates' running sum inside the
+// chunk (in f64: its differences cancel) and S the state [d_k, d_v] carried
+// across chunks:
 //
-//   S   = S · exp(g_t)                     [B, Hv, d_k, d_v]
-//   kv  = Sᵀ k_t                            [B, Hv, d_v]
-//   δ   = β_t · (v_t − kv)
-//   S   = S + k_t ⊗ δ
-//   o_t = Sᵀ (scale · q_t)
+//   A   = −(β_i k_i·k_j e^{γ_i−γ_j})_{j<i}, then forward substitution
+//         (row i += row i · A, i = 1..C−1): T = I + A = (I − strict)⁻¹
+//   U   = T (β v),  W = T (β e^γ k)
+//   V'  = U − W S
+//   O   = scale (q e^γ) S + (scale q kᵀ ⊙ e^{γ_i−γ_j})_{j≤i} V'
+//   S   = e^{γ_last} S + (k e^{γ_last−γ})ᵀ V'
 //
-// With `lengths`, a padding token's gate and beta are taken as 0 (the state
-// stays: S · e⁰ + k ⊗ 0) and its output as 0.
+// With `lengths`, a padding token's gate and beta are taken as 0 (it adds
+// nothing to the state: its rows of W and U are 0) and its output as 0.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +35,8 @@ using namespace mlir::attn;
 using namespace mlir::attn::to_linalg;
 
 namespace {
+
+constexpr int64_t kEagerChunk = 64;
 
 struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -48,9 +53,9 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
     int64_t dk = kTy.getDimSize(3), dv = vTy.getDimSize(3);
     OpFoldResult batch = g.dim(op.getValue(), 0);
     Value seq = tensor::DimOp::create(b, loc, op.getValue(), 2);
-    OpFoldResult H = b.getIndexAttr(hv), DK = b.getIndexAttr(dk),
-                 DV = b.getIndexAttr(dv), one = b.getIndexAttr(1),
-                 zero = b.getIndexAttr(0);
+    OpFoldResult H = b.getIndexAttr(hv), HK = b.getIndexAttr(hk),
+                 DK = b.getIndexAttr(dk), DV = b.getIndexAttr(dv),
+                 one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
     SmallVector<OpFoldResult> stateSizes = {batch, H, DK, DV};
     Value state = op.getInitialState();
     if (state)
@@ -60,121 +65,267 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
     Value out = castToType(b, loc, op.getOutInit(),
                            g.tensor({batch, H, g.dim(op.getValue(), 2), DV},
                                     elt));
+    // With lengths, token t of row b is padding when t >= lengths[b]:
+    // `x` ([B, Hv, S, ...], t its dim 2) with padding entries 0.
+    Value lengths = op.getLengths();
+    auto maskPadding = [&](Value x) -> Value {
+      if (!lengths)
+        return x;
+      auto ty = cast<RankedTensorType>(x.getType());
+      int64_t rank = ty.getRank();
+      AffineMap id = AffineMap::getMultiDimIdentityMap(rank, b.getContext());
+      SmallVector<OpFoldResult> sizes;
+      for (int64_t i = 0; i < rank; ++i)
+        sizes.push_back(g.dim(x, i));
+      return g.generic(
+          {x, lengths}, g.empty(sizes, elt), {id, g.map(rank, {g.d(0)}), id},
+          SmallVector<IteratorType>(rank, kPar),
+          [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+            Value t = linalg::IndexOp::create(nb, nl, 2);
+            Value ti = arith::IndexCastOp::create(nb, nl, a[1].getType(), t);
+            Value valid = arith::CmpIOp::create(
+                nb, nl, arith::CmpIPredicate::slt, ti, a[1]);
+            Value z = fconst(nb, nl, elt, 0.0);
+            return arith::SelectOp::create(nb, nl, valid, a[0], z);
+          });
+    };
+    Value gate = maskPadding(op.getGate());
+    Value beta = maskPadding(op.getBeta());
+    double scale = op.getScale().convertToDouble();
+
     // One op per statement: the IR must not depend on the host compiler's
     // order of evaluating arguments.
     Value zeroIdx = iconst(b, loc, 0);
-    Value oneIdx = iconst(b, loc, 1);
-    auto loop = scf::ForOp::create(b, loc, zeroIdx, seq, oneIdx,
+    Value chunkIdx = iconst(b, loc, kEagerChunk);
+    auto loop = scf::ForOp::create(b, loc, zeroIdx, seq, chunkIdx,
                                    ValueRange{state, out});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
-      Value t = loop.getInductionVar();
+      Value s0 = loop.getInductionVar();
       Value S = loop.getRegionIterArg(0), O = loop.getRegionIterArg(1);
-      // Token t of a [B, heads, seq(, d)] operand as [B, heads(, d)].
-      auto token = [&](Value x) {
+      Value left = arith::SubIOp::create(b, loc, seq, s0);
+      Value nv = arith::MinSIOp::create(b, loc, chunkIdx, left);
+      OpFoldResult n = nv;
+      // Tokens [s0, s0 + n) of a [B, heads, S(, d)] operand.
+      auto chunkOf = [&](Value x) {
         auto ty = cast<RankedTensorType>(x.getType());
-        SmallVector<OpFoldResult> offs = {zero, zero, t},
-                                  sizes = {batch, b.getIndexAttr(
-                                                      ty.getDimSize(1)),
-                                           one};
-        SmallVector<OpFoldResult> shape = {batch,
-                                           b.getIndexAttr(ty.getDimSize(1))};
+        OpFoldResult heads = b.getIndexAttr(ty.getDimSize(1));
+        SmallVector<OpFoldResult> offs = {zero, zero, s0},
+                                  sizes = {batch, heads, n};
         if (ty.getRank() == 4) {
           offs.push_back(zero);
           sizes.push_back(b.getIndexAttr(ty.getDimSize(3)));
-          shape.push_back(b.getIndexAttr(ty.getDimSize(3)));
         }
         SmallVector<OpFoldResult> strides(ty.getRank(), one);
-        return tensor::ExtractSliceOp::create(b, loc, g.tensor(shape, elt), x,
+        return tensor::ExtractSliceOp::create(b, loc, g.tensor(sizes, elt), x,
                                               offs, sizes, strides)
             .getResult();
       };
-      Value q = token(op.getQuery()), k = token(op.getKey()),
-            v = token(op.getValue()), gt = token(op.getGate()),
-            bt = token(op.getBeta());
-      // With lengths, token t of a sequence past its length is padding: its
-      // gate and beta are 0 (the state stays), its output 0.
-      Value lengths = op.getLengths();
-      auto maskPadding = [&](Value x) -> Value {
-        if (!lengths)
-          return x;
-        auto ty = cast<RankedTensorType>(x.getType());
-        int64_t r = ty.getRank();
-        AffineMap id = AffineMap::getMultiDimIdentityMap(r, b.getContext());
-        SmallVector<OpFoldResult> sizes;
-        for (int64_t i = 0; i < r; ++i)
-          sizes.push_back(g.dim(x, i));
+      Value q = chunkOf(op.getQuery()), k = chunkOf(op.getKey()),
+            v = chunkOf(op.getValue()), gt = chunkOf(gate),
+            bt = chunkOf(beta);
+      AffineExpr B = g.d(0), Hd = g.d(1), I = g.d(2), J = g.d(3), X = g.d(4);
+      AffineExpr Hq = Hd.floorDiv(r);
+      SmallVector<IteratorType> par3(3, kPar), par4(4, kPar);
+      SmallVector<IteratorType> red4 = {kPar, kPar, kPar, kRed};
+      SmallVector<IteratorType> red5 = {kPar, kPar, kPar, kPar, kRed};
+      // Products out[i, j] += a[i, x] · c[x, j] loop (b, h, i, x, j): the
+      // innermost loop walks j, contiguous in c and out (it vectorizes).
+      SmallVector<IteratorType> redMid = {kPar, kPar, kPar, kRed, kPar};
+      AffineExpr Xm = g.d(3), Jm = g.d(4);
+      SmallVector<OpFoldResult> sq = {batch, H, n, n}, tok = {batch, H, n},
+                                vSizes = {batch, H, n, DV},
+                                kSizes = {batch, H, n, DK};
+      auto idx = [](OpBuilder &nb, Location nl, unsigned d) {
+        return linalg::IndexOp::create(nb, nl, d).getResult();
+      };
+      // e^{x − y} and e^x of running sums (f64) in the element type.
+      auto expDiff = [elt](OpBuilder &nb, Location nl, Value x, Value y) {
+        Value d = arith::SubFOp::create(nb, nl, x, y);
+        Value t = arith::TruncFOp::create(nb, nl, elt, d);
+        return math::ExpOp::create(nb, nl, t).getResult();
+      };
+      auto expOf = [elt](OpBuilder &nb, Location nl, Value x) {
+        Value t = arith::TruncFOp::create(nb, nl, elt, x);
+        return math::ExpOp::create(nb, nl, t).getResult();
+      };
+      // γ: the gates' running sum inside the chunk, in f64: γ_i − γ_j
+      // cancels (in f32 a reset gate of −60 costs e^{γ_i−γ_j} 4 digits).
+      Type f64 = b.getF64Type();
+      GenericBuilder g64{b, loc, f64};
+      Value gc = g.generic({gt}, g64.fill(tok, 0.0),
+                           {g.map(4, {B, Hd, J}), g.map(4, {B, Hd, I})}, red4,
+                           [&](OpBuilder &nb, Location nl, ValueRange a) {
+                             Value i = idx(nb, nl, 2), j = idx(nb, nl, 3);
+                             Value in = arith::CmpIOp::create(
+                                 nb, nl, arith::CmpIPredicate::ule, j, i);
+                             Value wide = arith::ExtFOp::create(nb, nl, f64,
+                                                                a[0]);
+                             Value z = fconst(nb, nl, f64, 0.0);
+                             Value x = arith::SelectOp::create(nb, nl, in,
+                                                               wide, z);
+                             return arith::AddFOp::create(nb, nl, a[1], x)
+                                 .getResult();
+                           });
+      // k_i·k_j per query/key head [B, Hk, n, n], q_i·k_j likewise.
+      auto gram = [&](Value x) {
+        return g.generic({x, k}, g.fill({batch, HK, n, n}, 0.0),
+                         {g.map(5, {B, Hd, I, X}), g.map(5, {B, Hd, J, X}),
+                          g.map(5, {B, Hd, I, J})},
+                         red5, [&](OpBuilder &nb, Location nl, ValueRange a) {
+                           return fma(nb, nl, a[0], a[1], a[2]);
+                         });
+      };
+      Value kk = gram(k);
+      // A = −β_i k_i·k_j e^{γ_i−γ_j} below the diagonal.
+      Value A = g.generic(
+          {kk, gc, gc, bt}, g.empty(sq, elt),
+          {g.map(4, {B, Hq, I, J}), g.map(4, {B, Hd, I}), g.map(4, {B, Hd, J}),
+           g.map(4, {B, Hd, I}), g.map(4, {B, Hd, I, J})},
+          par4, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+            Value i = idx(nb, nl, 2), j = idx(nb, nl, 3);
+            Value below = arith::CmpIOp::create(nb, nl,
+                                                arith::CmpIPredicate::ult, j, i);
+            Value decay = expDiff(nb, nl, a[1], a[2]);
+            Value x = arith::MulFOp::create(nb, nl, a[0], decay);
+            x = arith::MulFOp::create(nb, nl, x, a[3]);
+            x = arith::NegFOp::create(nb, nl, x);
+            Value z = fconst(nb, nl, elt, 0.0);
+            return arith::SelectOp::create(nb, nl, below, x, z);
+          });
+      // Forward substitution: row i += row i · A for i = 1 .. n − 1 (rows
+      // above i already final), so that I + A = (I − strict part)⁻¹.
+      Value oneIdx = iconst(b, loc, 1);
+      auto solve = scf::ForOp::create(b, loc, oneIdx, nv, oneIdx,
+                                      ValueRange{A});
+      {
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(solve.getBody());
+        Value i = solve.getInductionVar();
+        Value Acur = solve.getRegionIterArg(0);
+        SmallVector<OpFoldResult> offs = {zero, zero, i, zero},
+                                  sizes = {batch, H, one, n}, strides(4, one);
+        Value row = tensor::ExtractSliceOp::create(
+            b, loc, g.tensor(tok, elt), Acur, offs, sizes, strides);
+        // Loops (b, h, m, j): out[j] += row[m] · A[m, j], j innermost.
+        Value next = g.generic(
+            {row, Acur}, row,
+            {g.map(4, {B, Hd, I}), g.map(4, {B, Hd, I, J}),
+             g.map(4, {B, Hd, J})},
+            SmallVector<IteratorType>{kPar, kPar, kRed, kPar},
+            [&](OpBuilder &nb, Location nl, ValueRange a) {
+              return fma(nb, nl, a[0], a[1], a[2]);
+            });
+        Value updated = tensor::InsertSliceOp::create(b, loc, next, Acur, offs,
+                                                      sizes, strides);
+        scf::YieldOp::create(b, loc, updated);
+      }
+      A = solve.getResult(0);
+      // x + A·x over the chunk's tokens: T x with T = I + A.
+      auto applyT = [&](Value x) {
         return g.generic(
-            {x, lengths}, g.empty(sizes, elt), {id, g.map(r, {g.d(0)}), id},
-            SmallVector<IteratorType>(r, kPar),
-            [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-              Value ti = arith::IndexCastOp::create(nb, nl,
-                                                    a[1].getType(), t);
-              Value valid = arith::CmpIOp::create(
-                  nb, nl, arith::CmpIPredicate::slt, ti, a[1]);
-              Value zeroF = fconst(nb, nl, elt, 0.0);
-              return arith::SelectOp::create(nb, nl, valid, a[0], zeroF);
+            {A, x}, x,
+            {g.map(5, {B, Hd, I, Xm}), g.map(5, {B, Hd, Xm, Jm}),
+             g.map(5, {B, Hd, I, Jm})},
+            redMid, [&](OpBuilder &nb, Location nl, ValueRange a) {
+              return fma(nb, nl, a[0], a[1], a[2]);
             });
       };
-      gt = maskPadding(gt);
-      bt = maskPadding(bt);
-      AffineExpr B = g.d(0), Hd = g.d(1), I = g.d(2), J = g.d(3);
-      AffineExpr Hk = Hd.floorDiv(r);
-      // Loop dims (b, h, i, j): state [b, h, i, j], k/q [b, h/r, i],
-      // per-head scalars [b, h], per-column vectors [b, h, j].
-      AffineMap state4 = g.map(4, {B, Hd, I, J}), head4 = g.map(4, {B, Hd}),
-                key4 = g.map(4, {B, Hk, I}), col4 = g.map(4, {B, Hd, J});
-      AffineMap head3 = g.map(3, {B, Hd}), col3 = g.map(3, {B, Hd, I});
-      SmallVector<IteratorType> par4(4, kPar), par3(3, kPar);
-      SmallVector<IteratorType> redI = {kPar, kPar, kRed, kPar};
-      SmallVector<OpFoldResult> colSizes = {batch, H, DV};
-      // S = S · exp(g_t).
-      Value S1 = g.generic({S, gt}, g.empty(stateSizes, elt), {state4, head4,
-                                                                state4},
-                           par4, [&](OpBuilder &nb, Location nl,
-                                     ValueRange a) -> Value {
-                             return arith::MulFOp::create(
-                                 nb, nl, a[0], math::ExpOp::create(nb, nl,
-                                                                   a[1]));
+      // U = T (β v), W = T (β e^γ k).
+      Value vb = g.generic({v, bt}, g.empty(vSizes, elt),
+                           {g.map(4, {B, Hd, I, J}), g.map(4, {B, Hd, I}),
+                            g.map(4, {B, Hd, I, J})},
+                           par4, [&](OpBuilder &nb, Location nl, ValueRange a) {
+                             return arith::MulFOp::create(nb, nl, a[0], a[1])
+                                 .getResult();
                            });
-      // kv[b, h, j] = Σ_i S[b, h, i, j] · k[b, h/r, i].
-      Value kv = g.generic({S1, k}, g.fill(colSizes, 0.0),
-                           {state4, key4, col4}, redI,
-                           [&](OpBuilder &nb, Location nl, ValueRange a) {
-                             return fma(nb, nl, a[0], a[1], a[2]);
-                           });
-      // δ = β · (v − kv).
-      Value delta = g.generic(
-          {v, kv, bt}, g.empty(colSizes, elt), {col3, col3, head3, col3},
-          par3, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-            return arith::MulFOp::create(
-                nb, nl, arith::SubFOp::create(nb, nl, a[0], a[1]), a[2]);
+      Value U = applyT(vb);
+      Value kb = g.generic(
+          {k, bt, gc}, g.empty(kSizes, elt),
+          {g.map(4, {B, Hq, I, J}), g.map(4, {B, Hd, I}), g.map(4, {B, Hd, I}),
+           g.map(4, {B, Hd, I, J})},
+          par4, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+            Value e = expOf(nb, nl, a[2]);
+            Value x = arith::MulFOp::create(nb, nl, a[0], a[1]);
+            return arith::MulFOp::create(nb, nl, x, e);
           });
-      // S = S + k ⊗ δ.
-      Value S2 = g.generic({S1, k, delta}, g.empty(stateSizes, elt),
-                           {state4, key4, col4, state4}, par4,
-                           [&](OpBuilder &nb, Location nl, ValueRange a) {
-                             return fma(nb, nl, a[1], a[2], a[0]);
-                           });
-      // o[b, h, j] = Σ_i S[b, h, i, j] · scale · q[b, h/r, i].
-      Value scale = fconst(b, loc, elt, op.getScale().convertToDouble());
-      Value o = g.generic(
-          {S2, q}, g.fill(colSizes, 0.0), {state4, key4, col4}, redI,
-          [&](OpBuilder &nb, Location nl, ValueRange a) {
-            Value sq = arith::MulFOp::create(nb, nl, a[1], scale);
-            return fma(nb, nl, a[0], sq, a[2]);
+      Value W = applyT(kb);
+      // V' = U − W S.
+      Value vNew = g.generic(
+          {W, S}, U,
+          {g.map(5, {B, Hd, I, Xm}), g.map(5, {B, Hd, Xm, Jm}),
+           g.map(5, {B, Hd, I, Jm})},
+          redMid, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+            Value p = arith::MulFOp::create(nb, nl, a[0], a[1], kReduceFlags);
+            return arith::SubFOp::create(nb, nl, a[2], p, kReduceFlags);
           });
-      o = maskPadding(o);
-      SmallVector<OpFoldResult> offs = {zero, zero, t, zero},
-                                sizes = {batch, H, one, DV},
-                                strides(4, one);
+      // O = scale (q e^γ) S + P V', P = (scale q·k e^{γ_i−γ_j})_{j≤i}.
+      Value scaleC = fconst(b, loc, elt, scale);
+      Value inter = g.generic(
+          {q, gc, S}, g.fill(vSizes, 0.0),
+          {g.map(5, {B, Hq, I, Xm}), g.map(5, {B, Hd, I}),
+           g.map(5, {B, Hd, Xm, Jm}), g.map(5, {B, Hd, I, Jm})},
+          redMid, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+            Value e = expOf(nb, nl, a[1]);
+            Value x = arith::MulFOp::create(nb, nl, a[0], e);
+            x = arith::MulFOp::create(nb, nl, x, scaleC);
+            return fma(nb, nl, x, a[2], a[3]);
+          });
+      Value qk = gram(q);
+      Value P = g.generic(
+          {qk, gc, gc}, g.empty(sq, elt),
+          {g.map(4, {B, Hq, I, J}), g.map(4, {B, Hd, I}), g.map(4, {B, Hd, J}),
+           g.map(4, {B, Hd, I, J})},
+          par4, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+            Value i = idx(nb, nl, 2), j = idx(nb, nl, 3);
+            Value causal = arith::CmpIOp::create(
+                nb, nl, arith::CmpIPredicate::ule, j, i);
+            Value decay = expDiff(nb, nl, a[1], a[2]);
+            Value x = arith::MulFOp::create(nb, nl, a[0], decay);
+            x = arith::MulFOp::create(nb, nl, x, scaleC);
+            Value z = fconst(nb, nl, elt, 0.0);
+            return arith::SelectOp::create(nb, nl, causal, x, z);
+          });
+      Value o = g.generic({P, vNew}, inter,
+                          {g.map(5, {B, Hd, I, Xm}), g.map(5, {B, Hd, Xm, Jm}),
+                           g.map(5, {B, Hd, I, Jm})},
+                          redMid, [&](OpBuilder &nb, Location nl, ValueRange a) {
+                            return fma(nb, nl, a[0], a[1], a[2]);
+                          });
+      // S = e^{γ_last} S + (k e^{γ_last−γ})ᵀ V'.
+      Value lastIdx = arith::SubIOp::create(b, loc, nv, oneIdx);
+      SmallVector<OpFoldResult> lastOffs = {zero, zero, lastIdx},
+                                lastSizes = {batch, H, one}, strides3(3, one);
+      Value gLast = tensor::ExtractSliceOp::create(
+          b, loc, g.tensor({batch, H}, f64), gc, lastOffs, lastSizes,
+          strides3);
+      Value decayed = g.generic(
+          {S, gLast}, g.empty(stateSizes, elt),
+          {g.map(4, {B, Hd, I, J}), g.map(4, {B, Hd}), g.map(4, {B, Hd, I, J})},
+          par4, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+            Value e = expOf(nb, nl, a[1]);
+            return arith::MulFOp::create(nb, nl, a[0], e);
+          });
+      // Loop dims (b, h, i = d_k row, x = token, j = d_v column).
+      Value S2 = g.generic(
+          {k, gc, gLast, vNew}, decayed,
+          {g.map(5, {B, Hq, Xm, I}), g.map(5, {B, Hd, Xm}), g.map(5, {B, Hd}),
+           g.map(5, {B, Hd, Xm, Jm}), g.map(5, {B, Hd, I, Jm})},
+          redMid, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+            Value e = expDiff(nb, nl, a[2], a[1]);
+            Value x = arith::MulFOp::create(nb, nl, a[0], e);
+            return fma(nb, nl, x, a[3], a[4]);
+          });
+      SmallVector<OpFoldResult> offs = {zero, zero, s0, zero},
+                                sizes = {batch, H, n, DV}, strides(4, one);
       Value O2 = tensor::InsertSliceOp::create(b, loc, o, O, offs, sizes,
                                                strides);
       scf::YieldOp::create(b, loc, ValueRange{S2, O2});
     }
+    Value result = maskPadding(loop.getResult(1));
     rewriter.replaceOp(
-        op, {castToType(b, loc, loop.getResult(1), op.getOutput().getType()),
+        op, {castToType(b, loc, result, op.getOutput().getType()),
              castToType(b, loc, loop.getResult(0),
                         op.getFinalState().getType())});
     return success();
