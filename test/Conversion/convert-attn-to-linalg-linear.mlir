@@ -77,18 +77,22 @@ func.func @norms(%q: tensor<?x2x?x16xf32>, %o: tensor<?x?x4x8xf32>, %z: tensor<?
   return %l, %n : tensor<?x2x?x16xf32>, tensor<?x?x4x8xf32>
 }
 
-// The eager recurrence with lengths: at token t, a row past its length
-// takes gate and beta 0 (its state stays) and writes output 0.
+// The eager chunked algorithm with lengths: a row's tokens at or past its
+// length take gate and beta 0 before the chunk loop (they add nothing to
+// the state) and their outputs are set to 0 after it.
 // CHECK-LABEL: func.func @gdr_lengths(
-// CHECK-SAME: %[[L:[a-z0-9]+]]: tensor<?xi64>
-// CHECK: scf.for %[[T:[a-z0-9]+]] = 
-// CHECK: linalg.generic {{.+}} ins(%{{.+}}, %[[L]] : tensor<?x2xf32>, tensor<?xi64>)
+// CHECK-SAME: %[[G:[a-z0-9]+]]: tensor<?x2x?xf32>, %[[L:[a-z0-9]+]]: tensor<?xi64>
+// CHECK: %[[GM:.+]] = linalg.generic {{.+}} ins(%[[G]], %[[L]] : tensor<?x2x?xf32>, tensor<?xi64>)
+// CHECK: %[[T:.+]] = linalg.index 2 : index
 // CHECK: %[[TI:.+]] = arith.index_cast %[[T]] : index to i64
 // CHECK: %[[IN:.+]] = arith.cmpi slt, %[[TI]], %{{.+}} : i64
 // CHECK: arith.select %[[IN]]
-// CHECK: linalg.generic {{.+}} ins(%{{.+}}, %[[L]] : tensor<?x2xf32>, tensor<?xi64>)
-// CHECK: linalg.generic {{.+}} ins(%{{.+}}, %[[L]] : tensor<?x2x8xf32>, tensor<?xi64>)
-// CHECK: tensor.insert_slice
+// CHECK: %[[BM:.+]] = linalg.generic {{.+}} ins(%[[G]], %[[L]] : tensor<?x2x?xf32>, tensor<?xi64>)
+// CHECK: %[[LOOP:.+]]:2 = scf.for
+// CHECK: tensor.extract_slice %[[GM]]
+// CHECK: tensor.extract_slice %[[BM]]
+// CHECK: scf.yield
+// CHECK: linalg.generic {{.+}} ins(%[[LOOP]]#1, %[[L]] : tensor<?x2x?x8xf32>, tensor<?xi64>)
 func.func @gdr_lengths(%q: tensor<?x1x?x16xf32>, %v: tensor<?x2x?x8xf32>, %g: tensor<?x2x?xf32>, %l: tensor<?xi64>, %oi: tensor<?x2x?x8xf32>, %si: tensor<?x2x16x8xf32>) -> (tensor<?x2x?x8xf32>, tensor<?x2x16x8xf32>) {
   %o, %s = attn.gated_delta_rule %q, %q, %v, %g, %g lengths(%l : tensor<?xi64>) outs(%oi, %si : tensor<?x2x?x8xf32>, tensor<?x2x16x8xf32>) {scale = 0.25 : f64} : (tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?xf32>, tensor<?x2x?xf32>) -> (tensor<?x2x?x8xf32>, tensor<?x2x16x8xf32>)
   return %o, %s : tensor<?x2x?x8xf32>, tensor<?x2x16x8xf32>
