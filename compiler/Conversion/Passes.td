@@ -51,7 +51,7 @@ def CPUMicroKernelPass : Pass<"attn-cpu-micro-kernel", "ModuleOp"> {
     [d, C] scratch (W×W vector transposes), then per block of R query rows
     (4 with 32 vector registers, 2 with 16) Q·Kᵀ in R×4 vector accumulators,
     scale, softcap and the position mask on the registers, row max, exp,
-    row sum, and acc·alpha + P·V in R×4 accumulators. Tiles of fewer than 16
+    row sum, and acc·alpha + P·V in R×4 accumulators. Tiles of at most 16
     rows (decode) skip the pack: dot products along d, each K vector serving
     every row, with the next chunk's K and V prefetched into L2. Scratch is
     allocated once per parallel iteration. The code of each distinct tile

@@ -50,7 +50,7 @@
 // [lo + s*per, lo + (s+1)*per) of the block's range into its state and
 // writes it to the workspace (the output write has 0 rows then), and a merge
 // loop (0 iterations without split) combines the parts by log-sum-exp. Tiles
-// of fewer than 16 rows (all heads of the group) take 1024 keys.
+// of at most 16 rows (all heads of the group) take 1024 keys.
 // SPLIT-LABEL: func.func @causal_gqa(
 // SPLIT-DAG: %[[QLEN:.*]] = tensor.dim %{{.*}}, %c2 : tensor<?x32x?x128xf32>
 // SPLIT-DAG: %[[KVLEN:.*]] = tensor.dim %{{.*}}, %c2 : tensor<?x8x?x128xf32>
@@ -66,7 +66,7 @@
 // SPLIT: scf.forall (%[[B:.*]], %[[G:.*]], %{{.*}}, %[[S:.*]]) in (%{{.*}}, 8, %{{.*}}, %[[NS]]) shared_outs({{.*}}) -> (tensor<?x32x?x128xf32>, tensor<?x8x?x4x?x128xf32>, tensor<?x8x?x4x?xf32>, tensor<?x8x?x4x?xf32>)
 // SPLIT: %[[PER:.*]] = arith.ceildivsi %{{.*}}, %[[NS]]
 // SPLIT: arith.muli %[[S]], %[[PER]]
-// SPLIT: %[[FEW:.*]] = arith.cmpi slt, %{{.*}}, %c16
+// SPLIT: %[[FEW:.*]] = arith.cmpi slt, %{{.*}}, %c17
 // SPLIT: %[[STEP:.*]] = arith.select %[[FEW]], %c1024, %c64
 // SPLIT: scf.for {{.*}} step %[[STEP]]
 // SPLIT: attn.online_attention

@@ -183,7 +183,7 @@ def TileAttentionPass : Pass<"attn-tile-attention", "func::FuncOp"> {
     Option<"kvBlock", "kv-block", "int64_t", /*default=*/"0",
            "Keys per tile (0: the target's default)">,
     Option<"decodeKvBlock", "decode-kv-block", "int64_t", /*default=*/"0",
-           "Keys per tile when a query tile has fewer than 16 rows (all "
+           "Keys per tile when a query tile has at most 16 rows (all "
            "heads of the group; decode): 0 for the target's default (cpu "
            "1024, gpu kv-block)">,
     Option<"blockRows", "block-rows", "int64_t", /*default=*/"0",

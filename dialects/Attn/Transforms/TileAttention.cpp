@@ -213,13 +213,14 @@ SmallVector<Value> SDPATiler::foldKeys(OpBuilder &b, Location loc, Value bIdx,
     range.fullHi = n.clamp(range.fullHi, clipLo, clipHi);
     range.hi = n.clamp(range.hi, clipLo, clipHi);
   }
-  // Few rows per tile (decode): longer key tiles, so that the kernel can
+  // Few rows per tile (decode, up to 16: one row per head of a group of 16
+  // query heads per KV head): longer key tiles, so that the kernel can
   // stream K and V ahead of its use inside one tile.
   Value step = n.c(sizes.kvBlock);
   if (sizes.decodeKvBlock != sizes.kvBlock) {
     Value rows = n.mul(qn, n.c(groupSize));
     Value few = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, rows,
-                                      n.c(16));
+                                      n.c(17));
     step = arith::SelectOp::create(b, loc, few, n.c(sizes.decodeKvBlock), step);
   }
   // Initial state: acc = 0, max = -inf, sum = 0.
