@@ -67,21 +67,13 @@ static Value lowerOp(RMSNormOp rms, GenericBuilder &g) {
   Value result;
   Value x = rms.getInput();
   int64_t n = resTy.getDimSize(r - 1);
-  Value ss = rowSum(g, x, [](OpBuilder &b, Location l, Value v) {
-    return arith::MulFOp::create(b, l, v, v).getResult();
-  });
+  Value ss = rowSumOfSquares(g, x);
   double eps = rms.getEpsilon().convertToDouble();
   bool offset = rms.getUnitOffset();
-  SmallVector<AffineExpr> rowE;
-  for (int64_t i = 0; i < r - 1; ++i)
-    rowE.push_back(g.d(i));
   AffineMap id = AffineMap::getMultiDimIdentityMap(r, ob.getContext());
-  SmallVector<OpFoldResult> sizes;
-  for (int64_t i = 0; i < r; ++i)
-    sizes.push_back(g.dim(x, i));
   result = g.generic(
-      {x, ss, rms.getWeight()}, g.empty(sizes, elt),
-      {id, g.map(r, rowE), g.map(r, {g.d(r - 1)}), id},
+      {x, ss, rms.getWeight()}, g.empty(g.sizes(x), elt),
+      {id, rowMap(g, r), g.map(r, {g.d(r - 1)}), id},
       SmallVector<IteratorType>(r, kPar),
       [&](OpBuilder &b, Location l, ValueRange a) -> Value {
         Value mean = arith::DivFOp::create(b, l, a[1],
@@ -106,29 +98,20 @@ static Value lowerOp(LayerNormOp ln, GenericBuilder &g) {
   Value x = ln.getInput();
   int64_t n = resTy.getDimSize(r - 1);
   Value sum = rowSum(g, x, [](OpBuilder &, Location, Value v) { return v; });
-  Value sq = rowSum(g, x, [](OpBuilder &b, Location l, Value v) {
-    return arith::MulFOp::create(b, l, v, v).getResult();
-  });
+  Value sq = rowSumOfSquares(g, x);
   double eps = ln.getEpsilon().convertToDouble();
-  SmallVector<AffineExpr> rowE;
-  for (int64_t i = 0; i < r - 1; ++i)
-    rowE.push_back(g.d(i));
   AffineMap id = AffineMap::getMultiDimIdentityMap(r, ob.getContext());
   AffineMap lastMap = g.map(r, {g.d(r - 1)});
   SmallVector<Value> ins = {x, sum, sq, ln.getWeight()};
-  SmallVector<AffineMap> maps = {id, g.map(r, rowE), g.map(r, rowE),
-                                 lastMap};
+  SmallVector<AffineMap> maps = {id, rowMap(g, r), rowMap(g, r), lastMap};
   if (ln.getBias()) {
     ins.push_back(ln.getBias());
     maps.push_back(lastMap);
   }
   maps.push_back(id);
-  SmallVector<OpFoldResult> sizes;
-  for (int64_t i = 0; i < r; ++i)
-    sizes.push_back(g.dim(x, i));
   bool hasBias = ln.getBias() != nullptr;
   result = g.generic(
-      ins, g.empty(sizes, elt), maps, SmallVector<IteratorType>(r, kPar),
+      ins, g.empty(g.sizes(x), elt), maps, SmallVector<IteratorType>(r, kPar),
       [&](OpBuilder &b, Location l, ValueRange a) -> Value {
         Value nn = fconst(b, l, elt, double(n));
         Value mean = arith::DivFOp::create(b, l, a[1], nn);
@@ -292,11 +275,7 @@ static Value lowerOp(SigmoidGateOp gate, GenericBuilder &g) {
   result = elementwise(
       g, {gate.getInput(), gate.getGate()}, elt,
       [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-        Value one = fconst(b, l, elt, 1.0);
-        Value e = math::ExpOp::create(
-            b, l, arith::NegFOp::create(b, l, a[1]));
-        Value sig = arith::DivFOp::create(
-            b, l, one, arith::AddFOp::create(b, l, one, e));
+        Value sig = sigmoid(b, l, a[1]);
         return arith::MulFOp::create(b, l, a[0], sig);
       });
   return result;

@@ -185,6 +185,19 @@ Value rowSum(GenericBuilder &g, Value x,
                    });
 }
 
+Value rowSumOfSquares(GenericBuilder &g, Value x) {
+  return rowSum(g, x, [](OpBuilder &b, Location l, Value v) {
+    return arith::MulFOp::create(b, l, v, v).getResult();
+  });
+}
+
+AffineMap rowMap(GenericBuilder &g, int64_t r) {
+  SmallVector<AffineExpr> rowE;
+  for (int64_t i = 0; i < r - 1; ++i)
+    rowE.push_back(g.d(i));
+  return g.map(r, rowE);
+}
+
 } // namespace to_linalg
 } // namespace attn
 } // namespace mlir

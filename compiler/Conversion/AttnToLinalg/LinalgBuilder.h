@@ -58,6 +58,14 @@ struct GenericBuilder {
       return b.getIndexAttr(ty.getDimSize(i));
     return tensor::DimOp::create(b, loc, t, i).getResult();
   }
+  /// All of `t`'s sizes, dim by dim.
+  SmallVector<OpFoldResult> sizes(Value t) {
+    SmallVector<OpFoldResult> r;
+    for (int64_t i = 0, e = cast<RankedTensorType>(t.getType()).getRank();
+         i < e; ++i)
+      r.push_back(dim(t, i));
+    return r;
+  }
   /// One linalg.generic with a single result.
   Value generic(ValueRange ins, Value init, ArrayRef<AffineMap> maps,
                 ArrayRef<IteratorType> iters,
@@ -149,6 +157,20 @@ Value elementwise(GenericBuilder &g, ValueRange ins, Type elt,
 /// Row statistics over the last dim: sum of f(x) into [lead...].
 Value rowSum(GenericBuilder &g, Value x,
              function_ref<Value(OpBuilder &, Location, Value)> f);
+/// rowSum of x² (the norms' statistic).
+Value rowSumOfSquares(GenericBuilder &g, Value x);
+/// The map of a rank-`r` loop nest to its row, (d0, ..., d_{r-2}): how a
+/// row statistic is read back elementwise.
+AffineMap rowMap(GenericBuilder &g, int64_t r);
+
+/// 1 / (1 + e^{-x}).
+inline Value sigmoid(OpBuilder &b, Location loc, Value x) {
+  Value one = fconst(b, loc, x.getType(), 1.0);
+  Value neg = arith::NegFOp::create(b, loc, x);
+  Value e = math::ExpOp::create(b, loc, neg);
+  Value den = arith::AddFOp::create(b, loc, one, e);
+  return arith::DivFOp::create(b, loc, one, den);
+}
 
 /// `v` as a value of type `type`: the lowering may know more static sizes
 /// than the op it replaces (or fewer); a tensor.cast bridges them.

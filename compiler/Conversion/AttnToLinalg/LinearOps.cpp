@@ -74,11 +74,8 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
       auto ty = cast<RankedTensorType>(x.getType());
       int64_t rank = ty.getRank();
       AffineMap id = AffineMap::getMultiDimIdentityMap(rank, b.getContext());
-      SmallVector<OpFoldResult> sizes;
-      for (int64_t i = 0; i < rank; ++i)
-        sizes.push_back(g.dim(x, i));
       return g.generic(
-          {x, lengths}, g.empty(sizes, elt), {id, g.map(rank, {g.d(0)}), id},
+          {x, lengths}, g.empty(g.sizes(x), elt), {id, g.map(rank, {g.d(0)}), id},
           SmallVector<IteratorType>(rank, kPar),
           [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
             Value t = linalg::IndexOp::create(nb, nl, 2);
@@ -341,15 +338,6 @@ Value silu(OpBuilder &b, Location loc, Value x) {
   return arith::DivFOp::create(b, loc, x, den);
 }
 
-/// The sizes of `x`, dimension by dimension.
-SmallVector<OpFoldResult> sizesOf(GenericBuilder &g, Value x) {
-  SmallVector<OpFoldResult> sizes;
-  for (int64_t i = 0, e = cast<RankedTensorType>(x.getType()).getRank();
-       i < e; ++i)
-    sizes.push_back(g.dim(x, i));
-  return sizes;
-}
-
 /// y[b, s, c] = silu(Σ_j w[c, j] · xs[b, s + j, c]) over the padded input
 /// xs = stateᵀ ++ x [B, K − 1 + S, C]; the new state is xs's last K − 1
 /// rows, transposed back to [B, C, K − 1].
@@ -455,12 +443,8 @@ struct LowerGatedDeltaGates : OpConversionPattern<GatedDeltaGatesOp> {
         });
     Value beta = g.generic(
         {op.getB()}, g.empty(sizes, elt), {tok, out}, par3,
-        [&](OpBuilder &nb, Location nl, ValueRange v) -> Value {
-          Value one = fconst(nb, nl, elt, 1.0);
-          Value neg = arith::NegFOp::create(nb, nl, v[0]);
-          Value e = math::ExpOp::create(nb, nl, neg);
-          Value den = arith::AddFOp::create(nb, nl, one, e);
-          return arith::DivFOp::create(nb, nl, one, den);
+        [&](OpBuilder &nb, Location nl, ValueRange v) {
+          return sigmoid(nb, nl, v[0]);
         });
     rewriter.replaceOp(op, {castToType(rewriter, loc, gate, op.getGate().getType()),
                             castToType(rewriter, loc, beta,
@@ -482,16 +466,11 @@ static Value lowerOp(L2NormOp op, GenericBuilder &g) {
   auto ty = cast<RankedTensorType>(x.getType());
   Type elt = ty.getElementType();
   int64_t r = ty.getRank();
-  Value ss = rowSum(g, x, [](OpBuilder &b, Location l, Value v) {
-    return arith::MulFOp::create(b, l, v, v).getResult();
-  });
+  Value ss = rowSumOfSquares(g, x);
   double eps = op.getEpsilon().convertToDouble();
-  SmallVector<AffineExpr> rowE;
-  for (int64_t i = 0; i < r - 1; ++i)
-    rowE.push_back(g.d(i));
   AffineMap id = AffineMap::getMultiDimIdentityMap(r, g.b.getContext());
-  return g.generic({x, ss}, g.empty(sizesOf(g, x), elt),
-                   {id, g.map(r, rowE), id}, SmallVector<IteratorType>(r, kPar),
+  return g.generic({x, ss}, g.empty(g.sizes(x), elt),
+                   {id, rowMap(g, r), id}, SmallVector<IteratorType>(r, kPar),
                    [&](OpBuilder &b, Location l, ValueRange a) -> Value {
                      Value sum = arith::AddFOp::create(b, l, a[1],
                                                        fconst(b, l, elt, eps));
@@ -505,17 +484,12 @@ static Value lowerOp(GatedRMSNormOp op, GenericBuilder &g) {
   auto ty = cast<RankedTensorType>(x.getType());
   Type elt = ty.getElementType();
   int64_t r = ty.getRank(), n = ty.getDimSize(r - 1);
-  Value ss = rowSum(g, x, [](OpBuilder &b, Location l, Value v) {
-    return arith::MulFOp::create(b, l, v, v).getResult();
-  });
+  Value ss = rowSumOfSquares(g, x);
   double eps = op.getEpsilon().convertToDouble();
-  SmallVector<AffineExpr> rowE;
-  for (int64_t i = 0; i < r - 1; ++i)
-    rowE.push_back(g.d(i));
   AffineMap id = AffineMap::getMultiDimIdentityMap(r, g.b.getContext());
   return g.generic(
-      {x, ss, op.getWeight(), op.getGate()}, g.empty(sizesOf(g, x), elt),
-      {id, g.map(r, rowE), g.map(r, {g.d(r - 1)}), id, id},
+      {x, ss, op.getWeight(), op.getGate()}, g.empty(g.sizes(x), elt),
+      {id, rowMap(g, r), g.map(r, {g.d(r - 1)}), id, id},
       SmallVector<IteratorType>(r, kPar),
       [&](OpBuilder &b, Location l, ValueRange a) -> Value {
         Value mean =

@@ -141,10 +141,17 @@ bool computes(Kernel kernel, GatedDeltaRuleOp op) {
   return fillsBuffers(kernel, op);
 }
 
-/// Every batch row's full length, [batch] of `type` (i64 or i32).
-Value fullLengths(OpBuilder &b, Location loc, RankedTensorType type,
-                  Value seqOf, int64_t seqDim, Value batchOf) {
-  Value len = tensor::DimOp::create(b, loc, seqOf, seqDim);
+/// `given` lengths, or when the op has none and the kernel takes
+/// `kernelLengths`, every batch row's full length (dim 2 of `seqOf`, batch
+/// from dim 0 of `batchOf`): the op's own semantics.
+Value lengthsFor(Operation *op, Value given, Value kernelLengths, Value seqOf,
+                 Value batchOf) {
+  if (given || !kernelLengths)
+    return given;
+  OpBuilder b(op);
+  Location loc = op->getLoc();
+  auto type = cast<RankedTensorType>(kernelLengths.getType());
+  Value len = tensor::DimOp::create(b, loc, seqOf, 2);
   Value fill = arith::IndexCastOp::create(b, loc, type.getElementType(), len);
   SmallVector<Value> batch;
   if (type.isDynamicDim(0))
@@ -188,14 +195,8 @@ void callKernel(Kernel kernel, DestinationStyleOpInterface op,
 
 void callKernel(Kernel kernel, SDPAOp op) {
   auto k = cast<SDPAOp>(kernel.op.getOperation());
-  Value lengths = op.getKvLengths();
-  if (!lengths && k.getKvLengths()) {
-    // Every batch row sees all the keys: the op's own semantics.
-    OpBuilder b(op);
-    lengths = fullLengths(b, op.getLoc(),
-                          cast<RankedTensorType>(k.getKvLengths().getType()),
-                          op.getKey(), 2, op.getQuery());
-  }
+  Value lengths = lengthsFor(op, op.getKvLengths(), k.getKvLengths(),
+                             op.getKey(), op.getQuery());
   callKernel(kernel, op, [&](BlockArgument a) -> Value {
     if (a == k.getQuery())
       return op.getQuery();
@@ -211,14 +212,8 @@ void callKernel(Kernel kernel, SDPAOp op) {
 
 void callKernel(Kernel kernel, GatedDeltaRuleOp op) {
   auto k = cast<GatedDeltaRuleOp>(kernel.op.getOperation());
-  Value lengths = op.getLengths();
-  if (!lengths && k.getLengths()) {
-    // Every sequence is whole: the op's own semantics.
-    OpBuilder b(op);
-    lengths = fullLengths(b, op.getLoc(),
-                          cast<RankedTensorType>(k.getLengths().getType()),
-                          op.getValue(), 2, op.getValue());
-  }
+  Value lengths = lengthsFor(op, op.getLengths(), k.getLengths(),
+                             op.getValue(), op.getValue());
   callKernel(kernel, op, [&](BlockArgument a) -> Value {
     if (a == k.getQuery())
       return op.getQuery();
