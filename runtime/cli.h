@@ -80,9 +80,11 @@ void describeDevice();
 /// Exits with the reason when the CUDA kernels cannot run here.
 void requireDevice(const char *command);
 
-/// A descriptor of a contiguous [d0, d1, d2, d3] ([d0, d1, d2]) buffer.
+/// A descriptor of a contiguous [d0, d1, d2, d3] ([d0, d1, d2], [d0, d1])
+/// buffer.
 attn_rt_memref_f32_4 view4(float *data, const std::vector<int64_t> &s);
 attn_rt_memref_f32_3 view3(float *data, const std::vector<int64_t> &s);
+attn_rt_memref_f32_2 view2(float *data, const std::vector<int64_t> &s);
 
 /// One call of a kernel into `out` (resized to [B, Hq, Sq, Dv]), on the CPU
 /// or through device copies for CUDA executables.

@@ -37,6 +37,10 @@ attn_rt_memref_f32_3 view3(float *data, const std::vector<int64_t> &s) {
   return contiguousView<attn_rt_memref_f32_3, 3>(data, s);
 }
 
+attn_rt_memref_f32_2 view2(float *data, const std::vector<int64_t> &s) {
+  return contiguousView<attn_rt_memref_f32_2, 2>(data, s);
+}
+
 bool gCuda = false;
 DeviceInfo gDevice;
 

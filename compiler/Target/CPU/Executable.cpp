@@ -200,8 +200,12 @@ bool mlir::attn::linkExecutable(const std::string &objectPath,
     argv.push_back(ATTN_SANITIZE_LINK_FLAGS);
   argv.insert(argv.end(), {"-lm", "-ldl", "-o", tmp});
   if (shared) {
-    argv.push_back("-shared");
-    argv.push_back("-fPIC");
+    // The C API (runtime/api.cpp, attn.h) is what a library is for: pulled
+    // from the archive although nothing in the kernels calls it; its calls
+    // bind to this library's own model table even when another model's
+    // library is loaded into the same process.
+    argv.insert(argv.end(), {"-shared", "-fPIC", "-Wl,-u,attn_model_open",
+                             "-Wl,-Bsymbolic"});
   }
   std::string msg;
   int rc = llvm::sys::ExecuteAndWait(paths.cxx, argv, std::nullopt, {}, 0, 0,

@@ -1,0 +1,499 @@
+//===- api.cpp - the attn C API (attn.h) ------------------------------------===//
+//
+// This file implements attn.h over the model table and the kernels'
+// memref-descriptor entry points (attn_runtime.h): it checks every argument
+// (pointers, dtypes, ranks, shapes against the kind, contiguity, lengths,
+// overlap of outputs with inputs) and only then builds descriptors over the
+// caller's buffers and calls the fused kernel. Nothing is copied, except a
+// state updated in place (state_out == state_in), which the kernel would
+// otherwise read while writing it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn.h"
+#include "attn_runtime.h"
+#include "cli.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+struct attn_model {
+  const attn_rt_model *table;
+  void *library; // dlopen handle, or NULL for the caller's own library
+};
+
+namespace {
+
+thread_local std::string lastError;
+
+/// Records `msg` as this thread's last error and returns `status`.
+attn_status failWith(attn_status status, std::string msg) {
+  lastError = std::move(msg);
+  return status;
+}
+
+const char *dtypeName(attn_dtype t) {
+  switch (t) {
+  case ATTN_F32:
+    return "f32";
+  case ATTN_BF16:
+    return "bf16";
+  case ATTN_F16:
+    return "f16";
+  case ATTN_I64:
+    return "i64";
+  }
+  return "unknown";
+}
+
+std::string shapeOf(const attn_tensor &t) {
+  std::string s = "[";
+  for (int32_t i = 0; i < t.rank && i < ATTN_MAX_RANK; ++i)
+    s += (i ? ", " : "") + std::to_string(t.shape[i]);
+  return s + "]";
+}
+
+std::string dimsStr(const std::vector<int64_t> &want,
+                    const std::vector<const char *> &names) {
+  std::string s = "[";
+  for (size_t i = 0; i < want.size(); ++i)
+    s += (i ? ", " : "") +
+         (want[i] < 0 && i < names.size() ? std::string(names[i]) : std::to_string(want[i]));
+  return s + "]";
+}
+
+/// Checks one f32 tensor argument: present, f32, rank and shape as `want`
+/// (-1: any size, named by `names`), row-major contiguous, data present
+/// unless empty.
+struct TensorCheck {
+  const char *call;
+  std::string kindDesc;
+  attn_status status = ATTN_OK;
+
+  bool operator()(const attn_tensor *t, const char *name,
+                  const std::vector<int64_t> &want,
+                  const std::vector<const char *> &names) {
+    if (status != ATTN_OK)
+      return false;
+    std::string at = std::string(call) + ": " + name;
+    if (!t)
+      return fail(ATTN_ERR_ARGUMENT, at + " is NULL");
+    if (t->dtype != ATTN_F32)
+      return fail(ATTN_ERR_DTYPE,
+                  at + " has dtype " + dtypeName(t->dtype) +
+                      "; this kind's kernels take f32 (ATTN_F32)");
+    int32_t rank = int32_t(want.size());
+    if (t->rank != rank)
+      return fail(ATTN_ERR_SHAPE, at + " has rank " + std::to_string(t->rank) +
+                                      "; it must be " +
+                                      dimsStr(want, names) + kindDesc);
+    unsigned __int128 numel = 1;
+    for (int32_t i = 0; i < rank; ++i) {
+      if (t->shape[i] < 0 || (want[i] >= 0 && t->shape[i] != want[i]))
+        return fail(ATTN_ERR_SHAPE, at + " has shape " + shapeOf(*t) +
+                                        "; it must be " +
+                                        dimsStr(want, names) + kindDesc);
+      numel *= (unsigned __int128)t->shape[i];
+    }
+    if (numel > ((unsigned __int128)1 << 60))
+      return fail(ATTN_ERR_SHAPE,
+                  at + " has shape " + shapeOf(*t) + ": more elements than "
+                                                     "any machine's memory");
+    int64_t stride = 1;
+    for (int32_t i = rank - 1; i >= 0; --i) {
+      if (t->shape[i] != 1 && t->strides[i] != stride)
+        return fail(ATTN_ERR_LAYOUT,
+                    at + " has strides [" + stridesOf(*t) +
+                        "] (elements) for shape " + shapeOf(*t) +
+                        "; the kernels take row-major contiguous tensors "
+                        "(strides [" + contiguousStrides(*t) + "])");
+      stride *= t->shape[i];
+    }
+    if (!t->data && numel != 0)
+      return fail(ATTN_ERR_ARGUMENT, at + " has a NULL data pointer");
+    return true;
+  }
+
+  bool fail(attn_status s, const std::string &msg) {
+    status = failWith(s, msg);
+    return false;
+  }
+
+  static std::string stridesOf(const attn_tensor &t) {
+    std::string s;
+    for (int32_t i = 0; i < t.rank; ++i)
+      s += (i ? ", " : "") + std::to_string(t.strides[i]);
+    return s;
+  }
+  static std::string contiguousStrides(const attn_tensor &t) {
+    std::vector<int64_t> st(t.rank);
+    int64_t stride = 1;
+    for (int32_t i = t.rank - 1; i >= 0; --i) {
+      st[i] = stride;
+      stride *= t.shape[i];
+    }
+    std::string s;
+    for (int32_t i = 0; i < t.rank; ++i)
+      s += (i ? ", " : "") + std::to_string(st[i]);
+    return s;
+  }
+};
+
+int64_t numelOf(const attn_tensor &t) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < t.rank; ++i)
+    n *= t.shape[i];
+  return n;
+}
+
+/// True when the bytes of `a` and `b` overlap (both checked contiguous).
+bool overlaps(const attn_tensor &a, const attn_tensor &b) {
+  auto lo = [](const attn_tensor &t) {
+    return reinterpret_cast<uintptr_t>(t.data);
+  };
+  int64_t na = numelOf(a) * 4, nb = numelOf(b) * 4;
+  return na && nb && lo(a) < lo(b) + uintptr_t(nb) &&
+         lo(b) < lo(a) + uintptr_t(na);
+}
+
+/// Fails with "CALL: OUT overlaps IN" when it does.
+bool noOverlap(TensorCheck &check, const attn_tensor &out, const char *outName,
+               const std::vector<std::pair<const attn_tensor *, const char *>>
+                   &inputs) {
+  for (auto [in, name] : inputs)
+    if (in && overlaps(out, *in))
+      return check.fail(ATTN_ERR_LAYOUT,
+                        std::string(check.call) + ": " + outName +
+                            " overlaps " + name +
+                            "; outputs must not share memory with inputs");
+  return check.status == ATTN_OK;
+}
+
+/// Lengths in [0, limit], one per batch row.
+bool checkLengths(TensorCheck &check, const int64_t *lengths, int64_t b,
+                  int64_t limit, const char *name, const char *limitName) {
+  for (int64_t i = 0; lengths && i < b; ++i)
+    if (lengths[i] < 0 || lengths[i] > limit)
+      return check.fail(ATTN_ERR_VALUE,
+                        std::string(check.call) + ": " + name + "[" +
+                            std::to_string(i) + "] = " +
+                            std::to_string(lengths[i]) + " is outside [0, " +
+                            limitName + " = " + std::to_string(limit) + "]");
+  return true;
+}
+
+std::vector<int64_t> dims(const attn_tensor &t) {
+  return std::vector<int64_t>(t.shape, t.shape + t.rank);
+}
+
+float *f32(const attn_tensor &t) { return static_cast<float *>(t.data); }
+
+attn_status getKind(const attn_model *model, int32_t kind, const char *call,
+                    int op, const attn_rt_kind *&out) {
+  if (!model)
+    return failWith(ATTN_ERR_ARGUMENT, std::string(call) + ": model is NULL");
+  if (kind < 0 || kind >= model->table->num_kinds)
+    return failWith(ATTN_ERR_ARGUMENT,
+                    std::string(call) + ": kind " + std::to_string(kind) +
+                        " is outside [0, " +
+                        std::to_string(model->table->num_kinds) + ")");
+  out = &model->table->kinds[kind];
+  if (out->op != op)
+    return failWith(ATTN_ERR_UNSUPPORTED,
+                    std::string(call) + ": kind " + std::to_string(kind) +
+                        " ('" + out->name + "') is " +
+                        (out->op == ATTN_RT_OP_SDPA
+                             ? "softmax attention: use attn_sdpa"
+                             : "Gated DeltaNet: use attn_gated_delta"));
+  return ATTN_OK;
+}
+
+std::string describeKind(const attn_rt_kind &k) {
+  return std::string(" for kind '") + k.name + "' (" +
+         (k.op == ATTN_RT_OP_SDPA ? "Hq=" : "Gated DeltaNet, Hv=") +
+         std::to_string(k.num_heads) +
+         (k.op == ATTN_RT_OP_SDPA ? ", Hkv=" : ", Hk=") +
+         std::to_string(k.num_kv_heads) +
+         (k.op == ATTN_RT_OP_SDPA ? ", D=" : ", dk=") +
+         std::to_string(k.head_dim) +
+         (k.op == ATTN_RT_OP_SDPA ? ", Dv=" : ", dv=") +
+         std::to_string(k.head_dim_v) + ")";
+}
+
+} // namespace
+
+extern "C" {
+
+int32_t attn_api_version(void) { return ATTN_API_VERSION; }
+
+const char *attn_last_error(void) { return lastError.c_str(); }
+
+attn_status attn_model_open(const char *path, attn_model **model) {
+  if (!model)
+    return failWith(ATTN_ERR_ARGUMENT, "attn_model_open: model is NULL");
+  *model = nullptr;
+  const attn_rt_model *table = nullptr;
+  void *library = nullptr;
+  if (!path) {
+    table = attn_rt_get_model();
+  } else {
+    library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!library)
+      return failWith(ATTN_ERR_OPEN, std::string("attn_model_open: cannot "
+                                                 "load '") +
+                                         path + "': " + dlerror());
+    using GetModel = const attn_rt_model *(*)();
+    auto get = reinterpret_cast<GetModel>(dlsym(library, "attn_rt_get_model"));
+    if (!get) {
+      dlclose(library);
+      return failWith(ATTN_ERR_OPEN,
+                      std::string("attn_model_open: '") + path +
+                          "' has no model table (attn_rt_get_model): it is "
+                          "not a library built with attn-compile "
+                          "--emit=shared");
+    }
+    table = get();
+  }
+  auto closeOnError = [&](std::string msg) {
+    if (library)
+      dlclose(library);
+    return failWith(ATTN_ERR_OPEN, "attn_model_open: " +
+                                       std::string(path ? path : "(self)") +
+                                       ": " + msg);
+  };
+  if (!table || table->abi_version != ATTN_RT_ABI_VERSION)
+    return closeOnError(
+        "its kernels use runtime ABI version " +
+        std::to_string(table ? table->abi_version : -1) +
+        "; this library reads version " +
+        std::to_string(ATTN_RT_ABI_VERSION) +
+        ": rebuild it with the same attn-compile");
+  if (table->device != 0)
+    return closeOnError("its kernels run on a GPU (--target=cuda); the C "
+                        "API serves CPU libraries (--emit=shared)");
+  auto *m = new (std::nothrow) attn_model{table, library};
+  if (!m)
+    return closeOnError("out of memory");
+  *model = m;
+  return ATTN_OK;
+}
+
+void attn_model_close(attn_model *model) {
+  if (!model)
+    return;
+  if (model->library)
+    dlclose(model->library);
+  delete model;
+}
+
+attn_status attn_model_get_info(const attn_model *model,
+                                attn_model_info *info) {
+  if (!model || !info)
+    return failWith(ATTN_ERR_ARGUMENT, std::string("attn_model_get_info: ") +
+                                           (model ? "info" : "model") +
+                                           " is NULL");
+  const attn_rt_model *t = model->table;
+  *info = attn_model_info{t->family, t->num_layers, int32_t(t->num_kinds),
+                          t->hidden_size, t->describe_json};
+  return ATTN_OK;
+}
+
+attn_status attn_kind_by_layer(const attn_model *model, int64_t layer,
+                               int32_t *kind) {
+  if (!model || !kind)
+    return failWith(ATTN_ERR_ARGUMENT, std::string("attn_kind_by_layer: ") +
+                                           (model ? "kind" : "model") +
+                                           " is NULL");
+  const attn_rt_model *t = model->table;
+  if (layer < 0 || layer >= t->num_layers)
+    return failWith(ATTN_ERR_ARGUMENT,
+                    "attn_kind_by_layer: layer " + std::to_string(layer) +
+                        " is outside [0, " + std::to_string(t->num_layers) +
+                        ") (" + t->family + ")");
+  if (t->layer_kind[layer] < 0)
+    return failWith(ATTN_ERR_UNSUPPORTED,
+                    "attn_kind_by_layer: layer " + std::to_string(layer) +
+                        " is not compiled in this library");
+  *kind = int32_t(t->layer_kind[layer]);
+  return ATTN_OK;
+}
+
+attn_status attn_kind_get_info(const attn_model *model, int32_t kind,
+                               attn_kind_info *info) {
+  if (!model || !info)
+    return failWith(ATTN_ERR_ARGUMENT, std::string("attn_kind_get_info: ") +
+                                           (model ? "info" : "model") +
+                                           " is NULL");
+  if (kind < 0 || kind >= model->table->num_kinds)
+    return failWith(ATTN_ERR_ARGUMENT,
+                    "attn_kind_get_info: kind " + std::to_string(kind) +
+                        " is outside [0, " +
+                        std::to_string(model->table->num_kinds) + ")");
+  const attn_rt_kind &k = model->table->kinds[kind];
+  *info = attn_kind_info{k.name,         k.op,           k.num_heads,
+                         k.num_kv_heads, k.head_dim,     k.head_dim_v,
+                         k.causal,       k.window,       k.bias_buckets,
+                         k.scale,        k.softcap,      k.num_layers,
+                         k.layers};
+  return ATTN_OK;
+}
+
+void attn_set_num_threads(int32_t threads) {
+  static const int defaultThreads =
+      omp_get_max_threads ? omp_get_max_threads() : 1;
+  if (omp_set_num_threads)
+    omp_set_num_threads(threads > 0 ? threads : defaultThreads);
+}
+
+attn_status attn_sdpa(const attn_model *model, int32_t kind,
+                      const attn_tensor *q, const attn_tensor *k,
+                      const attn_tensor *v, const int64_t *kv_lengths,
+                      const attn_tensor *bias_table, attn_tensor *out) {
+  const attn_rt_kind *kd = nullptr;
+  if (attn_status s = getKind(model, kind, "attn_sdpa", ATTN_RT_OP_SDPA, kd))
+    return s;
+  TensorCheck check{"attn_sdpa", describeKind(*kd)};
+  if (!check(q, "q", {-1, kd->num_heads, -1, kd->head_dim},
+             {"B", "", "Sq", ""}))
+    return check.status;
+  int64_t b = q->shape[0], sq = q->shape[2];
+  if (!check(k, "k", {b, kd->num_kv_heads, -1, kd->head_dim},
+             {"", "", "Skv", ""}))
+    return check.status;
+  int64_t skv = k->shape[2];
+  check(v, "v", {b, kd->num_kv_heads, skv, kd->head_dim_v}, {});
+  check(out, "out", {b, kd->num_heads, sq, kd->head_dim_v}, {});
+  if (check.status != ATTN_OK)
+    return check.status;
+  if (kd->bias_buckets > 0 && !bias_table)
+    return failWith(ATTN_ERR_ARGUMENT,
+                      "attn_sdpa: kind '" + std::string(kd->name) +
+                          "' adds T5's relative-position bias: pass its "
+                          "table [" + std::to_string(kd->bias_buckets) +
+                          ", " + std::to_string(kd->num_heads) + "]");
+  if (kd->bias_buckets == 0 && bias_table)
+    return failWith(ATTN_ERR_ARGUMENT,
+                      "attn_sdpa: kind '" + std::string(kd->name) +
+                          "' has no relative-bias table: pass NULL");
+  if (bias_table)
+    check(bias_table, "bias_table", {kd->bias_buckets, kd->num_heads}, {});
+  if (check.status != ATTN_OK ||
+      !noOverlap(check, *out, "out",
+                 {{q, "q"}, {k, "k"}, {v, "v"}, {bias_table, "bias_table"}}) ||
+      !checkLengths(check, kv_lengths, b, skv, "kv_lengths", "Skv"))
+    return check.status;
+  if (numelOf(*out) == 0)
+    return ATTN_OK;
+  std::vector<int64_t> full;
+  if (!kv_lengths) {
+    try {
+      full.assign(b, skv);
+    } catch (const std::bad_alloc &) {
+      return failWith(ATTN_ERR_MEMORY, "attn_sdpa: out of memory");
+    }
+    kv_lengths = full.data();
+  }
+  using attn_rt::cli::view4;
+  attn_rt_memref_f32_4 dout = view4(f32(*out), dims(*out)),
+                       dq = view4(f32(*q), dims(*q)),
+                       dk = view4(f32(*k), dims(*k)),
+                       dv = view4(f32(*v), dims(*v));
+  auto *lens = const_cast<int64_t *>(kv_lengths);
+  attn_rt_memref_i64_1 dl{lens, lens, 0, {b}, {1}};
+  if (bias_table) {
+    attn_rt_memref_f32_2 dt =
+        attn_rt::cli::view2(f32(*bias_table), dims(*bias_table));
+    reinterpret_cast<attn_rt_sdpa_bias_fn>(kd->fused)(&dout, &dq, &dk, &dv,
+                                                      &dl, &dt);
+  } else {
+    reinterpret_cast<attn_rt_sdpa_fn>(kd->fused)(&dout, &dq, &dk, &dv, &dl);
+  }
+  return ATTN_OK;
+}
+
+attn_status attn_gated_delta(const attn_model *model, int32_t kind,
+                             const attn_tensor *q, const attn_tensor *k,
+                             const attn_tensor *v, const attn_tensor *g,
+                             const attn_tensor *beta,
+                             const attn_tensor *state_in,
+                             const int64_t *lengths, attn_tensor *out,
+                             attn_tensor *state_out) {
+  const attn_rt_kind *kd = nullptr;
+  if (attn_status s =
+          getKind(model, kind, "attn_gated_delta", ATTN_RT_OP_GATED_DELTA, kd))
+    return s;
+  TensorCheck check{"attn_gated_delta", describeKind(*kd)};
+  if (!check(q, "q", {-1, kd->num_kv_heads, -1, kd->head_dim},
+             {"B", "", "S", ""}))
+    return check.status;
+  int64_t b = q->shape[0], s = q->shape[2], hv = kd->num_heads;
+  std::vector<int64_t> stateShape = {b, hv, kd->head_dim, kd->head_dim_v};
+  check(k, "k", {b, kd->num_kv_heads, s, kd->head_dim}, {});
+  check(v, "v", {b, hv, s, kd->head_dim_v}, {});
+  check(g, "g", {b, hv, s}, {});
+  check(beta, "beta", {b, hv, s}, {});
+  if (state_in)
+    check(state_in, "state_in", stateShape, {});
+  check(out, "out", {b, hv, s, kd->head_dim_v}, {});
+  if (state_out)
+    check(state_out, "state_out", stateShape, {});
+  bool inPlace = state_in && state_out && state_in->data == state_out->data;
+  if (check.status != ATTN_OK ||
+      !noOverlap(check, *out, "out",
+                 {{q, "q"}, {k, "k"}, {v, "v"}, {g, "g"}, {beta, "beta"},
+                  {state_in, "state_in"}, {state_out, "state_out"}}) ||
+      (state_out && !inPlace &&
+       !noOverlap(check, *state_out, "state_out",
+                  {{q, "q"}, {k, "k"}, {v, "v"}, {g, "g"}, {beta, "beta"},
+                   {state_in, "state_in"}})) ||
+      !checkLengths(check, lengths, b, s, "lengths", "S"))
+    return check.status;
+  if (b == 0)
+    return ATTN_OK;
+  // What the caller leaves out: zeros in, a scratch state out, full
+  // lengths; a state updated in place is read from a copy.
+  std::vector<float> zeros, scratch, copyIn;
+  std::vector<int64_t> full;
+  int64_t stateElems = b * hv * kd->head_dim * kd->head_dim_v;
+  try {
+    if (!state_in)
+      zeros.assign(stateElems, 0.0f);
+    if (!state_out)
+      scratch.resize(stateElems);
+    if (inPlace)
+      copyIn.assign(static_cast<float *>(state_in->data),
+                    static_cast<float *>(state_in->data) + stateElems);
+    if (!lengths)
+      full.assign(b, s);
+  } catch (const std::bad_alloc &) {
+    return failWith(ATTN_ERR_MEMORY,
+                    "attn_gated_delta: out of memory for a state of " +
+                        std::to_string(4 * stateElems) + " bytes");
+  }
+  float *s0 = !state_in ? zeros.data()
+              : inPlace ? copyIn.data()
+                        : static_cast<float *>(state_in->data);
+  float *s1 = state_out ? static_cast<float *>(state_out->data)
+                        : scratch.data();
+  auto *lens = const_cast<int64_t *>(lengths ? lengths : full.data());
+  using attn_rt::cli::view4;
+  attn_rt_memref_f32_4 dout = view4(f32(*out), dims(*out)),
+                       dq = view4(f32(*q), dims(*q)),
+                       dk = view4(f32(*k), dims(*k)),
+                       dv = view4(f32(*v), dims(*v));
+  attn_rt_memref_f32_3 dg = attn_rt::cli::view3(f32(*g), dims(*g)),
+                       db = attn_rt::cli::view3(f32(*beta), dims(*beta));
+  attn_rt_memref_f32_4 ds0 = view4(s0, stateShape),
+                       ds1 = view4(s1, stateShape);
+  attn_rt_memref_i64_1 dl{lens, lens, 0, {b}, {1}};
+  reinterpret_cast<attn_rt_gdn_fn>(kd->fused)(&dout, &ds1, &dq, &dk, &dv, &dg,
+                                              &db, &ds0, &dl);
+  return ATTN_OK;
+}
+
+} // extern "C"

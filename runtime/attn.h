@@ -1,0 +1,175 @@
+/*===- attn.h - the attn C API, version 1 ---------------------------------===*
+ *
+ * The plain C interface to a model compiled with `attn-compile --emit=shared`
+ * (every such library exports it): opaque handles, plain pointers, shapes,
+ * strides and dtypes. No MLIR descriptor, no C++, no other header.
+ *
+ *   attn_model *m;
+ *   if (attn_model_open("libmodel.so", &m) != ATTN_OK)      // or NULL: the
+ *     fprintf(stderr, "%s\n", attn_last_error());           // library's own
+ *   int32_t kind;
+ *   attn_kind_by_layer(m, 3, &kind);
+ *   attn_tensor q = attn_tensor_contiguous(qbuf, ATTN_F32, 4, qshape), ...;
+ *   attn_sdpa(m, kind, &q, &k, &v, kv_lengths, NULL, &out);
+ *   attn_model_close(m);
+ *
+ * Errors: every call returns an attn_status; on failure it writes nothing to
+ * its outputs and attn_last_error() (per thread, valid until the thread's
+ * next call) names the argument, the field and what is accepted.
+ *
+ * Tensors are row-major and contiguous (strides in elements, as made by
+ * attn_tensor_contiguous; a dim of size 1 may have any stride). The calls
+ * read and write the caller's buffers in place, never copying them; an
+ * output may not overlap an input.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef ATTN_H
+#define ATTN_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ATTN_API_VERSION 1
+
+typedef enum {
+  ATTN_OK = 0,
+  ATTN_ERR_ARGUMENT = 1,    /* a NULL pointer, an index out of range */
+  ATTN_ERR_SHAPE = 2,       /* a rank or shape the kind does not take */
+  ATTN_ERR_DTYPE = 3,       /* an element type the kind does not take */
+  ATTN_ERR_LAYOUT = 4,      /* strides that are not row-major contiguous,
+                               outputs overlapping inputs */
+  ATTN_ERR_VALUE = 5,       /* a length outside its sequence */
+  ATTN_ERR_OPEN = 6,        /* the library cannot be loaded or is not one
+                               attn-compile built for this API */
+  ATTN_ERR_UNSUPPORTED = 7, /* the operation does not exist for this kind */
+  ATTN_ERR_MEMORY = 8       /* out of memory */
+} attn_status;
+
+typedef enum {
+  ATTN_F32 = 0,
+  ATTN_BF16 = 1,
+  ATTN_F16 = 2,
+  ATTN_I64 = 3
+} attn_dtype;
+
+#define ATTN_MAX_RANK 4
+
+/* A strided view of caller memory. `strides` count elements. */
+typedef struct {
+  void *data;
+  attn_dtype dtype;
+  int32_t rank;
+  int64_t shape[ATTN_MAX_RANK];
+  int64_t strides[ATTN_MAX_RANK];
+} attn_tensor;
+
+/* A row-major contiguous view of `data` with `rank` dims from `shape`. */
+static inline attn_tensor attn_tensor_contiguous(void *data, attn_dtype dtype,
+                                                 int32_t rank,
+                                                 const int64_t *shape) {
+  attn_tensor t;
+  int64_t stride = 1;
+  int32_t i;
+  t.data = data;
+  t.dtype = dtype;
+  t.rank = rank;
+  for (i = 0; i < ATTN_MAX_RANK; ++i)
+    t.shape[i] = t.strides[i] = 0;
+  for (i = rank - 1; i >= 0 && i < ATTN_MAX_RANK; --i) {
+    t.shape[i] = shape[i];
+    t.strides[i] = stride;
+    stride *= shape[i];
+  }
+  return t;
+}
+
+/* What a kind's layers compute (attn_kind_info.op). */
+#define ATTN_OP_SDPA 0        /* softmax attention: attn_sdpa */
+#define ATTN_OP_GATED_DELTA 1 /* Gated DeltaNet: attn_gated_delta */
+
+typedef struct attn_model attn_model;
+
+typedef struct {
+  const char *family;   /* config's model_type, e.g. "llama" */
+  int64_t num_layers;
+  int32_t num_kinds;
+  int64_t hidden_size;
+  const char *describe_json; /* attn-compile --describe of the config */
+} attn_model_info;
+
+typedef struct {
+  const char *name;
+  int32_t op;           /* ATTN_OP_SDPA or ATTN_OP_GATED_DELTA */
+  /* SDPA: query heads Hq, KV heads Hkv, head dims D (q, k) and Dv (v).
+   * GATED_DELTA: value heads Hv, query/key heads Hk, d_k and d_v. */
+  int64_t num_heads, num_kv_heads, head_dim, head_dim_v;
+  int32_t causal;       /* 1: bottom-right aligned causal mask */
+  int64_t window;       /* sliding window in keys, 0: none */
+  int64_t bias_buckets; /* T5's relative-bias table rows, 0: none */
+  double scale;         /* the scores' scale */
+  double softcap;       /* 0: none */
+  int64_t num_layers;   /* the layers of this kind, in `layers` */
+  const int64_t *layers;
+} attn_kind_info;
+
+/* The API version of the library (ATTN_API_VERSION it was built with). */
+int32_t attn_api_version(void);
+
+/* The message of this thread's last failed call ("" when none). */
+const char *attn_last_error(void);
+
+/* Opens the model of the library at `path` (dlopen), or with path NULL the
+ * model compiled into the library this function is called from. */
+attn_status attn_model_open(const char *path, attn_model **model);
+/* Closes `model` (NULL is fine); handles of it are invalid afterwards. */
+void attn_model_close(attn_model *model);
+
+attn_status attn_model_get_info(const attn_model *model,
+                                attn_model_info *info);
+/* The kind of layer `layer` in [0, num_layers). */
+attn_status attn_kind_by_layer(const attn_model *model, int64_t layer,
+                               int32_t *kind);
+attn_status attn_kind_get_info(const attn_model *model, int32_t kind,
+                               attn_kind_info *info);
+
+/* The kernels' thread count (OpenMP); <= 0 restores the default. */
+void attn_set_num_threads(int32_t threads);
+
+/* Softmax attention of a kind (ATTN_OP_SDPA), fused and tiled:
+ *   q [B, Hq, Sq, D], k [B, Hkv, Skv, D], v [B, Hkv, Skv, Dv] -> out
+ *   [B, Hq, Sq, Dv], all ATTN_F32. kv_lengths: B int64 in [0, Skv] (batch
+ *   row b attends to its first kv_lengths[b] keys: the rest is padding), or
+ *   NULL for Skv everywhere. A causal kind aligns query i with key
+ *   Skv - Sq + i (bottom right), a window keeps the last `window` keys up
+ *   to it, a softcap c maps scores s to c·tanh(s/c). bias_table:
+ *   [bias_buckets, Hq] ATTN_F32 for kinds with bias_buckets > 0, else NULL.
+ *   A query row that sees no key is 0. */
+attn_status attn_sdpa(const attn_model *model, int32_t kind,
+                      const attn_tensor *q, const attn_tensor *k,
+                      const attn_tensor *v, const int64_t *kv_lengths,
+                      const attn_tensor *bias_table, attn_tensor *out);
+
+/* Gated DeltaNet (ATTN_OP_GATED_DELTA), chunked:
+ *   q, k [B, Hk, S, dk], v [B, Hv, S, dv], g and beta [B, Hv, S], state_in
+ *   [B, Hv, dk, dv] or NULL (zeros: a fresh sequence) -> out [B, Hv, S, dv]
+ *   and, unless NULL, state_out [B, Hv, dk, dv]; all ATTN_F32. lengths: B
+ *   int64 in [0, S] (row b is its first lengths[b] tokens; padding leaves
+ *   the state as it is, its outputs are 0), or NULL for S everywhere.
+ *   state_out may be state_in (the state updated in place). */
+attn_status attn_gated_delta(const attn_model *model, int32_t kind,
+                             const attn_tensor *q, const attn_tensor *k,
+                             const attn_tensor *v, const attn_tensor *g,
+                             const attn_tensor *beta,
+                             const attn_tensor *state_in,
+                             const int64_t *lengths, attn_tensor *out,
+                             attn_tensor *state_out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTN_H */

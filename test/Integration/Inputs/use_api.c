@@ -1,0 +1,324 @@
+/* A C program that uses only attn.h: opens a library built with
+ * attn-compile --emit=shared (its own, and again by path), lists its kinds,
+ * runs every softmax kind through attn_sdpa and every Gated DeltaNet kind
+ * through attn_gated_delta against float64 references written here from
+ * the definitions, and prints the errors of bad calls.
+ *
+ *   use_api LIBRARY.so */
+#include "attn.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned seed = 7;
+static float uniform(void) {
+  seed = seed * 1103515245u + 12345u;
+  return (float)(seed >> 8) / 16777216.0f - 0.5f;
+}
+static float *randoms(int64_t n, float scale) {
+  float *p = malloc(sizeof(float) * (n ? n : 1));
+  for (int64_t i = 0; i < n; ++i)
+    p[i] = scale * uniform();
+  return p;
+}
+static double maxAbs(const float *a, int64_t n) {
+  double m = 0;
+  for (int64_t i = 0; i < n; ++i)
+    m = fmax(m, fabs(a[i]));
+  return m;
+}
+static double maxDiff(const float *a, const float *b, int64_t n) {
+  double m = 0;
+  for (int64_t i = 0; i < n; ++i)
+    m = fmax(m, fabs((double)a[i] - b[i]));
+  return m;
+}
+
+/* Softmax attention in float64: keys j < lens[b] (padding after), causal
+ * bottom-right aligned (query i of Sq sits at key position Skv - Sq + i), a
+ * window of the last `window` keys, tanh softcap; a row that sees no key is
+ * 0. */
+static void sdpaRef(const attn_kind_info *k, int64_t B, int64_t Sq,
+                    int64_t Skv, const float *q, const float *kk,
+                    const float *v, const int64_t *lens, float *out) {
+  int64_t Hq = k->num_heads, Hkv = k->num_kv_heads, D = k->head_dim,
+          Dv = k->head_dim_v, G = Hq / Hkv;
+  double *p = malloc(sizeof(double) * (Skv ? Skv : 1));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t i = 0; i < Sq; ++i) {
+        int64_t len = lens[b], pos = Skv - Sq + i, g = h / G;
+        const float *qr = q + ((b * Hq + h) * Sq + i) * D;
+        double m = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < len; ++j) {
+          int seen = !k->causal || j <= pos;
+          if (k->window > 0 && j <= pos - k->window)
+            seen = 0;
+          p[j] = -INFINITY;
+          if (!seen)
+            continue;
+          const float *kr = kk + ((b * Hkv + g) * Skv + j) * D;
+          double s = 0;
+          for (int64_t d = 0; d < D; ++d)
+            s += (double)qr[d] * kr[d];
+          s *= k->scale;
+          if (k->softcap > 0)
+            s = k->softcap * tanh(s / k->softcap);
+          p[j] = s;
+          m = fmax(m, s);
+        }
+        float *o = out + ((b * Hq + h) * Sq + i) * Dv;
+        for (int64_t d = 0; d < Dv; ++d)
+          o[d] = 0;
+        if (m == -INFINITY)
+          continue;
+        for (int64_t j = 0; j < len; ++j)
+          sum += p[j] == -INFINITY ? 0 : exp(p[j] - m);
+        for (int64_t d = 0; d < Dv; ++d) {
+          double acc = 0;
+          for (int64_t j = 0; j < len; ++j)
+            if (p[j] != -INFINITY)
+              acc += exp(p[j] - m) / sum * v[((b * Hkv + g) * Skv + j) * Dv + d];
+          o[d] = (float)acc;
+        }
+      }
+  free(p);
+}
+
+/* The gated delta rule in float64, token by token: S <- S e^g;
+ * S <- S + k (x) beta (v - S^T k); o = S^T (scale q). */
+static void gdnRef(const attn_kind_info *k, int64_t B, int64_t S,
+                   const float *q, const float *kk, const float *v,
+                   const float *g, const float *beta, const float *s0,
+                   const int64_t *lens, float *out, float *s1) {
+  int64_t Hv = k->num_heads, Hk = k->num_kv_heads, dk = k->head_dim,
+          dv = k->head_dim_v, r = Hv / Hk;
+  double *st = malloc(sizeof(double) * dk * dv), *kv = malloc(sizeof(double) * dv);
+  memset(out, 0, sizeof(float) * B * Hv * S * dv);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hv; ++h) {
+      for (int64_t i = 0; i < dk * dv; ++i)
+        st[i] = s0 ? s0[(b * Hv + h) * dk * dv + i] : 0;
+      for (int64_t t = 0; t < lens[b]; ++t) {
+        const float *qr = q + ((b * Hk + h / r) * S + t) * dk;
+        const float *kr = kk + ((b * Hk + h / r) * S + t) * dk;
+        const float *vr = v + ((b * Hv + h) * S + t) * dv;
+        double decay = exp(g[(b * Hv + h) * S + t]),
+               be = beta[(b * Hv + h) * S + t];
+        for (int64_t i = 0; i < dk * dv; ++i)
+          st[i] *= decay;
+        for (int64_t j = 0; j < dv; ++j) {
+          kv[j] = 0;
+          for (int64_t i = 0; i < dk; ++i)
+            kv[j] += st[i * dv + j] * kr[i];
+        }
+        for (int64_t i = 0; i < dk; ++i)
+          for (int64_t j = 0; j < dv; ++j)
+            st[i * dv + j] += kr[i] * be * (vr[j] - kv[j]);
+        for (int64_t j = 0; j < dv; ++j) {
+          double acc = 0;
+          for (int64_t i = 0; i < dk; ++i)
+            acc += st[i * dv + j] * k->scale * qr[i];
+          out[((b * Hv + h) * S + t) * dv + j] = (float)acc;
+        }
+      }
+      for (int64_t i = 0; i < dk * dv; ++i)
+        s1[(b * Hv + h) * dk * dv + i] = (float)st[i];
+    }
+  free(st);
+  free(kv);
+}
+
+static int failures = 0;
+static void expectOk(attn_status s, const char *what) {
+  if (s != ATTN_OK) {
+    printf("FAIL %s: status %d: %s\n", what, (int)s, attn_last_error());
+    ++failures;
+  }
+}
+static void report(const char *what, const float *got, const float *want,
+                   int64_t n) {
+  double err = maxDiff(got, want, n) / fmax(1.0, maxAbs(want, n));
+  printf("%s: max error %s 1e-5 of max |reference|\n", what,
+         err <= 1e-5 ? "<=" : ">");
+  if (!(err <= 1e-5)) {
+    printf("  (error %.3e)\n", err);
+    ++failures;
+  }
+}
+/* Prints a failing call's status and message. */
+static void bad(const char *what, attn_status s) {
+  printf("%s -> %d: %s\n", what, (int)s, attn_last_error());
+  if (s == ATTN_OK)
+    ++failures;
+}
+
+static void testSdpa(attn_model *m, int32_t kind, const attn_kind_info *ki) {
+  enum { B = 3, SQ = 3, SKV = 17 };
+  int64_t Hq = ki->num_heads, Hkv = ki->num_kv_heads, D = ki->head_dim,
+          Dv = ki->head_dim_v;
+  int64_t qs[4] = {B, Hq, SQ, D}, ks[4] = {B, Hkv, SKV, D},
+          vs[4] = {B, Hkv, SKV, Dv}, os[4] = {B, Hq, SQ, Dv};
+  int64_t nq = B * Hq * SQ * D, nk = B * Hkv * SKV * D, nv = B * Hkv * SKV * Dv,
+          no = B * Hq * SQ * Dv;
+  float *q = randoms(nq, 2.0f), *k = randoms(nk, 2.0f), *v = randoms(nv, 1.0f);
+  float *out = randoms(no, 1.0f), *ref = malloc(sizeof(float) * no);
+  /* Lengths: whole, 1 key (a causal row of 3 queries sees none or one), 0. */
+  int64_t lens[B] = {SKV, 1, 0};
+  attn_tensor tq = attn_tensor_contiguous(q, ATTN_F32, 4, qs),
+              tk = attn_tensor_contiguous(k, ATTN_F32, 4, ks),
+              tv = attn_tensor_contiguous(v, ATTN_F32, 4, vs),
+              to = attn_tensor_contiguous(out, ATTN_F32, 4, os);
+  expectOk(attn_sdpa(m, kind, &tq, &tk, &tv, lens, NULL, &to), "attn_sdpa");
+  sdpaRef(ki, B, SQ, SKV, q, k, v, lens, ref);
+  printf("sdpa kind '%s' q [%d, %ld, %d, %ld] kv_lengths 17,1,0 ", ki->name,
+         B, (long)Hq, SQ, (long)D);
+  report("out", out, ref, no);
+
+  /* Bad calls: each names the argument and what is accepted. */
+  attn_tensor t = tq;
+  t.dtype = ATTN_BF16;
+  bad("q bf16", attn_sdpa(m, kind, &t, &tk, &tv, NULL, NULL, &to));
+  t = tk;
+  t.shape[3] = D + 1;
+  bad("k head dim", attn_sdpa(m, kind, &tq, &t, &tv, NULL, NULL, &to));
+  t = tq;
+  t.rank = 3;
+  bad("q rank 3", attn_sdpa(m, kind, &t, &tk, &tv, NULL, NULL, &to));
+  t = tv;
+  t.strides[2] = 2 * Dv;
+  bad("v strided", attn_sdpa(m, kind, &tq, &tk, &t, NULL, NULL, &to));
+  int64_t badLens[B] = {SKV, SKV + 1, 0};
+  bad("kv_lengths", attn_sdpa(m, kind, &tq, &tk, &tv, badLens, NULL, &to));
+  t = to;
+  t.data = q;
+  bad("out over q", attn_sdpa(m, kind, &tq, &tk, &tv, NULL, NULL, &t));
+  bad("no out", attn_sdpa(m, kind, &tq, &tk, &tv, NULL, NULL, NULL));
+  bad("bias table", attn_sdpa(m, kind, &tq, &tk, &tv, NULL, &tq, &to));
+  bad("kind 99", attn_sdpa(m, 99, &tq, &tk, &tv, NULL, NULL, &to));
+  free(q), free(k), free(v), free(out), free(ref);
+}
+
+static void testGdn(attn_model *m, int32_t kind, const attn_kind_info *ki) {
+  enum { B = 2, S = 70 };
+  int64_t Hv = ki->num_heads, Hk = ki->num_kv_heads, dk = ki->head_dim,
+          dv = ki->head_dim_v;
+  int64_t qs[4] = {B, Hk, S, dk}, vs[4] = {B, Hv, S, dv}, gs[3] = {B, Hv, S},
+          ss[4] = {B, Hv, dk, dv};
+  int64_t nq = B * Hk * S * dk, nv = B * Hv * S * dv, ng = B * Hv * S,
+          ns = B * Hv * dk * dv;
+  float *q = randoms(nq, 1.0f), *k = randoms(nq, 1.0f), *v = randoms(nv, 1.0f),
+        *g = randoms(ng, 0.2f), *beta = randoms(ng, 1.0f),
+        *s0 = randoms(ns, 1.0f);
+  /* q and k L2-normalized per token (as the layer makes them), g < 0,
+   * beta in (0, 1). */
+  for (int64_t t = 0; t < B * Hk * S; ++t)
+    for (float *x = q; x; x = x == q ? k : NULL) {
+      double n = 0;
+      for (int64_t i = 0; i < dk; ++i)
+        n += x[t * dk + i] * x[t * dk + i];
+      for (int64_t i = 0; i < dk; ++i)
+        x[t * dk + i] /= (float)sqrt(n + 1e-6);
+    }
+  for (int64_t i = 0; i < ng; ++i) {
+    g[i] = -fabsf(g[i]);
+    beta[i] += 0.5f;
+  }
+  float *out = malloc(sizeof(float) * nv), *ref = malloc(sizeof(float) * nv),
+        *s1 = malloc(sizeof(float) * ns), *r1 = malloc(sizeof(float) * ns);
+  int64_t lens[B] = {S, 37};
+  attn_tensor tq = attn_tensor_contiguous(q, ATTN_F32, 4, qs),
+              tk = attn_tensor_contiguous(k, ATTN_F32, 4, qs),
+              tv = attn_tensor_contiguous(v, ATTN_F32, 4, vs),
+              tg = attn_tensor_contiguous(g, ATTN_F32, 3, gs),
+              tb = attn_tensor_contiguous(beta, ATTN_F32, 3, gs),
+              ts0 = attn_tensor_contiguous(s0, ATTN_F32, 4, ss),
+              to = attn_tensor_contiguous(out, ATTN_F32, 4, vs),
+              ts1 = attn_tensor_contiguous(s1, ATTN_F32, 4, ss);
+  expectOk(attn_gated_delta(m, kind, &tq, &tk, &tv, &tg, &tb, &ts0, lens, &to,
+                            &ts1),
+           "attn_gated_delta");
+  gdnRef(ki, B, S, q, k, v, g, beta, s0, lens, ref, r1);
+  printf("gated_delta kind '%s' S %d lengths 70,37 with a state: ", ki->name, S);
+  report("out", out, ref, nv);
+  report("  state", s1, r1, ns);
+  /* The state updated in place: the same numbers. */
+  float *inplace = malloc(sizeof(float) * ns);
+  memcpy(inplace, s0, sizeof(float) * ns);
+  attn_tensor tin = attn_tensor_contiguous(inplace, ATTN_F32, 4, ss);
+  expectOk(attn_gated_delta(m, kind, &tq, &tk, &tv, &tg, &tb, &tin, lens, &to,
+                            &tin),
+           "attn_gated_delta in place");
+  report("  state in place", inplace, r1, ns);
+  /* No state in, none out, whole lengths. */
+  expectOk(attn_gated_delta(m, kind, &tq, &tk, &tv, &tg, &tb, NULL, NULL, &to,
+                            NULL),
+           "attn_gated_delta fresh");
+  int64_t whole[B] = {S, S};
+  gdnRef(ki, B, S, q, k, v, g, beta, NULL, whole, ref, r1);
+  report("  fresh", out, ref, nv);
+
+  attn_tensor t = tg;
+  t.shape[2] = S - 1;
+  bad("g short", attn_gated_delta(m, kind, &tq, &tk, &tv, &t, &tb, NULL, NULL,
+                                  &to, NULL));
+  t = tk;
+  t.dtype = ATTN_F16;
+  bad("k f16", attn_gated_delta(m, kind, &tq, &t, &tv, &tg, &tb, NULL, NULL,
+                                &to, NULL));
+  t = ts1;
+  t.data = k;
+  bad("state_out over k", attn_gated_delta(m, kind, &tq, &tk, &tv, &tg, &tb,
+                                           NULL, NULL, &to, &t));
+  bad("as sdpa", attn_sdpa(m, kind, &tq, &tk, &tv, NULL, NULL, &to));
+  free(q), free(k), free(v), free(g), free(beta), free(s0), free(out);
+  free(ref), free(s1), free(r1), free(inplace);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: use_api LIBRARY.so\n");
+    return 2;
+  }
+  printf("api version %d (header %d)\n", attn_api_version(), ATTN_API_VERSION);
+  attn_model *self, *m;
+  expectOk(attn_model_open(NULL, &self), "attn_model_open(NULL)");
+  expectOk(attn_model_open(argv[1], &m), "attn_model_open(path)");
+  if (failures)
+    return 1;
+  attn_model_info info;
+  expectOk(attn_model_get_info(m, &info), "attn_model_get_info");
+  printf("model %s: %ld layers, %d kinds, hidden %ld\n", info.family,
+         (long)info.num_layers, info.num_kinds, (long)info.hidden_size);
+  for (int64_t l = 0; l < info.num_layers; ++l) {
+    int32_t kind;
+    expectOk(attn_kind_by_layer(m, l, &kind), "attn_kind_by_layer");
+    attn_kind_info ki;
+    expectOk(attn_kind_get_info(m, kind, &ki), "attn_kind_get_info");
+    printf("layer %ld: kind %d '%s' op %d heads %ld/%ld dims %ld/%ld\n",
+           (long)l, kind, ki.name, ki.op, (long)ki.num_heads,
+           (long)ki.num_kv_heads, (long)ki.head_dim, (long)ki.head_dim_v);
+  }
+  attn_set_num_threads(2);
+  for (int32_t kind = 0; kind < info.num_kinds; ++kind) {
+    attn_kind_info ki;
+    attn_kind_get_info(m, kind, &ki);
+    if (ki.op == ATTN_OP_SDPA)
+      testSdpa(kind % 2 ? self : m, kind, &ki);
+    else
+      testGdn(kind % 2 ? self : m, kind, &ki);
+  }
+  int32_t kind;
+  bad("layer 1000", attn_kind_by_layer(m, 1000, &kind));
+  bad("null model", attn_kind_by_layer(NULL, 0, &kind));
+  attn_model *other;
+  bad("missing file", attn_model_open("/nonexistent/lib.so", &other));
+  bad("not ours", attn_model_open("libm.so.6", &other));
+  attn_model_close(m);
+  attn_model_close(self);
+  attn_model_close(NULL);
+  printf("%s\n", failures ? "FAILED" : "all API calls behaved");
+  return failures ? 1 : 0;
+}
