@@ -57,6 +57,7 @@ if "native-exec" in config.available_features and all(
     config.substitutions.append(("%mlir_runner", "%s -e main "
         "-entry-point-result=void -shared-libs=%s" % (mlir_runner,
                                                       ",".join(runner_libs))))
+config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%sdpa_ref", sys.executable + " " +
     os.path.join(config.test_source_root, "Integration", "Inputs", "sdpa_ref.py")))
 # A sanitizer build (ATTN_SANITIZE): its runtime library needs the

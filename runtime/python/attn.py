@@ -1,0 +1,269 @@
+"""attn: the kernels of a library built with ``attn-compile --emit=shared``,
+from Python, over the library's C API (``attn.h``) with ctypes: no build step,
+NumPy arrays in and out without copies.
+
+    import numpy as np, attn
+    m = attn.load("libllama.so")
+    print(m.family, [k.name for k in m.kinds])
+    q = np.random.randn(1, 32, 1, 128).astype(np.float32)
+    k = np.random.randn(1, 8, 4096, 128).astype(np.float32)
+    v = np.random.randn(1, 8, 4096, 128).astype(np.float32)
+    out = m.sdpa(q, k, v, layer=0)            # [1, 32, 1, 128]
+    m.sdpa(q, k, v, layer=0, out=out)         # into a buffer you keep
+
+Arrays are passed as they are: float32 (int64 lengths), row-major
+contiguous (``np.ascontiguousarray`` makes them so; the module never copies
+silently). Anything ``np.asarray`` views without a copy works too (a CPU
+PyTorch tensor). Errors raise ``attn.Error`` with the C API's status and
+message.
+"""
+
+import ctypes
+import os
+
+import numpy as np
+
+API_VERSION = 1
+F32, BF16, F16, I64 = 0, 1, 2, 3
+OP_SDPA, OP_GATED_DELTA = 0, 1
+_MAX_RANK = 4
+_STATUS = {0: "ok", 1: "argument", 2: "shape", 3: "dtype", 4: "layout",
+           5: "value", 6: "open", 7: "unsupported", 8: "memory"}
+
+
+class Error(RuntimeError):
+    """A failed call: ``status`` (the attn_status code), ``kind`` (its name:
+    "shape", "dtype", "layout", ...) and the C API's message."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+        self.kind = _STATUS.get(status, "unknown")
+
+
+class _Tensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int),
+                ("rank", ctypes.c_int32),
+                ("shape", ctypes.c_int64 * _MAX_RANK),
+                ("strides", ctypes.c_int64 * _MAX_RANK)]
+
+
+class _ModelInfo(ctypes.Structure):
+    _fields_ = [("family", ctypes.c_char_p), ("num_layers", ctypes.c_int64),
+                ("num_kinds", ctypes.c_int32), ("hidden_size", ctypes.c_int64),
+                ("describe_json", ctypes.c_char_p)]
+
+
+class _KindInfo(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("op", ctypes.c_int32),
+                ("num_heads", ctypes.c_int64), ("num_kv_heads", ctypes.c_int64),
+                ("head_dim", ctypes.c_int64), ("head_dim_v", ctypes.c_int64),
+                ("causal", ctypes.c_int32), ("window", ctypes.c_int64),
+                ("bias_buckets", ctypes.c_int64), ("scale", ctypes.c_double),
+                ("softcap", ctypes.c_double), ("num_layers", ctypes.c_int64),
+                ("layers", ctypes.POINTER(ctypes.c_int64))]
+
+
+class Kind:
+    """One layer kind: ``name``, ``op`` (OP_SDPA or OP_GATED_DELTA),
+    ``num_heads``, ``num_kv_heads``, ``head_dim``, ``head_dim_v``,
+    ``causal``, ``window``, ``bias_buckets``, ``scale``, ``softcap`` and
+    ``layers``. For Gated DeltaNet: heads are value heads Hv, kv heads the
+    query/key heads Hk, head dims d_k and d_v."""
+
+    def __init__(self, index, info):
+        self.index = index
+        self.name = info.name.decode()
+        self.op = info.op
+        for f in ("num_heads", "num_kv_heads", "head_dim", "head_dim_v",
+                  "window", "bias_buckets", "scale", "softcap"):
+            setattr(self, f, getattr(info, f))
+        self.causal = bool(info.causal)
+        self.layers = [info.layers[i] for i in range(info.num_layers)]
+
+    def __repr__(self):
+        op = "sdpa" if self.op == OP_SDPA else "gated_delta"
+        return (f"Kind({self.name!r}, {op}, heads {self.num_heads}/"
+                f"{self.num_kv_heads}, dims {self.head_dim}/{self.head_dim_v},"
+                f" layers {self.layers})")
+
+
+_DTYPES = {np.dtype(np.float32): F32, np.dtype(np.float16): F16,
+           np.dtype(np.int64): I64}
+
+
+def _tensor(name, x, writable=False):
+    """A view of `x` as an attn_tensor (no copy) and the array it views."""
+    a = x if isinstance(x, np.ndarray) else np.asarray(x)
+    if a.dtype not in _DTYPES:
+        raise TypeError(f"{name}: dtype {a.dtype}; attn takes float32 "
+                        "(float16 where a kind takes it) arrays")
+    if a.ndim > _MAX_RANK:
+        raise ValueError(f"{name}: rank {a.ndim}; at most {_MAX_RANK}")
+    if writable and not a.flags.writeable:
+        raise ValueError(f"{name}: the array is read-only")
+    if any(s % a.itemsize for s in a.strides):
+        raise ValueError(f"{name}: strides {a.strides} are not whole "
+                         "elements")
+    t = _Tensor()
+    t.data = a.ctypes.data if a.size else None
+    t.dtype = _DTYPES[a.dtype]
+    t.rank = a.ndim
+    for i, (n, s) in enumerate(zip(a.shape, a.strides)):
+        t.shape[i] = n
+        t.strides[i] = s // a.itemsize
+    return t, a
+
+
+def _lengths(name, x, batch):
+    """Per-batch lengths as a pointer to `batch` int64 (or None)."""
+    if x is None:
+        return None, None
+    a = np.ascontiguousarray(np.asarray(x, dtype=np.int64))
+    if a.shape != (batch,):
+        raise ValueError(f"{name}: shape {a.shape}; it must be ({batch},), "
+                         "one length per batch row")
+    return a.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)), a
+
+
+class Model:
+    """A compiled model's kernels (see ``load``)."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        self._lib = lib = ctypes.CDLL(self.path)
+        try:
+            version = lib.attn_api_version
+        except AttributeError:
+            raise Error(6, f"{self.path}: not a library built with "
+                        "attn-compile --emit=shared (no attn_api_version)")
+        version.restype = ctypes.c_int32
+        if version() != API_VERSION:
+            raise Error(6, f"{self.path}: C API version {version()}; this "
+                        f"module speaks version {API_VERSION}")
+        lib.attn_last_error.restype = ctypes.c_char_p
+        lib.attn_model_close.restype = None
+        lib.attn_set_num_threads.restype = None
+        handle = ctypes.c_void_p()
+        self._check(lib.attn_model_open(None, ctypes.byref(handle)))
+        self._handle = handle
+        info = _ModelInfo()
+        self._check(lib.attn_model_get_info(handle, ctypes.byref(info)))
+        self.family = info.family.decode()
+        self.num_layers = info.num_layers
+        self.hidden_size = info.hidden_size
+        self.describe_json = info.describe_json.decode()
+        self.kinds = []
+        for i in range(info.num_kinds):
+            ki = _KindInfo()
+            self._check(lib.attn_kind_get_info(handle, ctypes.c_int32(i),
+                                               ctypes.byref(ki)))
+            self.kinds.append(Kind(i, ki))
+
+    def _check(self, status):
+        if status != 0:
+            raise Error(status, self._lib.attn_last_error().decode())
+
+    def close(self):
+        if getattr(self, "_handle", None):
+            self._lib.attn_model_close(self._handle)
+            self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def kind_of_layer(self, layer):
+        """The Kind of layer `layer`."""
+        kind = ctypes.c_int32()
+        self._check(self._lib.attn_kind_by_layer(
+            self._handle, ctypes.c_int64(layer), ctypes.byref(kind)))
+        return self.kinds[kind.value]
+
+    def set_num_threads(self, threads):
+        """The kernels' thread count; 0 restores the default."""
+        self._lib.attn_set_num_threads(ctypes.c_int32(threads))
+
+    def _kind(self, layer, kind):
+        if (layer is None) == (kind is None):
+            raise ValueError("pass exactly one of layer= and kind=")
+        if layer is not None:
+            return self.kind_of_layer(layer)
+        if isinstance(kind, Kind):
+            return kind
+        if isinstance(kind, str):
+            for k in self.kinds:
+                if k.name == kind:
+                    return k
+            raise ValueError(f"no kind {kind!r}; kinds: "
+                             f"{[k.name for k in self.kinds]}")
+        return self.kinds[kind]
+
+    def _handle_or_raise(self):
+        if not getattr(self, "_handle", None):
+            raise Error(1, f"{self.path}: the model is closed")
+        return self._handle
+
+    def sdpa(self, q, k, v, layer=None, kind=None, kv_lengths=None,
+             bias_table=None, out=None):
+        """Softmax attention: q [B, Hq, Sq, D], k [B, Hkv, Skv, D], v [B, Hkv,
+        Skv, Dv] -> out [B, Hq, Sq, Dv] (allocated unless given). kv_lengths
+        [B]: row b sees its first kv_lengths[b] keys; causal kinds align
+        query i with key Skv - Sq + i."""
+        kd = self._kind(layer, kind)
+        tq, q = _tensor("q", q)
+        tk, k = _tensor("k", k)
+        tv, v = _tensor("v", v)
+        if out is None:
+            out = np.empty((q.shape[0] if q.ndim else 0, kd.num_heads,
+                            q.shape[2] if q.ndim > 2 else 0, kd.head_dim_v),
+                           np.float32)
+        to, out = _tensor("out", out, writable=True)
+        tb, table = (None, None) if bias_table is None else _tensor(
+            "bias_table", bias_table)
+        lens, keep = _lengths("kv_lengths", kv_lengths,
+                              q.shape[0] if q.ndim else 0)
+        self._check(self._lib.attn_sdpa(
+            self._handle_or_raise(), ctypes.c_int32(kd.index),
+            ctypes.byref(tq), ctypes.byref(tk), ctypes.byref(tv), lens,
+            ctypes.byref(tb) if tb is not None else None, ctypes.byref(to)))
+        return out
+
+    def gated_delta(self, q, k, v, g, beta, layer=None, kind=None,
+                    state=None, lengths=None, out=None, state_out=None):
+        """Gated DeltaNet: q, k [B, Hk, S, dk], v [B, Hv, S, dv], g, beta
+        [B, Hv, S], state [B, Hv, dk, dv] (None: zeros) -> (out [B, Hv, S,
+        dv], state_out [B, Hv, dk, dv]), allocated unless given; state_out
+        may be state (updated in place). lengths [B]: row b is its first
+        lengths[b] tokens."""
+        kd = self._kind(layer, kind)
+        tq, q = _tensor("q", q)
+        b = q.shape[0] if q.ndim else 0
+        s = q.shape[2] if q.ndim > 2 else 0
+        if out is None:
+            out = np.empty((b, kd.num_heads, s, kd.head_dim_v), np.float32)
+        if state_out is None:
+            state_out = np.empty((b, kd.num_heads, kd.head_dim,
+                                  kd.head_dim_v), np.float32)
+        ts = [_tensor(n, x) for n, x in (("k", k), ("v", v), ("g", g),
+                                         ("beta", beta))]
+        t0 = None if state is None else _tensor("state", state)
+        to, out = _tensor("out", out, writable=True)
+        t1, state_out = _tensor("state_out", state_out, writable=True)
+        lens, keep = _lengths("lengths", lengths, b)
+        self._check(self._lib.attn_gated_delta(
+            self._handle_or_raise(), ctypes.c_int32(kd.index),
+            ctypes.byref(tq), *[ctypes.byref(t) for t, _ in ts],
+            ctypes.byref(t0[0]) if t0 else None, lens, ctypes.byref(to),
+            ctypes.byref(t1)))
+        return out, state_out
+
+
+def load(path):
+    """Opens the library `path` built with attn-compile --emit=shared."""
+    return Model(path)

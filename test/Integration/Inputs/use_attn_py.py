@@ -1,0 +1,151 @@
+"""The Python module (runtime/python/attn.py) against NumPy float64
+references: two libraries loaded in one process, softmax attention (prefill,
+decode against 1000 keys, per-row lengths, a sliding window and softcap),
+Gated DeltaNet (state in and out, in place, lengths, a prefill split in two
+calls = one call), no copies of the arrays, and the errors of bad calls.
+
+    use_attn_py.py LIBQWEN3NEXT.so LIBGEMMA2.so
+"""
+import sys
+
+import numpy as np
+
+import attn
+
+rng = np.random.default_rng(3)
+
+
+def sdpa_ref(kind, q, k, v, lens):
+    """Float64 softmax attention by its definition (keys j < lens[b]; causal
+    bottom-right; window; softcap); rows that see no key are 0."""
+    B, Hq, Sq, _ = q.shape
+    Skv = k.shape[2]
+    G = Hq // k.shape[1]
+    kk = np.repeat(k.astype(np.float64), G, axis=1)
+    vv = np.repeat(v.astype(np.float64), G, axis=1)
+    s = np.einsum("bhid,bhjd->bhij", q.astype(np.float64), kk) * kind.scale
+    if kind.softcap > 0:
+        s = kind.softcap * np.tanh(s / kind.softcap)
+    pos = np.arange(Sq)[:, None] + Skv - Sq
+    j = np.arange(Skv)[None, :]
+    seen = np.ones((Sq, Skv), bool)
+    if kind.causal:
+        seen &= j <= pos
+    if kind.window:
+        seen &= j > pos - kind.window
+    seen = seen[None, None] & (j[None, None] < np.asarray(lens)[:, None, None, None])
+    s = np.where(seen, s, -np.inf)
+    m = s.max(-1, keepdims=True)
+    p = np.where(seen, np.exp(s - np.where(np.isfinite(m), m, 0)), 0)
+    den = p.sum(-1, keepdims=True)
+    return np.einsum("bhij,bhjd->bhid", p / np.where(den > 0, den, 1), vv)
+
+
+def gdn_ref(kind, q, k, v, g, beta, state, lens):
+    """The gated delta rule in float64, token by token."""
+    B, Hv, S, dv = v.shape
+    r = Hv // q.shape[1]
+    out = np.zeros((B, Hv, S, dv))
+    st = np.zeros((B, Hv, q.shape[3], dv)) if state is None else state.astype(np.float64)
+    st = st.copy()
+    for b in range(B):
+        for h in range(Hv):
+            for t in range(lens[b]):
+                kt = k[b, h // r, t].astype(np.float64)
+                st[b, h] *= np.exp(g[b, h, t])
+                st[b, h] += np.outer(kt, beta[b, h, t] * (v[b, h, t] - st[b, h].T @ kt))
+                out[b, h, t] = st[b, h].T @ (kind.scale * q[b, h // r, t])
+    return out, st
+
+
+def report(what, got, want):
+    err = np.abs(got - want).max() / max(1.0, np.abs(want).max()) if want.size else 0
+    print(f"{what}: max error {'<=' if err <= 1e-5 else '>'} 1e-5 of max |reference|")
+    assert err <= 1e-5, f"{what}: error {err:.3e}"
+
+
+def expect_error(what, call, cls=attn.Error):
+    try:
+        call()
+    except cls as e:
+        kind = f" [{e.kind}]" if isinstance(e, attn.Error) else ""
+        print(f"{what} -> {type(e).__name__}{kind}: {e}")
+        return
+    raise AssertionError(f"{what}: no error")
+
+
+def normalized(shape):
+    x = rng.standard_normal(shape).astype(np.float32)
+    return x / np.sqrt((x * x).sum(-1, keepdims=True) + 1e-6)
+
+
+qwen = attn.load(sys.argv[1])
+gemma = attn.load(sys.argv[2])
+for m in (qwen, gemma):
+    print(m.family, m.num_layers, "layers:", ", ".join(
+        f"{k.name} (layers {k.layers})" for k in m.kinds))
+print("layer 3 of", qwen.family, "is", qwen.kind_of_layer(3).name)
+qwen.set_num_threads(2)
+
+# Softmax attention: prefill with lengths, decode against 1000 keys.
+for m in (qwen, gemma):
+    for kd in m.kinds:
+        if kd.op != attn.OP_SDPA:
+            continue
+        layer = kd.layers[0]
+        for B, Sq, Skv, lens in ((2, 17, 17, [17, 9]), (1, 1, 1000, [1000]),
+                                 (3, 3, 20, [20, 1, 0])):
+            q = rng.standard_normal((B, kd.num_heads, Sq, kd.head_dim), np.float32) * 2
+            k = rng.standard_normal((B, kd.num_kv_heads, Skv, kd.head_dim), np.float32) * 2
+            v = rng.standard_normal((B, kd.num_kv_heads, Skv, kd.head_dim_v), np.float32)
+            out = m.sdpa(q, k, v, layer=layer, kv_lengths=lens)
+            report(f"{m.family} {kd.name} sdpa B={B} Sq={Sq} Skv={Skv}", out,
+                   sdpa_ref(kd, q, k, v, lens))
+        # Into the caller's buffer, no copy: the same array comes back.
+        buf = np.zeros_like(out)
+        assert m.sdpa(q, k, v, kind=kd.name, kv_lengths=lens, out=buf) is buf
+        assert np.array_equal(buf, out)
+
+# Gated DeltaNet.
+kd = qwen.kinds[0]
+B, S = 2, 70
+q, k = normalized((B, kd.num_kv_heads, S, kd.head_dim)), normalized((B, kd.num_kv_heads, S, kd.head_dim))
+v = rng.standard_normal((B, kd.num_heads, S, kd.head_dim_v), np.float32)
+g = -np.abs(rng.standard_normal((B, kd.num_heads, S), np.float32)) * 0.2
+beta = rng.uniform(0, 1, (B, kd.num_heads, S)).astype(np.float32)
+s0 = rng.standard_normal((B, kd.num_heads, kd.head_dim, kd.head_dim_v), np.float32)
+out, s1 = qwen.gated_delta(q, k, v, g, beta, layer=0, state=s0, lengths=[70, 37])
+ro, rs = gdn_ref(kd, q, k, v, g, beta, s0, [70, 37])
+report("gated_delta S=70 lengths 70,37 out", out, ro)
+report("gated_delta state", s1, rs)
+st = s0.copy()
+qwen.gated_delta(q, k, v, g, beta, layer=0, state=st, lengths=[70, 37], state_out=st)
+report("gated_delta state in place", st, rs)
+# A prefill in two calls, the state passed along = one call.
+expect_error("a slice along S", lambda: qwen.gated_delta(*(x[:, :, :33] for x in (q, k, v, g, beta)), layer=0))
+o1, mid = qwen.gated_delta(*(np.ascontiguousarray(x[:, :, :33]) for x in (q, k, v, g, beta)), layer=0)
+o2, end = qwen.gated_delta(*(np.ascontiguousarray(x[:, :, 33:]) for x in (q, k, v, g, beta)),
+                           layer=0, state=mid)
+ro, rs = gdn_ref(kd, q, k, v, g, beta, None, [S, S])
+report("gated_delta split 33+37", np.concatenate([o1, o2], axis=2), ro)
+report("gated_delta split state", end, rs)
+
+# Bad calls: the C API's errors, or the module's before it.
+fk = qwen.kinds[1]
+q = np.zeros((1, fk.num_heads, 4, fk.head_dim), np.float32)
+k = np.zeros((1, fk.num_kv_heads, 8, fk.head_dim), np.float32)
+expect_error("float16 q", lambda: qwen.sdpa(q.astype(np.float16), k, k, layer=3))
+expect_error("float64 q", lambda: qwen.sdpa(q.astype(np.float64), k, k, layer=3), TypeError)
+expect_error("transposed k", lambda: qwen.sdpa(q, k.transpose(0, 2, 1, 3).copy().transpose(0, 2, 1, 3), k, layer=3))
+expect_error("wrong head dim", lambda: qwen.sdpa(q[..., :32], k, k, layer=3))
+expect_error("lengths of 2 rows", lambda: qwen.sdpa(q, k, k, layer=3, kv_lengths=[8, 8]), ValueError)
+expect_error("length past the keys", lambda: qwen.sdpa(q, k, k, layer=3, kv_lengths=[9]))
+expect_error("sdpa of a linear layer", lambda: qwen.sdpa(q, k, k, layer=0))
+expect_error("layer 7", lambda: qwen.sdpa(q, k, k, layer=7))
+ro_out = np.zeros((1, fk.num_heads, 4, fk.head_dim), np.float32)
+ro_out.flags.writeable = False
+expect_error("read-only out", lambda: qwen.sdpa(q, k, k, layer=3, out=ro_out), ValueError)
+expect_error("not a library", lambda: attn.load("libm.so.6"))
+qwen.close()
+expect_error("closed model", lambda: qwen.sdpa(q, k, k, kind=1))
+print("python module: all calls behaved")
