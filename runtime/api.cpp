@@ -20,6 +20,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <tuple>
 #include <vector>
 
 struct attn_model {
@@ -47,6 +48,8 @@ const char *dtypeName(attn_dtype t) {
     return "f16";
   case ATTN_I64:
     return "i64";
+  case ATTN_I32:
+    return "i32";
   }
   return "unknown";
 }
@@ -67,9 +70,13 @@ std::string dimsStr(const std::vector<int64_t> &want,
   return s + "]";
 }
 
-/// Checks one f32 tensor argument: present, f32, rank and shape as `want`
-/// (-1: any size, named by `names`), row-major contiguous, data present
-/// unless empty.
+int64_t elementBytes(attn_dtype t) {
+  return t == ATTN_I64 ? 8 : t == ATTN_BF16 || t == ATTN_F16 ? 2 : 4;
+}
+
+/// Checks one tensor argument: present, of `dtype` (f32 unless said), rank
+/// and shape as `want` (-1: any size, named by `names`), row-major
+/// contiguous, data present unless empty.
 struct TensorCheck {
   const char *call;
   std::string kindDesc;
@@ -77,16 +84,19 @@ struct TensorCheck {
 
   bool operator()(const attn_tensor *t, const char *name,
                   const std::vector<int64_t> &want,
-                  const std::vector<const char *> &names) {
+                  const std::vector<const char *> &names,
+                  attn_dtype dtype = ATTN_F32) {
     if (status != ATTN_OK)
       return false;
     std::string at = std::string(call) + ": " + name;
     if (!t)
       return fail(ATTN_ERR_ARGUMENT, at + " is NULL");
-    if (t->dtype != ATTN_F32)
+    if (t->dtype != dtype)
       return fail(ATTN_ERR_DTYPE,
-                  at + " has dtype " + dtypeName(t->dtype) +
-                      "; this kind's kernels take f32 (ATTN_F32)");
+                  at + " has dtype " + dtypeName(t->dtype) + "; " +
+                      (dtype == ATTN_F32
+                           ? "this kind's kernels take f32 (ATTN_F32)"
+                           : std::string("it must be ") + dtypeName(dtype)));
     int32_t rank = int32_t(want.size());
     if (t->rank != rank)
       return fail(ATTN_ERR_SHAPE, at + " has rank " + std::to_string(t->rank) +
@@ -156,7 +166,8 @@ bool overlaps(const attn_tensor &a, const attn_tensor &b) {
   auto lo = [](const attn_tensor &t) {
     return reinterpret_cast<uintptr_t>(t.data);
   };
-  int64_t na = numelOf(a) * 4, nb = numelOf(b) * 4;
+  int64_t na = numelOf(a) * elementBytes(a.dtype),
+          nb = numelOf(b) * elementBytes(b.dtype);
   return na && nb && lo(a) < lo(b) + uintptr_t(nb) &&
          lo(b) < lo(a) + uintptr_t(na);
 }
@@ -493,6 +504,177 @@ attn_status attn_gated_delta(const attn_model *model, int32_t kind,
   attn_rt_memref_i64_1 dl{lens, lens, 0, {b}, {1}};
   reinterpret_cast<attn_rt_gdn_fn>(kd->fused)(&dout, &ds1, &dq, &dk, &dv, &dg,
                                               &db, &ds0, &dl);
+  return ATTN_OK;
+}
+
+/// Checks a paged cache's pools and block table for `kd`; sets `pages`,
+/// `pageSize` and `maxPages`.
+static bool checkPaged(TensorCheck &check, const attn_rt_kind *kd,
+                       const attn_tensor *kCache, const attn_tensor *vCache,
+                       const attn_tensor *table, int64_t batch,
+                       int64_t &pages, int64_t &pageSize, int64_t &maxPages) {
+  if (!check(kCache, "k_cache", {-1, kd->num_kv_heads, -1, kd->head_dim},
+             {"num_pages", "", "page_size", ""}))
+    return false;
+  pages = kCache->shape[0];
+  pageSize = kCache->shape[2];
+  if (pageSize == 0)
+    return check.fail(ATTN_ERR_SHAPE, std::string(check.call) +
+                                          ": k_cache has page_size 0");
+  if (!check(vCache, "v_cache",
+             {pages, kd->num_kv_heads, pageSize, kd->head_dim_v}, {}) ||
+      !check(table, "block_table", {batch, -1}, {"", "max_pages"}, ATTN_I32))
+    return false;
+  maxPages = table->shape[1];
+  return true;
+}
+
+/// The pages that the tokens [lo, hi) of every row use must be in the
+/// pool [0, pages).
+static bool checkPagesUsed(TensorCheck &check, const attn_tensor *table,
+                           const int64_t *lo, const int64_t *hi,
+                           int64_t batch, int64_t pages, int64_t pageSize) {
+  const int32_t *t = static_cast<const int32_t *>(table->data);
+  int64_t maxPages = table->shape[1];
+  for (int64_t b = 0; b < batch; ++b) {
+    if (hi[b] <= (lo ? lo[b] : 0))
+      continue;
+    int64_t first = lo ? lo[b] / pageSize : 0,
+            last = (hi[b] + pageSize - 1) / pageSize;
+    for (int64_t p = first; p < last; ++p) {
+      int32_t page = t[b * maxPages + p];
+      if (page < 0 || page >= pages)
+        return check.fail(ATTN_ERR_VALUE,
+                          std::string(check.call) + ": block_table[" +
+                              std::to_string(b) + ", " + std::to_string(p) +
+                              "] = " + std::to_string(page) +
+                              " is outside the pool [0, num_pages = " +
+                              std::to_string(pages) + ")");
+    }
+  }
+  return true;
+}
+
+attn_status attn_decode_paged(const attn_model *model, int32_t kind,
+                              const attn_tensor *q, const attn_tensor *k_cache,
+                              const attn_tensor *v_cache,
+                              const attn_tensor *block_table,
+                              const int64_t *kv_lengths, attn_tensor *out) {
+  const attn_rt_kind *kd = nullptr;
+  if (attn_status s =
+          getKind(model, kind, "attn_decode_paged", ATTN_RT_OP_SDPA, kd))
+    return s;
+  if (!kd->paged)
+    return failWith(ATTN_ERR_UNSUPPORTED,
+                    "attn_decode_paged: kind '" + std::string(kd->name) +
+                        "' has no paged kernel (T5's relative bias, or a "
+                        "GPU library)");
+  TensorCheck check{"attn_decode_paged", describeKind(*kd)};
+  if (!check(q, "q", {-1, kd->num_heads, -1, kd->head_dim},
+             {"B", "", "Sq", ""}))
+    return check.status;
+  int64_t b = q->shape[0], sq = q->shape[2], pages, pageSize, maxPages;
+  if (!checkPaged(check, kd, k_cache, v_cache, block_table, b, pages,
+                  pageSize, maxPages) ||
+      !check(out, "out", {b, kd->num_heads, sq, kd->head_dim_v}, {}))
+    return check.status;
+  if (!kv_lengths && b > 0)
+    return failWith(ATTN_ERR_ARGUMENT,
+                    "attn_decode_paged: kv_lengths is NULL; pass each "
+                    "sequence's length in tokens");
+  if (!noOverlap(check, *out, "out",
+                 {{q, "q"}, {k_cache, "k_cache"}, {v_cache, "v_cache"},
+                  {block_table, "block_table"}}) ||
+      !checkLengths(check, kv_lengths, b, maxPages * pageSize, "kv_lengths",
+                    "max_pages * page_size") ||
+      !checkPagesUsed(check, block_table, nullptr, kv_lengths, b, pages,
+                      pageSize))
+    return check.status;
+  if (numelOf(*out) == 0)
+    return ATTN_OK;
+  using attn_rt::cli::view4;
+  attn_rt_memref_f32_4 dout = view4(f32(*out), dims(*out)),
+                       dq = view4(f32(*q), dims(*q)),
+                       dk = view4(f32(*k_cache), dims(*k_cache)),
+                       dv = view4(f32(*v_cache), dims(*v_cache));
+  auto *t = static_cast<int32_t *>(block_table->data);
+  attn_rt_memref_i32_2 dt{t, t, 0, {b, maxPages}, {maxPages, 1}};
+  auto *lens = const_cast<int64_t *>(kv_lengths);
+  attn_rt_memref_i64_1 dl{lens, lens, 0, {b}, {1}};
+  kd->paged(&dout, &dq, &dk, &dv, &dt, &dl);
+  return ATTN_OK;
+}
+
+attn_status attn_append_kv(const attn_model *model, int32_t kind,
+                           attn_tensor *k_cache, attn_tensor *v_cache,
+                           const attn_tensor *block_table,
+                           const int64_t *start, const int64_t *counts,
+                           const attn_tensor *k_new,
+                           const attn_tensor *v_new) {
+  const attn_rt_kind *kd = nullptr;
+  if (attn_status s =
+          getKind(model, kind, "attn_append_kv", ATTN_RT_OP_SDPA, kd))
+    return s;
+  TensorCheck check{"attn_append_kv", describeKind(*kd)};
+  if (!check(k_new, "k_new", {-1, kd->num_kv_heads, -1, kd->head_dim},
+             {"B", "", "n", ""}))
+    return check.status;
+  int64_t b = k_new->shape[0], n = k_new->shape[2], pages, pageSize, maxPages;
+  if (!check(v_new, "v_new", {b, kd->num_kv_heads, n, kd->head_dim_v}, {}) ||
+      !checkPaged(check, kd, k_cache, v_cache, block_table, b, pages,
+                  pageSize, maxPages))
+    return check.status;
+  if (!start && b > 0)
+    return failWith(ATTN_ERR_ARGUMENT,
+                    "attn_append_kv: start is NULL; pass each sequence's "
+                    "position of its first new token");
+  std::vector<int64_t> end(b);
+  for (int64_t i = 0; i < b; ++i) {
+    int64_t c = counts ? counts[i] : n;
+    if (c < 0 || c > n)
+      return failWith(ATTN_ERR_VALUE,
+                        "attn_append_kv: counts[" + std::to_string(i) +
+                            "] = " + std::to_string(c) + " is outside [0, n = " +
+                            std::to_string(n) + "]");
+    if (start[i] < 0 || start[i] > maxPages * pageSize - c)
+      return failWith(ATTN_ERR_VALUE,
+                        "attn_append_kv: tokens [" + std::to_string(start[i]) +
+                            ", " + std::to_string(start[i] + c) +
+                            ") of sequence " + std::to_string(i) +
+                            " do not fit in its max_pages * page_size = " +
+                            std::to_string(maxPages * pageSize) + " tokens");
+    end[i] = start[i] + c;
+  }
+  for (auto [cache, name] :
+       {std::pair<attn_tensor *, const char *>{k_cache, "k_cache"},
+        {v_cache, "v_cache"}})
+    if (!noOverlap(check, *cache, name,
+                   {{k_new, "k_new"}, {v_new, "v_new"},
+                    {block_table, "block_table"}}))
+      return check.status;
+  if (overlaps(*k_cache, *v_cache))
+    return failWith(ATTN_ERR_LAYOUT,
+                      "attn_append_kv: k_cache overlaps v_cache");
+  if (!checkPagesUsed(check, block_table, start, end.data(), b, pages,
+                      pageSize))
+    return check.status;
+  const int32_t *table = static_cast<const int32_t *>(block_table->data);
+  int64_t hkv = kd->num_kv_heads;
+  for (auto [cache, src, d] :
+       {std::tuple<attn_tensor *, const attn_tensor *, int64_t>{
+            k_cache, k_new, kd->head_dim},
+        {v_cache, v_new, kd->head_dim_v}}) {
+    float *pool = f32(*cache);
+    const float *in = f32(*src);
+    for (int64_t i = 0; i < b; ++i)
+      for (int64_t h = 0; h < hkv; ++h)
+        for (int64_t t = 0; t < end[i] - start[i]; ++t) {
+          int64_t pos = start[i] + t;
+          int64_t page = table[i * maxPages + pos / pageSize];
+          std::memcpy(pool + ((page * hkv + h) * pageSize + pos % pageSize) * d,
+                      in + ((i * hkv + h) * n + t) * d, sizeof(float) * d);
+        }
+  }
   return ATTN_OK;
 }
 

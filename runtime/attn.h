@@ -53,7 +53,8 @@ typedef enum {
   ATTN_F32 = 0,
   ATTN_BF16 = 1,
   ATTN_F16 = 2,
-  ATTN_I64 = 3
+  ATTN_I64 = 3,
+  ATTN_I32 = 4
 } attn_dtype;
 
 #define ATTN_MAX_RANK 4
@@ -167,6 +168,38 @@ attn_status attn_gated_delta(const attn_model *model, int32_t kind,
                              const attn_tensor *state_in,
                              const int64_t *lengths, attn_tensor *out,
                              attn_tensor *state_out);
+
+/* A paged KV cache. K and V live in page pools, k_cache [num_pages, Hkv,
+ * page_size, D] and v_cache [num_pages, Hkv, page_size, Dv] (ATTN_F32):
+ * one page holds page_size consecutive tokens of every KV head, each
+ * head's rows contiguous (FlashInfer's "HND" layout: a kernel streams one
+ * head's keys from contiguous memory). block_table [B, max_pages]
+ * (ATTN_I32, as vLLM and FlashInfer keep it) lists each sequence's pages:
+ * token j of sequence b is row j % page_size of page
+ * block_table[b, j / page_size]. Pages may be shared between sequences (a
+ * common prefix); entries past a sequence's last page are never read. */
+
+/* Attention of q [B, Hq, Sq, D] (each sequence's last Sq tokens: decode
+ * Sq = 1, speculative or chunked prefill more) over the paged cache, the
+ * sequence b holding kv_lengths[b] tokens (B int64 in [0, max_pages ·
+ * page_size]; every page they use must be in the pool) -> out [B, Hq, Sq,
+ * Dv]. Causal and window masks align query i with key
+ * kv_lengths[b] - Sq + i; a row that sees no key is 0. */
+attn_status attn_decode_paged(const attn_model *model, int32_t kind,
+                              const attn_tensor *q, const attn_tensor *k_cache,
+                              const attn_tensor *v_cache,
+                              const attn_tensor *block_table,
+                              const int64_t *kv_lengths, attn_tensor *out);
+
+/* Writes new tokens into the paged cache: k_new [B, Hkv, n, D] and v_new
+ * [B, Hkv, n, Dv]; sequence b's first counts[b] of them (counts NULL: all
+ * n) become its tokens start[b], start[b] + 1, ... (pages from
+ * block_table as above; every page written must be in the pool). */
+attn_status attn_append_kv(const attn_model *model, int32_t kind,
+                           attn_tensor *k_cache, attn_tensor *v_cache,
+                           const attn_tensor *block_table,
+                           const int64_t *start, const int64_t *counts,
+                           const attn_tensor *k_new, const attn_tensor *v_new);
 
 #ifdef __cplusplus
 }

@@ -83,6 +83,9 @@ private:
                                const Weights &w, Value q, Value k, Value v,
                                Value positions);
   func::FuncOp emitKernel(const std::string &name, const LayerSpec &l);
+  /// `<kind>_paged(q, k_cache, v_cache, block_table, kv_lengths) -> out`:
+  /// one attn.paged_sdpa.
+  func::FuncOp emitPagedKernel(const std::string &name, const LayerSpec &l);
   /// `<kind>_gdn(q, k, v, g, beta, state_in, lengths) -> (out, state_out)`:
   /// one attn.gated_delta_rule.
   func::FuncOp emitLinearKernel(const std::string &name, const LayerSpec &l);
@@ -225,6 +228,41 @@ func::FuncOp Emitter::emitKernel(const std::string &name, const LayerSpec &l) {
   return fn;
 }
 
+func::FuncOp Emitter::emitPagedKernel(const std::string &name,
+                                      const LayerSpec &l) {
+  Location loc = NameLoc::get(b.getStringAttr(name),
+                              FileLineColLoc::get(ctx, spec.configPath, 1, 1));
+  RankedTensorType outTy = headsType(l.numHeads, l.headDimV);
+  SmallVector<Type> inputs = {headsType(l.numHeads, l.headDimQK),
+                              tensor({kDyn, l.numKVHeads, kDyn, l.headDimQK}),
+                              tensor({kDyn, l.numKVHeads, kDyn, l.headDimV}),
+                              RankedTensorType::get({kDyn, kDyn},
+                                                    b.getI32Type()),
+                              RankedTensorType::get({kDyn}, b.getI64Type())};
+  auto fn = func::FuncOp::create(loc, name + "_paged",
+                                 b.getFunctionType(inputs, {outTy}));
+  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value q = entry->getArgument(0);
+  Value batch = tensor::DimOp::create(b, loc, q, 0);
+  Value rows = tensor::DimOp::create(b, loc, q, 2);
+  Value init = tensor::EmptyOp::create(b, loc, outTy, ValueRange{batch, rows});
+  MaskKind kind = !l.causal  ? MaskKind::none
+                  : l.window ? MaskKind::sliding_window
+                             : MaskKind::causal;
+  IntegerAttr window =
+      l.causal && l.window ? b.getI64IntegerAttr(*l.window) : IntegerAttr();
+  // Whisper's scaling of q before QKᵀ is the same factor on the scores.
+  auto op = PagedSDPAOp::create(
+      b, loc, outTy, q, entry->getArgument(1), entry->getArgument(2),
+      entry->getArgument(3), entry->getArgument(4), init,
+      b.getF64FloatAttr(l.scale), MaskKindAttr::get(ctx, kind), window,
+      l.softcap ? b.getF64FloatAttr(*l.softcap) : FloatAttr());
+  func::ReturnOp::create(b, loc, op.getResult());
+  return fn;
+}
+
 /// Rewrites `fn` (tensor results) into destination-passing style for the C
 /// ABI: leading memref arguments receive the results, in order
 /// (bufferization.materialize_in_destination), nothing is returned, so the
@@ -307,6 +345,11 @@ OwningOpRef<ModuleOp> Emitter::kernels(bool withBlocks) {
     func::FuncOp kernel = emitKernel(name, l);
     toDestinationStyle(kernel);
     module->push_back(kernel);
+    if (withBlocks && hasPagedKernel(l)) {
+      func::FuncOp paged = emitPagedKernel(name, l);
+      toDestinationStyle(paged);
+      module->push_back(paged);
+    }
     if (withBlocks && supportsBlock(spec)) {
       if (!checkSupported(l))
         return nullptr;
@@ -685,6 +728,11 @@ OwningOpRef<ModuleOp> Emitter::run() {
 }
 
 } // namespace
+
+bool mlir::attn::hasPagedKernel(const LayerSpec &l) {
+  return l.role != LayerRole::LinearAttention &&
+         l.position != PositionKind::T5Bias;
+}
 
 OwningOpRef<ModuleOp> mlir::attn::emitAttnModule(const ModelSpec &spec,
                                                  const ConfigSource &src) {

@@ -34,6 +34,10 @@ OwningOpRef<ModuleOp> emitAttnModule(const ModelSpec &spec,
 /// chain (the pipeline fuses and tiles it) into the caller's `out` memref,
 /// and `@<kind>_block(out, x, positions, weights...)` where supportsBlock
 /// and `withBlocks` (the CUDA target compiles the attention entries only);
+/// with `withBlocks` also, where hasPagedKernel,
+/// `@<kind>_paged(out [B,Hq,Sq,Dv], q [B,Hq,Sq,D],
+/// k_cache [pages,Hkv,page_size,D], v_cache [pages,Hkv,page_size,Dv],
+/// block_table [B, max_pages] i32, kv_lengths [B])`, one attn.paged_sdpa;
 /// for each linear-attention (Gated DeltaNet) kind
 /// `@<kind>_gdn(out [B,Hv,S,dv], state_out [B,Hv,dk,dv], q [B,Hk,S,dk],
 /// k [B,Hk,S,dk], v [B,Hv,S,dv], g [B,Hv,S], beta [B,Hv,S],
@@ -68,6 +72,10 @@ std::string tensorPattern(const std::string &tensor, int64_t layer);
 /// True for the families whose whole attention block executables run
 /// (`<kind>_block` entries): llama, mistral, qwen2, qwen3, gemma2.
 bool supportsBlock(const ModelSpec &spec);
+
+/// True for the softmax kinds that have an attention entry over a paged KV
+/// cache (`<kind>_paged`): all but T5's relative-bias ones.
+bool hasPagedKernel(const LayerSpec &l);
 
 /// The `--describe` JSON (fields documented in the README).
 nlohmann::ordered_json describeModel(const ModelSpec &spec);

@@ -214,3 +214,40 @@ func.func @kept_reference(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v
       : (tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32>
   return %o : tensor<?x8x?x64xf32>
 }
+
+// -----
+
+// attn.paged_sdpa: the same loop nest; each row's offset is its own
+// kv_lengths[b] - q_len (the query is the row's last tokens, the rows' key
+// limit its length), and each key loop runs over the pages [start / P,
+// ceil(end / P)) of the range, its tile the page's rows clipped to the
+// range, read from page block_table[b, p] of the pool.
+// CHECK-LABEL: func.func @paged(
+// CHECK-SAME: %[[Q:[^:]*]]: tensor<?x8x?x64xf32>, %[[KC:[^:]*]]: tensor<?x2x?x64xf32>, %[[VC:[^:]*]]: tensor<?x2x?x64xf32>, %[[T:[^:]*]]: tensor<?x?xi32>, %[[L:[^:]*]]: tensor<?xi64>
+// CHECK-DAG: %[[QLEN:.*]] = tensor.dim %[[Q]], %c2
+// CHECK-DAG: %[[P:.*]] = tensor.dim %[[KC]], %c2
+// CHECK: scf.forall (%[[B:.*]], %[[G:.*]], %{{.*}}) in (%{{.*}}, 2, %{{.*}})
+// CHECK: %[[LEN:.*]] = tensor.extract %[[L]][%[[B]]] : tensor<?xi64>
+// CHECK: %[[LENI:.*]] = arith.index_cast %[[LEN]] : i64 to index
+// CHECK: %[[LIM:.*]] = arith.minsi %{{.*}}, %{{.*}}
+// CHECK: %[[OFF:.*]] = arith.subi %[[LIM]], %[[QLEN]] : index
+// CHECK: %[[FIRST:.*]] = arith.divsi %{{.*}}, %[[P]] : index
+// CHECK: %[[ANY:.*]] = arith.cmpi slt
+// CHECK: %[[CEIL:.*]] = arith.ceildivsi %{{.*}}, %[[P]] : index
+// CHECK: %[[LAST:.*]] = arith.select %[[ANY]], %[[CEIL]], %[[FIRST]] : index
+// CHECK: scf.for %[[PG:.*]] = %[[FIRST]] to %[[LAST]] step %c1
+// CHECK: %[[PS:.*]] = arith.muli %[[PG]], %[[P]] : index
+// CHECK: %[[KB:.*]] = arith.maxsi %{{.*}}, %[[PS]] : index
+// CHECK: %[[PAGE:.*]] = tensor.extract %[[T]][%[[B]], %[[PG]]] : tensor<?x?xi32>
+// CHECK: %[[PAGEI:.*]] = arith.index_cast %[[PAGE]] : i32 to index
+// CHECK: %[[R0:.*]] = arith.subi %[[KB]], %[[PS]] : index
+// CHECK: tensor.extract_slice %[[KC]][%[[PAGEI]], %[[G]], %[[R0]], 0] [1, 1, %{{.*}}, 64] [1, 1, 1, 1] : tensor<?x2x?x64xf32> to tensor<?x64xf32>
+// CHECK: tensor.extract_slice %[[VC]][%[[PAGEI]], %[[G]], %[[R0]], 0]
+// CHECK: attn.online_attention {{.*}}, %[[KB]] {scale = 1.250000e-01 : f64}
+// CHECK: scf.for
+// CHECK: attn.online_attention {{.*}} {mask = #attn.mask<causal>, scale = 1.250000e-01 : f64}
+// CHECK: attn.online_finalize
+func.func @paged(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x?x64xf32>, %vc: tensor<?x2x?x64xf32>, %table: tensor<?x?xi32>, %lens: tensor<?xi64>, %init: tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32> {
+  %0 = attn.paged_sdpa %q, %kc, %vc, %table, %lens outs(%init : tensor<?x8x?x64xf32>) {mask = #attn.mask<causal>, scale = 0.125 : f64} : (tensor<?x8x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x64xf32>
+  return %0 : tensor<?x8x?x64xf32>
+}

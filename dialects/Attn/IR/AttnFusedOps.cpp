@@ -87,6 +87,77 @@ LogicalResult SDPAOp::verify() {
   return success();
 }
 
+int64_t PagedSDPAOp::getGroupSize() {
+  return getQuery().getType().getDimSize(1) /
+         getKeyCache().getType().getDimSize(1);
+}
+
+LogicalResult PagedSDPAOp::verify() {
+  if (failed(expectRank(*this, getQuery(), 4,
+                        "a query [batch, Hq, q_len, head_dim]")) ||
+      failed(expectRank(*this, getKeyCache(), 4,
+                        "a key cache [num_pages, Hkv, page_size, head_dim]")) ||
+      failed(expectRank(*this, getValueCache(), 4,
+                        "a value cache [num_pages, Hkv, page_size, "
+                        "head_dim_v]")) ||
+      failed(expectRank(*this, getBlockTable(), 2,
+                        "a block table [batch, max_pages]")) ||
+      failed(expectRank(*this, getKvLengths(), 1, "kv_lengths [batch]")) ||
+      failed(expectRank(*this, getResult(), 4,
+                        "a result [batch, Hq, q_len, head_dim_v]")))
+    return failure();
+  RankedTensorType q = getQuery().getType(), k = getKeyCache().getType(),
+                   v = getValueCache().getType(), o = getResult().getType();
+  ShapedType table = tensorOf(getBlockTable()),
+             lens = tensorOf(getKvLengths());
+  if (failed(expectStatic(*this, q, 1, "query head count")) ||
+      failed(expectStatic(*this, k, 1, "key cache head count")))
+    return failure();
+  int64_t hq = q.getDimSize(1), hkv = k.getDimSize(1);
+  if (hq <= 0 || hkv <= 0 || hq % hkv != 0)
+    return emitOpError() << "expects the query head count (" << hq
+                         << ") to be a positive multiple of the key cache "
+                            "head count ("
+                         << hkv << ") for grouped-query attention";
+  if (failed(expectStatic(*this, q, 3, "query head_dim")) ||
+      failed(expectStatic(*this, v, 3, "value cache head_dim")) ||
+      failed(expectDimsAgree(*this, q, 3, "query head_dim", k, 3,
+                             "key cache head_dim")) ||
+      failed(expectDimsAgree(*this, k, 0, "key cache num_pages", v, 0,
+                             "value cache num_pages")) ||
+      failed(expectDimsAgree(*this, k, 1, "key cache head count", v, 1,
+                             "value cache head count")) ||
+      failed(expectDimsAgree(*this, k, 2, "key cache page_size", v, 2,
+                             "value cache page_size")) ||
+      failed(expectDimsAgree(*this, table, 0, "block table batch", q, 0,
+                             "query batch")) ||
+      failed(expectDimsAgree(*this, lens, 0, "kv_lengths size", q, 0,
+                             "query batch")) ||
+      failed(expectSameElementType(
+          *this, {getQuery(), getKeyCache(), getValueCache(), getResult()},
+          {"query", "key cache", "value cache", "result"})))
+    return failure();
+  if (k.getDimSize(2) == 0)
+    return emitOpError() << "expects a positive page_size, got 0";
+  if (failed(expectShape(*this, o,
+                         {q.getDimSize(0), hq, q.getDimSize(2),
+                          v.getDimSize(3)},
+                         "a result of shape [batch, Hq, q_len, head_dim_v]")))
+    return failure();
+  if (failed(verifyPositiveFinite(*this, getScale().convertToDouble(),
+                                  "scale")) ||
+      failed(verifyMaskAttrs(*this, getMask(), getWindow())))
+    return failure();
+  if (std::optional<APFloat> cap = getSoftcap())
+    if (failed(verifyPositiveFinite(*this, cap->convertToDouble(), "softcap")))
+      return failure();
+  if (getInit().getType() != o)
+    return emitOpError() << "expects the destination (outs) to have the "
+                            "result type "
+                         << o << ", got " << getInit().getType();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Tiled level
 //===----------------------------------------------------------------------===//

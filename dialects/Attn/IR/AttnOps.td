@@ -564,6 +564,60 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments,
   let hasVerifier = 1;
 }
 
+def Attn_PagedSDPAOp : Attn_Op<"paged_sdpa", [Pure,
+    DestinationStyleOpInterface]> {
+  let summary = "fused attention over a paged KV cache";
+  let description = [{
+    `attn.sdpa` whose keys and values live in pages of a pool, as serving
+    engines keep their KV cache (vLLM, FlashInfer). `key_cache` is
+    `[num_pages, Hkv, page_size, d]` and `value_cache` `[num_pages, Hkv,
+    page_size, dv]`: one page holds `page_size` consecutive tokens of every
+    KV head, each head's rows contiguous (FlashInfer's "HND" layout, so a
+    tile of one head is a contiguous stream). Sequence b has
+    `kv_lengths[b]` tokens; its token j is row `j % page_size` of page
+    `block_table[b, j / page_size]` (`block_table` is `[batch,
+    max_pages]`; entries past the sequence's last page are not read).
+    `query` `[batch, Hq, q_len, d]` holds the sequence's last q_len tokens
+    (decode: 1; speculative or chunked prefill: more): query row i sits at
+    key position `kv_lengths[b] - q_len + i` (bottom-right, per sequence),
+    which the causal and sliding-window masks use. The result `[batch, Hq,
+    q_len, dv]` is written into `outs(%init)`; a row that sees no key is 0.
+
+    ```mlir
+    %o = attn.paged_sdpa %q, %kc, %vc, %table, %lens
+        outs(%init : tensor<?x32x?x128xf32>)
+        {mask = #attn.mask<causal>, scale = 0.088388347648318433 : f64}
+        : (tensor<?x32x?x128xf32>, tensor<?x8x?x128xf32>,
+           tensor<?x8x?x128xf32>, tensor<?x?xi32>, tensor<?xi64>)
+          -> tensor<?x32x?x128xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key_cache,
+                       Attn_FloatTensor:$value_cache,
+                       Attn_IntTensor:$block_table,
+                       Attn_IntTensor:$kv_lengths,
+                       Attn_FloatTensor:$init,
+                       F64Attr:$scale,
+                       DefaultValuedAttr<Attn_MaskKindAttr,
+                           "::mlir::attn::MaskKind::none">:$mask,
+                       OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<F64Attr>:$softcap);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key_cache `,` $value_cache `,` $block_table `,` $kv_lengths
+    `outs` `(` $init `:` type($init) `)`
+    attr-dict `:` `(` type($query) `,` type($key_cache) `,`
+    type($value_cache) `,` type($block_table) `,` type($kv_lengths) `)`
+    `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    /// Query heads per key/value head.
+    int64_t getGroupSize();
+    MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+  }];
+  let hasVerifier = 1;
+}
+
 def Attn_GatedDeltaRuleOp : Attn_Op<"gated_delta_rule", [Pure,
     AttrSizedOperandSegments, DestinationStyleOpInterface]> {
   let summary = "fused gated delta rule (linear attention, Gated DeltaNet)";

@@ -4,7 +4,10 @@
 // scf.forall over (batch, KV head, query block). A query tile holds the rows
 // of all G = Hq/Hkv query heads of one KV head ([G, rows, d]), so each K/V
 // tile is extracted once per group and folded into the online-softmax state
-// of every head of the group by attn.online_attention.
+// of every head of the group by attn.online_attention. attn.paged_sdpa is
+// tiled the same way, its key loops running over the pages of the row's
+// block table (one tile per page, clipped to the key range) and its offset
+// per row (kv_lengths[b] - q_len).
 //
 // The key range of a query block [q0, q0 + qn) is derived from positions
 // (offset = kv_len - q_len for bottom-right alignment, 0 for top-left, q_pos
@@ -70,24 +73,58 @@ struct TileSizes {
   bool gridMapping = false;
 };
 
-/// The key range of one query block, in the three parts described above.
+/// The key range of one query block, in the three parts described above,
+/// and the offset of its batch row (query row i sits at key i + offset).
 struct KeyRange {
-  Value lo, fullLo, fullHi, hi;
+  Value lo, fullLo, fullHi, hi, offset;
+};
+
+/// What the tiler reads of attn.sdpa or attn.paged_sdpa. For the paged op,
+/// `key` and `value` are page pools [num_pages, Hkv, page_size, d] and
+/// `blockTable` maps a row's page index to its page.
+struct AttentionOperands {
+  Operation *op;
+  Value query, key, value, kvLengths, biasTable, qPos, init, blockTable;
+  FloatAttr scale, softcap;
+  IntegerAttr window;
+  MaskKind mask;
+  RelativeBiasAttr relativeBias;
+  CausalAlignment align = CausalAlignment::bottom_right;
+
+  explicit AttentionOperands(SDPAOp s)
+      : op(s), query(s.getQuery()), key(s.getKey()), value(s.getValue()),
+        kvLengths(s.getKvLengths()), biasTable(s.getBiasTable()),
+        qPos(s.getQPos()), init(s.getInit()), scale(s.getScaleAttr()),
+        softcap(s.getSoftcapAttr()), window(s.getWindowAttr()),
+        mask(s.getMask()), relativeBias(s.getRelativeBiasAttr()),
+        align(s.getAlign()) {}
+  explicit AttentionOperands(PagedSDPAOp s)
+      : op(s), query(s.getQuery()), key(s.getKeyCache()),
+        value(s.getValueCache()), kvLengths(s.getKvLengths()),
+        init(s.getInit()), blockTable(s.getBlockTable()),
+        scale(s.getScaleAttr()), softcap(s.getSoftcapAttr()),
+        window(s.getWindowAttr()), mask(s.getMask()) {}
+  bool paged() const { return blockTable != Value(); }
 };
 
 class SDPATiler {
 public:
-  SDPATiler(SDPAOp op, TileSizes sizes) : op(op), sizes(sizes) {}
+  SDPATiler(AttentionOperands op, TileSizes sizes) : op(op), sizes(sizes) {}
 
   void run();
 
 private:
-  /// One loop over keys [start, end) in tiles of `step`, folding each tile
-  /// into the state with the given mask; returns the new state.
+  /// One loop over keys [start, end) in tiles of `step` (paged: one tile
+  /// per page, clipped to the range), folding each tile into the state
+  /// with the given mask; returns the new state.
   SmallVector<Value> keyLoop(OpBuilder &b, Location loc, Value start,
                              Value end, Value step, bool masked,
                              ValueRange state, Value qTile, Value bIdx,
                              Value gIdx, Value qPos);
+  /// Folds the keys [kb, kb + kn) of K/V tiles `kt`, `vt` into `iter`.
+  SmallVector<Value> foldTile(OpBuilder &b, Location loc, Value kt, Value vt,
+                              Value kb, bool masked, ValueRange iter,
+                              Value qTile, Value gIdx, Value qPos);
   /// The key range of the query block [q0, q0 + qn) of batch `bIdx`.
   KeyRange keyRange(OpBuilder &b, Location loc, Value bIdx, Value q0,
                     Value qn);
@@ -109,70 +146,114 @@ private:
   Value splat(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, double v,
               ValueRange dyn);
 
-  SDPAOp op;
+  AttentionOperands op;
   TileSizes sizes;
   int64_t groupSize = 1, headDim = 0, headDimV = 0, hkv = 1;
   Type accType, elt;
   Value batch, qLen, kvLen, offset;
 };
 
+SmallVector<Value> SDPATiler::foldTile(OpBuilder &b, Location loc, Value kt,
+                                      Value vt, Value kb, bool masked,
+                                      ValueRange iter, Value qTile,
+                                      Value gIdx, Value qPos) {
+  IndexMath n{b, loc};
+  Value headOffset;
+  if (op.biasTable)
+    headOffset = n.mul(gIdx, n.c(groupSize));
+  MLIRContext *ctx = b.getContext();
+  auto oa = OnlineAttentionOp::create(
+      b, loc, iter.getTypes(), qTile, kt, vt, iter[0], iter[1], iter[2], qPos,
+      kb, op.biasTable, headOffset, op.scale, op.relativeBias,
+      MaskKindAttr::get(ctx, masked ? op.mask : MaskKind::none),
+      masked ? op.window : IntegerAttr(), op.softcap);
+  return SmallVector<Value>(oa.getResults());
+}
+
 SmallVector<Value> SDPATiler::keyLoop(OpBuilder &b, Location loc, Value start,
                                       Value end, Value step, bool masked,
                                       ValueRange state, Value qTile,
                                       Value bIdx, Value gIdx, Value qPos) {
+  // A tile of rows [r0, r0 + kn) of K/V (contiguous: batch row bIdx; paged:
+  // the pool's page `page`).
+  auto tile = [&](OpBuilder &nb, Location nloc, Value src, Value first,
+                  Value r0, Value kn, int64_t d) -> Value {
+    SmallVector<OpFoldResult> offs = {first, gIdx, r0, nb.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {nb.getIndexAttr(1), nb.getIndexAttr(1),
+                                       kn, nb.getIndexAttr(d)};
+    SmallVector<OpFoldResult> strides(4, nb.getIndexAttr(1));
+    return tensor::ExtractSliceOp::create(
+        nb, nloc, RankedTensorType::get({kDyn, d}, elt), src, offs, sizes,
+        strides);
+  };
+  if (!op.paged()) {
+    auto loop = scf::ForOp::create(
+        b, loc, start, end, step, state,
+        [&](OpBuilder &nb, Location nloc, Value kb, ValueRange iter) {
+          IndexMath n{nb, nloc};
+          Value kn = n.min(step, n.sub(end, kb));
+          Value kt = tile(nb, nloc, op.key, bIdx, kb, kn, headDim);
+          Value vt = tile(nb, nloc, op.value, bIdx, kb, kn, headDimV);
+          scf::YieldOp::create(nb, nloc,
+                               foldTile(nb, nloc, kt, vt, kb, masked, iter,
+                                        qTile, gIdx, qPos));
+        });
+    return SmallVector<Value>(loop.getResults());
+  }
+  // Paged: one iteration per page p touched by [start, end), the tile its
+  // keys [max(start, p·P), min(end, (p+1)·P)) at rows from kb - p·P of
+  // page block_table[bIdx, p].
+  IndexMath m{b, loc};
+  Value pageSize = m.dim(op.key, 2);
+  Value first = arith::DivSIOp::create(b, loc, start, pageSize);
+  Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, start,
+                                    end);
+  Value last = arith::SelectOp::create(b, loc, any,
+                                       m.ceilDiv(end, pageSize), first);
   auto loop = scf::ForOp::create(
-      b, loc, start, end, step, state,
-      [&](OpBuilder &nb, Location nloc, Value kb, ValueRange iter) {
+      b, loc, first, last, m.c(1), state,
+      [&](OpBuilder &nb, Location nloc, Value p, ValueRange iter) {
         IndexMath n{nb, nloc};
-        Value kn = n.min(step, n.sub(end, kb));
-        auto tile = [&](Value src, int64_t d) -> Value {
-          SmallVector<OpFoldResult> offs = {bIdx, gIdx, kb, nb.getIndexAttr(0)};
-          SmallVector<OpFoldResult> sizes = {nb.getIndexAttr(1),
-                                             nb.getIndexAttr(1), kn,
-                                             nb.getIndexAttr(d)};
-          SmallVector<OpFoldResult> strides(4, nb.getIndexAttr(1));
-          return tensor::ExtractSliceOp::create(
-              nb, nloc, RankedTensorType::get({kDyn, d}, elt), src, offs,
-              sizes, strides);
-        };
-        Value kt = tile(op.getKey(), headDim);
-        Value vt = tile(op.getValue(), headDimV);
-        Value headOffset;
-        if (op.getBiasTable())
-          headOffset = n.mul(gIdx, n.c(groupSize));
-        MLIRContext *ctx = nb.getContext();
-        auto oa = OnlineAttentionOp::create(
-            nb, nloc, iter.getTypes(), qTile, kt, vt, iter[0], iter[1],
-            iter[2], qPos, kb,
-            op.getBiasTable(), headOffset,
-            op.getScaleAttr(), op.getRelativeBiasAttr(),
-            MaskKindAttr::get(ctx, masked ? op.getMask() : MaskKind::none),
-            masked ? op.getWindowAttr() : IntegerAttr(), op.getSoftcapAttr());
-        scf::YieldOp::create(nb, nloc, oa.getResults());
+        Value pageStart = n.mul(p, pageSize);
+        Value kb = n.max(start, pageStart);
+        Value kn = n.sub(n.min(end, n.add(pageStart, pageSize)), kb);
+        Value page = tensor::ExtractOp::create(nb, nloc, op.blockTable,
+                                               ValueRange{bIdx, p});
+        if (!page.getType().isIndex())
+          page = arith::IndexCastOp::create(nb, nloc, nb.getIndexType(), page);
+        Value r0 = n.sub(kb, pageStart);
+        Value kt = tile(nb, nloc, op.key, page, r0, kn, headDim);
+        Value vt = tile(nb, nloc, op.value, page, r0, kn, headDimV);
+        scf::YieldOp::create(nb, nloc,
+                             foldTile(nb, nloc, kt, vt, kb, masked, iter,
+                                      qTile, gIdx, qPos));
       });
-  return SmallVector<Value>(loop.getResults().begin(), loop.getResults().end());
+  return SmallVector<Value>(loop.getResults());
 }
 
 KeyRange SDPATiler::keyRange(OpBuilder &b, Location loc, Value bIdx, Value q0,
                              Value qn) {
   IndexMath n{b, loc};
   Value zero = n.c(0);
-  // Keys visible at all: padding limit, then the causal/window cut.
+  // Keys visible at all: padding limit (paged: the row's length, at most
+  // its block table's pages), then the causal/window cut.
   Value kvLimit = kvLen;
-  if (Value lens = op.getKvLengths()) {
+  if (Value lens = op.kvLengths) {
     Value len = tensor::ExtractOp::create(b, loc, lens, ValueRange{bIdx});
     if (!len.getType().isIndex())
       len = arith::IndexCastOp::create(b, loc, b.getIndexType(), len);
     kvLimit = n.clamp(len, zero, kvLen);
   }
-  KeyRange r{zero, zero, kvLimit, kvLimit};
-  if (op.getMask() != MaskKind::none) {
+  // Paged: the query is the row's last q_len tokens.
+  Value offset = op.paged() ? n.sub(kvLimit, qLen) : this->offset;
+  KeyRange r{zero, zero, kvLimit, kvLimit, offset};
+  if (op.mask != MaskKind::none) {
     r.hi = n.clamp(n.add(n.add(q0, qn), offset), zero, kvLimit);
     Value firstPos = n.add(q0, offset);
     r.fullHi = n.clamp(n.add(firstPos, n.c(1)), zero, r.hi);
   }
-  if (std::optional<int64_t> window = op.getWindow()) {
-    Value w = n.c(*window);
+  if (op.window) {
+    Value w = n.c(op.window.getInt());
     Value firstPos = n.add(q0, offset);
     Value beforeWindow = n.sub(firstPos, w);
     r.lo = n.clamp(n.add(beforeWindow, n.c(1)), zero, r.hi);
@@ -206,7 +287,7 @@ SmallVector<Value> SDPATiler::foldKeys(OpBuilder &b, Location loc, Value bIdx,
   SmallVector<OpFoldResult> ones(4, b.getIndexAttr(1));
   Value qTile = tensor::ExtractSliceOp::create(
       b, loc, RankedTensorType::get({groupSize, kDyn, headDim}, elt),
-      op.getQuery(), qOffs, qSizes, ones);
+      op.query, qOffs, qSizes, ones);
   if (clipLo) {
     range.lo = n.clamp(range.lo, clipLo, clipHi);
     range.fullLo = n.clamp(range.fullLo, clipLo, clipHi);
@@ -215,9 +296,10 @@ SmallVector<Value> SDPATiler::foldKeys(OpBuilder &b, Location loc, Value bIdx,
   }
   // Few rows per tile (decode, up to 16: one row per head of a group of 16
   // query heads per KV head): longer key tiles, so that the kernel can
-  // stream K and V ahead of its use inside one tile.
+  // stream K and V ahead of its use inside one tile. (Paged tiles are
+  // pages.)
   Value step = n.c(sizes.kvBlock);
-  if (sizes.decodeKvBlock != sizes.kvBlock) {
+  if (sizes.decodeKvBlock != sizes.kvBlock && !op.paged()) {
     Value rows = n.mul(qn, n.c(groupSize));
     Value few = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, rows,
                                       n.c(17));
@@ -229,13 +311,13 @@ SmallVector<Value> SDPATiler::foldKeys(OpBuilder &b, Location loc, Value bIdx,
       splat(b, loc, {groupSize, kDyn},
             -std::numeric_limits<double>::infinity(), qn),
       splat(b, loc, {groupSize, kDyn}, 0.0, qn)};
-  Value qPos = n.add(q0, offset);
-  if (op.getWindow())
+  Value qPos = n.add(q0, range.offset);
+  if (op.window)
     state = keyLoop(b, loc, range.lo, range.fullLo, step, /*masked=*/true,
                     state, qTile, bIdx, gIdx, qPos);
   state = keyLoop(b, loc, range.fullLo, range.fullHi, step, /*masked=*/false,
                   state, qTile, bIdx, gIdx, qPos);
-  if (op.getMask() != MaskKind::none)
+  if (op.mask != MaskKind::none)
     state = keyLoop(b, loc, range.fullHi, range.hi, step, /*masked=*/true,
                     state, qTile, bIdx, gIdx, qPos);
   return state;
@@ -461,13 +543,13 @@ Value SDPATiler::mergeForall(OpBuilder &b, Location loc, ValueRange parts,
 }
 
 void SDPATiler::run() {
-  OpBuilder b(op);
-  Location loc = op.getLoc();
+  OpBuilder b(op.op);
+  Location loc = op.op->getLoc();
   IndexMath m{b, loc};
-  RankedTensorType qTy = op.getQuery().getType(),
-                   vTy = op.getValue().getType();
+  auto qTy = cast<RankedTensorType>(op.query.getType()),
+       vTy = cast<RankedTensorType>(op.value.getType());
   int64_t hq = qTy.getDimSize(1);
-  hkv = op.getKey().getType().getDimSize(1);
+  hkv = cast<RankedTensorType>(op.key.getType()).getDimSize(1);
   groupSize = hq / hkv;
   if (sizes.blockRows > 0)
     sizes.qBlock = std::max<int64_t>(1, sizes.blockRows / groupSize);
@@ -477,21 +559,23 @@ void SDPATiler::run() {
   elt = qTy.getElementType();
   accType = elt.getIntOrFloatBitWidth() < 32 ? b.getF32Type() : elt;
 
-  batch = m.dim(op.getQuery(), 0);
-  qLen = m.dim(op.getQuery(), 2);
-  kvLen = m.dim(op.getKey(), 2);
+  batch = m.dim(op.query, 0);
+  qLen = m.dim(op.query, 2);
+  // Paged: the most keys a row can have (its block table's pages).
+  kvLen = op.paged() ? m.mul(m.dim(op.blockTable, 1), m.dim(op.key, 2))
+                     : m.dim(op.key, 2);
   // Query positions in key coordinates (the causal bounds and T5's relative
   // positions both use them).
   // A tile of a longer query (q_pos) keeps the positions of its rows.
-  bool aligned = (op.getMask() != MaskKind::none || op.getRelativeBiasAttr()) &&
-                 op.getAlign() == CausalAlignment::bottom_right;
-  if (Value qPos = op.getQPos())
+  bool aligned = (op.mask != MaskKind::none || op.relativeBias) &&
+                 op.align == CausalAlignment::bottom_right;
+  if (Value qPos = op.qPos)
     offset = qPos;
   else
     offset = aligned ? m.sub(kvLen, qLen) : m.c(0);
   // Destination-passing style: the blocks are written into the op's
   // destination.
-  Value init = op.getInit();
+  Value init = op.init;
   // Split-K when the whole query is one block, batch x KV heads gives
   // fewer than split-target parallel iterations and the keys are long
   // enough: parts = min(ceil(target / (B·Hkv)), kv_len / min-keys). One
@@ -517,8 +601,8 @@ void SDPATiler::run() {
   Value result = parts[0];
   if (sizes.splitTarget > 1)
     result = mergeForall(b, loc, parts, split, nSplit);
-  op.getResult().replaceAllUsesWith(result);
-  op.erase();
+  op.op->getResult(0).replaceAllUsesWith(result);
+  op.op->erase();
 }
 
 struct TileAttentionPass
@@ -550,10 +634,17 @@ struct TileAttentionPass
                      << ": 0 or more)";
       return signalPassFailure();
     }
-    SmallVector<SDPAOp> ops;
-    fn.walk([&](SDPAOp op) { ops.push_back(op); });
-    for (SDPAOp op : ops)
-      SDPATiler(op, sizes).run();
+    SmallVector<Operation *> ops;
+    fn.walk([&](Operation *op) {
+      if (isa<SDPAOp, PagedSDPAOp>(op))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      if (auto sdpa = dyn_cast<SDPAOp>(op))
+        SDPATiler(AttentionOperands(sdpa), sizes).run();
+      else
+        SDPATiler(AttentionOperands(cast<PagedSDPAOp>(op)), sizes).run();
+    }
   }
 };
 

@@ -1283,3 +1283,43 @@ func.func @l2_eps(%x: tensor<1x8xf32>) {
   %y = attn.l2_norm %x {epsilon = 0.0 : f64} : tensor<1x8xf32>
   return
 }
+
+// -----
+
+func.func @paged_rank(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x16x64xf32>, %vc: tensor<?x2x16x64xf32>, %table: tensor<?x?xi32>, %lens: tensor<?xi64>, %init: tensor<?x8x?x64xf32>) {
+  // expected-error @+1 {{expects a key cache [num_pages, Hkv, page_size, head_dim] of rank 4, got rank 3}}
+  %0 = attn.paged_sdpa %q, %kc, %vc, %table, %lens outs(%init : tensor<?x8x?x64xf32>) {scale = 0.125 : f64} : (tensor<?x8x?x64xf32>, tensor<?x16x64xf32>, tensor<?x2x16x64xf32>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @paged_groups(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x3x16x64xf32>, %vc: tensor<?x3x16x64xf32>, %table: tensor<?x?xi32>, %lens: tensor<?xi64>, %init: tensor<?x8x?x64xf32>) {
+  // expected-error @+1 {{expects the query head count (8) to be a positive multiple of the key cache head count (3)}}
+  %0 = attn.paged_sdpa %q, %kc, %vc, %table, %lens outs(%init : tensor<?x8x?x64xf32>) {scale = 0.125 : f64} : (tensor<?x8x?x64xf32>, tensor<?x3x16x64xf32>, tensor<?x3x16x64xf32>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @paged_page_size(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x16x64xf32>, %vc: tensor<?x2x8x64xf32>, %table: tensor<?x?xi32>, %lens: tensor<?xi64>, %init: tensor<?x8x?x64xf32>) {
+  // expected-error @+1 {{key cache page_size (16) does not match value cache page_size (8)}}
+  %0 = attn.paged_sdpa %q, %kc, %vc, %table, %lens outs(%init : tensor<?x8x?x64xf32>) {scale = 0.125 : f64} : (tensor<?x8x?x64xf32>, tensor<?x2x16x64xf32>, tensor<?x2x8x64xf32>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @paged_table_batch(%q: tensor<2x8x1x64xf32>, %kc: tensor<?x2x16x64xf32>, %vc: tensor<?x2x16x64xf32>, %table: tensor<3x?xi32>, %lens: tensor<2xi64>, %init: tensor<2x8x1x64xf32>) {
+  // expected-error @+1 {{block table batch (3) does not match query batch (2)}}
+  %0 = attn.paged_sdpa %q, %kc, %vc, %table, %lens outs(%init : tensor<2x8x1x64xf32>) {scale = 0.125 : f64} : (tensor<2x8x1x64xf32>, tensor<?x2x16x64xf32>, tensor<?x2x16x64xf32>, tensor<3x?xi32>, tensor<2xi64>) -> tensor<2x8x1x64xf32>
+  return
+}
+
+// -----
+
+func.func @paged_window(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x16x64xf32>, %vc: tensor<?x2x16x64xf32>, %table: tensor<?x?xi32>, %lens: tensor<?xi64>, %init: tensor<?x8x?x64xf32>) {
+  // expected-error @+1 {{expects a 'window' attribute with a sliding_window mask}}
+  %0 = attn.paged_sdpa %q, %kc, %vc, %table, %lens outs(%init : tensor<?x8x?x64xf32>) {mask = #attn.mask<sliding_window>, scale = 0.125 : f64} : (tensor<?x8x?x64xf32>, tensor<?x2x16x64xf32>, tensor<?x2x16x64xf32>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x64xf32>
+  return
+}

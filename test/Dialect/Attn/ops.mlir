@@ -213,3 +213,12 @@ func.func @gated_delta_graph(%x: tensor<?x?x96xf32>, %w: tensor<96x4xf32>,
   %n = attn.gated_rms_norm %o, %o, %nw {epsilon = 1.0e-06 : f64} : (tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>, tensor<8xf32>) -> tensor<?x?x4x8xf32>
   return %y, %st, %qn, %g, %beta, %n : tensor<?x?x96xf32>, tensor<?x96x3xf32>, tensor<?x2x?x16xf32>, tensor<?x4x?xf32>, tensor<?x4x?xf32>, tensor<?x?x4x8xf32>
 }
+
+// attn.paged_sdpa: K/V in page pools [num_pages, Hkv, page_size, d], an i32
+// block table, a causal sliding window and a softcap.
+// CHECK-LABEL: func.func @paged
+func.func @paged(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x16x64xf32>, %vc: tensor<?x2x16x32xf32>, %table: tensor<?x?xi32>, %lens: tensor<?xi64>, %init: tensor<?x8x?x32xf32>) -> tensor<?x8x?x32xf32> {
+  // CHECK: attn.paged_sdpa %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} outs(%{{.*}} : tensor<?x8x?x32xf32>) {mask = #attn.mask<sliding_window>, scale = 1.250000e-01 : f64, softcap = 5.000000e+01 : f64, window = 128 : i64} : (tensor<?x8x?x64xf32>, tensor<?x2x16x64xf32>, tensor<?x2x16x32xf32>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x32xf32>
+  %0 = attn.paged_sdpa %q, %kc, %vc, %table, %lens outs(%init : tensor<?x8x?x32xf32>) {mask = #attn.mask<sliding_window>, window = 128 : i64, softcap = 50.0 : f64, scale = 0.125 : f64} : (tensor<?x8x?x64xf32>, tensor<?x2x16x64xf32>, tensor<?x2x16x32xf32>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x32xf32>
+  return %0 : tensor<?x8x?x32xf32>
+}

@@ -201,6 +201,154 @@ static void testSdpa(attn_model *m, int32_t kind, const attn_kind_info *ki) {
   free(q), free(k), free(v), free(out), free(ref);
 }
 
+/* The paged cache: B sequences of lengths 0, 1, P-1, P+1 and 2P+7 whose
+ * pages are scattered over a pool at random, sequence 4 sharing its first
+ * page with sequence 3 (a common prefix), filled by attn_append_kv; decode
+ * (Sq 1) and Sq 3 against the float64 reference of each sequence alone and
+ * against attn_sdpa over its contiguous copy; then one token appended to
+ * every sequence and decode over the longer cache. */
+static void testPaged(attn_model *m, int32_t kind, const attn_kind_info *ki,
+                      int64_t P) {
+  enum { B = 5 };
+  int64_t Hq = ki->num_heads, Hkv = ki->num_kv_heads, D = ki->head_dim,
+          Dv = ki->head_dim_v;
+  int64_t lens[B] = {0, 1, P - 1, P + 1, 2 * P + 7}, maxLen = 2 * P + 8;
+  int64_t maxPages = (maxLen + P - 1) / P + 1, pages = B * maxPages + 3;
+  /* Logical K/V per sequence [B, Hkv, maxLen, D]; sequence 4's first P
+   * tokens are sequence 3's. */
+  float *k = randoms(B * Hkv * maxLen * D, 2.0f),
+        *v = randoms(B * Hkv * maxLen * Dv, 1.0f);
+  for (int64_t h = 0; h < Hkv; ++h) {
+    memcpy(k + ((4 * Hkv + h) * maxLen) * D, k + ((3 * Hkv + h) * maxLen) * D,
+           sizeof(float) * P * D);
+    memcpy(v + ((4 * Hkv + h) * maxLen) * Dv,
+           v + ((3 * Hkv + h) * maxLen) * Dv, sizeof(float) * P * Dv);
+  }
+  /* Pages: a shuffled pool, sequence 4's page 0 = sequence 3's page 0. */
+  int32_t *perm = malloc(sizeof(int32_t) * pages),
+          *table = malloc(sizeof(int32_t) * B * maxPages);
+  for (int64_t i = 0; i < pages; ++i)
+    perm[i] = (int32_t)i;
+  for (int64_t i = pages - 1; i > 0; --i) {
+    seed = seed * 1103515245u + 12345u;
+    int64_t j = (seed >> 8) % (i + 1);
+    int32_t t = perm[i];
+    perm[i] = perm[j], perm[j] = t;
+  }
+  for (int64_t i = 0; i < B * maxPages; ++i)
+    table[i] = perm[i];
+  table[4 * maxPages] = table[3 * maxPages];
+  float *kc = randoms(pages * Hkv * P * D, 100.0f),
+        *vc = randoms(pages * Hkv * P * Dv, 100.0f);
+  int64_t kcs[4] = {pages, Hkv, P, D}, vcs[4] = {pages, Hkv, P, Dv},
+          ts[2] = {B, maxPages}, kns[4] = {B, Hkv, maxLen, D},
+          vns[4] = {B, Hkv, maxLen, Dv};
+  attn_tensor tkc = attn_tensor_contiguous(kc, ATTN_F32, 4, kcs),
+              tvc = attn_tensor_contiguous(vc, ATTN_F32, 4, vcs),
+              tt = attn_tensor_contiguous(table, ATTN_I32, 2, ts),
+              tkn = attn_tensor_contiguous(k, ATTN_F32, 4, kns),
+              tvn = attn_tensor_contiguous(v, ATTN_F32, 4, vns);
+  int64_t zeros[B] = {0, 0, 0, 0, 0};
+  expectOk(attn_append_kv(m, kind, &tkc, &tvc, &tt, zeros, lens, &tkn, &tvn),
+           "attn_append_kv");
+  for (int step = 0; step < 2; ++step) {
+    for (int64_t sq = 1; sq <= 3; sq += 2) {
+      int64_t qs[4] = {B, Hq, sq, D}, os[4] = {B, Hq, sq, Dv};
+      int64_t no = B * Hq * sq * Dv;
+      float *q = randoms(B * Hq * sq * D, 2.0f), *out = randoms(no, 1.0f),
+            *ref = malloc(sizeof(float) * no), *con = malloc(sizeof(float) * no);
+      attn_tensor tq = attn_tensor_contiguous(q, ATTN_F32, 4, qs),
+                  to = attn_tensor_contiguous(out, ATTN_F32, 4, os);
+      expectOk(attn_decode_paged(m, kind, &tq, &tkc, &tvc, &tt, lens, &to),
+               "attn_decode_paged");
+      /* Each sequence alone: its contiguous K/V [1, Hkv, len, D]. */
+      for (int64_t b = 0; b < B; ++b) {
+        int64_t len = lens[b], one[1] = {len};
+        float *kb = malloc(sizeof(float) * (Hkv * len * D + 1)),
+              *vb = malloc(sizeof(float) * (Hkv * len * Dv + 1));
+        for (int64_t h = 0; h < Hkv; ++h) {
+          memcpy(kb + h * len * D, k + ((b * Hkv + h) * maxLen) * D,
+                 sizeof(float) * len * D);
+          memcpy(vb + h * len * Dv, v + ((b * Hkv + h) * maxLen) * Dv,
+                 sizeof(float) * len * Dv);
+        }
+        const float *qb = q + b * Hq * sq * D;
+        sdpaRef(ki, 1, sq, len, qb, kb, vb, one, ref + b * Hq * sq * Dv);
+        int64_t q1[4] = {1, Hq, sq, D}, k1[4] = {1, Hkv, len, D},
+                v1[4] = {1, Hkv, len, Dv}, o1[4] = {1, Hq, sq, Dv};
+        attn_tensor a = attn_tensor_contiguous((void *)qb, ATTN_F32, 4, q1),
+                    bk = attn_tensor_contiguous(kb, ATTN_F32, 4, k1),
+                    bv = attn_tensor_contiguous(vb, ATTN_F32, 4, v1),
+                    bo = attn_tensor_contiguous(con + b * Hq * sq * Dv,
+                                                ATTN_F32, 4, o1);
+        expectOk(attn_sdpa(m, kind, &a, &bk, &bv, NULL, NULL, &bo),
+                 "attn_sdpa of one sequence");
+        free(kb), free(vb);
+      }
+      printf("paged page_size %ld %s Sq %ld lengths %ld,%ld,%ld,%ld,%ld: ",
+             (long)P, step ? "after append" : "", (long)sq, (long)lens[0],
+             (long)lens[1], (long)lens[2], (long)lens[3], (long)lens[4]);
+      report("out", out, ref, no);
+      report("  = contiguous", out, con, no);
+      free(q), free(out), free(ref), free(con);
+    }
+    /* One more token per sequence: token lens[b] of the logical K/V. */
+    if (step == 0) {
+      int64_t ones[B] = {1, 1, 1, 1, 1}, n1[4] = {B, Hkv, 1, D},
+              n1v[4] = {B, Hkv, 1, Dv};
+      float *k1 = malloc(sizeof(float) * B * Hkv * D),
+            *v1 = malloc(sizeof(float) * B * Hkv * Dv);
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < Hkv; ++h) {
+          memcpy(k1 + (b * Hkv + h) * D,
+                 k + ((b * Hkv + h) * maxLen + lens[b]) * D, sizeof(float) * D);
+          memcpy(v1 + (b * Hkv + h) * Dv,
+                 v + ((b * Hkv + h) * maxLen + lens[b]) * Dv,
+                 sizeof(float) * Dv);
+        }
+      /* Sequence 4 shares page 0 with sequence 3, which sequence 3's new
+       * token (position P + 1) does not touch. */
+      attn_tensor a1 = attn_tensor_contiguous(k1, ATTN_F32, 4, n1),
+                  b1 = attn_tensor_contiguous(v1, ATTN_F32, 4, n1v);
+      expectOk(attn_append_kv(m, kind, &tkc, &tvc, &tt, lens, ones, &a1, &b1),
+               "attn_append_kv one token");
+      for (int64_t b = 0; b < B; ++b)
+        ++lens[b];
+      free(k1), free(v1);
+    }
+  }
+  /* Bad calls. */
+  int64_t qs[4] = {B, Hq, 1, D}, os[4] = {B, Hq, 1, Dv};
+  float *q = randoms(B * Hq * D, 1.0f), *out = randoms(B * Hq * Dv, 1.0f);
+  attn_tensor tq = attn_tensor_contiguous(q, ATTN_F32, 4, qs),
+              to = attn_tensor_contiguous(out, ATTN_F32, 4, os);
+  if (P == 16) {
+    int32_t saved = table[2 * maxPages];
+    table[2 * maxPages] = (int32_t)(pages + 5);
+    bad("page out of the pool",
+        attn_decode_paged(m, kind, &tq, &tkc, &tvc, &tt, lens, &to));
+    table[2 * maxPages] = saved;
+    int64_t tooLong[B] = {0, 0, maxPages * P + 1, 0, 0};
+    bad("length past the pages",
+        attn_decode_paged(m, kind, &tq, &tkc, &tvc, &tt, tooLong, &to));
+    attn_tensor t = tt;
+    t.dtype = ATTN_I64;
+    bad("block_table i64",
+        attn_decode_paged(m, kind, &tq, &tkc, &tvc, &t, lens, &to));
+    t = tvc;
+    t.shape[2] = P / 2;
+    bad("v_cache page size",
+        attn_decode_paged(m, kind, &tq, &tkc, &t, &tt, lens, &to));
+    int64_t late[B] = {0, 0, 0, 0, maxPages * P};
+    bad("append past the pages",
+        attn_append_kv(m, kind, &tkc, &tvc, &tt, late, NULL, &tkn, &tvn));
+    bad("no lengths",
+        attn_decode_paged(m, kind, &tq, &tkc, &tvc, &tt, NULL, &to));
+  }
+  free(q), free(out), free(k), free(v), free(kc), free(vc), free(perm),
+      free(table);
+}
+
 static void testGdn(attn_model *m, int32_t kind, const attn_kind_info *ki) {
   enum { B = 2, S = 70 };
   int64_t Hv = ki->num_heads, Hk = ki->num_kv_heads, dk = ki->head_dim,
@@ -305,8 +453,11 @@ int main(int argc, char **argv) {
   for (int32_t kind = 0; kind < info.num_kinds; ++kind) {
     attn_kind_info ki;
     attn_kind_get_info(m, kind, &ki);
-    if (ki.op == ATTN_OP_SDPA)
+    if (ki.op == ATTN_OP_SDPA) {
       testSdpa(kind % 2 ? self : m, kind, &ki);
+      for (int64_t p = 16; p > 0; p = p == 16 ? 5 : p == 5 ? 1 : 0)
+        testPaged(m, kind, &ki, p);
+    }
     else
       testGdn(kind % 2 ? self : m, kind, &ki);
   }
