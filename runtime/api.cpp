@@ -114,8 +114,9 @@ struct TensorCheck {
       return fail(ATTN_ERR_SHAPE,
                   at + " has shape " + shapeOf(*t) + ": more elements than "
                                                      "any machine's memory");
+    // (An empty tensor has no element to place: any strides.)
     int64_t stride = 1;
-    for (int32_t i = rank - 1; i >= 0; --i) {
+    for (int32_t i = rank - 1; i >= 0 && numel != 0; --i) {
       if (t->shape[i] != 1 && t->strides[i] != stride)
         return fail(ATTN_ERR_LAYOUT,
                     at + " has strides [" + stridesOf(*t) +

@@ -10,6 +10,9 @@ NumPy arrays in and out without copies.
     v = np.random.randn(1, 8, 4096, 128).astype(np.float32)
     out = m.sdpa(q, k, v, layer=0)            # [1, 32, 1, 128]
     m.sdpa(q, k, v, layer=0, out=out)         # into a buffer you keep
+    # A paged cache: pools [pages, 8, 16, 128], block table [1, 256] int32
+    m.append(kc, vc, table, [0], k, v, layer=0)
+    out = m.decode(q, kc, vc, table, [4096], layer=0)
 
 Arrays are passed as they are: float32 (int64 lengths), row-major
 contiguous (``np.ascontiguousarray`` makes them so; the module never copies
@@ -24,7 +27,7 @@ import os
 import numpy as np
 
 API_VERSION = 1
-F32, BF16, F16, I64 = 0, 1, 2, 3
+F32, BF16, F16, I64, I32 = 0, 1, 2, 3, 4
 OP_SDPA, OP_GATED_DELTA = 0, 1
 _MAX_RANK = 4
 _STATUS = {0: "ok", 1: "argument", 2: "shape", 3: "dtype", 4: "layout",
@@ -89,15 +92,17 @@ class Kind:
 
 
 _DTYPES = {np.dtype(np.float32): F32, np.dtype(np.float16): F16,
-           np.dtype(np.int64): I64}
+           np.dtype(np.int64): I64, np.dtype(np.int32): I32}
 
 
-def _tensor(name, x, writable=False):
-    """A view of `x` as an attn_tensor (no copy) and the array it views."""
+def _tensor(name, x, writable=False, dtype=F32):
+    """A view of `x` as an attn_tensor (no copy) and the array it views;
+    `dtype` is what the argument takes (the C API says so for floats)."""
     a = x if isinstance(x, np.ndarray) else np.asarray(x)
-    if a.dtype not in _DTYPES:
-        raise TypeError(f"{name}: dtype {a.dtype}; attn takes float32 "
-                        "(float16 where a kind takes it) arrays")
+    if a.dtype not in _DTYPES or (dtype == I32) != (_DTYPES[a.dtype] == I32):
+        want = "int32" if dtype == I32 else ("float32 (float16 where a kind "
+                                             "takes it)")
+        raise TypeError(f"{name}: dtype {a.dtype}; it must be {want}")
     if a.ndim > _MAX_RANK:
         raise ValueError(f"{name}: rank {a.ndim}; at most {_MAX_RANK}")
     if writable and not a.flags.writeable:
@@ -233,6 +238,49 @@ class Model:
             ctypes.byref(tq), ctypes.byref(tk), ctypes.byref(tv), lens,
             ctypes.byref(tb) if tb is not None else None, ctypes.byref(to)))
         return out
+
+    def decode(self, q, k_cache, v_cache, block_table, kv_lengths,
+               layer=None, kind=None, out=None):
+        """Attention over a paged KV cache: q [B, Hq, Sq, D] (each
+        sequence's last Sq tokens), k_cache [num_pages, Hkv, page_size, D],
+        v_cache [num_pages, Hkv, page_size, Dv], block_table [B, max_pages]
+        int32, kv_lengths [B] -> out [B, Hq, Sq, Dv]. Token j of sequence b
+        is row j % page_size of page block_table[b, j // page_size]."""
+        kd = self._kind(layer, kind)
+        tq, q = _tensor("q", q)
+        tk, k_cache = _tensor("k_cache", k_cache)
+        tv, v_cache = _tensor("v_cache", v_cache)
+        tt, block_table = _tensor("block_table", block_table, dtype=I32)
+        b = q.shape[0] if q.ndim else 0
+        if out is None:
+            out = np.empty((b, kd.num_heads, q.shape[2] if q.ndim > 2 else 0,
+                            kd.head_dim_v), np.float32)
+        to, out = _tensor("out", out, writable=True)
+        lens, keep = _lengths("kv_lengths", kv_lengths, b)
+        self._check(self._lib.attn_decode_paged(
+            self._handle_or_raise(), ctypes.c_int32(kd.index),
+            ctypes.byref(tq), ctypes.byref(tk), ctypes.byref(tv),
+            ctypes.byref(tt), lens, ctypes.byref(to)))
+        return out
+
+    def append(self, k_cache, v_cache, block_table, start, k_new, v_new,
+               layer=None, kind=None, counts=None):
+        """Writes k_new [B, Hkv, n, D] and v_new [B, Hkv, n, Dv] into the
+        paged cache as tokens start[b], start[b] + 1, ... of each sequence
+        (its first counts[b] of them; all n without counts)."""
+        kd = self._kind(layer, kind)
+        tk, k_cache = _tensor("k_cache", k_cache, writable=True)
+        tv, v_cache = _tensor("v_cache", v_cache, writable=True)
+        tt, block_table = _tensor("block_table", block_table, dtype=I32)
+        tkn, k_new = _tensor("k_new", k_new)
+        tvn, v_new = _tensor("v_new", v_new)
+        b = k_new.shape[0] if k_new.ndim else 0
+        st, keep1 = _lengths("start", start, b)
+        ct, keep2 = _lengths("counts", counts, b)
+        self._check(self._lib.attn_append_kv(
+            self._handle_or_raise(), ctypes.c_int32(kd.index),
+            ctypes.byref(tk), ctypes.byref(tv), ctypes.byref(tt), st, ct,
+            ctypes.byref(tkn), ctypes.byref(tvn)))
 
     def gated_delta(self, q, k, v, g, beta, layer=None, kind=None,
                     state=None, lengths=None, out=None, state_out=None):

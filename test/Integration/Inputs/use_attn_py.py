@@ -20,6 +20,8 @@ def sdpa_ref(kind, q, k, v, lens):
     bottom-right; window; softcap); rows that see no key are 0."""
     B, Hq, Sq, _ = q.shape
     Skv = k.shape[2]
+    if Skv == 0:
+        return np.zeros((B, Hq, Sq, v.shape[3]))
     G = Hq // k.shape[1]
     kk = np.repeat(k.astype(np.float64), G, axis=1)
     vv = np.repeat(v.astype(np.float64), G, axis=1)
@@ -105,6 +107,40 @@ for m in (qwen, gemma):
         buf = np.zeros_like(out)
         assert m.sdpa(q, k, v, kind=kd.name, kv_lengths=lens, out=buf) is buf
         assert np.array_equal(buf, out)
+
+# The paged cache: 5 sequences (lengths 0, 1, 15, 16, 33 with page size 16)
+# on shuffled pages, the last two sharing their first page; filled by
+# append, decoded, one token appended, decoded again; = sdpa over each
+# sequence's contiguous copy and = the float64 reference.
+for m in (qwen, gemma):
+    kd = next(k for k in m.kinds if k.op == attn.OP_SDPA)
+    P, lens = 16, np.array([0, 1, 15, 16, 33])
+    B, M = len(lens), 4
+    pages = B * M + 2
+    table = rng.permutation(pages)[:B * M].astype(np.int32).reshape(B, M)
+    table[4, 0] = table[3, 0]
+    kc = rng.standard_normal((pages, kd.num_kv_heads, P, kd.head_dim), np.float32) * 100
+    vc = rng.standard_normal((pages, kd.num_kv_heads, P, kd.head_dim_v), np.float32) * 100
+    k = rng.standard_normal((B, kd.num_kv_heads, M * P, kd.head_dim), np.float32) * 2
+    v = rng.standard_normal((B, kd.num_kv_heads, M * P, kd.head_dim_v), np.float32)
+    k[4, :, :P], v[4, :, :P] = k[3, :, :P], v[3, :, :P]
+    m.append(kc, vc, table, np.zeros(B, np.int64), k, v, kind=kd, counts=lens)
+    for step in range(2):
+        q = rng.standard_normal((B, kd.num_heads, 1, kd.head_dim), np.float32) * 2
+        out = m.decode(q, kc, vc, table, lens, kind=kd)
+        ref = np.concatenate([sdpa_ref(kd, q[b:b + 1], k[b:b + 1, :, :lens[b]], v[b:b + 1, :, :lens[b]], [lens[b]]) for b in range(B)])
+        con = np.concatenate([m.sdpa(q[b:b + 1], np.ascontiguousarray(k[b:b + 1, :, :lens[b]]), np.ascontiguousarray(v[b:b + 1, :, :lens[b]]), kind=kd) for b in range(B)])
+        report(f"{m.family} {kd.name} paged decode lengths {','.join(map(str, lens))}", out, ref)
+        report("  = contiguous", out, con)
+        if step == 0:
+            m.append(kc, vc, table, lens, np.ascontiguousarray(k[np.arange(B), :, lens][:, :, None]),
+                     np.ascontiguousarray(v[np.arange(B), :, lens][:, :, None]), kind=kd)
+            lens = lens + 1
+    bad_table = table.copy()
+    bad_table[2, 0] = pages + 3
+    expect_error("page out of the pool", lambda: m.decode(q, kc, vc, bad_table, lens, kind=kd))
+    expect_error("int64 block table", lambda: m.decode(q, kc, vc, table.astype(np.int64), lens, kind=kd), TypeError)
+    expect_error("append past the pages", lambda: m.append(kc, vc, table, [0, 0, 0, 0, M * P], np.ascontiguousarray(k[:, :, :1]), np.ascontiguousarray(v[:, :, :1]), kind=kd))
 
 # Gated DeltaNet.
 kd = qwen.kinds[0]
