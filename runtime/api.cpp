@@ -70,6 +70,13 @@ std::string dimsStr(const std::vector<int64_t> &want,
   return s + "]";
 }
 
+/// The element type of a kind's paged cache.
+attn_dtype kvDtype(const attn_rt_kind &k) {
+  return k.kv_dtype == ATTN_RT_KV_BF16  ? ATTN_BF16
+         : k.kv_dtype == ATTN_RT_KV_F16 ? ATTN_F16
+                                        : ATTN_F32;
+}
+
 int64_t elementBytes(attn_dtype t) {
   return t == ATTN_I64 ? 8 : t == ATTN_BF16 || t == ATTN_F16 ? 2 : 4;
 }
@@ -351,7 +358,7 @@ attn_status attn_kind_get_info(const attn_model *model, int32_t kind,
                          k.num_kv_heads, k.head_dim,     k.head_dim_v,
                          k.causal,       k.window,       k.bias_buckets,
                          k.scale,        k.softcap,      k.num_layers,
-                         k.layers};
+                         k.layers,       kvDtype(k),     k.paged != nullptr};
   return ATTN_OK;
 }
 
@@ -508,14 +515,23 @@ attn_status attn_gated_delta(const attn_model *model, int32_t kind,
   return ATTN_OK;
 }
 
-/// Checks a paged cache's pools and block table for `kd`; sets `pages`,
-/// `pageSize` and `maxPages`.
+/// Checks a paged cache's pools (of the kind's kv_dtype) and block table
+/// for `kd`; sets `pages`, `pageSize` and `maxPages`.
 static bool checkPaged(TensorCheck &check, const attn_rt_kind *kd,
                        const attn_tensor *kCache, const attn_tensor *vCache,
                        const attn_tensor *table, int64_t batch,
                        int64_t &pages, int64_t &pageSize, int64_t &maxPages) {
+  attn_dtype dt = kvDtype(*kd);
+  for (const attn_tensor *t : {kCache, vCache})
+    if (t && t->dtype != dt)
+      return check.fail(
+          ATTN_ERR_DTYPE,
+          std::string(check.call) + ": " + (t == kCache ? "k" : "v") +
+              "_cache has dtype " + dtypeName(t->dtype) + "; this library's "
+              "paged kernels read a " + dtypeName(dt) +
+              " cache (attn-compile --kv-dtype=" + dtypeName(dt) + ")");
   if (!check(kCache, "k_cache", {-1, kd->num_kv_heads, -1, kd->head_dim},
-             {"num_pages", "", "page_size", ""}))
+             {"num_pages", "", "page_size", ""}, dt))
     return false;
   pages = kCache->shape[0];
   pageSize = kCache->shape[2];
@@ -523,7 +539,7 @@ static bool checkPaged(TensorCheck &check, const attn_rt_kind *kd,
     return check.fail(ATTN_ERR_SHAPE, std::string(check.call) +
                                           ": k_cache has page_size 0");
   if (!check(vCache, "v_cache",
-             {pages, kd->num_kv_heads, pageSize, kd->head_dim_v}, {}) ||
+             {pages, kd->num_kv_heads, pageSize, kd->head_dim_v}, {}, dt) ||
       !check(table, "block_table", {batch, -1}, {"", "max_pages"}, ATTN_I32))
     return false;
   maxPages = table->shape[1];
@@ -598,6 +614,8 @@ attn_status attn_decode_paged(const attn_model *model, int32_t kind,
                        dq = view4(f32(*q), dims(*q)),
                        dk = view4(f32(*k_cache), dims(*k_cache)),
                        dv = view4(f32(*v_cache), dims(*v_cache));
+  // (A bf16/f16 cache's descriptor holds the same addresses; the kernel
+  // indexes it by 2-byte elements.)
   auto *t = static_cast<int32_t *>(block_table->data);
   attn_rt_memref_i32_2 dt{t, t, 0, {b, maxPages}, {maxPages, 1}};
   auto *lens = const_cast<int64_t *>(kv_lengths);
@@ -617,11 +635,14 @@ attn_status attn_append_kv(const attn_model *model, int32_t kind,
           getKind(model, kind, "attn_append_kv", ATTN_RT_OP_SDPA, kd))
     return s;
   TensorCheck check{"attn_append_kv", describeKind(*kd)};
+  // New rows are stored as they come: of the cache's element type.
+  attn_dtype dt = kvDtype(*kd);
   if (!check(k_new, "k_new", {-1, kd->num_kv_heads, -1, kd->head_dim},
-             {"B", "", "n", ""}))
+             {"B", "", "n", ""}, dt))
     return check.status;
   int64_t b = k_new->shape[0], n = k_new->shape[2], pages, pageSize, maxPages;
-  if (!check(v_new, "v_new", {b, kd->num_kv_heads, n, kd->head_dim_v}, {}) ||
+  if (!check(v_new, "v_new", {b, kd->num_kv_heads, n, kd->head_dim_v}, {},
+             dt) ||
       !checkPaged(check, kd, k_cache, v_cache, block_table, b, pages,
                   pageSize, maxPages))
     return check.status;
@@ -661,19 +682,21 @@ attn_status attn_append_kv(const attn_model *model, int32_t kind,
     return check.status;
   const int32_t *table = static_cast<const int32_t *>(block_table->data);
   int64_t hkv = kd->num_kv_heads;
+  int64_t eb = elementBytes(dt);
   for (auto [cache, src, d] :
        {std::tuple<attn_tensor *, const attn_tensor *, int64_t>{
             k_cache, k_new, kd->head_dim},
         {v_cache, v_new, kd->head_dim_v}}) {
-    float *pool = f32(*cache);
-    const float *in = f32(*src);
+    char *pool = static_cast<char *>(cache->data);
+    const char *in = static_cast<const char *>(src->data);
     for (int64_t i = 0; i < b; ++i)
       for (int64_t h = 0; h < hkv; ++h)
         for (int64_t t = 0; t < end[i] - start[i]; ++t) {
           int64_t pos = start[i] + t;
           int64_t page = table[i * maxPages + pos / pageSize];
-          std::memcpy(pool + ((page * hkv + h) * pageSize + pos % pageSize) * d,
-                      in + ((i * hkv + h) * n + t) * d, sizeof(float) * d);
+          std::memcpy(
+              pool + ((page * hkv + h) * pageSize + pos % pageSize) * d * eb,
+              in + ((i * hkv + h) * n + t) * d * eb, d * eb);
         }
   }
   return ATTN_OK;

@@ -115,6 +115,11 @@ typedef struct {
   double softcap;       /* 0: none */
   int64_t num_layers;   /* the layers of this kind, in `layers` */
   const int64_t *layers;
+  /* The element type of the paged cache attn_decode_paged and
+   * attn_append_kv take (attn-compile --kv-dtype: ATTN_F32, ATTN_BF16 or
+   * ATTN_F16; arithmetic in f32), and whether the kind has paged kernels. */
+  attn_dtype kv_dtype;
+  int32_t paged;
 } attn_kind_info;
 
 /* The API version of the library (ATTN_API_VERSION it was built with). */
@@ -170,7 +175,9 @@ attn_status attn_gated_delta(const attn_model *model, int32_t kind,
                              attn_tensor *state_out);
 
 /* A paged KV cache. K and V live in page pools, k_cache [num_pages, Hkv,
- * page_size, D] and v_cache [num_pages, Hkv, page_size, Dv] (ATTN_F32):
+ * page_size, D] and v_cache [num_pages, Hkv, page_size, Dv] of the kind's
+ * kv_dtype (ATTN_F32, or ATTN_BF16/ATTN_F16 for a library compiled with
+ * --kv-dtype=bf16/f16: half the bytes to read; q and out stay f32):
  * one page holds page_size consecutive tokens of every KV head, each
  * head's rows contiguous (FlashInfer's "HND" layout: a kernel streams one
  * head's keys from contiguous memory). block_table [B, max_pages]

@@ -125,7 +125,8 @@ typedef void (*attn_rt_sdpa_bias_fn)(attn_rt_memref_f32_4 *out,
 
 /* Attention over a paged KV cache: q [B,Hq,Sq,D], the page pools
  * k_cache [num_pages, Hkv, page_size, D] and v_cache [num_pages, Hkv,
- * page_size, Dv], block_table [B, max_pages] (int32: page of each page
+ * page_size, Dv] (elements of attn_rt_kind.kv_dtype: the descriptor's
+ * pointers are to 2-byte elements for bf16/f16), block_table [B, max_pages] (int32: page of each page
  * index) and kv_lengths [B] (tokens of each sequence; its query rows are
  * its last Sq tokens) -> out [B,Hq,Sq,Dv]. The caller checks that every
  * page a sequence uses is in the pool and that kv_lengths[b] <=
@@ -192,7 +193,13 @@ typedef struct {
   /* Softmax kinds on the CPU: attention over a paged KV cache
    * (attn_rt_paged_fn, `<kind>_paged`), or NULL (CUDA, T5's bias). */
   attn_rt_paged_fn paged;
+  int kv_dtype; /* the paged caches' elements: ATTN_RT_KV_* */
 } attn_rt_kind;
+
+/* attn_rt_kind.kv_dtype (attn-compile --kv-dtype) */
+#define ATTN_RT_KV_F32 0
+#define ATTN_RT_KV_BF16 1
+#define ATTN_RT_KV_F16 2
 
 typedef struct {
   int abi_version;

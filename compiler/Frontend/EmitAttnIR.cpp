@@ -233,9 +233,14 @@ func::FuncOp Emitter::emitPagedKernel(const std::string &name,
   Location loc = NameLoc::get(b.getStringAttr(name),
                               FileLineColLoc::get(ctx, spec.configPath, 1, 1));
   RankedTensorType outTy = headsType(l.numHeads, l.headDimV);
-  SmallVector<Type> inputs = {headsType(l.numHeads, l.headDimQK),
-                              tensor({kDyn, l.numKVHeads, kDyn, l.headDimQK}),
-                              tensor({kDyn, l.numKVHeads, kDyn, l.headDimV}),
+  Type cacheElt = spec.kvCache == KVCacheType::bf16  ? Type(b.getBF16Type())
+                  : spec.kvCache == KVCacheType::f16 ? Type(b.getF16Type())
+                                                     : Type(f32);
+  SmallVector<Type> inputs = {
+      headsType(l.numHeads, l.headDimQK),
+      RankedTensorType::get({kDyn, l.numKVHeads, kDyn, l.headDimQK},
+                            cacheElt),
+      RankedTensorType::get({kDyn, l.numKVHeads, kDyn, l.headDimV}, cacheElt),
                               RankedTensorType::get({kDyn, kDyn},
                                                     b.getI32Type()),
                               RankedTensorType::get({kDyn}, b.getI64Type())};

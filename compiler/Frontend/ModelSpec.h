@@ -120,8 +120,13 @@ struct LayerSpec {
   }
 };
 
+/// The element type of the K/V cache the paged kernels read (a compile
+/// option: attn-compile --kv-dtype); arithmetic stays fp32.
+enum class KVCacheType { f32, bf16, f16 };
+
 struct ModelSpec {
   std::string configPath;
+  KVCacheType kvCache = KVCacheType::f32;
   std::string modelType;     ///< as written in config.json.
   std::string family;        ///< normalized family name.
   std::string architecture;  ///< architectures[0] if given.

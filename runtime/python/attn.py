@@ -14,8 +14,9 @@ NumPy arrays in and out without copies.
     m.append(kc, vc, table, [0], k, v, layer=0)
     out = m.decode(q, kc, vc, table, [4096], layer=0)
 
-Arrays are passed as they are: float32 (int64 lengths), row-major
-contiguous (``np.ascontiguousarray`` makes them so; the module never copies
+Arrays are passed as they are: float32 (int64 lengths, int32 block
+tables; a bf16/f16 paged cache, for a library compiled with --kv-dtype, as
+uint16 arrays of bfloat16 bits or float16 arrays), row-major contiguous (``np.ascontiguousarray`` makes them so; the module never copies
 silently). Anything ``np.asarray`` views without a copy works too (a CPU
 PyTorch tensor). Errors raise ``attn.Error`` with the C API's status and
 message.
@@ -64,7 +65,8 @@ class _KindInfo(ctypes.Structure):
                 ("causal", ctypes.c_int32), ("window", ctypes.c_int64),
                 ("bias_buckets", ctypes.c_int64), ("scale", ctypes.c_double),
                 ("softcap", ctypes.c_double), ("num_layers", ctypes.c_int64),
-                ("layers", ctypes.POINTER(ctypes.c_int64))]
+                ("layers", ctypes.POINTER(ctypes.c_int64)),
+                ("kv_dtype", ctypes.c_int), ("paged", ctypes.c_int32)]
 
 
 class Kind:
@@ -83,6 +85,8 @@ class Kind:
             setattr(self, f, getattr(info, f))
         self.causal = bool(info.causal)
         self.layers = [info.layers[i] for i in range(info.num_layers)]
+        self.kv_dtype = info.kv_dtype  # F32, BF16 or F16: the paged cache's
+        self.paged = bool(info.paged)
 
     def __repr__(self):
         op = "sdpa" if self.op == OP_SDPA else "gated_delta"
@@ -91,8 +95,10 @@ class Kind:
                 f" layers {self.layers})")
 
 
+# bfloat16 has no NumPy dtype: its bits travel as uint16.
 _DTYPES = {np.dtype(np.float32): F32, np.dtype(np.float16): F16,
-           np.dtype(np.int64): I64, np.dtype(np.int32): I32}
+           np.dtype(np.uint16): BF16, np.dtype(np.int64): I64,
+           np.dtype(np.int32): I32}
 
 
 def _tensor(name, x, writable=False, dtype=F32):
@@ -100,8 +106,9 @@ def _tensor(name, x, writable=False, dtype=F32):
     `dtype` is what the argument takes (the C API says so for floats)."""
     a = x if isinstance(x, np.ndarray) else np.asarray(x)
     if a.dtype not in _DTYPES or (dtype == I32) != (_DTYPES[a.dtype] == I32):
-        want = "int32" if dtype == I32 else ("float32 (float16 where a kind "
-                                             "takes it)")
+        want = "int32" if dtype == I32 else (
+            "float32 (a --kv-dtype cache: float16, or uint16 holding "
+            "bfloat16)")
         raise TypeError(f"{name}: dtype {a.dtype}; it must be {want}")
     if a.ndim > _MAX_RANK:
         raise ValueError(f"{name}: rank {a.ndim}; at most {_MAX_RANK}")

@@ -42,13 +42,17 @@
 // CHECK: scf.for {{.*}} step %c1
 // CHECK-COUNT-4: vector.fma {{.*}} : vector<16xf32>
 // Fewer than 16 rows (decode): per 4 keys a 4 rows x 4 keys tile of
-// dot products (16 FMAs per d step, each K vector shared by the 4 rows), the
-// K rows of the next chunk prefetched to L2, the 16 accumulators folded by a
-// shuffle tree and stored 4 lanes per row; then P·V prefetching V.
+// dot products (16 FMAs per d step, each K vector shared by the 4 rows) up
+// to the chunk's last key (rounded up to 4, not the chunk's 64 lanes: a
+// page of 16 keys computes 16), the K rows of the next chunk prefetched to
+// L2, the 16 accumulators folded by a shuffle tree and stored 4 lanes per
+// row; then P·V prefetching V.
 // DECODE-LABEL: func.func @step(
 // DECODE: scf.if
 // DECODE: scf.for {{.*}} step %c4
-// DECODE: scf.for {{.*}} = %c0{{.*}} to %c64{{.*}} step %c4
+// DECODE: %[[NC4:.*]] = arith.ceildivsi %{{.*}}, %c4
+// DECODE: %[[END:.*]] = arith.muli %[[NC4]], %c4
+// DECODE: scf.for {{.*}} = %c0{{.*}} to %[[END]] step %c4
 // DECODE-COUNT-4: memref.prefetch %arg1[{{.*}}], read, locality<2>, data : memref<?x64xf32>
 // DECODE: scf.for {{.*}} step %c16
 // DECODE-COUNT-16: vector.fma {{.*}} : vector<16xf32>
@@ -89,4 +93,35 @@ func.func @t5(%q: tensor<2x?x64xf32>, %k: tensor<?x64xf32>, %v: tensor<?x64xf32>
          tensor<2x?x64xf32>, tensor<2x?xf32>, tensor<2x?xf32>)
         -> (tensor<2x?x64xf32>, tensor<2x?xf32>, tensor<2x?xf32>)
   return %a, %mx, %s : tensor<2x?x64xf32>, tensor<2x?xf32>, tensor<2x?xf32>
+}
+
+// -----
+
+// A page of a bf16 paged cache: the K and V rows are loaded as bf16 vectors
+// and widened in registers (arith.extf; no f32 copy), and the decode
+// prefetches read, past the tile's last chunk, the next page named by
+// prefetch(...) (arith.select between this tile and the next).
+// KEEP-LABEL: func.func @page_bf16(
+// KEEP: attn.online_attention
+// DECODE-LABEL: func.func @page_bf16(
+// DECODE: scf.if
+// DECODE: arith.cmpi slt
+// DECODE: arith.select {{.*}} : memref<?x64xbf16{{.*}}>
+// DECODE: arith.select {{.*}} : memref<?x64xbf16{{.*}}>
+// DECODE: memref.prefetch {{.*}} : memref<?x64xbf16{{.*}}>
+// DECODE: vector.load {{.*}} : memref<?x64xbf16{{.*}}>, vector<16xbf16>
+// DECODE: arith.extf {{.*}} : vector<16xbf16> to vector<16xf32>
+// DECODE: vector.fma {{.*}} : vector<16xf32>
+func.func @page_bf16(%q: tensor<4x?x64xf32>, %k: tensor<?x64xbf16>, %v: tensor<?x64xbf16>,
+                     %kn: tensor<?x64xbf16>, %vn: tensor<?x64xbf16>,
+                     %acc: tensor<4x?x64xf32>, %m: tensor<4x?xf32>, %l: tensor<4x?xf32>,
+                     %qp: index, %kp: index)
+    -> (tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>) {
+  %a, %mx, %s = attn.online_attention %q, %k, %v, %acc, %m, %l, %qp, %kp
+      prefetch(%kn, %vn : tensor<?x64xbf16>, tensor<?x64xbf16>)
+      {scale = 0.125 : f64}
+      : (tensor<4x?x64xf32>, tensor<?x64xbf16>, tensor<?x64xbf16>,
+         tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>)
+        -> (tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>)
+  return %a, %mx, %s : tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>
 }

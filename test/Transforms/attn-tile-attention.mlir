@@ -243,11 +243,30 @@ func.func @kept_reference(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v
 // CHECK: %[[R0:.*]] = arith.subi %[[KB]], %[[PS]] : index
 // CHECK: tensor.extract_slice %[[KC]][%[[PAGEI]], %[[G]], %[[R0]], 0] [1, 1, %{{.*}}, 64] [1, 1, 1, 1] : tensor<?x2x?x64xf32> to tensor<?x64xf32>
 // CHECK: tensor.extract_slice %[[VC]][%[[PAGEI]], %[[G]], %[[R0]], 0]
-// CHECK: attn.online_attention {{.*}}, %[[KB]] {scale = 1.250000e-01 : f64}
+// The next page of the range (this one for the last), whole, to prefetch:
+// CHECK: %[[NP:.*]] = arith.addi %[[PG]], %c1 : index
+// CHECK: %[[LASTP:.*]] = arith.subi %[[LAST]], %c1 : index
+// CHECK: %[[NPC:.*]] = arith.minsi %[[NP]], %[[LASTP]] : index
+// CHECK: %[[NEXT:.*]] = tensor.extract %[[T]][%[[B]], %[[NPC]]] : tensor<?x?xi32>
+// CHECK: %[[NEXTI:.*]] = arith.index_cast %[[NEXT]] : i32 to index
+// CHECK: %[[KN:.*]] = tensor.extract_slice %[[KC]][%[[NEXTI]], %[[G]], %c0, 0] [1, 1, %[[P]], 64]
+// CHECK: %[[VN:.*]] = tensor.extract_slice %[[VC]][%[[NEXTI]], %[[G]], %c0, 0] [1, 1, %[[P]], 64]
+// CHECK: attn.online_attention {{.*}}, %[[KB]] prefetch(%[[KN]], %[[VN]] : tensor<?x64xf32>, tensor<?x64xf32>) {scale = 1.250000e-01 : f64}
 // CHECK: scf.for
 // CHECK: attn.online_attention {{.*}} {mask = #attn.mask<causal>, scale = 1.250000e-01 : f64}
 // CHECK: attn.online_finalize
 func.func @paged(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x?x64xf32>, %vc: tensor<?x2x?x64xf32>, %table: tensor<?x?xi32>, %lens: tensor<?xi64>, %init: tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32> {
   %0 = attn.paged_sdpa %q, %kc, %vc, %table, %lens outs(%init : tensor<?x8x?x64xf32>) {mask = #attn.mask<causal>, scale = 0.125 : f64} : (tensor<?x8x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x64xf32>
+  return %0 : tensor<?x8x?x64xf32>
+}
+
+// -----
+
+// A bf16 paged cache with an f32 query: bf16 K/V tiles, f32 state.
+// CHECK-LABEL: func.func @paged_bf16(
+// CHECK: tensor.extract_slice %{{.*}} : tensor<?x2x?x64xbf16> to tensor<?x64xbf16>
+// CHECK: attn.online_attention {{.*}} : (tensor<4x?x64xf32>, tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>)
+func.func @paged_bf16(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x?x64xbf16>, %vc: tensor<?x2x?x64xbf16>, %table: tensor<?x?xi32>, %lens: tensor<?xi64>, %init: tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32> {
+  %0 = attn.paged_sdpa %q, %kc, %vc, %table, %lens outs(%init : tensor<?x8x?x64xf32>) {scale = 0.125 : f64} : (tensor<?x8x?x64xf32>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x64xf32>
   return %0 : tensor<?x8x?x64xf32>
 }

@@ -174,12 +174,13 @@ struct Machine {
 /// DIR/libNAME.so (--emit=shared); exits on failure.
 inline std::string compileConfig(const std::string &dir,
                                  const std::string &name,
-                                 const std::string &json) {
+                                 const std::string &json,
+                                 const std::string &flags = "") {
   std::string cfg = dir + "/" + name + ".json";
   std::ofstream(cfg) << json;
   std::string lib = dir + "/lib" + name + ".so";
   std::string cmd = std::string(ATTN_COMPILE) + " " + cfg +
-                    " --emit=shared -o " + lib;
+                    " --emit=shared " + flags + " -o " + lib;
   if (std::system(cmd.c_str()) != 0) {
     std::fprintf(stderr, "attn-bench: error: '%s' failed\n", cmd.c_str());
     std::exit(1);

@@ -53,6 +53,9 @@ const Shape kShapes[] = {
     {"P3", 16, 1, 4096, 4096, 128, true},
     {"P4", 64, 4, 1024, 1024, 256, true},
     {"D1", 32, 8, 1, 16384, 128, true},
+    // The seed's full-attention layer in decode: 16 query heads per KV
+    // head, head dim 256.
+    {"D2", 64, 4, 1, 65536, 256, true},
 };
 
 double flops(const Shape &s) {
@@ -184,13 +187,17 @@ void runUnfused(const Shape &s, Inputs &in, std::vector<float> &scores,
 // Compiling the shapes
 //===----------------------------------------------------------------------===//
 
-std::string compileShared(const std::string &dir, const Shape &s) {
+std::string compileShared(const std::string &dir, const Shape &s,
+                          const std::string &kvDtype = "f32") {
   std::string json = std::string("{\"model_type\": \"") +
                      (s.causal ? "llama" : "bert") +
                      "\", \"hidden_size\": " + std::to_string(s.hq * s.d) +
                      ", \"num_attention_heads\": " + std::to_string(s.hq) +
                      ", \"num_key_value_heads\": " + std::to_string(s.hkv) +
                      ", \"num_hidden_layers\": 1}";
+  if (kvDtype != "f32")
+    return compileConfig(dir, s.name + "_" + kvDtype, json,
+                         "--kv-dtype=" + kvDtype);
   return compileConfig(dir, s.name, json);
 }
 
@@ -258,7 +265,7 @@ int parseArgs(int argc, char **argv, Options &o) {
       o.svg = next();
     else {
       std::printf("usage: attn-bench [--threads T] [--repeats R] [--csv FILE] "
-                  "[--shape P1|P2|P3|P4|D1] [--long] [--linear [--svg FILE]] "
+                  "[--shape P1|P2|P3|P4|D1|D2] [--long] [--linear [--svg FILE]] "
                   "[--openblas-core NAME|auto]\n"
                   "  --openblas-core: the baseline's OPENBLAS_CORETYPE "
                   "(default: SkylakeX with AVX-512, Haswell with AVX2; auto: "
@@ -280,18 +287,18 @@ int parseArgs(int argc, char **argv, Options &o) {
 
 /// Decode reads K and V once: its figure is a fraction of the read
 /// bandwidth, which varies on a shared machine. Five rounds of (bandwidth,
-/// fused kernel) close in time; medians of each and of the per-round
-/// ratios. Sets rf's time; returns (K+V GB/s, bandwidth, ratio).
+/// `call`) close in time; medians of each and of the per-round ratios.
+/// Sets rf's time; returns (K+V GB/s, bandwidth, ratio).
+template <typename F>
 std::array<double, 3> measureDecode(const Shape &s, const Options &o,
-                                    const Machine &mc, attn_rt_sdpa_fn fused,
-                                    Inputs &in, std::vector<float> &fusedOut,
-                                    Result &rf) {
-  double bytes = 2.0 * s.hkv * s.skv * s.d * 4;
+                                    const Machine &mc, F call, Result &rf,
+                                    int64_t elementBytes = 4) {
+  double bytes = 2.0 * s.hkv * s.skv * s.d * elementBytes;
   std::vector<double> ms, bws, ratios;
   for (int round = 0; round < 5; ++round) {
     double bw =
         valueInChild([&] { return readBandwidth(o.threads, mc.avx512); });
-    Result r = inChild(o.repeats, [&] { runFused(fused, s, in, fusedOut); });
+    Result r = inChild(o.repeats, call);
     ms.push_back(r.ms);
     bws.push_back(bw);
     ratios.push_back(bytes / r.ms / 1e6 / bw);
@@ -300,8 +307,77 @@ std::array<double, 3> measureDecode(const Shape &s, const Options &o,
   return {bytes / rf.ms / 1e6, median(bws), median(ratios)};
 }
 
+/// A float as bf16 or IEEE half bits (round to nearest even; the inputs
+/// are normal samples, far from the half range's ends).
+uint16_t narrowBits(float f, bool half) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if (!half)
+    return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a < 0x38800000u) // below 2^-14: flush (a normal sample rarely is)
+    return uint16_t(sign);
+  return uint16_t(sign | ((a + 0xfffu + ((a >> 13) & 1u) - 0x38000000u) >> 13));
+}
+
+/// The shape's K/V in a paged cache of `kvDtype` (f32, bf16 or f16): pools
+/// [pages, Hkv, page, d] whose pages the one sequence uses in a shuffled
+/// order (as a serving engine's allocator leaves them), and its block
+/// table.
+struct PagedCache {
+  std::vector<char> k, v;
+  std::vector<int32_t> table;
+  int64_t pages, eb;
+  PagedCache(const Shape &s, const Inputs &in, int64_t page,
+             const std::string &kvDtype)
+      : pages((s.skv + page - 1) / page), eb(kvDtype == "f32" ? 4 : 2) {
+    k.assign(pages * s.hkv * page * s.d * eb, 0);
+    v.assign(k.size(), 0);
+    table.resize(pages);
+    for (int64_t p = 0; p < pages; ++p)
+      table[p] = int32_t(p);
+    std::shuffle(table.begin(), table.end(), std::mt19937(11));
+    bool half = kvDtype == "f16";
+    for (int64_t h = 0; h < s.hkv; ++h)
+      for (int64_t j = 0; j < s.skv; ++j) {
+        int64_t at = ((table[j / page] * s.hkv + h) * page + j % page) * s.d;
+        for (int64_t e = 0; e < s.d; ++e)
+          for (auto [dst, src] : {std::pair{&k, &in.k}, {&v, &in.v}}) {
+            float x = (*src)[(h * s.skv + j) * s.d + e];
+            if (eb == 4) {
+              std::memcpy(dst->data() + (at + e) * 4, &x, 4);
+            } else {
+              uint16_t b = narrowBits(x, half);
+              std::memcpy(dst->data() + (at + e) * 2, &b, 2);
+            }
+          }
+      }
+  }
+};
+
+/// One call of a kind's paged kernel over `c` into `o`.
+void runPaged(attn_rt_paged_fn fn, const Shape &s, Inputs &in, PagedCache &c,
+              int64_t page, std::vector<float> &o) {
+  attn_rt_memref_f32_4 out = view(o.data(), s.hq, s.sq, s.d),
+                       q = view(in.q.data(), s.hq, s.sq, s.d);
+  // (A 2-byte cache's descriptor: the same addresses, 2-byte elements.)
+  auto *kp = reinterpret_cast<float *>(c.k.data()),
+       *vp = reinterpret_cast<float *>(c.v.data());
+  attn_rt_memref_f32_4 k = {kp, kp, 0,
+                            {c.pages, s.hkv, page, s.d},
+                            {s.hkv * page * s.d, page * s.d, s.d, 1}};
+  attn_rt_memref_f32_4 v = k;
+  v.allocated = v.aligned = vp;
+  attn_rt_memref_i32_2 t = {c.table.data(), c.table.data(), 0,
+                            {1, c.pages}, {c.pages, 1}};
+  int64_t len = s.skv;
+  attn_rt_memref_i64_1 lens{&len, &len, 0, {1}, {1}};
+  fn(&out, &q, &k, &v, &t, &lens);
+}
+
 /// One shape: compile, load, time the fused kernel (and decode's read
-/// rate) and the OpenBLAS unfused baseline; print and append to the CSV.
+/// rate, contiguous and paged) and the OpenBLAS unfused baseline; print and
+/// append to the CSV.
 bool benchShape(const Shape &s, const Options &o, const Machine &mc,
                 const std::string &dir, std::ofstream &out) {
   std::string lib = compileShared(dir, s);
@@ -317,7 +393,8 @@ bool benchShape(const Shape &s, const Options &o, const Machine &mc,
   bool decode = s.sq < 16;
   std::array<double, 3> kv = {0, mc.bandwidth, 0};
   if (decode)
-    kv = measureDecode(s, o, mc, fused, in, fusedOut, rf);
+    kv = measureDecode(
+        s, o, mc, [&] { runFused(fused, s, in, fusedOut); }, rf);
   Result ru{NAN, 0};
   bool unfusedFits = double(s.sq) * s.skv * 4 < 8e9;
   if (unfusedFits && s.name[0] != 'L') {
@@ -358,6 +435,37 @@ bool benchShape(const Shape &s, const Options &o, const Machine &mc,
         << s.skv << "," << s.d << "," << s.causal << ",fused_kv_read,"
         << rf.ms << "," << kv[0] << "," << 100 * kv[2] << ",,"
         << rf.rssKb / 1024.0 << "\n";
+    // The same K/V in a paged cache (pages of 16 and 256 tokens, shuffled)
+    // of f32, bf16 and f16 (libraries compiled with --kv-dtype): the paged
+    // kernel's read rate (bytes actually read), and its time over the fp32
+    // contiguous kernel's.
+    for (std::string dt : {"f32", "bf16", "f16"}) {
+      void *hd = nullptr;
+      const attn_rt_model *md =
+          dt == "f32" ? m : loadModel(compileShared(dir, s, dt), hd);
+      attn_rt_paged_fn paged = md ? md->kinds[0].paged : nullptr;
+      for (int64_t page : {int64_t(16), int64_t(256)}) {
+        if (!paged)
+          break;
+        PagedCache c(s, in, page, dt);
+        Result rp;
+        std::array<double, 3> pk = measureDecode(
+            s, o, mc, [&] { runPaged(paged, s, in, c, page, fusedOut); }, rp,
+            c.eb);
+        std::printf("%-6s paged %-4s (page %3lld, shuffled): %8.3f ms, K+V "
+                    "read %5.1f GB/s, %5.1f%% of the read bandwidth (%.1f "
+                    "GB/s); x%.2f the fp32 contiguous time\n",
+                    "", dt.c_str(), (long long)page, rp.ms, pk[0],
+                    100 * pk[2], pk[1], rp.ms / rf.ms);
+        out << s.name << "," << s.hq << "," << s.hkv << "," << s.sq << ","
+            << s.skv << "," << s.d << "," << s.causal << ",paged_" << dt
+            << "_p" << page << "_kv_read," << rp.ms << "," << pk[0] << ","
+            << 100 * pk[2] << "," << rp.ms / rf.ms << ","
+            << rp.rssKb / 1024.0 << "\n";
+      }
+      if (hd)
+        dlclose(hd);
+    }
   }
   dlclose(h);
   return true;

@@ -165,6 +165,20 @@ cl::opt<int64_t> splitTarget(
              "across threads, merged by log-sum-exp (0: never; default 16)"),
     cl::init(16), cl::cat(category));
 
+cl::opt<attn::KVCacheType> kvDtype(
+    "kv-dtype",
+    cl::desc("Element type of the K/V cache the paged kernels "
+             "(<kind>_paged, attn_decode_paged) read; arithmetic and "
+             "accumulation stay fp32"),
+    cl::init(attn::KVCacheType::f32),
+    cl::values(clEnumValN(attn::KVCacheType::f32, "f32", "fp32 (default)"),
+               clEnumValN(attn::KVCacheType::bf16, "bf16",
+                          "bfloat16: widened in registers by a shift"),
+               clEnumValN(attn::KVCacheType::f16, "f16",
+                          "IEEE half: widened in registers (F16C "
+                          "vcvtph2ps)")),
+    cl::cat(category));
+
 cl::opt<bool> describe("describe",
                        cl::desc("Print the normalized model description as "
                                 "JSON instead of IR"),
@@ -496,6 +510,7 @@ int main(int argc, char **argv) {
   if (!src)
     return 1;
   attn::ModelSpec spec;
+  spec.kvCache = kvDtype;
   if (!attn::normalizeConfig(*src, spec))
     return 1;
 

@@ -71,8 +71,10 @@ struct Emitter {
   VectorType vt = {}, vi32 = {}, vmask = {};
   /// Scratch: [d, C] Kᵀ, [R, C] probabilities, [R] alphas.
   Value Kt = {}, P = {}, A = {};
-  /// Decode: the next chunk's first row and the last row, for prefetches.
-  Value prefetchBase = {}, prefetchLast = {};
+  /// Decode: the next chunk's first row and the last row, for prefetches,
+  /// and the K/V buffers they are rows of (this tile's, or the next tile's
+  /// when the op names one and this is its last chunk).
+  Value prefetchBase = {}, prefetchLast = {}, pfK = {}, pfV = {};
 
   int64_t chunk() const { return NV * W; }
   /// Below this many rows per tile, Q·Kᵀ uses dot products, not the pack:
@@ -96,6 +98,22 @@ struct Emitter {
     return f32(-std::numeric_limits<double>::infinity());
   }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  /// W f32 lanes of `mem` at `ix` (masked lanes 0): a bf16 or f16 buffer (a
+  /// narrow K/V cache) is loaded as such and widened in registers (bf16: a
+  /// shift; f16: vcvtph2ps), never copied to f32 memory.
+  Value loadF32(Value mem, ValueRange ix, Value mask = {}) {
+    Type elt = cast<MemRefType>(mem.getType()).getElementType();
+    auto t = VectorType::get({W}, elt);
+    Value x;
+    if (mask) {
+      Value pass = arith::ConstantOp::create(
+          b, loc, t, DenseElementsAttr::get(t, b.getFloatAttr(elt, 0.0)));
+      x = vector::MaskedLoadOp::create(b, loc, t, mem, ix, mask, pass);
+    } else {
+      x = vector::LoadOp::create(b, loc, t, mem, ix);
+    }
+    return elt.isF32() ? x : arith::ExtFOp::create(b, loc, vt, x);
+  }
   Value toI32(Value index) {
     return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
   }
@@ -122,6 +140,8 @@ struct Emitter {
         Value row = add(n0, j);
         loop(zero, idx(d), one, [&](Value kk) {
           Value x = memref::LoadOp::create(b, loc, k, ValueRange{row, kk});
+          if (!x.getType().isF32())
+            x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
           memref::StoreOp::create(b, loc, x, Kt, ValueRange{kk, j});
         });
       });
@@ -143,8 +163,7 @@ struct Emitter {
           Value block = arith::ConstantOp::create(
               b, loc, square, DenseElementsAttr::get(square, f32Attr(0)));
           for (int64_t i = 0; i < W; ++i) {
-            Value row = vector::LoadOp::create(
-                b, loc, vt, k, ValueRange{add(n0, idx(j0 + i)), k0});
+            Value row = loadF32(k, ValueRange{add(n0, idx(j0 + i)), k0});
             block = vector::InsertOp::create(b, loc, row, block, i);
           }
           Value t = vector::TransposeOp::create(b, loc, block,
@@ -223,7 +242,7 @@ struct Emitter {
     for (int64_t r = 0; r < rows; ++r)
       rowAt.push_back(delinearize(add(t0, idx(r)), M, leadUbs));
     if (dot) {
-      dotScores(rowAt, n0);
+      dotScores(rowAt, n0, nc);
     } else {
       SmallVector<Value> s = packedScores(rowAt);
       for (int64_t r = 0; r < rows; ++r)
@@ -327,19 +346,24 @@ struct Emitter {
   /// key i. In a partial chunk, keys past its end read the last key
   /// instead and the padding mask drops them (one code for full and
   /// partial chunks: a copy without the clamp for full chunks was no faster
-  /// and made the tile a third larger).
-  void dotScores(ArrayRef<SmallVector<Value>> rowAt, Value n0) {
+  /// and made the tile a third larger). The loop stops at the chunk's last
+  /// block of keys: a short tile (a page of 16 keys of a paged cache) does
+  /// not compute the chunk's empty lanes, whose scores the padding mask
+  /// drops whatever the scratch holds.
+  void dotScores(ArrayRef<SmallVector<Value>> rowAt, Value n0, Value nc) {
     int64_t rows = rowAt.size(), KR = W / rows;
     Value zero = idx(0);
     Value keys = memref::DimOp::create(b, loc, k, 0);
     Value last = arith::SubIOp::create(b, loc, keys, idx(1));
     // A loop, not unrolled: LLVM would interleave the tiles and spill.
-    Value chunkEnd = idx(chunk()), keyStep = idx(KR);
+    Value keyStep = idx(KR);
+    Value chunkEnd = arith::MulIOp::create(
+        b, loc, arith::CeilDivSIOp::create(b, loc, nc, keyStep), keyStep);
     loop(zero, chunkEnd, keyStep, [&](Value j0) {
       Value base = add(n0, j0);
       if (prefetchBase)
         for (int64_t i = 0; i < KR; ++i)
-          prefetchRow(add(j0, idx(i)), k, idx(0), d);
+          prefetchRow(add(j0, idx(i)), pfK, idx(0), d);
       SmallVector<Value> keyRows;
       for (int64_t i = 0; i < KR; ++i) {
         Value r = add(base, idx(i));
@@ -351,8 +375,7 @@ struct Emitter {
           zero, dEnd, wStep, init, [&](Value kb, ValueRange a) {
             SmallVector<Value> kv, next(a.begin(), a.end());
             for (int64_t i = 0; i < KR; ++i)
-              kv.push_back(vector::LoadOp::create(b, loc, vt, k,
-                                                  ValueRange{keyRows[i], kb}));
+              kv.push_back(loadF32(k, ValueRange{keyRows[i], kb}));
             for (int64_t r = 0; r < rows; ++r) {
               Value qv =
                   vector::LoadOp::create(b, loc, vt, q, at(rowAt[r], {kb}));
@@ -464,10 +487,7 @@ struct Emitter {
     for (int64_t c = 0; c < cw; ++c)
       cols.push_back(add(col, idx(c * W)));
     auto load = [&](Value mem, ValueRange ix, int64_t c) -> Value {
-      if (masks[c])
-        return vector::MaskedLoadOp::create(b, loc, vt, mem, ix, masks[c],
-                                            splatF(0.0));
-      return vector::LoadOp::create(b, loc, vt, mem, ix);
+      return loadF32(mem, ix, masks[c]);
     };
     SmallVector<Value> a;
     for (int64_t r = 0; r < rows; ++r)
@@ -479,7 +499,7 @@ struct Emitter {
     int64_t width = masks.back() ? (cw - 1) * W + (dv % W) : cw * W;
     a = loop(zero, nc, one, a, [&](Value n, ValueRange cur) {
       if (prefetchBase)
-        prefetchRow(n, v, col, width);
+        prefetchRow(n, pfV, col, width);
       SmallVector<Value> vv, next(cur.begin(), cur.end());
       Value row = add(n0, n);
       for (int64_t c = 0; c < cw; ++c)
@@ -511,7 +531,10 @@ struct Emitter {
   void prefetchRow(Value n, Value mem, Value col, int64_t width) {
     Value row = arith::MinSIOp::create(b, loc, add(prefetchBase, n),
                                        prefetchLast);
-    for (int64_t c = 0; c < width; c += 16) // f32: 16 per 64-byte line
+    int64_t perLine = 512 / cast<MemRefType>(mem.getType())
+                                .getElementType()
+                                .getIntOrFloatBitWidth(); // 64-byte lines
+    for (int64_t c = 0; c < width; c += perLine)
       memref::PrefetchOp::create(b, loc, mem, ValueRange{row, add(col, idx(c))},
                                  /*isWrite=*/false, /*localityHint=*/2,
                                  /*isDataCache=*/true);
@@ -559,8 +582,29 @@ struct Emitter {
       b.setInsertionPointToStart(&ifOp.getThenRegion().front());
       prefetchBase = add(n0, C);
       prefetchLast = arith::SubIOp::create(b, loc, N, one);
+      pfK = k;
+      pfV = v;
+      if (op.getPrefetchKey()) {
+        // Past this tile's end: the first rows of the next tile.
+        Value inTile = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                             prefetchBase, N);
+        auto as = [&](Value x, Value like) -> Value {
+          return x.getType() == like.getType()
+                     ? x
+                     : memref::CastOp::create(b, loc, like.getType(), x);
+        };
+        Value kn = as(op.getPrefetchKey(), k), vn = as(op.getPrefetchValue(), v);
+        Value nextLast = arith::SubIOp::create(
+            b, loc, memref::DimOp::create(b, loc, kn, 0), one);
+        pfK = arith::SelectOp::create(b, loc, inTile, k, kn);
+        pfV = arith::SelectOp::create(b, loc, inTile, v, vn);
+        prefetchBase =
+            arith::SelectOp::create(b, loc, inTile, prefetchBase, zero);
+        prefetchLast =
+            arith::SelectOp::create(b, loc, inTile, prefetchLast, nextLast);
+      }
       rowsOf(/*dot=*/true);
-      prefetchBase = prefetchLast = Value();
+      prefetchBase = prefetchLast = pfK = pfV = Value();
       b.setInsertionPointToStart(&ifOp.getElseRegion().front());
       packKeys(n0, nc);
       rowsOf(/*dot=*/false);
@@ -610,10 +654,15 @@ bool mlir::attn::microKernelHandles(Operation *op) {
   auto oa = dyn_cast<OnlineAttentionOp>(op);
   if (!oa || oa.getBiasTable() || oa.getRelativeBiasAttr())
     return false;
-  for (Value v : {oa.getQuery(), oa.getKey(), oa.getValue(), oa.getAcc(),
-                  oa.getMax(), oa.getSum()})
+  for (Value v : {oa.getQuery(), oa.getAcc(), oa.getMax(), oa.getSum()})
     if (!hasF32Elements(v.getType()))
       return false;
+  // K and V: f32, or a bf16/f16 cache widened in registers.
+  for (Value v : {oa.getKey(), oa.getValue()}) {
+    Type elt = cast<ShapedType>(v.getType()).getElementType();
+    if (!elt.isF32() && !elt.isBF16() && !elt.isF16())
+      return false;
+  }
   auto q = cast<ShapedType>(oa.getQuery().getType());
   auto v = cast<ShapedType>(oa.getValue().getType());
   if (q.getRank() < 2 || ShapedType::isDynamic(q.getShape().back()) ||

@@ -40,7 +40,7 @@ public:
     kindTy = llvm::StructType::create(ctx,
                                       {ptr, i64, i64, i64, i64, i32, i64, i64,
                                        ptr, i64, ptr, ptr, ptr, ptr, i64, f64,
-                                       f64, f64, i32, ptr, i64, ptr},
+                                       f64, f64, i32, ptr, i64, ptr, i32},
                                       "attn_rt_kind");
     modelTy = llvm::StructType::create(
         ctx, {i32, ptr, i64, ptr, ptr, i64, i64, ptr, i32}, "attn_rt_model");
@@ -110,7 +110,8 @@ bool TableBuilder::checkLayout(std::string &error) const {
         offsetof(attn_rt_kind, num_weights), offsetof(attn_rt_kind, scale),
         offsetof(attn_rt_kind, softcap), offsetof(attn_rt_kind, tolerance),
         offsetof(attn_rt_kind, op), offsetof(attn_rt_kind, linear_block),
-        offsetof(attn_rt_kind, conv_kernel), offsetof(attn_rt_kind, paged)}},
+        offsetof(attn_rt_kind, conv_kernel), offsetof(attn_rt_kind, paged),
+        offsetof(attn_rt_kind, kv_dtype)}},
       {modelTy,
        sizeof(attn_rt_model),
        {offsetof(attn_rt_model, abi_version), offsetof(attn_rt_model, family),
@@ -247,7 +248,10 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
          // The gated-delta kernel is fp32 whatever the precision.
          t.f(bf16 && !kind.isLinear() ? 2e-2 : 1e-5),
          t.c32(kind.isLinear() ? ATTN_RT_OP_GATED_DELTA : ATTN_RT_OP_SDPA),
-         linearBlock, t.c64(kind.isLinear() ? l.convKernel : 0), paged}));
+         linearBlock, t.c64(kind.isLinear() ? l.convKernel : 0), paged,
+         t.c32(spec.kvCache == KVCacheType::bf16  ? ATTN_RT_KV_BF16
+               : spec.kvCache == KVCacheType::f16 ? ATTN_RT_KV_F16
+                                                  : ATTN_RT_KV_F32)}));
   }
 
   llvm::Constant *kindArray = t.global(

@@ -133,10 +133,19 @@ LogicalResult PagedSDPAOp::verify() {
                              "query batch")) ||
       failed(expectDimsAgree(*this, lens, 0, "kv_lengths size", q, 0,
                              "query batch")) ||
-      failed(expectSameElementType(
-          *this, {getQuery(), getKeyCache(), getValueCache(), getResult()},
-          {"query", "key cache", "value cache", "result"})))
+      failed(expectSameElementType(*this, {getQuery(), getResult()},
+                                   {"query", "result"})) ||
+      failed(expectSameElementType(*this, {getKeyCache(), getValueCache()},
+                                   {"key cache", "value cache"})))
     return failure();
+  // The cache may be stored narrower than the query (bf16/f16 K/V, fp32
+  // arithmetic), never wider.
+  if (k.getElementType().getIntOrFloatBitWidth() >
+      q.getElementType().getIntOrFloatBitWidth())
+    return emitOpError() << "expects a key/value cache no wider than the "
+                            "query, got "
+                         << k.getElementType() << " for a "
+                         << q.getElementType() << " query";
   if (k.getDimSize(2) == 0)
     return emitOpError() << "expects a positive page_size, got 0";
   if (failed(expectShape(*this, o,
@@ -223,10 +232,25 @@ LogicalResult OnlineAttentionOp::verify() {
                              "value tile rows")) ||
       failed(expectDimsAgree(*this, acc, r - 1, "accumulator head_dim_v", v, 1,
                              "value head_dim_v")) ||
-      failed(expectSameElementType(*this, {getQuery(), getKey(), getValue()},
-                                   {"query", "key", "value"})) ||
+      failed(expectSameElementType(*this, {getKey(), getValue()},
+                                   {"key", "value"})) ||
       failed(expectSameElementType(*this, {getAcc(), getMax(), getSum()},
                                    {"accumulator", "max", "sum"})))
+    return failure();
+  if (bool(getPrefetchKey()) != bool(getPrefetchValue()))
+    return emitOpError() << "expects both prefetch tiles (key and value) or "
+                            "neither";
+  if (getPrefetchKey() &&
+      (failed(expectRank(*this, getPrefetchKey(), 2,
+                         "a prefetch key tile [N', head_dim]")) ||
+       failed(expectRank(*this, getPrefetchValue(), 2,
+                         "a prefetch value tile [N', head_dim_v]")) ||
+       failed(expectDimsAgree(*this, k, 1, "key head_dim",
+                              shaped(getPrefetchKey()), 1,
+                              "prefetch key head_dim")) ||
+       failed(expectDimsAgree(*this, v, 1, "value head_dim_v",
+                              shaped(getPrefetchValue()), 1,
+                              "prefetch value head_dim_v"))))
     return failure();
   for (int64_t i = 0; i < r - 1; ++i) {
     std::string qd = "query dim " + std::to_string(i);

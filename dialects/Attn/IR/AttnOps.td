@@ -582,6 +582,8 @@ def Attn_PagedSDPAOp : Attn_Op<"paged_sdpa", [Pure,
     key position `kv_lengths[b] - q_len + i` (bottom-right, per sequence),
     which the causal and sliding-window masks use. The result `[batch, Hq,
     q_len, dv]` is written into `outs(%init)`; a row that sees no key is 0.
+    The caches may be stored in a narrower float type than the query (bf16
+    or f16 K/V with an f32 query: the arithmetic is the query's).
 
     ```mlir
     %o = attn.paged_sdpa %q, %kc, %vc, %table, %lens
@@ -723,6 +725,12 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [
     `acc' = acc·exp(max - m') + p·v`; a row that has seen no visible key keeps
     `max = -inf`, `sum = 0`, `acc = 0`.
 
+    `prefetch(%k_next, %v_next)`, when present, names the key and value
+    tiles (`[N', head_dim]`, `[N', head_dim_v]`, N' >= 1) that the next step
+    will read, elsewhere in memory (the next page of a paged KV cache): a
+    hint, not an input of the result, that lets a lowering load them ahead
+    while this tile computes.
+
     ```mlir
     %a, %m, %l = attn.online_attention %qt, %kt, %vt, %acc, %max, %sum,
         %qpos, %kvpos {mask = #attn.mask<causal>, scale = 0.125 : f64}
@@ -737,6 +745,8 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [
                        Index:$q_pos, Index:$kv_pos,
                        Optional<Attn_FloatShaped>:$bias_table,
                        Optional<Index>:$head_offset,
+                       Optional<Attn_FloatShaped>:$prefetch_key,
+                       Optional<Attn_FloatShaped>:$prefetch_value,
                        F64Attr:$scale,
                        OptionalAttr<Attn_RelativeBiasAttr>:$relative_bias,
                        DefaultValuedAttr<Attn_MaskKindAttr,
@@ -748,6 +758,8 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [
     $query `,` $key `,` $value `,` $acc `,` $max `,` $sum `,` $q_pos `,`
     $kv_pos
     (`bias_table` `(` $bias_table^ `:` type($bias_table) `,` $head_offset `)`)?
+    (`prefetch` `(` $prefetch_key^ `,` $prefetch_value `:`
+     type($prefetch_key) `,` type($prefetch_value) `)`)?
     attr-dict `:` `(` type($query) `,` type($key) `,`
     type($value) `,` type($acc) `,` type($max) `,` type($sum) `)`
     (`->` `(` type($results)^ `)`)?

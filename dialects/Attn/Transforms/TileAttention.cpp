@@ -121,10 +121,12 @@ private:
                              Value end, Value step, bool masked,
                              ValueRange state, Value qTile, Value bIdx,
                              Value gIdx, Value qPos);
-  /// Folds the keys [kb, kb + kn) of K/V tiles `kt`, `vt` into `iter`.
+  /// Folds the keys [kb, kb + kn) of K/V tiles `kt`, `vt` into `iter`;
+  /// `next` (or empty): the K/V tiles the next step reads, to prefetch.
   SmallVector<Value> foldTile(OpBuilder &b, Location loc, Value kt, Value vt,
                               Value kb, bool masked, ValueRange iter,
-                              Value qTile, Value gIdx, Value qPos);
+                              Value qTile, Value gIdx, Value qPos,
+                              ValueRange next = {});
   /// The key range of the query block [q0, q0 + qn) of batch `bIdx`.
   KeyRange keyRange(OpBuilder &b, Location loc, Value bIdx, Value q0,
                     Value qn);
@@ -149,14 +151,15 @@ private:
   AttentionOperands op;
   TileSizes sizes;
   int64_t groupSize = 1, headDim = 0, headDimV = 0, hkv = 1;
-  Type accType, elt;
+  Type accType, elt, kvElt;
   Value batch, qLen, kvLen, offset;
 };
 
 SmallVector<Value> SDPATiler::foldTile(OpBuilder &b, Location loc, Value kt,
                                       Value vt, Value kb, bool masked,
                                       ValueRange iter, Value qTile,
-                                      Value gIdx, Value qPos) {
+                                      Value gIdx, Value qPos,
+                                      ValueRange next) {
   IndexMath n{b, loc};
   Value headOffset;
   if (op.biasTable)
@@ -164,7 +167,8 @@ SmallVector<Value> SDPATiler::foldTile(OpBuilder &b, Location loc, Value kt,
   MLIRContext *ctx = b.getContext();
   auto oa = OnlineAttentionOp::create(
       b, loc, iter.getTypes(), qTile, kt, vt, iter[0], iter[1], iter[2], qPos,
-      kb, op.biasTable, headOffset, op.scale, op.relativeBias,
+      kb, op.biasTable, headOffset, next.empty() ? Value() : next[0],
+      next.empty() ? Value() : next[1], op.scale, op.relativeBias,
       MaskKindAttr::get(ctx, masked ? op.mask : MaskKind::none),
       masked ? op.window : IntegerAttr(), op.softcap);
   return SmallVector<Value>(oa.getResults());
@@ -183,7 +187,7 @@ SmallVector<Value> SDPATiler::keyLoop(OpBuilder &b, Location loc, Value start,
                                        kn, nb.getIndexAttr(d)};
     SmallVector<OpFoldResult> strides(4, nb.getIndexAttr(1));
     return tensor::ExtractSliceOp::create(
-        nb, nloc, RankedTensorType::get({kDyn, d}, elt), src, offs, sizes,
+        nb, nloc, RankedTensorType::get({kDyn, d}, kvElt), src, offs, sizes,
         strides);
   };
   if (!op.paged()) {
@@ -202,7 +206,9 @@ SmallVector<Value> SDPATiler::keyLoop(OpBuilder &b, Location loc, Value start,
   }
   // Paged: one iteration per page p touched by [start, end), the tile its
   // keys [max(start, p·P), min(end, (p+1)·P)) at rows from kb - p·P of
-  // page block_table[bIdx, p].
+  // page block_table[bIdx, p]. The next page of the range (this one for
+  // the last), elsewhere in the pool, is named for prefetching: a page of
+  // 16 keys is too short for the hardware prefetcher to find.
   IndexMath m{b, loc};
   Value pageSize = m.dim(op.key, 2);
   Value first = arith::DivSIOp::create(b, loc, start, pageSize);
@@ -217,16 +223,26 @@ SmallVector<Value> SDPATiler::keyLoop(OpBuilder &b, Location loc, Value start,
         Value pageStart = n.mul(p, pageSize);
         Value kb = n.max(start, pageStart);
         Value kn = n.sub(n.min(end, n.add(pageStart, pageSize)), kb);
-        Value page = tensor::ExtractOp::create(nb, nloc, op.blockTable,
-                                               ValueRange{bIdx, p});
-        if (!page.getType().isIndex())
-          page = arith::IndexCastOp::create(nb, nloc, nb.getIndexType(), page);
+        auto pageAt = [&](Value pi) -> Value {
+          Value page = tensor::ExtractOp::create(nb, nloc, op.blockTable,
+                                                 ValueRange{bIdx, pi});
+          if (!page.getType().isIndex())
+            page =
+                arith::IndexCastOp::create(nb, nloc, nb.getIndexType(), page);
+          return page;
+        };
+        Value page = pageAt(p);
         Value r0 = n.sub(kb, pageStart);
         Value kt = tile(nb, nloc, op.key, page, r0, kn, headDim);
         Value vt = tile(nb, nloc, op.value, page, r0, kn, headDimV);
+        Value nextPage = pageAt(n.min(n.add(p, n.c(1)), n.sub(last, n.c(1))));
+        Value zero = n.c(0);
+        SmallVector<Value> next = {
+            tile(nb, nloc, op.key, nextPage, zero, pageSize, headDim),
+            tile(nb, nloc, op.value, nextPage, zero, pageSize, headDimV)};
         scf::YieldOp::create(nb, nloc,
                              foldTile(nb, nloc, kt, vt, kb, masked, iter,
-                                      qTile, gIdx, qPos));
+                                      qTile, gIdx, qPos, next));
       });
   return SmallVector<Value>(loop.getResults());
 }
@@ -557,6 +573,7 @@ void SDPATiler::run() {
   headDimV = vTy.getDimSize(3);
   // The state accumulates in f32 at least (bf16/f16 inputs).
   elt = qTy.getElementType();
+  kvElt = cast<RankedTensorType>(op.key.getType()).getElementType();
   accType = elt.getIntOrFloatBitWidth() < 32 ? b.getF32Type() : elt;
 
   batch = m.dim(op.query, 0);

@@ -813,7 +813,7 @@ func.func @f100(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x8xf
 // -----
 
 func.func @f101(%q: tensor<4x8x16xf32>, %k: tensor<32x16xbf16>, %v: tensor<32x16xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
-  // expected-error @+1 {{expects query and key to have the same element type, got 'f32' and 'bf16'}}
+  // expected-error @+1 {{expects key and value to have the same element type, got 'bf16' and 'f32'}}
   %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xbf16>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }
@@ -1321,5 +1321,21 @@ func.func @paged_table_batch(%q: tensor<2x8x1x64xf32>, %kc: tensor<?x2x16x64xf32
 func.func @paged_window(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x16x64xf32>, %vc: tensor<?x2x16x64xf32>, %table: tensor<?x?xi32>, %lens: tensor<?xi64>, %init: tensor<?x8x?x64xf32>) {
   // expected-error @+1 {{expects a 'window' attribute with a sliding_window mask}}
   %0 = attn.paged_sdpa %q, %kc, %vc, %table, %lens outs(%init : tensor<?x8x?x64xf32>) {mask = #attn.mask<sliding_window>, scale = 0.125 : f64} : (tensor<?x8x?x64xf32>, tensor<?x2x16x64xf32>, tensor<?x2x16x64xf32>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @paged_wider_cache(%q: tensor<?x8x?x64xbf16>, %kc: tensor<?x2x16x64xf32>, %vc: tensor<?x2x16x64xf32>, %table: tensor<?x?xi32>, %lens: tensor<?xi64>, %init: tensor<?x8x?x64xbf16>) {
+  // expected-error @+1 {{expects a key/value cache no wider than the query, got 'f32' for a 'bf16' query}}
+  %0 = attn.paged_sdpa %q, %kc, %vc, %table, %lens outs(%init : tensor<?x8x?x64xbf16>) {scale = 0.125 : f64} : (tensor<?x8x?x64xbf16>, tensor<?x2x16x64xf32>, tensor<?x2x16x64xf32>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @online_prefetch_dims(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %kn: tensor<32x8xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
+  // expected-error @+1 {{key head_dim (16) does not match prefetch key head_dim (8)}}
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i prefetch(%kn, %v : tensor<32x8xf32>, tensor<32x16xf32>) {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }

@@ -222,3 +222,12 @@ func.func @paged(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x16x64xf32>, %vc: tens
   %0 = attn.paged_sdpa %q, %kc, %vc, %table, %lens outs(%init : tensor<?x8x?x32xf32>) {mask = #attn.mask<sliding_window>, window = 128 : i64, softcap = 50.0 : f64, scale = 0.125 : f64} : (tensor<?x8x?x64xf32>, tensor<?x2x16x64xf32>, tensor<?x2x16x32xf32>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x32xf32>
   return %0 : tensor<?x8x?x32xf32>
 }
+
+// attn.online_attention naming the next tiles to prefetch, bf16 key/value
+// tiles with an f32 query and state (a narrow KV cache).
+// CHECK-LABEL: func.func @online_prefetch
+func.func @online_prefetch(%q: tensor<4x8x64xf32>, %k: tensor<16x64xbf16>, %v: tensor<16x64xbf16>, %kn: tensor<?x64xbf16>, %vn: tensor<?x64xbf16>, %a: tensor<4x8x64xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) -> tensor<4x8x64xf32> {
+  // CHECK: attn.online_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} prefetch(%{{.*}}, %{{.*}} : tensor<?x64xbf16>, tensor<?x64xbf16>) {scale = 1.250000e-01 : f64} : (tensor<4x8x64xf32>, tensor<16x64xbf16>, tensor<16x64xbf16>, tensor<4x8x64xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x64xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i prefetch(%kn, %vn : tensor<?x64xbf16>, tensor<?x64xbf16>) {scale = 0.125 : f64} : (tensor<4x8x64xf32>, tensor<16x64xbf16>, tensor<16x64xbf16>, tensor<4x8x64xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x64xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return %0#0 : tensor<4x8x64xf32>
+}

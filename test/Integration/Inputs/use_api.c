@@ -131,6 +131,73 @@ static void gdnRef(const attn_kind_info *k, int64_t B, int64_t S,
   free(kv);
 }
 
+/* IEEE half from a float (round to nearest even; the test's values are
+ * normal halves or round to subnormals/zero) and back. */
+static uint16_t toHalf(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a >= 0x477ff000u) /* rounds past 65504: inf (never in the test) */
+    return (uint16_t)(sign | 0x7c00u);
+  if (a < 0x38800000u) { /* below 2^-14: a subnormal half */
+    float m;
+    memcpy(&m, &a, 4);
+    return (uint16_t)(sign | (uint32_t)lrintf(m * 16777216.0f));
+  }
+  uint32_t r = a + 0xfffu + ((a >> 13) & 1u); /* round at bit 13 */
+  return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
+}
+static float fromHalf(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu,
+           m = h & 0x3ffu;
+  float f = e ? ldexpf((float)(m | 0x400u), (int)e - 25)
+              : ldexpf((float)m, -24);
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u |= sign;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* The cache's element type: values rounded to it (round to nearest even),
+ * and a copy in it (2-byte elements for bf16/f16). */
+static float roundOne(attn_dtype dt, float x) {
+  if (dt == ATTN_F16)
+    return fromHalf(toHalf(x));
+  if (dt == ATTN_BF16) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    memcpy(&x, &u, 4);
+  }
+  return x;
+}
+static void roundTo(attn_dtype dt, float *x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = roundOne(dt, x[i]);
+}
+static void *narrow(attn_dtype dt, const float *x, int64_t n) {
+  if (dt == ATTN_F32) {
+    float *c = malloc(sizeof(float) * (n ? n : 1));
+    memcpy(c, x, sizeof(float) * n);
+    return c;
+  }
+  uint16_t *c = malloc(2 * (n ? n : 1));
+  for (int64_t i = 0; i < n; ++i) {
+    if (dt == ATTN_F16) {
+      c[i] = toHalf(x[i]);
+    } else {
+      uint32_t u;
+      memcpy(&u, &x[i], 4); /* x is already rounded to bf16 */
+      c[i] = (uint16_t)(u >> 16);
+    }
+  }
+  return c;
+}
+static const char *dtypeName(attn_dtype dt) {
+  return dt == ATTN_BF16 ? "bf16" : dt == ATTN_F16 ? "f16" : "f32";
+}
+
 static int failures = 0;
 static void expectOk(attn_status s, const char *what) {
   if (s != ATTN_OK) {
@@ -214,10 +281,14 @@ static void testPaged(attn_model *m, int32_t kind, const attn_kind_info *ki,
           Dv = ki->head_dim_v;
   int64_t lens[B] = {0, 1, P - 1, P + 1, 2 * P + 7}, maxLen = 2 * P + 8;
   int64_t maxPages = (maxLen + P - 1) / P + 1, pages = B * maxPages + 3;
-  /* Logical K/V per sequence [B, Hkv, maxLen, D]; sequence 4's first P
-   * tokens are sequence 3's. */
+  /* Logical K/V per sequence [B, Hkv, maxLen, D], rounded to the cache's
+   * element type (the reference sees what the cache holds); sequence 4's
+   * first P tokens are sequence 3's. */
+  attn_dtype dt = ki->kv_dtype;
   float *k = randoms(B * Hkv * maxLen * D, 2.0f),
         *v = randoms(B * Hkv * maxLen * Dv, 1.0f);
+  roundTo(dt, k, B * Hkv * maxLen * D);
+  roundTo(dt, v, B * Hkv * maxLen * Dv);
   for (int64_t h = 0; h < Hkv; ++h) {
     memcpy(k + ((4 * Hkv + h) * maxLen) * D, k + ((3 * Hkv + h) * maxLen) * D,
            sizeof(float) * P * D);
@@ -238,16 +309,22 @@ static void testPaged(attn_model *m, int32_t kind, const attn_kind_info *ki,
   for (int64_t i = 0; i < B * maxPages; ++i)
     table[i] = perm[i];
   table[4 * maxPages] = table[3 * maxPages];
-  float *kc = randoms(pages * Hkv * P * D, 100.0f),
-        *vc = randoms(pages * Hkv * P * Dv, 100.0f);
+  /* Pools full of other values (100x larger): a wrong page read shows. */
+  float *junkK = randoms(pages * Hkv * P * D, 100.0f),
+        *junkV = randoms(pages * Hkv * P * Dv, 100.0f);
+  void *kc = narrow(dt, junkK, pages * Hkv * P * D),
+       *vc = narrow(dt, junkV, pages * Hkv * P * Dv);
+  void *kn = narrow(dt, k, B * Hkv * maxLen * D),
+       *vn = narrow(dt, v, B * Hkv * maxLen * Dv);
+  free(junkK), free(junkV);
   int64_t kcs[4] = {pages, Hkv, P, D}, vcs[4] = {pages, Hkv, P, Dv},
           ts[2] = {B, maxPages}, kns[4] = {B, Hkv, maxLen, D},
           vns[4] = {B, Hkv, maxLen, Dv};
-  attn_tensor tkc = attn_tensor_contiguous(kc, ATTN_F32, 4, kcs),
-              tvc = attn_tensor_contiguous(vc, ATTN_F32, 4, vcs),
+  attn_tensor tkc = attn_tensor_contiguous(kc, dt, 4, kcs),
+              tvc = attn_tensor_contiguous(vc, dt, 4, vcs),
               tt = attn_tensor_contiguous(table, ATTN_I32, 2, ts),
-              tkn = attn_tensor_contiguous(k, ATTN_F32, 4, kns),
-              tvn = attn_tensor_contiguous(v, ATTN_F32, 4, vns);
+              tkn = attn_tensor_contiguous(kn, dt, 4, kns),
+              tvn = attn_tensor_contiguous(vn, dt, 4, vns);
   int64_t zeros[B] = {0, 0, 0, 0, 0};
   expectOk(attn_append_kv(m, kind, &tkc, &tvc, &tt, zeros, lens, &tkn, &tvn),
            "attn_append_kv");
@@ -285,8 +362,9 @@ static void testPaged(attn_model *m, int32_t kind, const attn_kind_info *ki,
                  "attn_sdpa of one sequence");
         free(kb), free(vb);
       }
-      printf("paged page_size %ld %s Sq %ld lengths %ld,%ld,%ld,%ld,%ld: ",
-             (long)P, step ? "after append" : "", (long)sq, (long)lens[0],
+      printf("paged %s page_size %ld %s Sq %ld lengths %ld,%ld,%ld,%ld,%ld: ",
+             dtypeName(dt), (long)P, step ? "after append" : "", (long)sq,
+             (long)lens[0],
              (long)lens[1], (long)lens[2], (long)lens[3], (long)lens[4]);
       report("out", out, ref, no);
       report("  = contiguous", out, con, no);
@@ -308,13 +386,14 @@ static void testPaged(attn_model *m, int32_t kind, const attn_kind_info *ki,
         }
       /* Sequence 4 shares page 0 with sequence 3, which sequence 3's new
        * token (position P + 1) does not touch. */
-      attn_tensor a1 = attn_tensor_contiguous(k1, ATTN_F32, 4, n1),
-                  b1 = attn_tensor_contiguous(v1, ATTN_F32, 4, n1v);
+      void *k1n = narrow(dt, k1, B * Hkv * D), *v1n = narrow(dt, v1, B * Hkv * Dv);
+      attn_tensor a1 = attn_tensor_contiguous(k1n, dt, 4, n1),
+                  b1 = attn_tensor_contiguous(v1n, dt, 4, n1v);
       expectOk(attn_append_kv(m, kind, &tkc, &tvc, &tt, lens, ones, &a1, &b1),
                "attn_append_kv one token");
       for (int64_t b = 0; b < B; ++b)
         ++lens[b];
-      free(k1), free(v1);
+      free(k1), free(v1), free(k1n), free(v1n);
     }
   }
   /* Bad calls. */
@@ -335,6 +414,10 @@ static void testPaged(attn_model *m, int32_t kind, const attn_kind_info *ki,
     t.dtype = ATTN_I64;
     bad("block_table i64",
         attn_decode_paged(m, kind, &tq, &tkc, &tvc, &t, lens, &to));
+    t = tkc;
+    t.dtype = dt == ATTN_F32 ? ATTN_BF16 : ATTN_F32;
+    bad("k_cache of another dtype",
+        attn_decode_paged(m, kind, &tq, &t, &tvc, &tt, lens, &to));
     t = tvc;
     t.shape[2] = P / 2;
     bad("v_cache page size",
@@ -345,8 +428,8 @@ static void testPaged(attn_model *m, int32_t kind, const attn_kind_info *ki,
     bad("no lengths",
         attn_decode_paged(m, kind, &tq, &tkc, &tvc, &tt, NULL, &to));
   }
-  free(q), free(out), free(k), free(v), free(kc), free(vc), free(perm),
-      free(table);
+  free(q), free(out), free(k), free(v), free(kc), free(vc), free(kn),
+      free(vn), free(perm), free(table);
 }
 
 static void testGdn(attn_model *m, int32_t kind, const attn_kind_info *ki) {

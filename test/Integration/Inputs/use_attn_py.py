@@ -142,6 +142,35 @@ for m in (qwen, gemma):
     expect_error("int64 block table", lambda: m.decode(q, kc, vc, table.astype(np.int64), lens, kind=kd), TypeError)
     expect_error("append past the pages", lambda: m.append(kc, vc, table, [0, 0, 0, 0, M * P], np.ascontiguousarray(k[:, :, :1]), np.ascontiguousarray(v[:, :, :1]), kind=kd))
 
+# A bf16 paged cache (a library built with --kv-dtype=bf16): uint16 arrays
+# of bfloat16 bits; the reference sees the rounded values.
+def to_bf16(x):
+    u = np.ascontiguousarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def from_bf16(h):
+    return (h.astype(np.uint32) << 16).view(np.float32)
+
+
+if len(sys.argv) > 3:
+    mb = attn.load(sys.argv[3])
+    kd = mb.kind_of_layer(3)
+    print(mb.family, kd.name, "paged cache", "bf16" if kd.kv_dtype == attn.BF16 else kd.kv_dtype)
+    P, lens = 16, np.array([33, 1, 16])
+    B, M = len(lens), 3
+    table = rng.permutation(B * M).astype(np.int32).reshape(B, M)
+    kc = np.zeros((B * M, kd.num_kv_heads, P, kd.head_dim), np.uint16)
+    vc = np.zeros((B * M, kd.num_kv_heads, P, kd.head_dim_v), np.uint16)
+    k = to_bf16(rng.standard_normal((B, kd.num_kv_heads, M * P, kd.head_dim)) * 2)
+    v = to_bf16(rng.standard_normal((B, kd.num_kv_heads, M * P, kd.head_dim_v)))
+    mb.append(kc, vc, table, np.zeros(B, np.int64), k, v, layer=3, counts=lens)
+    q = rng.standard_normal((B, kd.num_heads, 2, kd.head_dim), np.float32)
+    out = mb.decode(q, kc, vc, table, lens, layer=3)
+    ref = np.concatenate([sdpa_ref(kd, q[b:b + 1], from_bf16(k[b:b + 1, :, :lens[b]]), from_bf16(v[b:b + 1, :, :lens[b]]), [lens[b]]) for b in range(B)])
+    report("bf16 paged decode Sq=2 lengths 33,1,16", out, ref)
+    expect_error("a float32 cache", lambda: mb.decode(q, from_bf16(kc), from_bf16(vc), table, lens, layer=3))
+
 # Gated DeltaNet.
 kd = qwen.kinds[0]
 B, S = 2, 70
