@@ -14,7 +14,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace attn_rt {
@@ -25,17 +27,122 @@ double flops(const attn_rt_kind &k, int64_t b, int64_t sq, int64_t skv) {
   return attn_rt_attention_flops(b, k.num_heads, sq, skv, k.head_dim,
                                  k.head_dim_v, k.causal, k.window);
 }
+
+/// bench --page-size: the kind's paged kernel over a cache of `skv` tokens
+/// per sequence in pages of `page` (shuffled over the pool, as an
+/// allocator leaves them), of the kind's kv_dtype, filled in place (no
+/// fp32 copy of a narrow cache): ms, K+V bytes read per second, peak RSS.
+void benchPaged(const attn_rt_kind &kind, int64_t b, int64_t sq, int64_t skv,
+                int64_t page, int64_t repeats, bool json, bool first) {
+  if (!kind.paged)
+    fail(std::string("bench --page-size: kind '") + kind.name +
+         "' has no paged kernel (T5's relative bias, or a GPU build)");
+  int64_t eb = kind.kv_dtype == ATTN_RT_KV_F32 ? 4 : 2;
+  const char *dt = kind.kv_dtype == ATTN_RT_KV_BF16  ? "bf16"
+                   : kind.kv_dtype == ATTN_RT_KV_F16 ? "f16"
+                                                     : "f32";
+  int64_t perSeq = (skv + page - 1) / page, pages = b * perSeq;
+  int64_t rowK = kind.num_kv_heads * page * kind.head_dim,
+          rowV = kind.num_kv_heads * page * kind.head_dim_v;
+  double cacheBytes = double(pages) * (rowK + rowV) * eb;
+  if (cacheBytes > double(memoryBudget()))
+    fail("bench --page-size: a cache of " + std::to_string(skv) +
+         " tokens x batch " + std::to_string(b) + " needs " +
+         std::to_string(int64_t(cacheBytes / 1e9)) + " GB; this machine has " +
+         std::to_string(int64_t(double(physicalMemory()) / 1e9)) + " GB");
+  // Small normal-ish values straight in the cache's element type.
+  uint64_t state = 88172645463325252ull;
+  auto next = [&] {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return float(int64_t(state >> 40) - (1 << 23)) / float(1 << 23);
+  };
+  auto fill = [&](std::vector<uint16_t> &v16, std::vector<float> &v32,
+                  int64_t n) {
+    if (eb == 4) {
+      v32.resize(n);
+      for (float &x : v32)
+        x = next();
+      return;
+    }
+    v16.resize(n);
+    for (uint16_t &x : v16) {
+      float f = next();
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      if (kind.kv_dtype == ATTN_RT_KV_BF16) {
+        x = uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+      } else { // |f| < 1: a normal half, or flushed to zero below 2^-14
+        uint32_t a = u & 0x7fffffffu, sign = (u >> 16) & 0x8000u;
+        x = uint16_t(a < 0x38800000u
+                         ? sign
+                         : sign | ((a + 0xfffu + ((a >> 13) & 1u) -
+                                    0x38000000u) >> 13));
+      }
+    }
+  };
+  std::vector<uint16_t> k16, v16;
+  std::vector<float> k32, v32;
+  fill(k16, k32, pages * rowK);
+  fill(v16, v32, pages * rowV);
+  void *kp = eb == 4 ? (void *)k32.data() : (void *)k16.data();
+  void *vp = eb == 4 ? (void *)v32.data() : (void *)v16.data();
+  std::vector<int32_t> table(pages);
+  for (int64_t p = 0; p < pages; ++p)
+    table[p] = int32_t(p);
+  std::shuffle(table.begin(), table.end(), std::mt19937(11));
+  std::vector<int64_t> lens(b, skv);
+  std::mt19937 rng(7);
+  auto q = randomVec(rng, b * kind.num_heads * sq * kind.head_dim, 1);
+  std::vector<float> out(b * kind.num_heads * sq * kind.head_dim_v);
+  std::vector<int64_t> qs = {b, kind.num_heads, sq, kind.head_dim},
+                       os = {b, kind.num_heads, sq, kind.head_dim_v};
+  attn_rt_memref_f32_4 dq = view4(q.data(), qs), dout = view4(out.data(), os);
+  attn_rt_memref_f32_4 dk = view4(static_cast<float *>(kp),
+                                  {pages, kind.num_kv_heads, page,
+                                   kind.head_dim}),
+                       dv = view4(static_cast<float *>(vp),
+                                  {pages, kind.num_kv_heads, page,
+                                   kind.head_dim_v});
+  attn_rt_memref_i32_2 dt2{table.data(), table.data(), 0, {b, perSeq},
+                           {perSeq, 1}};
+  attn_rt_memref_i64_1 dl{lens.data(), lens.data(), 0, {b}, {1}};
+  double ms = medianMs(repeats, [&] {
+    kind.paged(&dout, &dq, &dk, &dv, &dt2, &dl);
+  });
+  double kvBytes = double(b) * skv * kind.num_kv_heads *
+                   (kind.head_dim + kind.head_dim_v) * eb;
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  double rssMb = ru.ru_maxrss / 1024.0;
+  if (json)
+    std::printf("%s\n  {\"kind\": \"%s\", \"paged\": true, \"kv_dtype\": "
+                "\"%s\", \"page_size\": %lld, \"batch\": %lld, \"seq\": "
+                "%lld, \"kv_len\": %lld, \"threads\": %d, \"fused_ms\": %.4f, "
+                "\"kv_gbps\": %.3f, \"cache_mb\": %.1f, \"peak_rss_mb\": "
+                "%.1f}",
+                first ? "" : ",", kind.name, dt, (long long)page,
+                (long long)b, (long long)sq, (long long)skv, ompThreads(), ms,
+                kvBytes / ms / 1e6, cacheBytes / 1048576.0, rssMb);
+  else
+    std::printf("%-30s B=%lld Sq=%lld Skv=%lld threads=%d paged %s cache, "
+                "page %lld: %9.3f ms, K+V read %.1f GB/s | cache %.1f MB, "
+                "peak RSS %.1f MB\n",
+                kind.name, (long long)b, (long long)sq, (long long)skv,
+                ompThreads(), dt, (long long)page, ms, kvBytes / ms / 1e6,
+                cacheBytes / 1048576.0, rssMb);
+}
 } // namespace
 
 int cmdBench(const attn_rt_model *m, int argc, char **argv) {
   auto args = parseArgs(argc, argv, 2,
                         {"layer", "batch", "seq", "kv-len", "threads",
-                         "repeats"},
+                         "repeats", "page-size"},
                         {"json"});
   int64_t b = intArg(args, "batch", 1, 1, 1 << 16);
   int64_t sq = intArg(args, "seq", 512, 1, 1 << 24);
   int64_t skv = intArg(args, "kv-len", sq, 1, 1 << 24);
   int64_t repeats = intArg(args, "repeats", 5, 1, 10000);
+  int64_t page = intArg(args, "page-size", 0, 0, 1 << 20);
   if (args.count("threads"))
     if (omp_set_num_threads)
       omp_set_num_threads(int(intArg(args, "threads", 1, 1, 4096)));
@@ -51,6 +158,24 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
   }
   // Refuse shapes whose buffers cannot fit rather than dying in new[].
   double physical = double(physicalMemory());
+  if (page > 0) {
+    requireDevice("bench");
+    if (gCuda)
+      fail("bench --page-size: the paged kernels are CPU kernels for now");
+    if (json)
+      std::printf("[");
+    bool first = true;
+    for (int64_t ki : kinds) {
+      const attn_rt_kind &k = m->kinds[ki];
+      if (k.op != ATTN_RT_OP_SDPA)
+        continue; // a linear layer's state is not a KV cache
+      benchPaged(k, b, sq, skv, page, repeats, json, first);
+      first = false;
+    }
+    if (json)
+      std::printf("\n]\n");
+    return 0;
+  }
   for (int64_t ki : kinds) {
     const attn_rt_kind &k = m->kinds[ki];
     double bytes = 4.0 * b *
