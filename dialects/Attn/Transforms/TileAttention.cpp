@@ -235,7 +235,9 @@ SmallVector<Value> SDPATiler::keyLoop(OpBuilder &b, Location loc, Value start,
         Value r0 = n.sub(kb, pageStart);
         Value kt = tile(nb, nloc, op.key, page, r0, kn, headDim);
         Value vt = tile(nb, nloc, op.value, page, r0, kn, headDimV);
-        Value nextPage = pageAt(n.min(n.add(p, n.c(1)), n.sub(last, n.c(1))));
+        Value after = n.add(p, n.c(1));
+        Value lastPage = n.sub(last, n.c(1));
+        Value nextPage = pageAt(n.min(after, lastPage));
         Value zero = n.c(0);
         SmallVector<Value> next = {
             tile(nb, nloc, op.key, nextPage, zero, pageSize, headDim),
@@ -579,8 +581,14 @@ void SDPATiler::run() {
   batch = m.dim(op.query, 0);
   qLen = m.dim(op.query, 2);
   // Paged: the most keys a row can have (its block table's pages).
-  kvLen = op.paged() ? m.mul(m.dim(op.blockTable, 1), m.dim(op.key, 2))
-                     : m.dim(op.key, 2);
+  // (One op per statement: argument order would depend on the compiler.)
+  if (op.paged()) {
+    Value maxPages = m.dim(op.blockTable, 1);
+    Value pageSize = m.dim(op.key, 2);
+    kvLen = m.mul(maxPages, pageSize);
+  } else {
+    kvLen = m.dim(op.key, 2);
+  }
   // Query positions in key coordinates (the causal bounds and T5's relative
   // positions both use them).
   // A tile of a longer query (q_pos) keeps the positions of its rows.
