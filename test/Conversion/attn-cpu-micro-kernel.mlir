@@ -42,11 +42,11 @@ func.func @tile(%q: memref<4x?x64xf32>, %k: memref<?x64xf32, strided<[64, 1], of
 // CHECK-NOT: call
 // CHECK: func.func private @shared_tile(
 // CHECK-SAME: memref<?x160xf32
-// CHECK: arith.cmpi sle
+// CHECK: arith.cmpi sle, {{.*}} : vector<16xi32>
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %c128{{.*}} step %c64
 // CHECK: vector.fma
 // CHECK: func.func private @shared_tile_0(
-// CHECK-NOT: arith.cmpi sle
+// CHECK-NOT: arith.cmpi sle, {{.*}} : vector<16xi32>
 // CHECK: return
 func.func @shared(%q: memref<4x?x64xf32>, %k: memref<?x64xf32>, %v: memref<?x160xf32>,
                   %acc: memref<4x?x160xf32>, %m: memref<4x?xf32>, %l: memref<4x?xf32>,

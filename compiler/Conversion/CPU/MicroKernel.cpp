@@ -251,14 +251,31 @@ struct Emitter {
                                   ValueRange{idx(r), idx(j * W)});
     }
     Value rowBegin = idx(0), rowEnd = idx(rows), rowStep = idx(1);
+    // A chunk of at most W keys (a page of 16 of a paged cache, a short
+    // tail) has one vector of scores per row: its softmax skips the other
+    // NV - 1 (whose lanes the mask would drop).
+    Value oneVector = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                            nc, idx(W));
     loop(rowBegin, rowEnd, rowStep, [&](Value r) {
       SmallVector<Value> row = delinearize(add(t0, r), M, leadUbs);
-      SmallVector<Value> scores;
-      for (int64_t j = 0; j < NV; ++j)
-        scores.push_back(
-            vector::LoadOp::create(b, loc, vt, P, ValueRange{r, idx(j * W)}));
-      Value alpha = softmaxRow(row, scores, r, n0, nc);
-      memref::StoreOp::create(b, loc, alpha, A, ValueRange{r});
+      auto softmax = [&](int64_t vectors) {
+        SmallVector<Value> scores;
+        for (int64_t j = 0; j < vectors; ++j)
+          scores.push_back(vector::LoadOp::create(b, loc, vt, P,
+                                                  ValueRange{r, idx(j * W)}));
+        Value alpha = softmaxRow(row, scores, r, n0, nc);
+        scf::YieldOp::create(b, loc, alpha);
+      };
+      auto ifOp = scf::IfOp::create(b, loc, TypeRange{b.getF32Type()},
+                                    oneVector, /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+        softmax(1);
+        b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+        softmax(NV);
+      }
+      memref::StoreOp::create(b, loc, ifOp.getResult(0), A, ValueRange{r});
     });
     SmallVector<Value> alphas;
     for (int64_t r = 0; r < rows; ++r)
@@ -395,9 +412,9 @@ struct Emitter {
     });
   }
 
-  /// One row's scores (NV vectors): scale, softcap, mask; the new max and
-  /// sum are stored, P goes to scratch row `pRow`; returns alpha, the
-  /// rescaling of the row's old accumulator.
+  /// One row's scores (its vectors: NV, or 1 for a short chunk): scale,
+  /// softcap, mask; the new max and sum are stored, P goes to scratch row
+  /// `pRow`; returns alpha, the rescaling of the row's old accumulator.
   Value softmaxRow(ArrayRef<Value> row, ArrayRef<Value> scores, Value pRow,
                    Value n0, Value nc) {
     SmallVector<Value> s(scores.begin(), scores.end());
@@ -406,7 +423,7 @@ struct Emitter {
     {
       Value qPos = toI32(add(op.getQPos(), row.back()));
       Value rowMax;
-      for (int64_t j = 0; j < NV; ++j) {
+      for (int64_t j = 0; j < int64_t(s.size()); ++j) {
         Value &x = s[j];
         x = arith::MulFOp::create(b, loc, x, scale);
         if (std::optional<APFloat> cap = op.getSoftcap()) {
@@ -431,7 +448,7 @@ struct Emitter {
       Value shift = arith::SelectOp::create(b, loc, none, f32(0.0), mNew);
       Value shiftV = splat(shift, vt);
       Value rowSum;
-      for (int64_t j = 0; j < NV; ++j) {
+      for (int64_t j = 0; j < int64_t(s.size()); ++j) {
         Value p = math::ExpOp::create(
             b, loc, arith::SubFOp::create(b, loc, s[j], shiftV));
         vector::StoreOp::create(b, loc, p, P, ValueRange{pRow, idx(j * W)});
