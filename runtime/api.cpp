@@ -546,6 +546,13 @@ static bool checkPaged(TensorCheck &check, const attn_rt_kind *kd,
   return true;
 }
 
+/// The tokens a block table can hold, max_pages · page_size (saturated: the
+/// shapes of hostile input may multiply past int64).
+static int64_t capacity(int64_t maxPages, int64_t pageSize) {
+  __int128 c = (__int128)maxPages * pageSize;
+  return c > INT64_MAX ? INT64_MAX : int64_t(c);
+}
+
 /// The pages that the tokens [lo, hi) of every row use must be in the
 /// pool [0, pages).
 static bool checkPagesUsed(TensorCheck &check, const attn_tensor *table,
@@ -557,7 +564,7 @@ static bool checkPagesUsed(TensorCheck &check, const attn_tensor *table,
     if (hi[b] <= (lo ? lo[b] : 0))
       continue;
     int64_t first = lo ? lo[b] / pageSize : 0,
-            last = (hi[b] + pageSize - 1) / pageSize;
+            last = hi[b] / pageSize + (hi[b] % pageSize != 0);
     for (int64_t p = first; p < last; ++p) {
       int32_t page = t[b * maxPages + p];
       if (page < 0 || page >= pages)
@@ -602,7 +609,8 @@ attn_status attn_decode_paged(const attn_model *model, int32_t kind,
   if (!noOverlap(check, *out, "out",
                  {{q, "q"}, {k_cache, "k_cache"}, {v_cache, "v_cache"},
                   {block_table, "block_table"}}) ||
-      !checkLengths(check, kv_lengths, b, maxPages * pageSize, "kv_lengths",
+      !checkLengths(check, kv_lengths, b, capacity(maxPages, pageSize),
+                    "kv_lengths",
                     "max_pages * page_size") ||
       !checkPagesUsed(check, block_table, nullptr, kv_lengths, b, pages,
                       pageSize))
@@ -658,13 +666,14 @@ attn_status attn_append_kv(const attn_model *model, int32_t kind,
                         "attn_append_kv: counts[" + std::to_string(i) +
                             "] = " + std::to_string(c) + " is outside [0, n = " +
                             std::to_string(n) + "]");
-    if (start[i] < 0 || start[i] > maxPages * pageSize - c)
+    if (start[i] < 0 || start[i] > capacity(maxPages, pageSize) - c)
       return failWith(ATTN_ERR_VALUE,
                         "attn_append_kv: tokens [" + std::to_string(start[i]) +
                             ", " + std::to_string(start[i] + c) +
                             ") of sequence " + std::to_string(i) +
                             " do not fit in its max_pages * page_size = " +
-                            std::to_string(maxPages * pageSize) + " tokens");
+                            std::to_string(capacity(maxPages, pageSize)) +
+                            " tokens");
     end[i] = start[i] + c;
   }
   for (auto [cache, name] :
