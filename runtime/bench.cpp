@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "resources.h"
 #include "flops.h"
+#include "narrow.h"
 
 #include <algorithm>
 #include <chrono>
@@ -65,20 +66,9 @@ void benchPaged(const attn_rt_kind &kind, int64_t b, int64_t sq, int64_t skv,
       return;
     }
     v16.resize(n);
-    for (uint16_t &x : v16) {
-      float f = next();
-      uint32_t u;
-      std::memcpy(&u, &f, 4);
-      if (kind.kv_dtype == ATTN_RT_KV_BF16) {
-        x = uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-      } else { // |f| < 1: a normal half, or flushed to zero below 2^-14
-        uint32_t a = u & 0x7fffffffu, sign = (u >> 16) & 0x8000u;
-        x = uint16_t(a < 0x38800000u
-                         ? sign
-                         : sign | ((a + 0xfffu + ((a >> 13) & 1u) -
-                                    0x38000000u) >> 13));
-      }
-    }
+    bool half = kind.kv_dtype == ATTN_RT_KV_F16;
+    for (uint16_t &x : v16)
+      x = narrowBits(next(), half);
   };
   std::vector<uint16_t> k16, v16;
   std::vector<float> k32, v32;

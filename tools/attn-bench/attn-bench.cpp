@@ -16,6 +16,7 @@
 
 #include "attn_runtime.h"
 #include "flops.h"
+#include "narrow.h"
 
 #include <cblas.h>
 #include <dlfcn.h>
@@ -307,19 +308,6 @@ std::array<double, 3> measureDecode(const Shape &s, const Options &o,
   return {bytes / rf.ms / 1e6, median(bws), median(ratios)};
 }
 
-/// A float as bf16 or IEEE half bits (round to nearest even; the inputs
-/// are normal samples, far from the half range's ends).
-uint16_t narrowBits(float f, bool half) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if (!half)
-    return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-  uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
-  if (a < 0x38800000u) // below 2^-14: flush (a normal sample rarely is)
-    return uint16_t(sign);
-  return uint16_t(sign | ((a + 0xfffu + ((a >> 13) & 1u) - 0x38000000u) >> 13));
-}
-
 /// The shape's K/V in a paged cache of `kvDtype` (f32, bf16 or f16): pools
 /// [pages, Hkv, page, d] whose pages the one sequence uses in a shuffled
 /// order (as a serving engine's allocator leaves them), and its block
@@ -347,7 +335,7 @@ struct PagedCache {
             if (eb == 4) {
               std::memcpy(dst->data() + (at + e) * 4, &x, 4);
             } else {
-              uint16_t b = narrowBits(x, half);
+              uint16_t b = attn_rt::narrowBits(x, half);
               std::memcpy(dst->data() + (at + e) * 2, &b, 2);
             }
           }

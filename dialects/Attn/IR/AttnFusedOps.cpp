@@ -35,6 +35,30 @@ Value SDPAOp::createEmptyInit(OpBuilder &b, Location loc, Value query,
       b, loc, sizes, cast<RankedTensorType>(query.getType()).getElementType());
 }
 
+/// The score attributes the fused attention ops share: a positive finite
+/// scale (and softcap, when set) and a mask whose window goes with its kind.
+static LogicalResult verifyScoreAttrs(Operation *op, double scale,
+                                      MaskKind mask,
+                                      std::optional<int64_t> window,
+                                      std::optional<APFloat> softcap) {
+  if (failed(verifyPositiveFinite(op, scale, "scale")) ||
+      failed(verifyMaskAttrs(op, mask, window)))
+    return failure();
+  if (softcap)
+    return verifyPositiveFinite(op, softcap->convertToDouble(), "softcap");
+  return success();
+}
+
+/// Destination-passing style: outs(...) has the result's type.
+static LogicalResult verifyDestination(Operation *op, Type init,
+                                       Type result) {
+  if (init == result)
+    return success();
+  return op->emitOpError() << "expects the destination (outs) to have the "
+                              "result type "
+                           << result << ", got " << init;
+}
+
 LogicalResult SDPAOp::verify() {
   if (failed(expectRank(*this, getQuery(), 4,
                         "a query [batch, Hq, q_len, head_dim]")) ||
@@ -68,23 +92,15 @@ LogicalResult SDPAOp::verify() {
                           v.getDimSize(3)},
                          "a result of shape [batch, Hq, q_len, head_dim_v]")))
     return failure();
-  if (failed(verifyPositiveFinite(*this, getScale().convertToDouble(),
-                                  "scale")) ||
-      failed(verifyMaskAttrs(*this, getMask(), getWindow())))
+  if (failed(verifyScoreAttrs(*this, getScale().convertToDouble(), getMask(),
+                              getWindow(), getSoftcap())))
     return failure();
-  if (std::optional<APFloat> cap = getSoftcap())
-    if (failed(verifyPositiveFinite(*this, cap->convertToDouble(), "softcap")))
-      return failure();
   if (failed(verifyRelativeBias(*this, getRelativeBiasAttr(), getBiasTable(),
                                 q.getDimSize(1))))
     return failure();
   if (failed(verifyKvLengths(*this, getKvLengths(), q)))
     return failure();
-  if (getInit().getType() != o)
-    return emitOpError() << "expects the destination (outs) to have the "
-                            "result type "
-                         << o << ", got " << getInit().getType();
-  return success();
+  return verifyDestination(*this, getInit().getType(), o);
 }
 
 int64_t PagedSDPAOp::getGroupSize() {
@@ -153,18 +169,10 @@ LogicalResult PagedSDPAOp::verify() {
                           v.getDimSize(3)},
                          "a result of shape [batch, Hq, q_len, head_dim_v]")))
     return failure();
-  if (failed(verifyPositiveFinite(*this, getScale().convertToDouble(),
-                                  "scale")) ||
-      failed(verifyMaskAttrs(*this, getMask(), getWindow())))
+  if (failed(verifyScoreAttrs(*this, getScale().convertToDouble(), getMask(),
+                              getWindow(), getSoftcap())))
     return failure();
-  if (std::optional<APFloat> cap = getSoftcap())
-    if (failed(verifyPositiveFinite(*this, cap->convertToDouble(), "softcap")))
-      return failure();
-  if (getInit().getType() != o)
-    return emitOpError() << "expects the destination (outs) to have the "
-                            "result type "
-                         << o << ", got " << getInit().getType();
-  return success();
+  return verifyDestination(*this, getInit().getType(), o);
 }
 
 //===----------------------------------------------------------------------===//
