@@ -157,8 +157,15 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
     bool first = true;
     for (int64_t ki : kinds) {
       const attn_rt_kind &k = m->kinds[ki];
-      if (k.op != ATTN_RT_OP_SDPA)
-        continue; // a linear layer's state is not a KV cache
+      if (k.op != ATTN_RT_OP_SDPA) {
+        // A linear layer's state is not a KV cache: skipped among all
+        // kinds, an error when it is the one asked for.
+        if (args.count("layer"))
+          fail(std::string("bench --page-size: layer kind '") + k.name +
+               "' is Gated DeltaNet linear attention, whose state is not a "
+               "paged KV cache; pass a softmax-attention layer");
+        continue;
+      }
       benchPaged(k, b, sq, skv, page, repeats, json, first);
       first = false;
     }
