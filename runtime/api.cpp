@@ -369,6 +369,24 @@ void attn_set_num_threads(int32_t threads) {
     omp_set_num_threads(threads > 0 ? threads : defaultThreads);
 }
 
+/// K and V (or their caches) of the kind's --kv-dtype, else an error that
+/// says which element type this library's kernels read.
+static bool
+checkKVDtype(TensorCheck &check, const attn_rt_kind &kd,
+             std::initializer_list<std::pair<const attn_tensor *, const char *>>
+                 tensors) {
+  attn_dtype dt = kvDtype(kd);
+  for (auto [t, name] : tensors)
+    if (t && t->dtype != dt)
+      return check.fail(
+          ATTN_ERR_DTYPE,
+          std::string(check.call) + ": " + name + " has dtype " +
+              dtypeName(t->dtype) + "; this library's kernels read K/V as " +
+              dtypeName(dt) + " (attn-compile --kv-dtype=" + dtypeName(dt) +
+              "), q and out as f32");
+  return true;
+}
+
 attn_status attn_sdpa(const attn_model *model, int32_t kind,
                       const attn_tensor *q, const attn_tensor *k,
                       const attn_tensor *v, const int64_t *kv_lengths,
@@ -381,11 +399,13 @@ attn_status attn_sdpa(const attn_model *model, int32_t kind,
              {"B", "", "Sq", ""}))
     return check.status;
   int64_t b = q->shape[0], sq = q->shape[2];
-  if (!check(k, "k", {b, kd->num_kv_heads, -1, kd->head_dim},
-             {"", "", "Skv", ""}))
+  attn_dtype dt = kvDtype(*kd);
+  if (!checkKVDtype(check, *kd, {{k, "k"}, {v, "v"}}) ||
+      !check(k, "k", {b, kd->num_kv_heads, -1, kd->head_dim},
+             {"", "", "Skv", ""}, dt))
     return check.status;
   int64_t skv = k->shape[2];
-  check(v, "v", {b, kd->num_kv_heads, skv, kd->head_dim_v}, {});
+  check(v, "v", {b, kd->num_kv_heads, skv, kd->head_dim_v}, {}, dt);
   check(out, "out", {b, kd->num_heads, sq, kd->head_dim_v}, {});
   if (check.status != ATTN_OK)
     return check.status;
@@ -522,14 +542,8 @@ static bool checkPaged(TensorCheck &check, const attn_rt_kind *kd,
                        const attn_tensor *table, int64_t batch,
                        int64_t &pages, int64_t &pageSize, int64_t &maxPages) {
   attn_dtype dt = kvDtype(*kd);
-  for (const attn_tensor *t : {kCache, vCache})
-    if (t && t->dtype != dt)
-      return check.fail(
-          ATTN_ERR_DTYPE,
-          std::string(check.call) + ": " + (t == kCache ? "k" : "v") +
-              "_cache has dtype " + dtypeName(t->dtype) + "; this library's "
-              "paged kernels read a " + dtypeName(dt) +
-              " cache (attn-compile --kv-dtype=" + dtypeName(dt) + ")");
+  if (!checkKVDtype(check, *kd, {{kCache, "k_cache"}, {vCache, "v_cache"}}))
+    return false;
   if (!check(kCache, "k_cache", {-1, kd->num_kv_heads, -1, kd->head_dim},
              {"num_pages", "", "page_size", ""}, dt))
     return false;

@@ -115,9 +115,10 @@ typedef struct {
   double softcap;       /* 0: none */
   int64_t num_layers;   /* the layers of this kind, in `layers` */
   const int64_t *layers;
-  /* The element type of the paged cache attn_decode_paged and
-   * attn_append_kv take (attn-compile --kv-dtype: ATTN_F32, ATTN_BF16 or
-   * ATTN_F16; arithmetic in f32), and whether the kind has paged kernels. */
+  /* The element type of the K and V attn_sdpa reads and of the paged cache
+   * attn_decode_paged and attn_append_kv take (attn-compile --kv-dtype:
+   * ATTN_F32, ATTN_BF16 or ATTN_F16; q, out and the arithmetic stay f32),
+   * and whether the kind has paged kernels. */
   attn_dtype kv_dtype;
   int32_t paged;
 } attn_kind_info;
@@ -147,7 +148,8 @@ void attn_set_num_threads(int32_t threads);
 
 /* Softmax attention of a kind (ATTN_OP_SDPA), fused and tiled:
  *   q [B, Hq, Sq, D], k [B, Hkv, Skv, D], v [B, Hkv, Skv, Dv] -> out
- *   [B, Hq, Sq, Dv], all ATTN_F32. kv_lengths: B int64 in [0, Skv] (batch
+ *   [B, Hq, Sq, Dv]; q and out ATTN_F32, k and v the kind's kv_dtype
+ *   (widened in registers, never copied). kv_lengths: B int64 in [0, Skv] (batch
  *   row b attends to its first kv_lengths[b] keys: the rest is padding), or
  *   NULL for Skv everywhere. A causal kind aligns query i with key
  *   Skv - Sq + i (bottom right), a window keeps the last `window` keys up

@@ -86,8 +86,37 @@ attn_rt_memref_f32_4 view4(float *data, const std::vector<int64_t> &s);
 attn_rt_memref_f32_3 view3(float *data, const std::vector<int64_t> &s);
 attn_rt_memref_f32_2 view2(float *data, const std::vector<int64_t> &s);
 
+/// Whether the kind's kernels read K/V as IEEE half (true) or bfloat16
+/// (false); meaningful when kind.kv_dtype is not ATTN_RT_KV_F32.
+inline bool kvIsHalf(const attn_rt_kind &kind) {
+  return kind.kv_dtype == ATTN_RT_KV_F16;
+}
+/// "f32", "bf16" or "f16": the kind's --kv-dtype.
+const char *kvDtypeName(const attn_rt_kind &kind);
+/// Rounds `x` in place to the values the kind's K/V element type holds
+/// (nothing for f32), so that a reference computed on `x` sees the values
+/// the kernel reads.
+void roundToKV(const attn_rt_kind &kind, std::vector<float> &x);
+
+/// Host descriptors of one shape for repeated calls of a CPU kernel (bench):
+/// q, K and V (narrowed once to the kind's kv_dtype, else the float32
+/// buffers themselves), the lengths and `out` (resized to [B, Hq, Sq, Dv]).
+struct HostCall {
+  std::vector<uint16_t> k16, v16;
+  attn_rt_memref_f32_4 dout, dq, dk, dv;
+  attn_rt_memref_i64_1 dl;
+  std::vector<float> *table;
+  HostCall(const attn_rt_kind &kind, std::vector<float> &q,
+           const std::vector<int64_t> &qs, std::vector<float> &k,
+           const std::vector<int64_t> &ks, std::vector<float> &v,
+           const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
+           std::vector<float> *table, std::vector<float> &out);
+  void call(void (*fn)(void), const attn_rt_kind &kind);
+};
+
 /// One call of a kernel into `out` (resized to [B, Hq, Sq, Dv]), on the CPU
-/// or through device copies for CUDA executables.
+/// or through device copies for CUDA executables; K and V are float32 and
+/// narrowed to the kind's kv_dtype on the way (exactly, after roundToKV).
 void run(void (*fn)(void), const attn_rt_kind &kind, std::vector<float> &q,
          const std::vector<int64_t> &qs, std::vector<float> &k,
          const std::vector<int64_t> &ks, std::vector<float> &v,

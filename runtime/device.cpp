@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cli.h"
+#include "narrow.h"
 
 namespace attn_rt {
 namespace cli {
@@ -89,20 +90,64 @@ void runOnDevice(void (*fn)(void), const attn_rt_kind &kind,
                  std::vector<float> &v, const std::vector<int64_t> &vs,
                  std::vector<int64_t> &lens, std::vector<float> &out);
 
+const char *kvDtypeName(const attn_rt_kind &kind) {
+  return kind.kv_dtype == ATTN_RT_KV_BF16  ? "bf16"
+         : kind.kv_dtype == ATTN_RT_KV_F16 ? "f16"
+                                           : "f32";
+}
+
+void roundToKV(const attn_rt_kind &kind, std::vector<float> &x) {
+  if (kind.kv_dtype == ATTN_RT_KV_F32)
+    return;
+  bool half = kvIsHalf(kind);
+  for (float &f : x)
+    f = widenBits(narrowBits(f, half), half);
+}
+
+HostCall::HostCall(const attn_rt_kind &kind, std::vector<float> &q,
+                   const std::vector<int64_t> &qs, std::vector<float> &k,
+                   const std::vector<int64_t> &ks, std::vector<float> &v,
+                   const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
+                   std::vector<float> *table, std::vector<float> &out)
+    : table(table) {
+  std::vector<int64_t> os = {qs[0], qs[1], qs[2], vs[3]};
+  out.resize(os[0] * os[1] * os[2] * os[3]);
+  float *kp = k.data(), *vp = v.data();
+  if (kind.kv_dtype != ATTN_RT_KV_F32) {
+    // The kernel's descriptors carry an untyped pointer (the layout of a
+    // memref descriptor does not depend on its element type): the bf16/f16
+    // bits go where the float32 values would.
+    bool half = kvIsHalf(kind);
+    k16.resize(k.size());
+    v16.resize(v.size());
+    for (size_t i = 0; i < k.size(); ++i)
+      k16[i] = narrowBits(k[i], half);
+    for (size_t i = 0; i < v.size(); ++i)
+      v16[i] = narrowBits(v[i], half);
+    kp = reinterpret_cast<float *>(k16.data());
+    vp = reinterpret_cast<float *>(v16.data());
+  }
+  dout = view4(out.data(), os);
+  dq = view4(q.data(), qs);
+  dk = view4(kp, ks);
+  dv = view4(vp, vs);
+  dl = {lens.data(), lens.data(), 0, {int64_t(lens.size())}, {1}};
+}
+
+void HostCall::call(void (*fn)(void), const attn_rt_kind &kind) {
+  callKernel(fn, kind, &dout, &dq, &dk, &dv, &dl, table);
+}
+
 void run(void (*fn)(void), const attn_rt_kind &kind, std::vector<float> &q,
          const std::vector<int64_t> &qs, std::vector<float> &k,
          const std::vector<int64_t> &ks, std::vector<float> &v,
          const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
          std::vector<float> *table, std::vector<float> &out) {
-  std::vector<int64_t> os = {qs[0], qs[1], qs[2], vs[3]};
-  out.resize(os[0] * os[1] * os[2] * os[3]);
-  if (gCuda)
+  if (gCuda) {
+    out.resize(qs[0] * qs[1] * qs[2] * vs[3]);
     return runOnDevice(fn, kind, q, qs, k, ks, v, vs, lens, out);
-  attn_rt_memref_f32_4 dout = view4(out.data(), os), dq = view4(q.data(), qs),
-                       dk = view4(k.data(), ks), dv = view4(v.data(), vs);
-  attn_rt_memref_i64_1 dl{lens.data(), lens.data(), 0, {int64_t(lens.size())},
-                          {1}};
-  callKernel(fn, kind, &dout, &dq, &dk, &dv, &dl, table);
+  }
+  HostCall(kind, q, qs, k, ks, v, vs, lens, table, out).call(fn, kind);
 }
 
 void callKernel(void (*fn)(void), const attn_rt_kind &kind,

@@ -338,7 +338,8 @@ int cmdGdn(const attn_rt_model *m, int argc, char **argv) {
     if (!readNpy(args[name], a, err))
       fail(err);
     if (a.dtype != "f4")
-      fail(args[name] + ": dtype int64; --" + name + " must be float32");
+      fail(args[name] + ": dtype " + a.dtypeName() + "; --" + name +
+           " must be float32");
     if (a.shape.size() != rank)
       fail(args[name] + ": rank " + std::to_string(a.shape.size()) +
            "; --" + name + " must have rank " + std::to_string(rank));
@@ -386,7 +387,7 @@ int cmdGdn(const attn_rt_model *m, int argc, char **argv) {
       fail(err);
     if (lens.dtype != "i8" || lens.shape != std::vector<int64_t>{sh.b})
       fail(args["lengths"] + ": " +
-           (lens.dtype != "i8" ? std::string("dtype float32")
+           (lens.dtype != "i8" ? "dtype " + lens.dtypeName()
                                : "shape " + shapeStr(lens.shape)) +
            "; --lengths must be int64 [B] = [" + std::to_string(sh.b) + "]");
     for (int64_t i = 0; i < sh.b; ++i)
@@ -425,7 +426,7 @@ int runLinearBlock(const attn_rt_kind &kind, Args &args,
     if (!readNpy(args[name], a, err))
       fail(err);
     if (a.dtype != "f4" || a.shape != shape)
-      fail(args[name] + ": " + (a.dtype != "f4" ? "dtype int64" :
+      fail(args[name] + ": " + (a.dtype != "f4" ? "dtype " + a.dtypeName() :
                                 "shape " + shapeStr(a.shape)) +
            "; --" + name + " must be float32 " + what + " = " +
            shapeStr(shape) + " for layer kind '" + kind.name + "'");

@@ -12,6 +12,7 @@
 #include "attn_runtime.h"
 #include "cli.h"
 #include "resources.h"
+#include "narrow.h"
 #include "npy.h"
 #include "safetensors.h"
 
@@ -41,8 +42,10 @@ const char *kUsage =
     "  sdpa --layer L --q Q.npy --k K.npy --v V.npy --out O.npy\n"
     "       [--kv-lengths LENS.npy] [--bias-table T.npy]\n"
     "                             fused attention of layer L's kind; Q is\n"
-    "                             [B, Hq, Sq, D], K and V [B, Hkv, Skv, D/Dv],\n"
-    "                             float32; LENS int64 [B]\n"
+    "                             [B, Hq, Sq, D] float32, K and V [B, Hkv,\n"
+    "                             Skv, D/Dv] in the kind's --kv-dtype (float32\n"
+    "                             '<f4', float16 '<f2', bfloat16 bits '<u2');\n"
+    "                             LENS int64 [B]\n"
     "  block --layer L --weights W.safetensors --x X.npy --out Y.npy\n"
     "        [--conv-state-in C0.npy] [--state-in S0.npy]\n"
     "        [--conv-state-out C1.npy] [--state-out S1.npy]\n"
@@ -93,13 +96,36 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
          "') is Gated DeltaNet linear attention: use `gdn`");
   NpyArray q, k, v;
   std::string err;
+  // q is float32; K and V are in the kind's --kv-dtype: float32, float16
+  // ('<f2') or bfloat16 as its bits ('<u2', e.g. x.view(np.uint16) of an
+  // ml_dtypes.bfloat16 array or a torch.bfloat16 tensor).
+  std::string kvNpy = kind.kv_dtype == ATTN_RT_KV_F32   ? "f4"
+                      : kind.kv_dtype == ATTN_RT_KV_F16 ? "f2"
+                                                        : "u2";
+  std::string kvWhat =
+      kind.kv_dtype == ATTN_RT_KV_F32   ? "float32"
+      : kind.kv_dtype == ATTN_RT_KV_F16 ? "float16 ('<f2')"
+                                        : "bfloat16 bits as uint16 ('<u2')";
   for (auto [arr, name] : {std::pair<NpyArray *, const char *>{&q, "q"},
                            {&k, "k"},
                            {&v, "v"}}) {
     if (!readNpy(args[name], *arr, err))
       fail(err);
-    if (arr->dtype != "f4")
-      fail(args[name] + ": dtype int64; --" + name + " must be float32");
+    bool isQ = arr == &q;
+    if (arr->dtype != (isQ ? "f4" : kvNpy))
+      fail(args[name] + ": dtype " + arr->dtypeName() + "; --" + name +
+           " must be " + (isQ ? std::string("float32") : kvWhat) +
+           (isQ ? std::string()
+                : std::string(" (layer kind '") + kind.name +
+                      "' is compiled with --kv-dtype=" + kvDtypeName(kind) +
+                      ")"));
+    if (!isQ && kvNpy != "f4") { // exact: every bf16/f16 value is a float32
+      bool half = kvIsHalf(kind);
+      arr->f32.resize(arr->u16.size());
+      for (size_t i = 0; i < arr->u16.size(); ++i)
+        arr->f32[i] = widenBits(arr->u16[i], half);
+      arr->u16 = {};
+    }
     if (arr->shape.size() != 4)
       fail(args[name] + ": rank " + std::to_string(arr->shape.size()) +
            "; --" + name + " must be [batch, heads, seq, head_dim]");
@@ -309,6 +335,9 @@ int cmdCheck(const attn_rt_model *m, int argc, char **argv) {
                          1);
       auto v = randomVec(rng,
                          s.b * kind.num_kv_heads * s.skv * kind.head_dim_v, 1);
+      // A bf16/f16 K/V kind reads its inputs rounded: so does the reference.
+      roundToKV(kind, k);
+      roundToKV(kind, v);
       std::vector<int64_t> lens(s.b, s.skv);
       if (s.b > 1)
         lens[1] = s.skv / 2; // key padding on the second sequence

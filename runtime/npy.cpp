@@ -234,11 +234,17 @@ bool attn_rt::readNpy(std::istream &in, const std::string &path,
     out.dtype = "f4";
   else if (descr == "<i8" || descr == "=i8")
     out.dtype = "i8";
+  else if (descr == "<f2" || descr == "=f2")
+    out.dtype = "f2";
+  else if (descr == "<u2" || descr == "=u2")
+    out.dtype = "u2";
   else {
     error = path + ": dtype '" + descr +
-            "' is not supported (accepted: float32 '<f4', int64 '<i8')";
+            "' is not supported (accepted: float32 '<f4', int64 '<i8', "
+            "float16 '<f2', uint16 '<u2' (bfloat16 bits))";
     return false;
   }
+  int64_t elemBytes = out.dtype == "f4" ? 4 : out.dtype == "i8" ? 8 : 2;
   if (fortran) {
     error = path + ": Fortran-order arrays are not supported (save with "
                    "C order)";
@@ -250,7 +256,7 @@ bool attn_rt::readNpy(std::istream &in, const std::string &path,
   in.seekg(0, std::ios::end);
   uint64_t available = uint64_t(in.tellg() - dataStart);
   in.seekg(dataStart);
-  unsigned __int128 need = out.dtype == "f4" ? 4 : 8;
+  unsigned __int128 need = elemBytes;
   for (int64_t d : out.shape)
     need = need * uint64_t(d) > (unsigned __int128)UINT64_MAX
                ? (unsigned __int128)UINT64_MAX
@@ -267,14 +273,19 @@ bool attn_rt::readNpy(std::istream &in, const std::string &path,
   if (!fitsInMemory(need, path + ": shape " + shape, error))
     return false;
   int64_t n = out.numel();
-  size_t bytes = size_t(n) * (out.dtype == "f4" ? 4 : 8);
+  size_t bytes = size_t(n) * elemBytes;
+  char *dst;
   if (out.dtype == "f4") {
     out.f32.resize(n);
-    in.read(reinterpret_cast<char *>(out.f32.data()), bytes);
-  } else {
+    dst = reinterpret_cast<char *>(out.f32.data());
+  } else if (out.dtype == "i8") {
     out.i64.resize(n);
-    in.read(reinterpret_cast<char *>(out.i64.data()), bytes);
+    dst = reinterpret_cast<char *>(out.i64.data());
+  } else {
+    out.u16.resize(n);
+    dst = reinterpret_cast<char *>(out.u16.data());
   }
+  in.read(dst, bytes);
   if (size_t(in.gcount()) != bytes) {
     error = path + ": truncated data: shape " + shape + " needs " +
             std::to_string(bytes) + " bytes, the file has " +
@@ -282,6 +293,13 @@ bool attn_rt::readNpy(std::istream &in, const std::string &path,
     return false;
   }
   return true;
+}
+
+std::string NpyArray::dtypeName() const {
+  return dtype == "f4"   ? "float32"
+         : dtype == "i8" ? "int64"
+         : dtype == "f2" ? "float16"
+                         : "uint16";
 }
 
 namespace {

@@ -1,7 +1,8 @@
 //===- npy.h - .npy float32/int64 arrays ---------------------------*- C++ -*-===//
 //
 // This file declares reading and writing of NumPy .npy files (format 1.0 to
-// 3.0, little-endian float32 or int64, C order).
+// 3.0, little-endian float32, int64, float16 or uint16, C order; written as
+// float32).
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,10 +17,15 @@
 namespace attn_rt {
 
 struct NpyArray {
-  std::string dtype; ///< "f4" or "i8"
+  std::string dtype; ///< "f4", "i8", "f2" (IEEE half) or "u2"
   std::vector<int64_t> shape;
   std::vector<float> f32;
   std::vector<int64_t> i64;
+  /// The 16-bit elements of "f2" and "u2" (a bf16 K/V cache travels as
+  /// `<u2`: NumPy has no bfloat16), as stored.
+  std::vector<uint16_t> u16;
+  /// "float32", "int64", "float16" or "uint16", for messages.
+  std::string dtypeName() const;
   int64_t numel() const { return numelOf(shape); }
   /// Elements of `shape`: 0 with a zero dim, -1 past int64 or for a
   /// negative dim.

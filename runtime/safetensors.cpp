@@ -6,6 +6,7 @@
 
 #include "safetensors.h"
 #include "resources.h"
+#include "narrow.h"
 
 #include <nlohmann/json.hpp>
 
@@ -24,36 +25,6 @@ std::string shapeStr(const std::vector<int64_t> &s) {
   return r + "]";
 }
 
-float bf16ToF32(uint16_t v) {
-  uint32_t bits = uint32_t(v) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-float f16ToF32(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f,
-           man = h & 0x3ff, bits;
-  if (exp == 0) {
-    if (man == 0) {
-      bits = sign;
-    } else { // subnormal
-      exp = 127 - 15 + 1;
-      while (!(man & 0x400)) {
-        man <<= 1;
-        --exp;
-      }
-      bits = sign | (exp << 23) | ((man & 0x3ff) << 13);
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000 | (man << 13);
-  } else {
-    bits = sign | ((exp - 15 + 127) << 23) | (man << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
 } // namespace
 
 bool SafeTensors::open(const std::string &p, std::string &error) {
@@ -198,7 +169,7 @@ bool SafeTensors::readF32(const std::string &name,
     for (int64_t i = 0; i < n; ++i) {
       uint16_t v;
       std::memcpy(&v, raw.data() + 2 * i, 2);
-      out[i] = e.dtype == "BF16" ? bf16ToF32(v) : f16ToF32(v);
+      out[i] = widenBits(v, /*half=*/e.dtype == "F16");
     }
   return true;
 }

@@ -55,6 +55,12 @@ private:
     return tensor({kDyn, heads, kDyn, dim});
   }
   UnitAttr unit(bool set) { return set ? b.getUnitAttr() : UnitAttr(); }
+  /// The element type of the K/V the kernels read (--kv-dtype).
+  Type cacheType() {
+    return spec.kvCache == KVCacheType::bf16  ? Type(b.getBF16Type())
+           : spec.kvCache == KVCacheType::f16 ? Type(b.getF16Type())
+                                              : f32;
+  }
   RankedTensorType positionsType() {
     return RankedTensorType::get({kDyn, kDyn}, b.getI64Type());
   }
@@ -204,10 +210,12 @@ Value Emitter::scoreChain(Location loc, const LayerSpec &l, Value qh, Value kh,
 func::FuncOp Emitter::emitKernel(const std::string &name, const LayerSpec &l) {
   Location loc = NameLoc::get(b.getStringAttr(name),
                               FileLineColLoc::get(ctx, spec.configPath, 1, 1));
-  SmallVector<Type> inputs = {headsType(l.numHeads, l.headDimQK),
-                              headsType(l.numKVHeads, l.headDimQK),
-                              headsType(l.numKVHeads, l.headDimV),
-                              RankedTensorType::get({kDyn}, b.getI64Type())};
+  Type kvElt = cacheType();
+  SmallVector<Type> inputs = {
+      headsType(l.numHeads, l.headDimQK),
+      RankedTensorType::get({kDyn, l.numKVHeads, kDyn, l.headDimQK}, kvElt),
+      RankedTensorType::get({kDyn, l.numKVHeads, kDyn, l.headDimV}, kvElt),
+      RankedTensorType::get({kDyn}, b.getI64Type())};
   bool bias = l.position == PositionKind::T5Bias;
   if (bias)
     inputs.push_back(tensor({l.t5.numBuckets, l.numHeads}));
@@ -233,9 +241,7 @@ func::FuncOp Emitter::emitPagedKernel(const std::string &name,
   Location loc = NameLoc::get(b.getStringAttr(name),
                               FileLineColLoc::get(ctx, spec.configPath, 1, 1));
   RankedTensorType outTy = headsType(l.numHeads, l.headDimV);
-  Type cacheElt = spec.kvCache == KVCacheType::bf16  ? Type(b.getBF16Type())
-                  : spec.kvCache == KVCacheType::f16 ? Type(b.getF16Type())
-                                                     : Type(f32);
+  Type cacheElt = cacheType();
   SmallVector<Type> inputs = {
       headsType(l.numHeads, l.headDimQK),
       RankedTensorType::get({kDyn, l.numKVHeads, kDyn, l.headDimQK},

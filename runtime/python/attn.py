@@ -224,7 +224,9 @@ class Model:
     def sdpa(self, q, k, v, layer=None, kind=None, kv_lengths=None,
              bias_table=None, out=None):
         """Softmax attention: q [B, Hq, Sq, D], k [B, Hkv, Skv, D], v [B, Hkv,
-        Skv, Dv] -> out [B, Hq, Sq, Dv] (allocated unless given). kv_lengths
+        Skv, Dv] -> out [B, Hq, Sq, Dv] (allocated unless given). q and out
+        are float32, k and v the kind's kv_dtype (float32, float16, or
+        bfloat16 bits as uint16: a library built with --kv-dtype). kv_lengths
         [B]: row b sees its first kv_lengths[b] keys; causal kinds align
         query i with key Skv - Sq + i."""
         kd = self._kind(layer, kind)

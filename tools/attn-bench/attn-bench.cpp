@@ -34,6 +34,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -138,13 +139,29 @@ attn_rt_memref_f32_4 view(float *p, int64_t h, int64_t s, int64_t d) {
   return {p, p, 0, {1, h, s, d}, {h * s * d, s * d, d, 1}};
 }
 
-/// One call of the compiled fused kernel into `o` (allocated once).
+/// The shape's K and V as bf16 bits (round to nearest even): what a
+/// library compiled with --kv-dtype=bf16 reads.
+struct Bf16KV {
+  std::vector<uint16_t> k, v;
+  explicit Bf16KV(const Inputs &in) : k(in.k.size()), v(in.v.size()) {
+    for (size_t i = 0; i < k.size(); ++i)
+      k[i] = attn_rt::narrowBits(in.k[i], /*half=*/false);
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = attn_rt::narrowBits(in.v[i], /*half=*/false);
+  }
+};
+
+/// One call of the compiled fused kernel into `o` (allocated once), over
+/// the fp32 K/V of `in` or, given `kv`, their bf16 copies (a descriptor of
+/// 2-byte elements: the same fields).
 void runFused(attn_rt_sdpa_fn fn, const Shape &s, Inputs &in,
-              std::vector<float> &o) {
+              std::vector<float> &o, Bf16KV *kv = nullptr) {
+  float *kp = kv ? reinterpret_cast<float *>(kv->k.data()) : in.k.data(),
+        *vp = kv ? reinterpret_cast<float *>(kv->v.data()) : in.v.data();
   attn_rt_memref_f32_4 out = view(o.data(), s.hq, s.sq, s.d),
                        q = view(in.q.data(), s.hq, s.sq, s.d),
-                             k = view(in.k.data(), s.hkv, s.skv, s.d),
-                             v = view(in.v.data(), s.hkv, s.skv, s.d);
+                       k = view(kp, s.hkv, s.skv, s.d),
+                       v = view(vp, s.hkv, s.skv, s.d);
   int64_t len = s.skv;
   attn_rt_memref_i64_1 lens{&len, &len, 0, {1}, {1}};
   fn(&out, &q, &k, &v, &lens);
@@ -389,29 +406,50 @@ bool benchShape(const Shape &s, const Options &o, const Machine &mc,
     std::vector<float> scores(s.sq * s.skv), res(s.hq * s.sq * s.d);
     ru = inChild(o.repeats, [&] { runUnfused(s, in, scores, res); });
   }
+  // The same shape with K/V in bf16 (a library compiled with
+  // --kv-dtype=bf16): prefill next to fp32; decode's read rate below.
+  void *hb = nullptr;
+  const attn_rt_model *mb =
+      s.name[0] == 'L' ? nullptr : loadModel(compileShared(dir, s, "bf16"), hb);
+  Result rb{NAN, 0};
+  std::array<double, 3> kvb = {0, mc.bandwidth, 0};
+  std::unique_ptr<Bf16KV> bkv;
+  if (mb) {
+    auto fb = reinterpret_cast<attn_rt_sdpa_fn>(mb->kinds[0].fused);
+    bkv = std::make_unique<Bf16KV>(in);
+    auto call = [&] { runFused(fb, s, in, fusedOut, bkv.get()); };
+    rb = inChild(o.repeats, call);
+    if (decode)
+      kvb = measureDecode(s, o, mc, call, rb, 2);
+  }
   char desc[64];
   std::snprintf(desc, sizeof(desc), "%lld/%lld %lldx%lld %lld%s",
                 (long long)s.hq, (long long)s.hkv, (long long)s.sq,
                 (long long)s.skv, (long long)s.d, s.causal ? " causal" : "");
-  for (int which = 0; which < 2; ++which) {
-    const Result &r = which ? ru : rf;
+  // Rows: fused (fp32 K/V), fused with bf16 K/V, the OpenBLAS baseline.
+  const char *names[3] = {"fused", "bf16-kv", "openblas"};
+  const char *methods[3] = {"fused", "fused_bf16_kv", "openblas_unfused"};
+  for (int which = 0; which < 3; ++which) {
+    const Result &r = which == 0 ? rf : which == 1 ? rb : ru;
     if (std::isnan(r.ms))
       continue;
     double gf = f / r.ms / 1e6;
-    double speedup = which ? NAN : ru.ms / rf.ms;
+    double speedup = which == 2 ? NAN : ru.ms / r.ms;
     std::printf("%-6s %-32s %-8s %10.2f %10.1f %7.1f%% %10s %10.1f\n",
-                s.name.c_str(), desc, which ? "openblas" : "fused", r.ms, gf,
+                s.name.c_str(), desc, names[which], r.ms, gf,
                 100 * gf / mc.peak,
-                which || std::isnan(speedup)
+                std::isnan(speedup)
                     ? "-"
                     : (std::to_string(speedup).substr(0, 5) + "x").c_str(),
                 r.rssKb / 1024.0);
     out << s.name << "," << s.hq << "," << s.hkv << "," << s.sq << ","
-        << s.skv << "," << s.d << "," << s.causal << ","
-        << (which ? "openblas_unfused" : "fused") << "," << r.ms << "," << gf
-        << "," << 100 * gf / mc.peak << "," << (which ? NAN : speedup) << ","
-        << r.rssKb / 1024.0 << "\n";
+        << s.skv << "," << s.d << "," << s.causal << "," << methods[which]
+        << "," << r.ms << "," << gf << "," << 100 * gf / mc.peak << ","
+        << speedup << "," << r.rssKb / 1024.0 << "\n";
   }
+  if (mb && !decode)
+    std::printf("%-6s K/V bf16: x%.2f the fp32 fused time\n", "",
+                rb.ms / rf.ms);
   if (decode) {
     std::printf("%-6s K+V read: %.1f GB/s by the fused kernel, %.1f%% of "
                 "the read bandwidth measured next to it (median of 5 "
@@ -423,6 +461,16 @@ bool benchShape(const Shape &s, const Options &o, const Machine &mc,
         << s.skv << "," << s.d << "," << s.causal << ",fused_kv_read,"
         << rf.ms << "," << kv[0] << "," << 100 * kv[2] << ",,"
         << rf.rssKb / 1024.0 << "\n";
+    if (mb) {
+      std::printf("%-6s contiguous bf16 K/V: %8.3f ms, K+V read %5.1f GB/s, "
+                  "%5.1f%% of the read bandwidth (%.1f GB/s); x%.2f the fp32 "
+                  "contiguous time\n",
+                  "", rb.ms, kvb[0], 100 * kvb[2], kvb[1], rb.ms / rf.ms);
+      out << s.name << "," << s.hq << "," << s.hkv << "," << s.sq << ","
+          << s.skv << "," << s.d << "," << s.causal << ",fused_bf16_kv_read,"
+          << rb.ms << "," << kvb[0] << "," << 100 * kvb[2] << ","
+          << rb.ms / rf.ms << "," << rb.rssKb / 1024.0 << "\n";
+    }
     // The same K/V in a paged cache (pages of 16 and 256 tokens, shuffled)
     // of f32, bf16 and f16 (libraries compiled with --kv-dtype): the paged
     // kernel's read rate (bytes actually read), and its time over the fp32
@@ -430,7 +478,9 @@ bool benchShape(const Shape &s, const Options &o, const Machine &mc,
     for (std::string dt : {"f32", "bf16", "f16"}) {
       void *hd = nullptr;
       const attn_rt_model *md =
-          dt == "f32" ? m : loadModel(compileShared(dir, s, dt), hd);
+          dt == "f32"    ? m
+          : dt == "bf16" ? mb
+                         : loadModel(compileShared(dir, s, dt), hd);
       attn_rt_paged_fn paged = md ? md->kinds[0].paged : nullptr;
       for (int64_t page : {int64_t(16), int64_t(256)}) {
         if (!paged)
@@ -455,6 +505,8 @@ bool benchShape(const Shape &s, const Options &o, const Machine &mc,
         dlclose(hd);
     }
   }
+  if (hb)
+    dlclose(hb);
   dlclose(h);
   return true;
 }

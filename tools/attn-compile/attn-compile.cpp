@@ -167,8 +167,9 @@ cl::opt<int64_t> splitTarget(
 
 cl::opt<attn::KVCacheType> kvDtype(
     "kv-dtype",
-    cl::desc("Element type of the K/V cache the paged kernels "
-             "(<kind>_paged, attn_decode_paged) read; arithmetic and "
+    cl::desc("Element type of the K and V the softmax-attention kernels "
+             "read (<kind>_sdpa and <kind>_paged: attn_sdpa, "
+             "attn_decode_paged); q, the output, arithmetic and "
              "accumulation stay fp32"),
     cl::init(attn::KVCacheType::f32),
     cl::values(clEnumValN(attn::KVCacheType::f32, "f32", "fp32 (default)"),
@@ -287,6 +288,11 @@ bool checkOptions(Stage stage, bool building) {
                   llvm::sys::path::stem(outputPath).str() +
                   (emit == Emit::Shared ? ".so" : ".o"));
   }
+  if (cuda && kvDtype != attn::KVCacheType::f32)
+    return fail("--kv-dtype=" +
+                llvm::Twine(kvDtype == attn::KVCacheType::bf16 ? "bf16"
+                                                               : "f16") +
+                " is CPU-only for now: the GPU kernels read fp32 K/V");
   if (cuda && building && emit != Emit::Exe)
     return fail("--target=cuda builds executables; --emit=obj and "
                 "--emit=shared are CPU-only for now");

@@ -83,9 +83,11 @@ LogicalResult SDPAOp::verify() {
       failed(expectDimsAgree(*this, k, 0, "key batch", v, 0, "value batch")) ||
       failed(expectDimsAgree(*this, k, 2, "key kv_len", v, 2,
                              "value kv_len")) ||
-      failed(expectSameElementType(
-          *this, {getQuery(), getKey(), getValue(), getResult()},
-          {"query", "key", "value", "result"})))
+      failed(expectSameElementType(*this, {getQuery(), getResult()},
+                                   {"query", "result"})) ||
+      failed(expectSameElementType(*this, {getKey(), getValue()},
+                                   {"key", "value"})) ||
+      failed(expectNoWider(*this, getKey(), "key", getQuery(), "query")))
     return failure();
   if (failed(expectShape(*this, o,
                          {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2),
@@ -152,16 +154,10 @@ LogicalResult PagedSDPAOp::verify() {
       failed(expectSameElementType(*this, {getQuery(), getResult()},
                                    {"query", "result"})) ||
       failed(expectSameElementType(*this, {getKeyCache(), getValueCache()},
-                                   {"key cache", "value cache"})))
+                                   {"key cache", "value cache"})) ||
+      failed(expectNoWider(*this, getKeyCache(), "key cache", getQuery(),
+                           "query")))
     return failure();
-  // The cache may be stored narrower than the query (bf16/f16 K/V, fp32
-  // arithmetic), never wider.
-  if (k.getElementType().getIntOrFloatBitWidth() >
-      q.getElementType().getIntOrFloatBitWidth())
-    return emitOpError() << "expects a key/value cache no wider than the "
-                            "query, got "
-                         << k.getElementType() << " for a "
-                         << q.getElementType() << " query";
   if (k.getDimSize(2) == 0)
     return emitOpError() << "expects a positive page_size, got 0";
   if (failed(expectShape(*this, o,

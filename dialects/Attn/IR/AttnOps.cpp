@@ -262,8 +262,9 @@ LogicalResult QKOp::verify() {
       failed(expectStatic(*this, k, 3, "key head_dim")) ||
       failed(expectDimsAgree(*this, q, 3, "query head_dim", k, 3,
                              "key head_dim")) ||
-      failed(expectSameElementType(*this, {getQuery(), getKey(), getResult()},
-                                   {"query", "key", "result"})))
+      failed(expectSameElementType(*this, {getQuery(), getResult()},
+                                   {"query", "result"})) ||
+      failed(expectNoWider(*this, getKey(), "key", getQuery(), "query")))
     return failure();
   return expectShape(*this, s,
                      {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2),
@@ -378,8 +379,10 @@ LogicalResult PVOp::verify() {
       failed(expectStatic(*this, v, 3, "value head_dim")) ||
       failed(expectDimsAgree(*this, p, 3, "probabilities kv_len", v, 2,
                              "value kv_len")) ||
-      failed(expectSameElementType(*this, {getProbs(), getValue(), getResult()},
-                                   {"probabilities", "value", "result"})))
+      failed(expectSameElementType(*this, {getProbs(), getResult()},
+                                   {"probabilities", "result"})) ||
+      failed(expectNoWider(*this, getValue(), "value", getProbs(),
+                           "probabilities")))
     return failure();
   return expectShape(*this, o,
                      {p.getDimSize(0), p.getDimSize(1), p.getDimSize(2),

@@ -78,6 +78,19 @@ LogicalResult verify::expectSameElementType(Operation *op, ArrayRef<Value> value
   return success();
 }
 
+LogicalResult verify::expectNoWider(Operation *op, Value narrow,
+                                    StringRef narrowName, Value wide,
+                                    StringRef wideName) {
+  Type n = tensorOf(narrow).getElementType(),
+       w = tensorOf(wide).getElementType();
+  if (n.getIntOrFloatBitWidth() > w.getIntOrFloatBitWidth())
+    return op->emitOpError()
+           << "expects the " << narrowName << " no wider than the "
+           << wideName << " (a bf16/f16 cache, fp32 arithmetic), got " << n
+           << " for a " << w << " " << wideName;
+  return success();
+}
+
 /// Verifies `[batch, heads, seq, d]` operands of a GQA pair: the query-side
 /// tensor `q` with Hq heads and the key-side tensor `k` with Hkv heads.
 LogicalResult verify::verifyHeadGroups(Operation *op, RankedTensorType q,

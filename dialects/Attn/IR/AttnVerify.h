@@ -52,6 +52,12 @@ LogicalResult expectShape(Operation *op, ShapedType t,
 LogicalResult expectSameElementType(Operation *op, ArrayRef<Value> values,
                                     ArrayRef<StringRef> names);
 
+/// Checks that `narrow` (a key/value operand: a bf16/f16 cache, widened in
+/// registers) has an element type no wider than `wide`'s (the query side,
+/// whose type the arithmetic uses).
+LogicalResult expectNoWider(Operation *op, Value narrow, StringRef narrowName,
+                            Value wide, StringRef wideName);
+
 /// Verifies `[batch, heads, seq, d]` operands of a GQA pair: the query-side
 /// tensor `q` with Hq heads and the key-side tensor `k` with Hkv heads.
 LogicalResult verifyHeadGroups(Operation *op, RankedTensorType q,

@@ -403,9 +403,9 @@ func.func @f49(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x8xf32>) {
 
 // -----
 
-func.func @f50(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xbf16>) {
-  // expected-error @+1 {{expects query and key to have the same element type, got 'f32' and 'bf16'}}
-  %0 = attn.qk %q, %k : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xbf16>) -> tensor<?x4x?x?xf32>
+func.func @f50(%q: tensor<?x4x?x16xbf16>, %k: tensor<?x2x?x16xf32>) {
+  // expected-error @+1 {{expects the key no wider than the query (a bf16/f16 cache, fp32 arithmetic), got 'f32' for a 'bf16' query}}
+  %0 = attn.qk %q, %k : (tensor<?x4x?x16xbf16>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x?xbf16>
   return
 }
 
@@ -549,8 +549,8 @@ func.func @f67(%p: tensor<?x4x?x7xf32>, %v: tensor<?x2x8x16xf32>) {
 // -----
 
 func.func @f68(%p: tensor<?x4x?x?xf32>, %v: tensor<?x2x?x16xf16>) {
-  // expected-error @+1 {{expects probabilities and value to have the same element type, got 'f32' and 'f16'}}
-  %0 = attn.pv %p, %v : (tensor<?x4x?x?xf32>, tensor<?x2x?x16xf16>) -> tensor<?x4x?x16xf32>
+  // expected-error @+1 {{expects probabilities and result to have the same element type, got 'f32' and 'f16'}}
+  %0 = attn.pv %p, %v : (tensor<?x4x?x?xf32>, tensor<?x2x?x16xf16>) -> tensor<?x4x?x16xf16>
   return
 }
 
@@ -669,7 +669,7 @@ func.func @f82(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x9x16xf32>, %v: tensor<?x
 // -----
 
 func.func @f83(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xbf16>) {
-  // expected-error @+1 {{expects query and value to have the same element type, got 'f32' and 'bf16'}}
+  // expected-error @+1 {{expects key and value to have the same element type, got 'f32' and 'bf16'}}
   %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x?x16xf32>) {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xbf16>) -> tensor<?x4x?x16xf32>
   return
 }
@@ -1327,7 +1327,7 @@ func.func @paged_window(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x16x64xf32>, %v
 // -----
 
 func.func @paged_wider_cache(%q: tensor<?x8x?x64xbf16>, %kc: tensor<?x2x16x64xf32>, %vc: tensor<?x2x16x64xf32>, %table: tensor<?x?xi32>, %lens: tensor<?xi64>, %init: tensor<?x8x?x64xbf16>) {
-  // expected-error @+1 {{expects a key/value cache no wider than the query, got 'f32' for a 'bf16' query}}
+  // expected-error @+1 {{expects the key cache no wider than the query (a bf16/f16 cache, fp32 arithmetic), got 'f32' for a 'bf16' query}}
   %0 = attn.paged_sdpa %q, %kc, %vc, %table, %lens outs(%init : tensor<?x8x?x64xbf16>) {scale = 0.125 : f64} : (tensor<?x8x?x64xbf16>, tensor<?x2x16x64xf32>, tensor<?x2x16x64xf32>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x64xbf16>
   return
 }

@@ -3,6 +3,9 @@
 Generates float32 inputs, runs `EXE sdpa`, computes the same attention in
 float64 with NumPy (plain loops over the definition, no shared code with the
 compiler), and compares: max |out - ref| / max |ref| must be <= --tol.
+With --kv-dtype bf16/f16 (an executable compiled with that --kv-dtype), K and
+V are rounded to nearest even, saved as bfloat16 bits ('<u2') or float16
+('<f2'), and the reference reads the rounded values.
 """
 import argparse
 import os
@@ -42,6 +45,16 @@ def reference(q, k, v, scale, causal, window, softcap, lens):
     return out
 
 
+def to_bf16_bits(x):
+    """float32 -> bfloat16 bits (uint16), round to nearest even."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def from_bf16_bits(b):
+    return (b.astype(np.uint32) << 16).view(np.float32)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("exe")
@@ -63,6 +76,7 @@ def main():
     p.add_argument("--qkv", type=str, help="use this [S, D] matrix as q = k = v")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tol", type=float, default=1e-5)
+    p.add_argument("--kv-dtype", choices=("f32", "bf16", "f16"), default="f32")
     p.add_argument("--print", action="store_true")
     a = p.parse_args()
     dv = a.dv or a.d
@@ -82,8 +96,16 @@ def main():
     with tempfile.TemporaryDirectory() as t:
         paths = {n: os.path.join(t, n + ".npy") for n in ("q", "k", "v", "o", "l")}
         np.save(paths["q"], q)
-        np.save(paths["k"], k)
-        np.save(paths["v"], v)
+        if a.kv_dtype == "bf16":
+            kb, vb = to_bf16_bits(k), to_bf16_bits(v)
+            k, v = from_bf16_bits(kb), from_bf16_bits(vb)
+        elif a.kv_dtype == "f16":
+            kb, vb = k.astype(np.float16), v.astype(np.float16)
+            k, v = kb.astype(np.float32), vb.astype(np.float32)
+        else:
+            kb, vb = k, v
+        np.save(paths["k"], kb)
+        np.save(paths["v"], vb)
         cmd = [a.exe, "sdpa", "--layer", str(a.layer), "--q", paths["q"],
                "--k", paths["k"], "--v", paths["v"], "--out", paths["o"]]
         if a.lens:

@@ -232,16 +232,22 @@ static void testSdpa(attn_model *m, int32_t kind, const attn_kind_info *ki) {
           no = B * Hq * SQ * Dv;
   float *q = randoms(nq, 2.0f), *k = randoms(nk, 2.0f), *v = randoms(nv, 1.0f);
   float *out = randoms(no, 1.0f), *ref = malloc(sizeof(float) * no);
+  /* K and V in the library's --kv-dtype; the reference reads the rounded
+   * values. */
+  attn_dtype dt = ki->kv_dtype;
+  roundTo(dt, k, nk);
+  roundTo(dt, v, nv);
+  void *kn = narrow(dt, k, nk), *vn = narrow(dt, v, nv);
   /* Lengths: whole, 1 key (a causal row of 3 queries sees none or one), 0. */
   int64_t lens[B] = {SKV, 1, 0};
   attn_tensor tq = attn_tensor_contiguous(q, ATTN_F32, 4, qs),
-              tk = attn_tensor_contiguous(k, ATTN_F32, 4, ks),
-              tv = attn_tensor_contiguous(v, ATTN_F32, 4, vs),
+              tk = attn_tensor_contiguous(kn, dt, 4, ks),
+              tv = attn_tensor_contiguous(vn, dt, 4, vs),
               to = attn_tensor_contiguous(out, ATTN_F32, 4, os);
   expectOk(attn_sdpa(m, kind, &tq, &tk, &tv, lens, NULL, &to), "attn_sdpa");
   sdpaRef(ki, B, SQ, SKV, q, k, v, lens, ref);
-  printf("sdpa kind '%s' q [%d, %ld, %d, %ld] kv_lengths 17,1,0 ", ki->name,
-         B, (long)Hq, SQ, (long)D);
+  printf("sdpa kind '%s' K/V %s q [%d, %ld, %d, %ld] kv_lengths 17,1,0 ",
+         ki->name, dtypeName(dt), B, (long)Hq, SQ, (long)D);
   report("out", out, ref, no);
 
   /* Bad calls: each names the argument and what is accepted. */
@@ -265,7 +271,10 @@ static void testSdpa(attn_model *m, int32_t kind, const attn_kind_info *ki) {
   bad("no out", attn_sdpa(m, kind, &tq, &tk, &tv, NULL, NULL, NULL));
   bad("bias table", attn_sdpa(m, kind, &tq, &tk, &tv, NULL, &tq, &to));
   bad("kind 99", attn_sdpa(m, 99, &tq, &tk, &tv, NULL, NULL, &to));
-  free(q), free(k), free(v), free(out), free(ref);
+  t = tk;
+  t.dtype = dt == ATTN_F32 ? ATTN_BF16 : ATTN_F32;
+  bad("k of another dtype", attn_sdpa(m, kind, &tq, &t, &tv, NULL, NULL, &to));
+  free(q), free(k), free(v), free(kn), free(vn), free(out), free(ref);
 }
 
 /* The paged cache: B sequences of lengths 0, 1, P-1, P+1 and 2P+7 whose
@@ -353,14 +362,16 @@ static void testPaged(attn_model *m, int32_t kind, const attn_kind_info *ki,
         sdpaRef(ki, 1, sq, len, qb, kb, vb, one, ref + b * Hq * sq * Dv);
         int64_t q1[4] = {1, Hq, sq, D}, k1[4] = {1, Hkv, len, D},
                 v1[4] = {1, Hkv, len, Dv}, o1[4] = {1, Hq, sq, Dv};
+        void *kbn = narrow(dt, kb, Hkv * len * D),
+             *vbn = narrow(dt, vb, Hkv * len * Dv);
         attn_tensor a = attn_tensor_contiguous((void *)qb, ATTN_F32, 4, q1),
-                    bk = attn_tensor_contiguous(kb, ATTN_F32, 4, k1),
-                    bv = attn_tensor_contiguous(vb, ATTN_F32, 4, v1),
+                    bk = attn_tensor_contiguous(kbn, dt, 4, k1),
+                    bv = attn_tensor_contiguous(vbn, dt, 4, v1),
                     bo = attn_tensor_contiguous(con + b * Hq * sq * Dv,
                                                 ATTN_F32, 4, o1);
         expectOk(attn_sdpa(m, kind, &a, &bk, &bv, NULL, NULL, &bo),
                  "attn_sdpa of one sequence");
-        free(kb), free(vb);
+        free(kb), free(vb), free(kbn), free(vbn);
       }
       printf("paged %s page_size %ld %s Sq %ld lengths %ld,%ld,%ld,%ld,%ld: ",
              dtypeName(dt), (long)P, step ? "after append" : "", (long)sq,

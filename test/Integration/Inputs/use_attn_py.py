@@ -170,6 +170,13 @@ if len(sys.argv) > 3:
     ref = np.concatenate([sdpa_ref(kd, q[b:b + 1], from_bf16(k[b:b + 1, :, :lens[b]]), from_bf16(v[b:b + 1, :, :lens[b]]), [lens[b]]) for b in range(B)])
     report("bf16 paged decode Sq=2 lengths 33,1,16", out, ref)
     expect_error("a float32 cache", lambda: mb.decode(q, from_bf16(kc), from_bf16(vc), table, lens, layer=3))
+    # Contiguous attention reads bf16 K/V too (prefill: Sq = Skv, causal).
+    q = rng.standard_normal((2, kd.num_heads, 40, kd.head_dim), np.float32)
+    k = to_bf16(rng.standard_normal((2, kd.num_kv_heads, 40, kd.head_dim)) * 2)
+    v = to_bf16(rng.standard_normal((2, kd.num_kv_heads, 40, kd.head_dim_v)))
+    out = mb.sdpa(q, k, v, layer=3, kv_lengths=[40, 23])
+    report("bf16 sdpa B=2 Sq=Skv=40 lengths 40,23", out,
+           sdpa_ref(kd, q, from_bf16(k), from_bf16(v), [40, 23]))
 
 # Gated DeltaNet.
 kd = qwen.kinds[0]
