@@ -30,15 +30,17 @@ bool microKernelHandles(Operation *op);
 /// hold a 4×4 tile of vectors plus operands; 16 (AVX2, SSE) a 2×4 tile.
 inline int64_t microKernelRows(int64_t lanes) { return lanes >= 16 ? 4 : 2; }
 
-/// The micro-kernel's scratch for head dim `d` and `lanes` f32 lanes: Kᵀ
-/// [d, 4·lanes], probabilities [rows, 4·lanes] and alphas [rows], allocated
-/// at the builder's insertion point (once per parallel iteration).
+/// The micro-kernel's scratch for `tile` (head dim d) and `lanes` f32
+/// lanes: Kᵀ [d, 4·lanes], probabilities [rows, 4·lanes], alphas [rows] and,
+/// when V is bf16/f16, its chunk widened [4·lanes, dv]; allocated at the
+/// builder's insertion point (once per parallel iteration).
 SmallVector<Value> allocateMicroKernelScratch(OpBuilder &b, Location loc,
-                                              int64_t d, int64_t lanes);
+                                              OnlineAttentionOp tile,
+                                              int64_t lanes);
 
 /// Emits the micro-kernel of `tile` (buffer form, operands f32 with a
 /// contiguous innermost dim: microKernelHandles) at the builder's insertion
-/// point, with the three buffers of allocateMicroKernelScratch. `tile` is
+/// point, with the buffers of allocateMicroKernelScratch. `tile` is
 /// left for the caller to erase.
 void emitMicroKernel(OpBuilder &b, OnlineAttentionOp tile, ValueRange scratch,
                      int64_t lanes);

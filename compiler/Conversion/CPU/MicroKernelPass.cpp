@@ -158,9 +158,8 @@ LogicalResult TileFunctions::lower(OnlineAttentionOp oa) {
     return failure();
   OpBuilder b(oa);
   beforeParallelIteration(b, oa);
-  int64_t d = cast<ShapedType>(oa.getQuery().getType()).getShape().back();
   SmallVector<Value> scratch =
-      allocateMicroKernelScratch(b, oa.getLoc(), d, lanes);
+      allocateMicroKernelScratch(b, oa.getLoc(), oa, lanes);
   func::FuncOp fn = functionFor(
       oa, ValueRange(scratch).getTypes(),
       [&](OpBuilder &fb, Operation *tile, ValueRange sc) {
