@@ -31,8 +31,8 @@ bool microKernelHandles(Operation *op);
 inline int64_t microKernelRows(int64_t lanes) { return lanes >= 16 ? 4 : 2; }
 
 /// The micro-kernel's scratch for `tile` (head dim d) and `lanes` f32
-/// lanes: Kᵀ [d, 4·lanes], probabilities [rows, 4·lanes], alphas [rows] and,
-/// when V is bf16/f16, its chunk widened [4·lanes, dv]; allocated at the
+/// lanes: Kᵀ [d, 4·lanes], probabilities [rows, 4·lanes], alphas [rows] and
+/// the chunk's V rows as f32 [4·lanes, dv]; allocated at the
 /// builder's insertion point (once per parallel iteration).
 SmallVector<Value> allocateMicroKernelScratch(OpBuilder &b, Location loc,
                                               OnlineAttentionOp tile,
