@@ -101,10 +101,13 @@ cl::opt<Emit> emit(
                           "plus NAME.h")),
     cl::init(Emit::Exe), cl::cat(category));
 
-cl::opt<std::string> cpu("cpu",
-                         cl::desc("CPU to compile for: native (default), "
-                                  "x86-64-v3 (AVX2) or x86-64-v4 (AVX-512)"),
-                         cl::init("native"), cl::cat(category));
+cl::opt<std::string>
+    cpu("cpu",
+        cl::desc("CPU to compile for: native (default), x86-64-v3 (AVX2), "
+                 "x86-64-v4 (AVX-512) or an x86-64 CPU name LLVM knows "
+                 "(sapphirerapids, znver4, ...: its features and scheduling "
+                 "model, for cross-compiling)"),
+        cl::init("native"), cl::cat(category));
 
 // -O2 by default: LLVM's -O3 adds non-trivial loop unswitching and more
 // unrolling, which made the kernels' LLVM IR 40% larger and the build 15-25%
@@ -489,7 +492,7 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "attn-compile: compile a Hugging Face config.json's attention\n\n"
-      "  attn-compile config.json -o NAME [--cpu=native|x86-64-v3|x86-64-v4] "
+      "  attn-compile config.json -o NAME [--cpu=native|x86-64-v3|x86-64-v4|CPU] "
       "[-O3]\n"
       "  attn-compile config.json --describe\n"
       "  attn-compile config.json --compile-to=attn|fused|tiled|linalg|"

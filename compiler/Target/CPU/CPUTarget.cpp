@@ -24,6 +24,7 @@
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
+#include "llvm/TargetParser/X86TargetParser.h"
 #include "llvm/Transforms/Instrumentation/AddressSanitizer.h"
 
 using namespace mlir;
@@ -35,6 +36,19 @@ void mlir::attn::registerCPUTranslations(DialectRegistry &registry) {
   registerOpenMPDialectTranslation(registry);
 }
 
+/// A CPU name LLVM's x86 backend knows (skylake-avx512, sapphirerapids,
+/// znver4...), for cross-compiling: its features, or false.
+static bool namedCPUFeatures(llvm::StringRef cpu, llvm::StringMap<bool> &out) {
+  if (cpu == "native" ||
+      llvm::X86::parseArchX86(cpu, /*Only64Bit=*/true) == llvm::X86::CK_None)
+    return false;
+  llvm::SmallVector<llvm::StringRef> features;
+  llvm::X86::getFeaturesForCPU(cpu, features);
+  for (llvm::StringRef f : features)
+    out[f] = true;
+  return true;
+}
+
 int64_t mlir::attn::cpuVectorLanes(llvm::StringRef cpu) {
   if (cpu == "x86-64-v4")
     return 16;
@@ -42,9 +56,11 @@ int64_t mlir::attn::cpuVectorLanes(llvm::StringRef cpu) {
     return 8;
   if (cpu == "x86-64")
     return 4;
-  if (cpu != "native")
+  llvm::StringMap<bool> features;
+  if (cpu == "native")
+    features = llvm::sys::getHostCPUFeatures();
+  else if (!namedCPUFeatures(cpu, features))
     return 0;
-  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
   if (features.lookup("avx512f"))
     return 16;
   if (features.lookup("avx2") && features.lookup("fma"))
@@ -99,16 +115,20 @@ LogicalResult mlir::attn::emitCPU(ModuleOp module,
 
   std::string cpu = options.cpu;
   std::string features;
+  llvm::StringMap<bool> named;
   if (cpu == "native") {
     cpu = llvm::sys::getHostCPUName().str();
     for (const auto &f : llvm::sys::getHostCPUFeatures())
       features += (f.second ? "+" : "-") + f.first().str() + ",";
-  } else if (cpu != "x86-64-v3" && cpu != "x86-64-v4" && cpu != "x86-64") {
+  } else if (cpu != "x86-64-v3" && cpu != "x86-64-v4" && cpu != "x86-64" &&
+             !namedCPUFeatures(cpu, named)) {
     error = "unknown --cpu '" + options.cpu +
             "'; accepted: native, x86-64, x86-64-v3 (AVX2), x86-64-v4 "
-            "(AVX-512)";
+            "(AVX-512), or an x86-64 CPU name LLVM knows (skylake-avx512, "
+            "sapphirerapids, znver4, ...)";
     return failure();
   }
+
   llvm::Triple triple("x86_64-unknown-linux-gnu");
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);

@@ -26,8 +26,9 @@ namespace attn {
 enum class CPUOutput { LLVMIR, Assembly, Object };
 
 struct CPUTargetOptions {
-  /// native (the host's CPU and features), x86-64-v3 (AVX2) or x86-64-v4
-  /// (AVX-512).
+  /// native (the host's CPU and features), x86-64-v3 (AVX2), x86-64-v4
+  /// (AVX-512) or an x86-64 CPU name LLVM knows (sapphirerapids, znver4...:
+  /// its features and scheduling model, for cross-compiling).
   std::string cpu = "native";
   /// LLVM's pipeline level; 2 is attn-compile's default (3 costs compile
   /// time for no measured kernel speed).

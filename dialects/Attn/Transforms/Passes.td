@@ -176,10 +176,11 @@ def TileAttentionPass : Pass<"attn-tile-attention", "func::FuncOp"> {
            /*default=*/"mlir::attn::TileTarget::cpu",
            "Target whose default tile sizes apply",
            [{::llvm::cl::values(
-             clEnumValN(mlir::attn::TileTarget::cpu, "cpu", "64 x 64 tiles, split-K decode"),
+             clEnumValN(mlir::attn::TileTarget::cpu, "cpu", "64 x 64 tiles (at least 256 rows over the group), split-K decode"),
              clEnumValN(mlir::attn::TileTarget::gpu, "gpu", "128 x 64 tiles, one thread block per tile"))}]>,
     Option<"qBlock", "q-block", "int64_t", /*default=*/"0",
-           "Query rows per tile (0: the target's default)">,
+           "Query rows per tile and head (0: the target's default: cpu "
+           "max(64, 256 / G) for G query heads per KV head, gpu 128)">,
     Option<"kvBlock", "kv-block", "int64_t", /*default=*/"0",
            "Keys per tile (0: the target's default)">,
     Option<"decodeKvBlock", "decode-kv-block", "int64_t", /*default=*/"0",
