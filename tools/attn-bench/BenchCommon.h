@@ -160,6 +160,8 @@ inline double readBandwidth(int threads, bool avx512) {
 struct Options {
   int threads = 2, repeats = 5;
   std::string csv = "attn-bench.csv", only, openblasCore;
+  /// attn-compile --cpu for every kernel compiled (default native).
+  std::string cpu;
   bool longSeq = false, openblasInfo = false, linear = false;
   std::string svg = "attn-bench-linear.svg";
 };
@@ -172,6 +174,9 @@ struct Machine {
 
 /// Writes `json` as DIR/NAME.json and compiles it with attn-compile into
 /// DIR/libNAME.so (--emit=shared); exits on failure.
+/// Flags every compileConfig passes (attn-bench --cpu).
+inline std::string gCompileFlags;
+
 inline std::string compileConfig(const std::string &dir,
                                  const std::string &name,
                                  const std::string &json,
@@ -180,7 +185,8 @@ inline std::string compileConfig(const std::string &dir,
   std::ofstream(cfg) << json;
   std::string lib = dir + "/lib" + name + ".so";
   std::string cmd = std::string(ATTN_COMPILE) + " " + cfg +
-                    " --emit=shared " + flags + " -o " + lib;
+                    " --emit=shared " + gCompileFlags + " " + flags + " -o " +
+                    lib;
   if (std::system(cmd.c_str()) != 0) {
     std::fprintf(stderr, "attn-bench: error: '%s' failed\n", cmd.c_str());
     std::exit(1);

@@ -19,6 +19,7 @@
 #include "narrow.h"
 
 #include <cblas.h>
+#include <nlohmann/json.hpp>
 #include <dlfcn.h>
 #include <immintrin.h>
 #include <omp.h>
@@ -281,10 +282,14 @@ int parseArgs(int argc, char **argv, Options &o) {
       o.linear = true;
     else if (a == "--svg")
       o.svg = next();
+    else if (a == "--cpu")
+      o.cpu = next();
     else {
       std::printf("usage: attn-bench [--threads T] [--repeats R] [--csv FILE] "
                   "[--shape P1|P2|P3|P4|D1|D2] [--long] [--linear [--svg FILE]] "
-                  "[--openblas-core NAME|auto]\n"
+                  "[--openblas-core NAME|auto] [--cpu CPU]\n"
+                  "  --cpu: attn-compile --cpu for the kernels (default "
+                  "native; e.g. x86-64-v3 runs the AVX2 kernels here)\n"
                   "  --openblas-core: the baseline's OPENBLAS_CORETYPE "
                   "(default: SkylakeX with AVX-512, Haswell with AVX2; auto: "
                   "OpenBLAS's own detection)\n"
@@ -380,6 +385,30 @@ void runPaged(attn_rt_paged_fn fn, const Shape &s, Inputs &in, PagedCache &c,
   fn(&out, &q, &k, &v, &t, &lens);
 }
 
+/// The tiling the shape's kind was compiled with (its description's
+/// cpu_tiles, from attn-compile's heuristics and --cpu).
+void printTiles(const Shape &s, const attn_rt_model *m) {
+  auto j = nlohmann::json::parse(m->describe_json, nullptr, false);
+  if (j.is_discarded() || !j.contains("layer_kinds"))
+    return;
+  for (const auto &k : j["layer_kinds"]) {
+    if (!k.contains("cpu_tiles"))
+      continue;
+    const auto &t = k["cpu_tiles"];
+    std::printf("%-6s tiles: %lld query rows per head x %lld keys (decode "
+                "%lld keys), register block %lld rows x %lld vectors of %lld "
+                "lanes, chunks of %lld keys\n",
+                s.name.c_str(), (long long)t["q_block"].get<int64_t>(),
+                (long long)t["kv_block"].get<int64_t>(),
+                (long long)t["decode_kv_block"].get<int64_t>(),
+                (long long)t["register_rows"].get<int64_t>(),
+                (long long)t["register_vectors"].get<int64_t>(),
+                (long long)t["vector_lanes"].get<int64_t>(),
+                (long long)t["chunk_keys"].get<int64_t>());
+    return;
+  }
+}
+
 /// One shape: compile, load, time the fused kernel (and decode's read
 /// rate, contiguous and paged) and the OpenBLAS unfused baseline; print and
 /// append to the CSV.
@@ -391,6 +420,7 @@ bool benchShape(const Shape &s, const Options &o, const Machine &mc,
   if (!m)
     return false;
   auto fused = reinterpret_cast<attn_rt_sdpa_fn>(m->kinds[0].fused);
+  printTiles(s, m);
   Inputs in(s);
   double f = flops(s);
   std::vector<float> fusedOut(s.hq * s.sq * s.d);
@@ -528,6 +558,8 @@ int main(int argc, char **argv) {
     std::printf("OpenBLAS: %s\n", blas.c_str());
     return 0;
   }
+  if (!o.cpu.empty())
+    gCompileFlags = "--cpu=" + o.cpu;
   // Before any OpenMP runtime starts: the compiled kernels read it too.
   setenv("OMP_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
   omp_set_num_threads(o.threads);

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Conversion/CPU/MicroKernel.h"
 #include "compiler/Frontend/Diagnostics.h"
 #include "compiler/Frontend/Frontend.h"
 #include "compiler/InitAll.h"
@@ -15,6 +16,7 @@
 #include "compiler/Target/CPU/Executable.h"
 #include "compiler/Target/CPU/ModelTable.h"
 #include "compiler/Target/GPU/GPUTarget.h"
+#include "dialects/Attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -329,6 +331,38 @@ bool runPipeline(MLIRContext &context, ModuleOp module, const Options &options,
   return succeeded(pm.run(module));
 }
 
+/// The description an executable or library carries (`info`,
+/// attn_rt_model.describe_json): --describe's, and for CPU kernels each
+/// softmax kind's tiling as compiled (attn-bench prints it): rows per head
+/// and keys per tile, the micro-kernel's register block and chunk.
+nlohmann::ordered_json tableDescription(const attn::ModelSpec &spec,
+                                        bool cuda) {
+  nlohmann::ordered_json j = attn::describeModel(spec);
+  int64_t lanes = attn::cpuVectorLanes(cpu);
+  if (cuda || !lanes)
+    return j;
+  using Tiles = mlir::attn::CPUTileDefaults;
+  for (auto &k : j["layer_kinds"]) {
+    // The kind's layers share their heads: the first one's group size.
+    int64_t group = 0;
+    for (const auto &layer : j["layers"])
+      if (layer["index"] == k["layers"][0] &&
+          layer.contains("gqa_group_size"))
+        group = layer["gqa_group_size"].get<int64_t>();
+    if (!group)
+      continue; // linear attention: its own kernel
+    k["cpu_tiles"] = {
+        {"q_block", Tiles::qBlockFor(group, qBlock)},
+        {"kv_block", kvBlock ? int64_t(kvBlock) : Tiles::kvBlock},
+        {"decode_kv_block", Tiles::decodeKvBlock},
+        {"vector_lanes", lanes},
+        {"register_rows", attn::microKernelRows(lanes)},
+        {"register_vectors", attn::kMicroKernelChunkVectors},
+        {"chunk_keys", attn::kMicroKernelChunkVectors * lanes}};
+  }
+  return j;
+}
+
 /// The LLVM dialect module as an x86-64 object, LLVM IR or assembly; with
 /// `table`, the model table of an executable or library added to it
 /// (`cuda`: host stubs of GPU kernels; `bf16`: tensor-core tolerance).
@@ -343,7 +377,7 @@ bool emitHost(ModuleOp module, attn::CPUOutput kind,
   if (table)
     options.extendModule = [&](llvm::Module &m, std::string &error) {
       return attn::addModelTable(m, *table,
-                                 attn::describeModel(*table).dump(
+                                 tableDescription(*table, cuda).dump(
                                      2, ' ', false,
                                      nlohmann::ordered_json::
                                          error_handler_t::replace), cuda,

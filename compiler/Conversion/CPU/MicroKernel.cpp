@@ -66,7 +66,7 @@ struct Emitter {
   OnlineAttentionOp op;
   Value q = {}, k = {}, v = {}, acc = {}, max = {}, sum = {}; ///< memrefs
   /// Vectors of W keys per chunk of keys.
-  static constexpr int64_t kChunkVectors = 4;
+  static constexpr int64_t kChunkVectors = kMicroKernelChunkVectors;
   int64_t W = 16, R = 4, NV = kChunkVectors, CV = 4;
   int64_t d = 0, dv = 0, lead = 0;
   VectorType vt = {}, vi32 = {}, vmask = {};

@@ -29,6 +29,9 @@ bool microKernelHandles(Operation *op);
 /// Query rows per register block: 32 vector registers (AVX-512, 16 lanes)
 /// hold a 4×4 tile of vectors plus operands; 16 (AVX2, SSE) a 2×4 tile.
 inline int64_t microKernelRows(int64_t lanes) { return lanes >= 16 ? 4 : 2; }
+/// Vectors of keys per chunk (the register block's columns): a chunk is
+/// kMicroKernelChunkVectors·lanes keys.
+inline constexpr int64_t kMicroKernelChunkVectors = 4;
 
 /// The micro-kernel's scratch for `tile` (head dim d) and `lanes` f32
 /// lanes: Kᵀ [d, 4·lanes], probabilities [rows, 4·lanes], alphas [rows] and

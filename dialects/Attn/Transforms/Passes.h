@@ -27,6 +27,24 @@ namespace attn {
 /// produces.
 enum class TileTarget { cpu, gpu };
 
+/// The CPU's tile sizes, attn-tile-attention's defaults for --target=cpu:
+/// a tile of q-block rows per head (at least minGroupRows over the G heads
+/// of a GQA group, so that each K/V chunk's pack serves as many register
+/// blocks) by kvBlock keys, decodeKvBlock keys when the group's rows fit one
+/// micro-kernel call (at most 16: decode).
+struct CPUTileDefaults {
+  static constexpr int64_t qBlock = 64, minGroupRows = 256, kvBlock = 64,
+                           decodeKvBlock = 1024;
+  /// The q-block for G query heads per KV head (`option`: --q-block, 0 for
+  /// the default).
+  static int64_t qBlockFor(int64_t group, int64_t option) {
+    if (option > 0)
+      return option;
+    return group > 0 && minGroupRows / group > qBlock ? minGroupRows / group
+                                                      : qBlock;
+  }
+};
+
 #define GEN_PASS_DECL
 #include "dialects/Attn/Transforms/Passes.h.inc"
 

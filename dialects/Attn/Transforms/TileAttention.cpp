@@ -645,10 +645,11 @@ struct TileAttentionPass
       return;
     bool gpu = target == TileTarget::gpu;
     TileSizes sizes;
-    sizes.qBlock = qBlock ? qBlock : (gpu ? 128 : 64);
-    sizes.kvBlock = kvBlock ? kvBlock : 64;
+    sizes.qBlock = qBlock ? qBlock : (gpu ? 128 : CPUTileDefaults::qBlock);
+    sizes.kvBlock = kvBlock ? kvBlock : CPUTileDefaults::kvBlock;
     sizes.decodeKvBlock =
-        decodeKvBlock ? decodeKvBlock : (gpu ? sizes.kvBlock : 1024);
+        decodeKvBlock ? decodeKvBlock
+                      : (gpu ? sizes.kvBlock : CPUTileDefaults::decodeKvBlock);
     sizes.splitTarget = splitTarget;
     sizes.splitMinKeys = splitMinKeys;
     sizes.blockRows = qBlock ? 0 : blockRows;
@@ -657,7 +658,8 @@ struct TileAttentionPass
     // pack and copy serve as many register blocks: with 64 rows, MHA at
     // d = 64 (P2) spent 8-15% more time (56% -> 61-64% of the FMA peak on a
     // Zen 5 with 256).
-    sizes.minGroupRows = gpu || qBlock || blockRows ? 0 : 256;
+    sizes.minGroupRows =
+        gpu || qBlock || blockRows ? 0 : CPUTileDefaults::minGroupRows;
     sizes.gridMapping = gpu;
     if (sizes.qBlock <= 0 || sizes.kvBlock <= 0 || sizes.decodeKvBlock <= 0 ||
         sizes.splitTarget < 0 || sizes.splitMinKeys <= 0) {
