@@ -111,7 +111,20 @@ struct HostCall {
            const std::vector<int64_t> &ks, std::vector<float> &v,
            const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
            std::vector<float> *table, std::vector<float> &out);
+  /// The same over K/V already in the kind's bf16/f16 bits (taken over:
+  /// `sdpa` reads them so from its files, no float32 copy).
+  HostCall(const attn_rt_kind &kind, std::vector<float> &q,
+           const std::vector<int64_t> &qs, std::vector<uint16_t> &&k16,
+           const std::vector<int64_t> &ks, std::vector<uint16_t> &&v16,
+           const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
+           std::vector<float> *table, std::vector<float> &out);
   void call(void (*fn)(void), const attn_rt_kind &kind);
+
+private:
+  void describe(std::vector<float> &q, const std::vector<int64_t> &qs,
+                float *k, const std::vector<int64_t> &ks, float *v,
+                const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
+                std::vector<float> &out);
 };
 
 /// One call of a kernel into `out` (resized to [B, Hq, Sq, Dv]), on the CPU

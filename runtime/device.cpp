@@ -110,8 +110,6 @@ HostCall::HostCall(const attn_rt_kind &kind, std::vector<float> &q,
                    const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
                    std::vector<float> *table, std::vector<float> &out)
     : table(table) {
-  std::vector<int64_t> os = {qs[0], qs[1], qs[2], vs[3]};
-  out.resize(os[0] * os[1] * os[2] * os[3]);
   float *kp = k.data(), *vp = v.data();
   if (kind.kv_dtype != ATTN_RT_KV_F32) {
     // The kernel's descriptors carry an untyped pointer (the layout of a
@@ -127,10 +125,29 @@ HostCall::HostCall(const attn_rt_kind &kind, std::vector<float> &q,
     kp = reinterpret_cast<float *>(k16.data());
     vp = reinterpret_cast<float *>(v16.data());
   }
+  describe(q, qs, kp, ks, vp, vs, lens, out);
+}
+
+HostCall::HostCall(const attn_rt_kind &kind, std::vector<float> &q,
+                   const std::vector<int64_t> &qs, std::vector<uint16_t> &&k,
+                   const std::vector<int64_t> &ks, std::vector<uint16_t> &&v,
+                   const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
+                   std::vector<float> *table, std::vector<float> &out)
+    : k16(std::move(k)), v16(std::move(v)), table(table) {
+  describe(q, qs, reinterpret_cast<float *>(k16.data()), ks,
+           reinterpret_cast<float *>(v16.data()), vs, lens, out);
+}
+
+void HostCall::describe(std::vector<float> &q, const std::vector<int64_t> &qs,
+                        float *k, const std::vector<int64_t> &ks, float *v,
+                        const std::vector<int64_t> &vs,
+                        std::vector<int64_t> &lens, std::vector<float> &out) {
+  std::vector<int64_t> os = {qs[0], qs[1], qs[2], vs[3]};
+  out.resize(os[0] * os[1] * os[2] * os[3]);
   dout = view4(out.data(), os);
   dq = view4(q.data(), qs);
-  dk = view4(kp, ks);
-  dv = view4(vp, vs);
+  dk = view4(k, ks);
+  dv = view4(v, vs);
   dl = {lens.data(), lens.data(), 0, {int64_t(lens.size())}, {1}};
 }
 

@@ -12,7 +12,6 @@
 #include "attn_runtime.h"
 #include "cli.h"
 #include "resources.h"
-#include "narrow.h"
 #include "npy.h"
 #include "safetensors.h"
 
@@ -119,13 +118,6 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
                 : std::string(" (layer kind '") + kind.name +
                       "' is compiled with --kv-dtype=" + kvDtypeName(kind) +
                       ")"));
-    if (!isQ && kvNpy != "f4") { // exact: every bf16/f16 value is a float32
-      bool half = kvIsHalf(kind);
-      arr->f32.resize(arr->u16.size());
-      for (size_t i = 0; i < arr->u16.size(); ++i)
-        arr->f32[i] = widenBits(arr->u16[i], half);
-      arr->u16 = {};
-    }
     if (arr->shape.size() != 4)
       fail(args[name] + ": rank " + std::to_string(arr->shape.size()) +
            "; --" + name + " must be [batch, heads, seq, head_dim]");
@@ -203,8 +195,13 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
   }
   requireDevice("sdpa");
   std::vector<float> out;
-  run(kind.fused, kind, q.f32, q.shape, k.f32, k.shape, v.f32, v.shape, lens,
-      &table, out);
+  if (kind.kv_dtype == ATTN_RT_KV_F32)
+    run(kind.fused, kind, q.f32, q.shape, k.f32, k.shape, v.f32, v.shape, lens,
+        &table, out);
+  else // the file's bf16/f16 bits as they are (CPU only: --kv-dtype)
+    HostCall(kind, q.f32, q.shape, std::move(k.u16), k.shape,
+             std::move(v.u16), v.shape, lens, &table, out)
+        .call(kind.fused, kind);
   std::vector<int64_t> outShape = {q.shape[0], q.shape[1], q.shape[2],
                                    v.shape[3]};
   if (!writeNpyF32(args["out"], outShape, out.data(), err))
