@@ -630,9 +630,8 @@ struct Emitter {
       };
       auto packed = [&]() {
         packKeys(n0, nc);
-        if (Vw)
-          widenValues(n0, nc);
-        vWidened = bool(Vw);
+        widenValues(n0, nc);
+        vWidened = true;
         rowsOf(/*dot=*/false);
         vWidened = false;
       };
@@ -715,8 +714,7 @@ void mlir::attn::emitMicroKernel(OpBuilder &b, OnlineAttentionOp tile,
   e.Kt = scratch[0];
   e.P = scratch[1];
   e.A = scratch[2];
-  if (scratch.size() > 3)
-    e.Vw = scratch[3];
+  e.Vw = scratch[3];
   e.emit();
 }
 
