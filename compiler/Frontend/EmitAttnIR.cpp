@@ -90,8 +90,12 @@ private:
                                Value positions);
   func::FuncOp emitKernel(const std::string &name, const LayerSpec &l);
   /// `<kind>_paged(q, k_cache, v_cache, block_table, kv_lengths) -> out`:
-  /// one attn.paged_sdpa.
-  func::FuncOp emitPagedKernel(const std::string &name, const LayerSpec &l);
+  /// one attn.paged_sdpa. With `part` (context parallelism),
+  /// `<kind>_paged_part(q, k_cache, v_cache, block_table, kv_lengths,
+  /// q_pos) -> (out, stats)`: the attention of the query over the cache's
+  /// key range and each row's (max, sum), to merge with other ranges.
+  func::FuncOp emitPagedKernel(const std::string &name, const LayerSpec &l,
+                               bool part = false);
   /// `<kind>_gdn(q, k, v, g, beta, state_in, lengths) -> (out, state_out)`:
   /// one attn.gated_delta_rule.
   func::FuncOp emitLinearKernel(const std::string &name, const LayerSpec &l);
@@ -237,7 +241,7 @@ func::FuncOp Emitter::emitKernel(const std::string &name, const LayerSpec &l) {
 }
 
 func::FuncOp Emitter::emitPagedKernel(const std::string &name,
-                                      const LayerSpec &l) {
+                                      const LayerSpec &l, bool part) {
   Location loc = NameLoc::get(b.getStringAttr(name),
                               FileLineColLoc::get(ctx, spec.configPath, 1, 1));
   RankedTensorType outTy = headsType(l.numHeads, l.headDimV);
@@ -250,8 +254,14 @@ func::FuncOp Emitter::emitPagedKernel(const std::string &name,
                               RankedTensorType::get({kDyn, kDyn},
                                                     b.getI32Type()),
                               RankedTensorType::get({kDyn}, b.getI64Type())};
-  auto fn = func::FuncOp::create(loc, name + "_paged",
-                                 b.getFunctionType(inputs, {outTy}));
+  RankedTensorType statsTy = tensor({kDyn, l.numHeads, kDyn, 2});
+  SmallVector<Type> results = {outTy};
+  if (part) {
+    inputs.push_back(RankedTensorType::get({kDyn}, b.getI64Type()));
+    results.push_back(statsTy);
+  }
+  auto fn = func::FuncOp::create(loc, name + (part ? "_paged_part" : "_paged"),
+                                 b.getFunctionType(inputs, results));
   fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
@@ -259,6 +269,10 @@ func::FuncOp Emitter::emitPagedKernel(const std::string &name,
   Value batch = tensor::DimOp::create(b, loc, q, 0);
   Value rows = tensor::DimOp::create(b, loc, q, 2);
   Value init = tensor::EmptyOp::create(b, loc, outTy, ValueRange{batch, rows});
+  Value statsInit =
+      part ? tensor::EmptyOp::create(b, loc, statsTy, ValueRange{batch, rows})
+                 .getResult()
+           : Value();
   MaskKind kind = !l.causal  ? MaskKind::none
                   : l.window ? MaskKind::sliding_window
                              : MaskKind::causal;
@@ -266,11 +280,12 @@ func::FuncOp Emitter::emitPagedKernel(const std::string &name,
       l.causal && l.window ? b.getI64IntegerAttr(*l.window) : IntegerAttr();
   // Whisper's scaling of q before QKᵀ is the same factor on the scores.
   auto op = PagedSDPAOp::create(
-      b, loc, outTy, q, entry->getArgument(1), entry->getArgument(2),
-      entry->getArgument(3), entry->getArgument(4), init,
+      b, loc, outTy, part ? Type(statsTy) : Type(), q, entry->getArgument(1),
+      entry->getArgument(2), entry->getArgument(3), entry->getArgument(4),
+      part ? entry->getArgument(5) : Value(), init, statsInit,
       b.getF64FloatAttr(l.scale), MaskKindAttr::get(ctx, kind), window,
       l.softcap ? b.getF64FloatAttr(*l.softcap) : FloatAttr());
-  func::ReturnOp::create(b, loc, op.getResult());
+  func::ReturnOp::create(b, loc, op->getResults());
   return fn;
 }
 
@@ -360,6 +375,11 @@ OwningOpRef<ModuleOp> Emitter::kernels(bool withBlocks) {
       func::FuncOp paged = emitPagedKernel(name, l);
       toDestinationStyle(paged);
       module->push_back(paged);
+      if (spec.distributed) {
+        func::FuncOp part = emitPagedKernel(name, l, /*part=*/true);
+        toDestinationStyle(part);
+        module->push_back(part);
+      }
     }
     if (withBlocks && supportsBlock(spec)) {
       if (!checkSupported(l))

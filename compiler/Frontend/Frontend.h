@@ -37,7 +37,9 @@ OwningOpRef<ModuleOp> emitAttnModule(const ModelSpec &spec,
 /// with `withBlocks` also, where hasPagedKernel,
 /// `@<kind>_paged(out [B,Hq,Sq,Dv], q [B,Hq,Sq,D],
 /// k_cache [pages,Hkv,page_size,D], v_cache [pages,Hkv,page_size,Dv],
-/// block_table [B, max_pages] i32, kv_lengths [B])`, one attn.paged_sdpa;
+/// block_table [B, max_pages] i32, kv_lengths [B])`, one attn.paged_sdpa,
+/// and with spec.distributed `@<kind>_paged_part(out, stats [B,Hq,Sq,2], q,
+/// k_cache, v_cache, block_table, kv_lengths, q_pos [B])`, its partial form;
 /// for each linear-attention (Gated DeltaNet) kind
 /// `@<kind>_gdn(out [B,Hv,S,dv], state_out [B,Hv,dk,dv], q [B,Hk,S,dk],
 /// k [B,Hk,S,dk], v [B,Hv,S,dv], g [B,Hv,S], beta [B,Hv,S],

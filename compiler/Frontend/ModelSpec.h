@@ -127,6 +127,9 @@ enum class KVCacheType { f32, bf16, f16 };
 struct ModelSpec {
   std::string configPath;
   KVCacheType kvCache = KVCacheType::f32;
+  /// Context-parallel entries (`<kind>_paged_part`, attn-compile
+  /// --distributed=mpi).
+  bool distributed = false;
   std::string modelType;     ///< as written in config.json.
   std::string family;        ///< normalized family name.
   std::string architecture;  ///< architectures[0] if given.

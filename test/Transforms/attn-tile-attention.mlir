@@ -262,6 +262,38 @@ func.func @paged(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x?x64xf32>, %vc: tenso
 
 // -----
 
+// The partial form: the row's offset is q_pos[b] (not its length - q_len),
+// and each row's max and sum go to the stats destination [B, Hq, Sq, 2]
+// next to the normalized block; with split-K the merge writes the merged
+// max and sum.
+// CHECK-LABEL: func.func @paged_part(
+// CHECK-SAME: %[[POS:[^:]*]]: tensor<?xi64>, %[[INIT:[^:]*]]: tensor<?x8x?x64xf32>, %[[SINIT:[^:]*]]: tensor<?x8x?x2xf32>
+// CHECK: %[[R:.*]]:2 = scf.forall (%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}}, 2, %{{.*}}) shared_outs(%[[O:.*]] = %[[INIT]], %[[S:.*]] = %[[SINIT]])
+// CHECK: %[[P:.*]] = tensor.extract %[[POS]][%[[B]]] : tensor<?xi64>
+// CHECK: arith.index_cast %[[P]] : i64 to index
+// CHECK: %[[F:.*]] = attn.online_finalize %[[ST:[^#]*]]#0, %[[ST]]#2
+// CHECK: scf.forall.in_parallel
+// CHECK-NEXT: tensor.parallel_insert_slice %[[F]] into %[[O]]
+// CHECK-NEXT: tensor.parallel_insert_slice %[[ST]]#1 into %[[S]][%[[B]], %{{.*}}, %{{.*}}, 0] [1, 4, %{{.*}}, 1] [1, 1, 1, 1] : tensor<4x?xf32> into tensor<?x8x?x2xf32>
+// CHECK-NEXT: tensor.parallel_insert_slice %[[ST]]#2 into %[[S]][%[[B]], %{{.*}}, %{{.*}}, 1] [1, 4, %{{.*}}, 1] [1, 1, 1, 1] : tensor<4x?xf32> into tensor<?x8x?x2xf32>
+// CHECK: return %[[R]]#0, %[[R]]#1
+// SPLIT-LABEL: func.func @paged_part(
+// SPLIT: scf.forall {{.*}} -> (tensor<?x8x?x64xf32>, tensor<?x8x?x2xf32>, tensor<?x2x?x4x?x64xf32>, tensor<?x2x?x4x?xf32>, tensor<?x2x?x4x?xf32>)
+// SPLIT: %[[M:.*]]:2 = scf.forall (%{{.*}}, %{{.*}}) in (%{{.*}}, 2) shared_outs(%{{.*}} = %{{.*}}#0, %[[MS:.*]] = %{{.*}}#1)
+// SPLIT: %[[MX:.*]] = linalg.generic
+// SPLIT: arith.maximumf
+// SPLIT: %[[L:.*]] = linalg.generic
+// SPLIT: attn.online_finalize
+// SPLIT: tensor.parallel_insert_slice %[[MX]] into %[[MS]][{{.*}}, 0] [1, 4, %{{.*}}, 1]
+// SPLIT-NEXT: tensor.parallel_insert_slice %[[L]] into %[[MS]][{{.*}}, 1] [1, 4, %{{.*}}, 1]
+// SPLIT: return %[[M]]#0, %[[M]]#1
+func.func @paged_part(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x?x64xf32>, %vc: tensor<?x2x?x64xf32>, %table: tensor<?x?xi32>, %lens: tensor<?xi64>, %pos: tensor<?xi64>, %init: tensor<?x8x?x64xf32>, %sinit: tensor<?x8x?x2xf32>) -> (tensor<?x8x?x64xf32>, tensor<?x8x?x2xf32>) {
+  %0, %1 = attn.paged_sdpa %q, %kc, %vc, %table, %lens q_pos(%pos : tensor<?xi64>) outs(%init : tensor<?x8x?x64xf32>, %sinit : tensor<?x8x?x2xf32>) {mask = #attn.mask<causal>, scale = 0.125 : f64} : (tensor<?x8x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x64xf32>, tensor<?x8x?x2xf32>
+  return %0, %1 : tensor<?x8x?x64xf32>, tensor<?x8x?x2xf32>
+}
+
+// -----
+
 // A bf16 paged cache with an f32 query: bf16 K/V tiles, f32 state.
 // CHECK-LABEL: func.func @paged_bf16(
 // CHECK: tensor.extract_slice %{{.*}} : tensor<?x2x?x64xbf16> to tensor<?x64xbf16>

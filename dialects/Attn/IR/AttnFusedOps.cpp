@@ -168,6 +168,34 @@ LogicalResult PagedSDPAOp::verify() {
   if (failed(verifyScoreAttrs(*this, getScale().convertToDouble(), getMask(),
                               getWindow(), getSoftcap())))
     return failure();
+  if (Value pos = getQPos()) {
+    ShapedType p = tensorOf(pos);
+    if (p.getRank() != 1)
+      return emitOpError() << "expects q_pos of rank 1 ([batch]), got rank "
+                           << p.getRank();
+    if (failed(expectDimsAgree(*this, p, 0, "q_pos size", q, 0,
+                               "query batch")))
+      return failure();
+  }
+  if (bool(getStatsInit()) != bool(getStats()))
+    return emitOpError() << "expects a stats result with a stats_init "
+                            "destination and none without";
+  if (Value stats = getStats()) {
+    auto st = cast<RankedTensorType>(stats.getType());
+    if (!st.getElementType().isF32() || !q.getElementType().isF32())
+      return emitOpError() << "expects row statistics of f32 with an f32 "
+                              "query, got "
+                           << st.getElementType() << " with "
+                           << q.getElementType();
+    if (failed(expectRank(*this, stats, 4,
+                          "row statistics [batch, Hq, q_len, 2]")) ||
+        failed(expectShape(*this, st,
+                           {q.getDimSize(0), hq, q.getDimSize(2), 2},
+                           "row statistics of shape [batch, Hq, q_len, 2] "
+                           "(max, sum)")) ||
+        failed(verifyDestination(*this, getStatsInit().getType(), st)))
+      return failure();
+  }
   return verifyDestination(*this, getInit().getType(), o);
 }
 

@@ -564,7 +564,7 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments,
   let hasVerifier = 1;
 }
 
-def Attn_PagedSDPAOp : Attn_Op<"paged_sdpa", [Pure,
+def Attn_PagedSDPAOp : Attn_Op<"paged_sdpa", [Pure, AttrSizedOperandSegments,
     DestinationStyleOpInterface]> {
   let summary = "fused attention over a paged KV cache";
   let description = [{
@@ -585,6 +585,22 @@ def Attn_PagedSDPAOp : Attn_Op<"paged_sdpa", [Pure,
     The caches may be stored in a narrower float type than the query (bf16
     or f16 K/V with an f32 query: the arithmetic is the query's).
 
+    With a `q_pos` operand (`[batch]`, integer), query row i of sequence b
+    sits at key position `q_pos[b] + i` instead (any integer: a query
+    before every key of the cache sees none of them under a causal mask):
+    the cache then holds a range of the sequence that need not end at the
+    query, as a shard of a context-parallel KV cache does, its keys
+    numbered from 0 at the range's first token. With a second destination
+    `stats_init` (`[batch, Hq, q_len, 2]`, f32, like the query), the op
+    also returns each row's softmax statistics `stats[..., 0] = m`, the
+    largest score it saw, and `stats[..., 1] = l = Σ_j exp(s_j - m)` (`-inf`
+    and 0, with an output row of 0, for a row that saw no key): the partial
+    result of a key range, which merges with those of the other ranges
+    exactly by `M = max_r m_r`, `o = Σ_r e^(m_r - M) l_r o_r / Σ_r e^(m_r -
+    M) l_r` (FlashAttention's split-K and ring attention's merge; the pair
+    keeps m exact where a single log-sum-exp in f32 would round large
+    logits).
+
     ```mlir
     %o = attn.paged_sdpa %q, %kc, %vc, %table, %lens
         outs(%init : tensor<?x32x?x128xf32>)
@@ -592,30 +608,49 @@ def Attn_PagedSDPAOp : Attn_Op<"paged_sdpa", [Pure,
         : (tensor<?x32x?x128xf32>, tensor<?x8x?x128xf32>,
            tensor<?x8x?x128xf32>, tensor<?x?xi32>, tensor<?xi64>)
           -> tensor<?x32x?x128xf32>
+
+    %o, %stats = attn.paged_sdpa %q, %kc, %vc, %table, %lens
+        q_pos(%pos : tensor<?xi64>)
+        outs(%init : tensor<?x32x?x128xf32>, %sinit : tensor<?x32x?x2xf32>)
+        {mask = #attn.mask<causal>, scale = 0.088388347648318433 : f64}
+        : (tensor<?x32x?x128xf32>, tensor<?x8x?x128xf32>,
+           tensor<?x8x?x128xf32>, tensor<?x?xi32>, tensor<?xi64>)
+          -> tensor<?x32x?x128xf32>, tensor<?x32x?x2xf32>
     ```
   }];
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key_cache,
                        Attn_FloatTensor:$value_cache,
                        Attn_IntTensor:$block_table,
                        Attn_IntTensor:$kv_lengths,
+                       Optional<Attn_IntTensor>:$q_pos,
                        Attn_FloatTensor:$init,
+                       Optional<Attn_FloatTensor>:$stats_init,
                        F64Attr:$scale,
                        DefaultValuedAttr<Attn_MaskKindAttr,
                            "::mlir::attn::MaskKind::none">:$mask,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<F64Attr>:$softcap);
-  let results = (outs Attn_FloatTensor:$result);
+  let results = (outs Attn_FloatTensor:$result,
+                      Optional<Attn_FloatTensor>:$stats);
   let assemblyFormat = [{
     $query `,` $key_cache `,` $value_cache `,` $block_table `,` $kv_lengths
-    `outs` `(` $init `:` type($init) `)`
+    (`q_pos` `(` $q_pos^ `:` type($q_pos) `)`)?
+    `outs` `(` $init `:` type($init)
+    (`,` $stats_init^ `:` type($stats_init))? `)`
     attr-dict `:` `(` type($query) `,` type($key_cache) `,`
     type($value_cache) `,` type($block_table) `,` type($kv_lengths) `)`
-    `->` type($result)
+    `->` type($result) (`,` type($stats)^)?
   }];
   let extraClassDeclaration = [{
     /// Query heads per key/value head.
     int64_t getGroupSize();
-    MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+    /// The destinations: `init`, then `stats_init` when present (the last
+    /// operands).
+    MutableOperandRange getDpsInitsMutable() {
+      unsigned n = getStatsInit() ? 2 : 1;
+      return MutableOperandRange(getOperation(),
+                                 getOperation()->getNumOperands() - n, n);
+    }
   }];
   let hasVerifier = 1;
 }

@@ -88,6 +88,9 @@ struct KeyRange {
 struct AttentionOperands {
   Operation *op;
   Value query, key, value, kvLengths, biasTable, qPos, init, blockTable;
+  /// Paged: each row's query position (q_pos [batch]) and the row
+  /// statistics' destination, or null.
+  Value rowQPos, statsInit;
   FloatAttr scale, softcap;
   IntegerAttr window;
   MaskKind mask;
@@ -105,6 +108,7 @@ struct AttentionOperands {
       : op(s), query(s.getQuery()), key(s.getKeyCache()),
         value(s.getValueCache()), kvLengths(s.getKvLengths()),
         init(s.getInit()), blockTable(s.getBlockTable()),
+        rowQPos(s.getQPos()), statsInit(s.getStatsInit()),
         scale(s.getScaleAttr()), softcap(s.getSoftcapAttr()),
         window(s.getWindowAttr()), mask(s.getMask()) {}
   bool paged() const { return blockTable != Value(); }
@@ -144,10 +148,16 @@ private:
   /// goes to the workspace (results 1-3: acc, max, sum).
   SmallVector<Value> partsForall(OpBuilder &b, Location loc, Value init,
                                  Value split, Value nSplit);
-  /// Merges the parts by log-sum-exp into the output; no iteration (the
-  /// output passes through) without split.
-  Value mergeForall(OpBuilder &b, Location loc, ValueRange parts, Value split,
-                    Value nSplit);
+  /// Merges the parts by log-sum-exp into the output (and the row
+  /// statistics `stats` when the op returns them); no iteration (both pass
+  /// through) without split.
+  SmallVector<Value> mergeForall(OpBuilder &b, Location loc, ValueRange parts,
+                                 Value stats, Value split, Value nSplit);
+  /// Inserts a group's row statistics, max and sum [G, rows], into the
+  /// stats destination [B, Hq, Sq, 2] at (bIdx, h0, q0).
+  void insertStats(OpBuilder &b, Location loc, Value max, Value sum,
+                   Value dest, Value bIdx, Value h0, OpFoldResult q0,
+                   Value rows);
   Value splat(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, double v,
               ValueRange dyn);
 
@@ -265,8 +275,15 @@ KeyRange SDPATiler::keyRange(OpBuilder &b, Location loc, Value bIdx, Value q0,
       len = arith::IndexCastOp::create(b, loc, b.getIndexType(), len);
     kvLimit = n.clamp(len, zero, kvLen);
   }
-  // Paged: the query is the row's last q_len tokens.
-  Value offset = op.paged() ? n.sub(kvLimit, qLen) : this->offset;
+  // Paged: the query is the row's last q_len tokens, or at q_pos[b].
+  Value offset = this->offset;
+  if (op.rowQPos) {
+    offset = tensor::ExtractOp::create(b, loc, op.rowQPos, ValueRange{bIdx});
+    if (!offset.getType().isIndex())
+      offset = arith::IndexCastOp::create(b, loc, b.getIndexType(), offset);
+  } else if (op.paged()) {
+    offset = n.sub(kvLimit, qLen);
+  }
   KeyRange r{zero, zero, kvLimit, kvLimit, offset};
   if (op.mask != MaskKind::none) {
     r.hi = n.clamp(n.add(n.add(q0, qn), offset), zero, kvLimit);
@@ -352,6 +369,9 @@ SmallVector<Value> SDPATiler::partsForall(OpBuilder &b, Location loc,
   Value numQBlocks = m.ceilDiv(qLen, m.c(sizes.qBlock));
   bool maySplit = split != Value();
   SmallVector<Value> outs = {init};
+  if (op.statsInit)
+    outs.push_back(op.statsInit);
+  int64_t wsBase = outs.size();
   SmallVector<OpFoldResult> ubs = {batch, b.getIndexAttr(hkv), numQBlocks};
   if (maySplit) {
     // Workspace of the split parts: per (batch, KV head, part) the
@@ -407,6 +427,7 @@ SmallVector<Value> SDPATiler::partsForall(OpBuilder &b, Location loc,
       ValueRange{qn});
   Value result = OnlineFinalizeOp::create(b, loc, blockOut.getType(), state[0],
                                           state[2], blockOut);
+  Value rowMax = state[1], rowSum = state[2];
   OpFoldResult one = b.getIndexAttr(1), z = b.getIndexAttr(0),
                G = b.getIndexAttr(groupSize), Dv = b.getIndexAttr(headDimV);
   Value outRows = qn, partRows;
@@ -426,6 +447,10 @@ SmallVector<Value> SDPATiler::partsForall(OpBuilder &b, Location loc,
       return tensor::ExtractSliceOp::create(b, loc, t, offs, sz, strides);
     };
     result = rows(result, outRows, true);
+    if (op.statsInit) {
+      rowMax = rows(rowMax, outRows, false);
+      rowSum = rows(rowSum, outRows, false);
+    }
     pieces = {rows(state[0], partRows, true), rows(state[1], partRows, false),
               rows(state[2], partRows, false)};
   }
@@ -439,6 +464,9 @@ SmallVector<Value> SDPATiler::partsForall(OpBuilder &b, Location loc,
   tensor::ParallelInsertSliceOp::create(b, loc, result,
                                         body->getArgument(nIvs), oOffs, oSizes,
                                         ones);
+  if (op.statsInit)
+    insertStats(b, loc, rowMax, rowSum, body->getArgument(nIvs + 1), bIdx, h0,
+                q0, outRows);
   for (size_t i = 0; i < pieces.size(); ++i) {
     SmallVector<OpFoldResult> offs = {bIdx, gIdx, sIdx, z, z};
     SmallVector<OpFoldResult> sz = {one, one, one, G, partRows};
@@ -448,14 +476,31 @@ SmallVector<Value> SDPATiler::partsForall(OpBuilder &b, Location loc,
     }
     SmallVector<OpFoldResult> strides(offs.size(), one);
     tensor::ParallelInsertSliceOp::create(b, loc, pieces[i],
-                                          body->getArgument(nIvs + 1 + i),
+                                          body->getArgument(nIvs + wsBase + i),
                                           offs, sz, strides);
   }
   return SmallVector<Value>(forall.getResults());
 }
 
-Value SDPATiler::mergeForall(OpBuilder &b, Location loc, ValueRange parts,
-                             Value split, Value nSplit) {
+void SDPATiler::insertStats(OpBuilder &b, Location loc, Value max, Value sum,
+                            Value dest, Value bIdx, Value h0, OpFoldResult q0,
+                            Value rows) {
+  OpFoldResult one = b.getIndexAttr(1);
+  Value parts[2] = {max, sum};
+  for (int64_t i = 0; i < 2; ++i) {
+    Value v = parts[i];
+    SmallVector<OpFoldResult> offs = {bIdx, h0, q0, b.getIndexAttr(i)};
+    SmallVector<OpFoldResult> sizes = {one, b.getIndexAttr(groupSize), rows,
+                                       one};
+    SmallVector<OpFoldResult> strides(4, one);
+    tensor::ParallelInsertSliceOp::create(b, loc, v, dest, offs, sizes,
+                                          strides);
+  }
+}
+
+SmallVector<Value> SDPATiler::mergeForall(OpBuilder &b, Location loc,
+                                          ValueRange parts, Value stats,
+                                          Value split, Value nSplit) {
   IndexMath m{b, loc};
   MLIRContext *ctx = b.getContext();
   // Merge per (batch, KV head): M = max_s m_s, w_s = exp(m_s - M) (0 for a
@@ -464,7 +509,10 @@ Value SDPATiler::mergeForall(OpBuilder &b, Location loc, ValueRange parts,
   // No iteration without split: the output passes through.
   Value mergeBatch = arith::SelectOp::create(b, loc, split, batch, m.c(0));
   SmallVector<OpFoldResult> mubs = {mergeBatch, b.getIndexAttr(hkv)};
-  auto merge = scf::ForallOp::create(b, loc, mubs, ValueRange{parts[0]},
+  SmallVector<Value> mergeOuts = {parts[0]};
+  if (stats)
+    mergeOuts.push_back(stats);
+  auto merge = scf::ForallOp::create(b, loc, mubs, mergeOuts,
                                      /*mapping=*/std::nullopt);
   merge->setAttr("attn.split_k_merge", b.getUnitAttr());
   OpBuilder::InsertionGuard g(b);
@@ -560,7 +608,9 @@ Value SDPATiler::mergeForall(OpBuilder &b, Location loc, ValueRange parts,
   SmallVector<OpFoldResult> ones(4, one);
   tensor::ParallelInsertSliceOp::create(b, loc, result, body->getArgument(2),
                                         oOffs, oSizes, ones);
-  return merge.getResult(0);
+  if (stats)
+    insertStats(b, loc, mx, L, body->getArgument(3), bIdx, h0, z, qLen);
+  return SmallVector<Value>(merge.getResults());
 }
 
 void SDPATiler::run() {
@@ -628,10 +678,18 @@ void SDPATiler::run() {
     nSplit = arith::SelectOp::create(b, loc, split, want, m.c(1));
   }
   SmallVector<Value> parts = partsForall(b, loc, init, split, nSplit);
-  Value result = parts[0];
+  Value stats;
+  if (op.statsInit) {
+    stats = parts[1];
+    parts.erase(parts.begin() + 1);
+  }
+  SmallVector<Value> results = {parts[0]};
+  if (stats)
+    results.push_back(stats);
   if (sizes.splitTarget > 1)
-    result = mergeForall(b, loc, parts, split, nSplit);
-  op.op->getResult(0).replaceAllUsesWith(result);
+    results = mergeForall(b, loc, parts, stats, split, nSplit);
+  for (auto [i, r] : llvm::enumerate(results))
+    op.op->getResult(i).replaceAllUsesWith(r);
   op.op->erase();
 }
 

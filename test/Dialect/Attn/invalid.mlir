@@ -1310,6 +1310,30 @@ func.func @paged_page_size(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x16x64xf32>,
 
 // -----
 
+func.func @paged_qpos_batch(%q: tensor<2x8x1x64xf32>, %kc: tensor<?x2x16x64xf32>, %vc: tensor<?x2x16x64xf32>, %table: tensor<2x?xi32>, %lens: tensor<2xi64>, %pos: tensor<3xi64>, %init: tensor<2x8x1x64xf32>) {
+  // expected-error @+1 {{q_pos size (3) does not match query batch (2)}}
+  %0 = attn.paged_sdpa %q, %kc, %vc, %table, %lens q_pos(%pos : tensor<3xi64>) outs(%init : tensor<2x8x1x64xf32>) {scale = 0.125 : f64} : (tensor<2x8x1x64xf32>, tensor<?x2x16x64xf32>, tensor<?x2x16x64xf32>, tensor<2x?xi32>, tensor<2xi64>) -> tensor<2x8x1x64xf32>
+  return
+}
+
+// -----
+
+func.func @paged_stats_shape(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x16x64xf32>, %vc: tensor<?x2x16x64xf32>, %table: tensor<?x?xi32>, %lens: tensor<?xi64>, %init: tensor<?x8x?x64xf32>, %sinit: tensor<?x8x?xf32>) {
+  // expected-error @+1 {{expects row statistics [batch, Hq, q_len, 2] of rank 4, got rank 3}}
+  %0, %1 = attn.paged_sdpa %q, %kc, %vc, %table, %lens outs(%init : tensor<?x8x?x64xf32>, %sinit : tensor<?x8x?xf32>) {scale = 0.125 : f64} : (tensor<?x8x?x64xf32>, tensor<?x2x16x64xf32>, tensor<?x2x16x64xf32>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x64xf32>, tensor<?x8x?xf32>
+  return
+}
+
+// -----
+
+func.func @paged_stats_pair(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x16x64xf32>, %vc: tensor<?x2x16x64xf32>, %table: tensor<?x?xi32>, %lens: tensor<?xi64>, %init: tensor<?x8x?x64xf32>, %sinit: tensor<?x8x?x3xf32>) {
+  // expected-error @+1 {{expects row statistics of shape [batch, Hq, q_len, 2] (max, sum)}}
+  %0, %1 = attn.paged_sdpa %q, %kc, %vc, %table, %lens outs(%init : tensor<?x8x?x64xf32>, %sinit : tensor<?x8x?x3xf32>) {scale = 0.125 : f64} : (tensor<?x8x?x64xf32>, tensor<?x2x16x64xf32>, tensor<?x2x16x64xf32>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x64xf32>, tensor<?x8x?x3xf32>
+  return
+}
+
+// -----
+
 func.func @paged_table_batch(%q: tensor<2x8x1x64xf32>, %kc: tensor<?x2x16x64xf32>, %vc: tensor<?x2x16x64xf32>, %table: tensor<3x?xi32>, %lens: tensor<2xi64>, %init: tensor<2x8x1x64xf32>) {
   // expected-error @+1 {{block table batch (3) does not match query batch (2)}}
   %0 = attn.paged_sdpa %q, %kc, %vc, %table, %lens outs(%init : tensor<2x8x1x64xf32>) {scale = 0.125 : f64} : (tensor<2x8x1x64xf32>, tensor<?x2x16x64xf32>, tensor<?x2x16x64xf32>, tensor<3x?xi32>, tensor<2xi64>) -> tensor<2x8x1x64xf32>

@@ -223,6 +223,15 @@ func.func @paged(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x16x64xf32>, %vc: tens
   return %0 : tensor<?x8x?x32xf32>
 }
 
+// The partial form (context parallelism): each row's query position q_pos
+// and the row statistics (max, sum) as a second destination and result.
+// CHECK-LABEL: func.func @paged_part
+func.func @paged_part(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x16x64xbf16>, %vc: tensor<?x2x16x32xbf16>, %table: tensor<?x?xi32>, %lens: tensor<?xi64>, %pos: tensor<?xi64>, %init: tensor<?x8x?x32xf32>, %sinit: tensor<?x8x?x2xf32>) -> (tensor<?x8x?x32xf32>, tensor<?x8x?x2xf32>) {
+  // CHECK: %{{.*}}, %{{.*}} = attn.paged_sdpa %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} q_pos(%{{.*}} : tensor<?xi64>) outs(%{{.*}} : tensor<?x8x?x32xf32>, %{{.*}} : tensor<?x8x?x2xf32>) {mask = #attn.mask<causal>, scale = 1.250000e-01 : f64} : (tensor<?x8x?x64xf32>, tensor<?x2x16x64xbf16>, tensor<?x2x16x32xbf16>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x32xf32>, tensor<?x8x?x2xf32>
+  %o, %st = attn.paged_sdpa %q, %kc, %vc, %table, %lens q_pos(%pos : tensor<?xi64>) outs(%init : tensor<?x8x?x32xf32>, %sinit : tensor<?x8x?x2xf32>) {mask = #attn.mask<causal>, scale = 0.125 : f64} : (tensor<?x8x?x64xf32>, tensor<?x2x16x64xbf16>, tensor<?x2x16x32xbf16>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x32xf32>, tensor<?x8x?x2xf32>
+  return %o, %st : tensor<?x8x?x32xf32>, tensor<?x8x?x2xf32>
+}
+
 // attn.online_attention naming the next tiles to prefetch, bf16 key/value
 // tiles with an f32 query and state (a narrow KV cache).
 // CHECK-LABEL: func.func @online_prefetch
