@@ -593,42 +593,64 @@ static bool checkPagesUsed(TensorCheck &check, const attn_tensor *table,
   return true;
 }
 
-attn_status attn_decode_paged(const attn_model *model, int32_t kind,
-                              const attn_tensor *q, const attn_tensor *k_cache,
-                              const attn_tensor *v_cache,
-                              const attn_tensor *block_table,
-                              const int64_t *kv_lengths, attn_tensor *out) {
+/// attn_decode_paged and, with `qPos` and `stats`, attn_decode_paged_part.
+static attn_status decodePaged(const attn_model *model, int32_t kind,
+                               const char *call, const attn_tensor *q,
+                               const attn_tensor *k_cache,
+                               const attn_tensor *v_cache,
+                               const attn_tensor *block_table,
+                               const int64_t *kv_lengths,
+                               const int64_t *q_pos, attn_tensor *out,
+                               attn_tensor *stats) {
   const attn_rt_kind *kd = nullptr;
-  if (attn_status s =
-          getKind(model, kind, "attn_decode_paged", ATTN_RT_OP_SDPA, kd))
+  bool part = stats != nullptr || q_pos != nullptr;
+  if (attn_status s = getKind(model, kind, call, ATTN_RT_OP_SDPA, kd))
     return s;
   if (!kd->paged)
     return failWith(ATTN_ERR_UNSUPPORTED,
-                    "attn_decode_paged: kind '" + std::string(kd->name) +
+                    std::string(call) + ": kind '" + kd->name +
                         "' has no paged kernel (T5's relative bias, or a "
                         "GPU library)");
-  TensorCheck check{"attn_decode_paged", describeKind(*kd)};
+  if (part && !kd->paged_part)
+    return failWith(ATTN_ERR_UNSUPPORTED,
+                    std::string(call) + ": kind '" + kd->name +
+                        "' has no partial paged kernel: compile the model "
+                        "with attn-compile --distributed=mpi");
+  TensorCheck check{call, describeKind(*kd)};
   if (!check(q, "q", {-1, kd->num_heads, -1, kd->head_dim},
              {"B", "", "Sq", ""}))
     return check.status;
   int64_t b = q->shape[0], sq = q->shape[2], pages, pageSize, maxPages;
   if (!checkPaged(check, kd, k_cache, v_cache, block_table, b, pages,
                   pageSize, maxPages) ||
-      !check(out, "out", {b, kd->num_heads, sq, kd->head_dim_v}, {}))
+      !check(out, "out", {b, kd->num_heads, sq, kd->head_dim_v}, {}) ||
+      (part && !check(stats, "stats", {b, kd->num_heads, sq, 2}, {})))
     return check.status;
   if (!kv_lengths && b > 0)
     return failWith(ATTN_ERR_ARGUMENT,
-                    "attn_decode_paged: kv_lengths is NULL; pass each "
-                    "sequence's length in tokens");
-  if (!noOverlap(check, *out, "out",
-                 {{q, "q"}, {k_cache, "k_cache"}, {v_cache, "v_cache"},
-                  {block_table, "block_table"}}) ||
+                    std::string(call) + ": kv_lengths is NULL; pass each "
+                                        "sequence's length in tokens");
+  if (part && !q_pos && b > 0)
+    return failWith(ATTN_ERR_ARGUMENT,
+                    std::string(call) + ": q_pos is NULL; pass each "
+                                        "sequence's position of its first "
+                                        "query row in the cache's range");
+  std::vector<std::pair<const attn_tensor *, const char *>> ins = {
+      {q, "q"},
+      {k_cache, "k_cache"},
+      {v_cache, "v_cache"},
+      {block_table, "block_table"}};
+  if (!noOverlap(check, *out, "out", ins) ||
+      (part && !noOverlap(check, *stats, "stats", ins)) ||
       !checkLengths(check, kv_lengths, b, capacity(maxPages, pageSize),
                     "kv_lengths",
                     "max_pages * page_size") ||
       !checkPagesUsed(check, block_table, nullptr, kv_lengths, b, pages,
                       pageSize))
     return check.status;
+  if (part && overlaps(*stats, *out))
+    return failWith(ATTN_ERR_LAYOUT,
+                    std::string(call) + ": stats overlaps out");
   if (numelOf(*out) == 0)
     return ATTN_OK;
   using attn_rt::cli::view4;
@@ -642,8 +664,40 @@ attn_status attn_decode_paged(const attn_model *model, int32_t kind,
   attn_rt_memref_i32_2 dt{t, t, 0, {b, maxPages}, {maxPages, 1}};
   auto *lens = const_cast<int64_t *>(kv_lengths);
   attn_rt_memref_i64_1 dl{lens, lens, 0, {b}, {1}};
-  kd->paged(&dout, &dq, &dk, &dv, &dt, &dl);
+  if (!part) {
+    kd->paged(&dout, &dq, &dk, &dv, &dt, &dl);
+    return ATTN_OK;
+  }
+  attn_rt_memref_f32_4 ds = view4(f32(*stats), dims(*stats));
+  auto *pos = const_cast<int64_t *>(q_pos);
+  attn_rt_memref_i64_1 dp{pos, pos, 0, {b}, {1}};
+  kd->paged_part(&dout, &ds, &dq, &dk, &dv, &dt, &dl, &dp);
   return ATTN_OK;
+}
+
+attn_status attn_decode_paged(const attn_model *model, int32_t kind,
+                              const attn_tensor *q, const attn_tensor *k_cache,
+                              const attn_tensor *v_cache,
+                              const attn_tensor *block_table,
+                              const int64_t *kv_lengths, attn_tensor *out) {
+  return decodePaged(model, kind, "attn_decode_paged", q, k_cache, v_cache,
+                     block_table, kv_lengths, nullptr, out, nullptr);
+}
+
+attn_status attn_decode_paged_part(const attn_model *model, int32_t kind,
+                                   const attn_tensor *q,
+                                   const attn_tensor *k_cache,
+                                   const attn_tensor *v_cache,
+                                   const attn_tensor *block_table,
+                                   const int64_t *kv_lengths,
+                                   const int64_t *q_pos, attn_tensor *out,
+                                   attn_tensor *stats) {
+  if (!stats)
+    return failWith(ATTN_ERR_ARGUMENT,
+                    "attn_decode_paged_part: stats is NULL; pass a [B, Hq, "
+                    "Sq, 2] ATTN_F32 tensor for each row's (max, sum)");
+  return decodePaged(model, kind, "attn_decode_paged_part", q, k_cache,
+                     v_cache, block_table, kv_lengths, q_pos, out, stats);
 }
 
 attn_status attn_append_kv(const attn_model *model, int32_t kind,
@@ -726,3 +780,5 @@ attn_status attn_append_kv(const attn_model *model, int32_t kind,
 }
 
 } // extern "C"
+
+void attn_rt::setLastError(std::string msg) { lastError = std::move(msg); }

@@ -200,6 +200,26 @@ attn_status attn_decode_paged(const attn_model *model, int32_t kind,
                               const attn_tensor *block_table,
                               const int64_t *kv_lengths, attn_tensor *out);
 
+/* The partial form of attn_decode_paged over one key range of each
+ * sequence, for context parallelism (a library compiled with attn-compile
+ * --distributed=mpi; else ATTN_ERR_UNSUPPORTED): the cache holds a range of
+ * each sequence's tokens, numbered from 0 (kv_lengths[b] of them), and
+ * q_pos[b] (B int64, any value) is the position of sequence b's first query
+ * row in those numbers (the causal and window masks use it; negative when
+ * the query precedes the range). Writes out [B, Hq, Sq, Dv] and stats [B,
+ * Hq, Sq, 2] (ATTN_F32): each row's largest score m and l = Σ exp(s - m)
+ * over the range (-inf and 0, with out 0, for a row that saw no key).
+ * Ranges merge exactly: M = max_r m_r, o = Σ_r e^(m_r-M)·l_r·o_r /
+ * Σ_r e^(m_r-M)·l_r (attn_mpi.h's attn_decode_paged_mpi does it over MPI). */
+attn_status attn_decode_paged_part(const attn_model *model, int32_t kind,
+                                   const attn_tensor *q,
+                                   const attn_tensor *k_cache,
+                                   const attn_tensor *v_cache,
+                                   const attn_tensor *block_table,
+                                   const int64_t *kv_lengths,
+                                   const int64_t *q_pos, attn_tensor *out,
+                                   attn_tensor *stats);
+
 /* Writes new tokens into the paged cache: k_new [B, Hkv, n, D] and v_new
  * [B, Hkv, n, Dv]; sequence b's first counts[b] of them (counts NULL: all
  * n) become its tokens start[b], start[b] + 1, ... (pages from

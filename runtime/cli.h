@@ -26,6 +26,11 @@ extern "C" __attribute__((weak)) void omp_set_num_threads(int);
 extern "C" __attribute__((weak)) int omp_get_max_threads(void);
 
 namespace attn_rt {
+
+/// Sets attn_last_error()'s message of this thread (api.cpp), for C API
+/// entry points defined elsewhere (mpi.cpp).
+void setLastError(std::string msg);
+
 namespace cli {
 
 using Args = std::map<std::string, std::string>;
@@ -176,14 +181,16 @@ struct BlockWeights {
 
 /// Attention in float64 by its definition, one query row at a time: the
 /// independent reference of `check` for kernels without a compiled
-/// reference (CUDA). Causal is bottom-right aligned; a row that sees no key
-/// is 0.
+/// reference (CUDA). Causal is bottom-right aligned (query row i of batch b
+/// at key position (*qStart)[b] + i when `qStart` is given); a row that
+/// sees no key is 0.
 void referenceF64(const attn_rt_kind &kind, const std::vector<float> &q,
                   const std::vector<int64_t> &qs, const std::vector<float> &k,
                   const std::vector<int64_t> &ks, const std::vector<float> &v,
                   const std::vector<int64_t> &vs,
                   const std::vector<int64_t> &lens, double scale,
-                  double softcap, std::vector<float> &out);
+                  double softcap, std::vector<float> &out,
+                  const std::vector<int64_t> *qStart = nullptr);
 /// `n` normal samples of standard deviation `scale`.
 std::vector<float> randomVec(std::mt19937 &rng, int64_t n, float scale);
 

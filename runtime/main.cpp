@@ -73,6 +73,13 @@ const char *kUsage =
     "                             cache in pages of P tokens (of the kind's\n"
     "                             --kv-dtype): ms, K+V GB/s, peak RSS\n"
     "\n"
+    "Executables compiled with --distributed=mpi run sdpa, check and bench\n"
+    "over MPI (mpirun -np N ./model ...): sdpa --mode decode|ring [--page-size\n"
+    "P] shards the KV cache (decode) or Q, K and V (ring attention) across\n"
+    "the ranks, rank 0 writes --out; check compares the distributed kernels\n"
+    "with the single-process kernel and a float64 reference; bench [--kv-len\n"
+    "N] [--seq S] [--batch B] times a sharded decode step and a ring prefill.\n"
+    "\n"
     "Executables compiled with --target=cuda run sdpa, check and bench on the\n"
     "first NVIDIA GPU (check against a float64 reference); without one they\n"
     "say why and exit 1.\n";
@@ -372,6 +379,11 @@ int cmdCheck(const attn_rt_model *m, int argc, char **argv) {
 
 } // namespace
 
+// Executables compiled with --distributed=mpi link runtime/mpi.cpp, whose
+// sdpa, check and bench run over MPI ranks.
+extern "C" __attribute__((weak)) int
+attn_rt_mpi_main(const attn_rt_model *m, int argc, char **argv);
+
 extern "C" int attn_rt_main(int argc, char **argv) {
   const attn_rt_model *m = attn_rt_get_model();
   if (m->abi_version != ATTN_RT_ABI_VERSION)
@@ -385,6 +397,8 @@ extern "C" int attn_rt_main(int argc, char **argv) {
   }
   gCuda = m->device == 1;
   std::string cmd = argv[1];
+  if (attn_rt_mpi_main && (cmd == "sdpa" || cmd == "check" || cmd == "bench"))
+    return attn_rt_mpi_main(m, argc, argv);
   if (cmd == "info") {
     std::printf("%s\n", m->describe_json);
     return 0;

@@ -19,7 +19,8 @@ void referenceF64(const attn_rt_kind &kind, const std::vector<float> &q,
                   const std::vector<int64_t> &ks, const std::vector<float> &v,
                   const std::vector<int64_t> &vs,
                   const std::vector<int64_t> &lens, double scale,
-                  double softcap, std::vector<float> &out) {
+                  double softcap, std::vector<float> &out,
+                  const std::vector<int64_t> *qStart) {
   int64_t B = qs[0], Hq = qs[1], Sq = qs[2], D = qs[3], Hkv = ks[1],
           Skv = ks[2], Dv = vs[3], G = Hq / Hkv;
   out.assign(B * Hq * Sq * Dv, 0.0f);
@@ -28,7 +29,7 @@ void referenceF64(const attn_rt_kind &kind, const std::vector<float> &q,
     for (int64_t h = 0; h < Hq; ++h)
       for (int64_t i = 0; i < Sq; ++i) {
         const float *qr = &q[((b * Hq + h) * Sq + i) * D];
-        int64_t pos = i + Skv - Sq;
+        int64_t pos = qStart ? (*qStart)[b] + i : i + Skv - Sq;
         double mx = -INFINITY;
         for (int64_t j = 0; j < Skv; ++j) {
           bool vis = j < lens[b];

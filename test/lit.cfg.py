@@ -58,6 +58,16 @@ if "native-exec" in config.available_features and all(
         "-entry-point-result=void -shared-libs=%s" % (mlir_runner,
                                                       ",".join(runner_libs))))
 config.substitutions.append(("%python", sys.executable))
+# Context parallelism (attn-compile --distributed=mpi) where Open MPI and
+# the runtime's MPI part are built; %mpirun takes the rank count next.
+import shutil
+mpirun = shutil.which("mpirun")
+if mpirun and shutil.which("mpicc") and os.access(os.path.join(config.attn_obj_root, "lib",
+                                     "libattn_runtime_mpi.a"), os.R_OK):
+    config.available_features.add("mpi")
+    root = " --allow-run-as-root" if os.geteuid() == 0 else ""
+    config.substitutions.append(("%mpirun", mpirun + " --oversubscribe" +
+                                 root + " -np"))
 config.substitutions.append(("%sdpa_ref", sys.executable + " " +
     os.path.join(config.test_source_root, "Integration", "Inputs", "sdpa_ref.py")))
 # A sanitizer build (ATTN_SANITIZE): its runtime library needs the

@@ -24,7 +24,8 @@ LLVM_PREFIX=/usr/lib/llvm-22
 JOBS="${JOBS:-2}"
 
 PACKAGES=(cmake ninja-build ccache clang-22 lld-22 libomp-22-dev libopenblas-dev llvm-22-dev llvm-22-tools
-          libmlir-22-dev mlir-22-tools nlohmann-json3-dev python3-numpy libclang-rt-22-dev)
+          libmlir-22-dev mlir-22-tools nlohmann-json3-dev python3-numpy libclang-rt-22-dev
+          libopenmpi-dev openmpi-bin)
 
 install_missing() {
   local missing=()

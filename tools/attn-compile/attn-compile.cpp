@@ -185,6 +185,20 @@ cl::opt<attn::KVCacheType> kvDtype(
                           "vcvtph2ps)")),
     cl::cat(category));
 
+enum class Distributed { None, MPI };
+cl::opt<Distributed> distributed(
+    "distributed",
+    cl::desc("Context parallelism: executables and libraries whose sdpa, "
+             "check and bench (and the C API's attn_sdpa_paged_mpi) run "
+             "over MPI ranks (mpirun), the KV cache sharded by sequence "
+             "(needs an attn-compile built with Open MPI)"),
+    cl::init(Distributed::None),
+    cl::values(clEnumValN(Distributed::None, "none", "one process (default)"),
+               clEnumValN(Distributed::MPI, "mpi",
+                          "MPI: adds <kind>_paged_part kernels and links "
+                          "the runtime's MPI part")),
+    cl::cat(category));
+
 cl::opt<bool> describe("describe",
                        cl::desc("Print the normalized model description as "
                                 "JSON instead of IR"),
@@ -235,7 +249,8 @@ int linkBuild(llvm::StringRef object, bool shared, bool cuda) {
   if (linked) {
     TimingScope linkTiming = timingRoot->nest("link");
     linked = attn::linkExecutable(obj, outputPath, shared, error,
-                                  /*hostOnly=*/cuda);
+                                  /*hostOnly=*/cuda,
+                                  distributed == Distributed::MPI);
   }
   llvm::sys::fs::remove_directories(dir);
   if (!linked) {
@@ -298,6 +313,12 @@ bool checkOptions(Stage stage, bool building) {
                 llvm::Twine(kvDtype == attn::KVCacheType::bf16 ? "bf16"
                                                                : "f16") +
                 " is CPU-only for now: the GPU kernels read fp32 K/V");
+  if (distributed == Distributed::MPI && cuda)
+    return fail("--distributed=mpi is CPU-only for now (--target=cpu)");
+  if (distributed == Distributed::MPI && building && !attn::haveMPI())
+    return fail("--distributed=mpi needs MPI, and this attn-compile was "
+                "built without it (install libopenmpi-dev and openmpi-bin, "
+                "then rebuild: tools/dev.sh build)");
   if (cuda && building && emit != Emit::Exe)
     return fail("--target=cuda builds executables; --emit=obj and "
                 "--emit=shared are CPU-only for now");
@@ -554,6 +575,7 @@ int main(int argc, char **argv) {
     return 1;
   attn::ModelSpec spec;
   spec.kvCache = kvDtype;
+  spec.distributed = distributed == Distributed::MPI;
   if (!attn::normalizeConfig(*src, spec))
     return 1;
 

@@ -111,20 +111,24 @@ namespace {
 /// clang++ is the LLVM 22 one attn-compile was configured with, else the
 /// first of clang++-22 and clang++ on PATH.
 struct LinkPaths {
-  std::string cxx, runtimeLibrary;
+  std::string cxx, runtimeLibrary, mpiRuntimeLibrary;
 };
 
 LinkPaths findLinkPaths() {
   static int anchor;
-  LinkPaths paths{ATTN_CXX, ATTN_RUNTIME_LIBRARY};
+  LinkPaths paths{ATTN_CXX, ATTN_RUNTIME_LIBRARY, ATTN_MPI_RUNTIME_LIBRARY};
   std::string exe = llvm::sys::fs::getMainExecutable("attn-compile",
                                                      (void *)&anchor);
   if (!exe.empty()) {
     llvm::SmallString<256> lib(llvm::sys::path::parent_path(
         llvm::sys::path::parent_path(exe)));
     llvm::sys::path::append(lib, "lib", "libattn_runtime.a");
-    if (llvm::sys::fs::exists(lib))
+    if (llvm::sys::fs::exists(lib)) {
       paths.runtimeLibrary = lib.str().str();
+      llvm::sys::path::remove_filename(lib);
+      llvm::sys::path::append(lib, "libattn_runtime_mpi.a");
+      paths.mpiRuntimeLibrary = lib.str().str();
+    }
   }
   if (!llvm::sys::fs::can_execute(paths.cxx))
     for (llvm::StringRef name : {"clang++-22", "clang++"})
@@ -137,9 +141,17 @@ LinkPaths findLinkPaths() {
 }
 } // namespace
 
+bool mlir::attn::haveMPI() { return ATTN_HAVE_MPI; }
+
 bool mlir::attn::linkExecutable(const std::string &objectPath,
                                 const std::string &outputPath, bool shared,
-                                std::string &error, bool hostOnly) {
+                                std::string &error, bool hostOnly, bool mpi) {
+  if (mpi && !haveMPI()) {
+    error = "--distributed=mpi needs MPI, and this attn-compile was built "
+            "without it (install libopenmpi-dev and openmpi-bin, then "
+            "rebuild: tools/dev.sh build)";
+    return false;
+  }
   // The output through a symbolic link is its target (the link stays); a
   // device, FIFO or directory is never replaced. The link writes a unique
   // temporary next to the target, renamed over it on success.
@@ -187,8 +199,29 @@ bool mlir::attn::linkExecutable(const std::string &objectPath,
   }
   std::string tmp = tmpPath.str().str();
   LinkPaths paths = findLinkPaths();
-  std::vector<llvm::StringRef> argv = {paths.cxx, objectPath,
-                                       paths.runtimeLibrary};
+  std::vector<llvm::StringRef> argv = {paths.cxx, objectPath};
+  // The MPI part before the runtime it calls; -u pulls its entry (reached
+  // from main.cpp through a weak reference) out of the archive.
+  llvm::SmallVector<llvm::StringRef> mpiLibs;
+  std::vector<std::string> rpaths;
+  if (mpi) {
+    if (!llvm::sys::fs::exists(paths.mpiRuntimeLibrary)) {
+      error = "--distributed=mpi: the runtime's MPI part '" +
+              paths.mpiRuntimeLibrary + "' is missing";
+      return false;
+    }
+    argv.insert(argv.end(), {"-Wl,-u,attn_rt_mpi_main",
+                             "-Wl,-u,attn_sdpa_paged_mpi",
+                             paths.mpiRuntimeLibrary});
+    llvm::StringRef(ATTN_MPI_LIBRARIES).split(mpiLibs, '|', -1, false);
+    for (llvm::StringRef lib : mpiLibs)
+      rpaths.push_back("-Wl,-rpath," +
+                       llvm::sys::path::parent_path(lib).str());
+  }
+  argv.push_back(paths.runtimeLibrary);
+  argv.insert(argv.end(), mpiLibs.begin(), mpiLibs.end());
+  for (const std::string &r : rpaths)
+    argv.push_back(r);
   if (hostOnly) {
     argv.insert(argv.end(), {"-static-libstdc++", "-static-libgcc"});
   } else {

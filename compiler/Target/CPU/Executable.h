@@ -31,9 +31,16 @@ void writeKernelHeader(const ModelSpec &spec, llvm::raw_ostream &os);
 /// `hostOnly` (CUDA executables): no OpenMP runtime, libstdc++ and libgcc
 /// linked statically, so that the executable runs on a GPU machine with
 /// nothing but the driver installed.
+/// `mpi` (--distributed=mpi): also the runtime's MPI part
+/// (libattn_runtime_mpi.a: context-parallel commands and C API) and the MPI
+/// library; an error when attn-compile was built without MPI.
 bool linkExecutable(const std::string &objectPath,
                     const std::string &outputPath, bool shared,
-                    std::string &error, bool hostOnly = false);
+                    std::string &error, bool hostOnly = false,
+                    bool mpi = false);
+
+/// True when attn-compile was built with MPI (--distributed=mpi works).
+bool haveMPI();
 
 } // namespace attn
 } // namespace mlir

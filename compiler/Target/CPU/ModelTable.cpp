@@ -40,7 +40,8 @@ public:
     kindTy = llvm::StructType::create(ctx,
                                       {ptr, i64, i64, i64, i64, i32, i64, i64,
                                        ptr, i64, ptr, ptr, ptr, ptr, i64, f64,
-                                       f64, f64, i32, ptr, i64, ptr, i32},
+                                       f64, f64, i32, ptr, i64, ptr, i32,
+                                       ptr},
                                       "attn_rt_kind");
     modelTy = llvm::StructType::create(
         ctx, {i32, ptr, i64, ptr, ptr, i64, i64, ptr, i32}, "attn_rt_model");
@@ -111,7 +112,8 @@ bool TableBuilder::checkLayout(std::string &error) const {
         offsetof(attn_rt_kind, softcap), offsetof(attn_rt_kind, tolerance),
         offsetof(attn_rt_kind, op), offsetof(attn_rt_kind, linear_block),
         offsetof(attn_rt_kind, conv_kernel), offsetof(attn_rt_kind, paged),
-        offsetof(attn_rt_kind, kv_dtype)}},
+        offsetof(attn_rt_kind, kv_dtype),
+        offsetof(attn_rt_kind, paged_part)}},
       {modelTy,
        sizeof(attn_rt_model),
        {offsetof(attn_rt_model, abi_version), offsetof(attn_rt_model, family),
@@ -199,6 +201,13 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
         return false;
       paged = fn;
     }
+    llvm::Constant *pagedPart = t.null();
+    if (!cuda && spec.distributed && hasPagedKernel(l)) {
+      llvm::Function *fn = function("_mlir_ciface_" + n + "_paged_part");
+      if (!fn)
+        return false;
+      pagedPart = fn;
+    }
     llvm::Constant *block = t.null(), *linearBlock = t.null(),
                    *weights = t.null();
     std::vector<WeightArg> ws;
@@ -251,7 +260,8 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
          linearBlock, t.c64(kind.isLinear() ? l.convKernel : 0), paged,
          t.c32(spec.kvCache == KVCacheType::bf16  ? ATTN_RT_KV_BF16
                : spec.kvCache == KVCacheType::f16 ? ATTN_RT_KV_F16
-                                                  : ATTN_RT_KV_F32)}));
+                                                  : ATTN_RT_KV_F32),
+         pagedPart}));
   }
 
   llvm::Constant *kindArray = t.global(

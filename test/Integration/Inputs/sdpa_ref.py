@@ -16,14 +16,16 @@ import tempfile
 import numpy as np
 
 
-def reference(q, k, v, scale, causal, window, softcap, lens):
+def reference(q, k, v, scale, causal, window, softcap, lens, per_row=False):
+    """per_row: query row i of sequence b at key lens[b] - sq + i (a paged
+    cache's decode), else at skv - sq + i (bottom-right alignment)."""
     b, hq, sq, d = q.shape
     hkv, skv = k.shape[1], k.shape[2]
     group = hq // hkv
     q, k, v = q.astype(np.float64), k.astype(np.float64), v.astype(np.float64)
     out = np.zeros((b, hq, sq, v.shape[3]))
-    offset = skv - sq  # bottom-right causal alignment
     for bi in range(b):
+        offset = (lens[bi] if per_row else skv) - sq
         for h in range(hq):
             s = q[bi, h] @ k[bi, h // group].T * scale
             if softcap:
@@ -78,6 +80,13 @@ def main():
     p.add_argument("--tol", type=float, default=1e-5)
     p.add_argument("--kv-dtype", choices=("f32", "bf16", "f16"), default="f32")
     p.add_argument("--print", action="store_true")
+    p.add_argument("--mpirun", type=str,
+                   help="run `sdpa` under this MPI launcher (an executable "
+                        "compiled with --distributed=mpi), e.g. 'mpirun -np 2'")
+    p.add_argument("--mode", choices=("decode", "ring"),
+                   help="with --mpirun: sdpa's --mode (decode: the query "
+                        "rows are each sequence's last sq of its --lens)")
+    p.add_argument("--page-size", type=int)
     a = p.parse_args()
     dv = a.dv or a.d
     skv = a.skv or a.sq
@@ -108,12 +117,17 @@ def main():
         np.save(paths["v"], vb)
         cmd = [a.exe, "sdpa", "--layer", str(a.layer), "--q", paths["q"],
                "--k", paths["k"], "--v", paths["v"], "--out", paths["o"]]
+        if a.mpirun:
+            cmd = a.mpirun.split() + cmd + ["--mode", a.mode]
+            if a.page_size:
+                cmd += ["--page-size", str(a.page_size)]
         if a.lens:
             np.save(paths["l"], np.array(lens, dtype=np.int64))
             cmd += ["--kv-lengths", paths["l"]]
         subprocess.run(cmd, check=True)
         out = np.load(paths["o"])
-    ref = reference(q, k, v, scale, a.causal, a.window, a.softcap, lens)
+    ref = reference(q, k, v, scale, a.causal, a.window, a.softcap, lens,
+                    per_row=a.mode == "decode")
     if out.shape != ref.shape:
         print(f"FAIL shape {out.shape} != {ref.shape}")
         return 1
