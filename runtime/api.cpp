@@ -540,11 +540,14 @@ attn_status attn_gated_delta(const attn_model *model, int32_t kind,
 static bool checkPaged(TensorCheck &check, const attn_rt_kind *kd,
                        const attn_tensor *kCache, const attn_tensor *vCache,
                        const attn_tensor *table, int64_t batch,
-                       int64_t &pages, int64_t &pageSize, int64_t &maxPages) {
+                       int64_t &pages, int64_t &pageSize, int64_t &maxPages,
+                       int64_t hkv = -1) {
+  if (hkv < 0)
+    hkv = kd->num_kv_heads;
   attn_dtype dt = kvDtype(*kd);
   if (!checkKVDtype(check, *kd, {{kCache, "k_cache"}, {vCache, "v_cache"}}))
     return false;
-  if (!check(kCache, "k_cache", {-1, kd->num_kv_heads, -1, kd->head_dim},
+  if (!check(kCache, "k_cache", {-1, hkv, -1, kd->head_dim},
              {"num_pages", "", "page_size", ""}, dt))
     return false;
   pages = kCache->shape[0];
@@ -552,8 +555,8 @@ static bool checkPaged(TensorCheck &check, const attn_rt_kind *kd,
   if (pageSize == 0)
     return check.fail(ATTN_ERR_SHAPE, std::string(check.call) +
                                           ": k_cache has page_size 0");
-  if (!check(vCache, "v_cache",
-             {pages, kd->num_kv_heads, pageSize, kd->head_dim_v}, {}, dt) ||
+  if (!check(vCache, "v_cache", {pages, hkv, pageSize, kd->head_dim_v}, {},
+             dt) ||
       !check(table, "block_table", {batch, -1}, {"", "max_pages"}, ATTN_I32))
     return false;
   maxPages = table->shape[1];
@@ -616,15 +619,24 @@ static attn_status decodePaged(const attn_model *model, int32_t kind,
                     std::string(call) + ": kind '" + kd->name +
                         "' has no partial paged kernel: compile the model "
                         "with attn-compile --distributed=mpi");
-  TensorCheck check{call, describeKind(*kd)};
-  if (!check(q, "q", {-1, kd->num_heads, -1, kd->head_dim},
-             {"B", "", "Sq", ""}))
+  // The partial kernel takes one rank's share of the heads
+  // (--tensor-parallel).
+  int64_t tp = part && kd->tensor_parallel > 1 ? kd->tensor_parallel : 1;
+  int64_t hq = kd->num_heads / tp, hkv = kd->num_kv_heads / tp;
+  TensorCheck check{call, describeKind(*kd) +
+                              (tp > 1 ? ", each rank its " +
+                                            std::to_string(hq) + " query and " +
+                                            std::to_string(hkv) +
+                                            " KV heads (--tensor-parallel=" +
+                                            std::to_string(tp) + ")"
+                                      : std::string())};
+  if (!check(q, "q", {-1, hq, -1, kd->head_dim}, {"B", "", "Sq", ""}))
     return check.status;
   int64_t b = q->shape[0], sq = q->shape[2], pages, pageSize, maxPages;
   if (!checkPaged(check, kd, k_cache, v_cache, block_table, b, pages,
-                  pageSize, maxPages) ||
-      !check(out, "out", {b, kd->num_heads, sq, kd->head_dim_v}, {}) ||
-      (part && !check(stats, "stats", {b, kd->num_heads, sq, 2}, {})))
+                  pageSize, maxPages, hkv) ||
+      !check(out, "out", {b, hq, sq, kd->head_dim_v}, {}) ||
+      (part && !check(stats, "stats", {b, hq, sq, 2}, {})))
     return check.status;
   if (!kv_lengths && b > 0)
     return failWith(ATTN_ERR_ARGUMENT,

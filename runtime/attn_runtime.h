@@ -215,6 +215,10 @@ typedef struct {
   /* attn_rt_paged_part_fn (`<kind>_paged_part`) in executables and
    * libraries compiled with --distributed=mpi, else NULL. */
   attn_rt_paged_part_fn paged_part;
+  /* Head sharding (--tensor-parallel, 1: none): paged_part takes
+   * num_heads / tensor_parallel query heads and num_kv_heads /
+   * tensor_parallel KV heads, one rank's whole KV-head groups. */
+  int64_t tensor_parallel;
 } attn_rt_kind;
 
 /* attn_rt_kind.kv_dtype (attn-compile --kv-dtype) */

@@ -630,6 +630,75 @@ const attn_rt_kind &distributedKind(const attn_rt_model *m, int64_t layer) {
   return kind;
 }
 
+/// The ranks as head shards x context shards: rank c·T + t holds head shard
+/// t (KV heads [t·Hkv/T, (t+1)·Hkv/T) and their query heads) of context
+/// shard c; T = the kind's tensor_parallel.
+struct Topology {
+  int T = 1, t = 0, C = 1, c = 0;
+  MPI_Comm ctx = MPI_COMM_NULL;   ///< the C ranks of head shard t
+  MPI_Comm heads = MPI_COMM_NULL; ///< the T ranks of context shard c
+  attn_rt_kind local{};           ///< the kind as a rank sees it: its heads
+  Topology(const attn_rt_kind &kind, const World &w) : local(kind) {
+    T = int(std::max<int64_t>(1, kind.tensor_parallel));
+    if (w.size % T != 0)
+      fail("mpirun -np " + std::to_string(w.size) + ": kind '" + kind.name +
+           "' shards its heads over --tensor-parallel=" + std::to_string(T) +
+           " ranks, so the rank count must be a multiple of " +
+           std::to_string(T) + " (T head shards x context shards)");
+    t = w.rank % T;
+    c = w.rank / T;
+    C = w.size / T;
+    MPI_Comm_split(MPI_COMM_WORLD, t, c, &ctx);
+    MPI_Comm_split(MPI_COMM_WORLD, c, t, &heads);
+    local.num_heads /= T;
+    local.num_kv_heads /= T;
+  }
+  ~Topology() {
+    MPI_Comm_free(&ctx);
+    MPI_Comm_free(&heads);
+  }
+  Topology(const Topology &) = delete;
+  Topology &operator=(const Topology &) = delete;
+  /// This rank's heads [h0, h0 + local heads) of x [B, H, S, D] (H: the
+  /// kind's query or KV head count).
+  std::vector<float> slice(const std::vector<float> &x, int64_t B, int64_t H,
+                           int64_t S, int64_t D) const {
+    if (T == 1)
+      return x;
+    int64_t hn = H / T, h0 = t * hn;
+    std::vector<float> out(B * hn * S * D);
+    for (int64_t b = 0; b < B; ++b)
+      std::memcpy(&out[b * hn * S * D], &x[((b * H) + h0) * S * D],
+                  hn * S * D * sizeof(float));
+    return out;
+  }
+  /// The head shards' outputs [B, Hq/T, rows, Dv] of context shard 0 into
+  /// out [B, Hq, rows, Dv] on world rank 0.
+  void gather(const std::vector<float> &part, int64_t B, int64_t Hq,
+              int64_t rows, int64_t Dv, std::vector<float> &out) const {
+    if (c != 0)
+      return;
+    if (T == 1) {
+      out = part;
+      return;
+    }
+    int64_t per = B * (Hq / T) * rows * Dv;
+    if (per * T > INT_MAX)
+      fail("gathering the heads: the output is too large for one call");
+    std::vector<float> all(t == 0 ? per * T : 0);
+    MPI_Gather(part.data(), int(per), MPI_FLOAT, all.data(), int(per),
+               MPI_FLOAT, 0, heads);
+    if (t != 0)
+      return;
+    int64_t hn = Hq / T, block = hn * rows * Dv;
+    out.assign(B * Hq * rows * Dv, 0.0f);
+    for (int64_t r = 0; r < T; ++r)
+      for (int64_t b = 0; b < B; ++b)
+        std::memcpy(&out[(b * Hq + r * hn) * rows * Dv],
+                    &all[r * per + b * block], block * sizeof(float));
+  }
+};
+
 double maxAbsDiff(const std::vector<float> &a, const std::vector<float> &b,
                   double &refMax) {
   double d = 0;
@@ -675,10 +744,12 @@ int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
              relR = dr / std::max(refMax, 1e-30);
       bool ok = relK <= kernelTol && relR <= refTol;
       allOk = allOk && ok;
-      std::printf("%s %s %s np=%d: vs 1-process kernel %.2e, vs float64 "
-                  "%.2e (relative to max |ref| %.3g)\n",
-                  ok ? "ok  " : "FAIL", kind.name, what.c_str(), w.size, relK,
-                  relR, refMax);
+      int T = int(std::max<int64_t>(1, kind.tensor_parallel));
+      std::printf("%s %s %s np=%d (%d head x %d context shards): vs "
+                  "1-process kernel %.2e, vs float64 %.2e (relative to max "
+                  "|ref| %.3g)\n",
+                  ok ? "ok  " : "FAIL", kind.name, what.c_str(), w.size, T,
+                  w.size / T, relK, relR, refMax);
     };
     // Sharded-KV decode: lengths that leave ranks empty (1, 5 tokens with
     // pages of 16), equal and unequal shards, speculative rows, extreme
@@ -704,14 +775,18 @@ int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
                          v = randomVec(rng, B * Hkv * S * Dv, 1.0f);
       roundToKV(kind, k);
       roundToKV(kind, v);
+      Topology tp(kind, w);
       std::vector<double> weights;
       if (c.unequal)
-        for (int r = 0; r < w.size; ++r)
+        for (int r = 0; r < tp.C; ++r)
           weights.push_back(r + 1.0);
-      PagedShard shard =
-          makeDecodeShard(MPI_COMM_WORLD, kind, k, v, B, S, c.lens, P, weights);
-      std::vector<float> out;
-      shardedDecode(MPI_COMM_WORLD, kind, q, qs, &shard, c.lens, out);
+      PagedShard shard = makeDecodeShard(
+          tp.ctx, tp.local, tp.slice(k, B, Hkv, S, D),
+          tp.slice(v, B, Hkv, S, Dv), B, S, c.lens, P, weights);
+      std::vector<float> qt = tp.slice(q, B, Hq, c.sq, D), part, out;
+      std::vector<int64_t> qts = {B, tp.local.num_heads, c.sq, D};
+      shardedDecode(tp.ctx, tp.local, qt, qts, &shard, c.lens, part);
+      tp.gather(part, B, Hq, c.sq, Dv, out);
       if (w.rank == 0) {
         // The single-process kernel over the whole cache (the partial
         // kernel on all of it is the same loop nest; the paged entry is
@@ -756,8 +831,12 @@ int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
                          v = randomVec(rng, B * Hkv * S * Dv, 1.0f);
       roundToKV(kind, k);
       roundToKV(kind, v);
-      std::vector<float> out;
-      ringPrefill(MPI_COMM_WORLD, kind, q, k, v, B, S, P, out);
+      Topology tp(kind, w);
+      std::vector<float> part, out;
+      ringPrefill(tp.ctx, tp.local, tp.slice(q, B, Hq, S, D),
+                  tp.slice(k, B, Hkv, S, D), tp.slice(v, B, Hkv, S, Dv), B, S,
+                  P, part);
+      tp.gather(part, B, Hq, S, Dv, out);
       if (w.rank == 0) {
         std::vector<int64_t> lens(B, S);
         std::vector<float> kOut, ref;
@@ -874,15 +953,29 @@ int cmdSdpa(const attn_rt_model *m, const World &w, int argc, char **argv) {
            std::to_string(S) + " tokens: decode's query rows are the "
            "sequence's last Sq tokens");
     }
-    PagedShard shard =
-        makeDecodeShard(MPI_COMM_WORLD, kind, k, v, B, S, lens, P, {});
-    shardedDecode(MPI_COMM_WORLD, kind, q, qs, &shard, lens, out);
+    Topology tp(kind, w);
+    PagedShard shard = makeDecodeShard(
+        tp.ctx, tp.local, tp.slice(k, B, kind.num_kv_heads, S, kind.head_dim),
+        tp.slice(v, B, kind.num_kv_heads, S, kind.head_dim_v), B, S, lens, P,
+        {});
+    std::vector<float> qt = tp.slice(q, B, kind.num_heads, qs[2], qs[3]),
+                       part;
+    std::vector<int64_t> qts = {B, tp.local.num_heads, qs[2], qs[3]};
+    shardedDecode(tp.ctx, tp.local, qt, qts, &shard, lens, part);
+    tp.gather(part, B, kind.num_heads, qs[2], kind.head_dim_v, out);
   } else {
     if (qs[2] != S)
       fail("--mode ring: q has " + std::to_string(qs[2]) +
            " rows and K/V " + std::to_string(S) +
            ": ring attention shards one sequence of S tokens (Sq = Skv)");
-    ringPrefill(MPI_COMM_WORLD, kind, q, k, v, B, S, P, out);
+    Topology tp(kind, w);
+    std::vector<float> part;
+    ringPrefill(tp.ctx, tp.local,
+                tp.slice(q, B, kind.num_heads, S, kind.head_dim),
+                tp.slice(k, B, kind.num_kv_heads, S, kind.head_dim),
+                tp.slice(v, B, kind.num_kv_heads, S, kind.head_dim_v), B, S, P,
+                part);
+    tp.gather(part, B, kind.num_heads, S, kind.head_dim_v, out);
   }
   int ok = 1;
   if (w.rank == 0) {
@@ -970,6 +1063,10 @@ int cmdBench(const attn_rt_model *m, const World &w, int argc, char **argv) {
           repeats = intArg(args, "repeats", 9, 1, 100000);
   int64_t Hq = kind.num_heads, Hkv = kind.num_kv_heads, D = kind.head_dim,
           Dv = kind.head_dim_v;
+  Topology tp(kind, w);
+  // Each rank's heads: the ring and the decode shards run within tp.ctx.
+  const attn_rt_kind &lk = tp.local;
+  int64_t lHq = lk.num_heads, lHkv = lk.num_kv_heads;
   std::mt19937 rng(7);
   double bandwidth = probeReadBandwidth();
   if (w.rank == 0) {
@@ -985,33 +1082,34 @@ int cmdBench(const attn_rt_model *m, const World &w, int argc, char **argv) {
       std::fclose(f);
     }
     std::printf("bench: layer %lld (kind '%s', Hq %lld, Hkv %lld, d %lld, K/V "
-                "%s), np=%d, %d thread(s) per rank; %s, read bandwidth of "
-                "all ranks together %.1f GB/s\n",
+                "%s), np=%d = %d head shard(s) x %d context shard(s), %d "
+                "thread(s) per rank; %s, read bandwidth of all ranks "
+                "together %.1f GB/s\n",
                 (long long)layer, kind.name, (long long)Hq, (long long)Hkv,
-                (long long)D, kvDtypeName(kind), w.size, ompThreads(),
-                cpu.c_str(), bandwidth);
+                (long long)D, kvDtypeName(kind), w.size, tp.T, tp.C,
+                ompThreads(), cpu.c_str(), bandwidth);
   }
   // Prefill: ring attention over S tokens.
   {
-    std::vector<float> q = randomVec(rng, B * Hq * S * D, 1.0f),
-                       k = randomVec(rng, B * Hkv * S * D, 1.0f),
-                       v = randomVec(rng, B * Hkv * S * Dv, 1.0f);
-    RingLayout L = ringLayout(kind, B, S, w.size, P);
+    std::vector<float> q = randomVec(rng, B * lHq * S * D, 1.0f),
+                       k = randomVec(rng, B * lHkv * S * D, 1.0f),
+                       v = randomVec(rng, B * lHkv * S * Dv, 1.0f);
+    RingLayout L = ringLayout(lk, B, S, tp.C, P);
     std::vector<float> qc[2];
-    ringQueries(L, Hq, w.rank, q, qc);
+    ringQueries(L, lHq, tp.c, q, qc);
     std::vector<unsigned char> kPool(L.maxPoolPages() * L.pageBytes(L.d)),
         vPool(L.maxPoolPages() * L.pageBytes(L.dv));
-    fillRingPools(kind, L, w.rank, k, v, kPool, vPool);
+    fillRingPools(lk, L, tp.c, k, v, kPool, vPool);
     RingState st;
     std::vector<double> total, compute, wait, comm;
     RingTimes t{};
     for (int64_t r = 0; r <= repeats; ++r) {
       MPI_Barrier(MPI_COMM_WORLD);
-      t = ringAttention(MPI_COMM_WORLD, kind, L, qc, kPool, vPool, st);
+      t = ringAttention(tp.ctx, lk, L, qc, kPool, vPool, st);
       double tt = maxOverRanks(t.total), tc = maxOverRanks(t.compute),
              tw = maxOverRanks(t.exposedWait);
       MPI_Barrier(MPI_COMM_WORLD);
-      RingTimes c = ringAttention(MPI_COMM_WORLD, kind, L, qc, kPool, vPool,
+      RingTimes c = ringAttention(tp.ctx, lk, L, qc, kPool, vPool,
                                   st, /*computeOff=*/true);
       double tcomm = maxOverRanks(c.total);
       if (r == 0)
@@ -1042,12 +1140,12 @@ int cmdBench(const attn_rt_model *m, const World &w, int argc, char **argv) {
   }
   // Decode: B sequences of N tokens, one query row each.
   {
-    std::vector<int64_t> qs = {B, Hq, 1, D}, lens(B, N);
-    std::vector<float> q = randomVec(rng, B * Hq * D, 1.0f),
-                       k = randomVec(rng, B * Hkv * N * D, 1.0f),
-                       v = randomVec(rng, B * Hkv * N * Dv, 1.0f);
+    std::vector<int64_t> qs = {B, lHq, 1, D}, lens(B, N);
+    std::vector<float> q = randomVec(rng, B * lHq * D, 1.0f),
+                       k = randomVec(rng, B * lHkv * N * D, 1.0f),
+                       v = randomVec(rng, B * lHkv * N * Dv, 1.0f);
     PagedShard shard =
-        makeDecodeShard(MPI_COMM_WORLD, kind, k, v, B, N, lens, P, {});
+        makeDecodeShard(tp.ctx, lk, k, v, B, N, lens, P, {});
     k = {};
     v = {};
     std::vector<float> out;
@@ -1056,7 +1154,7 @@ int cmdBench(const attn_rt_model *m, const World &w, int argc, char **argv) {
     for (int64_t r = 0; r <= repeats; ++r) {
       MPI_Barrier(MPI_COMM_WORLD);
       double t0 = now();
-      t = shardedDecode(MPI_COMM_WORLD, kind, q, qs, &shard, lens,
+      t = shardedDecode(tp.ctx, lk, q, qs, &shard, lens,
                         out);
       double total = now() - t0;
       double slowKernel = maxOverRanks(t.kernel);
@@ -1068,7 +1166,7 @@ int cmdBench(const attn_rt_model *m, const World &w, int argc, char **argv) {
       // for the slowest rank's kernel).
       std::vector<float> o2(out.size()), st2(out.size() / Dv * 2), packed;
       MPI_Barrier(MPI_COMM_WORLD);
-      coll.push_back(maxOverRanks(allreduceRows(MPI_COMM_WORLD,
+      coll.push_back(maxOverRanks(allreduceRows(tp.ctx,
                                                 int64_t(st2.size() / 2), Dv,
                                                 o2.data(), st2.data(),
                                                 packed)) *
@@ -1077,7 +1175,7 @@ int cmdBench(const attn_rt_model *m, const World &w, int argc, char **argv) {
     int64_t localTokens = 0;
     for (int64_t b = 0; b < B; ++b)
       localTokens += shard.len[b];
-    double kvBytes = double(localTokens) * Hkv * (D + Dv) *
+    double kvBytes = double(localTokens) * lHkv * (D + Dv) *
                      (kind.kv_dtype == ATTN_RT_KV_F32 ? 4 : 2);
     double kms = medianOf(kern);
     if (w.rank == 0) {
@@ -1093,7 +1191,7 @@ int cmdBench(const attn_rt_model *m, const World &w, int argc, char **argv) {
                   "2) floats)\n",
                   medianOf(step), kms, rate, 100 * rate / bandwidth,
                   medianOf(coll), 100 * medianOf(coll) / medianOf(step),
-                  (long long)t.bytes, (long long)(B * Hq));
+                  (long long)t.bytes, (long long)(B * lHq));
     }
   }
   return 0;
@@ -1160,24 +1258,35 @@ attn_decode_paged_mpi(const attn_model *model, int32_t kind, MPI_Comm comm,
     }
   }
   if (status == ATTN_OK) {
-    rows = out->shape[0] * info.num_heads * out->shape[2];
+    // out's head count is checked by the partial call (on its scratch of
+    // the same shape): the kind's, or one rank's share with
+    // --tensor-parallel (the communicator is then one head shard's ranks).
+    int64_t hq = out->shape[1];
+    rows = out->shape[0] * hq * out->shape[2];
     dv = info.head_dim_v;
-    part.assign(rows * dv, 0.0f);
-    stats.assign(rows * 2, 0.0f);
-    int64_t os[4] = {out->shape[0], info.num_heads, out->shape[2], dv};
-    int64_t ss[4] = {out->shape[0], info.num_heads, out->shape[2], 2};
-    attn_tensor o = attn_tensor_contiguous(part.data(), ATTN_F32, 4, os);
-    attn_tensor s = attn_tensor_contiguous(stats.data(), ATTN_F32, 4, ss);
-    status = attn_decode_paged_part(model, kind, q, k_cache, v_cache,
-                                    block_table, kv_lengths, q_pos, &o, &s);
-    if (status == ATTN_OK &&
-        (out->shape[1] != info.num_heads || out->shape[3] != dv)) {
+    if (out->shape[3] != dv) {
       status = ATTN_ERR_SHAPE;
-      setLastError("attn_decode_paged_mpi: out has Hq " +
-                   std::to_string(out->shape[1]) + " and Dv " +
-                   std::to_string(out->shape[3]) + "; the kind has " +
-                   std::to_string(info.num_heads) + " and " +
+      setLastError("attn_decode_paged_mpi: out has Dv " +
+                   std::to_string(out->shape[3]) + "; the kind's is " +
                    std::to_string(dv));
+    } else {
+      try {
+        part.assign(rows * dv, 0.0f);
+        stats.assign(rows * 2, 0.0f);
+      } catch (const std::exception &) {
+        status = ATTN_ERR_MEMORY;
+        setLastError("attn_decode_paged_mpi: no memory for the partial "
+                     "rows of out " +
+                     std::to_string(rows) + " x " + std::to_string(dv));
+      }
+    }
+    if (status == ATTN_OK) {
+      int64_t os[4] = {out->shape[0], hq, out->shape[2], dv};
+      int64_t ss[4] = {out->shape[0], hq, out->shape[2], 2};
+      attn_tensor o = attn_tensor_contiguous(part.data(), ATTN_F32, 4, os);
+      attn_tensor s = attn_tensor_contiguous(stats.data(), ATTN_F32, 4, ss);
+      status = attn_decode_paged_part(model, kind, q, k_cache, v_cache,
+                                      block_table, kv_lengths, q_pos, &o, &s);
     }
   } else if (!out) {
     setLastError("attn_decode_paged_mpi: out is NULL");

@@ -376,7 +376,11 @@ OwningOpRef<ModuleOp> Emitter::kernels(bool withBlocks) {
       toDestinationStyle(paged);
       module->push_back(paged);
       if (spec.distributed) {
-        func::FuncOp part = emitPagedKernel(name, l, /*part=*/true);
+        // A rank's share of the heads (whole KV-head groups).
+        LayerSpec shard = l;
+        shard.numHeads /= spec.tensorParallel;
+        shard.numKVHeads /= spec.tensorParallel;
+        func::FuncOp part = emitPagedKernel(name, shard, /*part=*/true);
         toDestinationStyle(part);
         module->push_back(part);
       }

@@ -130,6 +130,10 @@ struct ModelSpec {
   /// Context-parallel entries (`<kind>_paged_part`, attn-compile
   /// --distributed=mpi).
   bool distributed = false;
+  /// Head sharding across ranks (attn-compile --tensor-parallel): the
+  /// `<kind>_paged_part` kernels take numHeads / tensorParallel query heads
+  /// and numKVHeads / tensorParallel KV heads, one rank's share.
+  int64_t tensorParallel = 1;
   std::string modelType;     ///< as written in config.json.
   std::string family;        ///< normalized family name.
   std::string architecture;  ///< architectures[0] if given.

@@ -189,7 +189,7 @@ enum class Distributed { None, MPI };
 cl::opt<Distributed> distributed(
     "distributed",
     cl::desc("Context parallelism: executables and libraries whose sdpa, "
-             "check and bench (and the C API's attn_sdpa_paged_mpi) run "
+             "check and bench (and the C API's attn_decode_paged_mpi) run "
              "over MPI ranks (mpirun), the KV cache sharded by sequence "
              "(needs an attn-compile built with Open MPI)"),
     cl::init(Distributed::None),
@@ -198,6 +198,13 @@ cl::opt<Distributed> distributed(
                           "MPI: adds <kind>_paged_part kernels and links "
                           "the runtime's MPI part")),
     cl::cat(category));
+
+cl::opt<int64_t> tensorParallel(
+    "tensor-parallel",
+    cl::desc("With --distributed=mpi: shard the heads over this many ranks "
+             "too (each rank its whole KV-head groups; the MPI world is "
+             "tensor-parallel x context shards; default 1)"),
+    cl::init(1), cl::cat(category));
 
 cl::opt<bool> describe("describe",
                        cl::desc("Print the normalized model description as "
@@ -313,6 +320,12 @@ bool checkOptions(Stage stage, bool building) {
                 llvm::Twine(kvDtype == attn::KVCacheType::bf16 ? "bf16"
                                                                : "f16") +
                 " is CPU-only for now: the GPU kernels read fp32 K/V");
+  if (tensorParallel < 1 || tensorParallel > 4096)
+    return fail("--tensor-parallel must be in [1, 4096], got " +
+                llvm::Twine(tensorParallel.getValue()));
+  if (tensorParallel > 1 && distributed != Distributed::MPI)
+    return fail("--tensor-parallel=" + llvm::Twine(tensorParallel.getValue()) +
+                " shards heads across MPI ranks: it needs --distributed=mpi");
   if (distributed == Distributed::MPI && cuda)
     return fail("--distributed=mpi is CPU-only for now (--target=cpu)");
   if (distributed == Distributed::MPI && building && !attn::haveMPI())
@@ -576,8 +589,23 @@ int main(int argc, char **argv) {
   attn::ModelSpec spec;
   spec.kvCache = kvDtype;
   spec.distributed = distributed == Distributed::MPI;
+  spec.tensorParallel = tensorParallel;
   if (!attn::normalizeConfig(*src, spec))
     return 1;
+  // Head sharding keeps whole KV-head groups on each rank.
+  for (const attn::LayerSpec &l : spec.layers)
+    if (spec.tensorParallel > 1 && l.role != attn::LayerRole::LinearAttention &&
+        attn::hasPagedKernel(l) && l.numKVHeads % spec.tensorParallel != 0) {
+      llvm::errs() << "attn-compile: error: --tensor-parallel="
+                   << spec.tensorParallel << ": layer " << l.index << " has "
+                   << l.numKVHeads
+                   << " key/value heads (num_key_value_heads), which "
+                   << spec.tensorParallel
+                   << " does not divide; each rank holds whole KV-head "
+                      "groups (accepted: a divisor of "
+                   << l.numKVHeads << ")\n";
+      return 1;
+    }
 
   // Produce everything before opening the output, so that a failure leaves
   // no file behind.

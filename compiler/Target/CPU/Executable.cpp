@@ -211,7 +211,7 @@ bool mlir::attn::linkExecutable(const std::string &objectPath,
       return false;
     }
     argv.insert(argv.end(), {"-Wl,-u,attn_rt_mpi_main",
-                             "-Wl,-u,attn_sdpa_paged_mpi",
+                             "-Wl,-u,attn_decode_paged_mpi",
                              paths.mpiRuntimeLibrary});
     llvm::StringRef(ATTN_MPI_LIBRARIES).split(mpiLibs, '|', -1, false);
     for (llvm::StringRef lib : mpiLibs)

@@ -41,7 +41,7 @@ public:
                                       {ptr, i64, i64, i64, i64, i32, i64, i64,
                                        ptr, i64, ptr, ptr, ptr, ptr, i64, f64,
                                        f64, f64, i32, ptr, i64, ptr, i32,
-                                       ptr},
+                                       ptr, i64},
                                       "attn_rt_kind");
     modelTy = llvm::StructType::create(
         ctx, {i32, ptr, i64, ptr, ptr, i64, i64, ptr, i32}, "attn_rt_model");
@@ -113,7 +113,8 @@ bool TableBuilder::checkLayout(std::string &error) const {
         offsetof(attn_rt_kind, op), offsetof(attn_rt_kind, linear_block),
         offsetof(attn_rt_kind, conv_kernel), offsetof(attn_rt_kind, paged),
         offsetof(attn_rt_kind, kv_dtype),
-        offsetof(attn_rt_kind, paged_part)}},
+        offsetof(attn_rt_kind, paged_part),
+        offsetof(attn_rt_kind, tensor_parallel)}},
       {modelTy,
        sizeof(attn_rt_model),
        {offsetof(attn_rt_model, abi_version), offsetof(attn_rt_model, family),
@@ -261,7 +262,7 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
          t.c32(spec.kvCache == KVCacheType::bf16  ? ATTN_RT_KV_BF16
                : spec.kvCache == KVCacheType::f16 ? ATTN_RT_KV_F16
                                                   : ATTN_RT_KV_F32),
-         pagedPart}));
+         pagedPart, t.c64(spec.tensorParallel)}));
   }
 
   llvm::Constant *kindArray = t.global(
