@@ -31,7 +31,10 @@ extern "C" {
  * whole cache in out [B, Hq, Sq, Dv]: each rank runs the partial kernel
  * (attn_decode_paged_part) on its range, and one MPI_Allreduce with a
  * user-defined operation merges the (out, max, sum) rows by log-sum-exp
- * (a rank without keys for a row contributes weight 0). When any rank's
+ * (a rank without keys for a row contributes weight 0). With a library
+ * compiled with --tensor-parallel=T, q, the cache and out hold this rank's
+ * share of the heads (Hq/T query heads, Hkv/T KV heads) and `comm` is the
+ * ranks of its head shard. When any rank's
  * arguments fail their checks, every rank returns that status (the
  * failing rank's message on it, "another rank failed" elsewhere) and
  * nothing is written. */
