@@ -36,6 +36,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -144,11 +145,19 @@ double allreduceRows(MPI_Comm comm, int64_t rows, int64_t dv, float *out,
     packed[i * w + 1] = stats[2 * i + 1];
     std::memcpy(&packed[i * w + 2], out + i * dv, dv * sizeof(float));
   }
-  MPI_Datatype row;
-  MPI_Type_contiguous(int(w), MPI_FLOAT, &row);
-  MPI_Type_commit(&row);
-  MPI_Op op;
-  MPI_Op_create(mergeOp, /*commute=*/1, &op);
+  // The operation and the row type are made once per process (and row
+  // width), not at every decode step; MPI_Finalize frees them.
+  static MPI_Op op = [] {
+    MPI_Op o;
+    MPI_Op_create(mergeOp, /*commute=*/1, &o);
+    return o;
+  }();
+  static std::map<int64_t, MPI_Datatype> rowTypes;
+  MPI_Datatype &row = rowTypes[w];
+  if (row == MPI_Datatype()) {
+    MPI_Type_contiguous(int(w), MPI_FLOAT, &row);
+    MPI_Type_commit(&row);
+  }
   double t0 = now();
   // Rows in batches that an int counts.
   for (int64_t r0 = 0; r0 < rows; r0 += INT_MAX / 2) {
@@ -156,8 +165,6 @@ double allreduceRows(MPI_Comm comm, int64_t rows, int64_t dv, float *out,
     MPI_Allreduce(MPI_IN_PLACE, &packed[r0 * w], n, row, op, comm);
   }
   double t = now() - t0;
-  MPI_Op_free(&op);
-  MPI_Type_free(&row);
   for (int64_t i = 0; i < rows; ++i) {
     float *o = out + i * dv;
     // A row no rank saw a key for stays 0 (never NaN).
@@ -174,6 +181,20 @@ double allreduceRows(MPI_Comm comm, int64_t rows, int64_t dv, float *out,
 //===----------------------------------------------------------------------===//
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Stores n float32 values at element `dst` of a pool of the kind's K/V
+/// element type (4 bytes: as they are; 2: narrowed to bf16/f16 bits).
+void storeRow(const attn_rt_kind &kind, std::vector<unsigned char> &pool,
+              const float *src, int64_t dst, int64_t n) {
+  if (kind.kv_dtype == ATTN_RT_KV_F32) {
+    std::memcpy(&pool[dst * 4], src, n * 4);
+    return;
+  }
+  bool half = kind.kv_dtype == ATTN_RT_KV_F16;
+  auto *o = reinterpret_cast<uint16_t *>(&pool[dst * 2]);
+  for (int64_t e = 0; e < n; ++e)
+    o[e] = narrowBits(src[e], half);
+}
 
 /// A rank's paged cache of token ranges [start[b], start[b] + len[b]) of
 /// each sequence of contiguous K/V [B, Hkv, S, D], pages [numPages, Hkv, P,
@@ -207,32 +228,24 @@ struct PagedShard {
     for (int64_t b = 0; b < B; ++b)
       for (int64_t p = 0; p < pages[b]; ++p)
         table[b * maxPages + p] = int32_t(--next);
-    bool half = kind.kv_dtype == ATTN_RT_KV_F16;
-    auto put = [&](std::vector<unsigned char> &pool, const float *src,
-                   int64_t dst, int64_t n) {
-      if (eltBytes == 4) {
-        std::memcpy(&pool[dst * 4], src, n * 4);
-        return;
-      }
-      auto *o = reinterpret_cast<uint16_t *>(&pool[dst * 2]);
-      for (int64_t e = 0; e < n; ++e)
-        o[e] = narrowBits(src[e], half);
-    };
     for (int64_t b = 0; b < B; ++b)
       for (int64_t j = 0; j < len[b]; ++j) {
         int64_t page = table[b * maxPages + j / P], row = j % P;
         for (int64_t h = 0; h < hkv; ++h) {
           int64_t src = (b * hkv + h) * S + start[b] + j;
-          put(k, &kf[src * d], ((page * hkv + h) * P + row) * d, d);
-          put(v, &vf[src * dv], ((page * hkv + h) * P + row) * dv, dv);
+          storeRow(kind, k, &kf[src * d], ((page * hkv + h) * P + row) * d, d);
+          storeRow(kind, v, &vf[src * dv], ((page * hkv + h) * P + row) * dv,
+                   dv);
         }
       }
   }
 
   /// The partial kernel of `kind` for q [B, Hq, Sq, D] whose first row sits
   /// at key position qPos[b] of sequence b's range -> out, stats.
+  /// With `qPos` null: the kind's whole-cache paged kernel (stats
+  /// untouched; the query is each sequence's last Sq tokens).
   void run(const attn_rt_kind &kind, std::vector<float> &q,
-           const std::vector<int64_t> &qs, std::vector<int64_t> &qPos,
+           const std::vector<int64_t> &qs, std::vector<int64_t> *qPos,
            std::vector<float> &out, std::vector<float> &stats) {
     int64_t B = qs[0], Hq = qs[1], Sq = qs[2];
     out.resize(B * Hq * Sq * dv);
@@ -248,7 +261,11 @@ struct PagedShard {
     attn_rt_memref_i32_2 dt{table.data(), table.data(), 0, {B, maxPages},
                             {maxPages, 1}};
     attn_rt_memref_i64_1 dl{len.data(), len.data(), 0, {B}, {1}};
-    attn_rt_memref_i64_1 dp{qPos.data(), qPos.data(), 0, {B}, {1}};
+    if (!qPos) {
+      kind.paged(&dout, &dq, &dk, &dvv, &dt, &dl);
+      return;
+    }
+    attn_rt_memref_i64_1 dp{qPos->data(), qPos->data(), 0, {B}, {1}};
     kind.paged_part(&dout, &ds, &dq, &dk, &dvv, &dt, &dl, &dp);
   }
 };
@@ -300,7 +317,7 @@ DecodeTimes shardedDecode(MPI_Comm comm, const attn_rt_kind &kind,
   std::vector<float> stats, packed;
   DecodeTimes t;
   double t0 = now();
-  shard->run(kind, q, qs, qPos, out, stats);
+  shard->run(kind, q, qs, &qPos, out, stats);
   t.kernel = now() - t0;
   int64_t rows = B * qs[1] * Sq;
   t.bytes = rows * (kind.head_dim_v + 2) * int64_t(sizeof(float));
@@ -361,17 +378,6 @@ void fillRingPools(const attn_rt_kind &kind, const RingLayout &L, int64_t r,
                    const std::vector<float> &kf, const std::vector<float> &vf,
                    std::vector<unsigned char> &k,
                    std::vector<unsigned char> &v) {
-  bool half = kind.kv_dtype == ATTN_RT_KV_F16;
-  auto put = [&](std::vector<unsigned char> &pool, const float *src,
-                 int64_t dst, int64_t n) {
-    if (L.eltBytes == 4) {
-      std::memcpy(&pool[dst * 4], src, n * 4);
-      return;
-    }
-    auto *o = reinterpret_cast<uint16_t *>(&pool[dst * 2]);
-    for (int64_t e = 0; e < n; ++e)
-      o[e] = narrowBits(src[e], half);
-  };
   for (int w = 0; w < 2; ++w) {
     int64_t c = L.chunk(r, w), lo = L.lo(c), n = L.length(c);
     for (int64_t b = 0; b < L.B; ++b)
@@ -379,9 +385,10 @@ void fillRingPools(const attn_rt_kind &kind, const RingLayout &L, int64_t r,
         int64_t page = L.firstPage(r, w, b) + j / L.P, row = j % L.P;
         for (int64_t h = 0; h < L.hkv; ++h) {
           int64_t src = (b * L.hkv + h) * L.S + lo + j;
-          put(k, &kf[src * L.d], ((page * L.hkv + h) * L.P + row) * L.d, L.d);
-          put(v, &vf[src * L.dv], ((page * L.hkv + h) * L.P + row) * L.dv,
-              L.dv);
+          storeRow(kind, k, &kf[src * L.d],
+                   ((page * L.hkv + h) * L.P + row) * L.d, L.d);
+          storeRow(kind, v, &vf[src * L.dv],
+                   ((page * L.hkv + h) * L.P + row) * L.dv, L.dv);
         }
       }
   }
@@ -793,21 +800,8 @@ int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
         // the one serving uses).
         std::vector<int64_t> zero(B, 0);
         PagedShard whole(kind, k, v, B, S, zero, c.lens, P);
-        std::vector<float> kOut(B * Hq * c.sq * Dv), ref;
-        int64_t pool = std::max<int64_t>(whole.numPages, 1);
-        attn_rt_memref_f32_4 dout = view4(kOut.data(), {B, Hq, c.sq, Dv}),
-                             dq = view4(q.data(), qs),
-                             dk = view4(reinterpret_cast<float *>(
-                                            whole.k.data()),
-                                        {pool, Hkv, P, D}),
-                             dvv = view4(reinterpret_cast<float *>(
-                                             whole.v.data()),
-                                         {pool, Hkv, P, Dv});
-        attn_rt_memref_i32_2 dt{whole.table.data(), whole.table.data(), 0,
-                                {B, whole.maxPages}, {whole.maxPages, 1}};
-        std::vector<int64_t> lens = c.lens;
-        attn_rt_memref_i64_1 dl{lens.data(), lens.data(), 0, {B}, {1}};
-        kind.paged(&dout, &dq, &dk, &dvv, &dt, &dl);
+        std::vector<float> kOut, unused, ref;
+        whole.run(kind, q, qs, /*qPos=*/nullptr, kOut, unused);
         std::vector<int64_t> qStart(B);
         for (int64_t b = 0; b < B; ++b)
           qStart[b] = c.lens[b] - c.sq;

@@ -151,6 +151,20 @@ int main(int argc, char **argv) {
              untouched ? "untouched" : "WRITTEN", attn_last_error());
     fflush(stdout);
   }
+  /* The partial kernel's own argument errors (rank 0 prints them). */
+  int64_t sShape[4] = {B, Hq, 1, 2};
+  float *st = calloc(B * Hq * 2, sizeof(float));
+  attn_tensor ts = attn_tensor_contiguous(st, ATTN_F32, 4, sShape);
+  attn_status noStats = attn_decode_paged_part(m, kind, &tq, &tk, &tv, &tt,
+                                               local, qPos, &to, NULL);
+  if (rank == 0)
+    printf("part without stats: status %d: %s\n", (int)noStats,
+           attn_last_error());
+  attn_status noPos = attn_decode_paged_part(m, kind, &tq, &tk, &tv, &tt,
+                                             local, NULL, &to, &ts);
+  if (rank == 0)
+    printf("part without q_pos: status %d: %s\n", (int)noPos,
+           attn_last_error());
   attn_model_close(m);
   MPI_Finalize();
   return 0;
