@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define ATTN_RT_ABI_VERSION 6
+#define ATTN_RT_ABI_VERSION 7
 
 /* MLIR's ranked memref descriptor for float32 rank 4, float32 rank 2 and
  * int64 rank 1 (allocated, aligned, offset, sizes, strides). */
@@ -85,14 +85,25 @@ typedef struct {
   int64_t shape[3];
 } attn_rt_weight;
 
-/* block(x [B, S, hidden], positions [B, S], weights...) written into the
- * caller's contiguous `y` [B, S, hidden]; `weights` holds one
- * attn_rt_memref_f32_1, _2 or _3 pointer per weight (by its rank), in the
- * kind's order. */
+/* block(x [B, S, hidden], memory [B, Sm, hidden], positions [B, S],
+ * key_lengths [B], weights...) written into the caller's contiguous `y`
+ * [B, S, hidden]; `weights` holds one attn_rt_memref_f32_1, _2 or _3 pointer
+ * per weight (by its rank), in the kind's order. Only the inputs the kind's
+ * attn_rt_kind.block_inputs names are read (the others may be NULL): the
+ * encoder's output for cross attention, the tokens' positions for RoPE, the
+ * keys' lengths (key padding: keys at or past key_lengths[b] are masked) for
+ * bidirectional and cross attention. */
 typedef void (*attn_rt_block_fn)(attn_rt_memref_f32_3 *y,
                                  attn_rt_memref_f32_3 *x,
+                                 attn_rt_memref_f32_3 *memory,
                                  attn_rt_memref_i64_2 *positions,
+                                 attn_rt_memref_i64_1 *key_lengths,
                                  void *const *weights);
+
+/* attn_rt_kind.block_inputs: the inputs a softmax kind's block reads. */
+#define ATTN_RT_BLOCK_MEMORY 1
+#define ATTN_RT_BLOCK_POSITIONS 2
+#define ATTN_RT_BLOCK_KEY_LENGTHS 4
 
 /* A Gated DeltaNet layer's block: x [B, S, hidden], the convolution's state
  * conv_state_in [B, C, K-1] (the last K-1 inputs of the previous call,
@@ -193,7 +204,7 @@ typedef struct {
   void (*fused)(void);
   void (*reference)(void);
   /* The whole attention block (norm, projections, RoPE, attention, output
-   * projection, residual), or NULL when the family has none yet (and for
+   * projection, residual), or NULL on the CUDA target (and for
    * ATTN_RT_OP_GATED_DELTA, whose block is linear_block). */
   attn_rt_block_fn block;
   const attn_rt_weight *weights;
@@ -219,6 +230,8 @@ typedef struct {
    * num_heads / tensor_parallel query heads and num_kv_heads /
    * tensor_parallel KV heads, one rank's whole KV-head groups. */
   int64_t tensor_parallel;
+  /* ATTN_RT_BLOCK_* bits: what `block` reads besides x and the weights. */
+  int block_inputs;
 } attn_rt_kind;
 
 /* attn_rt_kind.kv_dtype (attn-compile --kv-dtype) */
@@ -240,6 +253,10 @@ typedef struct {
   /* 0: the kernels run on the CPU over host buffers; 1: they launch CUDA
    * kernels and take device buffers (runtime/cuda.cpp moves the data). */
   int device;
+  /* per layer: its number within its stack, what "{i}" stands for in its
+   * weights' checkpoint names (an encoder-decoder model numbers the
+   * encoder's and the decoder's layers from 0 each) */
+  const int64_t *layer_in_stack;
 } attn_rt_model;
 
 /* An unranked memref (rank and a pointer to a ranked descriptor). */

@@ -165,15 +165,16 @@ struct DeviceCall {
 };
 
 /// A block's weights read from a .safetensors file by their checkpoint
-/// names (the kind's patterns for layer `layer`), with the descriptor
-/// pointers the block takes (one memref of the weight's rank each).
+/// names (the kind's patterns with "{i}" = `layerInStack`, the layer's
+/// number within its stack), with the descriptor pointers the block takes
+/// (one memref of the weight's rank each).
 struct BlockWeights {
   std::vector<std::vector<float>> data;
   std::vector<attn_rt_memref_f32_1> d1;
   std::vector<attn_rt_memref_f32_2> d2;
   std::vector<attn_rt_memref_f32_3> d3;
   std::vector<void *> ptrs;
-  BlockWeights(const attn_rt_kind &kind, int64_t layer,
+  BlockWeights(const attn_rt_kind &kind, int64_t layerInStack,
                const std::string &path);
 };
 

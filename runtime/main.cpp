@@ -46,12 +46,17 @@ const char *kUsage =
     "                             '<f4', float16 '<f2', bfloat16 bits '<u2');\n"
     "                             LENS int64 [B]\n"
     "  block --layer L --weights W.safetensors --x X.npy --out Y.npy\n"
+    "        [--memory M.npy] [--lengths LENS.npy]\n"
     "        [--conv-state-in C0.npy] [--state-in S0.npy]\n"
     "        [--conv-state-out C1.npy] [--state-out S1.npy]\n"
     "                             the whole attention block of layer L (norm,\n"
     "                             projections, RoPE at positions 0..S-1,\n"
     "                             attention, output projection, residual);\n"
-    "                             X and Y are float32 [B, S, hidden]; a\n"
+    "                             X and Y are float32 [B, S, hidden]; cross\n"
+    "                             attention reads the encoder's output M\n"
+    "                             [B, Sm, hidden]; LENS (int64 [B]) masks the\n"
+    "                             keys past each row's length (bidirectional\n"
+    "                             and cross attention); a\n"
     "                             linear-attention layer also takes and gives\n"
     "                             its states (conv [B, C, K-1], recurrent\n"
     "                             [B, Hv, dk, dv]; zeros when not given)\n"
@@ -87,6 +92,28 @@ const char *kUsage =
 //===----------------------------------------------------------------------===//
 // Commands
 //===----------------------------------------------------------------------===//
+
+/// The keys' lengths of option `opt` (int64 [batch], each in [0, keys]),
+/// or `keys` for every row without it.
+std::vector<int64_t> keyLengths(Args &args,
+                                const std::string &opt, int64_t batch,
+                                int64_t keys) {
+  std::vector<int64_t> lens(batch, keys);
+  if (!args.count(opt))
+    return lens;
+  NpyArray l;
+  std::string err;
+  if (!readNpy(args[opt], l, err))
+    fail(err);
+  if (l.dtype != "i8" || l.shape.size() != 1 || l.shape[0] != batch)
+    fail(args[opt] + ": must be int64 [" + std::to_string(batch) +
+         "] (one length per batch)");
+  for (int64_t x : l.i64)
+    if (x < 0 || x > keys)
+      fail(args[opt] + ": length " + std::to_string(x) +
+           " outside [0, kv_len = " + std::to_string(keys) + "]");
+  return l.i64;
+}
 
 int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
   auto args = parseArgs(argc, argv, 2,
@@ -168,20 +195,8 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
                       err))
       fail(err);
   }
-  std::vector<int64_t> lens(q.shape[0], k.shape[2]);
-  if (args.count("kv-lengths")) {
-    NpyArray l;
-    if (!readNpy(args["kv-lengths"], l, err))
-      fail(err);
-    expect(l.dtype == "i8" && l.shape.size() == 1 && l.shape[0] == q.shape[0],
-           args["kv-lengths"] + ": must be int64 [" +
-               std::to_string(q.shape[0]) + "] (one length per batch)");
-    for (int64_t x : l.i64)
-      expect(x >= 0 && x <= k.shape[2],
-             args["kv-lengths"] + ": length " + std::to_string(x) +
-                 " outside [0, kv_len = " + std::to_string(k.shape[2]) + "]");
-    lens = l.i64;
-  }
+  std::vector<int64_t> lens =
+      keyLengths(args, "kv-lengths", q.shape[0], k.shape[2]);
   std::vector<float> table;
   if (kind.bias_buckets > 0) {
     expect(args.count("bias-table"),
@@ -218,7 +233,7 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
 
 } // namespace
 
-BlockWeights::BlockWeights(const attn_rt_kind &kind, int64_t layer,
+BlockWeights::BlockWeights(const attn_rt_kind &kind, int64_t layerInStack,
                            const std::string &path)
     : data(kind.num_weights), d1(kind.num_weights), d2(kind.num_weights),
       d3(kind.num_weights), ptrs(kind.num_weights) {
@@ -231,7 +246,8 @@ BlockWeights::BlockWeights(const attn_rt_kind &kind, int64_t layer,
     std::string name = w.pattern;
     size_t at = name.find("{i}");
     if (at != std::string::npos)
-      name = name.substr(0, at) + std::to_string(layer) + name.substr(at + 3);
+      name = name.substr(0, at) + std::to_string(layerInStack) +
+             name.substr(at + 3);
     std::vector<int64_t> shape(w.shape, w.shape + w.rank);
     if (!st.readF32(name, shape, data[i], err))
       fail(err);
@@ -253,8 +269,9 @@ namespace {
 
 int cmdBlock(const attn_rt_model *m, int argc, char **argv) {
   auto args = parseArgs(argc, argv, 2,
-                        {"layer", "weights", "x", "out", "conv-state-in",
-                         "state-in", "conv-state-out", "state-out"});
+                        {"layer", "weights", "x", "out", "memory", "lengths",
+                         "conv-state-in", "state-in", "conv-state-out",
+                         "state-out"});
   for (const char *req : {"layer", "weights", "x", "out"})
     if (!args.count(req))
       fail(std::string("block needs --") + req);
@@ -262,26 +279,51 @@ int cmdBlock(const attn_rt_model *m, int argc, char **argv) {
   const attn_rt_kind &kind = kindOfLayer(m, layer);
   bool linear = kind.op == ATTN_RT_OP_GATED_DELTA;
   if (!kind.block && !kind.linear_block)
-    fail(std::string("block is not supported yet for the ") + m->family +
-         " family (supported: llama, mistral, qwen2, qwen3, qwen3_next, "
-         "gemma2); `sdpa` runs its attention kernels");
+    fail(std::string("block runs on the CPU only: this executable was "
+                     "compiled for CUDA; `sdpa` runs its attention kernels"));
+  std::string where = "layer " + std::to_string(layer) + " (kind '" +
+                      kind.name + "')";
   if (!linear)
     for (const char *opt :
          {"conv-state-in", "state-in", "conv-state-out", "state-out"})
       if (args.count(opt))
-        fail(std::string("--") + opt + " applies to linear-attention layers "
-             "only; layer " + std::to_string(layer) + " (kind '" + kind.name +
-             "') is softmax attention");
+        fail(std::string("--") + opt +
+             " applies to linear-attention layers only; " + where +
+             " is softmax attention");
+  bool cross = kind.block_inputs & ATTN_RT_BLOCK_MEMORY;
+  if (cross && !args.count("memory"))
+    fail(where + " is cross attention: pass the encoder's output with "
+                 "--memory M.npy (float32 [batch, source_len, " +
+         std::to_string(m->hidden_size) + "])");
+  if (!cross && args.count("memory"))
+    fail("--memory applies to cross-attention layers only; " + where +
+         " attends to its own input");
+  if (args.count("lengths") && !(kind.block_inputs & ATTN_RT_BLOCK_KEY_LENGTHS))
+    fail("--lengths (key padding) applies to bidirectional and "
+         "cross-attention layers only; " +
+         where + " is causal: padding after a sequence's end never reaches "
+                 "its tokens");
   std::string err;
-  NpyArray x;
-  if (!readNpy(args["x"], x, err))
-    fail(err);
-  if (x.dtype != "f4" || x.shape.size() != 3 || x.shape[2] != m->hidden_size)
-    fail(args["x"] + ": must be float32 [batch, seq, " +
-         std::to_string(m->hidden_size) + "] (the hidden states)");
-  if (x.shape[0] > kMaxBatch)
-    fail(args["x"] + ": batch " + std::to_string(x.shape[0]) + " exceeds " +
-         std::to_string(kMaxBatch));
+  auto readHidden = [&](const std::string &opt, NpyArray &a,
+                        const char *what) {
+    if (!readNpy(args[opt], a, err))
+      fail(err);
+    if (a.dtype != "f4" || a.shape.size() != 3 ||
+        a.shape[2] != m->hidden_size)
+      fail(args[opt] + ": must be float32 [batch, seq, " +
+           std::to_string(m->hidden_size) + "] (" + what + ")");
+    if (a.shape[0] > kMaxBatch)
+      fail(args[opt] + ": batch " + std::to_string(a.shape[0]) +
+           " exceeds " + std::to_string(kMaxBatch));
+  };
+  NpyArray x, mem;
+  readHidden("x", x, "the hidden states");
+  if (cross) {
+    readHidden("memory", mem, "the encoder's output");
+    if (mem.shape[0] != x.shape[0])
+      fail(args["memory"] + ": batch " + std::to_string(mem.shape[0]) +
+           " differs from --x's " + std::to_string(x.shape[0]));
+  }
   if (!fitsInMemory((unsigned __int128)(4 * m->hidden_size + 8) *
                         x.shape[0] * x.shape[1],
                     "block's output and positions for x [" +
@@ -290,20 +332,25 @@ int cmdBlock(const attn_rt_model *m, int argc, char **argv) {
                         std::to_string(x.shape[2]) + "]",
                     err))
     fail(err);
-  BlockWeights weights(kind, layer, args["weights"]);
   int64_t b = x.shape[0], s = x.shape[1];
+  std::vector<int64_t> lens =
+      keyLengths(args, "lengths", b, cross ? mem.shape[1] : s);
+  BlockWeights weights(kind, m->layer_in_stack[layer], args["weights"]);
   std::vector<int64_t> shape = {b, s, m->hidden_size};
   attn_rt_memref_f32_3 dx = view3(x.f32.data(), shape);
   std::vector<float> yv(b * s * m->hidden_size);
   attn_rt_memref_f32_3 y = view3(yv.data(), shape);
   if (linear)
     return runLinearBlock(kind, args, y, dx, weights);
+  attn_rt_memref_f32_3 dm =
+      cross ? view3(mem.f32.data(), mem.shape) : attn_rt_memref_f32_3{};
   std::vector<int64_t> pos(b * s);
   for (int64_t i = 0; i < b; ++i)
     for (int64_t j = 0; j < s; ++j)
       pos[i * s + j] = j;
   attn_rt_memref_i64_2 dp{pos.data(), pos.data(), 0, {b, s}, {s, 1}};
-  kind.block(&y, &dx, &dp, weights.ptrs.data());
+  attn_rt_memref_i64_1 dl{lens.data(), lens.data(), 0, {b}, {1}};
+  kind.block(&y, &dx, &dm, &dp, &dl, weights.ptrs.data());
   if (!writeNpyF32(args["out"], shape, yv.data(), err))
     fail(err);
   return 0;

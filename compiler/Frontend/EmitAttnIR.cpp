@@ -66,7 +66,12 @@ private:
   }
 
   bool checkSupported(const LayerSpec &l);
-  func::FuncOp emitKind(const std::string &name, const LayerSpec &l);
+  /// A softmax layer kind's attention block: x, [memory], [positions],
+  /// weights -> y. With `blockEntry` (the executables' `<kind>_block`), a
+  /// bidirectional or cross-attention kind also takes its key lengths [B]
+  /// (key padding) after the positions.
+  func::FuncOp emitKind(const std::string &name, const LayerSpec &l,
+                        bool blockEntry = false);
   /// A Gated DeltaNet layer (transformers' Qwen3NextGatedDeltaNet with its
   /// pre-norm and residual): x, weights -> x + out_proj(...). With
   /// `withState` (the `<kind>_block` entry): x, conv_state [B, C, K-1],
@@ -360,7 +365,7 @@ OwningOpRef<ModuleOp> Emitter::kernels(bool withBlocks) {
       func::FuncOp kernel = emitLinearKernel(name, l);
       toDestinationStyle(kernel);
       module->push_back(kernel);
-      if (withBlocks && supportsBlock(spec)) {
+      if (withBlocks) {
         func::FuncOp block = emitLinearKind(name + "_block", l, true);
         block->setAttr("llvm.emit_c_interface", b.getUnitAttr());
         toDestinationStyle(block);
@@ -385,10 +390,10 @@ OwningOpRef<ModuleOp> Emitter::kernels(bool withBlocks) {
         module->push_back(part);
       }
     }
-    if (withBlocks && supportsBlock(spec)) {
+    if (withBlocks) {
       if (!checkSupported(l))
         return nullptr;
-      func::FuncOp block = emitKind(name + "_block", l);
+      func::FuncOp block = emitKind(name + "_block", l, /*blockEntry=*/true);
       block->setAttr("llvm.emit_c_interface", b.getUnitAttr());
       toDestinationStyle(block);
       module->push_back(block);
@@ -597,7 +602,8 @@ func::FuncOp Emitter::emitLinearKind(const std::string &name,
   return fn;
 }
 
-func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l) {
+func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l,
+                               bool blockEntry) {
   Location loc = NameLoc::get(b.getStringAttr(name),
                               FileLineColLoc::get(ctx, spec.configPath, 1, 1));
   int64_t h = spec.hiddenSize;
@@ -605,7 +611,7 @@ func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l) {
   if (l.role == LayerRole::LinearAttention)
     return emitLinearKind(name, l);
 
-  // Signature: x, [memory], [positions], weights.
+  // Signature: x, [memory], [positions], [key lengths], weights.
   SmallVector<Type> inputs = {xTy};
   bool cross = l.role == LayerRole::CrossAttention;
   if (cross)
@@ -614,11 +620,14 @@ func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l) {
   bool rope = l.position == PositionKind::Rope;
   if (rope)
     inputs.push_back(positionsType());
+  bool lengths = blockEntry && takesKeyLengths(l);
+  if (lengths)
+    inputs.push_back(RankedTensorType::get({kDyn}, b.getI64Type()));
   std::vector<WeightArg> weights = layerWeights(spec, l);
   for (const WeightArg &w : weights)
     inputs.push_back(tensor(w.shape));
   auto fn = func::FuncOp::create(loc, name, b.getFunctionType(inputs, {xTy}));
-  unsigned first = 1 + cross + rope;
+  unsigned first = 1 + cross + rope + lengths;
   for (auto [i, w] : llvm::enumerate(weights))
     fn.setArgAttr(first + i, "attn.tensor",
                   b.getStringAttr(w.shared ? w.tensor
@@ -630,6 +639,7 @@ func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l) {
   Value x = entry->getArgument(0);
   Value memory = cross ? entry->getArgument(1) : Value();
   Value positions = rope ? entry->getArgument(1 + cross) : Value();
+  Value keyLengths = lengths ? entry->getArgument(1 + cross + rope) : Value();
   Weights w;
   for (auto [i, arg] : llvm::enumerate(weights))
     w[arg.role] = entry->getArgument(first + i);
@@ -642,7 +652,7 @@ func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l) {
   auto [q, k, v, gate] = projectQKV(loc, l, w, hIn, kvIn);
   auto [qh, kh, vh] = headsOf(loc, l, w, q, k, v, positions);
   Value o = scoreChain(loc, l, qh, kh, vh, get("relative_attention_bias"),
-                       Value());
+                       keyLengths);
   Value m = MergeHeadsOp::create(b, loc, hiddenType(l.numHeads * l.headDimV),
                                  o);
   if (gate)
@@ -763,6 +773,10 @@ OwningOpRef<ModuleOp> Emitter::run() {
 }
 
 } // namespace
+
+bool mlir::attn::takesKeyLengths(const LayerSpec &l) {
+  return l.role != LayerRole::LinearAttention && !l.causal;
+}
 
 bool mlir::attn::hasPagedKernel(const LayerSpec &l) {
   return l.role != LayerRole::LinearAttention &&

@@ -32,8 +32,10 @@ OwningOpRef<ModuleOp> emitAttnModule(const ModelSpec &spec,
 /// `@<kind>_sdpa(out [B,Hq,Sq,Dv], q [B,Hq,Sq,D], k [B,Hkv,Skv,D],
 /// v [B,Hkv,Skv,Dv], kv_lengths [B] (, bias table))`, written as the eager
 /// chain (the pipeline fuses and tiles it) into the caller's `out` memref,
-/// and `@<kind>_block(out, x, positions, weights...)` where supportsBlock
-/// and `withBlocks` (the CUDA target compiles the attention entries only);
+/// and with `withBlocks` (the CUDA target compiles the attention entries
+/// only) `@<kind>_block(out, x, [memory], [positions], [key_lengths],
+/// weights...)` (memory for cross attention, positions for RoPE, key
+/// lengths where takesKeyLengths);
 /// with `withBlocks` also, where hasPagedKernel,
 /// `@<kind>_paged(out [B,Hq,Sq,Dv], q [B,Hq,Sq,D],
 /// k_cache [pages,Hkv,page_size,D], v_cache [pages,Hkv,page_size,Dv],
@@ -72,9 +74,9 @@ std::vector<WeightArg> layerWeights(const ModelSpec &spec, const LayerSpec &l);
 /// of a layer kind; `{i}` stands for the layer number within its stack).
 std::string tensorPattern(const std::string &tensor, int64_t layer);
 
-/// True for the families whose whole attention block executables run
-/// (`<kind>_block` entries): llama, mistral, qwen2, qwen3, gemma2.
-bool supportsBlock(const ModelSpec &spec);
+/// True for the kinds whose `<kind>_block` entry takes the keys' lengths
+/// [B] (key padding): bidirectional self-attention and cross attention.
+bool takesKeyLengths(const LayerSpec &l);
 
 /// True for the softmax kinds that have an attention entry over a paged KV
 /// cache (`<kind>_paged`): all but T5's relative-bias ones.

@@ -88,12 +88,6 @@ std::string mlir::attn::tensorPattern(const std::string &tensor,
   return tensor.substr(0, at) + ".{i}." + tensor.substr(at + needle.size());
 }
 
-bool mlir::attn::supportsBlock(const ModelSpec &spec) {
-  static const char *kFamilies[] = {"llama",  "mistral",    "qwen2",
-                                    "qwen3",  "qwen3_next", "gemma2"};
-  return llvm::is_contained(kFamilies, spec.family);
-}
-
 namespace {
 
 std::string hexDouble(double v) {

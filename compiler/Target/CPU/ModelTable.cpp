@@ -41,10 +41,11 @@ public:
                                       {ptr, i64, i64, i64, i64, i32, i64, i64,
                                        ptr, i64, ptr, ptr, ptr, ptr, i64, f64,
                                        f64, f64, i32, ptr, i64, ptr, i32,
-                                       ptr, i64},
+                                       ptr, i64, i32},
                                       "attn_rt_kind");
     modelTy = llvm::StructType::create(
-        ctx, {i32, ptr, i64, ptr, ptr, i64, i64, ptr, i32}, "attn_rt_model");
+        ctx, {i32, ptr, i64, ptr, ptr, i64, i64, ptr, i32, ptr},
+        "attn_rt_model");
   }
 
   /// The struct types must have the C layout of attn_rt_*: checked against
@@ -72,12 +73,14 @@ public:
   llvm::Constant *f(double v) { return llvm::ConstantFP::get(f64, v); }
   llvm::Constant *null() { return llvm::ConstantPointerNull::get(ptr); }
 
-  /// `void block_<kind>(a_1, ..., a_lead, void *const *w)` calling
-  /// `_mlir_ciface_<kind>_block(a_1, ..., a_lead, w[0], ..., w[n-1])`: lead
-  /// 3 (y, x, positions) for softmax kinds, 6 (y, conv_state', state', x,
-  /// conv_state, state) for Gated DeltaNet.
+  /// `void block_<kind>(a_0, ..., a_{lead-1}, void *const *w)` calling
+  /// `_mlir_ciface_<kind>_block(a_i for i in `pass`, w[0], ..., w[n-1])`:
+  /// lead 5 (y, x, memory, positions, key_lengths) for softmax kinds, of
+  /// which the kind's entry takes y, x and its block_inputs; 6 (y,
+  /// conv_state', state', x, conv_state, state) for Gated DeltaNet.
   llvm::Function *blockThunk(llvm::Function *entry, const std::string &kind,
-                             unsigned lead, size_t numWeights);
+                             unsigned lead, llvm::ArrayRef<unsigned> pass,
+                             size_t numWeights);
 
   llvm::Module &m;
   llvm::LLVMContext &ctx;
@@ -114,14 +117,16 @@ bool TableBuilder::checkLayout(std::string &error) const {
         offsetof(attn_rt_kind, conv_kernel), offsetof(attn_rt_kind, paged),
         offsetof(attn_rt_kind, kv_dtype),
         offsetof(attn_rt_kind, paged_part),
-        offsetof(attn_rt_kind, tensor_parallel)}},
+        offsetof(attn_rt_kind, tensor_parallel),
+        offsetof(attn_rt_kind, block_inputs)}},
       {modelTy,
        sizeof(attn_rt_model),
        {offsetof(attn_rt_model, abi_version), offsetof(attn_rt_model, family),
         offsetof(attn_rt_model, hidden_size),
         offsetof(attn_rt_model, describe_json), offsetof(attn_rt_model, kinds),
         offsetof(attn_rt_model, num_kinds), offsetof(attn_rt_model, num_layers),
-        offsetof(attn_rt_model, layer_kind), offsetof(attn_rt_model, device)}},
+        offsetof(attn_rt_model, layer_kind), offsetof(attn_rt_model, device),
+        offsetof(attn_rt_model, layer_in_stack)}},
   };
   for (const Expect &e : expects) {
     const llvm::StructLayout *layout = dl.getStructLayout(e.type);
@@ -141,7 +146,9 @@ bool TableBuilder::checkLayout(std::string &error) const {
 
 llvm::Function *TableBuilder::blockThunk(llvm::Function *entry,
                                          const std::string &kind,
-                                         unsigned lead, size_t numWeights) {
+                                         unsigned lead,
+                                         llvm::ArrayRef<unsigned> pass,
+                                         size_t numWeights) {
   llvm::SmallVector<llvm::Type *> params(lead + 1, ptr);
   auto *type =
       llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), params, false);
@@ -149,7 +156,7 @@ llvm::Function *TableBuilder::blockThunk(llvm::Function *entry,
       type, llvm::GlobalValue::InternalLinkage, "attn_rt.block." + kind, m);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
   llvm::SmallVector<llvm::Value *> args;
-  for (unsigned i = 0; i < lead; ++i)
+  for (unsigned i : pass)
     args.push_back(fn->getArg(i));
   for (size_t i = 0; i < numWeights; ++i)
     args.push_back(b.CreateLoad(
@@ -176,14 +183,16 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
 
   // The kinds, in the order of their first layer.
   std::vector<LayerKind> kinds;
-  std::vector<int64_t> layerKind(spec.layers.size(), -1);
+  std::vector<int64_t> layerKind(spec.layers.size(), -1), layerInStack;
+  for (const LayerSpec &l : spec.layers)
+    layerInStack.push_back(l.layerInStack);
   for (LayerKind &kind : groupLayersByKind(spec)) {
     for (int64_t i : kind.layers)
       layerKind[i] = kinds.size();
     kinds.push_back(std::move(kind));
   }
 
-  bool blocks = !cuda && supportsBlock(spec);
+  bool blocks = !cuda;
   std::vector<llvm::Constant *> kindValues;
   for (const LayerKind &kind : kinds) {
     const std::string &n = kind.name;
@@ -211,21 +220,39 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
     }
     llvm::Constant *block = t.null(), *linearBlock = t.null(),
                    *weights = t.null();
+    int blockInputs = 0;
+    if (!kind.isLinear()) {
+      if (l.role == LayerRole::CrossAttention)
+        blockInputs |= ATTN_RT_BLOCK_MEMORY;
+      if (l.position == PositionKind::Rope)
+        blockInputs |= ATTN_RT_BLOCK_POSITIONS;
+      if (takesKeyLengths(l))
+        blockInputs |= ATTN_RT_BLOCK_KEY_LENGTHS;
+    }
     std::vector<WeightArg> ws;
     if (blocks) {
       llvm::Function *entry = function("_mlir_ciface_" + n + "_block");
       if (!entry)
         return false;
       ws = layerWeights(spec, l);
-      unsigned lead = kind.isLinear() ? 6 : 3;
-      if (entry->arg_size() != lead + ws.size()) {
+      unsigned lead = kind.isLinear() ? 6 : 5;
+      llvm::SmallVector<unsigned> pass = {0, 1};
+      if (kind.isLinear())
+        pass = {0, 1, 2, 3, 4, 5};
+      else
+        for (auto [bit, arg] : {std::pair<int, unsigned>{ATTN_RT_BLOCK_MEMORY, 2},
+                                {ATTN_RT_BLOCK_POSITIONS, 3},
+                                {ATTN_RT_BLOCK_KEY_LENGTHS, 4}})
+          if (blockInputs & bit)
+            pass.push_back(arg);
+      if (entry->arg_size() != pass.size() + ws.size()) {
         error = "internal error: '_mlir_ciface_" + n + "_block' takes " +
                 std::to_string(entry->arg_size()) + " arguments, expected " +
-                std::to_string(lead + ws.size());
+                std::to_string(pass.size() + ws.size());
         return false;
       }
       (kind.isLinear() ? linearBlock : block) =
-          t.blockThunk(entry, n, lead, ws.size());
+          t.blockThunk(entry, n, lead, pass, ws.size());
       std::vector<llvm::Constant *> wv;
       for (const WeightArg &w : ws) {
         std::string pattern =
@@ -262,7 +289,8 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
          t.c32(spec.kvCache == KVCacheType::bf16  ? ATTN_RT_KV_BF16
                : spec.kvCache == KVCacheType::f16 ? ATTN_RT_KV_F16
                                                   : ATTN_RT_KV_F32),
-         pagedPart, t.c64(spec.tensorParallel)}));
+         pagedPart, t.c64(spec.tensorParallel),
+         t.c32(blocks ? blockInputs : 0)}));
   }
 
   llvm::Constant *kindArray = t.global(
@@ -275,7 +303,8 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
           {t.c32(ATTN_RT_ABI_VERSION), t.string(spec.family),
            t.c64(spec.hiddenSize), t.string(describeJson), kindArray,
            t.c64(kinds.size()), t.c64(spec.layers.size()),
-           t.int64s(layerKind, "attn_rt.layer_kind"), t.c32(cuda ? 1 : 0)}),
+           t.int64s(layerKind, "attn_rt.layer_kind"), t.c32(cuda ? 1 : 0),
+           t.int64s(layerInStack, "attn_rt.layer_in_stack")}),
       "attn_rt.model");
 
   if (m.getFunction("attn_rt_get_model")) {

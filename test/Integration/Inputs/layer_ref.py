@@ -1,0 +1,548 @@
+"""Float64 reference for the attention block of any of the 13 families, as
+transformers' modeling code writes it, against an executable's `block`.
+
+Everything comes from the config.json itself, read with the defaults of the
+family's transformers config class (nothing from the compiler): which layer
+is which (T5 and Whisper: the encoder's layers, then each decoder layer's
+self and cross attention), heads, head size, norms, scales, windows, RoPE,
+biases and the checkpoint tensor names. Random weights under those names go
+into a .safetensors file (F32, or BF16 / F16 with --weights-dtype, in which
+case the reference uses the rounded weights), the block runs on random
+hidden states, and the output must be within --tol of the float64 block,
+relative to max |reference|.
+
+Family by family (transformers' modeling_<family>.py):
+  llama, mistral, qwen2, qwen3, gemma2, gemma3, phi3, qwen3_next (full
+  attention): RMSNorm (Gemma, Qwen3-Next: (1 + w)), q/k/v projections (Qwen2:
+  biases; Phi-3: one qkv_proj [q | k | v]; Qwen3-Next: q_proj gives per head
+  [query, gate]), q/k RMSNorm per head (Qwen3, Gemma 3, Qwen3-Next),
+  rotate-half RoPE on the first partial_rotary_factor of each head (Gemma 3's
+  sliding layers with rope_local_base_freq), causal GQA with the family's
+  sliding window, Gemma's 1/sqrt(query_pre_attn_scalar) and soft-capping,
+  Qwen3-Next's sigmoid output gate, o_proj, Gemma's post-norm, residual.
+  gpt2: ln_1, Conv1D c_attn ([in, out] weight, bias), causal MHA (1/sqrt(d),
+  / (layer + 1) with scale_attn_by_inverse_layer_idx), c_proj, residual.
+  bert: query/key/value with biases, bidirectional with key padding,
+  output.dense, LayerNorm(x + attention) (post-norm).
+  falcon: LayerNorm (ln_attn in the new architecture), query_key_value laid
+  out as multi-query [q heads, k, v], grouped per KV head [q.., k, v] (new
+  architecture) or per head [q, k, v], RoPE, dense, residual (the parallel
+  MLP is the feed-forward half).
+  t5: T5LayerNorm (RMS, no bias), q/k/v/o without bias or scaling, the
+  bucketed relative-position bias of block 0's table (bidirectional in the
+  encoder, causal in the decoder; none in cross attention), key padding.
+  whisper: LayerNorm, q_proj (bias) scaled by d^-0.5, k_proj (no bias),
+  v_proj, out_proj, residual; encoder bidirectional, decoder causal, cross
+  attention on the encoder's output with key padding.
+
+usage: layer_ref.py EXE CONFIG --layer L [--seq S] [--batch B]
+       [--mem-seq M] [--lengths N,N,...] [--weights-dtype F32|BF16|F16]
+Prints one `ok`/`FAIL` line; exit 1 on a failure.
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROPE_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "qwen3_next",
+                 "gemma2", "gemma3", "phi3")
+
+
+# ---------------------------------------------------------------------------
+# What the config says about layer L (the family's config class defaults).
+# ---------------------------------------------------------------------------
+
+def text_config(cfg):
+    if cfg.get("model_type") == "gemma3" and "text_config" in cfg:
+        return cfg["text_config"], "language_model.model.layers.{i}."
+    return cfg, "model.layers.{i}."
+
+
+def rope_layer(cfg, fam, L):
+    c, prefix = text_config(cfg)
+    H = c.get("hidden_size", 2304 if fam.startswith("gemma") else 4096)
+    hq = c.get("num_attention_heads", 8 if fam.startswith("gemma") else 32)
+    hkv = c.get("num_key_value_heads",
+                {"gemma2": 4, "gemma3": 4, "mistral": 8}.get(fam, hq))
+    dflt_d = {"qwen3": 128, "qwen3_next": 256, "gemma2": 256,
+              "gemma3": 256}.get(fam, H // hq)
+    d = c.get("head_dim") or dflt_d
+    n = c.get("num_hidden_layers", 26 if fam.startswith("gemma") else 32)
+    # Layer types, as each config class derives them.
+    types = c.get("layer_types")
+    window = c.get("sliding_window")
+    if types is None:
+        if fam == "mistral" or fam == "phi3":
+            window = c.get("sliding_window", 4096 if fam == "mistral" else None)
+            types = ["sliding_attention" if window else "full_attention"] * n
+        elif fam in ("qwen2", "qwen3"):
+            use = c.get("use_sliding_window", False)
+            mwl = c.get("max_window_layers", 28)
+            window = c.get("sliding_window", 4096)
+            types = ["sliding_attention" if use and i >= mwl else
+                     "full_attention" for i in range(n)]
+        elif fam == "gemma2":
+            window = c.get("sliding_window", 4096)
+            types = ["sliding_attention" if i % 2 == 0 else "full_attention"
+                     for i in range(n)]
+        elif fam == "gemma3":
+            window = c.get("sliding_window", 4096)
+            pat = c.get("sliding_window_pattern", 6)
+            types = ["sliding_attention" if (i + 1) % pat else
+                     "full_attention" for i in range(n)]
+        elif fam == "qwen3_next":
+            k = c.get("full_attention_interval", 4)
+            types = ["linear_attention" if (i + 1) % k else "full_attention"
+                     for i in range(n)]
+        else:
+            types = ["full_attention"] * n
+    elif window is None and fam in ("gemma2", "gemma3", "mistral"):
+        window = 4096
+    t = types[L]
+    assert t != "linear_attention", "layer_ref covers softmax layers"
+    gemma = fam in ("gemma2", "gemma3")
+    pre = prefix.replace("{i}", str(L))
+    a = pre + "self_attn."
+    theta = c.get("rope_theta", 1e6 if fam == "gemma3" else 10000.0)
+    if fam == "gemma3" and t == "sliding_attention":
+        theta = c.get("rope_local_base_freq", 10000.0)
+    prf = c.get("partial_rotary_factor", 0.25 if fam == "qwen3_next" else 1.0)
+    desc = dict(
+        H=H, hq=hq, hkv=hkv, d=d, causal=True,
+        window=window if t == "sliding_attention" else None,
+        scale=(c.get("query_pre_attn_scalar", 256) ** -0.5 if gemma
+               else d ** -0.5),
+        softcap=(c.get("attn_logit_softcapping", 50.0) if fam == "gemma2"
+                 else c.get("attn_logit_softcapping") if fam == "gemma3"
+                 else None),
+        rope=(theta, int(d * prf)), eps=c.get("rms_norm_eps",
+                                              1e-5 if fam == "phi3" else 1e-6),
+        norm="rms1" if gemma or fam == "qwen3_next" else "rms",
+        norm_w=pre + "input_layernorm.weight",
+        post_norm_w=pre + "post_attention_layernorm.weight" if gemma else None,
+        qk_norm=("rms1" if fam in ("gemma3", "qwen3_next") else
+                 "rms" if fam == "qwen3" else None),
+        q_norm=a + "q_norm.weight", k_norm=a + "k_norm.weight",
+        gate=fam == "qwen3_next", placement="pre", cross=False)
+    bias = (fam == "qwen2" or
+            (fam in ("llama", "qwen3", "gemma2", "gemma3", "qwen3_next")
+             and c.get("attention_bias", False)))
+    obias = fam != "qwen2" and bias
+    if fam == "phi3":
+        desc["qkv"] = dict(w=a + "qkv_proj.weight", layout="concat")
+    else:
+        for r in "qkv":
+            desc[r] = dict(w=a + f"{r}_proj.weight",
+                           b=a + f"{r}_proj.bias" if bias else None)
+    desc["o"] = dict(w=a + "o_proj.weight",
+                     b=a + "o_proj.bias" if obias else None)
+    return desc
+
+
+def gpt2_layer(cfg, L):
+    H = cfg.get("n_embd", cfg.get("hidden_size", 768))
+    hq = cfg.get("n_head", cfg.get("num_attention_heads", 12))
+    d = H // hq
+    scale = d ** -0.5 if cfg.get("scale_attn_weights", True) else 1.0
+    if cfg.get("scale_attn_by_inverse_layer_idx", False):
+        scale /= L + 1
+    p = f"h.{L}."
+    return dict(H=H, hq=hq, hkv=hq, d=d, causal=True, window=None,
+                scale=scale, softcap=None, rope=None,
+                eps=cfg.get("layer_norm_epsilon", 1e-5), norm="layer",
+                norm_w=p + "ln_1.weight", norm_b=p + "ln_1.bias",
+                qkv=dict(w=p + "attn.c_attn.weight", b=p + "attn.c_attn.bias",
+                         layout="concat", conv1d=True),
+                o=dict(w=p + "attn.c_proj.weight", b=p + "attn.c_proj.bias",
+                       conv1d=True),
+                placement="pre", cross=False)
+
+
+def bert_layer(cfg, L):
+    H = cfg.get("hidden_size", 768)
+    hq = cfg.get("num_attention_heads", 12)
+    p = f"bert.encoder.layer.{L}.attention."
+    return dict(H=H, hq=hq, hkv=hq, d=H // hq,
+                causal=cfg.get("is_decoder", False), window=None,
+                scale=(H // hq) ** -0.5, softcap=None, rope=None,
+                eps=cfg.get("layer_norm_eps", 1e-12), norm="layer",
+                norm_w=p + "output.LayerNorm.weight",
+                norm_b=p + "output.LayerNorm.bias",
+                q=dict(w=p + "self.query.weight", b=p + "self.query.bias"),
+                k=dict(w=p + "self.key.weight", b=p + "self.key.bias"),
+                v=dict(w=p + "self.value.weight", b=p + "self.value.bias"),
+                o=dict(w=p + "output.dense.weight", b=p + "output.dense.bias"),
+                placement="post", cross=False)
+
+
+def falcon_layer(cfg, L):
+    H = cfg.get("hidden_size", 4544)
+    hq = cfg.get("num_attention_heads", 71)
+    new = cfg.get("new_decoder_architecture", False)
+    mq = cfg.get("multi_query", True)
+    hkv = cfg.get("num_kv_heads", hq) if new else 1 if mq else hq
+    layout = "grouped" if new else "concat" if mq else "per_head"
+    bias = cfg.get("bias", False)
+    nln = cfg.get("num_ln_in_parallel_attn") or 2
+    ln = ("ln_attn" if new and cfg.get("parallel_attn", True) and nln == 2
+          else "input_layernorm")
+    p = f"transformer.h.{L}."
+    d = H // hq
+    a = p + "self_attention."
+    return dict(H=H, hq=hq, hkv=hkv, d=d, causal=True, window=None,
+                scale=d ** -0.5, softcap=None,
+                rope=(cfg.get("rope_theta", 10000.0), d),
+                eps=cfg.get("layer_norm_epsilon", 1e-5), norm="layer",
+                norm_w=p + ln + ".weight", norm_b=p + ln + ".bias",
+                qkv=dict(w=a + "query_key_value.weight",
+                         b=a + "query_key_value.bias" if bias else None,
+                         layout=layout),
+                o=dict(w=a + "dense.weight",
+                       b=a + "dense.bias" if bias else None),
+                placement="pre", cross=False)
+
+
+def encdec_layer(cfg, fam, L):
+    """T5 and Whisper: the encoder's self-attention layers, then each decoder
+    layer's self and cross attention."""
+    if fam == "t5":
+        E = cfg.get("num_layers", cfg.get("num_hidden_layers"))
+        H = cfg.get("d_model", cfg.get("hidden_size"))
+        hq = cfg.get("num_heads", cfg.get("num_attention_heads"))
+        d = cfg.get("d_kv", cfg.get("head_dim"))
+    else:
+        E = cfg["encoder_layers"]
+        H = cfg["d_model"]
+    if L < E:
+        stack, i, role = "encoder", L, "self"
+    else:
+        stack, i, role = "decoder", (L - E) // 2, ("self", "cross")[(L - E) % 2]
+    if fam == "whisper":
+        hq = cfg[f"{stack}_attention_heads"]
+        d = H // hq
+        p = f"model.{stack}.layers.{i}."
+        a = p + ("self_attn." if role == "self" else "encoder_attn.")
+        ln = p + ("self_attn_layer_norm." if role == "self"
+                  else "encoder_attn_layer_norm.")
+        return dict(H=H, hq=hq, hkv=hq, d=d,
+                    causal=stack == "decoder" and role == "self", window=None,
+                    scale=1.0, q_scale=d ** -0.5, softcap=None, rope=None,
+                    eps=1e-5, norm="layer", norm_w=ln + "weight",
+                    norm_b=ln + "bias",
+                    q=dict(w=a + "q_proj.weight", b=a + "q_proj.bias"),
+                    k=dict(w=a + "k_proj.weight", b=None),
+                    v=dict(w=a + "v_proj.weight", b=a + "v_proj.bias"),
+                    o=dict(w=a + "out_proj.weight", b=a + "out_proj.bias"),
+                    placement="pre", cross=role == "cross")
+    p = f"{stack}.block.{i}.layer.{0 if role == 'self' else 1}."
+    a = p + ("SelfAttention." if role == "self" else "EncDecAttention.")
+    desc = dict(H=H, hq=hq, hkv=hq, d=d,
+                causal=stack == "decoder" and role == "self", window=None,
+                scale=1.0, softcap=None, rope=None,
+                eps=cfg.get("layer_norm_epsilon", 1e-6), norm="rms",
+                norm_w=p + "layer_norm.weight",
+                q=dict(w=a + "q.weight"), k=dict(w=a + "k.weight"),
+                v=dict(w=a + "v.weight"), o=dict(w=a + "o.weight"),
+                placement="pre", cross=role == "cross")
+    if role == "self":
+        desc["t5"] = dict(
+            table=f"{stack}.block.0.layer.0.SelfAttention."
+                  "relative_attention_bias.weight",
+            buckets=cfg.get("relative_attention_num_buckets", 32),
+            max_distance=cfg.get("relative_attention_max_distance", 128),
+            bidirectional=stack == "encoder")
+    return desc
+
+
+def layer_desc(cfg, L):
+    fam = cfg["model_type"]
+    if fam in ROPE_FAMILIES:
+        return rope_layer(cfg, fam, L)
+    if fam == "gpt2":
+        return gpt2_layer(cfg, L)
+    if fam == "bert":
+        return bert_layer(cfg, L)
+    if fam == "falcon":
+        return falcon_layer(cfg, L)
+    if fam in ("t5", "whisper"):
+        return encdec_layer(cfg, fam, L)
+    raise SystemExit(f"layer_ref: unknown model_type {fam}")
+
+
+# ---------------------------------------------------------------------------
+# Weights and the float64 block.
+# ---------------------------------------------------------------------------
+
+def make_weights(desc, rng):
+    H, hq, hkv, d = desc["H"], desc["hq"], desc["hkv"], desc["d"]
+    t = {}
+    mat = lambda o, i: rng.standard_normal((o, i)) / np.sqrt(i)
+    vec = lambda n, s=0.1: rng.standard_normal(n) * s
+    one = 0.0 if desc["norm"] == "rms1" else 1.0
+    t[desc["norm_w"]] = one + vec(H)
+    if desc.get("norm_b"):
+        t[desc["norm_b"]] = vec(H)
+    if desc.get("post_norm_w"):
+        t[desc["post_norm_w"]] = vec(H)
+    qw = hq * d * (2 if desc.get("gate") else 1)
+    if "qkv" in desc:
+        out = qw + 2 * hkv * d
+        w = mat(out, H)
+        t[desc["qkv"]["w"]] = w.T if desc["qkv"].get("conv1d") else w
+        if desc["qkv"].get("b"):
+            t[desc["qkv"]["b"]] = vec(out)
+    else:
+        for r, width in (("q", qw), ("k", hkv * d), ("v", hkv * d)):
+            t[desc[r]["w"]] = mat(width, H)
+            if desc[r].get("b"):
+                t[desc[r]["b"]] = vec(width)
+    o = mat(H, hq * d)
+    t[desc["o"]["w"]] = o.T if desc["o"].get("conv1d") else o
+    if desc["o"].get("b"):
+        t[desc["o"]["b"]] = vec(H)
+    if desc.get("qk_norm"):
+        off = 0.0 if desc["qk_norm"] == "rms1" else 1.0
+        t[desc["q_norm"]] = off + vec(d)
+        t[desc["k_norm"]] = off + vec(d)
+    if desc.get("t5"):
+        t[desc["t5"]["table"]] = rng.standard_normal(
+            (desc["t5"]["buckets"], hq))
+    return t
+
+
+def norm(x, kind, w, b, eps):
+    if kind == "layer":
+        mu = x.mean(-1, keepdims=True)
+        var = ((x - mu) ** 2).mean(-1, keepdims=True)
+        return (x - mu) / np.sqrt(var + eps) * w + b
+    x = x / np.sqrt((x * x).mean(-1, keepdims=True) + eps)
+    return x * ((1.0 + w) if kind == "rms1" else w)
+
+
+def rope(x, theta, rd):
+    s = x.shape[2]
+    inv = 1.0 / theta ** (np.arange(0, rd, 2) / rd)
+    ang = np.arange(s)[:, None] * inv[None, :]
+    cos = np.concatenate([np.cos(ang), np.cos(ang)], -1)
+    sin = np.concatenate([np.sin(ang), np.sin(ang)], -1)
+    xr, xp = x[..., :rd], x[..., rd:]
+    x1, x2 = xr[..., : rd // 2], xr[..., rd // 2:]
+    rot = np.concatenate([-x2, x1], -1)
+    return np.concatenate([xr * cos + rot * sin, xp], -1)
+
+
+def t5_bucket(rel, bidirectional, num_buckets, max_distance):
+    """transformers' T5Attention._relative_position_bucket."""
+    buckets = np.zeros_like(rel)
+    if bidirectional:
+        num_buckets //= 2
+        buckets += (rel > 0) * num_buckets
+        rel = np.abs(rel)
+    else:
+        rel = -np.minimum(rel, 0)
+    max_exact = num_buckets // 2
+    small = rel < max_exact
+    with np.errstate(divide="ignore"):
+        large = max_exact + (np.log(rel.astype(np.float64) / max_exact)
+                             / math.log(max_distance / max_exact)
+                             * (num_buckets - max_exact))
+    large = np.minimum(np.where(small, 0, large).astype(np.int64),
+                       num_buckets - 1)
+    return buckets + np.where(small, rel, large)
+
+
+def attention(q, k, v, desc, lens):
+    """[B, H, S, d] heads; lens: valid keys per batch row."""
+    B, hq, sq, _ = q.shape
+    skv = k.shape[2]
+    group = hq // k.shape[1]
+    i = np.arange(sq)[:, None] + (skv - sq)
+    j = np.arange(skv)[None, :]
+    bias = None
+    if desc.get("t5"):
+        t5 = desc["t5"]
+        bk = t5_bucket(j - i, t5["bidirectional"], t5["buckets"],
+                       t5["max_distance"])
+        bias = desc["table"][bk].transpose(2, 0, 1)  # [H, sq, skv]
+    out = np.zeros(q.shape[:3] + (v.shape[3],))
+    for b in range(B):
+        vis = j < lens[b]
+        if desc["causal"]:
+            vis = vis & (j <= i)
+        if desc["window"]:
+            vis = vis & (j > i - desc["window"])
+        for h in range(hq):
+            s = q[b, h] @ k[b, h // group].T * desc["scale"]
+            if desc["softcap"]:
+                s = desc["softcap"] * np.tanh(s / desc["softcap"])
+            if bias is not None:
+                s = s + bias[h]
+            s = np.where(vis, s, -np.inf)
+            m = s.max(-1, keepdims=True)
+            e = np.where(vis, np.exp(s - np.where(np.isfinite(m), m, 0)), 0)
+            den = e.sum(-1, keepdims=True)
+            out[b, h] = np.where(den > 0, e / np.where(den > 0, den, 1), 0) @ \
+                v[b, h // group]
+    return out
+
+
+def block(desc, t, x, mem, lens):
+    H, hq, hkv, d = desc["H"], desc["hq"], desc["hkv"], desc["d"]
+    B, S, _ = x.shape
+    nb = lambda name: t[name] if name else 0.0
+    h = x
+    if desc["placement"] != "post":
+        h = norm(x, desc["norm"], t[desc["norm_w"]], nb(desc.get("norm_b")),
+                 desc["eps"])
+    src = mem if desc["cross"] else h
+
+    def lin(inp, p):
+        w = t[p["w"]]
+        y = inp @ w if p.get("conv1d") else inp @ w.T
+        return y + (t[p["b"]] if p.get("b") else 0.0)
+
+    gate = None
+    if "qkv" in desc:
+        y = lin(h, desc["qkv"])
+        lay = desc["qkv"]["layout"]
+        if lay == "concat":
+            q = y[..., : hq * d]
+            k = y[..., hq * d: (hq + hkv) * d]
+            v = y[..., (hq + hkv) * d:]
+        elif lay == "grouped":
+            g = hq // hkv
+            y = y.reshape(B, S, hkv, g + 2, d)
+            q = y[:, :, :, :g].reshape(B, S, hq * d)
+            k = y[:, :, :, g].reshape(B, S, hkv * d)
+            v = y[:, :, :, g + 1].reshape(B, S, hkv * d)
+        else:  # per head [q, k, v]
+            y = y.reshape(B, S, hq, 3, d)
+            q, k, v = (y[:, :, :, r].reshape(B, S, hq * d) for r in range(3))
+    else:
+        q = lin(h, desc["q"])
+        if desc.get("gate"):
+            qg = q.reshape(B, S, hq, 2 * d)
+            q = qg[..., :d].reshape(B, S, hq * d)
+            gate = qg[..., d:].reshape(B, S, hq * d)
+        k, v = lin(src, desc["k"]), lin(src, desc["v"])
+    if desc.get("q_scale"):
+        q = q * desc["q_scale"]
+    heads = lambda y, n: y.reshape(y.shape[0], y.shape[1], n, d).transpose(
+        0, 2, 1, 3)
+    q, k, v = heads(q, hq), heads(k, hkv), heads(v, hkv)
+    if desc.get("qk_norm"):
+        q = norm(q, desc["qk_norm"], t[desc["q_norm"]], 0.0, desc["eps"])
+        k = norm(k, desc["qk_norm"], t[desc["k_norm"]], 0.0, desc["eps"])
+    if desc.get("rope"):
+        theta, rd = desc["rope"]
+        q, k = rope(q, theta, rd), rope(k, theta, rd)
+    if desc.get("t5"):
+        desc = dict(desc, table=t[desc["t5"]["table"]])
+    o = attention(q, k, v, desc, lens)
+    o = o.transpose(0, 2, 1, 3).reshape(B, S, hq * d)
+    if gate is not None:
+        o = o / (1.0 + np.exp(-gate))
+    y = lin(o, desc["o"])
+    if desc.get("post_norm_w"):
+        y = norm(y, "rms1", t[desc["post_norm_w"]], 0.0, desc["eps"])
+    r = x + y
+    if desc["placement"] == "post":
+        r = norm(r, desc["norm"], t[desc["norm_w"]], nb(desc.get("norm_b")),
+                 desc["eps"])
+    return r
+
+
+# ---------------------------------------------------------------------------
+# safetensors and the run.
+# ---------------------------------------------------------------------------
+
+def round_to(arr, dtype):
+    """float64 -> the stored element type's values, and their bytes."""
+    a32 = np.ascontiguousarray(arr, dtype=np.float32)
+    if dtype == "F32":
+        return a32.astype(np.float64), a32.tobytes()
+    if dtype == "F16":
+        a16 = a32.astype(np.float16)
+        return a16.astype(np.float64), a16.tobytes()
+    bits = a32.view(np.uint32)
+    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    back = (bits.astype(np.uint32) << 16).view(np.float32)
+    return back.astype(np.float64), bits.tobytes()
+
+
+def write_safetensors(path, tensors, dtype):
+    """Writes `tensors` as `dtype`; returns their stored values (float64)."""
+    header, blobs, offset, stored = {}, [], 0, {}
+    for name, arr in tensors.items():
+        stored[name], data = round_to(arr, dtype)
+        header[name] = {"dtype": dtype, "shape": list(arr.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little"))
+        f.write(h)
+        for b in blobs:
+            f.write(b)
+    return stored
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("exe")
+    p.add_argument("config")
+    p.add_argument("--layer", type=int, default=0)
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--seq", type=int, default=7)
+    p.add_argument("--mem-seq", type=int, default=11)
+    p.add_argument("--lengths", help="keys per batch row (comma-separated)")
+    p.add_argument("--weights-dtype", default="F32",
+                   choices=["F32", "BF16", "F16"])
+    p.add_argument("--tol", type=float, default=1e-5)
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args()
+    with open(a.config) as f:
+        cfg = json.load(f)
+    desc = layer_desc(cfg, a.layer)
+    rng = np.random.default_rng(a.seed + 101 * a.layer + 7)
+    t = make_weights(desc, rng)
+    x = rng.standard_normal((a.batch, a.seq, desc["H"])).astype(np.float32)
+    mem = (rng.standard_normal((a.batch, a.mem_seq, desc["H"]))
+           .astype(np.float32) if desc["cross"] else None)
+    keys = a.mem_seq if desc["cross"] else a.seq
+    lens = ([int(n) for n in a.lengths.split(",")] if a.lengths
+            else [keys] * a.batch)
+    with tempfile.TemporaryDirectory() as work:
+        path = lambda n: os.path.join(work, n)
+        stored = write_safetensors(path("w.safetensors"), t, a.weights_dtype)
+        np.save(path("x.npy"), x)
+        cmd = [a.exe, "block", "--layer", str(a.layer), "--weights",
+               path("w.safetensors"), "--x", path("x.npy"), "--out",
+               path("y.npy")]
+        if mem is not None:
+            np.save(path("m.npy"), mem)
+            cmd += ["--memory", path("m.npy")]
+        if a.lengths:
+            np.save(path("lens.npy"), np.array(lens, dtype=np.int64))
+            cmd += ["--lengths", path("lens.npy")]
+        subprocess.run(cmd, check=True)
+        out = np.load(path("y.npy"))
+    ref = block(desc, stored, x.astype(np.float64),
+                None if mem is None else mem.astype(np.float64), lens)
+    rel = (np.abs(out - ref).max() / np.abs(ref).max()
+           if out.shape == ref.shape else np.inf)
+    ok = out.shape == ref.shape and np.isfinite(out).all() and rel <= a.tol
+    print(f"{'ok' if ok else 'FAIL'} {cfg['model_type']} layer {a.layer} "
+          f"block max_rel_err={rel:.3e} shape={list(out.shape)}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
