@@ -20,23 +20,22 @@ namespace to_linalg {
 
 // Found by argument-dependent lookup from LowerToLinalg<OpT>.
 
-static Value lowerOp(LinearOp lin, GenericBuilder &g) {
+/// y[lead, o] = sum_i x[lead, i] * W[o, i] (+ b[o]) (W[i, o] when
+/// `transposed`); loops (lead, o, i).
+static Value linearOf(GenericBuilder &g, Value x, Value weight, Value bias,
+                      bool transposed) {
   OpBuilder &ob = g.b;
-  auto resTy = cast<RankedTensorType>(lin->getResult(0).getType());
-  int64_t r = resTy.getRank();
-  Value result;
-  // y[lead, o] = sum_i x[lead, i] * W[o, i] (+ b[o]); loops (lead, o, i).
-  Value x = lin.getInput();
+  int64_t r = cast<RankedTensorType>(x.getType()).getRank();
   SmallVector<OpFoldResult> sizes;
   SmallVector<AffineExpr> lead;
   for (int64_t i = 0; i < r - 1; ++i) {
     sizes.push_back(g.dim(x, i));
     lead.push_back(g.d(i));
   }
-  sizes.push_back(ob.getIndexAttr(resTy.getDimSize(r - 1)));
+  sizes.push_back(g.dim(weight, transposed ? 1 : 0));
   AffineExpr o = g.d(r - 1), in = g.d(r);
   Value init = g.fill(sizes, 0.0);
-  if (Value bias = lin.getBias()) {
+  if (bias) {
     AffineMap id = AffineMap::getMultiDimIdentityMap(r, ob.getContext());
     init = g.generic({bias}, init, {g.map(r, {g.d(r - 1)}), id},
                      SmallVector<IteratorType>(r, kPar),
@@ -47,16 +46,92 @@ static Value lowerOp(LinearOp lin, GenericBuilder &g) {
   SmallVector<AffineExpr> xE(lead), yE(lead);
   xE.push_back(in);
   yE.push_back(o);
-  AffineMap wMap = lin.getTransposeWeight() ? g.map(r + 1, {in, o})
-                                            : g.map(r + 1, {o, in});
+  AffineMap wMap = transposed ? g.map(r + 1, {in, o}) : g.map(r + 1, {o, in});
   SmallVector<IteratorType> it(r, kPar);
   it.push_back(kRed);
-  result = g.generic({x, lin.getWeight()}, init,
-                     {g.map(r + 1, xE), wMap, g.map(r + 1, yE)}, it,
-                     [&](OpBuilder &b, Location l, ValueRange a) {
-                       return fma(b, l, a[0], a[1], a[2]);
-                     });
-  return result;
+  return g.generic({x, weight}, init,
+                   {g.map(r + 1, xE), wMap, g.map(r + 1, yE)}, it,
+                   [&](OpBuilder &b, Location l, ValueRange a) {
+                     return fma(b, l, a[0], a[1], a[2]);
+                   });
+}
+
+static Value lowerOp(LinearOp lin, GenericBuilder &g) {
+  return linearOf(g, lin.getInput(), lin.getWeight(), lin.getBias(),
+                  lin.getTransposeWeight());
+}
+
+/// 0.5 · x · (1 + v): both GELUs' last steps.
+static Value halfTimesOnePlus(OpBuilder &b, Location l, Value x, Value v) {
+  Type t = x.getType();
+  Value one = fconst(b, l, t, 1.0);
+  Value onePlus = arith::AddFOp::create(b, l, v, one);
+  Value half = fconst(b, l, t, 0.5);
+  Value h = arith::MulFOp::create(b, l, x, half);
+  return arith::MulFOp::create(b, l, h, onePlus);
+}
+
+/// The activation `act` of `x`, as transformers' ACT2FN computes it (one
+/// op per statement: the IR must not depend on the host compiler's order of
+/// argument evaluation).
+static Value activate(OpBuilder &b, Location l, Activation act, Value x) {
+  Type t = x.getType();
+  switch (act) {
+  case Activation::silu: {
+    Value sig = sigmoid(b, l, x);
+    return arith::MulFOp::create(b, l, x, sig);
+  }
+  case Activation::relu: {
+    Value zero = fconst(b, l, t, 0.0);
+    return arith::MaximumFOp::create(b, l, x, zero);
+  }
+  case Activation::gelu: {
+    // 0.5 x (1 + erf(x / sqrt(2)))
+    Value invSqrt2 = fconst(b, l, t, M_SQRT1_2);
+    Value scaled = arith::MulFOp::create(b, l, x, invSqrt2);
+    Value e = math::ErfOp::create(b, l, scaled);
+    return halfTimesOnePlus(b, l, x, e);
+  }
+  case Activation::gelu_tanh: {
+    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    Value x2 = arith::MulFOp::create(b, l, x, x);
+    Value x3 = arith::MulFOp::create(b, l, x2, x);
+    Value c = fconst(b, l, t, 0.044715);
+    Value cx3 = arith::MulFOp::create(b, l, x3, c);
+    Value inner = arith::AddFOp::create(b, l, x, cx3);
+    Value k = fconst(b, l, t, std::sqrt(2.0 / M_PI));
+    Value arg = arith::MulFOp::create(b, l, inner, k);
+    Value th = math::TanhOp::create(b, l, arg);
+    return halfTimesOnePlus(b, l, x, th);
+  }
+  }
+  llvm_unreachable("unknown activation");
+}
+
+static Value lowerOp(GatedMLPOp mlp, GenericBuilder &g) {
+  Type elt = mlp.getResult().getType().getElementType();
+  Value x = mlp.getInput();
+  Value gate = linearOf(g, x, mlp.getGateWeight(), Value(), false);
+  Value up = linearOf(g, x, mlp.getUpWeight(), Value(), false);
+  Activation act = mlp.getActivation();
+  Value h = elementwise(g, {gate, up}, elt,
+                        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                          return arith::MulFOp::create(
+                              b, l, activate(b, l, act, a[0]), a[1]);
+                        });
+  return linearOf(g, h, mlp.getDownWeight(), Value(), false);
+}
+
+static Value lowerOp(MLPOp mlp, GenericBuilder &g) {
+  Type elt = mlp.getResult().getType().getElementType();
+  bool t = mlp.getTransposeWeight();
+  Value up = linearOf(g, mlp.getInput(), mlp.getUpWeight(), mlp.getUpBias(), t);
+  Activation act = mlp.getActivation();
+  Value h = elementwise(g, {up}, elt,
+                        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                          return activate(b, l, act, a[0]);
+                        });
+  return linearOf(g, h, mlp.getDownWeight(), mlp.getDownBias(), t);
 }
 
 static Value lowerOp(RMSNormOp rms, GenericBuilder &g) {
@@ -293,5 +368,6 @@ void mlir::attn::to_linalg::populateGraphOpPatterns(RewritePatternSet &patterns)
                LowerToLinalg<MergeHeadsOp>,
                LowerToLinalg<RopeOp>,
                LowerToLinalg<AddOp>,
-               LowerToLinalg<SigmoidGateOp>>(patterns.getContext());
+               LowerToLinalg<SigmoidGateOp>, LowerToLinalg<GatedMLPOp>,
+               LowerToLinalg<MLPOp>>(patterns.getContext());
 }

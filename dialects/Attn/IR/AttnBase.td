@@ -66,6 +66,29 @@ def Attn_MaskKindAttr : EnumAttr<Attn_Dialect, Attn_MaskKind, "mask"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+def Attn_Activation : I32EnumAttr<"Activation",
+    "feed-forward activation function", [
+    I32EnumAttrCase<"silu", 0>,
+    I32EnumAttrCase<"gelu", 1>,
+    I32EnumAttrCase<"gelu_tanh", 2>,
+    I32EnumAttrCase<"relu", 3>
+  ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::attn";
+  let description = [{
+    * `silu`: x · sigmoid(x) (transformers' `silu`, Llama's SwiGLU).
+    * `gelu`: the exact x · Φ(x) = x · (1 + erf(x / √2)) / 2 (`gelu`).
+    * `gelu_tanh`: x · (1 + tanh(√(2/π) · (x + 0.044715 x³))) / 2
+      (`gelu_new`, `gelu_pytorch_tanh`: GPT-2, Gemma).
+    * `relu`: max(x, 0) (T5).
+  }];
+}
+
+def Attn_ActivationAttr : EnumAttr<Attn_Dialect, Attn_Activation,
+                                   "activation"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 def Attn_CausalAlignment : I32EnumAttr<"CausalAlignment",
     "where the causal diagonal sits when q_len != kv_len", [
     I32EnumAttrCase<"bottom_right", 0>,

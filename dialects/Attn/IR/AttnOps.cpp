@@ -66,6 +66,82 @@ LogicalResult LinearOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Feed-forward networks
+//===----------------------------------------------------------------------===//
+
+/// The checks both feed-forward ops share: an input of rank >= 1 and a
+/// result of its type; each weight of rank 2 whose `hidden` dim is the
+/// input's last dim and whose other dim is the intermediate size of the
+/// first one; each bias of rank 1 and its weight's output size.
+static LogicalResult
+verifyFeedForward(Operation *op, Value input, Value result,
+                  ArrayRef<std::pair<Value, const char *>> weights,
+                  ArrayRef<unsigned> hiddenDims,
+                  ArrayRef<std::pair<Value, unsigned>> biases) {
+  auto x = cast<RankedTensorType>(input.getType());
+  if (x.getRank() < 1)
+    return op->emitOpError() << "expects an input of rank >= 1";
+  if (result.getType() != input.getType())
+    return op->emitOpError()
+           << "expects the result type to equal the input type";
+  for (auto [w, name] : weights)
+    if (tensorOf(w).getRank() != 2)
+      return op->emitOpError() << "expects " << name << " of rank 2, got rank "
+                               << tensorOf(w).getRank();
+  int64_t last = x.getRank() - 1;
+  ShapedType first = tensorOf(weights[0].first);
+  unsigned firstInter = 1 - hiddenDims[0];
+  for (auto [i, entry] : llvm::enumerate(weights)) {
+    auto [w, name] = entry;
+    unsigned h = hiddenDims[i];
+    if (failed(expectDimsAgree(op, tensorOf(w), h,
+                               std::string(name) + " hidden dim", x, last,
+                               "the input's last dim")) ||
+        failed(expectDimsAgree(op, tensorOf(w), 1 - h,
+                               std::string(name) + " intermediate dim", first,
+                               firstInter,
+                               std::string(weights[0].second) +
+                                   " intermediate dim")))
+      return failure();
+  }
+  for (auto [b, weightIndex] : biases) {
+    if (!b)
+      continue;
+    ShapedType bt = tensorOf(b);
+    if (bt.getRank() != 1)
+      return op->emitOpError()
+             << "expects a bias of rank 1, got rank " << bt.getRank();
+    // The output dim of a weight: its intermediate dim for the first
+    // (up) weight, its hidden dim for the last (down) one.
+    unsigned h = hiddenDims[weightIndex];
+    unsigned outDim = weightIndex == 0 ? 1 - h : h;
+    if (failed(expectDimsAgree(op, bt, 0, "bias size",
+                               tensorOf(weights[weightIndex].first), outDim,
+                               std::string(weights[weightIndex].second) +
+                                   " output size")))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult GatedMLPOp::verify() {
+  return verifyFeedForward(*this, getInput(), getResult(),
+                           {{getGateWeight(), "gate_weight"},
+                            {getUpWeight(), "up_weight"},
+                            {getDownWeight(), "down_weight"}},
+                           {1, 1, 0}, {});
+}
+
+LogicalResult MLPOp::verify() {
+  // [out, in] as stored by nn.Linear, [in, out] with transpose_weight.
+  unsigned t = getTransposeWeight() ? 1 : 0;
+  return verifyFeedForward(*this, getInput(), getResult(),
+                           {{getUpWeight(), "up_weight"},
+                            {getDownWeight(), "down_weight"}},
+                           {1 - t, t}, {{getUpBias(), 0}, {getDownBias(), 1}});
+}
+
+//===----------------------------------------------------------------------===//
 // Norms and RoPE
 //===----------------------------------------------------------------------===//
 

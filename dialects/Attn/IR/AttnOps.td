@@ -48,6 +48,67 @@ def Attn_LinearOp : Attn_Op<"linear", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Attn_GatedMLPOp : Attn_Op<"gated_mlp", [Pure]> {
+  let summary = "gated feed-forward network (SwiGLU, GeGLU)";
+  let description = [{
+    `y = (act(x·W_gateᵀ) ⊙ (x·W_upᵀ))·W_downᵀ` over the last dimension of
+    `input`: the dense feed-forward network of Llama, Mistral, Qwen, Phi-3
+    (`silu`: SwiGLU) and Gemma (`gelu_tanh`: GeGLU). Weights in checkpoint
+    layout: `gate_weight` and `up_weight` `[intermediate, hidden]`,
+    `down_weight` `[hidden, intermediate]`. The result has the input's type.
+
+    ```mlir
+    %y = attn.gated_mlp <silu> %x, %wg, %wu, %wd
+        : (tensor<?x?x896xf32>, tensor<4864x896xf32>, tensor<4864x896xf32>,
+           tensor<896x4864xf32>) -> tensor<?x?x896xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$gate_weight,
+                       Attn_FloatTensor:$up_weight,
+                       Attn_FloatTensor:$down_weight,
+                       Attn_ActivationAttr:$activation);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $activation $input `,` $gate_weight `,` $up_weight `,` $down_weight
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_MLPOp : Attn_Op<"mlp", [Pure, AttrSizedOperandSegments]> {
+  let summary = "two-layer feed-forward network act(x·W_upᵀ + b)·W_downᵀ + b";
+  let description = [{
+    `y = act(x·W_upᵀ + b_up)·W_downᵀ + b_down` over the last dimension of
+    `input`: the feed-forward network of GPT-2 (`c_fc`, `c_proj`), BERT
+    (`intermediate.dense`, `output.dense`), Whisper (`fc1`, `fc2`), Falcon
+    (`dense_h_to_4h`, `dense_4h_to_h`) and T5 (`wi`, `wo`, no biases). Weights
+    as `attn.linear` takes them: `up_weight` `[intermediate, hidden]`,
+    `down_weight` `[hidden, intermediate]`, or `[in, out]` each with
+    `transpose_weight` (GPT-2's Conv1D); biases optional, `[intermediate]`
+    and `[hidden]`. The result has the input's type.
+
+    ```mlir
+    %y = attn.mlp <gelu_tanh> %x, %w1 bias(%b1), %w2 bias(%b2)
+        {transpose_weight}
+        : (tensor<?x?x768xf32>, tensor<768x3072xf32>, tensor<3072xf32>,
+           tensor<3072x768xf32>, tensor<768xf32>) -> tensor<?x?x768xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$up_weight,
+                       Optional<Attn_FloatTensor>:$up_bias,
+                       Attn_FloatTensor:$down_weight,
+                       Optional<Attn_FloatTensor>:$down_bias,
+                       Attn_ActivationAttr:$activation,
+                       UnitAttr:$transpose_weight);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $activation $input `,` $up_weight (`bias` `(` $up_bias^ `)`)? `,`
+    $down_weight (`bias` `(` $down_bias^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Attn_RMSNormOp : Attn_Op<"rms_norm", [Pure]> {
   let summary = "RMSNorm over the last dimension";
   let description = [{

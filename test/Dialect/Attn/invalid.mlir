@@ -11,6 +11,71 @@ func.func @f0(%x: tensor<f32>, %w: tensor<4x4xf32>) {
 
 // -----
 
+func.func @ffn_rank(%x: tensor<f32>, %w: tensor<4x4xf32>) {
+  // expected-error @+1 {{expects an input of rank >= 1}}
+  %0 = attn.gated_mlp <silu> %x, %w, %w, %w : (tensor<f32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @ffn_result(%x: tensor<?x8xf32>, %w: tensor<12x8xf32>, %d: tensor<8x12xf32>) {
+  // expected-error @+1 {{expects the result type to equal the input type}}
+  %0 = attn.gated_mlp <silu> %x, %w, %w, %d : (tensor<?x8xf32>, tensor<12x8xf32>, tensor<12x8xf32>, tensor<8x12xf32>) -> tensor<?x12xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_weight_rank(%x: tensor<?x8xf32>, %w: tensor<12x8xf32>, %d: tensor<8xf32>) {
+  // expected-error @+1 {{expects down_weight of rank 2, got rank 1}}
+  %0 = attn.mlp <relu> %x, %w, %d : (tensor<?x8xf32>, tensor<12x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_hidden(%x: tensor<?x8xf32>, %w: tensor<12x6xf32>, %d: tensor<8x12xf32>) {
+  // expected-error @+1 {{gate_weight hidden dim (6) does not match the input's last dim (8)}}
+  %0 = attn.gated_mlp <silu> %x, %w, %w, %d : (tensor<?x8xf32>, tensor<12x6xf32>, tensor<12x6xf32>, tensor<8x12xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_intermediate(%x: tensor<?x8xf32>, %g: tensor<12x8xf32>, %u: tensor<10x8xf32>, %d: tensor<8x12xf32>) {
+  // expected-error @+1 {{up_weight intermediate dim (10) does not match gate_weight intermediate dim (12)}}
+  %0 = attn.gated_mlp <gelu_tanh> %x, %g, %u, %d : (tensor<?x8xf32>, tensor<12x8xf32>, tensor<10x8xf32>, tensor<8x12xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_transposed(%x: tensor<?x8xf32>, %w: tensor<12x8xf32>, %d: tensor<8x12xf32>) {
+  // expected-error @+1 {{up_weight hidden dim (12) does not match the input's last dim (8)}}
+  %0 = attn.mlp <gelu> %x, %w, %d {transpose_weight} : (tensor<?x8xf32>, tensor<12x8xf32>, tensor<8x12xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_bias(%x: tensor<?x8xf32>, %w: tensor<12x8xf32>, %b: tensor<8xf32>, %d: tensor<8x12xf32>) {
+  // expected-error @+1 {{bias size (8) does not match up_weight output size (12)}}
+  %0 = attn.mlp <gelu> %x, %w bias(%b), %d : (tensor<?x8xf32>, tensor<12x8xf32>, tensor<8xf32>, tensor<8x12xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_activation(%x: tensor<?x8xf32>, %w: tensor<12x8xf32>, %d: tensor<8x12xf32>) {
+  // expected-error @+2 {{expected ::mlir::attn::Activation to be one of: silu, gelu, gelu_tanh, relu}}
+  // expected-error @+1 {{failed to parse Attn_ActivationAttr parameter 'value'}}
+  %0 = attn.mlp <swish> %x, %w, %d : (tensor<?x8xf32>, tensor<12x8xf32>, tensor<8x12xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
 func.func @f1(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
   // expected-error @+1 {{expects a weight of rank 2 ([out_features, in_features]), got rank 1}}
   %0 = attn.linear %x, %w : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>

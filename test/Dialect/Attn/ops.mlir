@@ -240,3 +240,16 @@ func.func @online_prefetch(%q: tensor<4x8x64xf32>, %k: tensor<16x64xbf16>, %v: t
   %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i prefetch(%kn, %vn : tensor<?x64xbf16>, tensor<?x64xbf16>) {scale = 0.125 : f64} : (tensor<4x8x64xf32>, tensor<16x64xbf16>, tensor<16x64xbf16>, tensor<4x8x64xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x64xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return %0#0 : tensor<4x8x64xf32>
 }
+
+// CHECK-LABEL: func.func @feed_forward
+func.func @feed_forward(%x: tensor<?x?x64xf32>, %wg: tensor<96x64xf32>, %wu: tensor<96x64xf32>, %wd: tensor<64x96xf32>, %w1t: tensor<64x96xf32>, %b1: tensor<96xf32>, %w2t: tensor<96x64xf32>, %b2: tensor<64xf32>) -> tensor<?x?x64xf32> {
+  // CHECK: attn.gated_mlp <silu> %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x?x64xf32>, tensor<96x64xf32>, tensor<96x64xf32>, tensor<64x96xf32>) -> tensor<?x?x64xf32>
+  %0 = attn.gated_mlp <silu> %x, %wg, %wu, %wd : (tensor<?x?x64xf32>, tensor<96x64xf32>, tensor<96x64xf32>, tensor<64x96xf32>) -> tensor<?x?x64xf32>
+  // CHECK: attn.mlp <gelu_tanh> %{{.*}}, %{{.*}} bias(%{{.*}}), %{{.*}} bias(%{{.*}}) {transpose_weight} : (tensor<?x?x64xf32>, tensor<64x96xf32>, tensor<96xf32>, tensor<96x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  %1 = attn.mlp <gelu_tanh> %0, %w1t bias(%b1), %w2t bias(%b2) {transpose_weight} : (tensor<?x?x64xf32>, tensor<64x96xf32>, tensor<96xf32>, tensor<96x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  // CHECK: attn.mlp <relu> %{{.*}}, %{{.*}}, %{{.*}} bias(%{{.*}}) : (tensor<?x?x64xf32>, tensor<96x64xf32>, tensor<64x96xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  %2 = attn.mlp <relu> %1, %wu, %wd bias(%b2) : (tensor<?x?x64xf32>, tensor<96x64xf32>, tensor<64x96xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  // CHECK: attn.mlp <gelu> %{{.*}}, %{{.*}} bias(%{{.*}}), %{{.*}} :
+  %3 = attn.mlp <gelu> %2, %wu bias(%b1), %wd : (tensor<?x?x64xf32>, tensor<96x64xf32>, tensor<96xf32>, tensor<64x96xf32>) -> tensor<?x?x64xf32>
+  return %3 : tensor<?x?x64xf32>
+}

@@ -1,0 +1,76 @@
+"""Float64 reference for test/Integration/ffn-ops.mlir.
+
+Reads the five results printMemrefF32 prints and recomputes each network in
+float64 from the inputs' formulas (x = 2 sin(0.7 n); weights 0.5 sin(a n +
+c); biases 0.1 sin(0.3 n + c), n the row-major index), with the activations
+as transformers' ACT2FN defines them: silu x·sigmoid(x), gelu the exact
+x·Φ(x), gelu_tanh (gelu_new / gelu_pytorch_tanh), relu. Prints one
+"OK <case> <max error>" line per result; exit 1 when max |out - ref| exceeds
+tol · (1 + max |ref|).
+"""
+import math
+import re
+import sys
+
+import numpy as np
+
+TOL = 1e-5
+
+
+def gen(shape, a, c, s):
+    n = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+    return (s * np.sin(a * n + c)).astype(np.float32).astype(np.float64)
+
+
+ACT = {
+    "silu": lambda x: x / (1 + np.exp(-x)),
+    "gelu": lambda x: 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2))),
+    "gelu_tanh": lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi)
+                                                  * (x + 0.044715 * x ** 3))),
+    "relu": lambda x: np.maximum(x, 0),
+}
+
+
+def main():
+    x = gen((2, 3, 8), 0.7, 0.1, 2.0)
+    w1 = gen((12, 8), 0.37, 0.1, 0.5)
+    w2 = gen((12, 8), 0.23, 0.2, 0.5)
+    w3 = gen((8, 12), 0.11, 0.5, 0.5)
+    w1t = gen((8, 12), 0.37, 0.1, 0.5)
+    w3t = gen((12, 8), 0.11, 0.5, 0.5)
+    b1 = gen((12,), 0.3, 0.1, 0.1)
+    b2 = gen((8,), 0.3, 0.2, 0.1)
+    cases = [
+        ("gated silu", (ACT["silu"](x @ w1.T) * (x @ w2.T)) @ w3.T),
+        ("gated gelu_tanh", (ACT["gelu_tanh"](x @ w1.T) * (x @ w2.T)) @ w3.T),
+        ("mlp gelu_tanh transposed bias",
+         ACT["gelu_tanh"](x @ w1t + b1) @ w3t + b2),
+        ("mlp gelu bias", ACT["gelu"](x @ w1.T + b1) @ w3.T + b2),
+        ("mlp relu", ACT["relu"](x @ w1.T) @ w3.T),
+    ]
+    text = sys.stdin.read()
+    # Each result: "Unranked Memref ... data = [[...]]".
+    blocks = [b.split("Unranked")[0] for b in text.split("data =")[1:]]
+    if len(blocks) != len(cases):
+        print("FAIL: %d results printed, %d expected" % (len(blocks),
+                                                         len(cases)))
+        return 1
+    status = 0
+    for (name, ref), data in zip(cases, blocks):
+        got = np.array([float(v) for v in re.findall(
+            r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|-?nan|-?inf", data)])
+        if got.size != ref.size:
+            print("FAIL %s: %d values, %d expected" % (name, got.size,
+                                                       ref.size))
+            status = 1
+            continue
+        err = np.abs(got.reshape(ref.shape) - ref).max()
+        bound = TOL * (1 + np.abs(ref).max())
+        ok = err <= bound
+        print("%s %s %.3e" % ("OK" if ok else "FAIL", name, err))
+        status |= 0 if ok else 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
