@@ -232,6 +232,16 @@ typedef struct {
   int64_t tensor_parallel;
   /* ATTN_RT_BLOCK_* bits: what `block` reads besides x and the weights. */
   int block_inputs;
+  /* The whole transformer layer closed by this attention sub-block: the
+   * block, then the feed-forward network with its norm and residual; the
+   * same arguments as block, the weights being the block's num_weights
+   * followed by the network's (num_layer_weights in all, in `weights`).
+   * NULL when the kind has no feed-forward network of its own (a decoder's
+   * self-attention before its cross attention: layer_note is NULL) or when
+   * it is not compiled (layer_note says why). */
+  attn_rt_block_fn layer;
+  int64_t num_layer_weights;
+  const char *layer_note;
 } attn_rt_kind;
 
 /* attn_rt_kind.kv_dtype (attn-compile --kv-dtype) */

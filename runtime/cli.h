@@ -11,6 +11,7 @@
 #define ATTN_RT_CLI_H
 
 #include "attn_runtime.h"
+#include "npy.h"
 
 #include <algorithm>
 #include <chrono>
@@ -174,9 +175,46 @@ struct BlockWeights {
   std::vector<attn_rt_memref_f32_2> d2;
   std::vector<attn_rt_memref_f32_3> d3;
   std::vector<void *> ptrs;
+  /// The kind's first `count` weights: num_weights for the block,
+  /// num_layer_weights for the whole layer.
   BlockWeights(const attn_rt_kind &kind, int64_t layerInStack,
-               const std::string &path);
+               const std::string &path, int64_t count);
 };
+
+//===- layer.cpp -----------------------------------------------------------===//
+
+/// Fails unless the kind has CPU block entries (not a CUDA executable).
+void requireBlocks(const attn_rt_kind &kind);
+/// "layer L (kind 'NAME')", for messages.
+std::string layerName(const attn_rt_kind &kind, int64_t layer);
+/// Checks --memory and --lengths against what the layers to run read:
+/// `required` (ATTN_RT_BLOCK_* bits some kind needs given) and `accepted`
+/// (those some kind reads); `where` names the layers in messages.
+void checkBlockOptions(const Args &args, int required, int accepted,
+                       const std::string &where, int64_t hidden);
+/// The float32 [batch, seq, hidden] array of option `opt`.
+NpyArray readHiddenStates(Args &args, const std::string &opt, int64_t hidden,
+                          const char *what);
+/// --memory, the encoder's output, with x's batch.
+NpyArray readMemory(Args &args, const NpyArray &x, int64_t hidden);
+/// The keys' lengths of option `opt` (int64 [batch], each in [0, keys]),
+/// or `keys` for every row without it.
+std::vector<int64_t> keyLengths(Args &args, const std::string &opt,
+                                int64_t batch, int64_t keys);
+/// --lengths checked for the kind (its key count: the memory's length for
+/// cross attention, x's otherwise), or empty when the kind takes none.
+std::vector<int64_t> blockLengths(const attn_rt_kind &kind, Args &args,
+                                  const std::vector<int64_t> &shape,
+                                  const NpyArray &mem);
+/// Calls a softmax kind's block or layer entry `fn` on x [shape] (and the
+/// memory, positions 0..S-1 and --lengths as the kind reads them) into y.
+void callBlock(const attn_rt_kind &kind, attn_rt_block_fn fn,
+               BlockWeights &weights, Args &args, std::vector<float> &x,
+               const std::vector<int64_t> &shape, NpyArray &mem,
+               std::vector<float> &y);
+/// `layer` (one transformer layer: its attention sub-blocks and the
+/// feed-forward network) and, with `model`, `model --from A --to B`.
+int cmdLayer(const attn_rt_model *m, int argc, char **argv, bool model);
 
 //===- reference.cpp -------------------------------------------------------===//
 

@@ -60,6 +60,16 @@ const char *kUsage =
     "                             linear-attention layer also takes and gives\n"
     "                             its states (conv [B, C, K-1], recurrent\n"
     "                             [B, Hv, dk, dv]; zeros when not given)\n"
+    "  layer --layer L --weights W.safetensors --x X.npy --out Y.npy\n"
+    "        [--memory M.npy] [--lengths LENS.npy]\n"
+    "                             the whole transformer layer holding layer\n"
+    "                             L: its attention sub-blocks (a decoder's\n"
+    "                             self and cross attention) and the\n"
+    "                             feed-forward network with its norm and\n"
+    "                             residual\n"
+    "  model --from A --to B --weights W.safetensors --x X.npy --out Y.npy\n"
+    "        [--memory M.npy] [--lengths LENS.npy]\n"
+    "                             the transformer layers A..B in order\n"
     "  gdn --layer L --q Q.npy --k K.npy --v V.npy --g G.npy --beta B.npy\n"
     "      --out O.npy [--state-in S0.npy] [--state-out S1.npy]\n"
     "      [--lengths LENS.npy]\n"
@@ -92,28 +102,6 @@ const char *kUsage =
 //===----------------------------------------------------------------------===//
 // Commands
 //===----------------------------------------------------------------------===//
-
-/// The keys' lengths of option `opt` (int64 [batch], each in [0, keys]),
-/// or `keys` for every row without it.
-std::vector<int64_t> keyLengths(Args &args,
-                                const std::string &opt, int64_t batch,
-                                int64_t keys) {
-  std::vector<int64_t> lens(batch, keys);
-  if (!args.count(opt))
-    return lens;
-  NpyArray l;
-  std::string err;
-  if (!readNpy(args[opt], l, err))
-    fail(err);
-  if (l.dtype != "i8" || l.shape.size() != 1 || l.shape[0] != batch)
-    fail(args[opt] + ": must be int64 [" + std::to_string(batch) +
-         "] (one length per batch)");
-  for (int64_t x : l.i64)
-    if (x < 0 || x > keys)
-      fail(args[opt] + ": length " + std::to_string(x) +
-           " outside [0, kv_len = " + std::to_string(keys) + "]");
-  return l.i64;
-}
 
 int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
   auto args = parseArgs(argc, argv, 2,
@@ -234,14 +222,13 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
 } // namespace
 
 BlockWeights::BlockWeights(const attn_rt_kind &kind, int64_t layerInStack,
-                           const std::string &path)
-    : data(kind.num_weights), d1(kind.num_weights), d2(kind.num_weights),
-      d3(kind.num_weights), ptrs(kind.num_weights) {
+                           const std::string &path, int64_t count)
+    : data(count), d1(count), d2(count), d3(count), ptrs(count) {
   std::string err;
   SafeTensors st;
   if (!st.open(path, err))
     fail(err);
-  for (int64_t i = 0; i < kind.num_weights; ++i) {
+  for (int64_t i = 0; i < count; ++i) {
     const attn_rt_weight &w = kind.weights[i];
     std::string name = w.pattern;
     size_t at = name.find("{i}");
@@ -278,11 +265,8 @@ int cmdBlock(const attn_rt_model *m, int argc, char **argv) {
   int64_t layer = intArg(args, "layer", 0, 0, 1 << 30);
   const attn_rt_kind &kind = kindOfLayer(m, layer);
   bool linear = kind.op == ATTN_RT_OP_GATED_DELTA;
-  if (!kind.block && !kind.linear_block)
-    fail(std::string("block runs on the CPU only: this executable was "
-                     "compiled for CUDA; `sdpa` runs its attention kernels"));
-  std::string where = "layer " + std::to_string(layer) + " (kind '" +
-                      kind.name + "')";
+  requireBlocks(kind);
+  std::string where = layerName(kind, layer);
   if (!linear)
     for (const char *opt :
          {"conv-state-in", "state-in", "conv-state-out", "state-out"})
@@ -290,67 +274,26 @@ int cmdBlock(const attn_rt_model *m, int argc, char **argv) {
         fail(std::string("--") + opt +
              " applies to linear-attention layers only; " + where +
              " is softmax attention");
-  bool cross = kind.block_inputs & ATTN_RT_BLOCK_MEMORY;
-  if (cross && !args.count("memory"))
-    fail(where + " is cross attention: pass the encoder's output with "
-                 "--memory M.npy (float32 [batch, source_len, " +
-         std::to_string(m->hidden_size) + "])");
-  if (!cross && args.count("memory"))
-    fail("--memory applies to cross-attention layers only; " + where +
-         " attends to its own input");
-  if (args.count("lengths") && !(kind.block_inputs & ATTN_RT_BLOCK_KEY_LENGTHS))
-    fail("--lengths (key padding) applies to bidirectional and "
-         "cross-attention layers only; " +
-         where + " is causal: padding after a sequence's end never reaches "
-                 "its tokens");
+  int inputs = linear ? 0 : kind.block_inputs;
+  checkBlockOptions(args, inputs, inputs, where, m->hidden_size);
   std::string err;
-  auto readHidden = [&](const std::string &opt, NpyArray &a,
-                        const char *what) {
-    if (!readNpy(args[opt], a, err))
-      fail(err);
-    if (a.dtype != "f4" || a.shape.size() != 3 ||
-        a.shape[2] != m->hidden_size)
-      fail(args[opt] + ": must be float32 [batch, seq, " +
-           std::to_string(m->hidden_size) + "] (" + what + ")");
-    if (a.shape[0] > kMaxBatch)
-      fail(args[opt] + ": batch " + std::to_string(a.shape[0]) +
-           " exceeds " + std::to_string(kMaxBatch));
-  };
-  NpyArray x, mem;
-  readHidden("x", x, "the hidden states");
-  if (cross) {
-    readHidden("memory", mem, "the encoder's output");
-    if (mem.shape[0] != x.shape[0])
-      fail(args["memory"] + ": batch " + std::to_string(mem.shape[0]) +
-           " differs from --x's " + std::to_string(x.shape[0]));
-  }
-  if (!fitsInMemory((unsigned __int128)(4 * m->hidden_size + 8) *
-                        x.shape[0] * x.shape[1],
-                    "block's output and positions for x [" +
-                        std::to_string(x.shape[0]) + ", " +
-                        std::to_string(x.shape[1]) + ", " +
-                        std::to_string(x.shape[2]) + "]",
-                    err))
-    fail(err);
+  NpyArray x = readHiddenStates(args, "x", m->hidden_size, "the hidden states");
+  NpyArray mem;
+  if (inputs & ATTN_RT_BLOCK_MEMORY)
+    mem = readMemory(args, x, m->hidden_size);
   int64_t b = x.shape[0], s = x.shape[1];
-  std::vector<int64_t> lens =
-      keyLengths(args, "lengths", b, cross ? mem.shape[1] : s);
-  BlockWeights weights(kind, m->layer_in_stack[layer], args["weights"]);
   std::vector<int64_t> shape = {b, s, m->hidden_size};
-  attn_rt_memref_f32_3 dx = view3(x.f32.data(), shape);
+  if (!linear)
+    blockLengths(kind, args, shape, mem); // checked before the weights load
+  BlockWeights weights(kind, m->layer_in_stack[layer], args["weights"],
+                       kind.num_weights);
   std::vector<float> yv(b * s * m->hidden_size);
-  attn_rt_memref_f32_3 y = view3(yv.data(), shape);
-  if (linear)
+  if (linear) {
+    attn_rt_memref_f32_3 dx = view3(x.f32.data(), shape);
+    attn_rt_memref_f32_3 y = view3(yv.data(), shape);
     return runLinearBlock(kind, args, y, dx, weights);
-  attn_rt_memref_f32_3 dm =
-      cross ? view3(mem.f32.data(), mem.shape) : attn_rt_memref_f32_3{};
-  std::vector<int64_t> pos(b * s);
-  for (int64_t i = 0; i < b; ++i)
-    for (int64_t j = 0; j < s; ++j)
-      pos[i * s + j] = j;
-  attn_rt_memref_i64_2 dp{pos.data(), pos.data(), 0, {b, s}, {s, 1}};
-  attn_rt_memref_i64_1 dl{lens.data(), lens.data(), 0, {b}, {1}};
-  kind.block(&y, &dx, &dm, &dp, &dl, weights.ptrs.data());
+  }
+  callBlock(kind, kind.block, weights, args, x.f32, shape, mem, yv);
   if (!writeNpyF32(args["out"], shape, yv.data(), err))
     fail(err);
   return 0;
@@ -454,6 +397,8 @@ extern "C" int attn_rt_main(int argc, char **argv) {
     return cmdSdpa(m, argc, argv);
   if (cmd == "block")
     return cmdBlock(m, argc, argv);
+  if (cmd == "layer" || cmd == "model")
+    return cmdLayer(m, argc, argv, cmd == "model");
   if (cmd == "gdn")
     return cmdGdn(m, argc, argv);
   if (cmd == "check")

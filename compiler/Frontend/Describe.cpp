@@ -137,6 +137,27 @@ std::optional<int64_t> maxContext(const ModelSpec &spec, const LayerSpec &l) {
   return spec.maxPositions;
 }
 
+/// The feed-forward network closing the layer (null for a decoder's
+/// self-attention, which cross attention follows).
+ojson feedForwardJson(const FFNSpec &f) {
+  if (f.kind == FFNKind::None)
+    return nullptr;
+  ojson j;
+  j["kind"] = f.kind == FFNKind::Gated   ? "gated"
+              : f.kind == FFNKind::Dense ? "dense"
+                                         : "mixture_of_experts";
+  j["activation"] = f.activation.empty() ? ojson(nullptr) : ojson(f.activation);
+  j["intermediate_size"] = f.intermediate;
+  j["placement"] = f.placement == FFNPlacement::Pre       ? "pre"
+                   : f.placement == FFNPlacement::PrePost ? "pre_and_post"
+                   : f.placement == FFNPlacement::Post    ? "post"
+                                                          : "parallel";
+  j["compiled"] = f.unsupported.empty();
+  if (!f.unsupported.empty())
+    j["note"] = f.unsupported;
+  return j;
+}
+
 ojson layerJson(const LayerSpec &l,
                 const std::string &kind) {
   ojson j;
@@ -157,9 +178,10 @@ ojson layerJson(const LayerSpec &l,
     j["conv_kernel"] = l.convKernel;
     j["query_scale"] = l.scale;
     j["note"] = "Gated DeltaNet linear attention (" + l.linearPrefix +
-                "*): the gated delta rule compiled for the CPU (chunked "
-                "kernel, recurrent decode); its projections, convolution and "
-                "gated norm are not compiled yet";
+                "*): the whole layer compiled for the CPU (projections, "
+                "convolution, chunked gated delta rule, gated norm; `block` "
+                "with its states), the rule alone for the GPU";
+    j["feed_forward"] = feedForwardJson(l.ffn);
     return j;
   }
   j["causal"] = l.causal;
@@ -197,6 +219,7 @@ ojson layerJson(const LayerSpec &l,
   j["compiled"] = l.position != PositionKind::Alibi &&
                   (l.position != PositionKind::Rope ||
                    l.rope.unsupported.empty());
+  j["feed_forward"] = feedForwardJson(l.ffn);
   return j;
 }
 

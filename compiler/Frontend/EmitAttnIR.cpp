@@ -71,7 +71,7 @@ private:
   /// bidirectional or cross-attention kind also takes its key lengths [B]
   /// (key padding) after the positions.
   func::FuncOp emitKind(const std::string &name, const LayerSpec &l,
-                        bool blockEntry = false);
+                        bool blockEntry = false, bool withFFN = false);
   /// A Gated DeltaNet layer (transformers' Qwen3NextGatedDeltaNet with its
   /// pre-norm and residual): x, weights -> x + out_proj(...). With
   /// `withState` (the `<kind>_block` entry): x, conv_state [B, C, K-1],
@@ -82,6 +82,11 @@ private:
   /// A kind function's weights by role ("q_weight", "norm_bias"...); a
   /// missing role is a null Value.
   using Weights = llvm::StringMap<Value>;
+  /// The feed-forward sub-block closing the layer: r (the attention block's
+  /// output) -> the layer's output; x is the layer's input and hIn the
+  /// attention's normed input (Falcon's parallel MLP reads them).
+  Value feedForward(Location loc, const LayerSpec &l, const Weights &w,
+                    Value x, Value hIn, Value r);
   Value linear(Location loc, const LayerSpec &l, const Weights &w, Value in,
                llvm::StringRef role, int64_t out);
   /// q, k, v ([B, S, heads·d]) and Qwen3-Next's output gate (or null) from
@@ -397,6 +402,13 @@ OwningOpRef<ModuleOp> Emitter::kernels(bool withBlocks) {
       block->setAttr("llvm.emit_c_interface", b.getUnitAttr());
       toDestinationStyle(block);
       module->push_back(block);
+      if (hasFeedForward(l)) {
+        func::FuncOp layer = emitKind(name + "_layer", l, /*blockEntry=*/true,
+                                      /*withFFN=*/true);
+        layer->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+        toDestinationStyle(layer);
+        module->push_back(layer);
+      }
     }
   }
   return module;
@@ -603,7 +615,7 @@ func::FuncOp Emitter::emitLinearKind(const std::string &name,
 }
 
 func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l,
-                               bool blockEntry) {
+                               bool blockEntry, bool withFFN) {
   Location loc = NameLoc::get(b.getStringAttr(name),
                               FileLineColLoc::get(ctx, spec.configPath, 1, 1));
   int64_t h = spec.hiddenSize;
@@ -624,6 +636,8 @@ func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l,
   if (lengths)
     inputs.push_back(RankedTensorType::get({kDyn}, b.getI64Type()));
   std::vector<WeightArg> weights = layerWeights(spec, l);
+  if (withFFN)
+    llvm::append_range(weights, ffnWeights(spec, l));
   for (const WeightArg &w : weights)
     inputs.push_back(tensor(w.shape));
   auto fn = func::FuncOp::create(loc, name, b.getFunctionType(inputs, {xTy}));
@@ -663,8 +677,54 @@ func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l,
   Value r = AddOp::create(b, loc, x, y);
   if (l.placement == NormPlacement::Post)
     r = norm(loc, l, r, get("norm_weight"), get("norm_bias"));
+  if (withFFN)
+    r = feedForward(loc, l, w, x, hIn, r);
   func::ReturnOp::create(b, loc, r);
   return fn;
+}
+
+Value Emitter::feedForward(Location loc, const LayerSpec &l, const Weights &w,
+                           Value x, Value hIn, Value r) {
+  const FFNSpec &f = l.ffn;
+  auto get = [&](llvm::StringRef role) { return w.lookup(role); };
+  Value in = r;
+  if (f.placement == FFNPlacement::Parallel)
+    in = get("ffn_norm_weight")
+             ? norm(loc, l, x, get("ffn_norm_weight"), get("ffn_norm_bias"))
+             : hIn;
+  else if (f.placement != FFNPlacement::Post)
+    in = norm(loc, l, r, get("ffn_norm_weight"), get("ffn_norm_bias"));
+  auto act = ActivationAttr::get(ctx, *symbolizeActivation(f.activation));
+  Value y;
+  if (f.kind == FFNKind::Gated) {
+    Value gate = get("ffn_gate_weight"), up = get("ffn_up_weight");
+    if (Value gateUp = get("ffn_gate_up_weight")) {
+      // Phi-3's gate_up_proj: [gate | up] along the output features.
+      auto half = tensor({f.intermediate, spec.hiddenSize});
+      SmallVector<OpFoldResult> sizes = {b.getIndexAttr(f.intermediate),
+                                         b.getIndexAttr(spec.hiddenSize)};
+      SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+      SmallVector<OpFoldResult> gateAt(2, b.getIndexAttr(0));
+      SmallVector<OpFoldResult> upAt = {b.getIndexAttr(f.intermediate),
+                                        b.getIndexAttr(0)};
+      gate = tensor::ExtractSliceOp::create(b, loc, half, gateUp, gateAt,
+                                            sizes, strides);
+      up = tensor::ExtractSliceOp::create(b, loc, half, gateUp, upAt, sizes,
+                                          strides);
+    }
+    y = GatedMLPOp::create(b, loc, in.getType(), in, gate, up,
+                           get("ffn_down_weight"), act);
+  } else {
+    y = MLPOp::create(b, loc, in.getType(), in, get("ffn_up_weight"),
+                      get("ffn_up_bias"), get("ffn_down_weight"),
+                      get("ffn_down_bias"), act, unit(f.transposedWeights));
+  }
+  if (f.placement == FFNPlacement::PrePost)
+    y = norm(loc, l, y, get("ffn_post_norm_weight"), Value());
+  Value out = AddOp::create(b, loc, r, y);
+  if (f.placement == FFNPlacement::Post)
+    out = norm(loc, l, out, get("ffn_norm_weight"), get("ffn_norm_bias"));
+  return out;
 }
 
 OwningOpRef<ModuleOp> Emitter::run() {

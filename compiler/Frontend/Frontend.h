@@ -69,6 +69,15 @@ int64_t queryWidth(const LayerSpec &l);
 /// (after x and positions).
 std::vector<WeightArg> layerWeights(const ModelSpec &spec, const LayerSpec &l);
 
+/// The weights of layer `l`'s feed-forward network (empty without one, or
+/// when it is not compiled), in the order its `<kind>_layer` entry takes
+/// them after layerWeights's.
+std::vector<WeightArg> ffnWeights(const ModelSpec &spec, const LayerSpec &l);
+
+/// True when `l` closes a transformer layer with a feed-forward network
+/// that is compiled (its kind has a `<kind>_layer` entry).
+bool hasFeedForward(const LayerSpec &l);
+
 /// `model.layers.7.self_attn.q_proj.weight` with layer 7 ->
 /// `model.layers.{i}.self_attn.q_proj.weight` (the name pattern of a weight
 /// of a layer kind; `{i}` stands for the layer number within its stack).

@@ -21,26 +21,46 @@ int64_t mlir::attn::queryWidth(const LayerSpec &l) {
   return l.numHeads * l.headDimQK * (l.outputGate ? 2 : 1);
 }
 
+namespace {
+
+/// A weight list being built: tensors that are named (a role whose name is
+/// empty is absent from the checkpoint and from the list).
+struct WeightList {
+  std::vector<WeightArg> w;
+  bool transposed; ///< linear weights stored [in, out] (GPT-2's Conv1D)
+
+  void add(const std::string &role, std::vector<int64_t> shape,
+           const std::string &tensor, bool shared = false) {
+    if (!tensor.empty())
+      w.push_back({role, std::move(shape), tensor, shared});
+  }
+  /// `<role>_weight` [out, in] (or [in, out]) and `<role>_bias` [out].
+  void linear(const std::string &role, const Proj &p, int64_t out,
+              int64_t in) {
+    add(role + "_weight",
+        transposed ? std::vector<int64_t>{in, out}
+                   : std::vector<int64_t>{out, in},
+        p.weight);
+    add(role + "_bias", {out}, p.bias);
+  }
+};
+
+} // namespace
+
 std::vector<WeightArg> mlir::attn::layerWeights(const ModelSpec &spec,
                                                 const LayerSpec &l) {
-  std::vector<WeightArg> w;
+  WeightList list{{}, l.transposedWeights};
+  std::vector<WeightArg> &w = list.w;
   int64_t h = spec.hiddenSize;
   int64_t src = l.role == LayerRole::CrossAttention && spec.encoderHiddenSize
                     ? spec.encoderHiddenSize
                     : h;
   auto add = [&](const std::string &role, std::vector<int64_t> shape,
                  const std::string &tensor, bool shared = false) {
-    if (!tensor.empty())
-      w.push_back({role, std::move(shape), tensor, shared});
+    list.add(role, std::move(shape), tensor, shared);
   };
   auto linear = [&](const std::string &role, const Proj &p, int64_t out,
-                    int64_t in) {
-    add(role + "_weight",
-        l.transposedWeights ? std::vector<int64_t>{in, out}
-                            : std::vector<int64_t>{out, in},
-        p.weight);
-    add(role + "_bias", {out}, p.bias);
-  };
+                    int64_t in) { list.linear(role, p, out, in); };
   add("norm_weight", {h}, l.normW.weight);
   add("norm_bias", {h}, l.normW.bias);
   if (l.role == LayerRole::LinearAttention) {
@@ -74,6 +94,27 @@ std::vector<WeightArg> mlir::attn::layerWeights(const ModelSpec &spec,
   linear("o", l.o, h, l.numHeads * l.headDimV);
   add("post_norm_weight", {h}, l.postNormW.weight);
   return w;
+}
+
+std::vector<WeightArg> mlir::attn::ffnWeights(const ModelSpec &spec,
+                                              const LayerSpec &l) {
+  const FFNSpec &f = l.ffn;
+  WeightList w{{}, f.transposedWeights};
+  if (!hasFeedForward(l))
+    return w.w;
+  int64_t h = spec.hiddenSize, n = f.intermediate;
+  w.add("ffn_norm_weight", {h}, f.norm.weight);
+  w.add("ffn_norm_bias", {h}, f.norm.bias);
+  w.linear("ffn_gate_up", f.gateUp, 2 * n, h);
+  w.linear("ffn_gate", f.gate, n, h);
+  w.linear("ffn_up", f.up, n, h);
+  w.linear("ffn_down", f.down, h, n);
+  w.add("ffn_post_norm_weight", {h}, f.postNorm.weight);
+  return w.w;
+}
+
+bool mlir::attn::hasFeedForward(const LayerSpec &l) {
+  return l.ffn.kind != FFNKind::None && l.ffn.unsupported.empty();
 }
 
 std::string mlir::attn::tensorPattern(const std::string &tensor,
@@ -125,6 +166,12 @@ std::string kindKey(const ModelSpec &spec, const LayerSpec &l) {
      << hexDouble(l.normEps) << '|' << int(l.layout)
      << l.transposedWeights << '|';
   for (const WeightArg &w : layerWeights(spec, l))
+    os << w.role << ',';
+  const FFNSpec &f = l.ffn;
+  os << '|' << int(f.kind) << f.activation << '|' << f.intermediate << '|'
+     << int(f.placement) << f.transposedWeights << '|' << f.unsupported
+     << '|';
+  for (const WeightArg &w : ffnWeights(spec, l))
     os << w.role << ',';
   return os.str();
 }

@@ -80,6 +80,38 @@ struct Proj {
   std::string bias;
 };
 
+/// The feed-forward network that closes a transformer layer.
+enum class FFNKind {
+  None,  ///< this attention sub-block is not the layer's last (T5/Whisper
+         ///< decoder self-attention: cross attention follows).
+  Gated, ///< down(act(gate(x)) * up(x)): SwiGLU, GeGLU, T5's gated-gelu.
+  Dense, ///< down(act(up(x) + b) ) + b: GPT-2, BERT, Falcon, T5, Whisper.
+  MoE,   ///< a sparse mixture of experts (Qwen3-Next; not compiled yet).
+};
+
+/// Where the feed-forward network's norm and residual sit.
+enum class FFNPlacement {
+  Pre,      ///< r + ffn(norm(r)), r the attention block's output.
+  PrePost,  ///< r + post_norm(ffn(norm(r))) (Gemma 2/3).
+  Post,     ///< norm(r + ffn(r)) (BERT).
+  Parallel, ///< r + ffn(norm(x)), x the layer's input (Falcon); without a
+            ///< norm weight of its own, the attention's normed input.
+};
+
+struct FFNSpec {
+  FFNKind kind = FFNKind::None;
+  std::string activation; ///< silu, gelu, gelu_tanh, relu (attn.activation)
+  int64_t intermediate = 0;
+  FFNPlacement placement = FFNPlacement::Pre;
+  bool transposedWeights = false; ///< GPT-2 Conv1D: weights are [in, out].
+  /// Gated: gate, up, down (or gateUp, Phi-3's [gate | up] in one weight);
+  /// Dense: up (the first layer: c_fc, fc1, wi...) and down, with biases.
+  Proj gate, up, down, gateUp;
+  Proj norm, postNorm;
+  /// Why the layer's feed-forward network is not compiled (empty: it is).
+  std::string unsupported;
+};
+
 struct LayerSpec {
   int64_t index = 0;       ///< position in the model's layer order.
   std::string stack;       ///< "decoder" or "encoder".
@@ -113,6 +145,10 @@ struct LayerSpec {
   bool transposedWeights = false; ///< GPT-2 Conv1D: weights are [in, out].
   Proj q, k, v, o, qkv;
   Proj normW, postNormW, qNormW, kNormW;
+
+  /// The feed-forward network after this attention sub-block, when it is
+  /// the last of its transformer layer.
+  FFNSpec ffn;
 
   bool hasQKVBias() const {
     return !q.bias.empty() || !k.bias.empty() || !v.bias.empty() ||

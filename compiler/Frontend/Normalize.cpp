@@ -170,11 +170,11 @@ bool mlir::attn::normalizeConfig(const ConfigSource &src, ModelSpec &spec) {
       {"whisper", normalizeWhisper}};
   for (auto [name, fn] : kOthers)
     if (family == name)
-      return fn(root, spec);
+      return fn(root, spec) && readFeedForward(root, spec);
   bool handled = false;
   bool ok = normalizeDecoderFamily(root, family, *mt, spec, handled);
   if (!handled)
     root.error("model_type") << "internal error: no normalization for "
                                 "model_type " << quoteForError(*mt);
-  return ok && handled;
+  return ok && handled && readFeedForward(root, spec);
 }

@@ -90,6 +90,10 @@ bool normalizeBERT(FieldReader &r, ModelSpec &spec);
 bool normalizeFalcon(FieldReader &r, ModelSpec &spec);
 bool normalizeT5(FieldReader &r, ModelSpec &spec);
 bool normalizeWhisper(FieldReader &r, ModelSpec &spec);
+/// Attaches each transformer layer's feed-forward network (FeedForward.cpp)
+/// to the last attention sub-block of the layer, after the family's
+/// normalization filled spec.layers.
+bool readFeedForward(FieldReader &root, ModelSpec &spec);
 
 } // namespace normalize
 } // namespace attn

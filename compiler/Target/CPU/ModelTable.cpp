@@ -41,7 +41,7 @@ public:
                                       {ptr, i64, i64, i64, i64, i32, i64, i64,
                                        ptr, i64, ptr, ptr, ptr, ptr, i64, f64,
                                        f64, f64, i32, ptr, i64, ptr, i32,
-                                       ptr, i64, i32},
+                                       ptr, i64, i32, ptr, i64, ptr},
                                       "attn_rt_kind");
     modelTy = llvm::StructType::create(
         ctx, {i32, ptr, i64, ptr, ptr, i64, i64, ptr, i32, ptr},
@@ -118,7 +118,9 @@ bool TableBuilder::checkLayout(std::string &error) const {
         offsetof(attn_rt_kind, kv_dtype),
         offsetof(attn_rt_kind, paged_part),
         offsetof(attn_rt_kind, tensor_parallel),
-        offsetof(attn_rt_kind, block_inputs)}},
+        offsetof(attn_rt_kind, block_inputs), offsetof(attn_rt_kind, layer),
+        offsetof(attn_rt_kind, num_layer_weights),
+        offsetof(attn_rt_kind, layer_note)}},
       {modelTy,
        sizeof(attn_rt_model),
        {offsetof(attn_rt_model, abi_version), offsetof(attn_rt_model, family),
@@ -230,11 +232,11 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
         blockInputs |= ATTN_RT_BLOCK_KEY_LENGTHS;
     }
     std::vector<WeightArg> ws;
+    llvm::Constant *layer = t.null(), *layerNote = t.null();
+    size_t numBlockWeights = 0;
     if (blocks) {
-      llvm::Function *entry = function("_mlir_ciface_" + n + "_block");
-      if (!entry)
-        return false;
       ws = layerWeights(spec, l);
+      numBlockWeights = ws.size();
       unsigned lead = kind.isLinear() ? 6 : 5;
       llvm::SmallVector<unsigned> pass = {0, 1};
       if (kind.isLinear())
@@ -245,14 +247,34 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
                                 {ATTN_RT_BLOCK_KEY_LENGTHS, 4}})
           if (blockInputs & bit)
             pass.push_back(arg);
-      if (entry->arg_size() != pass.size() + ws.size()) {
-        error = "internal error: '_mlir_ciface_" + n + "_block' takes " +
-                std::to_string(entry->arg_size()) + " arguments, expected " +
-                std::to_string(pass.size() + ws.size());
+      // The block, and the whole layer where the kind closes one.
+      auto thunk = [&](const std::string &suffix,
+                       size_t numWeights) -> llvm::Constant * {
+        std::string entryName = "_mlir_ciface_" + n + suffix;
+        llvm::Function *entry = function(entryName);
+        if (!entry)
+          return nullptr;
+        if (entry->arg_size() != pass.size() + numWeights) {
+          error = "internal error: '" + entryName + "' takes " +
+                  std::to_string(entry->arg_size()) +
+                  " arguments, expected " +
+                  std::to_string(pass.size() + numWeights);
+          return nullptr;
+        }
+        return t.blockThunk(entry, n + suffix, lead, pass, numWeights);
+      };
+      llvm::Constant *blockFn = thunk("_block", ws.size());
+      if (!blockFn)
         return false;
+      (kind.isLinear() ? linearBlock : block) = blockFn;
+      if (hasFeedForward(l)) {
+        llvm::append_range(ws, ffnWeights(spec, l));
+        layer = thunk("_layer", ws.size());
+        if (!layer)
+          return false;
+      } else if (!l.ffn.unsupported.empty()) {
+        layerNote = t.string(l.ffn.unsupported);
       }
-      (kind.isLinear() ? linearBlock : block) =
-          t.blockThunk(entry, n, lead, pass, ws.size());
       std::vector<llvm::Constant *> wv;
       for (const WeightArg &w : ws) {
         std::string pattern =
@@ -281,7 +303,7 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
          t.int64s(kind.layers, "attn_rt.layers." + n),
          t.c64(kind.layers.size()), fused,
          reference ? (llvm::Constant *)reference : t.null(), block, weights,
-         t.c64(ws.size()), t.f(l.scale), t.f(l.softcap.value_or(0.0)),
+         t.c64(numBlockWeights), t.f(l.scale), t.f(l.softcap.value_or(0.0)),
          // The gated-delta kernel is fp32 whatever the precision.
          t.f(bf16 && !kind.isLinear() ? 2e-2 : 1e-5),
          t.c32(kind.isLinear() ? ATTN_RT_OP_GATED_DELTA : ATTN_RT_OP_SDPA),
@@ -290,7 +312,8 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
                : spec.kvCache == KVCacheType::f16 ? ATTN_RT_KV_F16
                                                   : ATTN_RT_KV_F32),
          pagedPart, t.c64(spec.tensorParallel),
-         t.c32(blocks ? blockInputs : 0)}));
+         t.c32(blocks ? blockInputs : 0), layer, t.c64(ws.size()),
+         layerNote}));
   }
 
   llvm::Constant *kindArray = t.global(

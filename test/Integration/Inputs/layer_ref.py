@@ -35,8 +35,19 @@ Family by family (transformers' modeling_<family>.py):
   v_proj, out_proj, residual; encoder bidirectional, decoder causal, cross
   attention on the encoder's output with key padding.
 
-usage: layer_ref.py EXE CONFIG --layer L [--seq S] [--batch B]
-       [--mem-seq M] [--lengths N,N,...] [--weights-dtype F32|BF16|F16]
+With --mode layer (the executable's `layer`) the whole transformer layer
+holding L: its attention sub-blocks (a decoder's self then cross attention)
+and the feed-forward network with its norm and residual, as each family's
+decoder/encoder layer class composes them (SwiGLU / GeGLU gate_proj,
+up_proj, down_proj, Phi-3's gate_up_proj; GPT-2's Conv1D c_fc / c_proj with
+gelu_new; BERT's intermediate / output with its post LayerNorm; Falcon's
+dense_h_to_4h / dense_4h_to_h in parallel with the attention; T5's
+DenseReluDense (relu, or gated-gelu with wi_0 / wi_1); Whisper's fc1 / fc2;
+Gemma's pre/post feed-forward norms). --mode model runs layers L..--to.
+
+usage: layer_ref.py EXE CONFIG [--mode block|layer|model] --layer L
+       [--to B] [--seq S] [--batch B] [--mem-seq M] [--lengths N,N,...]
+       [--weights-dtype F32|BF16|F16]
 Prints one `ok`/`FAIL` line; exit 1 on a failure.
 """
 import argparse
@@ -275,6 +286,185 @@ def layer_desc(cfg, L):
 
 
 # ---------------------------------------------------------------------------
+# The feed-forward network that closes the layer (None: a decoder's
+# self-attention, which cross attention follows).
+# ---------------------------------------------------------------------------
+
+ACT = {"silu": "silu", "swish": "silu", "gelu": "gelu", "relu": "relu",
+       "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
+
+
+def ffn_desc(cfg, desc, L):
+    fam = cfg["model_type"]
+    H = desc["H"]
+    if fam in ROPE_FAMILIES:
+        c, _ = text_config(cfg)
+        gemma = fam in ("gemma2", "gemma3")
+        pre = desc["norm_w"][: -len("input_layernorm.weight")]
+        inter = c.get("intermediate_size", {
+            "llama": 11008, "mistral": 14336, "qwen2": 22016,
+            "qwen3": 22016, "gemma2": 9216, "gemma3": 9216,
+            "phi3": 8192}[fam])
+        act = ACT[c.get("hidden_activation", "gelu_pytorch_tanh") if gemma
+                  else c.get("hidden_act", "silu")]
+        f = dict(kind="gated", inter=inter, act=act, norm=desc["norm"],
+                 placement="prepost" if gemma else "pre",
+                 down=dict(w=pre + "mlp.down_proj.weight"))
+        if gemma:
+            f["norm_w"] = pre + "pre_feedforward_layernorm.weight"
+            f["post_norm_w"] = pre + "post_feedforward_layernorm.weight"
+        else:
+            f["norm_w"] = pre + "post_attention_layernorm.weight"
+        if fam == "phi3":
+            f["gate_up"] = dict(w=pre + "mlp.gate_up_proj.weight")
+        else:
+            f["gate"] = dict(w=pre + "mlp.gate_proj.weight")
+            f["up"] = dict(w=pre + "mlp.up_proj.weight")
+        return f
+    if fam == "gpt2":
+        p = f"h.{L}."
+        return dict(kind="dense", inter=cfg.get("n_inner") or 4 * H,
+                    act=ACT[cfg.get("activation_function", "gelu_new")],
+                    norm="layer", placement="pre", norm_w=p + "ln_2.weight",
+                    norm_b=p + "ln_2.bias",
+                    up=dict(w=p + "mlp.c_fc.weight", b=p + "mlp.c_fc.bias",
+                            conv1d=True),
+                    down=dict(w=p + "mlp.c_proj.weight",
+                              b=p + "mlp.c_proj.bias", conv1d=True))
+    if fam == "bert":
+        p = f"bert.encoder.layer.{L}."
+        return dict(kind="dense", inter=cfg.get("intermediate_size", 3072),
+                    act=ACT[cfg.get("hidden_act", "gelu")], norm="layer",
+                    placement="post", norm_w=p + "output.LayerNorm.weight",
+                    norm_b=p + "output.LayerNorm.bias",
+                    up=dict(w=p + "intermediate.dense.weight",
+                            b=p + "intermediate.dense.bias"),
+                    down=dict(w=p + "output.dense.weight",
+                              b=p + "output.dense.bias"))
+    if fam == "falcon":
+        # FalconDecoderLayer.forward.
+        p = f"transformer.h.{L}."
+        new = cfg.get("new_decoder_architecture", False)
+        parallel = cfg.get("parallel_attn", True)
+        bias = cfg.get("bias", False)
+        nln = cfg.get("num_ln_in_parallel_attn") or (2 if new else 1)
+        f = dict(kind="dense", inter=cfg.get("ffn_hidden_size") or 4 * H,
+                 act=ACT[cfg.get("activation", "gelu")], norm="layer",
+                 up=dict(w=p + "mlp.dense_h_to_4h.weight",
+                         b=p + "mlp.dense_h_to_4h.bias" if bias else None),
+                 down=dict(w=p + "mlp.dense_4h_to_h.weight",
+                           b=p + "mlp.dense_4h_to_h.bias" if bias else None))
+        if new and nln == 2:
+            f.update(placement="parallel", norm_w=p + "ln_mlp.weight",
+                     norm_b=p + "ln_mlp.bias")
+        elif new or parallel:
+            f.update(placement="parallel")  # the attention's normed input
+        else:
+            f.update(placement="pre",
+                     norm_w=p + "post_attention_layernorm.weight",
+                     norm_b=p + "post_attention_layernorm.bias")
+        return f
+    # T5, Whisper: the encoder's layers and the decoder's cross attention.
+    E = cfg.get("num_layers", cfg.get("num_hidden_layers")) if fam == "t5" \
+        else cfg["encoder_layers"]
+    if L >= E and (L - E) % 2 == 0:
+        return None
+    stack, i = ("encoder", L) if L < E else ("decoder", (L - E) // 2)
+    if fam == "whisper":
+        p = f"model.{stack}.layers.{i}."
+        return dict(kind="dense", inter=cfg.get(f"{stack}_ffn_dim", 1536),
+                    act=ACT[cfg.get("activation_function", "gelu")],
+                    norm="layer", placement="pre",
+                    norm_w=p + "final_layer_norm.weight",
+                    norm_b=p + "final_layer_norm.bias",
+                    up=dict(w=p + "fc1.weight", b=p + "fc1.bias"),
+                    down=dict(w=p + "fc2.weight", b=p + "fc2.bias"))
+    proj = cfg.get("feed_forward_proj", "relu")
+    gated = proj.startswith("gated-")
+    act = proj.split("-")[-1]
+    if proj == "gated-gelu":
+        act = "gelu_new"  # T5Config
+    p = f"{stack}.block.{i}.layer.{1 if stack == 'encoder' else 2}."
+    d = p + "DenseReluDense."
+    f = dict(kind="gated" if gated else "dense", inter=cfg.get("d_ff", 2048),
+             act=ACT[act], norm="rms", placement="pre",
+             norm_w=p + "layer_norm.weight", down=dict(w=d + "wo.weight"))
+    if gated:
+        f.update(gate=dict(w=d + "wi_0.weight"), up=dict(w=d + "wi_1.weight"))
+    else:
+        f["up"] = dict(w=d + "wi.weight")
+    return f
+
+
+def make_ffn_weights(desc, f, rng):
+    H, n = desc["H"], f["inter"]
+    t = {}
+    mat = lambda o, i: rng.standard_normal((o, i)) / np.sqrt(i)
+    vec = lambda k, s=0.1: rng.standard_normal(k) * s
+    one = 0.0 if f["norm"] == "rms1" else 1.0
+    if f.get("norm_w"):
+        t[f["norm_w"]] = one + vec(H)
+    if f.get("norm_b"):
+        t[f["norm_b"]] = vec(H)
+    if f.get("post_norm_w"):
+        t[f["post_norm_w"]] = vec(H)
+    for role, o, i in (("gate", n, H), ("up", n, H), ("gate_up", 2 * n, H),
+                       ("down", H, n)):
+        if role in f:
+            w = mat(o, i)
+            t[f[role]["w"]] = w.T if f[role].get("conv1d") else w
+            if f[role].get("b"):
+                t[f[role]["b"]] = vec(o)
+    return t
+
+
+def activation(x, act):
+    if act == "silu":
+        return x / (1.0 + np.exp(-x))
+    if act == "relu":
+        return np.maximum(x, 0.0)
+    if act == "gelu":
+        return 0.5 * x * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi)
+                                    * (x + 0.044715 * x ** 3)))
+
+
+def ffn(desc, f, t, x, h_attn, r):
+    """The layer's output from the attention block's output r (x: the
+    layer's input, h_attn: the attention's normed input)."""
+    nb = lambda name: t[name] if name else 0.0
+    fnorm = lambda v: norm(v, f["norm"], t[f["norm_w"]], nb(f.get("norm_b")),
+                           desc["eps"])
+    if f["placement"] == "parallel":
+        h = fnorm(x) if f.get("norm_w") else h_attn
+    elif f["placement"] == "post":
+        h = r
+    else:
+        h = fnorm(r)
+
+    def lin(inp, p):
+        w = t[p["w"]]
+        y = inp @ w if p.get("conv1d") else inp @ w.T
+        return y + (t[p["b"]] if p.get("b") else 0.0)
+
+    if f["kind"] == "gated":
+        if "gate_up" in f:
+            gu = lin(h, f["gate_up"])
+            g, u = gu[..., : f["inter"]], gu[..., f["inter"]:]
+        else:
+            g, u = lin(h, f["gate"]), lin(h, f["up"])
+        y = lin(activation(g, f["act"]) * u, f["down"])
+    else:
+        y = lin(activation(lin(h, f["up"]), f["act"]), f["down"])
+    if f.get("post_norm_w"):
+        y = norm(y, "rms1", t[f["post_norm_w"]], 0.0, desc["eps"])
+    out = r + y
+    if f["placement"] == "post":
+        out = fnorm(out)
+    return out
+
+
+# ---------------------------------------------------------------------------
 # Weights and the float64 block.
 # ---------------------------------------------------------------------------
 
@@ -391,7 +581,7 @@ def attention(q, k, v, desc, lens):
     return out
 
 
-def block(desc, t, x, mem, lens):
+def block(desc, t, x, mem, lens, with_normed=False):
     H, hq, hkv, d = desc["H"], desc["hq"], desc["hkv"], desc["d"]
     B, S, _ = x.shape
     nb = lambda name: t[name] if name else 0.0
@@ -454,7 +644,7 @@ def block(desc, t, x, mem, lens):
     if desc["placement"] == "post":
         r = norm(r, desc["norm"], t[desc["norm_w"]], nb(desc.get("norm_b")),
                  desc["eps"])
-    return r
+    return (r, h) if with_normed else r
 
 
 # ---------------------------------------------------------------------------
@@ -494,11 +684,27 @@ def write_safetensors(path, tensors, dtype):
     return stored
 
 
+def layer_group(cfg, L):
+    """The attention layers of the transformer layer holding L."""
+    fam = cfg["model_type"]
+    if fam not in ("t5", "whisper"):
+        return [L]
+    E = cfg.get("num_layers", cfg.get("num_hidden_layers")) if fam == "t5" \
+        else cfg["encoder_layers"]
+    if L < E:
+        return [L]
+    first = L - (L - E) % 2
+    return [first, first + 1]
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("exe")
     p.add_argument("config")
+    p.add_argument("--mode", default="block", choices=["block", "layer",
+                                                       "model"])
     p.add_argument("--layer", type=int, default=0)
+    p.add_argument("--to", type=int, help="model: the last layer")
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--seq", type=int, default=7)
     p.add_argument("--mem-seq", type=int, default=11)
@@ -507,25 +713,44 @@ def main():
                    choices=["F32", "BF16", "F16"])
     p.add_argument("--tol", type=float, default=1e-5)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--keep", help="also write the weights file here")
     a = p.parse_args()
     with open(a.config) as f:
         cfg = json.load(f)
-    desc = layer_desc(cfg, a.layer)
+    if a.mode == "block":
+        layers = [a.layer]
+    elif a.mode == "layer":
+        layers = layer_group(cfg, a.layer)
+    else:
+        layers = list(range(a.layer, a.to + 1))
     rng = np.random.default_rng(a.seed + 101 * a.layer + 7)
-    t = make_weights(desc, rng)
-    x = rng.standard_normal((a.batch, a.seq, desc["H"])).astype(np.float32)
-    mem = (rng.standard_normal((a.batch, a.mem_seq, desc["H"]))
-           .astype(np.float32) if desc["cross"] else None)
-    keys = a.mem_seq if desc["cross"] else a.seq
+    steps, t = [], {}
+    for L in layers:
+        desc = layer_desc(cfg, L)
+        f = ffn_desc(cfg, desc, L) if a.mode != "block" else None
+        t.update(make_weights(desc, rng))
+        if f:
+            t.update(make_ffn_weights(desc, f, rng))
+        steps.append((desc, f))
+    H = steps[0][0]["H"]
+    x = rng.standard_normal((a.batch, a.seq, H)).astype(np.float32)
+    cross = any(d["cross"] for d, _ in steps)
+    mem = (rng.standard_normal((a.batch, a.mem_seq, H)).astype(np.float32)
+           if cross else None)
+    keys = a.mem_seq if cross else a.seq
     lens = ([int(n) for n in a.lengths.split(",")] if a.lengths
             else [keys] * a.batch)
     with tempfile.TemporaryDirectory() as work:
         path = lambda n: os.path.join(work, n)
         stored = write_safetensors(path("w.safetensors"), t, a.weights_dtype)
+        if a.keep:
+            write_safetensors(a.keep, t, a.weights_dtype)
         np.save(path("x.npy"), x)
-        cmd = [a.exe, "block", "--layer", str(a.layer), "--weights",
-               path("w.safetensors"), "--x", path("x.npy"), "--out",
-               path("y.npy")]
+        where = (["--from", str(a.layer), "--to", str(a.to)]
+                 if a.mode == "model" else ["--layer", str(a.layer)])
+        cmd = [a.exe, a.mode] + where + [
+            "--weights", path("w.safetensors"), "--x", path("x.npy"),
+            "--out", path("y.npy")]
         if mem is not None:
             np.save(path("m.npy"), mem)
             cmd += ["--memory", path("m.npy")]
@@ -534,13 +759,23 @@ def main():
             cmd += ["--lengths", path("lens.npy")]
         subprocess.run(cmd, check=True)
         out = np.load(path("y.npy"))
-    ref = block(desc, stored, x.astype(np.float64),
-                None if mem is None else mem.astype(np.float64), lens)
+    h = x.astype(np.float64)
+    m64 = None if mem is None else mem.astype(np.float64)
+    for desc, f in steps:
+        own = lens if desc["cross"] or not desc["causal"] else [h.shape[1]] * a.batch
+        if f:
+            r, normed = block(desc, stored, h, m64, own, with_normed=True)
+            h = ffn(desc, f, stored, h, normed, r)
+        else:
+            h = block(desc, stored, h, m64, own)
+    ref = h
     rel = (np.abs(out - ref).max() / np.abs(ref).max()
            if out.shape == ref.shape else np.inf)
     ok = out.shape == ref.shape and np.isfinite(out).all() and rel <= a.tol
-    print(f"{'ok' if ok else 'FAIL'} {cfg['model_type']} layer {a.layer} "
-          f"block max_rel_err={rel:.3e} shape={list(out.shape)}")
+    span = (f"layers {layers[0]}..{layers[-1]}" if len(layers) > 1
+            else f"layer {layers[0]}")
+    print(f"{'ok' if ok else 'FAIL'} {cfg['model_type']} {span} {a.mode} "
+          f"max_rel_err={rel:.3e} shape={list(out.shape)}")
     return 0 if ok else 1
 
 

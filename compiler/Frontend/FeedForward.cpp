@@ -1,0 +1,282 @@
+//===- FeedForward.cpp - each transformer layer's feed-forward network ----===//
+//
+// This file implements readFeedForward: after a family's normalization has
+// described the attention sub-blocks, it attaches to the last sub-block of
+// every transformer layer the feed-forward network that closes the layer, as
+// the family's transformers modeling code computes it: its kind (gated
+// SwiGLU/GeGLU, two-layer MLP, mixture of experts), activation, intermediate
+// size, norm and residual placement, and checkpoint tensor names. What is not
+// compiled (the mixture of experts, MLP biases on gated networks, unknown
+// activations) is recorded with the reason instead of failing the config:
+// the attention entries compile as before.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Frontend/NormalizeUtils.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <functional>
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::normalize;
+
+namespace {
+
+constexpr int64_t kMaxIntermediate = int64_t(1) << 24;
+
+/// transformers' ACT2FN name -> attn.activation, or "" when not compiled.
+std::string activationFor(llvm::StringRef name) {
+  if (name == "silu" || name == "swish")
+    return "silu";
+  if (name == "gelu")
+    return "gelu";
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh" ||
+      name == "gelu_tanh")
+    return "gelu_tanh";
+  if (name == "relu")
+    return "relu";
+  return "";
+}
+
+/// The activation of field `key` (default `dflt`) into `f`; an unknown one
+/// leaves the network uncompiled with the reason.
+void readActivation(FieldReader &r, llvm::StringRef key,
+                    const std::string &dflt, FFNSpec &f) {
+  std::string name = r.optString({key}, dflt).value_or(dflt);
+  f.activation = activationFor(name);
+  if (f.activation.empty())
+    f.unsupported = "its activation '" + name + "' (field '" + r.name(key) +
+                    "') is not compiled; accepted: silu, swish, gelu, "
+                    "gelu_new, gelu_pytorch_tanh, relu";
+}
+
+/// The prefix of a weight name ending in `suffix` ("model.layers.3.").
+std::string prefixOf(const std::string &name, llvm::StringRef suffix) {
+  llvm::StringRef n(name);
+  return n.ends_with(suffix) ? n.drop_back(suffix.size()).str() : name;
+}
+
+bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
+  const std::string &fam = spec.family;
+  bool gemma = fam == "gemma2" || fam == "gemma3";
+  int64_t dflt = fam == "llama"                   ? 11008
+                 : fam == "mistral"               ? 14336
+                 : fam == "qwen2" || fam == "qwen3" ? 22016
+                 : gemma                          ? 9216
+                 : fam == "phi3"                  ? 8192
+                                                  : 5632;
+  FFNSpec f;
+  f.kind = FFNKind::Gated;
+  f.intermediate =
+      r.optInt({"intermediate_size"}, 1, kMaxIntermediate, dflt).value_or(dflt);
+  if (gemma)
+    readActivation(r, "hidden_activation", "gelu_pytorch_tanh", f);
+  else
+    readActivation(r, "hidden_act", "silu", f);
+  bool mlpBias = r.optBool({"mlp_bias"}, false).value_or(false);
+  if (r.failed())
+    return false;
+  if (mlpBias && f.unsupported.empty())
+    f.unsupported = "'mlp_bias': true (biases on gate_proj, up_proj and "
+                    "down_proj) is not compiled; accepted: false";
+  if (fam == "qwen3_next") {
+    f.kind = FFNKind::MoE;
+    f.unsupported = "Qwen3-Next's sparse mixture of experts is not compiled "
+                    "yet";
+  }
+  f.placement = gemma ? FFNPlacement::PrePost : FFNPlacement::Pre;
+  for (LayerSpec &l : spec.layers) {
+    FFNSpec lf = f;
+    std::string p = prefixOf(l.normW.weight, "input_layernorm.weight");
+    if (gemma) {
+      lf.norm.weight = p + "pre_feedforward_layernorm.weight";
+      lf.postNorm.weight = p + "post_feedforward_layernorm.weight";
+    } else {
+      lf.norm.weight = p + "post_attention_layernorm.weight";
+    }
+    if (fam == "phi3")
+      lf.gateUp.weight = p + "mlp.gate_up_proj.weight";
+    else {
+      lf.gate.weight = p + "mlp.gate_proj.weight";
+      lf.up.weight = p + "mlp.up_proj.weight";
+    }
+    lf.down.weight = p + "mlp.down_proj.weight";
+    l.ffn = lf;
+  }
+  return true;
+}
+
+/// A two-layer MLP of intermediate size `interKey` (default `inter`) and
+/// activation `actKey` (default `act`).
+FFNSpec denseFFN(FieldReader &r, llvm::StringRef interKey, int64_t inter,
+                 llvm::StringRef actKey, const std::string &act) {
+  FFNSpec f;
+  f.kind = FFNKind::Dense;
+  f.intermediate =
+      r.optInt({interKey}, 1, kMaxIntermediate, inter).value_or(inter);
+  readActivation(r, actKey, act, f);
+  return f;
+}
+
+/// Gives every layer `f` with its tensors: prefix(l) + the module names
+/// `norm`, `up`, `down`, each with its ".weight" and ".bias".
+void attachDense(ModelSpec &spec, const FFNSpec &f,
+                 std::function<std::string(const LayerSpec &)> prefix,
+                 llvm::StringRef norm, llvm::StringRef up,
+                 llvm::StringRef down) {
+  auto proj = [](const std::string &p, llvm::StringRef module) {
+    return Proj{p + module.str() + ".weight", p + module.str() + ".bias"};
+  };
+  for (LayerSpec &l : spec.layers) {
+    std::string p = prefix(l);
+    l.ffn = f;
+    l.ffn.norm = proj(p, norm);
+    l.ffn.up = proj(p, up);
+    l.ffn.down = proj(p, down);
+  }
+}
+
+bool readGPT2(FieldReader &r, ModelSpec &spec) {
+  int64_t h = spec.hiddenSize;
+  FFNSpec f = denseFFN(r, "n_inner", 4 * h, "activation_function", "gelu_new");
+  f.transposedWeights = true;
+  if (r.failed())
+    return false;
+  attachDense(
+      spec, f,
+      [](const LayerSpec &l) { return prefixOf(l.normW.weight, "ln_1.weight"); },
+      "ln_2", "mlp.c_fc", "mlp.c_proj");
+  return true;
+}
+
+bool readBERT(FieldReader &r, ModelSpec &spec) {
+  FFNSpec f = denseFFN(r, "intermediate_size", 3072, "hidden_act", "gelu");
+  f.placement = FFNPlacement::Post;
+  if (r.failed())
+    return false;
+  attachDense(
+      spec, f,
+      [](const LayerSpec &l) {
+        return "bert.encoder.layer." + std::to_string(l.index) + ".";
+      },
+      "output.LayerNorm", "intermediate.dense", "output.dense");
+  return true;
+}
+
+bool readFalcon(FieldReader &r, ModelSpec &spec) {
+  int64_t h = spec.hiddenSize;
+  FFNSpec f = denseFFN(r, "ffn_hidden_size", 4 * h, "activation", "gelu");
+  bool newArch =
+      r.optBool({"new_decoder_architecture"}, false).value_or(false);
+  bool parallel = r.optBool({"parallel_attn"}, true).value_or(true);
+  bool bias = r.optBool({"bias"}, false).value_or(false);
+  if (r.failed())
+    return false;
+  // FalconDecoderLayer: the new architecture and parallel_attn add the MLP
+  // of the layer's (normed) input next to the attention; otherwise the MLP
+  // follows the attention with post_attention_layernorm.
+  f.placement = newArch || parallel ? FFNPlacement::Parallel
+                                    : FFNPlacement::Pre;
+  for (LayerSpec &l : spec.layers) {
+    std::string p = "transformer.h." + std::to_string(l.index) + ".";
+    FFNSpec lf = f;
+    if (f.placement == FFNPlacement::Pre)
+      lf.norm = {p + "post_attention_layernorm.weight",
+                 p + "post_attention_layernorm.bias"};
+    else if (llvm::StringRef(l.normW.weight).ends_with("ln_attn.weight"))
+      lf.norm = {p + "ln_mlp.weight", p + "ln_mlp.bias"};
+    lf.up = {p + "mlp.dense_h_to_4h.weight",
+             bias ? p + "mlp.dense_h_to_4h.bias" : ""};
+    lf.down = {p + "mlp.dense_4h_to_h.weight",
+               bias ? p + "mlp.dense_4h_to_h.bias" : ""};
+    l.ffn = lf;
+  }
+  return true;
+}
+
+/// T5 and Whisper: the encoder's self-attention layers and the decoder's
+/// cross-attention layers close a transformer layer.
+bool readEncoderDecoder(FieldReader &r, ModelSpec &spec) {
+  bool t5 = spec.family == "t5";
+  FFNSpec f;
+  f.kind = FFNKind::Dense;
+  int64_t encInter = 0, decInter = 0;
+  if (t5) {
+    encInter = decInter =
+        r.optInt({"d_ff"}, 1, kMaxIntermediate, 2048).value_or(2048);
+    std::string proj =
+        r.optString({"feed_forward_proj"}, "relu").value_or("relu");
+    llvm::StringRef act(proj);
+    if (act.consume_front("gated-"))
+      f.kind = FFNKind::Gated;
+    // T5Config: "gated-gelu" means the tanh approximation (gelu_new).
+    std::string name = act.str();
+    if (f.kind == FFNKind::Gated && name == "gelu")
+      name = "gelu_new";
+    f.activation = activationFor(name);
+    if (f.activation.empty())
+      f.unsupported = "its activation '" + proj + "' (field '" +
+                      r.name("feed_forward_proj") +
+                      "') is not compiled; accepted: relu, gelu, silu, "
+                      "gated-gelu, gated-silu, gated-relu";
+  } else {
+    encInter = r.optInt({"encoder_ffn_dim"}, 1, kMaxIntermediate, 1536)
+                   .value_or(1536);
+    decInter = r.optInt({"decoder_ffn_dim"}, 1, kMaxIntermediate, 1536)
+                   .value_or(1536);
+    readActivation(r, "activation_function", "gelu", f);
+  }
+  if (r.failed())
+    return false;
+  for (LayerSpec &l : spec.layers) {
+    bool encoder = l.stack == "encoder";
+    if (!encoder && l.role != LayerRole::CrossAttention)
+      continue; // the decoder's self-attention: cross attention follows
+    FFNSpec lf = f;
+    lf.intermediate = encoder ? encInter : decInter;
+    std::string i = std::to_string(l.layerInStack);
+    if (t5) {
+      std::string p = l.stack + ".block." + i + ".layer." +
+                      (encoder ? "1." : "2.");
+      lf.norm.weight = p + "layer_norm.weight";
+      std::string d = p + "DenseReluDense.";
+      if (lf.kind == FFNKind::Gated) {
+        lf.gate.weight = d + "wi_0.weight";
+        lf.up.weight = d + "wi_1.weight";
+      } else {
+        lf.up.weight = d + "wi.weight";
+      }
+      lf.down.weight = d + "wo.weight";
+    } else {
+      std::string p = "model." + l.stack + ".layers." + i + ".";
+      lf.norm = {p + "final_layer_norm.weight", p + "final_layer_norm.bias"};
+      lf.up = {p + "fc1.weight", p + "fc1.bias"};
+      lf.down = {p + "fc2.weight", p + "fc2.bias"};
+    }
+    l.ffn = lf;
+  }
+  return true;
+}
+
+} // namespace
+
+bool normalize::readFeedForward(FieldReader &root, ModelSpec &spec) {
+  const std::string &fam = spec.family;
+  if (fam == "gpt2")
+    return readGPT2(root, spec);
+  if (fam == "bert")
+    return readBERT(root, spec);
+  if (fam == "falcon")
+    return readFalcon(root, spec);
+  if (fam == "t5" || fam == "whisper")
+    return readEncoderDecoder(root, spec);
+  // A multimodal Gemma 3 config keeps the language model's fields under
+  // text_config.
+  if (fam == "gemma3" && root.present("text_config")) {
+    std::optional<FieldReader> text = root.optObject("text_config");
+    return text && readDecoderFamily(*text, spec);
+  }
+  return readDecoderFamily(root, spec);
+}
