@@ -4,6 +4,9 @@
 // SwiGLU (silu) and GeGLU (tanh GELU) gated networks, GPT-2's Conv1D MLP
 // ([in, out] weights, biases, tanh GELU), BERT/Whisper's exact-GELU MLP with
 // biases and T5's ReLU MLP without biases; x [2, 3, 8], intermediate 12.
+// The mixture of experts (4 experts of intermediate 6, top 2): with its
+// shared expert and renormalized weights, and with a zero router (every
+// token ties; the first two experts take every token, the others none).
 // REQUIRES: mlir-runner
 // RUN: attn-opt %s -attn-pipeline='stop-after=llvm-dialect reference=false' | %mlir_runner | %python %S/Inputs/ffn_ref.py | FileCheck %s
 // CHECK: OK gated silu
@@ -11,6 +14,8 @@
 // CHECK: OK mlp gelu_tanh transposed bias
 // CHECK: OK mlp gelu bias
 // CHECK: OK mlp relu
+// CHECK: OK moe shared norm_topk
+// CHECK: OK moe zero router
 
 // s · sin(a·n + c), n the row-major index, computed in f64, stored as f32.
 func.func @gen3(%a: f64, %c: f64, %s: f64) -> tensor<2x3x8xf32> {
@@ -30,6 +35,15 @@ func.func @gen2(%rows: index, %cols: index, %a: f64, %c: f64, %s: f64) -> tensor
     tensor.yield %v : f32
   } : tensor<?x?xf32>
   return %t : tensor<?x?xf32>
+}
+func.func @gen3d(%d0: index, %d1: index, %d2: index, %a: f64, %c: f64, %s: f64) -> tensor<?x?x?xf32> {
+  %t = tensor.generate %d0, %d1, %d2 {
+  ^bb0(%i0: index, %i1: index, %i2: index):
+    %n = affine.apply affine_map<(d0, d1, d2)[s0, s1] -> (d0 * s0 * s1 + d1 * s1 + d2)>(%i0, %i1, %i2)[%d1, %d2]
+    %v = func.call @wave(%n, %a, %c, %s) : (index, f64, f64, f64) -> f32
+    tensor.yield %v : f32
+  } : tensor<?x?x?xf32>
+  return %t : tensor<?x?x?xf32>
 }
 func.func @gen1(%len: index, %a: f64, %c: f64, %s: f64) -> tensor<?xf32> {
   %t = tensor.generate %len {
@@ -99,5 +113,44 @@ func.func @main() {
   func.call @print(%y4) : (tensor<2x3x8xf32>) -> ()
   %y5 = attn.mlp <relu> %x, %w1, %w3 : (tensor<2x3x8xf32>, tensor<12x8xf32>, tensor<8x12xf32>) -> tensor<2x3x8xf32>
   func.call @print(%y5) : (tensor<2x3x8xf32>) -> ()
+  // Mixture of experts: router 0.5 sin(0.9 n + 0.3); experts' gate, up,
+  // down 0.5 sin(a n + c) with (0.37, 0.1), (0.23, 0.2), (0.11, 0.5);
+  // shared expert (intermediate 5) (0.41, 0.3), (0.29, 0.4), (0.13, 0.6);
+  // its gate 0.5 sin(0.7 n + 0.9).
+  %n1 = arith.constant 1 : index
+  %n4 = arith.constant 4 : index
+  %n5 = arith.constant 5 : index
+  %n6 = arith.constant 6 : index
+  %a6 = arith.constant 0.9 : f64
+  %c03 = arith.constant 0.3 : f64
+  %a7 = arith.constant 0.41 : f64
+  %a8 = arith.constant 0.29 : f64
+  %a9 = arith.constant 0.13 : f64
+  %c04 = arith.constant 0.4 : f64
+  %c06 = arith.constant 0.6 : f64
+  %c09 = arith.constant 0.9 : f64
+  %zero = arith.constant 0.0 : f64
+  %rd = func.call @gen2(%n4, %c8, %a6, %c03, %s1) : (index, index, f64, f64, f64) -> tensor<?x?xf32>
+  %router = tensor.cast %rd : tensor<?x?xf32> to tensor<4x8xf32>
+  %egd = func.call @gen3d(%n4, %n6, %c8, %a2, %c1, %s1) : (index, index, index, f64, f64, f64) -> tensor<?x?x?xf32>
+  %eud = func.call @gen3d(%n4, %n6, %c8, %a3, %c2, %s1) : (index, index, index, f64, f64, f64) -> tensor<?x?x?xf32>
+  %edd = func.call @gen3d(%n4, %c8, %n6, %a4, %c3, %s1) : (index, index, index, f64, f64, f64) -> tensor<?x?x?xf32>
+  %eg = tensor.cast %egd : tensor<?x?x?xf32> to tensor<4x6x8xf32>
+  %eu = tensor.cast %eud : tensor<?x?x?xf32> to tensor<4x6x8xf32>
+  %ed = tensor.cast %edd : tensor<?x?x?xf32> to tensor<4x8x6xf32>
+  %sgd = func.call @gen2(%n5, %c8, %a7, %c03, %s1) : (index, index, f64, f64, f64) -> tensor<?x?xf32>
+  %sud = func.call @gen2(%n5, %c8, %a8, %c04, %s1) : (index, index, f64, f64, f64) -> tensor<?x?xf32>
+  %sdd = func.call @gen2(%c8, %n5, %a9, %c06, %s1) : (index, index, f64, f64, f64) -> tensor<?x?xf32>
+  %sgated = func.call @gen2(%n1, %c8, %a1, %c09, %s1) : (index, index, f64, f64, f64) -> tensor<?x?xf32>
+  %sg = tensor.cast %sgd : tensor<?x?xf32> to tensor<5x8xf32>
+  %su = tensor.cast %sud : tensor<?x?xf32> to tensor<5x8xf32>
+  %sd = tensor.cast %sdd : tensor<?x?xf32> to tensor<8x5xf32>
+  %sgate = tensor.cast %sgated : tensor<?x?xf32> to tensor<1x8xf32>
+  %y6 = attn.moe <silu> %x, %router experts(%eg, %eu, %ed) shared(%sg, %su, %sd, %sgate) {top_k = 2 : i64, norm_topk_prob} : (tensor<2x3x8xf32>, tensor<4x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<4x8x6xf32>, tensor<5x8xf32>, tensor<5x8xf32>, tensor<8x5xf32>, tensor<1x8xf32>) -> tensor<2x3x8xf32>
+  func.call @print(%y6) : (tensor<2x3x8xf32>) -> ()
+  %zd = func.call @gen2(%n4, %c8, %a6, %c03, %zero) : (index, index, f64, f64, f64) -> tensor<?x?xf32>
+  %zrouter = tensor.cast %zd : tensor<?x?xf32> to tensor<4x8xf32>
+  %y7 = attn.moe <silu> %x, %zrouter experts(%eg, %eu, %ed) {top_k = 2 : i64} : (tensor<2x3x8xf32>, tensor<4x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<4x8x6xf32>) -> tensor<2x3x8xf32>
+  func.call @print(%y7) : (tensor<2x3x8xf32>) -> ()
   return
 }

@@ -54,6 +54,7 @@ struct ConvertAttnToLinalgPass
     to_linalg::populateGraphOpPatterns(patterns);
     to_linalg::populateScoreOpPatterns(patterns);
     to_linalg::populateLinearOpPatterns(patterns);
+    to_linalg::populateMoEOpPatterns(patterns);
     // The patterns read operands through the ops' accessors: replacements
     // take effect at once, producers before consumers.
     ConversionConfig config;

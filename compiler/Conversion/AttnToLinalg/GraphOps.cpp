@@ -22,8 +22,8 @@ namespace to_linalg {
 
 /// y[lead, o] = sum_i x[lead, i] * W[o, i] (+ b[o]) (W[i, o] when
 /// `transposed`); loops (lead, o, i).
-static Value linearOf(GenericBuilder &g, Value x, Value weight, Value bias,
-                      bool transposed) {
+Value linearOf(GenericBuilder &g, Value x, Value weight, Value bias,
+               bool transposed) {
   OpBuilder &ob = g.b;
   int64_t r = cast<RankedTensorType>(x.getType()).getRank();
   SmallVector<OpFoldResult> sizes;
@@ -74,7 +74,7 @@ static Value halfTimesOnePlus(OpBuilder &b, Location l, Value x, Value v) {
 /// The activation `act` of `x`, as transformers' ACT2FN computes it (one
 /// op per statement: the IR must not depend on the host compiler's order of
 /// argument evaluation).
-static Value activate(OpBuilder &b, Location l, Activation act, Value x) {
+Value activate(OpBuilder &b, Location l, Activation act, Value x) {
   Type t = x.getType();
   switch (act) {
   case Activation::silu: {
@@ -108,18 +108,23 @@ static Value activate(OpBuilder &b, Location l, Activation act, Value x) {
   llvm_unreachable("unknown activation");
 }
 
-static Value lowerOp(GatedMLPOp mlp, GenericBuilder &g) {
-  Type elt = mlp.getResult().getType().getElementType();
-  Value x = mlp.getInput();
-  Value gate = linearOf(g, x, mlp.getGateWeight(), Value(), false);
-  Value up = linearOf(g, x, mlp.getUpWeight(), Value(), false);
-  Activation act = mlp.getActivation();
+Value gatedNetwork(GenericBuilder &g, Value x, Value gateW, Value upW,
+                   Value downW, Activation act) {
+  Type elt = cast<RankedTensorType>(x.getType()).getElementType();
+  Value gate = linearOf(g, x, gateW, Value(), false);
+  Value up = linearOf(g, x, upW, Value(), false);
   Value h = elementwise(g, {gate, up}, elt,
                         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                          return arith::MulFOp::create(
-                              b, l, activate(b, l, act, a[0]), a[1]);
+                          Value act0 = activate(b, l, act, a[0]);
+                          return arith::MulFOp::create(b, l, act0, a[1]);
                         });
-  return linearOf(g, h, mlp.getDownWeight(), Value(), false);
+  return linearOf(g, h, downW, Value(), false);
+}
+
+static Value lowerOp(GatedMLPOp mlp, GenericBuilder &g) {
+  return gatedNetwork(g, mlp.getInput(), mlp.getGateWeight(),
+                      mlp.getUpWeight(), mlp.getDownWeight(),
+                      mlp.getActivation());
 }
 
 static Value lowerOp(MLPOp mlp, GenericBuilder &g) {

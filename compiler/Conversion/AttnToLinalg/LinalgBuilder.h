@@ -180,6 +180,16 @@ inline Value castToType(OpBuilder &b, Location loc, Value v, Type type) {
   return tensor::CastOp::create(b, loc, type, v);
 }
 
+/// x·Wᵀ (+ b) over x's last dim (W [out, in], or [in, out] when
+/// `transposed`), as attn.linear lowers (GraphOps.cpp).
+Value linearOf(GenericBuilder &g, Value x, Value weight, Value bias,
+               bool transposed);
+/// The feed-forward activation `act` of the scalar `x` (GraphOps.cpp).
+Value activate(OpBuilder &b, Location l, Activation act, Value x);
+/// (act(x·W_gateᵀ) ⊙ (x·W_upᵀ))·W_downᵀ (GraphOps.cpp).
+Value gatedNetwork(GenericBuilder &g, Value x, Value gate, Value up,
+                   Value down, Activation act);
+
 /// Lowers `OpT` through `Value lowerOp(OpT, GenericBuilder &)` (the family files
 /// define those overloads): one linalg-on-tensors value replaces the op's
 /// result; a null value is a failure already reported at the op.
@@ -209,6 +219,8 @@ void populateScoreOpPatterns(RewritePatternSet &patterns);
 /// Linear attention: attn.gated_delta_rule as its eager recurrence
 /// (LinearOps.cpp).
 void populateLinearOpPatterns(RewritePatternSet &patterns);
+/// The sparse mixture of experts (MoEOps.cpp).
+void populateMoEOpPatterns(RewritePatternSet &patterns);
 
 } // namespace to_linalg
 } // namespace attn

@@ -141,6 +141,84 @@ LogicalResult MLPOp::verify() {
                            {1 - t, t}, {{getUpBias(), 0}, {getDownBias(), 1}});
 }
 
+LogicalResult MoEOp::verify() {
+  auto x = getInput().getType();
+  if (x.getRank() < 1)
+    return emitOpError() << "expects an input of rank >= 1";
+  if (getResult().getType() != x)
+    return emitOpError() << "expects the result type to equal the input type";
+  int64_t last = x.getRank() - 1;
+  ShapedType router = tensorOf(getRouterWeight());
+  if (router.getRank() != 2)
+    return emitOpError() << "expects router_weight of rank 2 ([experts, "
+                            "hidden]), got rank "
+                         << router.getRank();
+  if (failed(expectDimsAgree(*this, router, 1, "router_weight hidden dim", x,
+                             last, "the input's last dim")))
+    return failure();
+  ShapedType g = tensorOf(getExpertGateWeight()),
+             u = tensorOf(getExpertUpWeight()),
+             d = tensorOf(getExpertDownWeight());
+  for (auto [t, name] : {std::pair<ShapedType, const char *>{
+                             g, "expert_gate_weight"},
+                         {u, "expert_up_weight"},
+                         {d, "expert_down_weight"}})
+    if (t.getRank() != 3)
+      return emitOpError() << "expects " << name
+                           << " of rank 3 ([experts, ., .]), got rank "
+                           << t.getRank();
+  // [E, I, H], [E, I, H], [E, H, I].
+  if (failed(expectDimsAgree(*this, g, 0, "expert_gate_weight experts",
+                             router, 0, "router_weight experts")) ||
+      failed(expectDimsAgree(*this, u, 0, "expert_up_weight experts", router,
+                             0, "router_weight experts")) ||
+      failed(expectDimsAgree(*this, d, 0, "expert_down_weight experts",
+                             router, 0, "router_weight experts")) ||
+      failed(expectDimsAgree(*this, g, 2, "expert_gate_weight hidden dim", x,
+                             last, "the input's last dim")) ||
+      failed(expectDimsAgree(*this, u, 2, "expert_up_weight hidden dim", x,
+                             last, "the input's last dim")) ||
+      failed(expectDimsAgree(*this, d, 1, "expert_down_weight hidden dim", x,
+                             last, "the input's last dim")) ||
+      failed(expectDimsAgree(*this, u, 1, "expert_up_weight intermediate dim",
+                             g, 1, "expert_gate_weight intermediate dim")) ||
+      failed(expectDimsAgree(*this, d, 2,
+                             "expert_down_weight intermediate dim", g, 1,
+                             "expert_gate_weight intermediate dim")))
+    return failure();
+  int64_t k = getTopK();
+  if (k < 1 || (!router.isDynamicDim(0) && k > router.getDimSize(0)))
+    return emitOpError() << "expects top_k in [1, experts = "
+                         << router.getDimSize(0) << "], got " << k;
+  Value shared[] = {getSharedGateWeight(), getSharedUpWeight(),
+                    getSharedDownWeight(), getSharedExpertGateWeight()};
+  int numShared = llvm::count_if(shared, [](Value v) { return bool(v); });
+  if (numShared == 0)
+    return success();
+  if (numShared != 4)
+    return emitOpError() << "expects all four shared-expert weights or none, "
+                            "got "
+                         << numShared;
+  const char *sharedNames[] = {"shared_gate_weight", "shared_up_weight",
+                               "shared_down_weight",
+                               "shared_expert_gate_weight"};
+  for (auto [v, name] : llvm::zip(shared, sharedNames))
+    if (tensorOf(v).getRank() != 2)
+      return emitOpError() << "expects " << name << " of rank 2, got rank "
+                           << tensorOf(v).getRank();
+  ShapedType gate = tensorOf(shared[3]);
+  if (failed(verifyFeedForward(*this, getInput(), getResult(),
+                               {{shared[0], "shared_gate_weight"},
+                                {shared[1], "shared_up_weight"},
+                                {shared[2], "shared_down_weight"}},
+                               {1, 1, 0}, {})))
+    return failure();
+  if (failed(expectShape(*this, gate, {1, x.getDimSize(last)},
+                         "shared_expert_gate_weight")))
+    return failure();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Norms and RoPE
 //===----------------------------------------------------------------------===//

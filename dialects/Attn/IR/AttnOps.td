@@ -109,6 +109,56 @@ def Attn_MLPOp : Attn_Op<"mlp", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def Attn_MoEOp : Attn_Op<"moe", [Pure, AttrSizedOperandSegments]> {
+  let summary = "sparse mixture of experts with an optional shared expert";
+  let description = [{
+    The sparse mixture-of-experts block of Qwen2-MoE, Qwen3-MoE and
+    Qwen3-Next (transformers' `*SparseMoeBlock`), over the last dimension of
+    `input` (every leading position is a token):
+
+    * router: `p = softmax(x·W_routerᵀ)` over the E experts;
+    * the `top_k` experts of largest p per token (the first on ties), their
+      weights p renormalized to sum 1 with `norm_topk_prob`;
+    * each expert e a gated network
+      `(act(x·W_gate[e]ᵀ) ⊙ (x·W_up[e]ᵀ))·W_down[e]ᵀ`, computed only for the
+      tokens routed to it (gathered, so each expert's weights are read once
+      per call), its outputs scaled by their weights and summed;
+    * with `shared(...)`, a shared expert (a gated network of its own size)
+      on every token, scaled by `sigmoid(x·W_shared_gateᵀ)`, added.
+
+    Expert weights are stacked: `expert_gate_weight` and `expert_up_weight`
+    `[E, intermediate, hidden]`, `expert_down_weight` `[E, hidden,
+    intermediate]`; the router `[E, hidden]`; the shared expert's gate/up
+    `[shared_intermediate, hidden]`, down `[hidden, shared_intermediate]`
+    and its gate `[1, hidden]`. The result has the input's type.
+
+    ```mlir
+    %y = attn.moe <silu> %x, %router experts(%g, %u, %d)
+        shared(%sg, %su, %sd, %sgate) {top_k = 10 : i64, norm_topk_prob}
+        : (...) -> tensor<?x?x2048xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$router_weight,
+                       Attn_FloatTensor:$expert_gate_weight,
+                       Attn_FloatTensor:$expert_up_weight,
+                       Attn_FloatTensor:$expert_down_weight,
+                       Optional<Attn_FloatTensor>:$shared_gate_weight,
+                       Optional<Attn_FloatTensor>:$shared_up_weight,
+                       Optional<Attn_FloatTensor>:$shared_down_weight,
+                       Optional<Attn_FloatTensor>:$shared_expert_gate_weight,
+                       Attn_ActivationAttr:$activation, I64Attr:$top_k,
+                       UnitAttr:$norm_topk_prob);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $activation $input `,` $router_weight `experts` `(` $expert_gate_weight
+    `,` $expert_up_weight `,` $expert_down_weight `)`
+    (`shared` `(` $shared_gate_weight^ `,` $shared_up_weight `,`
+     $shared_down_weight `,` $shared_expert_gate_weight `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Attn_RMSNormOp : Attn_Op<"rms_norm", [Pure]> {
   let summary = "RMSNorm over the last dimension";
   let description = [{

@@ -11,6 +11,38 @@ func.func @f0(%x: tensor<f32>, %w: tensor<4x4xf32>) {
 
 // -----
 
+func.func @moe_top_k(%x: tensor<?x8xf32>, %r: tensor<4x8xf32>, %g: tensor<4x6x8xf32>, %d: tensor<4x8x6xf32>) {
+  // expected-error @+1 {{expects top_k in [1, experts = 4], got 5}}
+  %0 = attn.moe <silu> %x, %r experts(%g, %g, %d) {top_k = 5 : i64} : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<4x8x6xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @moe_experts(%x: tensor<?x8xf32>, %r: tensor<4x8xf32>, %g: tensor<3x6x8xf32>, %u: tensor<4x6x8xf32>, %d: tensor<4x8x6xf32>) {
+  // expected-error @+1 {{expert_gate_weight experts (3) does not match router_weight experts (4)}}
+  %0 = attn.moe <silu> %x, %r experts(%g, %u, %d) {top_k = 2 : i64} : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<3x6x8xf32>, tensor<4x6x8xf32>, tensor<4x8x6xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @moe_down(%x: tensor<?x8xf32>, %r: tensor<4x8xf32>, %g: tensor<4x6x8xf32>, %d: tensor<4x8x5xf32>) {
+  // expected-error @+1 {{expert_down_weight intermediate dim (5) does not match expert_gate_weight intermediate dim (6)}}
+  %0 = attn.moe <silu> %x, %r experts(%g, %g, %d) {top_k = 2 : i64} : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<4x8x5xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @moe_shared_gate(%x: tensor<?x8xf32>, %r: tensor<4x8xf32>, %g: tensor<4x6x8xf32>, %d: tensor<4x8x6xf32>, %sg: tensor<5x8xf32>, %sd: tensor<8x5xf32>, %gate: tensor<2x8xf32>) {
+  // expected-error @+1 {{expects shared_expert_gate_weight = [1, 8], got}}
+  %0 = attn.moe <silu> %x, %r experts(%g, %g, %d) shared(%sg, %sg, %sd, %gate) {top_k = 2 : i64} : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<4x8x6xf32>, tensor<5x8xf32>, tensor<5x8xf32>, tensor<8x5xf32>, tensor<2x8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
 func.func @ffn_rank(%x: tensor<f32>, %w: tensor<4x4xf32>) {
   // expected-error @+1 {{expects an input of rank >= 1}}
   %0 = attn.gated_mlp <silu> %x, %w, %w, %w : (tensor<f32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<f32>

@@ -253,3 +253,12 @@ func.func @feed_forward(%x: tensor<?x?x64xf32>, %wg: tensor<96x64xf32>, %wu: ten
   %3 = attn.mlp <gelu> %2, %wu bias(%b1), %wd : (tensor<?x?x64xf32>, tensor<96x64xf32>, tensor<96xf32>, tensor<64x96xf32>) -> tensor<?x?x64xf32>
   return %3 : tensor<?x?x64xf32>
 }
+
+// CHECK-LABEL: func.func @moe
+func.func @moe(%x: tensor<?x?x64xf32>, %r: tensor<8x64xf32>, %g: tensor<8x32x64xf32>, %u: tensor<8x32x64xf32>, %d: tensor<8x64x32xf32>, %sg: tensor<48x64xf32>, %su: tensor<48x64xf32>, %sd: tensor<64x48xf32>, %gate: tensor<1x64xf32>) -> tensor<?x?x64xf32> {
+  // CHECK: attn.moe <silu> %{{.*}}, %{{.*}} experts(%{{.*}}, %{{.*}}, %{{.*}}) shared(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {norm_topk_prob, top_k = 2 : i64} :
+  %0 = attn.moe <silu> %x, %r experts(%g, %u, %d) shared(%sg, %su, %sd, %gate) {top_k = 2 : i64, norm_topk_prob} : (tensor<?x?x64xf32>, tensor<8x64xf32>, tensor<8x32x64xf32>, tensor<8x32x64xf32>, tensor<8x64x32xf32>, tensor<48x64xf32>, tensor<48x64xf32>, tensor<64x48xf32>, tensor<1x64xf32>) -> tensor<?x?x64xf32>
+  // CHECK: attn.moe <gelu_tanh> %{{.*}}, %{{.*}} experts(%{{.*}}, %{{.*}}, %{{.*}}) {top_k = 1 : i64} :
+  %1 = attn.moe <gelu_tanh> %0, %r experts(%g, %u, %d) {top_k = 1 : i64} : (tensor<?x?x64xf32>, tensor<8x64xf32>, tensor<8x32x64xf32>, tensor<8x32x64xf32>, tensor<8x64x32xf32>) -> tensor<?x?x64xf32>
+  return %1 : tensor<?x?x64xf32>
+}

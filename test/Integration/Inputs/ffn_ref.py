@@ -31,6 +31,34 @@ ACT = {
 }
 
 
+def moe(x, router, eg, eu, ed, k, norm_topk, shared=None):
+    """transformers' Qwen3NextSparseMoeBlock: softmax router, top-k (the
+    first index on ties), optional renormalization, silu experts, shared
+    expert scaled by sigmoid of its gate."""
+    t = x.reshape(-1, x.shape[-1])
+    logits = t @ router.T
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    out = np.zeros_like(t)
+    for i in range(t.shape[0]):
+        q = p[i].copy()
+        picks = []
+        for _ in range(k):
+            e = int(np.argmax(q))
+            picks.append((e, p[i, e]))
+            q[e] = -np.inf
+        total = sum(w for _, w in picks)
+        for e, w in picks:
+            w = w / total if norm_topk else w
+            h = ACT["silu"](t[i] @ eg[e].T) * (t[i] @ eu[e].T)
+            out[i] += w * (h @ ed[e].T)
+    if shared is not None:
+        sg, su, sd, gate = shared
+        s = (ACT["silu"](t @ sg.T) * (t @ su.T)) @ sd.T
+        out += s / (1 + np.exp(-(t @ gate.T)))
+    return out.reshape(x.shape)
+
+
 def main():
     x = gen((2, 3, 8), 0.7, 0.1, 2.0)
     w1 = gen((12, 8), 0.37, 0.1, 0.5)
@@ -47,6 +75,16 @@ def main():
          ACT["gelu_tanh"](x @ w1t + b1) @ w3t + b2),
         ("mlp gelu bias", ACT["gelu"](x @ w1.T + b1) @ w3.T + b2),
         ("mlp relu", ACT["relu"](x @ w1.T) @ w3.T),
+    ]
+    router = gen((4, 8), 0.9, 0.3, 0.5)
+    eg = gen((4, 6, 8), 0.37, 0.1, 0.5)
+    eu = gen((4, 6, 8), 0.23, 0.2, 0.5)
+    ed = gen((4, 8, 6), 0.11, 0.5, 0.5)
+    shared = (gen((5, 8), 0.41, 0.3, 0.5), gen((5, 8), 0.29, 0.4, 0.5),
+              gen((8, 5), 0.13, 0.6, 0.5), gen((1, 8), 0.7, 0.9, 0.5))
+    cases += [
+        ("moe shared norm_topk", moe(x, router, eg, eu, ed, 2, True, shared)),
+        ("moe zero router", moe(x, 0 * router, eg, eu, ed, 2, False)),
     ]
     text = sys.stdin.read()
     # Each result: "Unranked Memref ... data = [[...]]".

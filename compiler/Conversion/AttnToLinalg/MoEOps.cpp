@@ -1,0 +1,315 @@
+//===- MoEOps.cpp - attn.moe -> linalg + scf ------------------------------===//
+//
+// This file implements the convert-attn-to-linalg pattern of attn.moe, the
+// sparse mixture of experts. Tokens are the input's leading positions,
+// flattened to [T, H]:
+//
+//   router   p = softmax(x·Wᵀ) [T, E] (linalg.generic reductions);
+//   top-k    k passes of a (max, first index) reduction over the experts,
+//            each masking its pick, then the weights renormalized;
+//   shared   the shared expert's gated network on every token, scaled by
+//            sigmoid(x·w), as the accumulator's initial value;
+//   experts  an scf.for over the experts: the tokens routed to expert e
+//            gathered into a compact [n, H] tile (an scf.for compaction),
+//            the expert's gated network on those rows only (its weights
+//            sliced from the stacked [E, ., .] tensors: read once per
+//            call), and each row, scaled by its routing weight, added back
+//            to its token's row; an expert with no token is skipped.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/AttnToLinalg/LinalgBuilder.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::to_linalg;
+
+namespace mlir {
+namespace attn {
+namespace to_linalg {
+
+namespace {
+
+/// One row reduction of `x` [T, C] into a [T] tensor (init `init`).
+Value rowReduce(GenericBuilder &g, Value x, double init,
+                function_ref<Value(OpBuilder &, Location, Value, Value)> f) {
+  Value rows = g.fill({g.dim(x, 0)}, init);
+  return g.generic({x}, rows, {g.map(2, {g.d(0), g.d(1)}), g.map(2, {g.d(0)})},
+                   {kPar, kRed},
+                   [&](OpBuilder &b, Location l, ValueRange a) {
+                     return f(b, l, a[0], a[1]);
+                   });
+}
+
+/// Builds the body of `loop` (created without one) with `body`, which
+/// returns the values to yield.
+void fillLoop(OpBuilder &b, scf::ForOp loop,
+              function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+  OpBuilder::InsertionGuard guard(b);
+  Block *block = loop.getBody();
+  if (!block->empty())
+    block->back().erase(); // the default empty terminator
+  b.setInsertionPointToEnd(block);
+  SmallVector<Value> results =
+      body(loop.getInductionVar(), loop.getRegionIterArgs());
+  scf::YieldOp::create(b, loop.getLoc(), results);
+}
+
+} // namespace
+
+static Value lowerOp(MoEOp op, GenericBuilder &g) {
+  OpBuilder &b = g.b;
+  Location loc = g.loc;
+  Value x = op.getInput();
+  auto xTy = cast<RankedTensorType>(x.getType());
+  Type elt = xTy.getElementType();
+  Type idxTy = b.getIndexType(), i64 = b.getI64Type();
+  int64_t r = xTy.getRank();
+  int64_t k = op.getTopK();
+  Activation act = op.getActivation();
+
+  // Tokens [T, H].
+  Value x2 = x;
+  SmallVector<ReassociationIndices> re;
+  if (r == 1) {
+    re = {{0, 1}};
+    x2 = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get({1, xTy.getDimSize(0)}, elt), x, re,
+        SmallVector<OpFoldResult>{b.getIndexAttr(1), g.dim(x, 0)});
+  } else if (r > 2) {
+    ReassociationIndices lead;
+    for (int64_t i = 0; i < r - 1; ++i)
+      lead.push_back(i);
+    re = {lead, {r - 1}};
+    x2 = tensor::CollapseShapeOp::create(b, loc, x, re);
+  }
+  OpFoldResult T = g.dim(x2, 0), H = g.dim(x2, 1);
+  Value tokens = getValueOrCreateConstantIndexOp(b, loc, T);
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+
+  // Router probabilities [T, E].
+  Value logits = linearOf(g, x2, op.getRouterWeight(), Value(), false);
+  Value mx = rowReduce(g, logits, -INFINITY,
+                       [](OpBuilder &nb, Location l, Value v, Value acc) {
+                         return arith::MaximumFOp::create(nb, l, v, acc)
+                             .getResult();
+                       });
+  AffineMap id2 = g.map(2, {g.d(0), g.d(1)}), row = g.map(2, {g.d(0)});
+  SmallVector<OpFoldResult> te = {T, g.dim(logits, 1)};
+  Value ex = g.generic({logits, mx}, g.empty(te, elt), {id2, row, id2},
+                       {kPar, kPar},
+                       [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                         Value d = arith::SubFOp::create(nb, l, a[0], a[1]);
+                         return math::ExpOp::create(nb, l, d);
+                       });
+  Value sum = rowSum(g, ex, [](OpBuilder &, Location, Value v) { return v; });
+  Value probs = g.generic({ex, sum}, g.empty(te, elt), {id2, row, id2},
+                          {kPar, kPar},
+                          [](OpBuilder &nb, Location l, ValueRange a) {
+                            return arith::DivFOp::create(nb, l, a[0], a[1])
+                                .getResult();
+                          });
+
+  // Top-k: k passes of (max, first index), each masking its pick.
+  SmallVector<Value> topIdx, topW;
+  Value masked = probs;
+  for (int64_t j = 0; j < k; ++j) {
+    Value initV = g.fill({T}, -INFINITY);
+    Value minusOne = arith::ConstantIntOp::create(b, loc, i64, -1);
+    Value emptyI = tensor::EmptyOp::create(
+        b, loc, SmallVector<OpFoldResult>{T}, i64);
+    Value initI = linalg::FillOp::create(b, loc, ValueRange{minusOne},
+                                         ValueRange{emptyI})
+                      .getResult(0);
+    auto pick = linalg::GenericOp::create(
+        b, loc, TypeRange{initV.getType(), initI.getType()}, ValueRange{masked},
+        ValueRange{initV, initI}, ArrayRef<AffineMap>{id2, row, row},
+        ArrayRef<IteratorType>{kPar, kRed},
+        [](OpBuilder &nb, Location l, ValueRange a) {
+          Value e = linalg::IndexOp::create(nb, l, 1);
+          Value ei = arith::IndexCastOp::create(nb, l, nb.getI64Type(), e);
+          Value better = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT,
+                                               a[0], a[1]);
+          Value v = arith::SelectOp::create(nb, l, better, a[0], a[1]);
+          Value i = arith::SelectOp::create(nb, l, better, ei, a[2]);
+          linalg::YieldOp::create(nb, l, ValueRange{v, i});
+        });
+    Value val = pick.getResult(0), idx = pick.getResult(1);
+    topW.push_back(val);
+    topIdx.push_back(idx);
+    if (j + 1 < k)
+      masked = g.generic(
+          {masked, idx}, g.empty(te, elt), {id2, row, id2}, {kPar, kPar},
+          [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+            Value e = linalg::IndexOp::create(nb, l, 1);
+            Value ei = arith::IndexCastOp::create(nb, l, nb.getI64Type(), e);
+            Value hit = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
+                                              ei, a[1]);
+            Value ninf = negInf(nb, l, a[0].getType());
+            return arith::SelectOp::create(nb, l, hit, ninf, a[0]);
+          });
+  }
+  if (op.getNormTopkProb()) {
+    Value total = elementwise(g, topW, elt,
+                              [](OpBuilder &nb, Location l, ValueRange a) {
+                                Value s = a[0];
+                                for (Value v : a.drop_front())
+                                  s = arith::AddFOp::create(nb, l, s, v);
+                                return s;
+                              });
+    for (Value &w : topW)
+      w = elementwise(g, {w, total}, elt,
+                      [](OpBuilder &nb, Location l, ValueRange a) {
+                        return arith::DivFOp::create(nb, l, a[0], a[1])
+                            .getResult();
+                      });
+  }
+
+  // The accumulator: the shared expert's output, or zeros.
+  Value acc;
+  if (Value sg = op.getSharedGateWeight()) {
+    Value shared = gatedNetwork(g, x2, sg, op.getSharedUpWeight(),
+                                op.getSharedDownWeight(), act);
+    Value gate = linearOf(g, x2, op.getSharedExpertGateWeight(), Value(),
+                          false); // [T, 1]
+    acc = g.generic({shared, gate}, g.empty({T, H}, elt),
+                    {id2, g.map(2, {g.d(0), b.getAffineConstantExpr(0)}), id2},
+                    {kPar, kPar},
+                    [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                      Value s = sigmoid(nb, l, a[1]);
+                      return arith::MulFOp::create(nb, l, a[0], s);
+                    });
+  } else {
+    acc = g.fill({T, H}, 0.0);
+  }
+
+  // Each expert on its tokens only.
+  Value gateW = op.getExpertGateWeight(), upW = op.getExpertUpWeight(),
+        downW = op.getExpertDownWeight();
+  Value experts = tensor::DimOp::create(b, loc, op.getRouterWeight(), 0);
+  auto weightOf = [&](Value stacked, Value e) -> Value {
+    auto st = cast<RankedTensorType>(stacked.getType());
+    auto sliceTy = RankedTensorType::get(st.getShape().drop_front(), elt);
+    SmallVector<OpFoldResult> offsets = {e, b.getIndexAttr(0),
+                                         b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), g.dim(stacked, 1),
+                                       g.dim(stacked, 2)};
+    SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+    return tensor::ExtractSliceOp::create(b, loc, sliceTy, stacked, offsets,
+                                          sizes, strides);
+  };
+  auto idxVecTy = RankedTensorType::get({ShapedType::kDynamic}, idxTy);
+  auto expertLoop = scf::ForOp::create(b, loc, c0, experts, c1, ValueRange{acc});
+  fillLoop(b, expertLoop, [&](Value e, ValueRange iter) -> SmallVector<Value> {
+    Value accIn = iter[0];
+    Value ei = arith::IndexCastOp::create(b, loc, i64, e);
+    // The routing weight of expert e for every token (0: not routed).
+    SmallVector<Value> ins(topIdx);
+    llvm::append_range(ins, topW);
+    Value we = elementwise(
+        g, ins, elt, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          Value w = fconst(nb, l, elt, 0.0);
+          for (int64_t j = 0; j < k; ++j) {
+            Value hit = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
+                                              a[j], ei);
+            w = arith::SelectOp::create(nb, l, hit, a[k + j], w);
+          }
+          return w;
+        });
+    // Compaction: the routed tokens' rows, in order.
+    Value rowsInit = tensor::EmptyOp::create(
+        b, loc, SmallVector<OpFoldResult>{T}, idxTy);
+    auto compact =
+        scf::ForOp::create(b, loc, c0, tokens, c1, ValueRange{c0, rowsInit});
+    fillLoop(b, compact, [&](Value t, ValueRange it) -> SmallVector<Value> {
+      Value n = it[0], rows = it[1];
+      Value wt = tensor::ExtractOp::create(b, loc, we, ValueRange{t});
+      Value zero = fconst(b, loc, elt, 0.0);
+      Value routed =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE, wt, zero);
+      Value stored = tensor::InsertOp::create(b, loc, t, rows, ValueRange{n});
+      Value kept = arith::SelectOp::create(b, loc, routed, stored, rows);
+      Value n1 = arith::AddIOp::create(b, loc, n, c1);
+      Value count = arith::SelectOp::create(b, loc, routed, n1, n);
+      return {count, kept};
+    });
+    Value n = compact.getResult(0), rows = compact.getResult(1);
+    Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, n, c0);
+    auto ifOp = scf::IfOp::create(b, loc, TypeRange{accIn.getType()}, any,
+                                  /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+      scf::YieldOp::create(b, loc, accIn);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      // The routed tokens' hidden states [n, H].
+      auto xsTy = RankedTensorType::get(
+          {ShapedType::kDynamic, cast<RankedTensorType>(x2.getType())
+                                     .getDimSize(1)},
+          elt);
+      SmallVector<Value> xsDyn = {n};
+      if (xsTy.isDynamicDim(1))
+        xsDyn.push_back(getValueOrCreateConstantIndexOp(b, loc, H));
+      Value xs = tensor::GenerateOp::create(
+          b, loc, xsTy, xsDyn,
+          [&](OpBuilder &nb, Location l, ValueRange ij) {
+            Value tok = tensor::ExtractOp::create(nb, l, rows, ij[0]);
+            Value v = tensor::ExtractOp::create(nb, l, x2,
+                                                ValueRange{tok, ij[1]});
+            tensor::YieldOp::create(nb, l, v);
+          });
+      Value ye = gatedNetwork(g, xs, weightOf(gateW, e), weightOf(upW, e),
+                              weightOf(downW, e), act);
+      // Each row back to its token, scaled by its routing weight.
+      auto scatter = scf::ForOp::create(b, loc, c0, n, c1, ValueRange{accIn});
+      fillLoop(b, scatter, [&](Value i, ValueRange it) -> SmallVector<Value> {
+        Value cur = it[0];
+        Value tok = tensor::ExtractOp::create(b, loc, rows, ValueRange{i});
+        Value w = tensor::ExtractOp::create(b, loc, we, ValueRange{tok});
+        SmallVector<OpFoldResult> rowSizes = {b.getIndexAttr(1), H};
+        SmallVector<OpFoldResult> ones(2, b.getIndexAttr(1));
+        auto rowTy = RankedTensorType::get(
+            {1, cast<RankedTensorType>(cur.getType()).getDimSize(1)}, elt);
+        Value dst = tensor::ExtractSliceOp::create(
+            b, loc, rowTy, cur,
+            SmallVector<OpFoldResult>{tok, b.getIndexAttr(0)}, rowSizes, ones);
+        Value src = tensor::ExtractSliceOp::create(
+            b, loc, rowTy, ye,
+            SmallVector<OpFoldResult>{i, b.getIndexAttr(0)}, rowSizes, ones);
+        Value sumRow = elementwise(
+            g, {dst, src}, elt,
+            [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+              Value scaled = arith::MulFOp::create(nb, l, a[1], w);
+              return arith::AddFOp::create(nb, l, a[0], scaled);
+            });
+        Value updated = tensor::InsertSliceOp::create(
+            b, loc, sumRow, cur,
+            SmallVector<OpFoldResult>{tok, b.getIndexAttr(0)}, rowSizes, ones);
+        return {updated};
+      });
+      scf::YieldOp::create(b, loc, scatter.getResult(0));
+    }
+    return {ifOp.getResult(0)};
+  });
+  Value out = expertLoop.getResult(0);
+  if (r == 1)
+    return tensor::CollapseShapeOp::create(b, loc, xTy, out, re);
+  if (r > 2) {
+    SmallVector<OpFoldResult> shape;
+    for (int64_t i = 0; i < r; ++i)
+      shape.push_back(g.dim(x, i));
+    out = tensor::ExpandShapeOp::create(b, loc, xTy, out, re, shape);
+  }
+  return out;
+}
+
+void populateMoEOpPatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerToLinalg<MoEOp>>(patterns.getContext());
+}
+
+} // namespace to_linalg
+} // namespace attn
+} // namespace mlir
