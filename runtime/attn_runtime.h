@@ -242,6 +242,9 @@ typedef struct {
   attn_rt_block_fn layer;
   int64_t num_layer_weights;
   const char *layer_note;
+  /* ATTN_RT_OP_GATED_DELTA: the whole layer (linear_block, then the
+   * feed-forward network) with linear_block's arguments, or NULL. */
+  attn_rt_linear_block_fn linear_layer;
 } attn_rt_kind;
 
 /* attn_rt_kind.kv_dtype (attn-compile --kv-dtype) */

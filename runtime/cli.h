@@ -269,12 +269,13 @@ bool checkLinearKind(const attn_rt_kind &kind, std::mt19937 &rng);
 void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,
                      int64_t repeats, bool json, bool first);
 int cmdGdn(const attn_rt_model *m, int argc, char **argv);
-/// `block` of a Gated DeltaNet layer: its states from --conv-state-in and
-/// --state-in (zeros without), y written to --out and the new states to
-/// --conv-state-out and --state-out when asked.
-int runLinearBlock(const attn_rt_kind &kind, Args &args,
-                   attn_rt_memref_f32_3 &y, attn_rt_memref_f32_3 &x,
-                   BlockWeights &weights);
+/// A Gated DeltaNet layer's `fn` (its block, or its whole layer): its
+/// states from --conv-state-in and --state-in (zeros without), y computed
+/// and the new states written to --conv-state-out and --state-out when
+/// asked (the caller writes y).
+void runLinearBlock(const attn_rt_kind &kind, attn_rt_linear_block_fn fn,
+                    Args &args, attn_rt_memref_f32_3 &y,
+                    attn_rt_memref_f32_3 &x, BlockWeights &weights);
 
 } // namespace cli
 } // namespace attn_rt

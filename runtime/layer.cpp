@@ -132,7 +132,7 @@ namespace {
 /// which cross attention follows, does not.
 bool closesLayer(const attn_rt_model *m, int64_t i) {
   const attn_rt_kind &k = m->kinds[m->layer_kind[i]];
-  return k.layer || k.layer_note;
+  return k.layer || k.linear_layer || k.layer_note;
 }
 
 } // namespace
@@ -141,7 +141,17 @@ int cli::cmdLayer(const attn_rt_model *m, int argc, char **argv, bool model) {
   const char *cmd = model ? "model" : "layer";
   auto args = parseArgs(argc, argv, 2,
                         {"layer", "from", "to", "weights", "x", "out",
-                         "memory", "lengths"});
+                         "memory", "lengths", "conv-state-in", "state-in",
+                         "conv-state-out", "state-out"});
+  // One linear-attention layer's states: `layer` only, `model` runs a
+  // fresh sequence through every layer.
+  if (model)
+    for (const char *opt :
+         {"conv-state-in", "state-in", "conv-state-out", "state-out"})
+      if (args.count(opt))
+        fail(std::string("--") + opt +
+             " applies to `layer` (one linear-attention layer's states); "
+             "`model` runs its layers from zero states");
   for (const char *opt : {"layer", "from", "to"})
     if (args.count(opt) && (std::string(opt) == "layer") == model)
       fail(std::string("--") + opt + " applies to `" +
@@ -188,17 +198,20 @@ int cli::cmdLayer(const attn_rt_model *m, int argc, char **argv, bool model) {
   for (int64_t i = first; i <= last; ++i) {
     const attn_rt_kind &kind = kindOfLayer(m, i);
     requireBlocks(kind);
-    if (i == last || closesLayer(m, i)) {
-      if (!kind.layer)
-        fail(layerName(kind, i) + " closes a transformer layer whose "
-             "feed-forward network is not compiled: " +
-             (kind.layer_note ? kind.layer_note
-                              : "it has no feed-forward network"));
-    }
-    if (kind.op == ATTN_RT_OP_GATED_DELTA)
-      fail(layerName(kind, i) + " is linear attention: `layer` runs "
-           "softmax-attention layers (`block` runs this one with its "
-           "states)");
+    bool linear = kind.op == ATTN_RT_OP_GATED_DELTA;
+    if ((i == last || closesLayer(m, i)) &&
+        !(linear ? (void *)kind.linear_layer : (void *)kind.layer))
+      fail(layerName(kind, i) + " closes a transformer layer whose "
+           "feed-forward network is not compiled: " +
+           (kind.layer_note ? kind.layer_note
+                            : "it has no feed-forward network"));
+    if (!linear)
+      for (const char *opt :
+           {"conv-state-in", "state-in", "conv-state-out", "state-out"})
+        if (args.count(opt))
+          fail(std::string("--") + opt +
+               " applies to linear-attention layers only; " +
+               layerName(kind, i) + " is softmax attention");
     required |= kind.block_inputs & ATTN_RT_BLOCK_MEMORY;
     accepted |= kind.block_inputs;
   }
@@ -220,8 +233,14 @@ int cli::cmdLayer(const attn_rt_model *m, int argc, char **argv, bool model) {
     bool closes = closesLayer(m, i);
     BlockWeights weights(kind, m->layer_in_stack[i], args["weights"],
                          closes ? kind.num_layer_weights : kind.num_weights);
-    callBlock(kind, closes ? kind.layer : kind.block, weights, args, cur,
-              shape, mem, next);
+    if (kind.op == ATTN_RT_OP_GATED_DELTA) {
+      attn_rt_memref_f32_3 dx = view3(cur.data(), shape);
+      attn_rt_memref_f32_3 dy = view3(next.data(), shape);
+      runLinearBlock(kind, kind.linear_layer, args, dy, dx, weights);
+    } else {
+      callBlock(kind, closes ? kind.layer : kind.block, weights, args, cur,
+                shape, mem, next);
+    }
     std::swap(cur, next);
   }
   std::string err;

@@ -407,9 +407,9 @@ int cmdGdn(const attn_rt_model *m, int argc, char **argv) {
   return 0;
 }
 
-int runLinearBlock(const attn_rt_kind &kind, Args &args,
-                   attn_rt_memref_f32_3 &y, attn_rt_memref_f32_3 &x,
-                   BlockWeights &weights) {
+void runLinearBlock(const attn_rt_kind &kind, attn_rt_linear_block_fn fn,
+                    Args &args, attn_rt_memref_f32_3 &y,
+                    attn_rt_memref_f32_3 &x, BlockWeights &weights) {
   int64_t b = x.sizes[0];
   int64_t conv = 2 * kind.num_kv_heads * kind.head_dim +
                  kind.num_heads * kind.head_dim_v;
@@ -441,17 +441,13 @@ int runLinearBlock(const attn_rt_kind &kind, Args &args,
                        dco = view3(convOut.data(), convShape);
   attn_rt_memref_f32_4 dsi = view4(stateIn.data(), sh.state),
                        dso = view4(stateOut.data(), sh.state);
-  kind.linear_block(&y, &dco, &dso, &x, &dci, &dsi, weights.ptrs.data());
-  std::vector<int64_t> yShape(y.sizes, y.sizes + 3);
-  if (!writeNpyF32(args["out"], yShape, y.aligned, err))
-    fail(err);
+  fn(&y, &dco, &dso, &x, &dci, &dsi, weights.ptrs.data());
   if (args.count("conv-state-out") &&
       !writeNpyF32(args["conv-state-out"], convShape, convOut.data(), err))
     fail(err);
   if (args.count("state-out") &&
       !writeNpyF32(args["state-out"], sh.state, stateOut.data(), err))
     fail(err);
-  return 0;
 }
 
 void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,

@@ -228,16 +228,37 @@ BlockWeights::BlockWeights(const attn_rt_kind &kind, int64_t layerInStack,
   SafeTensors st;
   if (!st.open(path, err))
     fail(err);
+  auto substitute = [](std::string name, const char *key, int64_t value) {
+    size_t at = name.find(key);
+    if (at != std::string::npos)
+      name = name.substr(0, at) + std::to_string(value) + name.substr(at + 3);
+    return name;
+  };
   for (int64_t i = 0; i < count; ++i) {
     const attn_rt_weight &w = kind.weights[i];
-    std::string name = w.pattern;
-    size_t at = name.find("{i}");
-    if (at != std::string::npos)
-      name = name.substr(0, at) + std::to_string(layerInStack) +
-             name.substr(at + 3);
+    std::string name = substitute(w.pattern, "{i}", layerInStack);
     std::vector<int64_t> shape(w.shape, w.shape + w.rank);
-    if (!st.readF32(name, shape, data[i], err))
-      fail(err);
+    if (name.find("{e}") == std::string::npos) {
+      if (!st.readF32(name, shape, data[i], err))
+        fail(err);
+    } else {
+      // A mixture of experts' stacked weights [E, ., .]: expert e's
+      // tensor [., .] is the pattern with "{e}" = e.
+      std::vector<int64_t> one(shape.begin() + 1, shape.end());
+      int64_t n = one[0] * one[1];
+      if (!fitsInMemory((unsigned __int128)4 * n * shape[0],
+                        "the " + std::to_string(shape[0]) + " experts of '" +
+                            name + "'",
+                        err))
+        fail(err);
+      data[i].resize(size_t(n * shape[0]));
+      std::vector<float> expert;
+      for (int64_t e = 0; e < shape[0]; ++e) {
+        if (!st.readF32(substitute(name, "{e}", e), one, expert, err))
+          fail(err);
+        std::copy(expert.begin(), expert.end(), data[i].begin() + e * n);
+      }
+    }
     float *p = data[i].data();
     if (w.rank == 1) {
       d1[i] = {p, p, 0, {shape[0]}, {1}};
@@ -291,9 +312,10 @@ int cmdBlock(const attn_rt_model *m, int argc, char **argv) {
   if (linear) {
     attn_rt_memref_f32_3 dx = view3(x.f32.data(), shape);
     attn_rt_memref_f32_3 y = view3(yv.data(), shape);
-    return runLinearBlock(kind, args, y, dx, weights);
+    runLinearBlock(kind, kind.linear_block, args, y, dx, weights);
+  } else {
+    callBlock(kind, kind.block, weights, args, x.f32, shape, mem, yv);
   }
-  callBlock(kind, kind.block, weights, args, x.f32, shape, mem, yv);
   if (!writeNpyF32(args["out"], shape, yv.data(), err))
     fail(err);
   return 0;

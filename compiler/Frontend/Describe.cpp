@@ -152,6 +152,12 @@ ojson feedForwardJson(const FFNSpec &f) {
                    : f.placement == FFNPlacement::PrePost ? "pre_and_post"
                    : f.placement == FFNPlacement::Post    ? "post"
                                                           : "parallel";
+  if (f.kind == FFNKind::MoE) {
+    j["num_experts"] = f.numExperts;
+    j["experts_per_token"] = f.topK;
+    j["norm_topk_prob"] = f.normTopK;
+    j["shared_expert_intermediate_size"] = f.sharedIntermediate;
+  }
   j["compiled"] = f.unsupported.empty();
   if (!f.unsupported.empty())
     j["note"] = f.unsupported;

@@ -78,7 +78,7 @@ private:
   /// state [B, Hv, dk, dv], weights -> y, conv_state', state', so decode
   /// can follow prefill.
   func::FuncOp emitLinearKind(const std::string &name, const LayerSpec &l,
-                              bool withState = false);
+                              bool withState = false, bool withFFN = false);
   /// A kind function's weights by role ("q_weight", "norm_bias"...); a
   /// missing role is a null Value.
   using Weights = llvm::StringMap<Value>;
@@ -375,6 +375,13 @@ OwningOpRef<ModuleOp> Emitter::kernels(bool withBlocks) {
         block->setAttr("llvm.emit_c_interface", b.getUnitAttr());
         toDestinationStyle(block);
         module->push_back(block);
+        if (hasFeedForward(l)) {
+          func::FuncOp layer =
+              emitLinearKind(name + "_layer", l, true, /*withFFN=*/true);
+          layer->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+          toDestinationStyle(layer);
+          module->push_back(layer);
+        }
       }
       continue;
     }
@@ -505,7 +512,8 @@ std::array<Value, 3> Emitter::headsOf(Location loc, const LayerSpec &l,
 }
 
 func::FuncOp Emitter::emitLinearKind(const std::string &name,
-                                     const LayerSpec &l, bool withState) {
+                                     const LayerSpec &l, bool withState,
+                                     bool withFFN) {
   Location loc = NameLoc::get(b.getStringAttr(name),
                               FileLineColLoc::get(ctx, spec.configPath, 1, 1));
   int64_t h = spec.hiddenSize, hk = l.numKVHeads, hv = l.numHeads,
@@ -515,6 +523,8 @@ func::FuncOp Emitter::emitLinearKind(const std::string &name,
   RankedTensorType convStateTy = tensor({kDyn, conv, K - 1}),
                    stateTy = tensor({kDyn, hv, dk, dv});
   std::vector<WeightArg> weights = layerWeights(spec, l);
+  if (withFFN)
+    llvm::append_range(weights, ffnWeights(spec, l));
   SmallVector<Type> inputs = {xTy}, results = {xTy};
   if (withState) {
     inputs.append({convStateTy, stateTy});
@@ -606,6 +616,8 @@ func::FuncOp Emitter::emitLinearKind(const std::string &name,
                                                normed, re);
   Value out = linearTo(flat, "out_proj_weight", h);
   Value res = AddOp::create(b, loc, x, out);
+  if (withFFN)
+    res = feedForward(loc, l, w, x, hIn, res);
   if (withState)
     func::ReturnOp::create(
         b, loc, ValueRange{res, convOp.getFinalState(), rule.getFinalState()});
@@ -696,7 +708,17 @@ Value Emitter::feedForward(Location loc, const LayerSpec &l, const Weights &w,
     in = norm(loc, l, r, get("ffn_norm_weight"), get("ffn_norm_bias"));
   auto act = ActivationAttr::get(ctx, *symbolizeActivation(f.activation));
   Value y;
-  if (f.kind == FFNKind::Gated) {
+  if (f.kind == FFNKind::MoE) {
+    y = MoEOp::create(b, loc, in.getType(), in, get("ffn_router_weight"),
+                      get("ffn_experts_gate_weight"),
+                      get("ffn_experts_up_weight"),
+                      get("ffn_experts_down_weight"),
+                      get("ffn_shared_gate_weight"),
+                      get("ffn_shared_up_weight"),
+                      get("ffn_shared_down_weight"),
+                      get("ffn_shared_expert_gate_weight"), act,
+                      b.getI64IntegerAttr(f.topK), unit(f.normTopK));
+  } else if (f.kind == FFNKind::Gated) {
     Value gate = get("ffn_gate_weight"), up = get("ffn_up_weight");
     if (Value gateUp = get("ffn_gate_up_weight")) {
       // Phi-3's gate_up_proj: [gate | up] along the output features.

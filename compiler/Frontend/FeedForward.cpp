@@ -81,15 +81,60 @@ bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
   if (mlpBias && f.unsupported.empty())
     f.unsupported = "'mlp_bias': true (biases on gate_proj, up_proj and "
                     "down_proj) is not compiled; accepted: false";
+  // Qwen3-Next (Qwen3NextDecoderLayer): layer i is a sparse mixture of
+  // experts unless it is in mlp_only_layers or off decoder_sparse_step.
+  FFNSpec moe = f;
+  std::vector<double> mlpOnly;
+  int64_t sparseStep = 1;
   if (fam == "qwen3_next") {
-    f.kind = FFNKind::MoE;
-    f.unsupported = "Qwen3-Next's sparse mixture of experts is not compiled "
-                    "yet";
+    moe.kind = FFNKind::MoE;
+    moe.numExperts =
+        r.optInt({"num_experts"}, 0, 1 << 20, 512).value_or(512);
+    moe.topK = r.optInt({"num_experts_per_tok"}, 1, 1 << 20, 10).value_or(10);
+    moe.normTopK = r.optBool({"norm_topk_prob"}, true).value_or(true);
+    moe.intermediate = r.optInt({"moe_intermediate_size"}, 1,
+                                kMaxIntermediate, 512)
+                           .value_or(512);
+    moe.sharedIntermediate =
+        r.optInt({"shared_expert_intermediate_size"}, 1, kMaxIntermediate,
+                 512)
+            .value_or(512);
+    sparseStep =
+        r.optInt({"decoder_sparse_step"}, 1, kMaxLayers, 1).value_or(1);
+    mlpOnly = r.optNumArray("mlp_only_layers").value_or(std::vector<double>{});
+    if (r.failed())
+      return false;
+    if (moe.numExperts > 0 && moe.topK > moe.numExperts) {
+      r.error("num_experts_per_tok")
+          << "num_experts_per_tok (" << moe.topK
+          << ") exceeds num_experts (" << moe.numExperts
+          << "); accepted: 1 to num_experts";
+      return false;
+    }
   }
-  f.placement = gemma ? FFNPlacement::PrePost : FFNPlacement::Pre;
+  f.placement = moe.placement = gemma ? FFNPlacement::PrePost
+                                      : FFNPlacement::Pre;
   for (LayerSpec &l : spec.layers) {
-    FFNSpec lf = f;
     std::string p = prefixOf(l.normW.weight, "input_layernorm.weight");
+    bool sparse = fam == "qwen3_next" && moe.numExperts > 0 &&
+                  (l.index + 1) % sparseStep == 0 &&
+                  !llvm::is_contained(mlpOnly, double(l.index));
+    if (sparse) {
+      FFNSpec lf = moe;
+      std::string m = p + "mlp.";
+      lf.norm.weight = p + "post_attention_layernorm.weight";
+      lf.router.weight = m + "gate.weight";
+      lf.gate.weight = m + "experts.{e}.gate_proj.weight";
+      lf.up.weight = m + "experts.{e}.up_proj.weight";
+      lf.down.weight = m + "experts.{e}.down_proj.weight";
+      lf.sharedGate.weight = m + "shared_expert.gate_proj.weight";
+      lf.sharedUp.weight = m + "shared_expert.up_proj.weight";
+      lf.sharedDown.weight = m + "shared_expert.down_proj.weight";
+      lf.sharedExpertGate.weight = m + "shared_expert_gate.weight";
+      l.ffn = lf;
+      continue;
+    }
+    FFNSpec lf = f;
     if (gemma) {
       lf.norm.weight = p + "pre_feedforward_layernorm.weight";
       lf.postNorm.weight = p + "post_feedforward_layernorm.weight";

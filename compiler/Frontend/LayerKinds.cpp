@@ -105,6 +105,18 @@ std::vector<WeightArg> mlir::attn::ffnWeights(const ModelSpec &spec,
   int64_t h = spec.hiddenSize, n = f.intermediate;
   w.add("ffn_norm_weight", {h}, f.norm.weight);
   w.add("ffn_norm_bias", {h}, f.norm.bias);
+  if (f.kind == FFNKind::MoE) {
+    int64_t e = f.numExperts, s = f.sharedIntermediate;
+    w.add("ffn_router_weight", {e, h}, f.router.weight);
+    w.add("ffn_experts_gate_weight", {e, n, h}, f.gate.weight);
+    w.add("ffn_experts_up_weight", {e, n, h}, f.up.weight);
+    w.add("ffn_experts_down_weight", {e, h, n}, f.down.weight);
+    w.add("ffn_shared_gate_weight", {s, h}, f.sharedGate.weight);
+    w.add("ffn_shared_up_weight", {s, h}, f.sharedUp.weight);
+    w.add("ffn_shared_down_weight", {h, s}, f.sharedDown.weight);
+    w.add("ffn_shared_expert_gate_weight", {1, h}, f.sharedExpertGate.weight);
+    return w.w;
+  }
   w.linear("ffn_gate_up", f.gateUp, 2 * n, h);
   w.linear("ffn_gate", f.gate, n, h);
   w.linear("ffn_up", f.up, n, h);
@@ -170,7 +182,8 @@ std::string kindKey(const ModelSpec &spec, const LayerSpec &l) {
   const FFNSpec &f = l.ffn;
   os << '|' << int(f.kind) << f.activation << '|' << f.intermediate << '|'
      << int(f.placement) << f.transposedWeights << '|' << f.unsupported
-     << '|';
+     << '|' << f.numExperts << ',' << f.topK << ',' << f.normTopK << ','
+     << f.sharedIntermediate << '|';
   for (const WeightArg &w : ffnWeights(spec, l))
     os << w.role << ',';
   return os.str();

@@ -108,6 +108,12 @@ struct FFNSpec {
   /// Dense: up (the first layer: c_fc, fc1, wi...) and down, with biases.
   Proj gate, up, down, gateUp;
   Proj norm, postNorm;
+  /// MoE: the router [experts, hidden]; gate/up/down name each expert's
+  /// tensors with "{e}" for its number (stacked [experts, ., .]); the
+  /// shared expert's gated network and its sigmoid gate [1, hidden].
+  int64_t numExperts = 0, topK = 0, sharedIntermediate = 0;
+  bool normTopK = false;
+  Proj router, sharedGate, sharedUp, sharedDown, sharedExpertGate;
   /// Why the layer's feed-forward network is not compiled (empty: it is).
   std::string unsupported;
 };

@@ -298,10 +298,29 @@ static Value lowerOp(MoEOp op, GenericBuilder &g) {
   if (r == 1)
     return tensor::CollapseShapeOp::create(b, loc, xTy, out, re);
   if (r > 2) {
-    SmallVector<OpFoldResult> shape;
+    // Back to x's shape by a copy: tensor.expand_shape of the loop's result
+    // with dynamic leading dims crashes memref's expand-strided-metadata
+    // after bufferization (LLVM 22).
+    SmallVector<Value> dynSizes;
     for (int64_t i = 0; i < r; ++i)
-      shape.push_back(g.dim(x, i));
-    out = tensor::ExpandShapeOp::create(b, loc, xTy, out, re, shape);
+      if (xTy.isDynamicDim(i))
+        dynSizes.push_back(tensor::DimOp::create(b, loc, x, i));
+    SmallVector<Value> dims;
+    for (int64_t i = 0; i < r - 1; ++i)
+      dims.push_back(getValueOrCreateConstantIndexOp(b, loc, g.dim(x, i)));
+    Value flat = out;
+    out = tensor::GenerateOp::create(
+        b, loc, xTy, dynSizes, [&](OpBuilder &nb, Location l, ValueRange iv) {
+          // token = ((i0 * d1) + i1) * d2 + ... over the leading dims
+          Value t = iv[0];
+          for (int64_t i = 1; i < r - 1; ++i) {
+            Value scaled = arith::MulIOp::create(nb, l, t, dims[i]);
+            t = arith::AddIOp::create(nb, l, scaled, iv[i]);
+          }
+          Value v = tensor::ExtractOp::create(nb, l, flat,
+                                              ValueRange{t, iv[r - 1]});
+          tensor::YieldOp::create(nb, l, v);
+        });
   }
   return out;
 }

@@ -41,7 +41,7 @@ public:
                                       {ptr, i64, i64, i64, i64, i32, i64, i64,
                                        ptr, i64, ptr, ptr, ptr, ptr, i64, f64,
                                        f64, f64, i32, ptr, i64, ptr, i32,
-                                       ptr, i64, i32, ptr, i64, ptr},
+                                       ptr, i64, i32, ptr, i64, ptr, ptr},
                                       "attn_rt_kind");
     modelTy = llvm::StructType::create(
         ctx, {i32, ptr, i64, ptr, ptr, i64, i64, ptr, i32, ptr},
@@ -120,7 +120,8 @@ bool TableBuilder::checkLayout(std::string &error) const {
         offsetof(attn_rt_kind, tensor_parallel),
         offsetof(attn_rt_kind, block_inputs), offsetof(attn_rt_kind, layer),
         offsetof(attn_rt_kind, num_layer_weights),
-        offsetof(attn_rt_kind, layer_note)}},
+        offsetof(attn_rt_kind, layer_note),
+        offsetof(attn_rt_kind, linear_layer)}},
       {modelTy,
        sizeof(attn_rt_model),
        {offsetof(attn_rt_model, abi_version), offsetof(attn_rt_model, family),
@@ -232,7 +233,8 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
         blockInputs |= ATTN_RT_BLOCK_KEY_LENGTHS;
     }
     std::vector<WeightArg> ws;
-    llvm::Constant *layer = t.null(), *layerNote = t.null();
+    llvm::Constant *layer = t.null(), *layerNote = t.null(),
+                   *linearLayer = t.null();
     size_t numBlockWeights = 0;
     if (blocks) {
       ws = layerWeights(spec, l);
@@ -269,9 +271,10 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
       (kind.isLinear() ? linearBlock : block) = blockFn;
       if (hasFeedForward(l)) {
         llvm::append_range(ws, ffnWeights(spec, l));
-        layer = thunk("_layer", ws.size());
-        if (!layer)
+        llvm::Constant *layerFn = thunk("_layer", ws.size());
+        if (!layerFn)
           return false;
+        (kind.isLinear() ? linearLayer : layer) = layerFn;
       } else if (!l.ffn.unsupported.empty()) {
         layerNote = t.string(l.ffn.unsupported);
       }
@@ -313,7 +316,7 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
                                                   : ATTN_RT_KV_F32),
          pagedPart, t.c64(spec.tensorParallel),
          t.c32(blocks ? blockInputs : 0), layer, t.c64(ws.size()),
-         layerNote}));
+         layerNote, linearLayer}));
   }
 
   llvm::Constant *kindArray = t.global(

@@ -60,6 +60,9 @@ import tempfile
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(__file__))
+import qwen3_next_block_ref as qnb  # noqa: E402
+
 ROPE_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "qwen3_next",
                  "gemma2", "gemma3", "phi3")
 
@@ -115,8 +118,13 @@ def rope_layer(cfg, fam, L):
     elif window is None and fam in ("gemma2", "gemma3", "mistral"):
         window = 4096
     t = types[L]
-    assert t != "linear_attention", "layer_ref covers softmax layers"
     gemma = fam in ("gemma2", "gemma3")
+    if t == "linear_attention":
+        # Qwen3NextGatedDeltaNet: qwen3_next_block_ref.linear_layer.
+        return dict(H=H, linear=True, pre=prefix.replace("{i}", str(L)),
+                    eps=c.get("rms_norm_eps", 1e-6), norm="rms1",
+                    norm_w=prefix.replace("{i}", str(L))
+                    + "input_layernorm.weight", cross=False, causal=True)
     pre = prefix.replace("{i}", str(L))
     a = pre + "self_attn."
     theta = c.get("rope_theta", 1e6 if fam == "gemma3" else 10000.0)
@@ -304,9 +312,26 @@ def ffn_desc(cfg, desc, L):
         inter = c.get("intermediate_size", {
             "llama": 11008, "mistral": 14336, "qwen2": 22016,
             "qwen3": 22016, "gemma2": 9216, "gemma3": 9216,
-            "phi3": 8192}[fam])
+            "phi3": 8192, "qwen3_next": 5632}[fam])
         act = ACT[c.get("hidden_activation", "gelu_pytorch_tanh") if gemma
                   else c.get("hidden_act", "silu")]
+        sparse = (fam == "qwen3_next" and c.get("num_experts", 512) > 0
+                  and (L + 1) % c.get("decoder_sparse_step", 1) == 0
+                  and L not in c.get("mlp_only_layers", []))
+        if sparse:  # Qwen3NextSparseMoeBlock
+            m = pre + "mlp."
+            return dict(kind="moe", act=act, norm="rms1", placement="pre",
+                        norm_w=pre + "post_attention_layernorm.weight",
+                        experts=c.get("num_experts", 512),
+                        top_k=c.get("num_experts_per_tok", 10),
+                        norm_topk=c.get("norm_topk_prob", True),
+                        inter=c.get("moe_intermediate_size", 512),
+                        shared_inter=c.get("shared_expert_intermediate_size",
+                                           512),
+                        router=m + "gate.weight",
+                        expert=m + "experts.{e}.{p}_proj.weight",
+                        shared=m + "shared_expert.{p}_proj.weight",
+                        shared_gate=m + "shared_expert_gate.weight")
         f = dict(kind="gated", inter=inter, act=act, norm=desc["norm"],
                  placement="prepost" if gemma else "pre",
                  down=dict(w=pre + "mlp.down_proj.weight"))
@@ -408,6 +433,19 @@ def make_ffn_weights(desc, f, rng):
         t[f["norm_b"]] = vec(H)
     if f.get("post_norm_w"):
         t[f["post_norm_w"]] = vec(H)
+    if f["kind"] == "moe":
+        t[f["router"]] = mat(f["experts"], H)
+        for e in range(f["experts"]):
+            name = f["expert"].replace("{e}", str(e))
+            t[name.replace("{p}", "gate")] = mat(n, H)
+            t[name.replace("{p}", "up")] = mat(n, H)
+            t[name.replace("{p}", "down")] = mat(H, n)
+        si = f["shared_inter"]
+        t[f["shared"].replace("{p}", "gate")] = mat(si, H)
+        t[f["shared"].replace("{p}", "up")] = mat(si, H)
+        t[f["shared"].replace("{p}", "down")] = mat(H, si)
+        t[f["shared_gate"]] = mat(1, H)
+        return t
     for role, o, i in (("gate", n, H), ("up", n, H), ("gate_up", 2 * n, H),
                        ("down", H, n)):
         if role in f:
@@ -429,6 +467,41 @@ def activation(x, act):
                                     * (x + 0.044715 * x ** 3)))
 
 
+ROUTING = []  # tokens per expert, one list per MoE layer run
+
+
+def moe(f, t, h):
+    """transformers' Qwen3NextSparseMoeBlock: softmax router, top-k (the
+    first expert on ties), norm_topk_prob, each expert a SwiGLU network,
+    the shared expert scaled by sigmoid(shared_expert_gate(x))."""
+    tok = h.reshape(-1, h.shape[-1])
+    logits = tok @ t[f["router"]].T
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    out = np.zeros_like(tok)
+    counts = [0] * f["experts"]
+    ROUTING.append(counts)
+    swiglu = lambda v, name: (activation(v @ t[name.replace("{p}", "gate")].T,
+                                         f["act"])
+                              * (v @ t[name.replace("{p}", "up")].T)) @ \
+        t[name.replace("{p}", "down")].T
+    for i in range(tok.shape[0]):
+        q = p[i].copy()
+        picks = []
+        for _ in range(f["top_k"]):
+            e = int(np.argmax(q))
+            picks.append((e, p[i, e]))
+            counts[e] += 1
+            q[e] = -np.inf
+        total = sum(w for _, w in picks) if f["norm_topk"] else 1.0
+        for e, w in picks:
+            out[i] += w / total * swiglu(tok[i],
+                                         f["expert"].replace("{e}", str(e)))
+    shared = swiglu(tok, f["shared"])
+    out += shared / (1.0 + np.exp(-(tok @ t[f["shared_gate"]].T)))
+    return out.reshape(h.shape)
+
+
 def ffn(desc, f, t, x, h_attn, r):
     """The layer's output from the attention block's output r (x: the
     layer's input, h_attn: the attention's normed input)."""
@@ -447,7 +520,9 @@ def ffn(desc, f, t, x, h_attn, r):
         y = inp @ w if p.get("conv1d") else inp @ w.T
         return y + (t[p["b"]] if p.get("b") else 0.0)
 
-    if f["kind"] == "gated":
+    if f["kind"] == "moe":
+        y = moe(f, t, h)
+    elif f["kind"] == "gated":
         if "gate_up" in f:
             gu = lin(h, f["gate_up"])
             g, u = gu[..., : f["inter"]], gu[..., f["inter"]:]
@@ -714,6 +789,9 @@ def main():
     p.add_argument("--tol", type=float, default=1e-5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--keep", help="also write the weights file here")
+    p.add_argument("--degenerate-routing", action="store_true",
+                   help="MoE: the first top_k experts take every token, "
+                        "the others none")
     a = p.parse_args()
     with open(a.config) as f:
         cfg = json.load(f)
@@ -728,12 +806,28 @@ def main():
     for L in layers:
         desc = layer_desc(cfg, L)
         f = ffn_desc(cfg, desc, L) if a.mode != "block" else None
-        t.update(make_weights(desc, rng))
+        if desc.get("linear"):
+            lt, _ = qnb.weights(cfg, L, True, rng)
+            t.update({k: v.astype(np.float64) for k, v in lt.items()})
+        else:
+            t.update(make_weights(desc, rng))
         if f:
             t.update(make_ffn_weights(desc, f, rng))
+            if a.degenerate_routing and f["kind"] == "moe":
+                # Only feature 0 survives the (1 + w) norm; x's feature 0
+                # is large and positive, so every token's router logits are
+                # h0 * router[:, 0]: the same order for all.
+                w = np.full(desc["H"], -1.0)
+                w[0] = 0.0
+                t[f["norm_w"]] = w
+                col = -10.0 - np.arange(f["experts"], dtype=np.float64)
+                col[: f["top_k"]] = 10.0 - np.arange(f["top_k"])
+                t[f["router"]][:, 0] = col
         steps.append((desc, f))
     H = steps[0][0]["H"]
     x = rng.standard_normal((a.batch, a.seq, H)).astype(np.float32)
+    if a.degenerate_routing:
+        x[..., 0] = 100.0
     cross = any(d["cross"] for d, _ in steps)
     mem = (rng.standard_normal((a.batch, a.mem_seq, H)).astype(np.float32)
            if cross else None)
@@ -763,7 +857,13 @@ def main():
     m64 = None if mem is None else mem.astype(np.float64)
     for desc, f in steps:
         own = lens if desc["cross"] or not desc["causal"] else [h.shape[1]] * a.batch
-        if f:
+        if desc.get("linear"):
+            hk, hv, dk, dv, K = qnb.linear_dims(cfg)
+            conv0 = np.zeros((a.batch, 2 * hk * dk + hv * dv, K - 1))
+            state0 = np.zeros((a.batch, hv, dk, dv))
+            r = qnb.linear_layer(cfg, stored, desc["pre"], h, conv0, state0)[0]
+            h = ffn(desc, f, stored, h, None, r) if f else r
+        elif f:
             r, normed = block(desc, stored, h, m64, own, with_normed=True)
             h = ffn(desc, f, stored, h, normed, r)
         else:
@@ -776,6 +876,8 @@ def main():
             else f"layer {layers[0]}")
     print(f"{'ok' if ok else 'FAIL'} {cfg['model_type']} {span} {a.mode} "
           f"max_rel_err={rel:.3e} shape={list(out.shape)}")
+    for counts in ROUTING:
+        print(f"tokens per expert: {counts}")
     return 0 if ok else 1
 
 
