@@ -261,8 +261,12 @@ static Value lowerOp(MoEOp op, GenericBuilder &g) {
                                                 ValueRange{tok, ij[1]});
             tensor::YieldOp::create(nb, l, v);
           });
-      Value ye = gatedNetwork(g, xs, weightOf(gateW, e), weightOf(upW, e),
-                              weightOf(downW, e), act);
+      // One statement per created op: the IR must not depend on the host
+      // compiler's order of argument evaluation.
+      Value eGate = weightOf(gateW, e);
+      Value eUp = weightOf(upW, e);
+      Value eDown = weightOf(downW, e);
+      Value ye = gatedNetwork(g, xs, eGate, eUp, eDown, act);
       // Each row back to its token, scaled by its routing weight.
       auto scatter = scf::ForOp::create(b, loc, c0, n, c1, ValueRange{accIn});
       fillLoop(b, scatter, [&](Value i, ValueRange it) -> SmallVector<Value> {
