@@ -21,12 +21,55 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/Pipelines/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 using namespace mlir::attn;
+
+namespace {
+
+/// Names the constant globals bufferization creates (`__constant_*`) by
+/// their first use in module order, and places them in that order. One-Shot
+/// Module Bufferize visits functions that do not call each other in the
+/// iteration order of a pointer-keyed map, so two constants of one type
+/// (Gemma 3's local and global RoPE frequencies) got their names and places
+/// in an order that changed from run to run and between host compilers.
+struct NameConstantGlobalsPass
+    : PassWrapper<NameConstantGlobalsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(NameConstantGlobalsPass)
+  StringRef getArgument() const override {
+    return "attn-name-constant-globals";
+  }
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable table(module);
+    SmallVector<memref::GlobalOp> order;
+    llvm::DenseSet<Operation *> seen;
+    module.walk([&](memref::GetGlobalOp get) {
+      auto global = table.lookup<memref::GlobalOp>(get.getName());
+      if (global && global.getSymName().starts_with("__constant_") &&
+          seen.insert(global).second)
+        order.push_back(global);
+    });
+    // Temporary names first: a final name may be another's current one.
+    for (auto [i, global] : llvm::enumerate(order))
+      if (failed(table.rename(global, "__attn_renaming_" + std::to_string(i))))
+        return signalPassFailure();
+    for (auto [i, global] : llvm::enumerate(order))
+      if (failed(table.rename(global, "__constant_" + std::to_string(i))))
+        return signalPassFailure();
+    for (memref::GlobalOp global : llvm::reverse(order))
+      global->moveBefore(&module.getBody()->front());
+  }
+};
+
+} // namespace
 
 LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
                                             const PipelineOptions &options,
@@ -78,6 +121,7 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   // tensor.empty becomes that buffer instead of a fresh allocation.
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(std::make_unique<NameConstantGlobalsPass>());
   // The tiles kept for the micro-kernel, now on buffers, become vector code
   // (its scratch allocations are freed by the deallocation below).
   if (options.vectorLanes > 0) {
@@ -154,6 +198,7 @@ LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(std::make_unique<NameConstantGlobalsPass>());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // Constants and dims into the launch, so the kernel has few arguments.
