@@ -62,6 +62,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 import qwen3_next_block_ref as qnb  # noqa: E402
+from block_ref import rope  # noqa: E402
 
 ROPE_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "qwen3_next",
                  "gemma2", "gemma3", "phi3")
@@ -587,18 +588,6 @@ def norm(x, kind, w, b, eps):
         return (x - mu) / np.sqrt(var + eps) * w + b
     x = x / np.sqrt((x * x).mean(-1, keepdims=True) + eps)
     return x * ((1.0 + w) if kind == "rms1" else w)
-
-
-def rope(x, theta, rd):
-    s = x.shape[2]
-    inv = 1.0 / theta ** (np.arange(0, rd, 2) / rd)
-    ang = np.arange(s)[:, None] * inv[None, :]
-    cos = np.concatenate([np.cos(ang), np.cos(ang)], -1)
-    sin = np.concatenate([np.sin(ang), np.sin(ang)], -1)
-    xr, xp = x[..., :rd], x[..., rd:]
-    x1, x2 = xr[..., : rd // 2], xr[..., rd // 2:]
-    rot = np.concatenate([-x2, x1], -1)
-    return np.concatenate([xr * cos + rot * sin, xp], -1)
 
 
 def t5_bucket(rel, bidirectional, num_buckets, max_distance):
