@@ -43,7 +43,7 @@ def ConvertAttnToLinalgPass : Pass<"convert-attn-to-linalg", "func::FuncOp"> {
 }
 
 def CPUMicroKernelPass : Pass<"attn-cpu-micro-kernel", "ModuleOp"> {
-  let summary = "Lower attn.online_attention on buffers to register-tiled vector code";
+  let summary = "Lower attn.online_attention and f32 linalg.matmul on buffers to register-tiled vector code";
   let description = [{
     Runs after bufferization, on the buffer form of `attn.online_attention`
     (memref operands, no results: the state buffers are updated in place).
@@ -71,6 +71,16 @@ def CPUMicroKernelPass : Pass<"attn-cpu-micro-kernel", "ModuleOp"> {
     func.call @f_tile(%q, %k, %v, %acc, %max, %sum, %qp, %kp, %kt, %p, %a)
     // with @f_tile holding the Kᵀ pack, vector.fma tiles and reductions.
     ```
+
+    It also lowers each buffer-form f32 `linalg.matmul` with the default
+    maps (B [K, N]) or the transpose-B maps (B [N, K], nn.Linear weights),
+    and operands with a contiguous innermost dim — the projections and
+    feed-forward GEMMs — to a call of `@<caller>_gemm(A, B, C)`: an
+    `scf.parallel` over panels of 4·W columns (2·W with AVX2/SSE), a
+    [128, 4·W] pack of B [N, K] (W×W transposes, the next block
+    prefetched), 4×4 register tiles of vector.fma, and dot products along
+    K instead of the pack below 8 rows of B [N, K] (decode).
+    Other matmuls are left for convert-linalg-to-loops.
   }];
   let options = [
     Option<"lanes", "lanes", "int64_t", /*default=*/"16",

@@ -18,7 +18,13 @@
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Dialect/GPU/Pipelines/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -46,6 +52,9 @@ struct NameConstantGlobalsPass
   StringRef getArgument() const override {
     return "attn-name-constant-globals";
   }
+  StringRef getDescription() const override {
+    return "Name bufferization's constant globals by first use, in that order";
+  }
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable table(module);
@@ -66,6 +75,107 @@ struct NameConstantGlobalsPass
         return signalPassFailure();
     for (memref::GlobalOp global : llvm::reverse(order))
       global->moveBefore(&module.getBody()->front());
+  }
+};
+
+/// linalg-fuse-elementwise-ops with the matmuls left whole: upstream's pass
+/// would push the tokens' expand_shape into each projection's matmul (a
+/// rank-4 linalg.generic no GEMM kernel recognizes) and may fuse a norm
+/// into it (recomputed for every output feature). Elementwise ops still
+/// fuse with each other and with the tiles' ops.
+struct FuseElementwiseKeepMatmulsPass
+    : PassWrapper<FuseElementwiseKeepMatmulsPass,
+                  OperationPass<func::FuncOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FuseElementwiseKeepMatmulsPass)
+  StringRef getArgument() const override {
+    return "attn-fuse-elementwise-keep-matmuls";
+  }
+  StringRef getDescription() const override {
+    return "linalg-fuse-elementwise-ops that leaves linalg.matmul whole";
+  }
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    linalg::ControlFusionFn control = [](OpOperand *fused) {
+      Operation *producer = fused->get().getDefiningOp();
+      if (!producer || !producer->hasOneUse())
+        return false;
+      return !isa<linalg::MatmulOp>(producer) &&
+             !isa<linalg::MatmulOp>(fused->getOwner());
+    };
+    RewritePatternSet patterns(ctx);
+    linalg::populateElementwiseOpsFusionPatterns(patterns, control);
+    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, control);
+    linalg::GenericOp::getCanonicalizationPatterns(patterns, ctx);
+    tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, ctx);
+    tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, ctx);
+    ctx->getLoadedDialect<linalg::LinalgDialect>()->getCanonicalizationPatterns(
+        patterns);
+    GreedyRewriteConfig config;
+    config.setUseTopDownTraversal(true);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
+                                     config)))
+      return signalPassFailure();
+  }
+};
+
+/// Rewrites each memref.expand_shape as a memref.reinterpret_cast of its
+/// source's base buffer: LLVM 22's expand-strided-metadata crashes on an
+/// expand_shape whose group has two dynamic sizes ([B·S, n] -> [B, S, n],
+/// how the projections' rows go back to tokens). Each group's innermost dim
+/// keeps the source dim's stride; each outer one is the next one's times its
+/// size.
+struct ExpandShapeToReinterpretCastPass
+    : PassWrapper<ExpandShapeToReinterpretCastPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ExpandShapeToReinterpretCastPass)
+  StringRef getArgument() const override {
+    return "attn-expand-shape-to-reinterpret-cast";
+  }
+  StringRef getDescription() const override {
+    return "memref.expand_shape as memref.reinterpret_cast (LLVM 22's expand-strided-metadata crashes on two dynamic sizes in a group)";
+  }
+  void runOnOperation() override {
+    SmallVector<memref::ExpandShapeOp> ops;
+    getOperation().walk([&](memref::ExpandShapeOp op) { ops.push_back(op); });
+    for (memref::ExpandShapeOp op : ops) {
+      OpBuilder b(op);
+      Location loc = op.getLoc();
+      MemRefType srcTy = op.getSrcType();
+      SmallVector<int64_t> srcStrides;
+      int64_t srcOffset;
+      if (failed(srcTy.getStridesAndOffset(srcStrides, srcOffset)))
+        continue; // not strided: left to expand-strided-metadata
+      auto md = memref::ExtractStridedMetadataOp::create(b, loc, op.getSrc());
+      auto known = [&](int64_t v, Value dynamic) -> OpFoldResult {
+        if (ShapedType::isDynamic(v))
+          return dynamic;
+        return b.getIndexAttr(v);
+      };
+      SmallVector<OpFoldResult> sizes = op.getMixedOutputShape();
+      SmallVector<OpFoldResult> strides(sizes.size());
+      for (auto [g, group] : llvm::enumerate(op.getReassociationIndices())) {
+        OpFoldResult stride = known(srcStrides[g], md.getStrides()[g]);
+        for (int64_t i = int64_t(group.size()) - 1; i >= 0; --i) {
+          strides[group[i]] = stride;
+          if (i == 0)
+            break;
+          std::optional<int64_t> cs = getConstantIntValue(stride);
+          std::optional<int64_t> cn = getConstantIntValue(sizes[group[i]]);
+          if (cs && cn) {
+            stride = b.getIndexAttr(*cs * *cn);
+            continue;
+          }
+          Value lhs = getValueOrCreateConstantIndexOp(b, loc, stride);
+          Value rhs = getValueOrCreateConstantIndexOp(b, loc, sizes[group[i]]);
+          stride = arith::MulIOp::create(b, loc, lhs, rhs).getResult();
+        }
+      }
+      OpFoldResult offset = known(srcOffset, md.getOffset());
+      auto cast = memref::ReinterpretCastOp::create(
+          b, loc, op.getResultType(), md.getBaseBuffer(), offset, sizes,
+          strides);
+      op.replaceAllUsesWith(cast.getResult());
+      op.erase();
+    }
   }
 };
 
@@ -107,7 +217,8 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createConvertAttnToLinalgPass(toLinalg));
   // Fold the elementwise steps (scale, mask, exp, rescale) into their
   // producers and consumers: fewer passes over each tile, fewer buffers.
-  pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
+  pm.addNestedPass<func::FuncOp>(
+      std::make_unique<FuseElementwiseKeepMatmulsPass>());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   if (stop == PipelineStage::Linalg)
@@ -135,11 +246,15 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  // The clones deallocation adds (a public function returning a buffer
+  // that aliases an argument) as allocation and copy.
+  pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createConvertSCFToOpenMPPass());
   pm.addNestedPass<func::FuncOp>(createDynamicScheduleLoopsPass());
   pm.addNestedPass<func::FuncOp>(createApproximateMathPass());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(std::make_unique<ExpandShapeToReinterpretCastPass>());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   ConvertVectorToLLVMPassOptions toLLVM;
@@ -150,7 +265,9 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
       options.vectorLanes == 16 ? vector::VectorTransposeLowering::Shuffle16x16
                                 : vector::VectorTransposeLowering::Shuffle1D;
   pm.addPass(createConvertVectorToLLVMPass(toLLVM));
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  memrefToLLVM.useGenericFunctions = options.runtimeAlloc;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
@@ -222,6 +339,11 @@ LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
 }
 
 void mlir::attn::registerAttnPipelines() {
+  // The pipelines' own passes, by name for attn-opt (a stage replays pass
+  // by pass: test/Driver/replay.test).
+  PassRegistration<NameConstantGlobalsPass>();
+  PassRegistration<FuseElementwiseKeepMatmulsPass>();
+  PassRegistration<ExpandShapeToReinterpretCastPass>();
   PassPipelineRegistration<PipelineOptions>(
       "attn-pipeline",
       "The attn compiler's pipeline: fuse, keep a reference, tile "

@@ -62,6 +62,14 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                      "default), 8 (AVX2), 4 (SSE); 0 lowers the tiles "
                      "through linalg instead"),
       llvm::cl::init(16)};
+  Option<bool> runtimeAlloc{
+      *this, "runtime-alloc",
+      llvm::cl::desc("Heap buffers through the runtime's "
+                     "_mlir_memref_to_llvm_alloc/_free (it keeps large "
+                     "freed buffers for the next call: no page faults per "
+                     "call) instead of malloc/free; set by attn-compile "
+                     "for what it links with the runtime"),
+      llvm::cl::init(false)};
 };
 
 /// Adds the passes from graph-level attn IR up to `options.stopAfter`.

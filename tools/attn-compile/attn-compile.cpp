@@ -494,6 +494,8 @@ int compileCPU(MLIRContext &context, const attn::ModelSpec &spec,
   options.splitTarget = splitTarget;
   if (int64_t lanes = attn::cpuVectorLanes(cpu))
     options.vectorLanes = lanes;
+  // What is linked with the runtime allocates through it.
+  options.runtimeAlloc = building;
   if (!runPipeline(context, module, options, attn::buildAttnPipeline))
     return 1;
   llvm::raw_string_ostream os(out.text);

@@ -21,39 +21,39 @@ namespace to_linalg {
 // Found by argument-dependent lookup from LowerToLinalg<OpT>.
 
 /// y[lead, o] = sum_i x[lead, i] * W[o, i] (+ b[o]) (W[i, o] when
-/// `transposed`); loops (lead, o, i).
+/// `transposed`): one linalg.matmul over x's rows (the leading dims
+/// collapsed), transpose-B maps for W [out, in], into the bias broadcast
+/// (or zeros). A named op, so that elementwise fusion leaves it whole (a
+/// norm fused into it would be recomputed for every output feature) and the
+/// CPU pipeline gives it the GEMM kernel.
 Value linearOf(GenericBuilder &g, Value x, Value weight, Value bias,
                bool transposed) {
   OpBuilder &ob = g.b;
-  int64_t r = cast<RankedTensorType>(x.getType()).getRank();
-  SmallVector<OpFoldResult> sizes;
-  SmallVector<AffineExpr> lead;
-  for (int64_t i = 0; i < r - 1; ++i) {
-    sizes.push_back(g.dim(x, i));
-    lead.push_back(g.d(i));
-  }
-  sizes.push_back(g.dim(weight, transposed ? 1 : 0));
-  AffineExpr o = g.d(r - 1), in = g.d(r);
+  SmallVector<ReassociationIndices> re;
+  Value rows = asRows(g, x, re);
+  OpFoldResult count = g.dim(rows, 0);
+  OpFoldResult out = g.dim(weight, transposed ? 1 : 0);
+  SmallVector<OpFoldResult> sizes = {count, out};
   Value init = g.fill(sizes, 0.0);
   if (bias) {
-    AffineMap id = AffineMap::getMultiDimIdentityMap(r, ob.getContext());
-    init = g.generic({bias}, init, {g.map(r, {g.d(r - 1)}), id},
-                     SmallVector<IteratorType>(r, kPar),
+    AffineMap id = AffineMap::getMultiDimIdentityMap(2, ob.getContext());
+    init = g.generic({bias}, init, {g.map(2, {g.d(1)}), id}, {kPar, kPar},
                      [&](OpBuilder &, Location, ValueRange a) {
                        return a[0];
                      });
   }
-  SmallVector<AffineExpr> xE(lead), yE(lead);
-  xE.push_back(in);
-  yE.push_back(o);
-  AffineMap wMap = transposed ? g.map(r + 1, {in, o}) : g.map(r + 1, {o, in});
-  SmallVector<IteratorType> it(r, kPar);
-  it.push_back(kRed);
-  return g.generic({x, weight}, init,
-                   {g.map(r + 1, xE), wMap, g.map(r + 1, yE)}, it,
-                   [&](OpBuilder &b, Location l, ValueRange a) {
-                     return fma(b, l, a[0], a[1], a[2]);
-                   });
+  Type resTy = init.getType();
+  Value y = transposed
+                ? linalg::MatmulOp::create(ob, g.loc, TypeRange{resTy},
+                                           ValueRange{rows, weight},
+                                           ValueRange{init})
+                      .getResult(0)
+                : linalg::MatmulTransposeBOp::create(ob, g.loc,
+                                                     TypeRange{resTy},
+                                                     ValueRange{rows, weight},
+                                                     ValueRange{init})
+                      .getResult(0);
+  return fromRows(g, y, x, re);
 }
 
 static Value lowerOp(LinearOp lin, GenericBuilder &g) {

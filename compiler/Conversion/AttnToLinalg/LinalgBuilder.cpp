@@ -198,6 +198,48 @@ AffineMap rowMap(GenericBuilder &g, int64_t r) {
   return g.map(r, rowE);
 }
 
+Value asRows(GenericBuilder &g, Value x,
+             SmallVector<ReassociationIndices> &re) {
+  auto xTy = cast<RankedTensorType>(x.getType());
+  int64_t r = xTy.getRank();
+  re.clear();
+  if (r == 2)
+    return x;
+  if (r == 1) {
+    re = {{0, 1}};
+    OpFoldResult n = g.dim(x, 0);
+    auto t = RankedTensorType::get({1, xTy.getDimSize(0)},
+                                   xTy.getElementType());
+    return tensor::ExpandShapeOp::create(
+        g.b, g.loc, t, x, re,
+        SmallVector<OpFoldResult>{g.b.getIndexAttr(1), n});
+  }
+  ReassociationIndices lead;
+  for (int64_t i = 0; i < r - 1; ++i)
+    lead.push_back(i);
+  re = {lead, {r - 1}};
+  return tensor::CollapseShapeOp::create(g.b, g.loc, x, re);
+}
+
+Value fromRows(GenericBuilder &g, Value rows, Value like,
+               ArrayRef<ReassociationIndices> re) {
+  if (re.empty())
+    return rows;
+  auto likeTy = cast<RankedTensorType>(like.getType());
+  auto rowsTy = cast<RankedTensorType>(rows.getType());
+  int64_t r = likeTy.getRank();
+  SmallVector<int64_t> shape(likeTy.getShape().drop_back());
+  shape.push_back(rowsTy.getDimSize(1));
+  auto t = RankedTensorType::get(shape, rowsTy.getElementType());
+  if (r == 1)
+    return tensor::CollapseShapeOp::create(g.b, g.loc, t, rows, re);
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0; i < r - 1; ++i)
+    sizes.push_back(g.dim(like, i));
+  sizes.push_back(g.dim(rows, 1));
+  return tensor::ExpandShapeOp::create(g.b, g.loc, t, rows, re, sizes);
+}
+
 } // namespace to_linalg
 } // namespace attn
 } // namespace mlir

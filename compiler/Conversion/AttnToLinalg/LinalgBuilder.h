@@ -180,6 +180,14 @@ inline Value castToType(OpBuilder &b, Location loc, Value v, Type type) {
   return tensor::CastOp::create(b, loc, type, v);
 }
 
+/// x [lead..., n] as rows [T, n] (the leading dims collapsed; a rank-1 x is
+/// one row); `re` receives the reassociation fromRows undoes (empty for a
+/// rank-2 x).
+Value asRows(GenericBuilder &g, Value x, SmallVector<ReassociationIndices> &re);
+/// `rows` [T, m] back to `like`'s leading dims: [lead..., m].
+Value fromRows(GenericBuilder &g, Value rows, Value like,
+               ArrayRef<ReassociationIndices> re);
+
 /// x·Wᵀ (+ b) over x's last dim (W [out, in], or [in, out] when
 /// `transposed`), as attn.linear lowers (GraphOps.cpp).
 Value linearOf(GenericBuilder &g, Value x, Value weight, Value bias,

@@ -66,25 +66,12 @@ static Value lowerOp(MoEOp op, GenericBuilder &g) {
   auto xTy = cast<RankedTensorType>(x.getType());
   Type elt = xTy.getElementType();
   Type idxTy = b.getIndexType(), i64 = b.getI64Type();
-  int64_t r = xTy.getRank();
   int64_t k = op.getTopK();
   Activation act = op.getActivation();
 
   // Tokens [T, H].
-  Value x2 = x;
   SmallVector<ReassociationIndices> re;
-  if (r == 1) {
-    re = {{0, 1}};
-    x2 = tensor::ExpandShapeOp::create(
-        b, loc, RankedTensorType::get({1, xTy.getDimSize(0)}, elt), x, re,
-        SmallVector<OpFoldResult>{b.getIndexAttr(1), g.dim(x, 0)});
-  } else if (r > 2) {
-    ReassociationIndices lead;
-    for (int64_t i = 0; i < r - 1; ++i)
-      lead.push_back(i);
-    re = {lead, {r - 1}};
-    x2 = tensor::CollapseShapeOp::create(b, loc, x, re);
-  }
+  Value x2 = asRows(g, x, re);
   OpFoldResult T = g.dim(x2, 0), H = g.dim(x2, 1);
   Value tokens = getValueOrCreateConstantIndexOp(b, loc, T);
   Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
@@ -201,7 +188,6 @@ static Value lowerOp(MoEOp op, GenericBuilder &g) {
     return tensor::ExtractSliceOp::create(b, loc, sliceTy, stacked, offsets,
                                           sizes, strides);
   };
-  auto idxVecTy = RankedTensorType::get({ShapedType::kDynamic}, idxTy);
   auto expertLoop = scf::ForOp::create(b, loc, c0, experts, c1, ValueRange{acc});
   fillLoop(b, expertLoop, [&](Value e, ValueRange iter) -> SmallVector<Value> {
     Value accIn = iter[0];
@@ -299,34 +285,7 @@ static Value lowerOp(MoEOp op, GenericBuilder &g) {
     return {ifOp.getResult(0)};
   });
   Value out = expertLoop.getResult(0);
-  if (r == 1)
-    return tensor::CollapseShapeOp::create(b, loc, xTy, out, re);
-  if (r > 2) {
-    // Back to x's shape by a copy: tensor.expand_shape of the loop's result
-    // with dynamic leading dims crashes memref's expand-strided-metadata
-    // after bufferization (LLVM 22).
-    SmallVector<Value> dynSizes;
-    for (int64_t i = 0; i < r; ++i)
-      if (xTy.isDynamicDim(i))
-        dynSizes.push_back(tensor::DimOp::create(b, loc, x, i));
-    SmallVector<Value> dims;
-    for (int64_t i = 0; i < r - 1; ++i)
-      dims.push_back(getValueOrCreateConstantIndexOp(b, loc, g.dim(x, i)));
-    Value flat = out;
-    out = tensor::GenerateOp::create(
-        b, loc, xTy, dynSizes, [&](OpBuilder &nb, Location l, ValueRange iv) {
-          // token = ((i0 * d1) + i1) * d2 + ... over the leading dims
-          Value t = iv[0];
-          for (int64_t i = 1; i < r - 1; ++i) {
-            Value scaled = arith::MulIOp::create(nb, l, t, dims[i]);
-            t = arith::AddIOp::create(nb, l, scaled, iv[i]);
-          }
-          Value v = tensor::ExtractOp::create(nb, l, flat,
-                                              ValueRange{t, iv[r - 1]});
-          tensor::YieldOp::create(nb, l, v);
-        });
-  }
-  return out;
+  return fromRows(g, out, x, re);
 }
 
 void populateMoEOpPatterns(RewritePatternSet &patterns) {

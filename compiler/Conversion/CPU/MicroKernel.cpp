@@ -176,19 +176,12 @@ struct Emitter {
       for (int64_t j0 = 0; j0 < chunk(); j0 += W) {
         Value dEnd = idx(d), wStep = idx(W);
         loop(zero, dEnd, wStep, [&](Value k0) {
-          Value block = arith::ConstantOp::create(
-              b, loc, square, DenseElementsAttr::get(square, f32Attr(0)));
-          for (int64_t i = 0; i < W; ++i) {
-            Value row = loadF32(k, ValueRange{add(n0, idx(j0 + i)), k0});
-            block = vector::InsertOp::create(b, loc, row, block, i);
-          }
-          Value t = vector::TransposeOp::create(b, loc, block,
-                                                ArrayRef<int64_t>{1, 0});
-          for (int64_t i = 0; i < W; ++i) {
-            Value col = vector::ExtractOp::create(b, loc, t, i);
-            vector::StoreOp::create(b, loc, col, Kt,
-                                    ValueRange{add(k0, idx(i)), idx(j0)});
-          }
+          storeTransposedBlock(
+              b, loc, square,
+              [&](int64_t i) {
+                return loadF32(k, ValueRange{add(n0, idx(j0 + i)), k0});
+              },
+              Kt, k0, idx(j0));
         });
       }
       b.setInsertionPointToStart(&ifOp.getElseRegion().front());
@@ -737,4 +730,25 @@ bool mlir::attn::microKernelHandles(Operation *op) {
       ShapedType::isDynamic(v.getShape().back()))
     return false;
   return true;
+}
+
+void mlir::attn::storeTransposedBlock(OpBuilder &b, Location loc,
+                                      VectorType square,
+                                      function_ref<Value(int64_t)> loadRow,
+                                      Value dst, Value row0, Value col0) {
+  int64_t w = square.getDimSize(0);
+  Value block = arith::ConstantOp::create(
+      b, loc, square, DenseElementsAttr::get(square, b.getF32FloatAttr(0)));
+  for (int64_t i = 0; i < w; ++i) {
+    Value row = loadRow(i);
+    block = vector::InsertOp::create(b, loc, row, block, i);
+  }
+  Value t =
+      vector::TransposeOp::create(b, loc, block, ArrayRef<int64_t>{1, 0});
+  for (int64_t i = 0; i < w; ++i) {
+    Value col = vector::ExtractOp::create(b, loc, t, i);
+    Value at = arith::ConstantIndexOp::create(b, loc, i);
+    Value row = arith::AddIOp::create(b, loc, row0, at);
+    vector::StoreOp::create(b, loc, col, dst, ValueRange{row, col0});
+  }
 }

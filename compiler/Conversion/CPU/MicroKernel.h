@@ -65,6 +65,24 @@ SmallVector<Value> allocateGatedDeltaScratch(OpBuilder &b, Location loc,
 void emitGatedDeltaKernel(OpBuilder &b, GatedDeltaChunkOp tile,
                           ValueRange scratch, int64_t lanes);
 
+/// True when the GEMM kernel (GemmKernel.cpp) handles `op`: a buffer-form
+/// f32 linalg.matmul with the default or the transpose-B maps and operands
+/// whose innermost dim is contiguous.
+bool gemmKernelHandles(Operation *op);
+
+/// Emits the GEMM kernel of `matmul` (gemmKernelHandles; its operands the
+/// ones the code reads and writes) at the builder's insertion point: a
+/// parallel loop over panels of columns; `matmul` is left for the caller
+/// to erase.
+void emitGemmKernel(OpBuilder &b, Operation *matmul, int64_t lanes);
+
+/// Stores the transpose of a `square` W×W f32 block whose row i is
+/// `loadRow(i)` at dst[row0 + i, col0 .. col0 + W) (column i of the block):
+/// the packs of the micro-kernel (Kᵀ) and the GEMM kernel (B [N, K]).
+void storeTransposedBlock(OpBuilder &b, Location loc, VectorType square,
+                          function_ref<Value(int64_t)> loadRow, Value dst,
+                          Value row0, Value col0);
+
 /// A unit attribute on a func.func: its LLVM function gets `noinline` (set
 /// by the CPU target before translation; FuncToLLVM keeps it discardable).
 /// The micro-kernel's tile functions carry it.

@@ -46,13 +46,17 @@ public:
   /// the micro-kernel cannot handle it.
   LogicalResult lower(OnlineAttentionOp oa);
   LogicalResult lower(GatedDeltaChunkOp chunk);
+  /// Replaces a buffer-form linalg.matmul (gemmKernelHandles) by a call of
+  /// its GEMM function.
+  void lowerMatmul(Operation *matmul);
 
 private:
   /// The tile function of ops like `op`, whose body `emit(b, clone,
   /// scratch)` builds from a clone of `op` on the function's arguments.
   func::FuncOp
   functionFor(Operation *op, TypeRange scratch,
-              function_ref<void(OpBuilder &, Operation *, ValueRange)> emit);
+              function_ref<void(OpBuilder &, Operation *, ValueRange)> emit,
+              StringRef suffix = "_tile");
   /// Moves the builder before the op's parallel iteration (where scratch is
   /// allocated once per iteration).
   static void beforeParallelIteration(OpBuilder &b, Operation *op);
@@ -67,13 +71,14 @@ private:
   llvm::StringMap<func::FuncOp> byKey;
 };
 
-/// `private @<caller>_tile(operands..., scratch...)` holding the
+/// `private @<caller><suffix>(operands..., scratch...)` holding the
 /// micro-kernel of ops like `op`: its own function so that LLVM compiles
 /// each tile once (not once per loop that runs it) and keeps functions small
 /// (compile time grows faster than their size); marked no-inline, internal.
 func::FuncOp TileFunctions::functionFor(
     Operation *op, TypeRange scratch,
-    function_ref<void(OpBuilder &, Operation *, ValueRange)> emit) {
+    function_ref<void(OpBuilder &, Operation *, ValueRange)> emit,
+    StringRef suffix) {
   std::string key;
   {
     llvm::raw_string_ostream os(key);
@@ -90,7 +95,7 @@ func::FuncOp TileFunctions::functionFor(
   OpBuilder mb(ctx);
   mb.setInsertionPointToEnd(module.getBody());
   auto fn = func::FuncOp::create(mb, op->getLoc(),
-                                 (caller.getSymName() + "_tile").str(),
+                                 (caller.getSymName() + suffix).str(),
                                  FunctionType::get(ctx, args, {}));
   fn.setPrivate();
   fn->setAttr("llvm.linkage",
@@ -193,6 +198,17 @@ LogicalResult TileFunctions::lower(GatedDeltaChunkOp chunk) {
   return success();
 }
 
+void TileFunctions::lowerMatmul(Operation *matmul) {
+  // The GEMM holds its own parallel loop over panels: no scratch argument.
+  func::FuncOp fn = functionFor(
+      matmul, TypeRange{},
+      [&](OpBuilder &fb, Operation *clone, ValueRange) {
+        emitGemmKernel(fb, clone, lanes);
+      },
+      "_gemm");
+  replaceByCall(matmul, fn, ValueRange{});
+}
+
 struct CPUMicroKernelPass
     : attn::impl::CPUMicroKernelPassBase<CPUMicroKernelPass> {
   using Base::Base;
@@ -209,9 +225,16 @@ struct CPUMicroKernelPass
         ops.push_back(op);
       if (auto c = dyn_cast<GatedDeltaChunkOp>(op); c && c.isBufferForm())
         ops.push_back(op);
+      // Other matmuls (not f32, strided rows) become loops later.
+      if (gemmKernelHandles(op))
+        ops.push_back(op);
     });
     TileFunctions tiles(getOperation(), lanes);
     for (Operation *op : ops) {
+      if (!isa<OnlineAttentionOp, GatedDeltaChunkOp>(op)) {
+        tiles.lowerMatmul(op);
+        continue;
+      }
       LogicalResult ok = isa<OnlineAttentionOp>(op)
                              ? tiles.lower(cast<OnlineAttentionOp>(op))
                              : tiles.lower(cast<GatedDeltaChunkOp>(op));
