@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -162,7 +163,9 @@ struct Options {
   std::string csv = "attn-bench.csv", only, openblasCore;
   /// attn-compile --cpu for every kernel compiled (default native).
   std::string cpu;
-  bool longSeq = false, openblasInfo = false, linear = false;
+  bool longSeq = false, openblasInfo = false, linear = false, layers = false;
+  /// --layers: the prefill's tokens.
+  int64_t layerSeq = 512;
   std::string svg = "attn-bench-linear.svg";
 };
 
@@ -208,11 +211,108 @@ inline const attn_rt_model *loadModel(const std::string &lib,
   return get();
 }
 
+/// The attention shapes of a model: a linear (Gated DeltaNet) layer's
+/// heads and head dims, a full-attention layer's, the hidden size and the
+/// number of linear layers.
+struct LinearModel {
+  std::string name;
+  int64_t hk, hv, dk, dv;  ///< linear attention
+  int64_t hq, hkv, d;      ///< full attention
+  int64_t hidden, linearLayers;
+};
+
+inline std::vector<float> normal(std::mt19937 &rng, size_t n, float scale = 1) {
+  std::normal_distribution<float> dist(0.f, scale);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+inline attn_rt_memref_f32_4 view4(float *p, int64_t a, int64_t b, int64_t c,
+                           int64_t d) {
+  return {p, p, 0, {a, b, c, d}, {b * c * d, c * d, d, 1}};
+}
+inline attn_rt_memref_f32_3 view3(float *p, int64_t a, int64_t b, int64_t c) {
+  return {p, p, 0, {a, b, c}, {b * c, c, 1}};
+}
+
+/// One linear layer's inputs and outputs at sequence length S, batch 1.
+struct GdnCall {
+  int64_t s;
+  std::vector<float> q, k, v, g, beta, out;
+  GdnCall(const LinearModel &m, int64_t s, std::mt19937 &rng) : s(s) {
+    q = normal(rng, size_t(m.hk * s * m.dk));
+    k = normal(rng, q.size());
+    // The layer L2-normalizes q and k.
+    for (std::vector<float> *x : {&q, &k})
+      for (size_t r = 0; r < x->size(); r += m.dk) {
+        double n = 0;
+        for (int64_t i = 0; i < m.dk; ++i)
+          n += double((*x)[r + i]) * (*x)[r + i];
+        float inv = float(1 / std::sqrt(n + 1e-6));
+        for (int64_t i = 0; i < m.dk; ++i)
+          (*x)[r + i] *= inv;
+      }
+    v = normal(rng, size_t(m.hv * s * m.dv));
+    std::vector<float> a = normal(rng, size_t(m.hv * s));
+    g.resize(a.size());
+    beta.resize(a.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      g[i] = -0.3f * std::log1p(std::exp(a[i]));
+      beta[i] = 1 / (1 + std::exp(-a[i]));
+    }
+    out.resize(v.size());
+  }
+  void run(void (*fn)(void), const LinearModel &m, float *s0, float *s1) {
+    attn_rt_memref_f32_4 dOut = view4(out.data(), 1, m.hv, s, m.dv),
+                         dSt = view4(s1, 1, m.hv, m.dk, m.dv),
+                         dq = view4(q.data(), 1, m.hk, s, m.dk),
+                         dk = view4(k.data(), 1, m.hk, s, m.dk),
+                         dv = view4(v.data(), 1, m.hv, s, m.dv),
+                         dS0 = view4(s0, 1, m.hv, m.dk, m.dv);
+    attn_rt_memref_f32_3 dg = view3(g.data(), 1, m.hv, s),
+                         db = view3(beta.data(), 1, m.hv, s);
+    int64_t len = s; // one whole sequence
+    attn_rt_memref_i64_1 dl{&len, &len, 0, {1}, {1}};
+    reinterpret_cast<attn_rt_gdn_fn>(fn)(&dOut, &dSt, &dq, &dk, &dv, &dg, &db,
+                                         &dS0, &dl);
+  }
+};
+
+/// One causal softmax-attention call: q [1, Hq, sq, d] against skv keys.
+struct SdpaCall {
+  int64_t sq, skv;
+  std::vector<float> q, k, v, out;
+  int64_t len;
+  SdpaCall(const LinearModel &m, int64_t sq, int64_t skv, std::mt19937 &rng)
+      : sq(sq), skv(skv), len(skv) {
+    q = normal(rng, size_t(m.hq * sq * m.d));
+    k = normal(rng, size_t(m.hkv * skv * m.d));
+    v = normal(rng, k.size());
+    out.resize(q.size());
+  }
+  void run(void (*fn)(void), const LinearModel &m) {
+    attn_rt_memref_f32_4 dOut = view4(out.data(), 1, m.hq, sq, m.d),
+                         dq = view4(q.data(), 1, m.hq, sq, m.d),
+                         dk = view4(k.data(), 1, m.hkv, skv, m.d),
+                         dv = view4(v.data(), 1, m.hkv, skv, m.d);
+    attn_rt_memref_i64_1 lens{&len, &len, 0, {1}, {1}};
+    reinterpret_cast<attn_rt_sdpa_fn>(fn)(&dOut, &dq, &dk, &dv, &lens);
+  }
+};
+
 /// The linear-attention (Gated DeltaNet) benchmarks (LinearBench.cpp):
 /// prefill and decode of the seed model's and Qwen3-Next-80B's linear
 /// layers next to their full-attention layers, with the crossover and an
 /// SVG plot. Returns false on an error (printed).
 bool benchLinear(const Options &o, const Machine &mc, const std::string &dir);
+
+/// The whole-layer benchmarks (LayerBench.cpp): prefill and decode of a
+/// dense and a mixture-of-experts model's layers, the time split into
+/// attention, projections and feed-forward network, the GEMMs next to
+/// OpenBLAS sgemm. Returns false on an error (printed).
+bool benchLayers(const Options &o, const Machine &mc, const std::string &dir);
 
 } // namespace attn_bench
 

@@ -36,97 +36,9 @@
 namespace attn_bench {
 namespace {
 
-struct LinearModel {
-  std::string name;
-  int64_t hk, hv, dk, dv;  ///< linear attention
-  int64_t hq, hkv, d;      ///< full attention
-  int64_t hidden, linearLayers;
-};
-
 const LinearModel kModels[] = {
     {"seed", 32, 64, 128, 128, 64, 4, 256, 8192, 69},
     {"qwen3-next-80b", 16, 32, 128, 128, 16, 2, 256, 2048, 36},
-};
-
-std::vector<float> normal(std::mt19937 &rng, size_t n, float scale = 1) {
-  std::normal_distribution<float> dist(0.f, scale);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(rng);
-  return v;
-}
-
-attn_rt_memref_f32_4 view4(float *p, int64_t a, int64_t b, int64_t c,
-                           int64_t d) {
-  return {p, p, 0, {a, b, c, d}, {b * c * d, c * d, d, 1}};
-}
-attn_rt_memref_f32_3 view3(float *p, int64_t a, int64_t b, int64_t c) {
-  return {p, p, 0, {a, b, c}, {b * c, c, 1}};
-}
-
-/// One linear layer's inputs and outputs at sequence length S, batch 1.
-struct GdnCall {
-  int64_t s;
-  std::vector<float> q, k, v, g, beta, out;
-  GdnCall(const LinearModel &m, int64_t s, std::mt19937 &rng) : s(s) {
-    q = normal(rng, size_t(m.hk * s * m.dk));
-    k = normal(rng, q.size());
-    // The layer L2-normalizes q and k.
-    for (std::vector<float> *x : {&q, &k})
-      for (size_t r = 0; r < x->size(); r += m.dk) {
-        double n = 0;
-        for (int64_t i = 0; i < m.dk; ++i)
-          n += double((*x)[r + i]) * (*x)[r + i];
-        float inv = float(1 / std::sqrt(n + 1e-6));
-        for (int64_t i = 0; i < m.dk; ++i)
-          (*x)[r + i] *= inv;
-      }
-    v = normal(rng, size_t(m.hv * s * m.dv));
-    std::vector<float> a = normal(rng, size_t(m.hv * s));
-    g.resize(a.size());
-    beta.resize(a.size());
-    for (size_t i = 0; i < a.size(); ++i) {
-      g[i] = -0.3f * std::log1p(std::exp(a[i]));
-      beta[i] = 1 / (1 + std::exp(-a[i]));
-    }
-    out.resize(v.size());
-  }
-  void run(void (*fn)(void), const LinearModel &m, float *s0, float *s1) {
-    attn_rt_memref_f32_4 dOut = view4(out.data(), 1, m.hv, s, m.dv),
-                         dSt = view4(s1, 1, m.hv, m.dk, m.dv),
-                         dq = view4(q.data(), 1, m.hk, s, m.dk),
-                         dk = view4(k.data(), 1, m.hk, s, m.dk),
-                         dv = view4(v.data(), 1, m.hv, s, m.dv),
-                         dS0 = view4(s0, 1, m.hv, m.dk, m.dv);
-    attn_rt_memref_f32_3 dg = view3(g.data(), 1, m.hv, s),
-                         db = view3(beta.data(), 1, m.hv, s);
-    int64_t len = s; // one whole sequence
-    attn_rt_memref_i64_1 dl{&len, &len, 0, {1}, {1}};
-    reinterpret_cast<attn_rt_gdn_fn>(fn)(&dOut, &dSt, &dq, &dk, &dv, &dg, &db,
-                                         &dS0, &dl);
-  }
-};
-
-/// One causal softmax-attention call: q [1, Hq, sq, d] against skv keys.
-struct SdpaCall {
-  int64_t sq, skv;
-  std::vector<float> q, k, v, out;
-  int64_t len;
-  SdpaCall(const LinearModel &m, int64_t sq, int64_t skv, std::mt19937 &rng)
-      : sq(sq), skv(skv), len(skv) {
-    q = normal(rng, size_t(m.hq * sq * m.d));
-    k = normal(rng, size_t(m.hkv * skv * m.d));
-    v = normal(rng, k.size());
-    out.resize(q.size());
-  }
-  void run(void (*fn)(void), const LinearModel &m) {
-    attn_rt_memref_f32_4 dOut = view4(out.data(), 1, m.hq, sq, m.d),
-                         dq = view4(q.data(), 1, m.hq, sq, m.d),
-                         dk = view4(k.data(), 1, m.hkv, skv, m.d),
-                         dv = view4(v.data(), 1, m.hkv, skv, m.d);
-    attn_rt_memref_i64_1 lens{&len, &len, 0, {1}, {1}};
-    reinterpret_cast<attn_rt_sdpa_fn>(fn)(&dOut, &dq, &dk, &dv, &lens);
-  }
 };
 
 /// A measured curve: µs per token at each sequence length / context.

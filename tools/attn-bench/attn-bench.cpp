@@ -280,6 +280,10 @@ int parseArgs(int argc, char **argv, Options &o) {
       o.openblasInfo = true;
     else if (a == "--linear")
       o.linear = true;
+    else if (a == "--layers")
+      o.layers = true;
+    else if (a == "--seq")
+      o.layerSeq = std::max(1, std::atoi(next().c_str()));
     else if (a == "--svg")
       o.svg = next();
     else if (a == "--cpu")
@@ -287,6 +291,7 @@ int parseArgs(int argc, char **argv, Options &o) {
     else {
       std::printf("usage: attn-bench [--threads T] [--repeats R] [--csv FILE] "
                   "[--shape P1|P2|P3|P4|D1|D2] [--long] [--linear [--svg FILE]] "
+                  "[--layers [--seq S] [--shape MODEL]] "
                   "[--openblas-core NAME|auto] [--cpu CPU]\n"
                   "  --cpu: attn-compile --cpu for the kernels (default "
                   "native; e.g. x86-64-v3 runs the AVX2 kernels here)\n"
@@ -301,7 +306,13 @@ int parseArgs(int argc, char **argv, Options &o) {
                   "instead: the seed's and Qwen3-Next-80B's linear layers, "
                   "prefill S = 1k..64k and decode, next to their full-"
                   "attention layers, the crossover and a plot (default "
-                  "attn-bench-linear.svg)\n");
+                  "attn-bench-linear.svg)\n"
+                  "  --layers [--seq S]: whole transformer layers instead "
+                  "(Llama 3.2 1B's, Qwen3-Next-80B's linear and full-"
+                  "attention ones with 128 experts): prefill of S tokens "
+                  "(default 512) and decode, the time split into attention, "
+                  "projections and feed-forward, the GEMMs next to OpenBLAS "
+                  "sgemm (--shape llama-3.2-1b|qwen3-next-80b: one model)\n");
       return a == "--help" ? 0 : 2;
     }
   }
@@ -574,8 +585,8 @@ int main(int argc, char **argv) {
 
   char tmpl[] = "/tmp/attn-bench-XXXXXX";
   std::string dir = mkdtemp(tmpl);
-  if (o.linear) {
-    bool ok = benchLinear(o, mc, dir);
+  if (o.linear || o.layers) {
+    bool ok = o.linear ? benchLinear(o, mc, dir) : benchLayers(o, mc, dir);
     std::string rm = "rm -rf " + dir;
     int unused = std::system(rm.c_str());
     (void)unused;
