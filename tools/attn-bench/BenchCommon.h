@@ -164,8 +164,10 @@ struct Options {
   /// attn-compile --cpu for every kernel compiled (default native).
   std::string cpu;
   bool longSeq = false, openblasInfo = false, linear = false, layers = false;
-  /// --layers: the prefill's tokens.
+  /// --layers: the prefill's tokens, and a config to measure instead of
+  /// the built-in models.
   int64_t layerSeq = 512;
+  std::string layerConfig;
   std::string svg = "attn-bench-linear.svg";
 };
 

@@ -23,12 +23,14 @@
 #include "BenchCommon.h"
 
 #include <cblas.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <functional>
 #include <fstream>
 #include <memory>
 #include <random>
+#include <sstream>
 
 namespace attn_bench {
 namespace {
@@ -288,9 +290,30 @@ bool benchLayers(const Options &o, const Machine &mc, const std::string &dir) {
          "ffn_ms,projection_gflops,projection_pct_peak,ffn_gflops,"
          "ffn_pct_peak,openblas_projection_ms,openblas_ffn_ms,"
          "projection_gbps,ffn_gbps\n";
-  for (const LayerModel &lm : kLayerModels) {
-    if (!o.only.empty() && o.only != lm.name)
-      continue;
+  std::vector<LayerModel> models;
+  if (!o.layerConfig.empty()) {
+    // The user's model: its routed experts per token from the config.
+    std::ifstream in(o.layerConfig);
+    std::stringstream text;
+    if (in)
+      text << in.rdbuf();
+    auto j = nlohmann::json::parse(text.str(), nullptr, false);
+    if (!in || j.is_discarded() || !j.is_object()) {
+      std::fprintf(stderr, "attn-bench: error: --config %s: not a readable "
+                           "JSON object\n", o.layerConfig.c_str());
+      return false;
+    }
+    const auto &c = j.contains("text_config") ? j["text_config"] : j;
+    int64_t topK = c.value("num_experts_per_tok", int64_t(0));
+    std::string name = o.layerConfig.substr(o.layerConfig.rfind('/') + 1);
+    models.push_back({name.substr(0, name.rfind('.')), "--config",
+                      text.str(), topK});
+  } else {
+    for (const LayerModel &lm : kLayerModels)
+      if (o.only.empty() || o.only == lm.name)
+        models.push_back(lm);
+  }
+  for (const LayerModel &lm : models) {
     std::string lib = compileConfig(dir, lm.name, lm.json);
     void *h = nullptr;
     const attn_rt_model *model = loadModel(lib, h);

@@ -282,6 +282,8 @@ int parseArgs(int argc, char **argv, Options &o) {
       o.linear = true;
     else if (a == "--layers")
       o.layers = true;
+    else if (a == "--config")
+      o.layerConfig = next();
     else if (a == "--seq")
       o.layerSeq = std::max(1, std::atoi(next().c_str()));
     else if (a == "--svg")
@@ -291,7 +293,7 @@ int parseArgs(int argc, char **argv, Options &o) {
     else {
       std::printf("usage: attn-bench [--threads T] [--repeats R] [--csv FILE] "
                   "[--shape P1|P2|P3|P4|D1|D2] [--long] [--linear [--svg FILE]] "
-                  "[--layers [--seq S] [--shape MODEL]] "
+                  "[--layers [--seq S] [--shape MODEL | --config FILE]] "
                   "[--openblas-core NAME|auto] [--cpu CPU]\n"
                   "  --cpu: attn-compile --cpu for the kernels (default "
                   "native; e.g. x86-64-v3 runs the AVX2 kernels here)\n"
@@ -312,7 +314,8 @@ int parseArgs(int argc, char **argv, Options &o) {
                   "attention ones with 128 experts): prefill of S tokens "
                   "(default 512) and decode, the time split into attention, "
                   "projections and feed-forward, the GEMMs next to OpenBLAS "
-                  "sgemm (--shape llama-3.2-1b|qwen3-next-80b: one model)\n");
+                  "sgemm (--shape llama-3.2-1b|qwen3-next-80b: one model; --config "
+                  "FILE: that config.json instead, random weights)\n");
       return a == "--help" ? 0 : 2;
     }
   }
@@ -558,6 +561,15 @@ int main(int argc, char **argv) {
   Options o;
   if (int code = parseArgs(argc, argv, o); code >= 0)
     return code;
+  if (!o.layerConfig.empty() && !o.layers) {
+    std::fprintf(stderr, "attn-bench: error: --config applies to --layers\n");
+    return 2;
+  }
+  if (!o.layerConfig.empty() && !std::ifstream(o.layerConfig)) {
+    std::fprintf(stderr, "attn-bench: error: --config %s: cannot read it\n",
+                 o.layerConfig.c_str());
+    return 1;
+  }
   reexecWithOpenBLASCore(argv, o.openblasCore);
   const char *set = std::getenv("ATTN_BENCH_OPENBLAS_SET");
   std::string blas = std::string(openblas_get_config()) + ", kernels " +
