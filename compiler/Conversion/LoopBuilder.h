@@ -32,6 +32,17 @@ buildForLoop(OpBuilder &b, Location loc, Value lb, Value ub, Value step,
   return f;
 }
 
+/// scf.for [lb, ub) by `step` without loop-carried values; `body(iv)`
+/// builds its body.
+inline scf::ForOp buildForLoop(OpBuilder &b, Location loc, Value lb, Value ub,
+                               Value step, function_ref<void(Value)> body) {
+  return buildForLoop(b, loc, lb, ub, step, ValueRange{},
+                      [&](Value iv, ValueRange) {
+                        body(iv);
+                        return SmallVector<Value>{};
+                      });
+}
+
 } // namespace attn
 } // namespace mlir
 

@@ -127,10 +127,7 @@ struct GDEmitter {
     loop(l, ub, one, body);
   }
   void loop(Value lb, Value ub, Value step, function_ref<void(Value)> body) {
-    buildForLoop(b, loc, lb, ub, step, {}, [&](Value iv, ValueRange) {
-      body(iv);
-      return SmallVector<Value>{};
-    });
+    buildForLoop(b, loc, lb, ub, step, body);
   }
   SmallVector<Value>
   loop(Value lb, Value ub, ValueRange init,

@@ -132,10 +132,7 @@ struct GemmEmitter {
     return SmallVector<Value>(f.getResults());
   }
   void loop(Value lb, Value ub, Value step, function_ref<void(Value)> body) {
-    loop(lb, ub, step, {}, [&](Value iv, ValueRange) {
-      body(iv);
-      return SmallVector<Value>{};
-    });
+    buildForLoop(b, loc, lb, ub, step, body);
   }
   /// scf.parallel over [0, n) whose body `body(iv)` builds.
   void parallel(Value n, function_ref<void(Value)> body) {

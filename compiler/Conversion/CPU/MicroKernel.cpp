@@ -142,10 +142,7 @@ struct Emitter {
     return SmallVector<Value>(f.getResults());
   }
   void loop(Value lb, Value ub, Value step, function_ref<void(Value)> body) {
-    loop(lb, ub, step, {}, [&](Value iv, ValueRange) {
-      body(iv);
-      return SmallVector<Value>{};
-    });
+    buildForLoop(b, loc, lb, ub, step, body);
   }
 
   /// Transposes the chunk's keys k[n0 .. n0+nc) into Kt[d, C].
