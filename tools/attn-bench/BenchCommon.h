@@ -168,6 +168,9 @@ struct Options {
   /// the built-in models.
   int64_t layerSeq = 512;
   std::string layerConfig;
+  /// --config's text and routed experts per token (readLayerConfig).
+  std::string layerConfigText;
+  int64_t layerTopK = 0;
   std::string svg = "attn-bench-linear.svg";
 };
 
@@ -315,6 +318,9 @@ bool benchLinear(const Options &o, const Machine &mc, const std::string &dir);
 /// attention, projections and feed-forward network, the GEMMs next to
 /// OpenBLAS sgemm. Returns false on an error (printed).
 bool benchLayers(const Options &o, const Machine &mc, const std::string &dir);
+/// Reads and checks --config (a JSON object; num_experts_per_tok, when
+/// present, a non-negative integer) into `o`; false with `error` set.
+bool readLayerConfig(Options &o, std::string &error);
 
 } // namespace attn_bench
 

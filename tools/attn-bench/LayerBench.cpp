@@ -282,6 +282,38 @@ Split measure(const attn_rt_kind &k, const Weights &w, const Gemms &proj,
 
 } // namespace
 
+bool readLayerConfig(Options &o, std::string &error) {
+  std::ifstream in(o.layerConfig);
+  if (!in) {
+    error = "--config " + o.layerConfig + ": cannot read it";
+    return false;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  auto j = nlohmann::json::parse(text.str(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    error = "--config " + o.layerConfig + ": not a JSON object";
+    return false;
+  }
+  // Routed experts per token (0: a dense network), where transformers'
+  // configs keep it.
+  const auto &c = j.contains("text_config") && j["text_config"].is_object()
+                      ? j["text_config"]
+                      : j;
+  o.layerTopK = 0;
+  if (c.contains("num_experts_per_tok")) {
+    const auto &k = c["num_experts_per_tok"];
+    if (!k.is_number_integer() || k.get<int64_t>() < 0) {
+      error = "--config " + o.layerConfig +
+              ": num_experts_per_tok must be a non-negative integer";
+      return false;
+    }
+    o.layerTopK = k.get<int64_t>();
+  }
+  o.layerConfigText = text.str();
+  return true;
+}
+
 bool benchLayers(const Options &o, const Machine &mc, const std::string &dir) {
   std::string csvPath =
       o.csv == Options().csv ? std::string("attn-bench-layers.csv") : o.csv;
@@ -292,22 +324,10 @@ bool benchLayers(const Options &o, const Machine &mc, const std::string &dir) {
          "projection_gbps,ffn_gbps\n";
   std::vector<LayerModel> models;
   if (!o.layerConfig.empty()) {
-    // The user's model: its routed experts per token from the config.
-    std::ifstream in(o.layerConfig);
-    std::stringstream text;
-    if (in)
-      text << in.rdbuf();
-    auto j = nlohmann::json::parse(text.str(), nullptr, false);
-    if (!in || j.is_discarded() || !j.is_object()) {
-      std::fprintf(stderr, "attn-bench: error: --config %s: not a readable "
-                           "JSON object\n", o.layerConfig.c_str());
-      return false;
-    }
-    const auto &c = j.contains("text_config") ? j["text_config"] : j;
-    int64_t topK = c.value("num_experts_per_tok", int64_t(0));
+    // The user's model, read and checked by main (readLayerConfig).
     std::string name = o.layerConfig.substr(o.layerConfig.rfind('/') + 1);
     models.push_back({name.substr(0, name.rfind('.')), "--config",
-                      text.str(), topK});
+                      o.layerConfigText, o.layerTopK});
   } else {
     for (const LayerModel &lm : kLayerModels)
       if (o.only.empty() || o.only == lm.name)

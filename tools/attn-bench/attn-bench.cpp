@@ -565,10 +565,13 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "attn-bench: error: --config applies to --layers\n");
     return 2;
   }
-  if (!o.layerConfig.empty() && !std::ifstream(o.layerConfig)) {
-    std::fprintf(stderr, "attn-bench: error: --config %s: cannot read it\n",
-                 o.layerConfig.c_str());
-    return 1;
+  // Before any measurement: a bad config fails at once.
+  if (!o.layerConfig.empty()) {
+    std::string error;
+    if (!readLayerConfig(o, error)) {
+      std::fprintf(stderr, "attn-bench: error: %s\n", error.c_str());
+      return 1;
+    }
   }
   reexecWithOpenBLASCore(argv, o.openblasCore);
   const char *set = std::getenv("ATTN_BENCH_OPENBLAS_SET");
