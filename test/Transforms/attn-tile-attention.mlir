@@ -219,9 +219,11 @@ func.func @kept_reference(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v
 
 // attn.paged_sdpa: the same loop nest; each row's offset is its own
 // kv_lengths[b] - q_len (the query is the row's last tokens, the rows' key
-// limit its length), and each key loop runs over the pages [start / P,
-// ceil(end / P)) of the range, its tile the page's rows clipped to the
-// range, read from page block_table[b, p] of the pool.
+// limit its length), and each key loop runs over tiles of keys like the
+// contiguous one, each tile reading the KV head's page pools through the
+// row's block table from page kb / P (the page of its first key) to the
+// range's last page ceil(end / P): a tile spans pages, and the pages past
+// it are there to prefetch from.
 // CHECK-LABEL: func.func @paged(
 // CHECK-SAME: %[[Q:[^:]*]]: tensor<?x8x?x64xf32>, %[[KC:[^:]*]]: tensor<?x2x?x64xf32>, %[[VC:[^:]*]]: tensor<?x2x?x64xf32>, %[[T:[^:]*]]: tensor<?x?xi32>, %[[L:[^:]*]]: tensor<?xi64>
 // CHECK-DAG: %[[QLEN:.*]] = tensor.dim %[[Q]], %c2
@@ -231,29 +233,20 @@ func.func @kept_reference(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v
 // CHECK: %[[LENI:.*]] = arith.index_cast %[[LEN]] : i64 to index
 // CHECK: %[[LIM:.*]] = arith.minsi %{{.*}}, %{{.*}}
 // CHECK: %[[OFF:.*]] = arith.subi %[[LIM]], %[[QLEN]] : index
-// CHECK: %[[FIRST:.*]] = arith.divsi %{{.*}}, %[[P]] : index
-// CHECK: %[[ANY:.*]] = arith.cmpi slt
-// CHECK: %[[CEIL:.*]] = arith.ceildivsi %{{.*}}, %[[P]] : index
-// CHECK: %[[LAST:.*]] = arith.select %[[ANY]], %[[CEIL]], %[[FIRST]] : index
-// CHECK: scf.for %[[PG:.*]] = %[[FIRST]] to %[[LAST]] step %c1
-// CHECK: %[[PS:.*]] = arith.muli %[[PG]], %[[P]] : index
-// CHECK: %[[KB:.*]] = arith.maxsi %{{.*}}, %[[PS]] : index
-// CHECK: %[[PAGE:.*]] = tensor.extract %[[T]][%[[B]], %[[PG]]] : tensor<?x?xi32>
-// CHECK: %[[PAGEI:.*]] = arith.index_cast %[[PAGE]] : i32 to index
-// CHECK: %[[R0:.*]] = arith.subi %[[KB]], %[[PS]] : index
-// CHECK: tensor.extract_slice %[[KC]][%[[PAGEI]], %[[G]], %[[R0]], 0] [1, 1, %{{.*}}, 64] [1, 1, 1, 1] : tensor<?x2x?x64xf32> to tensor<?x64xf32>
-// CHECK: tensor.extract_slice %[[VC]][%[[PAGEI]], %[[G]], %[[R0]], 0]
-// The next page of the range (this one for the last), whole, to prefetch:
-// CHECK: %[[NP:.*]] = arith.addi %[[PG]], %c1 : index
-// CHECK: %[[LASTP:.*]] = arith.subi %[[LAST]], %c1 : index
-// CHECK: %[[NPC:.*]] = arith.minsi %[[NP]], %[[LASTP]] : index
-// CHECK: %[[NEXT:.*]] = tensor.extract %[[T]][%[[B]], %[[NPC]]] : tensor<?x?xi32>
-// CHECK: %[[NEXTI:.*]] = arith.index_cast %[[NEXT]] : i32 to index
-// CHECK: %[[KN:.*]] = tensor.extract_slice %[[KC]][%[[NEXTI]], %[[G]], %c0, 0] [1, 1, %[[P]], 64]
-// CHECK: %[[VN:.*]] = tensor.extract_slice %[[VC]][%[[NEXTI]], %[[G]], %c0, 0] [1, 1, %[[P]], 64]
-// CHECK: attn.online_attention {{.*}}, %[[KB]] prefetch(%[[KN]], %[[VN]] : tensor<?x64xf32>, tensor<?x64xf32>) {scale = 1.250000e-01 : f64}
+// CHECK: %[[ANY:.*]] = arith.cmpi slt, %{{.*}}, %[[END:.*]] : index
+// CHECK: %[[CEIL:.*]] = arith.ceildivsi %[[END]], %[[P]] : index
+// CHECK: %[[PEND:.*]] = arith.select %[[ANY]], %[[CEIL]], %c0 : index
+// CHECK: %[[KP:.*]] = tensor.extract_slice %[[KC]][0, %[[G]], 0, 0] [%{{.*}}, 1, %[[P]], 64] [1, 1, 1, 1] : tensor<?x2x?x64xf32> to tensor<?x?x64xf32>
+// CHECK: %[[VP:.*]] = tensor.extract_slice %[[VC]][0, %[[G]], 0, 0] [%{{.*}}, 1, %[[P]], 64] [1, 1, 1, 1] : tensor<?x2x?x64xf32> to tensor<?x?x64xf32>
+// CHECK: scf.for %[[KB:.*]] = %{{.*}} to %[[END]] step %c64
+// CHECK: %[[REST:.*]] = arith.subi %[[END]], %[[KB]] : index
+// CHECK: %[[KN:.*]] = arith.minsi %c64, %[[REST]] : index
+// CHECK: %[[FIRST:.*]] = arith.divsi %[[KB]], %[[P]] : index
+// CHECK: %[[NUM:.*]] = arith.subi %[[PEND]], %[[FIRST]] : index
+// CHECK: %[[PAGES:.*]] = tensor.extract_slice %[[T]][%[[B]], %[[FIRST]]] [1, %[[NUM]]] [1, 1] : tensor<?x?xi32> to tensor<?xi32>
+// CHECK: attn.online_attention %{{.*}}, %[[KP]], %[[VP]], {{.*}}, %[[KB]] pages(%[[PAGES]] : tensor<?xi32>, %[[KN]]) {scale = 1.250000e-01 : f64} : (tensor<4x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>,
 // CHECK: scf.for
-// CHECK: attn.online_attention {{.*}} {mask = #attn.mask<causal>, scale = 1.250000e-01 : f64}
+// CHECK: attn.online_attention {{.*}} pages({{.*}}) {mask = #attn.mask<causal>, scale = 1.250000e-01 : f64}
 // CHECK: attn.online_finalize
 func.func @paged(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x?x64xf32>, %vc: tensor<?x2x?x64xf32>, %table: tensor<?x?xi32>, %lens: tensor<?xi64>, %init: tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32> {
   %0 = attn.paged_sdpa %q, %kc, %vc, %table, %lens outs(%init : tensor<?x8x?x64xf32>) {mask = #attn.mask<causal>, scale = 0.125 : f64} : (tensor<?x8x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x64xf32>
@@ -296,8 +289,8 @@ func.func @paged_part(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x?x64xf32>, %vc: 
 
 // A bf16 paged cache with an f32 query: bf16 K/V tiles, f32 state.
 // CHECK-LABEL: func.func @paged_bf16(
-// CHECK: tensor.extract_slice %{{.*}} : tensor<?x2x?x64xbf16> to tensor<?x64xbf16>
-// CHECK: attn.online_attention {{.*}} : (tensor<4x?x64xf32>, tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>)
+// CHECK: tensor.extract_slice %{{.*}} : tensor<?x2x?x64xbf16> to tensor<?x?x64xbf16>
+// CHECK: attn.online_attention {{.*}} : (tensor<4x?x64xf32>, tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>)
 func.func @paged_bf16(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x?x64xbf16>, %vc: tensor<?x2x?x64xbf16>, %table: tensor<?x?xi32>, %lens: tensor<?xi64>, %init: tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32> {
   %0 = attn.paged_sdpa %q, %kc, %vc, %table, %lens outs(%init : tensor<?x8x?x64xf32>) {scale = 0.125 : f64} : (tensor<?x8x?x64xf32>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x64xf32>
   return %0 : tensor<?x8x?x64xf32>

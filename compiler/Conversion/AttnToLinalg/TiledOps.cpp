@@ -27,8 +27,8 @@ struct OnlineDims {
   SmallVector<OpFoldResult> rows, sSizes; ///< [lead..., M], [lead..., M, N]
   SmallVector<AffineExpr> rowE, sE;       ///< (lead..., m), (lead..., m, n)
 
-  OnlineDims(OnlineAttentionOp op, GenericBuilder &g) {
-    Value q = op.getQuery(), k = op.getKey();
+  OnlineDims(OnlineAttentionOp op, Value k, GenericBuilder &g) {
+    Value q = op.getQuery();
     r = cast<ShapedType>(q.getType()).getRank();
     lead = r - 2;
     for (int64_t i = 0; i < r - 1; ++i)
@@ -47,9 +47,9 @@ struct OnlineDims {
 
 /// The tile's scores: S = Q · Kᵀ, then scale, softcap, relative bias and
 /// the position mask.
-Value onlineScores(OnlineAttentionOp op, GenericBuilder &g,
+Value onlineScores(OnlineAttentionOp op, Value k, GenericBuilder &g,
                    const OnlineDims &dm, Type acc) {
-  Value q = op.getQuery(), k = op.getKey();
+  Value q = op.getQuery();
   SmallVector<AffineExpr> qE(dm.rowE);
   qE.push_back(g.d(dm.dDim));
   SmallVector<IteratorType> it(dm.lead + 2, kPar);
@@ -93,16 +93,49 @@ Value onlineScores(OnlineAttentionOp op, GenericBuilder &g,
                    });
 }
 
+/// A paged tile's keys (or values) as a tile [num_keys, d]: key n is row
+/// (kv_pos + n) % P of page pages[(kv_pos + n) / P - kv_pos / P] of `pool`
+/// [num_pages, P, d].
+Value gatherPages(OpBuilder &b, Location loc, OnlineAttentionOp op,
+                  Value pool) {
+  auto ty = cast<RankedTensorType>(pool.getType());
+  Value pageSize = tensor::DimOp::create(b, loc, pool, 1);
+  Value r0 = arith::RemSIOp::create(b, loc, op.getKvPos(), pageSize);
+  SmallVector<Value> dyn = {op.getNumKeys()};
+  if (ty.isDynamicDim(2))
+    dyn.push_back(tensor::DimOp::create(b, loc, pool, 2));
+  auto tileTy = RankedTensorType::get({ShapedType::kDynamic, ty.getDimSize(2)},
+                                      ty.getElementType());
+  return tensor::GenerateOp::create(
+      b, loc, tileTy, dyn,
+      [&](OpBuilder &nb, Location l, ValueRange ix) {
+        Value pos = arith::AddIOp::create(nb, l, r0, ix[0]);
+        Value slot = arith::DivSIOp::create(nb, l, pos, pageSize);
+        Value row = arith::RemSIOp::create(nb, l, pos, pageSize);
+        Value page =
+            tensor::ExtractOp::create(nb, l, op.getPages(), ValueRange{slot});
+        if (!page.getType().isIndex())
+          page = arith::IndexCastOp::create(nb, l, nb.getIndexType(), page);
+        Value x = tensor::ExtractOp::create(nb, l, pool,
+                                            ValueRange{page, row, ix[1]});
+        tensor::YieldOp::create(nb, l, x);
+      });
+}
+
 SmallVector<Value> lowerOnlineAttention(OnlineAttentionOp op, OpBuilder &ob) {
   Type acc = cast<ShapedType>(op.getAcc().getType()).getElementType();
   GenericBuilder g{ob, op.getLoc(), acc};
-  OnlineDims dm(op, g);
-  Value v = op.getValue();
+  Value k = op.getKey(), v = op.getValue();
+  if (op.isPaged()) {
+    k = gatherPages(ob, op.getLoc(), op, k);
+    v = gatherPages(ob, op.getLoc(), op, v);
+  }
+  OnlineDims dm(op, k, g);
   int64_t r = dm.r, lead = dm.lead;
   unsigned nDim = dm.nDim;
   const SmallVector<OpFoldResult> &rows = dm.rows, &sSizes = dm.sSizes;
   const SmallVector<AffineExpr> &rowE = dm.rowE, &sE = dm.sE;
-  Value s = onlineScores(op, g, dm, acc);
+  Value s = onlineScores(op, k, g, dm, acc);
   unsigned nS = lead + 2;
   SmallVector<IteratorType> par(nS, kPar);
 

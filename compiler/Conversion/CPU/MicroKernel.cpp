@@ -80,6 +80,12 @@ struct Emitter {
   /// and the K/V buffers they are rows of (this tile's, or the next tile's
   /// when the op names one and this is its last chunk).
   Value prefetchBase = {}, prefetchLast = {}, pfK = {}, pfV = {};
+  /// A paged tile (`pages(...)`): K and V are one KV head's page pools,
+  /// read as flat buffers at the element offsets of each key row that
+  /// fillRowTables writes per chunk into kRows/vRows ([2C]: this chunk's
+  /// rows, then the next chunk's, which the decode path prefetches).
+  bool paged = false;
+  Value kFlat = {}, vFlat = {}, kRows = {}, vRows = {};
 
   int64_t chunk() const { return NV * W; }
   /// Below this many rows per tile, Q·Kᵀ uses dot products, not the pack:
@@ -133,6 +139,32 @@ struct Emitter {
   Value toI32(Value index) {
     return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
   }
+  /// The tile's number of keys.
+  Value numKeys() {
+    return paged ? op.getNumKeys() : memref::DimOp::create(b, loc, k, 0);
+  }
+  /// Key row n0 + rel of K (`key`) or V: the buffer and what indexes it
+  /// before the column (the row, or a paged tile's element offset).
+  struct RowRef {
+    Value mem, row;
+    bool flat;
+  };
+  RowRef kvRow(bool key, Value n0, Value rel) {
+    if (!paged)
+      return {key ? k : v, add(n0, rel), false};
+    Value off =
+        memref::LoadOp::create(b, loc, key ? kRows : vRows, ValueRange{rel});
+    return {key ? kFlat : vFlat, off, true};
+  }
+  static SmallVector<Value> colOf(OpBuilder &b, Location loc, const RowRef &r,
+                                  Value col) {
+    if (r.flat)
+      return {arith::AddIOp::create(b, loc, r.row, col)};
+    return {r.row, col};
+  }
+  SmallVector<Value> colOf(const RowRef &r, Value col) {
+    return colOf(b, loc, r, col);
+  }
 
   /// scf.for with loop-carried vectors; `body` returns the next values.
   SmallVector<Value>
@@ -150,9 +182,9 @@ struct Emitter {
     Value zero = idx(0), one = idx(1), C = idx(chunk());
     auto scalarPack = [&]() {
       loop(zero, nc, one, [&](Value j) {
-        Value row = add(n0, j);
+        RowRef row = kvRow(/*key=*/true, n0, j);
         loop(zero, idx(d), one, [&](Value kk) {
-          Value x = memref::LoadOp::create(b, loc, k, ValueRange{row, kk});
+          Value x = memref::LoadOp::create(b, loc, row.mem, colOf(row, kk));
           if (!x.getType().isF32())
             x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
           memref::StoreOp::create(b, loc, x, Kt, ValueRange{kk, j});
@@ -176,7 +208,8 @@ struct Emitter {
           storeTransposedBlock(
               b, loc, square,
               [&](int64_t i) {
-                return loadF32(k, ValueRange{add(n0, idx(j0 + i)), k0});
+                RowRef row = kvRow(/*key=*/true, n0, idx(j0 + i));
+                return loadF32(row.mem, colOf(row, k0));
               },
               Kt, k0, idx(j0));
         });
@@ -196,13 +229,13 @@ struct Emitter {
   void widenValues(Value n0, Value nc) {
     Value zero = idx(0), one = idx(1);
     loop(zero, nc, one, [&](Value j) {
-      Value row = add(n0, j);
+      RowRef row = kvRow(/*key=*/false, n0, j);
       for (int64_t c = 0; c < dv; c += W) {
         Value mask = dv - c >= W ? Value()
                                  : vector::ConstantMaskOp::create(
                                        b, loc, vmask,
                                        ArrayRef<int64_t>{dv - c});
-        Value x = loadF32(v, ValueRange{row, idx(c)}, mask);
+        Value x = loadF32(row.mem, colOf(row, idx(c)), mask);
         if (mask)
           vector::MaskedStoreOp::create(b, loc, Vw, ValueRange{j, idx(c)},
                                         mask, x);
@@ -401,8 +434,7 @@ struct Emitter {
   void dotScores(ArrayRef<SmallVector<Value>> rowAt, Value n0, Value nc) {
     int64_t rows = rowAt.size(), KR = W / rows;
     Value zero = idx(0);
-    Value keys = memref::DimOp::create(b, loc, k, 0);
-    Value last = arith::SubIOp::create(b, loc, keys, idx(1));
+    Value last = arith::SubIOp::create(b, loc, numKeys(), idx(1));
     // A loop, not unrolled: LLVM would interleave the tiles and spill.
     Value keyStep = idx(KR);
     Value chunkEnd = arith::MulIOp::create(
@@ -411,11 +443,12 @@ struct Emitter {
       Value base = add(n0, j0);
       if (prefetchBase)
         for (int64_t i = 0; i < KR; ++i)
-          prefetchRow(add(j0, idx(i)), pfK, idx(0), d);
-      SmallVector<Value> keyRows;
+          prefetchRow(/*key=*/true, add(j0, idx(i)), idx(0), d);
+      SmallVector<RowRef> keyRows;
       for (int64_t i = 0; i < KR; ++i) {
-        Value r = add(base, idx(i));
-        keyRows.push_back(arith::MinSIOp::create(b, loc, r, last));
+        Value r = arith::MinSIOp::create(b, loc, add(base, idx(i)), last);
+        keyRows.push_back(
+            kvRow(/*key=*/true, n0, arith::SubIOp::create(b, loc, r, n0)));
       }
       SmallVector<Value> init(W, splatF(0.0));
       Value dEnd = idx(d), wStep = idx(W);
@@ -423,7 +456,7 @@ struct Emitter {
           zero, dEnd, wStep, init, [&](Value kb, ValueRange a) {
             SmallVector<Value> kv, next(a.begin(), a.end());
             for (int64_t i = 0; i < KR; ++i)
-              kv.push_back(loadF32(k, ValueRange{keyRows[i], kb}));
+              kv.push_back(loadF32(keyRows[i].mem, colOf(keyRows[i], kb)));
             for (int64_t r = 0; r < rows; ++r) {
               Value qv =
                   vector::LoadOp::create(b, loc, vt, q, at(rowAt[r], {kb}));
@@ -548,11 +581,11 @@ struct Emitter {
     int64_t width = masks.back() ? (cw - 1) * W + (dv % W) : cw * W;
     a = loop(zero, nc, one, a, [&](Value n, ValueRange cur) {
       if (prefetchBase)
-        prefetchRow(n, pfV, col, width);
+        prefetchRow(/*key=*/false, n, col, width);
       SmallVector<Value> vv, next(cur.begin(), cur.end());
-      Value row = vWidened ? n : add(n0, n);
+      RowRef row = vWidened ? RowRef{Vw, n, false} : kvRow(false, n0, n);
       for (int64_t c = 0; c < cw; ++c)
-        vv.push_back(load(vWidened ? Vw : v, ValueRange{row, cols[c]}, c));
+        vv.push_back(load(row.mem, colOf(row, cols[c]), c));
       for (int64_t r = 0; r < rows; ++r) {
         Value p = memref::LoadOp::create(b, loc, P, ValueRange{idx(r), n});
         Value pb = splat(p, vt);
@@ -577,16 +610,101 @@ struct Emitter {
   /// of this chunk, key n of the next chunk (the 64-byte lines of columns
   /// [col, col + width) of its K or V row) is prefetched to L2, so the
   /// loads overlap the arithmetic.
-  void prefetchRow(Value n, Value mem, Value col, int64_t width) {
-    Value row = arith::MinSIOp::create(b, loc, add(prefetchBase, n),
-                                       prefetchLast);
-    int64_t perLine = 512 / cast<MemRefType>(mem.getType())
+  /// A paged tile's next chunk is rows [C, 2C) of its row tables.
+  void prefetchRow(bool key, Value n, Value col, int64_t width) {
+    RowRef row =
+        paged ? RowRef{key ? kFlat : vFlat,
+                       memref::LoadOp::create(b, loc, key ? kRows : vRows,
+                                              ValueRange{add(idx(chunk()), n)}),
+                       true}
+              : RowRef{key ? pfK : pfV,
+                       arith::MinSIOp::create(b, loc, add(prefetchBase, n),
+                                              prefetchLast),
+                       false};
+    int64_t perLine = 512 / cast<MemRefType>(row.mem.getType())
                                 .getElementType()
                                 .getIntOrFloatBitWidth(); // 64-byte lines
     for (int64_t c = 0; c < width; c += perLine)
-      memref::PrefetchOp::create(b, loc, mem, ValueRange{row, add(col, idx(c))},
+      memref::PrefetchOp::create(b, loc, row.mem,
+                                 colOf(row, add(col, idx(c))),
                                  /*isWrite=*/false, /*localityHint=*/2,
                                  /*isDataCache=*/true);
+  }
+
+  /// A pool [num_pages, P, d] (strided) as a flat buffer of its elements,
+  /// with its offset and page and row strides in elements.
+  struct FlatPool {
+    Value mem, offset, pageStride, rowStride;
+  };
+  FlatPool flatten(Value pool) {
+    auto md = memref::ExtractStridedMetadataOp::create(b, loc, pool);
+    Type elt = cast<MemRefType>(pool.getType()).getElementType();
+    Value extent = add(md.getOffset(),
+                       arith::MulIOp::create(b, loc, md.getSizes()[0],
+                                             md.getStrides()[0]));
+    Value flat = memref::ReinterpretCastOp::create(
+        b, loc, MemRefType::get({ShapedType::kDynamic}, elt),
+        md.getBaseBuffer(), OpFoldResult(b.getIndexAttr(0)),
+        ArrayRef<OpFoldResult>{extent}, ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    return {flat, md.getOffset(), md.getStrides()[0], md.getStrides()[1]};
+  }
+  FlatPool kPool = {}, vPool = {};
+  Value pageSize = {};
+  void flattenPools() {
+    kPool = flatten(k);
+    vPool = flatten(v);
+    kFlat = kPool.mem;
+    vFlat = vPool.mem;
+    pageSize = memref::DimOp::create(b, loc, k, 1);
+  }
+
+  /// kRows/vRows[j] = the element offset of key row n0 + j (j < 2C: this
+  /// chunk and the next) in kFlat/vFlat: key n is row (kv_pos + n) % P of
+  /// page pages[(kv_pos + n) / P - kv_pos / P]; rows past the pages listed
+  /// (only ever prefetched or masked) read the last page's. One iteration
+  /// per page touched, its rows an arithmetic sequence (a division per
+  /// chunk, not per row).
+  void fillRowTables(Value n0) {
+    auto mul = [&](Value x, Value y) {
+      return arith::MulIOp::create(b, loc, x, y).getResult();
+    };
+    auto sub = [&](Value x, Value y) {
+      return arith::SubIOp::create(b, loc, x, y).getResult();
+    };
+    auto minI = [&](Value x, Value y) {
+      return arith::MinSIOp::create(b, loc, x, y).getResult();
+    };
+    Value pos = add(arith::RemSIOp::create(b, loc, op.getKvPos(), pageSize),
+                    n0);
+    Value slot0 = arith::DivSIOp::create(b, loc, pos, pageSize);
+    Value row0 = arith::RemSIOp::create(b, loc, pos, pageSize);
+    Value pages = op.getPages();
+    Value lastSlot = sub(memref::DimOp::create(b, loc, pages, 0), idx(1));
+    Value zero = idx(0), one = idx(1), end = idx(2 * chunk());
+    // Table entry j of page s (from slot0) is row j - (s·P - row0) of it.
+    Value spans = arith::CeilDivSIOp::create(b, loc, add(row0, end), pageSize);
+    loop(zero, spans, one, [&](Value s) {
+      Value first = sub(mul(s, pageSize), row0); // entry of the page's row 0
+      Value jb = arith::MaxSIOp::create(b, loc, first, zero);
+      Value je = minI(add(first, pageSize), end);
+      Value page = memref::LoadOp::create(
+          b, loc, pages, ValueRange{minI(add(slot0, s), lastSlot)});
+      if (!page.getType().isIndex())
+        page = arith::IndexCastOp::create(b, loc, b.getIndexType(), page);
+      Value rowB = sub(jb, first);
+      auto baseOf = [&](const FlatPool &p) {
+        return add(p.offset, add(mul(page, p.pageStride),
+                                 mul(rowB, p.rowStride)));
+      };
+      Value kb = baseOf(kPool), vb = baseOf(vPool);
+      loop(jb, je, one, [&](Value j) {
+        Value i = sub(j, jb);
+        memref::StoreOp::create(b, loc, add(kb, mul(i, kPool.rowStride)),
+                                kRows, ValueRange{j});
+        memref::StoreOp::create(b, loc, add(vb, mul(i, vPool.rowStride)),
+                                vRows, ValueRange{j});
+      });
+    });
   }
 
   /// The tile's code, at the builder's insertion point; Kt, P and A set.
@@ -595,7 +713,9 @@ struct Emitter {
     vi32 = VectorType::get({W}, b.getI32Type());
     vmask = VectorType::get({W}, b.getI1Type());
     Value zero = idx(0), one = idx(1);
-    Value N = memref::DimOp::create(b, loc, k, 0);
+    if (paged)
+      flattenPools();
+    Value N = numKeys();
     Value M = memref::DimOp::create(b, loc, q, lead);
     SmallVector<Value> leadUbs;
     for (int64_t i = 0; i < lead; ++i)
@@ -611,6 +731,8 @@ struct Emitter {
     loop(zero, N, C, [&](Value n0) {
       Value nc = arith::MinSIOp::create(
           b, loc, arith::SubIOp::create(b, loc, N, n0), C);
+      if (paged)
+        fillRowTables(n0);
       auto rowsOf = [&](bool dot) {
         auto block = [&](Value t0, int64_t rows) {
           rowBlock(dot, t0, rows, M, leadUbs, n0, nc);
@@ -639,7 +761,7 @@ struct Emitter {
       prefetchLast = arith::SubIOp::create(b, loc, N, one);
       pfK = k;
       pfV = v;
-      if (op.getPrefetchKey()) {
+      if (op.getPrefetchKey() && !paged) {
         // Past this tile's end: the first rows of the next tile.
         Value inTile = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
                                              prefetchBase, N);
@@ -683,6 +805,11 @@ mlir::attn::allocateMicroKernelScratch(OpBuilder &b, Location loc,
       memref::AllocOp::create(b, loc, MemRefType::get({rows}, f32), align)};
   scratch.push_back(memref::AllocOp::create(
       b, loc, MemRefType::get({chunk, vTy.getShape().back()}, f32), align));
+  // A paged tile's row tables (this chunk's and the next chunk's rows).
+  if (tile.isPaged())
+    for (int i = 0; i < 2; ++i)
+      scratch.push_back(memref::AllocOp::create(
+          b, loc, MemRefType::get({2 * chunk}, b.getIndexType()), align));
   return scratch;
 }
 
@@ -705,6 +832,11 @@ void mlir::attn::emitMicroKernel(OpBuilder &b, OnlineAttentionOp tile,
   e.P = scratch[1];
   e.A = scratch[2];
   e.Vw = scratch[3];
+  if (tile.isPaged()) {
+    e.paged = true;
+    e.kRows = scratch[4];
+    e.vRows = scratch[5];
+  }
   e.emit();
 }
 

@@ -35,8 +35,9 @@ inline constexpr int64_t kMicroKernelChunkVectors = 4;
 
 /// The micro-kernel's scratch for `tile` (head dim d) and `lanes` f32
 /// lanes: Kᵀ [d, 4·lanes], probabilities [rows, 4·lanes], alphas [rows] and
-/// the chunk's V rows as f32 [4·lanes, dv]; allocated at the
-/// builder's insertion point (once per parallel iteration).
+/// the chunk's V rows as f32 [4·lanes, dv], and for a paged tile the K and V
+/// row tables [8·lanes] (index); allocated at the builder's insertion point
+/// (once per parallel iteration).
 SmallVector<Value> allocateMicroKernelScratch(OpBuilder &b, Location loc,
                                               OnlineAttentionOp tile,
                                               int64_t lanes);

@@ -139,6 +139,9 @@ struct ConvertAttnToGPUPass
       if (oa.getBiasTable() || oa.getRelativeBiasAttr())
         return oa.emitOpError("relative position bias (T5) is not supported "
                               "by the GPU backend yet; compile for the CPU");
+      if (oa.isPaged())
+        return oa.emitOpError("a paged KV cache is not supported by the GPU "
+                              "backend yet; compile for the CPU");
       if (oa.getMask() != MaskKind::none) {
         src.mask = oa.getMask();
         src.window = oa.getWindow();

@@ -142,6 +142,9 @@ def Attn_IntTensor : RankedTensorOf<[AnySignlessInteger, Index]>;
 /// bufferization) a float buffer.
 def Attn_FloatShaped : AnyTypeOf<[Attn_FloatTensor,
                                   MemRefOf<[F16, BF16, F32, F64]>]>;
+/// An integer or index tensor, or (after bufferization) buffer.
+def Attn_IntShaped : AnyTypeOf<[Attn_IntTensor,
+                                MemRefOf<[AnySignlessInteger, Index]>]>;
 
 class Attn_Op<string mnemonic, list<Trait> traits = []>
     : Op<Attn_Dialect, mnemonic, traits>;

@@ -248,9 +248,25 @@ LogicalResult OnlineAttentionOp::verify() {
     return emitOpError() << "expects a query [..., M, head_dim] of rank >= 2, "
                             "got rank "
                          << r;
-  if (failed(expectRank(*this, getKey(), 2, "a key tile [N, head_dim]")) ||
-      failed(expectRank(*this, getValue(), 2,
-                        "a value tile [N, head_dim_v]")) ||
+  // A paged tile reads one KV head's pools [num_pages, page_size, d].
+  bool paged = isPaged();
+  if (paged != bool(getNumKeys()))
+    return emitOpError() << "expects pages and num_keys together";
+  if (paged && getPrefetchKey())
+    return emitOpError() << "with pages prefetches from the pages listed past "
+                            "the tile, not from prefetch(...) tiles";
+  int64_t kr = paged ? 3 : 2, kd = kr - 1;
+  if (paged &&
+      failed(expectRank(*this, getPages(), 1, "a list of pages [num]")))
+    return failure();
+  if (failed(expectRank(*this, getKey(), kr,
+                        paged ? "a key page pool [num_pages, page_size, "
+                                "head_dim] with pages"
+                              : "a key tile [N, head_dim]")) ||
+      failed(expectRank(*this, getValue(), kr,
+                        paged ? "a value page pool [num_pages, page_size, "
+                                "head_dim_v] with pages"
+                              : "a value tile [N, head_dim_v]")) ||
       failed(expectRank(*this, getAcc(), r,
                         "an accumulator [..., M, head_dim_v] (query rank)")) ||
       failed(expectRank(*this, getMax(), r - 1,
@@ -258,12 +274,14 @@ LogicalResult OnlineAttentionOp::verify() {
       failed(expectRank(*this, getSum(), r - 1,
                         "a running sum [..., M] (query rank - 1)")))
     return failure();
-  if (failed(expectDimsAgree(*this, q, r - 1, "query head_dim", k, 1,
+  if (failed(expectDimsAgree(*this, q, r - 1, "query head_dim", k, kd,
                              "key head_dim")) ||
-      failed(expectDimsAgree(*this, k, 0, "key tile rows", v, 0,
-                             "value tile rows")) ||
-      failed(expectDimsAgree(*this, acc, r - 1, "accumulator head_dim_v", v, 1,
-                             "value head_dim_v")) ||
+      failed(expectDimsAgree(*this, k, 0, paged ? "key pages" : "key tile rows",
+                             v, 0, paged ? "value pages" : "value tile rows")) ||
+      (paged && failed(expectDimsAgree(*this, k, 1, "key page_size", v, 1,
+                                       "value page_size"))) ||
+      failed(expectDimsAgree(*this, acc, r - 1, "accumulator head_dim_v", v,
+                             kd, "value head_dim_v")) ||
       failed(expectSameElementType(*this, {getKey(), getValue()},
                                    {"key", "value"})) ||
       failed(expectSameElementType(*this, {getAcc(), getMax(), getSum()},

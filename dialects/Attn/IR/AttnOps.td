@@ -877,6 +877,20 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [
     hint, not an input of the result, that lets a lowering load them ahead
     while this tile computes.
 
+    `pages(%pages : type, %num_keys)` makes the tile a run of pages of a
+    paged KV cache: `key` is then one KV head's page pool `[num_pages,
+    page_size, head_dim]` and `value` `[num_pages, page_size, head_dim_v]`
+    (any strides, rows contiguous), `%pages` (1-D, integer or index) lists
+    page numbers starting with the page that holds position `kv_pos`, and
+    the tile's `num_keys` keys are positions `kv_pos + n`: key n is row
+    `(kv_pos + n) % page_size` of page `pages[(kv_pos + n) / page_size -
+    kv_pos / page_size]`. One tile spans as many pages as the tiling
+    chooses (a page of 16 tokens is too short a tile: the per-tile softmax
+    and rescale would dominate). Pages listed past the tile's last key
+    (`%pages` may run to the end of the key range) are not read, only
+    prefetched: a lowering may load ahead from them. No `prefetch(...)`
+    with `pages`.
+
     ```mlir
     %a, %m, %l = attn.online_attention %qt, %kt, %vt, %acc, %max, %sum,
         %qpos, %kvpos {mask = #attn.mask<causal>, scale = 0.125 : f64}
@@ -893,6 +907,8 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [
                        Optional<Index>:$head_offset,
                        Optional<Attn_FloatShaped>:$prefetch_key,
                        Optional<Attn_FloatShaped>:$prefetch_value,
+                       Optional<Attn_IntShaped>:$pages,
+                       Optional<Index>:$num_keys,
                        F64Attr:$scale,
                        OptionalAttr<Attn_RelativeBiasAttr>:$relative_bias,
                        DefaultValuedAttr<Attn_MaskKindAttr,
@@ -906,6 +922,7 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [
     (`bias_table` `(` $bias_table^ `:` type($bias_table) `,` $head_offset `)`)?
     (`prefetch` `(` $prefetch_key^ `,` $prefetch_value `:`
      type($prefetch_key) `,` type($prefetch_value) `)`)?
+    (`pages` `(` $pages^ `:` type($pages) `,` $num_keys `)`)?
     attr-dict `:` `(` type($query) `,` type($key) `,`
     type($value) `,` type($acc) `,` type($max) `,` type($sum) `)`
     (`->` `(` type($results)^ `)`)?
@@ -920,6 +937,8 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [
     Value getNewSum() { return getResult(2); }
     /// True for the buffer form (memref operands, no results).
     bool isBufferForm() { return hasPureBufferSemantics(); }
+    /// True when the key and value are page pools read through `pages`.
+    bool isPaged() { return getPages() != nullptr; }
   }];
   let hasVerifier = 1;
 }

@@ -5,9 +5,9 @@
 // of all G = Hq/Hkv query heads of one KV head ([G, rows, d]), so each K/V
 // tile is extracted once per group and folded into the online-softmax state
 // of every head of the group by attn.online_attention. attn.paged_sdpa is
-// tiled the same way, its key loops running over the pages of the row's
-// block table (one tile per page, clipped to the key range) and its offset
-// per row (kv_lengths[b] - q_len).
+// tiled the same way, its tiles reading the KV head's page pools through
+// the row's block table (attn.online_attention's pages(...): a tile spans
+// pages) and its offset per row (kv_lengths[b] - q_len).
 //
 // The key range of a query block [q0, q0 + qn) is derived from positions
 // (offset = kv_len - q_len for bottom-right alignment, 0 for top-left, q_pos
@@ -133,7 +133,8 @@ private:
   SmallVector<Value> foldTile(OpBuilder &b, Location loc, Value kt, Value vt,
                               Value kb, bool masked, ValueRange iter,
                               Value qTile, Value gIdx, Value qPos,
-                              ValueRange next = {});
+                              ValueRange next = {}, Value pages = {},
+                              Value numKeys = {});
   /// The key range of the query block [q0, q0 + qn) of batch `bIdx`.
   KeyRange keyRange(OpBuilder &b, Location loc, Value bIdx, Value q0,
                     Value qn);
@@ -172,7 +173,8 @@ SmallVector<Value> SDPATiler::foldTile(OpBuilder &b, Location loc, Value kt,
                                       Value vt, Value kb, bool masked,
                                       ValueRange iter, Value qTile,
                                       Value gIdx, Value qPos,
-                                      ValueRange next) {
+                                      ValueRange next, Value pages,
+                                      Value numKeys) {
   IndexMath n{b, loc};
   Value headOffset;
   if (op.biasTable)
@@ -181,7 +183,8 @@ SmallVector<Value> SDPATiler::foldTile(OpBuilder &b, Location loc, Value kt,
   auto oa = OnlineAttentionOp::create(
       b, loc, iter.getTypes(), qTile, kt, vt, iter[0], iter[1], iter[2], qPos,
       kb, op.biasTable, headOffset, next.empty() ? Value() : next[0],
-      next.empty() ? Value() : next[1], op.scale, op.relativeBias,
+      next.empty() ? Value() : next[1], pages, numKeys, op.scale,
+      op.relativeBias,
       MaskKindAttr::get(ctx, masked ? op.mask : MaskKind::none),
       masked ? op.window : IntegerAttr(), op.softcap);
   return SmallVector<Value>(oa.getResults());
@@ -217,47 +220,46 @@ SmallVector<Value> SDPATiler::keyLoop(OpBuilder &b, Location loc, Value start,
         });
     return SmallVector<Value>(loop.getResults());
   }
-  // Paged: one iteration per page p touched by [start, end), the tile its
-  // keys [max(start, p·P), min(end, (p+1)·P)) at rows from kb - p·P of
-  // page block_table[bIdx, p]. The next page of the range (this one for
-  // the last), elsewhere in the pool, is named for prefetching: a page of
-  // 16 keys is too short for the hardware prefetcher to find.
+  // Paged: tiles of `step` keys [kb, kb + kn) like the contiguous loop, each
+  // reading one KV head's page pools through the row's block table from
+  // page kb / P (the page holding key kb) to the range's last page: a tile
+  // spans pages (a page of 16 keys per tile made the per-tile softmax and
+  // rescale 1.5x the contiguous kernel's time), and the pages listed past
+  // its end are the ones the kernel prefetches from.
   IndexMath m{b, loc};
-  Value pageSize = m.dim(op.key, 2);
-  Value first = arith::DivSIOp::create(b, loc, start, pageSize);
+  Value pageSize = m.dim(op.key, 2), zero = m.c(0);
   Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, start,
                                     end);
-  Value last = arith::SelectOp::create(b, loc, any,
-                                       m.ceilDiv(end, pageSize), first);
+  Value pagesEnd = arith::SelectOp::create(b, loc, any,
+                                           m.ceilDiv(end, pageSize), zero);
+  auto pool = [&](Value src, int64_t d) -> Value {
+    SmallVector<OpFoldResult> offs = {b.getIndexAttr(0), gIdx,
+                                      b.getIndexAttr(0), b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {m.dim(src, 0), b.getIndexAttr(1),
+                                       pageSize, b.getIndexAttr(d)};
+    SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
+    return tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({kDyn, kDyn, d}, kvElt), src, offs,
+        sizes, strides);
+  };
+  Value kPool = pool(op.key, headDim), vPool = pool(op.value, headDimV);
+  Type tableElt = cast<ShapedType>(op.blockTable.getType()).getElementType();
   auto loop = scf::ForOp::create(
-      b, loc, first, last, m.c(1), state,
-      [&](OpBuilder &nb, Location nloc, Value p, ValueRange iter) {
+      b, loc, start, end, step, state,
+      [&](OpBuilder &nb, Location nloc, Value kb, ValueRange iter) {
         IndexMath n{nb, nloc};
-        Value pageStart = n.mul(p, pageSize);
-        Value kb = n.max(start, pageStart);
-        Value kn = n.sub(n.min(end, n.add(pageStart, pageSize)), kb);
-        auto pageAt = [&](Value pi) -> Value {
-          Value page = tensor::ExtractOp::create(nb, nloc, op.blockTable,
-                                                 ValueRange{bIdx, pi});
-          if (!page.getType().isIndex())
-            page =
-                arith::IndexCastOp::create(nb, nloc, nb.getIndexType(), page);
-          return page;
-        };
-        Value page = pageAt(p);
-        Value r0 = n.sub(kb, pageStart);
-        Value kt = tile(nb, nloc, op.key, page, r0, kn, headDim);
-        Value vt = tile(nb, nloc, op.value, page, r0, kn, headDimV);
-        Value after = n.add(p, n.c(1));
-        Value lastPage = n.sub(last, n.c(1));
-        Value nextPage = pageAt(n.min(after, lastPage));
-        Value zero = n.c(0);
-        SmallVector<Value> next = {
-            tile(nb, nloc, op.key, nextPage, zero, pageSize, headDim),
-            tile(nb, nloc, op.value, nextPage, zero, pageSize, headDimV)};
+        Value kn = n.min(step, n.sub(end, kb));
+        Value first = arith::DivSIOp::create(nb, nloc, kb, pageSize);
+        SmallVector<OpFoldResult> offs = {bIdx, first};
+        SmallVector<OpFoldResult> sizes = {nb.getIndexAttr(1),
+                                           n.sub(pagesEnd, first)};
+        SmallVector<OpFoldResult> strides(2, nb.getIndexAttr(1));
+        Value pages = tensor::ExtractSliceOp::create(
+            nb, nloc, RankedTensorType::get({kDyn}, tableElt), op.blockTable,
+            offs, sizes, strides);
         scf::YieldOp::create(nb, nloc,
-                             foldTile(nb, nloc, kt, vt, kb, masked, iter,
-                                      qTile, gIdx, qPos, next));
+                             foldTile(nb, nloc, kPool, vPool, kb, masked,
+                                      iter, qTile, gIdx, qPos, {}, pages, kn));
       });
   return SmallVector<Value>(loop.getResults());
 }
@@ -334,10 +336,9 @@ SmallVector<Value> SDPATiler::foldKeys(OpBuilder &b, Location loc, Value bIdx,
   }
   // Few rows per tile (decode, up to 16: one row per head of a group of 16
   // query heads per KV head): longer key tiles, so that the kernel can
-  // stream K and V ahead of its use inside one tile. (Paged tiles are
-  // pages.)
+  // stream K and V ahead of its use inside one tile.
   Value step = n.c(sizes.kvBlock);
-  if (sizes.decodeKvBlock != sizes.kvBlock && !op.paged()) {
+  if (sizes.decodeKvBlock != sizes.kvBlock) {
     Value rows = n.mul(qn, n.c(groupSize));
     Value few = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, rows,
                                       n.c(17));

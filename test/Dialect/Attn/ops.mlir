@@ -241,6 +241,15 @@ func.func @online_prefetch(%q: tensor<4x8x64xf32>, %k: tensor<16x64xbf16>, %v: t
   return %0#0 : tensor<4x8x64xf32>
 }
 
+// A tile over pages of a paged cache: one KV head's pools [pages, P, d],
+// the pages from the one holding kv_pos on, and the tile's number of keys.
+// CHECK-LABEL: func.func @online_pages
+func.func @online_pages(%q: tensor<4x8x64xf32>, %kp: tensor<?x16x64xbf16>, %vp: tensor<?x16x32xbf16>, %pages: tensor<?xi32>, %a: tensor<4x8x32xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index, %n: index) -> tensor<4x8x32xf32> {
+  // CHECK: attn.online_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} pages(%{{.*}} : tensor<?xi32>, %{{.*}}) {mask = #attn.mask<causal>, scale = 1.250000e-01 : f64} : (tensor<4x8x64xf32>, tensor<?x16x64xbf16>, tensor<?x16x32xbf16>, tensor<4x8x32xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x32xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  %0:3 = attn.online_attention %q, %kp, %vp, %a, %m, %s, %i, %i pages(%pages : tensor<?xi32>, %n) {mask = #attn.mask<causal>, scale = 0.125 : f64} : (tensor<4x8x64xf32>, tensor<?x16x64xbf16>, tensor<?x16x32xbf16>, tensor<4x8x32xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x32xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return %0#0 : tensor<4x8x32xf32>
+}
+
 // CHECK-LABEL: func.func @feed_forward
 func.func @feed_forward(%x: tensor<?x?x64xf32>, %wg: tensor<96x64xf32>, %wu: tensor<96x64xf32>, %wd: tensor<64x96xf32>, %w1t: tensor<64x96xf32>, %b1: tensor<96xf32>, %w2t: tensor<96x64xf32>, %b2: tensor<64xf32>) -> tensor<?x?x64xf32> {
   // CHECK: attn.gated_mlp <silu> %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x?x64xf32>, tensor<96x64xf32>, tensor<96x64xf32>, tensor<64x96xf32>) -> tensor<?x?x64xf32>

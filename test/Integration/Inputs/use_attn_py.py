@@ -142,6 +142,31 @@ for m in (qwen, gemma):
     expect_error("int64 block table", lambda: m.decode(q, kc, vc, table.astype(np.int64), lens, kind=kd), TypeError)
     expect_error("append past the pages", lambda: m.append(kc, vc, table, [0, 0, 0, 0, M * P], np.ascontiguousarray(k[:, :, :1]), np.ascontiguousarray(v[:, :, :1]), kind=kd))
 
+# Long sequences over many pages (a tile spans pages: 1024 keys in decode,
+# 64 in prefill, chunks of 64 keys across page boundaries), page sizes 16
+# and 5, decode (Sq 1) and chunked prefill (Sq 40: the packed path), on a
+# shuffled pool written directly.
+for m in (qwen, gemma):
+    kd = next(k for k in m.kinds if k.op == attn.OP_SDPA)
+    for P in (16, 5):
+        lens = np.array([1500, 0, 700, 2 * P + 3])
+        B, M = len(lens), (int(lens.max()) + P - 1) // P
+        pages = B * M + 7
+        table = rng.permutation(pages)[:B * M].astype(np.int32).reshape(B, M)
+        kc = rng.standard_normal((pages, kd.num_kv_heads, P, kd.head_dim), np.float32) * 100
+        vc = rng.standard_normal((pages, kd.num_kv_heads, P, kd.head_dim_v), np.float32) * 100
+        k = rng.standard_normal((B, kd.num_kv_heads, M * P, kd.head_dim), np.float32) * 2
+        v = rng.standard_normal((B, kd.num_kv_heads, M * P, kd.head_dim_v), np.float32)
+        for b in range(B):
+            for j in range(M):
+                kc[table[b, j]] = k[b, :, j * P:(j + 1) * P]
+                vc[table[b, j]] = v[b, :, j * P:(j + 1) * P]
+        for Sq in (1, 40):
+            q = rng.standard_normal((B, kd.num_heads, Sq, kd.head_dim), np.float32) * 2
+            out = m.decode(q, kc, vc, table, lens, kind=kd)
+            ref = np.concatenate([sdpa_ref(kd, q[b:b + 1], k[b:b + 1, :, :lens[b]], v[b:b + 1, :, :lens[b]], [lens[b]]) for b in range(B)])
+            report(f"{m.family} {kd.name} paged page_size {P} Sq={Sq} lengths {','.join(map(str, lens))}", out, ref)
+
 # A bf16 paged cache (a library built with --kv-dtype=bf16): uint16 arrays
 # of bfloat16 bits; the reference sees the rounded values.
 def to_bf16(x):
