@@ -28,6 +28,10 @@
 // vector of scores. While P·V runs over key n of the chunk, the K and V rows
 // of key n of the next chunk are prefetched into L2 (decode reads K and V
 // from memory once; without the prefetch the loads wait on DRAM).
+// A paged tile (attn.online_attention with pages(...)) spans pages: per
+// chunk, a table of the element offsets of its K and V rows in the page
+// pools (this chunk's and the next chunk's, one division per chunk) stands
+// in for the contiguous row index; the loops are otherwise the same.
 //
 // The scratch buffers are allocated once per iteration of the enclosing
 // parallel loop (one query block, many tiles), so each thread has its own
@@ -156,14 +160,10 @@ struct Emitter {
         memref::LoadOp::create(b, loc, key ? kRows : vRows, ValueRange{rel});
     return {key ? kFlat : vFlat, off, true};
   }
-  static SmallVector<Value> colOf(OpBuilder &b, Location loc, const RowRef &r,
-                                  Value col) {
-    if (r.flat)
-      return {arith::AddIOp::create(b, loc, r.row, col)};
-    return {r.row, col};
-  }
   SmallVector<Value> colOf(const RowRef &r, Value col) {
-    return colOf(b, loc, r, col);
+    if (r.flat)
+      return {add(r.row, col)};
+    return {r.row, col};
   }
 
   /// scf.for with loop-carried vectors; `body` returns the next values.
@@ -315,9 +315,9 @@ struct Emitter {
                                   ValueRange{idx(r), idx(j * W)});
     }
     Value rowBegin = idx(0), rowEnd = idx(rows), rowStep = idx(1);
-    // A chunk of at most W keys (a page of 16 of a paged cache, a short
-    // tail) has one vector of scores per row: its softmax skips the other
-    // NV - 1 (whose lanes the mask would drop).
+    // A chunk of at most W keys (a short key range, or a range's tail) has
+    // one vector of scores per row: its softmax skips the other NV - 1
+    // (whose lanes the mask would drop).
     Value oneVector = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
                                             nc, idx(W));
     loop(rowBegin, rowEnd, rowStep, [&](Value r) {
@@ -428,7 +428,7 @@ struct Emitter {
   /// instead and the padding mask drops them (one code for full and
   /// partial chunks: a copy without the clamp for full chunks was no faster
   /// and made the tile a third larger). The loop stops at the chunk's last
-  /// block of keys: a short tile (a page of 16 keys of a paged cache) does
+  /// block of keys: a short tile (a sequence's last few keys) does
   /// not compute the chunk's empty lanes, whose scores the padding mask
   /// drops whatever the scratch holds.
   void dotScores(ArrayRef<SmallVector<Value>> rowAt, Value n0, Value nc) {
