@@ -434,7 +434,8 @@ struct Emitter {
   void dotScores(ArrayRef<SmallVector<Value>> rowAt, Value n0, Value nc) {
     int64_t rows = rowAt.size(), KR = W / rows;
     Value zero = idx(0);
-    Value last = arith::SubIOp::create(b, loc, numKeys(), idx(1));
+    Value keys = numKeys();
+    Value last = arith::SubIOp::create(b, loc, keys, idx(1));
     // A loop, not unrolled: LLVM would interleave the tiles and spill.
     Value keyStep = idx(KR);
     Value chunkEnd = arith::MulIOp::create(
@@ -679,7 +680,8 @@ struct Emitter {
     Value slot0 = arith::DivSIOp::create(b, loc, pos, pageSize);
     Value row0 = arith::RemSIOp::create(b, loc, pos, pageSize);
     Value pages = op.getPages();
-    Value lastSlot = sub(memref::DimOp::create(b, loc, pages, 0), idx(1));
+    Value numPages = memref::DimOp::create(b, loc, pages, 0);
+    Value lastSlot = sub(numPages, idx(1));
     Value zero = idx(0), one = idx(1), end = idx(2 * chunk());
     // Table entry j of page s (from slot0) is row j - (s·P - row0) of it.
     Value spans = arith::CeilDivSIOp::create(b, loc, add(row0, end), pageSize);
@@ -693,8 +695,9 @@ struct Emitter {
         page = arith::IndexCastOp::create(b, loc, b.getIndexType(), page);
       Value rowB = sub(jb, first);
       auto baseOf = [&](const FlatPool &p) {
-        return add(p.offset, add(mul(page, p.pageStride),
-                                 mul(rowB, p.rowStride)));
+        Value pageOff = mul(page, p.pageStride);
+        Value rowOff = mul(rowB, p.rowStride);
+        return add(p.offset, add(pageOff, rowOff));
       };
       Value kb = baseOf(kPool), vb = baseOf(vPool);
       loop(jb, je, one, [&](Value j) {
