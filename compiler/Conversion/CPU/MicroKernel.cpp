@@ -764,7 +764,7 @@ struct Emitter {
       prefetchLast = arith::SubIOp::create(b, loc, N, one);
       pfK = k;
       pfV = v;
-      if (op.getPrefetchKey() && !paged) {
+      if (op.getPrefetchKey()) {
         // Past this tile's end: the first rows of the next tile.
         Value inTile = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
                                              prefetchBase, N);

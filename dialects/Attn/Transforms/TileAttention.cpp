@@ -129,12 +129,12 @@ private:
                              ValueRange state, Value qTile, Value bIdx,
                              Value gIdx, Value qPos);
   /// Folds the keys [kb, kb + kn) of K/V tiles `kt`, `vt` into `iter`;
-  /// `next` (or empty): the K/V tiles the next step reads, to prefetch.
+  /// with `pages`, `kt`/`vt` are the KV head's page pools and the tile is
+  /// `numKeys` keys read through those pages.
   SmallVector<Value> foldTile(OpBuilder &b, Location loc, Value kt, Value vt,
                               Value kb, bool masked, ValueRange iter,
                               Value qTile, Value gIdx, Value qPos,
-                              ValueRange next = {}, Value pages = {},
-                              Value numKeys = {});
+                              Value pages = {}, Value numKeys = {});
   /// The key range of the query block [q0, q0 + qn) of batch `bIdx`.
   KeyRange keyRange(OpBuilder &b, Location loc, Value bIdx, Value q0,
                     Value qn);
@@ -173,8 +173,7 @@ SmallVector<Value> SDPATiler::foldTile(OpBuilder &b, Location loc, Value kt,
                                       Value vt, Value kb, bool masked,
                                       ValueRange iter, Value qTile,
                                       Value gIdx, Value qPos,
-                                      ValueRange next, Value pages,
-                                      Value numKeys) {
+                                      Value pages, Value numKeys) {
   IndexMath n{b, loc};
   Value headOffset;
   if (op.biasTable)
@@ -182,8 +181,8 @@ SmallVector<Value> SDPATiler::foldTile(OpBuilder &b, Location loc, Value kt,
   MLIRContext *ctx = b.getContext();
   auto oa = OnlineAttentionOp::create(
       b, loc, iter.getTypes(), qTile, kt, vt, iter[0], iter[1], iter[2], qPos,
-      kb, op.biasTable, headOffset, next.empty() ? Value() : next[0],
-      next.empty() ? Value() : next[1], pages, numKeys, op.scale,
+      kb, op.biasTable, headOffset, /*prefetch_key=*/Value(),
+      /*prefetch_value=*/Value(), pages, numKeys, op.scale,
       op.relativeBias,
       MaskKindAttr::get(ctx, masked ? op.mask : MaskKind::none),
       masked ? op.window : IntegerAttr(), op.softcap);
@@ -259,7 +258,7 @@ SmallVector<Value> SDPATiler::keyLoop(OpBuilder &b, Location loc, Value start,
             offs, sizes, strides);
         scf::YieldOp::create(nb, nloc,
                              foldTile(nb, nloc, kPool, vPool, kb, masked,
-                                      iter, qTile, gIdx, qPos, {}, pages, kn));
+                                      iter, qTile, gIdx, qPos, pages, kn));
       });
   return SmallVector<Value>(loop.getResults());
 }
