@@ -78,16 +78,6 @@ build() {
 # "LABEL: N passed, N failed" line CI reads. Exits with lit's status.
 run_suite() {
   local label="$1" log="$BUILD_DIR/check-attn.log" status=0
-  # lit starts the longest tests first when it knows their times (its
-  # default "smart" order), otherwise in path order, and the last long test
-  # then runs alone (sdpa-shapes, minutes, on a fresh clone). A build
-  # directory that has no times of its own starts from these (seconds
-  # under ASan, 2026-12-01; lit rewrites the file after each run).
-  local times="$BUILD_DIR/test/.lit_test_times.txt"
-  if [ ! -f "$times" ]; then
-    mkdir -p "$BUILD_DIR/test"
-    cp "$ROOT/test/lit-test-times.txt" "$times"
-  fi
   ninja -C "$BUILD_DIR" -j "$JOBS" check-attn 2>&1 | tee "$log" || status=$?
   passed=$(sed -n 's/^ *Passed *: *\([0-9]*\).*/\1/p' "$log" | tail -1)
   failed=$({ grep -E '^ *(Failed|Unresolved|Timed Out|Unexpectedly Passed) *:' "$log" || true; } |
