@@ -612,8 +612,9 @@ static attn_status decodePaged(const attn_model *model, int32_t kind,
   if (!kd->paged)
     return failWith(ATTN_ERR_UNSUPPORTED,
                     std::string(call) + ": kind '" + kd->name +
-                        "' has no paged kernel (T5's relative bias, or a "
-                        "GPU library)");
+                        "' has no paged kernel (T5's relative bias, a GPU "
+                        "library, or one compiled with --entries without "
+                        "paged)");
   if (part && !kd->paged_part)
     return failWith(ATTN_ERR_UNSUPPORTED,
                     std::string(call) + ": kind '" + kd->name +

@@ -37,7 +37,8 @@ void benchPaged(const attn_rt_kind &kind, int64_t b, int64_t sq, int64_t skv,
                 int64_t page, int64_t repeats, bool json, bool first) {
   if (!kind.paged)
     fail(std::string("bench --page-size: kind '") + kind.name +
-         "' has no paged kernel (T5's relative bias, or a GPU build)");
+         "' has no paged kernel (T5's relative bias, a GPU build, or "
+         "attn-compile --entries without paged)");
   int64_t eb = kind.kv_dtype == ATTN_RT_KV_F32 ? 4 : 2;
   const char *dt = kvDtypeName(kind);
   int64_t perSeq = (skv + page - 1) / page, pages = b * perSeq;
@@ -247,8 +248,10 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
     // The unfused reference holds [B, Hq, Sq, Skv] scores (several copies):
     // skipped past a quarter of the memory.
     double scoreBytes = 4.0 * b * kind.num_heads * double(sq) * double(skv);
-    double refMs = scoreBytes * 3 < 0.25 * physical ? time(kind.reference)
-                                                    : NAN;
+    // Without the reference (attn-compile --entries), the same null.
+    double refMs = kind.reference && scoreBytes * 3 < 0.25 * physical
+                       ? time(kind.reference)
+                       : NAN;
     if (json) {
       // A skipped reference is null, not NaN (which JSON cannot spell).
       auto num = [](double v) {
@@ -268,15 +271,25 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
                   num(fusedMs).c_str(), num(f / fusedMs / 1e6).c_str(),
                   num(refMs).c_str(), num(f / refMs / 1e6).c_str());
     } else {
+      char ref[96];
+      if (!kind.reference)
+        std::snprintf(ref, sizeof(ref), "no unfused reference (compiled "
+                                        "without it)");
+      else if (std::isnan(refMs))
+        std::snprintf(ref, sizeof(ref), "unfused reference skipped (its "
+                                        "scores would not fit)");
+      else
+        std::snprintf(ref, sizeof(ref),
+                      "unfused reference %9.3f ms %8.2f GFLOP/s | "
+                      "fused/unfused x%.2f",
+                      refMs, f / refMs / 1e6, refMs / fusedMs);
       std::printf("%-30s B=%lld Sq=%lld Skv=%lld threads=%d%s%s: fused "
-                  "%9.3f ms %8.2f GFLOP/s | unfused reference %9.3f ms "
-                  "%8.2f GFLOP/s | fused/unfused x%.2f\n",
+                  "%9.3f ms %8.2f GFLOP/s | %s\n",
                   kind.name, (long long)b, (long long)sq, (long long)skv,
                   ompThreads(),
                   kind.kv_dtype == ATTN_RT_KV_F32 ? "" : " K/V ",
                   kind.kv_dtype == ATTN_RT_KV_F32 ? "" : kvDtypeName(kind),
-                  fusedMs, f / fusedMs / 1e6, refMs,
-                  f / refMs / 1e6, refMs / fusedMs);
+                  fusedMs, f / fusedMs / 1e6, ref);
     }
   }
   if (json)

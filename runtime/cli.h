@@ -183,7 +183,9 @@ struct BlockWeights {
 
 //===- layer.cpp -----------------------------------------------------------===//
 
-/// Fails unless the kind has CPU block entries (not a CUDA executable).
+/// Fails unless the kind has CPU block entries (not a CUDA executable, not
+/// compiled with --entries without blocks); a build has them for every
+/// kind or for none.
 void requireBlocks(const attn_rt_kind &kind);
 /// "layer L (kind 'NAME')", for messages.
 std::string layerName(const attn_rt_kind &kind, int64_t layer);

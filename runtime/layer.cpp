@@ -19,9 +19,14 @@ using namespace attn_rt;
 using namespace attn_rt::cli;
 
 void cli::requireBlocks(const attn_rt_kind &kind) {
-  if (!kind.block && !kind.linear_block)
-    fail("block and layer run on the CPU only: this executable was compiled "
-         "for CUDA; `sdpa` runs its attention kernels");
+  if (kind.block || kind.linear_block)
+    return;
+  if (gCuda)
+    fail("block, layer and model run on the CPU only: this executable was "
+         "compiled for CUDA; `sdpa` runs its attention kernels");
+  fail("block, layer and model need the block entries, which this "
+       "executable was compiled without (attn-compile --entries without "
+       "blocks); `sdpa` runs its attention kernels");
 }
 
 std::string cli::layerName(const attn_rt_kind &kind, int64_t layer) {
@@ -167,7 +172,7 @@ int cli::cmdLayer(const attn_rt_model *m, int argc, char **argv, bool model) {
   if (model) {
     first = intArg(args, "from", 0, 0, 1 << 30);
     last = intArg(args, "to", 0, 0, 1 << 30);
-    kindOfLayer(m, first);
+    requireBlocks(kindOfLayer(m, first));
     kindOfLayer(m, last);
     if (last < first)
       fail("--to " + std::to_string(last) + " is before --from " +
@@ -185,7 +190,7 @@ int cli::cmdLayer(const attn_rt_model *m, int argc, char **argv, bool model) {
   } else {
     // The attention sub-blocks of the transformer layer holding `layer`.
     int64_t layer = intArg(args, "layer", 0, 0, 1 << 30);
-    kindOfLayer(m, layer);
+    requireBlocks(kindOfLayer(m, layer));
     first = layer;
     while (first > 0 && !closesLayer(m, first - 1))
       --first;

@@ -2,8 +2,9 @@
 # Builds the libFuzzer targets (build-asan/, the sanitizer build of
 # tools/dev.sh asan-test: clang-22, ASan + UBSan +
 # libFuzzer instrumentation) and runs each for SECONDS (default 60) from seed
-# corpora made of the test suite's inputs, then prints, per target, the
-# executions, the coverage reached and the crashes found. Exit 1 on a crash.
+# corpora made of the test suite's inputs, JOBS (default 2) targets at once,
+# then prints, per target, the executions, the coverage reached and the
+# crashes found. Exit 1 on a crash.
 #
 #   tools/fuzz.sh [SECONDS]
 #
@@ -61,25 +62,42 @@ for t in "${TARGETS[@]}"; do
     cp -n "$ROOT/tools/fuzz/seeds/$t"/* "$B/corpus/$t/" 2>/dev/null || true
   fi
 done
+# Each target for SECONDS_EACH, JOBS (default 2, the cores) at a time;
+# the table and any failure in the targets' order once all have ended.
+JOBS="${JOBS:-2}"
+run_target() {
+  local t="$1" crashes="$B/crashes/$1" dict=() rc=0
+  mkdir -p "$crashes"
+  [ "$t" = attn-fuzz-config ] && dict=(-dict="$ROOT/tools/fuzz/json.dict")
+  touch "$B/.fuzz-start-$t" # crashes of this run: the files newer than it
+  "$B/bin/$t" "$B/corpus/$t" "${dict[@]}" -max_total_time="$SECONDS_EACH" \
+    -rss_limit_mb=4096 -timeout=20 -print_final_stats=1 \
+    -artifact_prefix="$crashes/" >"$B/fuzz-$t.log" 2>&1 || rc=$?
+  echo "$rc" >"$B/.fuzz-rc-$t"
+}
+running=0
+for t in "${TARGETS[@]}"; do
+  rm -f "$B/.fuzz-rc-$t"
+  run_target "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge "$JOBS" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+done
+wait || true
+
 status=0
 printf "%-24s %12s %8s %8s\n" target executions coverage crashes
 for t in "${TARGETS[@]}"; do
   crashes="$B/crashes/$t"
-  mkdir -p "$crashes"
-  dict=()
-  [ "$t" = attn-fuzz-config ] && dict=(-dict="$ROOT/tools/fuzz/json.dict")
   log="$B/fuzz-$t.log"
-  stamp="$B/.fuzz-start-$t"
-  touch "$stamp" # crashes of this run: the files newer than the stamp
-  rc=0
-  "$B/bin/$t" "$B/corpus/$t" "${dict[@]}" -max_total_time="$SECONDS_EACH" \
-    -rss_limit_mb=4096 -timeout=20 -print_final_stats=1 \
-    -artifact_prefix="$crashes/" >"$log" 2>&1 || rc=$?
+  rc=$(cat "$B/.fuzz-rc-$t" 2>/dev/null || echo "?")
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
-  n=$(find "$crashes" -type f -newer "$stamp" | wc -l)
+  n=$(find "$crashes" -type f -newer "$B/.fuzz-start-$t" | wc -l)
   printf "%-24s %12s %8s %8s\n" "$t" "${execs:-?}" "${cov:-?}" "$n"
-  if [ "$rc" -ne 0 ] || [ "$n" -ne 0 ]; then
+  if [ "$rc" != 0 ] || [ "$n" -ne 0 ]; then
     status=1
     echo "fuzz: $t failed (exit $rc); see $log and $crashes" >&2
     grep -m5 -E "ERROR|SUMMARY|runtime error" "$log" >&2 || true

@@ -41,8 +41,9 @@ public:
 
   OwningOpRef<ModuleOp> run();
   /// One `<kind>_sdpa(q, k, v, kv_lengths[, table])` entry per kind (and
-  /// its `<kind>_block` with `withBlocks`).
-  OwningOpRef<ModuleOp> kernels(bool withBlocks);
+  /// on the CPU target its `<kind>_paged`, `<kind>_block`, `<kind>_layer`
+  /// where spec.entries asks for them).
+  OwningOpRef<ModuleOp> kernels(bool cpuTarget);
 
 private:
   RankedTensorType tensor(llvm::ArrayRef<int64_t> shape) {
@@ -357,12 +358,15 @@ func::FuncOp Emitter::emitLinearKernel(const std::string &name,
   return fn;
 }
 
-OwningOpRef<ModuleOp> Emitter::kernels(bool withBlocks) {
+OwningOpRef<ModuleOp> Emitter::kernels(bool cpuTarget) {
   ctx->loadDialect<AttnDialect, arith::ArithDialect,
                    bufferization::BufferizationDialect, func::FuncDialect,
                    memref::MemRefDialect, tensor::TensorDialect>();
   Location loc = FileLineColLoc::get(ctx, spec.configPath, 1, 1);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  // The CUDA target has the attention entries only.
+  bool withBlocks = cpuTarget && spec.entries.blocks;
+  bool withPaged = cpuTarget && spec.entries.paged;
   for (const LayerKind &kind : groupLayersByKind(spec)) {
     const std::string &name = kind.name;
     const LayerSpec &l = *kind.first;
@@ -388,7 +392,7 @@ OwningOpRef<ModuleOp> Emitter::kernels(bool withBlocks) {
     func::FuncOp kernel = emitKernel(name, l);
     toDestinationStyle(kernel);
     module->push_back(kernel);
-    if (withBlocks && hasPagedKernel(l)) {
+    if (withPaged && hasPagedKernel(l)) {
       func::FuncOp paged = emitPagedKernel(name, l);
       toDestinationStyle(paged);
       module->push_back(paged);
@@ -872,9 +876,9 @@ OwningOpRef<ModuleOp> mlir::attn::emitAttnModule(const ModelSpec &spec,
 
 OwningOpRef<ModuleOp> mlir::attn::emitKernelModule(const ModelSpec &spec,
                                                    const ConfigSource &src,
-                                                   bool withBlocks) {
+                                                   bool cpuTarget) {
   for (const LayerSpec &l : spec.layers)
     if (rejectAlibi(src, l))
       return nullptr;
-  return Emitter(spec, src).kernels(withBlocks);
+  return Emitter(spec, src).kernels(cpuTarget);
 }

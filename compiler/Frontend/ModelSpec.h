@@ -166,9 +166,26 @@ struct LayerSpec {
 /// option: attn-compile --kv-dtype); arithmetic stays fp32.
 enum class KVCacheType { f32, bf16, f16 };
 
+/// The entries of each layer kind compiled besides its fused kernel
+/// (`<kind>_sdpa` / `<kind>_gdn`, always there): a compile option,
+/// attn-compile --entries. An executable or library without one reports it
+/// where a command or call would need it.
+struct EntrySet {
+  /// `<kind>_sdpa_reference` / `<kind>_gdn_reference`: the unfused copy
+  /// `check` and `bench` compare with (`check` falls back to its float64
+  /// reference without it).
+  bool reference = true;
+  /// `<kind>_paged` (and `<kind>_paged_part` with --distributed=mpi).
+  bool paged = true;
+  /// `<kind>_block` and `<kind>_layer`: the `block`, `layer` and `model`
+  /// commands.
+  bool blocks = true;
+};
+
 struct ModelSpec {
   std::string configPath;
   KVCacheType kvCache = KVCacheType::f32;
+  EntrySet entries;
   /// Context-parallel entries (`<kind>_paged_part`, attn-compile
   /// --distributed=mpi).
   bool distributed = false;

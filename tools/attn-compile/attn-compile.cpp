@@ -126,8 +126,22 @@ cl::opt<bool> kernelsOnly(
 cl::opt<bool> keepReference(
     "reference",
     cl::desc("Keep an unfused <kind>_reference copy of each layer kind "
-             "(default true; --reference=false omits it)"),
+             "(default true; --reference=false omits it, like --entries "
+             "without reference)"),
     cl::init(true), cl::cat(category));
+
+// Fewer entries, a smaller and faster build: a server that only decodes
+// through the C API needs `paged`; a test of the attention kernels `sdpa`.
+cl::list<std::string> entryList(
+    "entries", cl::CommaSeparated,
+    cl::desc("What to compile for each layer kind besides its fused "
+             "attention kernel (<kind>_sdpa or _gdn, always compiled), "
+             "comma-separated: reference (the unfused copy check and bench "
+             "compare with), paged (the paged-KV-cache kernel of the C API, "
+             "the Python module and bench --page-size), blocks (<kind>_block "
+             "and _layer: the block, layer and model commands); all "
+             "(default) or sdpa (the fused kernels alone)"),
+    cl::value_desc("list"), cl::cat(category));
 
 enum class Target { CPU, CUDA };
 cl::opt<Target> target(
@@ -210,6 +224,66 @@ cl::opt<bool> describe("describe",
                        cl::desc("Print the normalized model description as "
                                 "JSON instead of IR"),
                        cl::init(false), cl::cat(category));
+
+/// --entries and --reference as the entries to compile; false after an
+/// error that names what is accepted.
+bool parseEntries(attn::EntrySet &entries) {
+  auto fail = [](const llvm::Twine &msg) {
+    llvm::errs() << "attn-compile: error: --entries: " << msg << "\n";
+    return false;
+  };
+  bool listed = entryList.getNumOccurrences() > 0, namesReference = false;
+  if (listed) {
+    entries = {/*reference=*/false, /*paged=*/false, /*blocks=*/false};
+    for (const std::string &e : entryList) {
+      if (e == "all")
+        entries = {};
+      else if (e == "reference")
+        entries.reference = namesReference = true;
+      else if (e == "paged")
+        entries.paged = true;
+      else if (e == "blocks")
+        entries.blocks = true;
+      else if (e.empty())
+        return fail("an empty entry; accepted, comma-separated: all, sdpa, "
+                    "reference, paged, blocks");
+      else if (e != "sdpa")
+        return fail("unknown entry '" + e +
+                    "'; accepted, comma-separated: all, sdpa, reference, "
+                    "paged, blocks");
+    }
+  }
+  if (!keepReference) {
+    if (namesReference)
+      return fail("lists reference, which --reference=false omits");
+    entries.reference = false;
+  }
+  if (target == Target::CUDA) {
+    if (listed && (entries.reference || entries.paged || entries.blocks))
+      return fail("--target=cuda compiles the fused kernels only "
+                  "(--entries=sdpa); reference, paged and blocks are the "
+                  "CPU target's");
+    // (--distributed=mpi with CUDA: checkOptions says it is CPU-only.)
+    entries = {false, false, false};
+    return true;
+  }
+  if (distributed == Distributed::MPI && !entries.paged)
+    return fail("--distributed=mpi adds <kind>_paged_part kernels beside the "
+                "paged ones: the list must include paged");
+  return true;
+}
+
+/// The entries an executable or library holds, as `info` lists them.
+nlohmann::ordered_json entryNames(const attn::EntrySet &entries) {
+  nlohmann::ordered_json j = {"sdpa"};
+  if (entries.reference)
+    j.push_back("reference");
+  if (entries.paged)
+    j.push_back("paged");
+  if (entries.blocks)
+    j.push_back("blocks");
+  return j;
+}
 
 /// The root of --mlir-timing's report: the front end, each pass, LLVM's
 /// code generation and the link, each timed.
@@ -372,6 +446,8 @@ bool runPipeline(MLIRContext &context, ModuleOp module, const Options &options,
 nlohmann::ordered_json tableDescription(const attn::ModelSpec &spec,
                                         bool cuda) {
   nlohmann::ordered_json j = attn::describeModel(spec);
+  // What this build holds of each kind (attn-compile --entries).
+  j["entries"] = entryNames(spec.entries);
   int64_t lanes = attn::cpuVectorLanes(cpu);
   if (cuda || !lanes)
     return j;
@@ -487,7 +563,7 @@ int compileCPU(MLIRContext &context, const attn::ModelSpec &spec,
                       : stage == Stage::Tiled  ? attn::PipelineStage::Tiled
                       : stage == Stage::Linalg ? attn::PipelineStage::Linalg
                                                : attn::PipelineStage::LLVMDialect;
-  options.reference = keepReference || stage >= Stage::Linalg;
+  options.reference = spec.entries.reference;
   options.target = attn::TileTarget::cpu;
   options.qBlock = qBlock;
   options.kvBlock = kvBlock;
@@ -592,6 +668,8 @@ int main(int argc, char **argv) {
   spec.kvCache = kvDtype;
   spec.distributed = distributed == Distributed::MPI;
   spec.tensorParallel = tensorParallel;
+  if (!parseEntries(spec.entries))
+    return 1;
   if (!attn::normalizeConfig(*src, spec))
     return 1;
   // Head sharding keeps whole KV-head groups on each rank.
@@ -630,7 +708,7 @@ int main(int argc, char **argv) {
   // The CUDA target compiles the attention entries only; blocks
   // (projections, RoPE) and the model stay on the CPU for now.
   OwningOpRef<ModuleOp> module =
-      kernels ? attn::emitKernelModule(spec, *src, /*withBlocks=*/!cuda)
+      kernels ? attn::emitKernelModule(spec, *src, /*cpuTarget=*/!cuda)
               : attn::emitAttnModule(spec, *src);
   if (!module || failed(module->verify()))
     return 1;

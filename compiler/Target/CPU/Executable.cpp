@@ -52,7 +52,8 @@ void mlir::attn::writeKernelHeader(const ModelSpec &spec,
      << " * descriptors; `out` [B, Hq, Sq, Dv] is the caller's contiguous\n"
      << " * buffer. q [B, Hq, Sq, D], k [B, Hkv, Skv, D],\n"
      << " * v [B, Hkv, Skv, Dv], kv_lengths int64 [B]; the _reference variant\n"
-     << " * is the unfused computation. */\n"
+     << " * (unless attn-compile --entries left it out) is the unfused\n"
+     << " * computation. */\n"
      << "#ifndef ATTN_KERNELS_H\n#define ATTN_KERNELS_H\n"
      << "#include <stdint.h>\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n"
      << "#ifndef ATTN_RUNTIME_H\n"
@@ -66,6 +67,10 @@ void mlir::attn::writeKernelHeader(const ModelSpec &spec,
      << "typedef struct { float *allocated; float *aligned; int64_t offset; "
         "int64_t sizes[3]; int64_t strides[3]; } attn_rt_memref_f32_3;\n"
      << "#endif\n";
+  // The fused kernel, and its unfused copy unless --entries left it out.
+  llvm::SmallVector<const char *, 2> suffixes = {""};
+  if (spec.entries.reference)
+    suffixes.push_back("_reference");
   for (const LayerKind &kind : groupLayersByKind(spec)) {
     const std::string &n = kind.name;
     const LayerSpec &l = *kind.first;
@@ -77,7 +82,7 @@ void mlir::attn::writeKernelHeader(const ModelSpec &spec,
             " * [B, Hk, S, dk], v [B, Hv, S, dv], g and beta [B, Hv, S],\n"
             " * state_in [B, Hv, dk, dv]; the _reference variant is the\n"
             " * token-by-token recurrence. */\n";
-      for (const char *suffix : {"", "_reference"})
+      for (const char *suffix : suffixes)
         os << "void _mlir_ciface_" << n << "_gdn" << suffix
            << "(attn_rt_memref_f32_4 *out, attn_rt_memref_f32_4 *state_out, "
               "attn_rt_memref_f32_4 *q, attn_rt_memref_f32_4 *k, "
@@ -91,7 +96,7 @@ void mlir::attn::writeKernelHeader(const ModelSpec &spec,
                                 : std::string(" causal"))
                     : std::string(" bidirectional"))
        << " */\n";
-    for (const char *suffix : {"", "_reference"})
+    for (const char *suffix : suffixes)
       os << "void _mlir_ciface_" << n << "_sdpa" << suffix
          << "(attn_rt_memref_f32_4 *out, attn_rt_memref_f32_4 *q, "
             "attn_rt_memref_f32_4 *k, attn_rt_memref_f32_4 *v, "

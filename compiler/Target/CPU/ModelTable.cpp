@@ -195,7 +195,11 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
     kinds.push_back(std::move(kind));
   }
 
-  bool blocks = !cuda;
+  // What the kernels' module holds besides the fused kernels (the CUDA
+  // target: nothing); an entry left out is NULL in the table.
+  bool blocks = !cuda && spec.entries.blocks;
+  bool withReference = !cuda && spec.entries.reference;
+  bool withPaged = !cuda && spec.entries.paged;
   std::vector<llvm::Constant *> kindValues;
   for (const LayerKind &kind : kinds) {
     const std::string &n = kind.name;
@@ -203,19 +207,20 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
     const char *entryName = kind.isLinear() ? "_gdn" : "_sdpa";
     llvm::Function *fused = function("_mlir_ciface_" + n + entryName);
     llvm::Function *reference =
-        cuda ? nullptr
-             : function("_mlir_ciface_" + n + entryName + "_reference");
-    if (!fused || (!cuda && !reference))
+        withReference
+            ? function("_mlir_ciface_" + n + entryName + "_reference")
+            : nullptr;
+    if (!fused || (withReference && !reference))
       return false;
     llvm::Constant *paged = t.null();
-    if (!cuda && hasPagedKernel(l)) {
+    if (withPaged && hasPagedKernel(l)) {
       llvm::Function *fn = function("_mlir_ciface_" + n + "_paged");
       if (!fn)
         return false;
       paged = fn;
     }
     llvm::Constant *pagedPart = t.null();
-    if (!cuda && spec.distributed && hasPagedKernel(l)) {
+    if (withPaged && spec.distributed && hasPagedKernel(l)) {
       llvm::Function *fn = function("_mlir_ciface_" + n + "_paged_part");
       if (!fn)
         return false;
