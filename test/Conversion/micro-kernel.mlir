@@ -97,28 +97,23 @@ func.func @t5(%q: tensor<2x?x64xf32>, %k: tensor<?x64xf32>, %v: tensor<?x64xf32>
 
 // -----
 
-// A page of a bf16 paged cache: the K and V rows are loaded as bf16 vectors
-// and widened in registers (arith.extf; no f32 copy), and the decode
-// prefetches read, past the tile's last chunk, the next page named by
-// prefetch(...) (arith.select between this tile and the next).
-// KEEP-LABEL: func.func @page_bf16(
+// A tile of a bf16 cache: the K and V rows are loaded as bf16 vectors and
+// widened in registers (arith.extf; no f32 copy); the decode path
+// prefetches the next chunk's bf16 rows (up to the tile's last row).
+// KEEP-LABEL: func.func @tile_bf16(
 // KEEP: attn.online_attention
-// DECODE-LABEL: func.func @page_bf16(
+// DECODE-LABEL: func.func @tile_bf16(
 // DECODE: scf.if
 // DECODE: arith.cmpi slt
-// DECODE: arith.select {{.*}} : memref<?x64xbf16{{.*}}>
-// DECODE: arith.select {{.*}} : memref<?x64xbf16{{.*}}>
 // DECODE: memref.prefetch {{.*}} : memref<?x64xbf16{{.*}}>
 // DECODE: vector.load {{.*}} : memref<?x64xbf16{{.*}}>, vector<16xbf16>
 // DECODE: arith.extf {{.*}} : vector<16xbf16> to vector<16xf32>
 // DECODE: vector.fma {{.*}} : vector<16xf32>
-func.func @page_bf16(%q: tensor<4x?x64xf32>, %k: tensor<?x64xbf16>, %v: tensor<?x64xbf16>,
-                     %kn: tensor<?x64xbf16>, %vn: tensor<?x64xbf16>,
+func.func @tile_bf16(%q: tensor<4x?x64xf32>, %k: tensor<?x64xbf16>, %v: tensor<?x64xbf16>,
                      %acc: tensor<4x?x64xf32>, %m: tensor<4x?xf32>, %l: tensor<4x?xf32>,
                      %qp: index, %kp: index)
     -> (tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>) {
   %a, %mx, %s = attn.online_attention %q, %k, %v, %acc, %m, %l, %qp, %kp
-      prefetch(%kn, %vn : tensor<?x64xbf16>, tensor<?x64xbf16>)
       {scale = 0.125 : f64}
       : (tensor<4x?x64xf32>, tensor<?x64xbf16>, tensor<?x64xbf16>,
          tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>)

@@ -80,10 +80,9 @@ struct Emitter {
   /// Where P · V reads the chunk's V rows: `v` itself (rows n0 + n), or
   /// the widened copy Vw (rows n) while the packed path runs.
   bool vWidened = false;
-  /// Decode: the next chunk's first row and the last row, for prefetches,
-  /// and the K/V buffers they are rows of (this tile's, or the next tile's
-  /// when the op names one and this is its last chunk).
-  Value prefetchBase = {}, prefetchLast = {}, pfK = {}, pfV = {};
+  /// Decode: the next chunk's first row and the tile's last row (where
+  /// the prefetches stop), for prefetches of K and V rows.
+  Value prefetchBase = {}, prefetchLast = {};
   /// A paged tile (`pages(...)`): K and V are one KV head's page pools,
   /// read as flat buffers at the element offsets of each key row that
   /// fillRowTables writes per chunk into kRows/vRows ([2C]: this chunk's
@@ -618,7 +617,7 @@ struct Emitter {
                        memref::LoadOp::create(b, loc, key ? kRows : vRows,
                                               ValueRange{add(idx(chunk()), n)}),
                        true}
-              : RowRef{key ? pfK : pfV,
+              : RowRef{key ? k : v,
                        arith::MinSIOp::create(b, loc, add(prefetchBase, n),
                                               prefetchLast),
                        false};
@@ -762,29 +761,8 @@ struct Emitter {
       b.setInsertionPointToStart(&ifOp.getThenRegion().front());
       prefetchBase = add(n0, C);
       prefetchLast = arith::SubIOp::create(b, loc, N, one);
-      pfK = k;
-      pfV = v;
-      if (op.getPrefetchKey()) {
-        // Past this tile's end: the first rows of the next tile.
-        Value inTile = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                             prefetchBase, N);
-        auto as = [&](Value x, Value like) -> Value {
-          return x.getType() == like.getType()
-                     ? x
-                     : memref::CastOp::create(b, loc, like.getType(), x);
-        };
-        Value kn = as(op.getPrefetchKey(), k), vn = as(op.getPrefetchValue(), v);
-        Value nextLast = arith::SubIOp::create(
-            b, loc, memref::DimOp::create(b, loc, kn, 0), one);
-        pfK = arith::SelectOp::create(b, loc, inTile, k, kn);
-        pfV = arith::SelectOp::create(b, loc, inTile, v, vn);
-        prefetchBase =
-            arith::SelectOp::create(b, loc, inTile, prefetchBase, zero);
-        prefetchLast =
-            arith::SelectOp::create(b, loc, inTile, prefetchLast, nextLast);
-      }
       rowsOf(/*dot=*/true);
-      prefetchBase = prefetchLast = pfK = pfV = Value();
+      prefetchBase = prefetchLast = Value();
       b.setInsertionPointToStart(&ifOp.getElseRegion().front());
       packed();
     });

@@ -252,9 +252,6 @@ LogicalResult OnlineAttentionOp::verify() {
   bool paged = isPaged();
   if (paged != bool(getNumKeys()))
     return emitOpError() << "expects pages and num_keys together";
-  if (paged && getPrefetchKey())
-    return emitOpError() << "with pages prefetches from the pages listed past "
-                            "the tile, not from prefetch(...) tiles";
   int64_t kr = paged ? 3 : 2, kd = kr - 1;
   if (paged &&
       failed(expectRank(*this, getPages(), 1, "a list of pages [num]")))
@@ -286,21 +283,6 @@ LogicalResult OnlineAttentionOp::verify() {
                                    {"key", "value"})) ||
       failed(expectSameElementType(*this, {getAcc(), getMax(), getSum()},
                                    {"accumulator", "max", "sum"})))
-    return failure();
-  if (bool(getPrefetchKey()) != bool(getPrefetchValue()))
-    return emitOpError() << "expects both prefetch tiles (key and value) or "
-                            "neither";
-  if (getPrefetchKey() &&
-      (failed(expectRank(*this, getPrefetchKey(), 2,
-                         "a prefetch key tile [N', head_dim]")) ||
-       failed(expectRank(*this, getPrefetchValue(), 2,
-                         "a prefetch value tile [N', head_dim_v]")) ||
-       failed(expectDimsAgree(*this, k, 1, "key head_dim",
-                              shaped(getPrefetchKey()), 1,
-                              "prefetch key head_dim")) ||
-       failed(expectDimsAgree(*this, v, 1, "value head_dim_v",
-                              shaped(getPrefetchValue()), 1,
-                              "prefetch value head_dim_v"))))
     return failure();
   for (int64_t i = 0; i < r - 1; ++i) {
     std::string qd = "query dim " + std::to_string(i);

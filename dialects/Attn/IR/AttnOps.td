@@ -871,12 +871,6 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [
     `acc' = acc·exp(max - m') + p·v`; a row that has seen no visible key keeps
     `max = -inf`, `sum = 0`, `acc = 0`.
 
-    `prefetch(%k_next, %v_next)`, when present, names the key and value
-    tiles (`[N', head_dim]`, `[N', head_dim_v]`, N' >= 1) that the next step
-    will read, elsewhere in memory (the next page of a paged KV cache): a
-    hint, not an input of the result, that lets a lowering load them ahead
-    while this tile computes.
-
     `pages(%pages : type, %num_keys)` makes the tile a run of pages of a
     paged KV cache: `key` is then one KV head's page pool `[num_pages,
     page_size, head_dim]` and `value` `[num_pages, page_size, head_dim_v]`
@@ -888,8 +882,7 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [
     chooses (a page of 16 tokens is too short a tile: the per-tile softmax
     and rescale would dominate). Pages listed past the tile's last key
     (`%pages` may run to the end of the key range) are not read, only
-    prefetched: a lowering may load ahead from them. No `prefetch(...)`
-    with `pages`.
+    prefetched: a lowering may load ahead from them.
 
     ```mlir
     %a, %m, %l = attn.online_attention %qt, %kt, %vt, %acc, %max, %sum,
@@ -905,8 +898,6 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [
                        Index:$q_pos, Index:$kv_pos,
                        Optional<Attn_FloatShaped>:$bias_table,
                        Optional<Index>:$head_offset,
-                       Optional<Attn_FloatShaped>:$prefetch_key,
-                       Optional<Attn_FloatShaped>:$prefetch_value,
                        Optional<Attn_IntShaped>:$pages,
                        Optional<Index>:$num_keys,
                        F64Attr:$scale,
@@ -920,8 +911,6 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [
     $query `,` $key `,` $value `,` $acc `,` $max `,` $sum `,` $q_pos `,`
     $kv_pos
     (`bias_table` `(` $bias_table^ `:` type($bias_table) `,` $head_offset `)`)?
-    (`prefetch` `(` $prefetch_key^ `,` $prefetch_value `:`
-     type($prefetch_key) `,` type($prefetch_value) `)`)?
     (`pages` `(` $pages^ `:` type($pages) `,` $num_keys `)`)?
     attr-dict `:` `(` type($query) `,` type($key) `,`
     type($value) `,` type($acc) `,` type($max) `,` type($sum) `)`

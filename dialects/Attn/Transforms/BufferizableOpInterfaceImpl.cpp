@@ -37,7 +37,6 @@ struct OnlineAttentionBufferization
     SmallVector<Value> buffers;
     for (Value v : {oa.getQuery(), oa.getKey(), oa.getValue(), oa.getAcc(),
                     oa.getMax(), oa.getSum(), oa.getBiasTable(),
-                    oa.getPrefetchKey(), oa.getPrefetchValue(),
                     oa.getPages()}) {
       FailureOr<Value> b = buffer(v);
       if (failed(b))
@@ -49,7 +48,7 @@ struct OnlineAttentionBufferization
         rewriter, op->getLoc(), TypeRange{}, buffers[0], buffers[1],
         buffers[2], buffers[3], buffers[4], buffers[5], oa.getQPos(),
         oa.getKvPos(), buffers[6], oa.getHeadOffset(), buffers[7],
-        buffers[8], buffers[9], oa.getNumKeys(), oa.getScaleAttr(),
+        oa.getNumKeys(), oa.getScaleAttr(),
         oa.getRelativeBiasAttr(), oa.getMaskAttr(), oa.getWindowAttr(),
         oa.getSoftcapAttr());
     replaceOpWithBufferizedValues(rewriter, op,

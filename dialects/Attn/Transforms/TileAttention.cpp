@@ -181,8 +181,7 @@ SmallVector<Value> SDPATiler::foldTile(OpBuilder &b, Location loc, Value kt,
   MLIRContext *ctx = b.getContext();
   auto oa = OnlineAttentionOp::create(
       b, loc, iter.getTypes(), qTile, kt, vt, iter[0], iter[1], iter[2], qPos,
-      kb, op.biasTable, headOffset, /*prefetch_key=*/Value(),
-      /*prefetch_value=*/Value(), pages, numKeys, op.scale,
+      kb, op.biasTable, headOffset, pages, numKeys, op.scale,
       op.relativeBias,
       MaskKindAttr::get(ctx, masked ? op.mask : MaskKind::none),
       masked ? op.window : IntegerAttr(), op.softcap);

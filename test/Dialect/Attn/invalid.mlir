@@ -1455,14 +1455,6 @@ func.func @paged_wider_cache(%q: tensor<?x8x?x64xbf16>, %kc: tensor<?x2x16x64xf3
 
 // -----
 
-func.func @online_prefetch_dims(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %kn: tensor<32x8xf32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
-  // expected-error @+1 {{key head_dim (16) does not match prefetch key head_dim (8)}}
-  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i prefetch(%kn, %v : tensor<32x8xf32>, tensor<32x16xf32>) {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
-  return
-}
-
-// -----
-
 func.func @online_pages_tile(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %pages: tensor<?xi32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
   // expected-error @+1 {{expects a key page pool [num_pages, page_size, head_dim] with pages of rank 3, got rank 2}}
   %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i pages(%pages : tensor<?xi32>, %i) {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
@@ -1474,13 +1466,5 @@ func.func @online_pages_tile(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: 
 func.func @online_pages_size(%q: tensor<4x8x16xf32>, %k: tensor<?x16x16xf32>, %v: tensor<?x8x16xf32>, %pages: tensor<?xi32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
   // expected-error @+1 {{key page_size (16) does not match value page_size (8)}}
   %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i pages(%pages : tensor<?xi32>, %i) {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<?x16x16xf32>, tensor<?x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
-  return
-}
-
-// -----
-
-func.func @online_pages_prefetch(%q: tensor<4x8x16xf32>, %k: tensor<?x16x16xf32>, %v: tensor<?x16x16xf32>, %kn: tensor<32x16xf32>, %pages: tensor<?xi32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
-  // expected-error @+1 {{with pages prefetches from the pages listed past the tile, not from prefetch(...) tiles}}
-  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i prefetch(%kn, %kn : tensor<32x16xf32>, tensor<32x16xf32>) pages(%pages : tensor<?xi32>, %i) {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<?x16x16xf32>, tensor<?x16x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return
 }

@@ -232,12 +232,12 @@ func.func @paged_part(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x16x64xbf16>, %vc
   return %o, %st : tensor<?x8x?x32xf32>, tensor<?x8x?x2xf32>
 }
 
-// attn.online_attention naming the next tiles to prefetch, bf16 key/value
-// tiles with an f32 query and state (a narrow KV cache).
-// CHECK-LABEL: func.func @online_prefetch
-func.func @online_prefetch(%q: tensor<4x8x64xf32>, %k: tensor<16x64xbf16>, %v: tensor<16x64xbf16>, %kn: tensor<?x64xbf16>, %vn: tensor<?x64xbf16>, %a: tensor<4x8x64xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) -> tensor<4x8x64xf32> {
-  // CHECK: attn.online_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} prefetch(%{{.*}}, %{{.*}} : tensor<?x64xbf16>, tensor<?x64xbf16>) {scale = 1.250000e-01 : f64} : (tensor<4x8x64xf32>, tensor<16x64xbf16>, tensor<16x64xbf16>, tensor<4x8x64xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x64xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
-  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i prefetch(%kn, %vn : tensor<?x64xbf16>, tensor<?x64xbf16>) {scale = 0.125 : f64} : (tensor<4x8x64xf32>, tensor<16x64xbf16>, tensor<16x64xbf16>, tensor<4x8x64xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x64xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+// attn.online_attention over bf16 key/value tiles with an f32 query and
+// state (a narrow KV cache).
+// CHECK-LABEL: func.func @online_bf16
+func.func @online_bf16(%q: tensor<4x8x64xf32>, %k: tensor<16x64xbf16>, %v: tensor<16x64xbf16>, %a: tensor<4x8x64xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) -> tensor<4x8x64xf32> {
+  // CHECK: attn.online_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f64} : (tensor<4x8x64xf32>, tensor<16x64xbf16>, tensor<16x64xbf16>, tensor<4x8x64xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x64xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i {scale = 0.125 : f64} : (tensor<4x8x64xf32>, tensor<16x64xbf16>, tensor<16x64xbf16>, tensor<4x8x64xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x64xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
   return %0#0 : tensor<4x8x64xf32>
 }
 
