@@ -41,9 +41,9 @@ public:
 
   OwningOpRef<ModuleOp> run();
   /// One `<kind>_sdpa(q, k, v, kv_lengths[, table])` entry per kind (and
-  /// on the CPU target its `<kind>_paged`, `<kind>_block`, `<kind>_layer`
-  /// where spec.entries asks for them).
-  OwningOpRef<ModuleOp> kernels(bool cpuTarget);
+  /// its `<kind>_paged`, `<kind>_block`, `<kind>_layer` where spec.entries
+  /// asks for them).
+  OwningOpRef<ModuleOp> kernels();
 
 private:
   RankedTensorType tensor(llvm::ArrayRef<int64_t> shape) {
@@ -358,15 +358,13 @@ func::FuncOp Emitter::emitLinearKernel(const std::string &name,
   return fn;
 }
 
-OwningOpRef<ModuleOp> Emitter::kernels(bool cpuTarget) {
+OwningOpRef<ModuleOp> Emitter::kernels() {
   ctx->loadDialect<AttnDialect, arith::ArithDialect,
                    bufferization::BufferizationDialect, func::FuncDialect,
                    memref::MemRefDialect, tensor::TensorDialect>();
   Location loc = FileLineColLoc::get(ctx, spec.configPath, 1, 1);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  // The CUDA target has the attention entries only.
-  bool withBlocks = cpuTarget && spec.entries.blocks;
-  bool withPaged = cpuTarget && spec.entries.paged;
+  bool withBlocks = spec.entries.blocks, withPaged = spec.entries.paged;
   for (const LayerKind &kind : groupLayersByKind(spec)) {
     const std::string &name = kind.name;
     const LayerSpec &l = *kind.first;
@@ -875,10 +873,9 @@ OwningOpRef<ModuleOp> mlir::attn::emitAttnModule(const ModelSpec &spec,
 }
 
 OwningOpRef<ModuleOp> mlir::attn::emitKernelModule(const ModelSpec &spec,
-                                                   const ConfigSource &src,
-                                                   bool cpuTarget) {
+                                                   const ConfigSource &src) {
   for (const LayerSpec &l : spec.layers)
     if (rejectAlibi(src, l))
       return nullptr;
-  return Emitter(spec, src).kernels(cpuTarget);
+  return Emitter(spec, src).kernels();
 }

@@ -32,13 +32,14 @@ OwningOpRef<ModuleOp> emitAttnModule(const ModelSpec &spec,
 /// `@<kind>_sdpa(out [B,Hq,Sq,Dv], q [B,Hq,Sq,D], k [B,Hkv,Skv,D],
 /// v [B,Hkv,Skv,Dv], kv_lengths [B] (, bias table))`, written as the eager
 /// chain (the pipeline fuses and tiles it) into the caller's `out` memref,
-/// and with `cpuTarget` (the CUDA target compiles the attention entries
-/// only) where spec.entries.blocks `@<kind>_block(out, x, [memory],
+/// and where spec.entries.blocks (attn-compile clears it, and paged, for
+/// the CUDA target: it compiles the attention entries only)
+/// `@<kind>_block(out, x, [memory],
 /// [positions], [key_lengths], weights...)` (memory for cross attention,
 /// positions for RoPE, key lengths where takesKeyLengths) and, where the
 /// kind closes a transformer layer, `@<kind>_layer` (the same, then the
 /// feed-forward network);
-/// with `cpuTarget` also, where spec.entries.paged and hasPagedKernel,
+/// where spec.entries.paged and hasPagedKernel,
 /// `@<kind>_paged(out [B,Hq,Sq,Dv], q [B,Hq,Sq,D],
 /// k_cache [pages,Hkv,page_size,D], v_cache [pages,Hkv,page_size,Dv],
 /// block_table [B, max_pages] i32, kv_lengths [B])`, one attn.paged_sdpa,
@@ -48,13 +49,12 @@ OwningOpRef<ModuleOp> emitAttnModule(const ModelSpec &spec,
 /// for each linear-attention (Gated DeltaNet) kind
 /// `@<kind>_gdn(out [B,Hv,S,dv], state_out [B,Hv,dk,dv], q [B,Hk,S,dk],
 /// k [B,Hk,S,dk], v [B,Hv,S,dv], g [B,Hv,S], beta [B,Hv,S],
-/// state_in [B,Hv,dk,dv])`, one attn.gated_delta_rule, and with `cpuTarget`
-/// where spec.entries.blocks its `@<kind>_block` and `@<kind>_layer`; all
+/// state_in [B,Hv,dk,dv])`, one attn.gated_delta_rule, and where
+/// spec.entries.blocks its `@<kind>_block` and `@<kind>_layer`; all
 /// with a C interface. (The `_reference` copies are the pipeline's:
 /// PipelineOptions::reference.)
 OwningOpRef<ModuleOp> emitKernelModule(const ModelSpec &spec,
-                                       const ConfigSource &src,
-                                       bool cpuTarget = true);
+                                       const ConfigSource &src);
 
 /// A weight argument of a layer-kind function: its role, its shape and its
 /// checkpoint name in this layer.

@@ -225,6 +225,12 @@ cl::opt<bool> describe("describe",
                                 "JSON instead of IR"),
                        cl::init(false), cl::cat(category));
 
+/// The optional entries by name (--entries, `info`'s "entries").
+constexpr std::pair<const char *, bool attn::EntrySet::*> kEntryNames[] = {
+    {"reference", &attn::EntrySet::reference},
+    {"paged", &attn::EntrySet::paged},
+    {"blocks", &attn::EntrySet::blocks}};
+
 /// --entries and --reference as the entries to compile; false after an
 /// error that names what is accepted.
 bool parseEntries(attn::EntrySet &entries) {
@@ -232,25 +238,26 @@ bool parseEntries(attn::EntrySet &entries) {
     llvm::errs() << "attn-compile: error: --entries: " << msg << "\n";
     return false;
   };
+  const char *accepted =
+      "; accepted, comma-separated: all, sdpa, reference, paged, blocks";
   bool listed = entryList.getNumOccurrences() > 0, namesReference = false;
   if (listed) {
     entries = {/*reference=*/false, /*paged=*/false, /*blocks=*/false};
     for (const std::string &e : entryList) {
-      if (e == "all")
+      if (e == "all") {
         entries = {};
-      else if (e == "reference")
-        entries.reference = namesReference = true;
-      else if (e == "paged")
-        entries.paged = true;
-      else if (e == "blocks")
-        entries.blocks = true;
-      else if (e.empty())
-        return fail("an empty entry; accepted, comma-separated: all, sdpa, "
-                    "reference, paged, blocks");
-      else if (e != "sdpa")
-        return fail("unknown entry '" + e +
-                    "'; accepted, comma-separated: all, sdpa, reference, "
-                    "paged, blocks");
+        continue;
+      }
+      if (e == "sdpa")
+        continue;
+      auto *it = llvm::find_if(kEntryNames,
+                               [&](const auto &n) { return e == n.first; });
+      if (it == std::end(kEntryNames))
+        return fail((e.empty() ? std::string("an empty entry")
+                               : "unknown entry '" + e + "'") +
+                    accepted);
+      entries.*(it->second) = true;
+      namesReference |= it->second == &attn::EntrySet::reference;
     }
   }
   if (!keepReference) {
@@ -276,12 +283,9 @@ bool parseEntries(attn::EntrySet &entries) {
 /// The entries an executable or library holds, as `info` lists them.
 nlohmann::ordered_json entryNames(const attn::EntrySet &entries) {
   nlohmann::ordered_json j = {"sdpa"};
-  if (entries.reference)
-    j.push_back("reference");
-  if (entries.paged)
-    j.push_back("paged");
-  if (entries.blocks)
-    j.push_back("blocks");
+  for (const auto &[name, member] : kEntryNames)
+    if (entries.*member)
+      j.push_back(name);
   return j;
 }
 
@@ -705,10 +709,11 @@ int main(int argc, char **argv) {
   bool cuda = target == Target::CUDA;
   bool kernels = kernelsOnly || stage >= Stage::Linalg ||
                  (cuda && stage == Stage::Tiled);
-  // The CUDA target compiles the attention entries only; blocks
-  // (projections, RoPE) and the model stay on the CPU for now.
+  // The CUDA target compiles the attention entries only (parseEntries
+  // cleared the rest); blocks (projections, RoPE) and the model stay on
+  // the CPU for now.
   OwningOpRef<ModuleOp> module =
-      kernels ? attn::emitKernelModule(spec, *src, /*cpuTarget=*/!cuda)
+      kernels ? attn::emitKernelModule(spec, *src)
               : attn::emitAttnModule(spec, *src);
   if (!module || failed(module->verify()))
     return 1;

@@ -195,11 +195,12 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
     kinds.push_back(std::move(kind));
   }
 
-  // What the kernels' module holds besides the fused kernels (the CUDA
-  // target: nothing); an entry left out is NULL in the table.
-  bool blocks = !cuda && spec.entries.blocks;
-  bool withReference = !cuda && spec.entries.reference;
-  bool withPaged = !cuda && spec.entries.paged;
+  // What the kernels' module holds besides the fused kernels (nothing for
+  // the CUDA target: attn-compile clears the entries); an entry left out
+  // is NULL in the table.
+  bool blocks = spec.entries.blocks;
+  bool withReference = spec.entries.reference;
+  bool withPaged = spec.entries.paged;
   std::vector<llvm::Constant *> kindValues;
   for (const LayerKind &kind : kinds) {
     const std::string &n = kind.name;

@@ -23,9 +23,10 @@ namespace attn {
 /// Adds to `m` (the kernels translated to LLVM IR, with their
 /// `_mlir_ciface_` entries) the attn_rt_model of `spec`: its kinds, their
 /// kernels, block entries and weights, layer -> kind, and the describe JSON;
-/// and `attn_rt_get_model` returning it. With `cuda`, the kernels are host
-/// stubs that launch GPU kernels on device buffers: no reference or block
-/// entries, device = 1; `bf16` marks tensor-core kernels (check's
+/// and `attn_rt_get_model` returning it. The entries besides the fused
+/// kernels are spec.entries' (NULL where left out). With `cuda`, the kernels
+/// are host stubs that launch GPU kernels on device buffers (spec.entries
+/// then has none), device = 1; `bf16` marks tensor-core kernels (check's
 /// tolerance). Returns false with `error` set when an entry is missing.
 bool addModelTable(llvm::Module &m, const ModelSpec &spec,
                    const std::string &describeJson, bool cuda, bool bf16,
