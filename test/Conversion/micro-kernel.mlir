@@ -21,8 +21,10 @@
 // block of 4 query rows a 4×4 tile of 16-lane accumulators for Q·Kᵀ (4 Kᵀ
 // loads and 4 broadcasts per d step) stored to the P scratch, a loop over
 // the 4 rows with the causal mask as lane compares, row max and sum as
-// vector reductions, and a 4×4 tile for acc·alpha + P·V; leftover rows one
-// at a time. Scratch is allocated outside the key loop.
+// vector reductions, exp as a polynomial for arguments ≤ 0 (clamped at
+// -88, rounded to n, 2^n built in the exponent bits), and a 4×4 tile for
+// acc·alpha + P·V; leftover rows one at a time. Scratch is allocated
+// outside the key loop.
 // CHECK-LABEL: func.func @step(
 // CHECK-NOT: attn.online_attention
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<64x64xf32>
@@ -35,7 +37,12 @@
 // CHECK: scf.for
 // CHECK: arith.cmpi sle, {{.*}} : vector<16xi32>
 // CHECK: vector.reduction <maximumf>
-// CHECK: math.exp {{.*}} : vector<16xf32>
+// CHECK-NOT: math.exp
+// CHECK: arith.maximumf {{.*}} fastmath<nnan,nsz> : vector<16xf32>
+// CHECK: math.roundeven {{.*}} : vector<16xf32>
+// CHECK-COUNT-7: vector.fma {{.*}} : vector<16xf32>
+// CHECK: arith.shli {{.*}} : vector<16xi32>
+// CHECK: arith.bitcast {{.*}} : vector<16xi32> to vector<16xf32>
 // CHECK: vector.reduction <add>
 // CHECK: scf.for
 // CHECK-COUNT-16: vector.fma {{.*}} : vector<16xf32>
