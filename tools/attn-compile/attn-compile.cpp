@@ -458,15 +458,18 @@ nlohmann::ordered_json tableDescription(const attn::ModelSpec &spec,
   using Tiles = mlir::attn::CPUTileDefaults;
   for (auto &k : j["layer_kinds"]) {
     // The kind's layers share their heads: the first one's group size.
-    int64_t group = 0;
+    int64_t group = 0, d = 0, dv = 0;
     for (const auto &layer : j["layers"])
       if (layer["index"] == k["layers"][0] &&
-          layer.contains("gqa_group_size"))
+          layer.contains("gqa_group_size")) {
         group = layer["gqa_group_size"].get<int64_t>();
+        d = layer.value("head_dim_qk", int64_t(0));
+        dv = layer.value("head_dim_v", int64_t(0));
+      }
     if (!group)
       continue; // linear attention: its own kernel
     k["cpu_tiles"] = {
-        {"q_block", Tiles::qBlockFor(group, qBlock)},
+        {"q_block", Tiles::qBlockFor(group, d, dv, qBlock)},
         {"kv_block", kvBlock ? int64_t(kvBlock) : Tiles::kvBlock},
         {"decode_kv_block", Tiles::decodeKvBlock},
         {"vector_lanes", lanes},

@@ -68,9 +68,10 @@ struct TileSizes {
   int64_t qBlock, kvBlock, decodeKvBlock, splitTarget, splitMinKeys;
   /// Rows per block over the group (q-block = blockRows / G); 0: unused.
   int64_t blockRows = 0;
-  /// CPU: at least this many rows per block over the group (q-block =
-  /// max(q-block, minGroupRows / G)); 0: unused.
-  int64_t minGroupRows = 0;
+  /// CPU defaults: q-block = CPUTileDefaults::qBlockFor(G, d, dv) (at
+  /// least minGroupRows rows over the group, at most maxGroupBytes of
+  /// them); false with --q-block or --block-rows.
+  bool cpuDefaultRows = false;
   /// GPU: the (batch, KV head, query block) forall is mapped to the grid,
   /// #gpu.block<z, y, x> (so canonicalization keeps its unit dims).
   bool gridMapping = false;
@@ -621,12 +622,13 @@ void SDPATiler::run() {
   int64_t hq = qTy.getDimSize(1);
   hkv = cast<RankedTensorType>(op.key.getType()).getDimSize(1);
   groupSize = hq / hkv;
-  if (sizes.blockRows > 0)
-    sizes.qBlock = std::max<int64_t>(1, sizes.blockRows / groupSize);
-  if (sizes.minGroupRows > 0)
-    sizes.qBlock = std::max(sizes.qBlock, sizes.minGroupRows / groupSize);
   headDim = qTy.getDimSize(3);
   headDimV = vTy.getDimSize(3);
+  if (sizes.blockRows > 0)
+    sizes.qBlock = std::max<int64_t>(1, sizes.blockRows / groupSize);
+  if (sizes.cpuDefaultRows)
+    sizes.qBlock =
+        CPUTileDefaults::qBlockFor(groupSize, headDim, headDimV, 0);
   // The state accumulates in f32 at least (bf16/f16 inputs).
   elt = qTy.getElementType();
   kvElt = cast<RankedTensorType>(op.key.getType()).getElementType();
@@ -714,9 +716,8 @@ struct TileAttentionPass
     // and 4 heads of GQA, 256 of one head of MHA), so that each K/V chunk's
     // pack and copy serve as many register blocks: with 64 rows, MHA at
     // d = 64 (P2) spent 8-15% more time (56% -> 61-64% of the FMA peak on a
-    // Zen 5 with 256).
-    sizes.minGroupRows =
-        gpu || qBlock || blockRows ? 0 : CPUTileDefaults::minGroupRows;
+    // Zen 5 with 256); and no more than L2 keeps (qBlockFor).
+    sizes.cpuDefaultRows = !gpu && !qBlock && !blockRows;
     sizes.gridMapping = gpu;
     if (sizes.qBlock <= 0 || sizes.kvBlock <= 0 || sizes.decodeKvBlock <= 0 ||
         sizes.splitTarget < 0 || sizes.splitMinKeys <= 0) {
