@@ -23,6 +23,7 @@
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -51,7 +52,8 @@ void mlir::attn::registerAllDialects(DialectRegistry &registry) {
                   bufferization::BufferizationDialect, func::FuncDialect,
                   linalg::LinalgDialect, LLVM::LLVMDialect, math::MathDialect,
                   memref::MemRefDialect, omp::OpenMPDialect, scf::SCFDialect,
-                  tensor::TensorDialect, vector::VectorDialect>();
+                  tensor::TensorDialect, vector::VectorDialect,
+                  x86vector::X86VectorDialect>();
   // Bufferization of the upstream ops the tiled form uses.
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(

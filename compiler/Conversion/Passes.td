@@ -92,7 +92,8 @@ def CPUMicroKernelPass : Pass<"attn-cpu-micro-kernel", "ModuleOp"> {
                            "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect",
-                           "::mlir::vector::VectorDialect"];
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::x86vector::X86VectorDialect"];
 }
 
 def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "func::FuncOp"> {

@@ -385,6 +385,9 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   ConvertVectorToLLVMPassOptions toLLVM;
   // Row sums of the micro-kernel: a shuffle tree, not 16 ordered adds.
   toLLVM.reassociateFPReductions = true;
+  // The softmax's exp scales by 2^n with x86vector.avx512.mask.scalef
+  // (vscalefps) when the micro-kernel has 16 lanes.
+  toLLVM.x86Vector = true;
   // The Kᵀ pack: 16×16 transposes as AVX-512 shuffle sequences.
   toLLVM.vectorTransposeLowering =
       options.vectorLanes == 16 ? vector::VectorTransposeLowering::Shuffle16x16

@@ -22,7 +22,8 @@
 // loads and 4 broadcasts per d step) stored to the P scratch, a loop over
 // the 4 rows with the causal mask as lane compares, row max and sum as
 // vector reductions, exp as a polynomial for arguments ≤ 0 (clamped at
-// -88, rounded to n, 2^n built in the exponent bits), and a 4×4 tile for
+// -150, rounded to n, scaled by 2^n with vscalefps; the row's rescale, a
+// scalar, builds 2^n in the exponent bits), and a 4×4 tile for
 // acc·alpha + P·V; leftover rows one at a time. Scratch is allocated
 // outside the key loop.
 // CHECK-LABEL: func.func @step(
@@ -38,12 +39,16 @@
 // CHECK: arith.cmpi sle, {{.*}} : vector<16xi32>
 // CHECK: vector.reduction <maximumf>
 // CHECK-NOT: math.exp
+// CHECK: arith.constant -1.500000e+02 : f32
 // CHECK: arith.maximumf {{.*}} fastmath<nnan,nsz> : vector<16xf32>
 // CHECK: math.roundeven {{.*}} : vector<16xf32>
 // CHECK-COUNT-7: vector.fma {{.*}} : vector<16xf32>
-// CHECK: arith.shli {{.*}} : vector<16xi32>
-// CHECK: arith.bitcast {{.*}} : vector<16xi32> to vector<16xf32>
+// CHECK: x86vector.avx512.mask.scalef {{.*}} : vector<16xf32>
 // CHECK: vector.reduction <add>
+// CHECK: arith.constant -8.800000e+01 : f32
+// CHECK: math.roundeven {{.*}} : f32
+// CHECK: arith.shli {{.*}} : i32
+// CHECK: arith.bitcast {{.*}} : i32 to f32
 // CHECK: scf.for
 // CHECK-COUNT-16: vector.fma {{.*}} : vector<16xf32>
 // CHECK: scf.for {{.*}} step %c1
@@ -72,6 +77,13 @@
 // AVX2: memref.alloc() {alignment = 64 : i64} : memref<64x32xf32>
 // AVX2: scf.for {{.*}} step %c2
 // AVX2-COUNT-8: vector.fma {{.*}} : vector<8xf32>
+// Eight lanes: 2^n in the exponent bits (no vscalefps before AVX-512).
+// AVX2-NOT: x86vector
+// AVX2: arith.constant -8.800000e+01 : f32
+// AVX2: math.roundeven {{.*}} : vector<8xf32>
+// AVX2-COUNT-7: vector.fma {{.*}} : vector<8xf32>
+// AVX2: arith.shli {{.*}} : vector<8xi32>
+// AVX2: arith.bitcast {{.*}} : vector<8xi32> to vector<8xf32>
 // LANES: error: convert-attn-to-linalg: micro-kernel-lanes must be 0, 4, 8 or 16, not 12
 func.func @step(%q: tensor<4x?x64xf32>, %k: tensor<?x64xf32>, %v: tensor<?x64xf32>,
                 %acc: tensor<4x?x64xf32>, %m: tensor<4x?xf32>, %l: tensor<4x?xf32>,

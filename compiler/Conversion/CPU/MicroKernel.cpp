@@ -52,6 +52,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/Builders.h"
 
 using namespace mlir;
@@ -480,17 +481,21 @@ struct Emitter {
   /// e^t for the softmax's arguments, t ≤ 0 or -inf (a score minus its
   /// row's max, an old max minus the new), vector or scalar f32: n =
   /// round(t·log2 e), r = t - n·ln 2 in [-ln2/2, ln2/2], e^r by its Taylor
-  /// polynomial of degree 6 (relative error below 1.3e-7 there), times 2^n
-  /// built in the exponent bits. t is clamped at -88 first, where n = -127
-  /// gives the bits of +0.0: e^-inf is exactly 0 (a masked key, a row
-  /// with no visible key so far), and values below e^-87.3 (denormals)
-  /// flush to 0, an absolute error under 1e-38 next to the row's largest
-  /// term, e^0 = 1. math.exp's polynomial approximation handles any t
+  /// polynomial of degree 6 (relative error below 1.3e-7 there), times 2^n.
+  /// With 16 lanes (AVX-512) 2^n is applied by vscalefps, t clamped at
+  /// -150 first (scalef then underflows to exactly 0); otherwise 2^n is
+  /// built in the exponent bits, t clamped at -88, where n = -127 gives
+  /// the bits of +0.0 (values below e^-87.3, denormals, flush to 0: an
+  /// absolute error under 1e-38 next to the row's largest term, e^0 = 1).
+  /// Either way e^-inf is exactly 0 (a masked key, a row with no visible
+  /// key so far). math.exp's polynomial approximation handles any t
   /// (over- and underflow clamps, a second range reduction): 21 vector
-  /// instructions against 14 here, in the loop over each row's keys.
+  /// instructions against 11 (AVX-512) or 14 here, per vector of keys of
+  /// every row.
   Value expNonPositive(Value t) {
     Type ty = t.getType();
     auto vty = dyn_cast<VectorType>(ty);
+    bool scalef = vty && vty.getNumElements() == 16;
     auto cst = [&](double c) -> Value {
       Value s = f32(c);
       return vty ? splat(s, vty) : s;
@@ -499,13 +504,25 @@ struct Emitter {
       return vty ? vector::FMAOp::create(b, loc, x, y, z).getResult()
                  : math::FmaOp::create(b, loc, x, y, z).getResult();
     };
-    t = maxNoNaN(t, cst(-88.0));
+    t = maxNoNaN(t, cst(scalef ? -150.0 : -88.0));
     Value n = math::RoundEvenOp::create(
         b, loc, arith::MulFOp::create(b, loc, t, cst(M_LOG2E)));
     Value r = fma(n, cst(-M_LN2), t);
     Value p = cst(1.0 / 720);
     for (double c : {1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0})
       p = fma(p, r, cst(c));
+    if (scalef) {
+      // p · 2^n, all lanes. LLVM 22 passes the op's operands to
+      // llvm.x86.avx512.mask.scalef.ps.512(a, b, passthru, mask, rounding)
+      // in their order (src, a, b, ...): src is the value scaled, a the
+      // exponents, b the pass-through of masked-off lanes (none here).
+      Value all = arith::ConstantOp::create(b, loc, b.getI16Type(),
+                                            b.getI16IntegerAttr(-1));
+      Value curDirection = arith::ConstantOp::create(
+          b, loc, b.getI32Type(), b.getI32IntegerAttr(4));
+      return x86vector::MaskScaleFOp::create(b, loc, vty, p, n, p, all,
+                                             curDirection);
+    }
     Type i32 = b.getI32Type();
     Type ity = vty ? Type(VectorType::get(vty.getShape(), i32)) : i32;
     auto icst = [&](int32_t c) -> Value {
@@ -513,11 +530,12 @@ struct Emitter {
                                           b.getI32IntegerAttr(c));
       return vty ? splat(s, cast<VectorType>(ity)) : s;
     };
-    Value bits = arith::ShLIOp::create(
-        b, loc,
-        arith::AddIOp::create(b, loc, arith::FPToSIOp::create(b, loc, ity, n),
-                              icst(127)),
-        icst(23));
+    // One op per statement: argument order would depend on the compiler.
+    Value ni = arith::FPToSIOp::create(b, loc, ity, n);
+    Value bias = icst(127);
+    Value biased = arith::AddIOp::create(b, loc, ni, bias);
+    Value shift = icst(23);
+    Value bits = arith::ShLIOp::create(b, loc, biased, shift);
     Value scale = arith::BitcastOp::create(b, loc, ty, bits);
     return arith::MulFOp::create(b, loc, p, scale);
   }
