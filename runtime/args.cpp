@@ -57,13 +57,6 @@ int64_t intArg(const Args &args, const std::string &name, int64_t dflt,
   return v;
 }
 
-std::string shapeStr(const std::vector<int64_t> &s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    r += std::to_string(s[i]) + (i + 1 < s.size() ? ", " : "");
-  return r + "]";
-}
-
 const attn_rt_kind &kindOfLayer(const attn_rt_model *m, int64_t layer) {
   if (layer < 0 || layer >= m->num_layers)
     fail("--layer " + std::to_string(layer) + " is out of range: the model "

@@ -51,8 +51,6 @@ int64_t intArg(const Args &args, const std::string &name, int64_t dflt,
 const attn_rt_kind &kindOfLayer(const attn_rt_model *m, int64_t layer);
 /// OpenMP's thread count (1 without the OpenMP runtime).
 int ompThreads();
-/// `[d0, d1, ...]`, for error messages.
-std::string shapeStr(const std::vector<int64_t> &shape);
 /// The median ms of `repeats` calls of `call` after one warm-up call (which
 /// also allocates and touches what the calls reuse): bench's one rule.
 template <typename F> double medianMs(int64_t repeats, F call) {

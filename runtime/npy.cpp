@@ -31,6 +31,13 @@ int64_t NpyArray::numelOf(const std::vector<int64_t> &shape) {
   return n;
 }
 
+std::string attn_rt::shapeStr(const std::vector<int64_t> &s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    r += std::to_string(s[i]) + (i + 1 < s.size() ? ", " : "");
+  return r + "]";
+}
+
 namespace {
 
 /// The header dict of a .npy file, parsed strictly: `{'descr': '<f4',

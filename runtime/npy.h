@@ -32,6 +32,9 @@ struct NpyArray {
   static int64_t numelOf(const std::vector<int64_t> &shape);
 };
 
+/// `[d0, d1, ...]`, for error messages.
+std::string shapeStr(const std::vector<int64_t> &shape);
+
 /// Reads `path`; on failure returns false and says why in `error` (file,
 /// what was found, what is accepted).
 bool readNpy(const std::string &path, NpyArray &out, std::string &error);

@@ -7,6 +7,7 @@
 #include "safetensors.h"
 #include "resources.h"
 #include "narrow.h"
+#include "npy.h"
 
 #include <nlohmann/json.hpp>
 
@@ -16,16 +17,6 @@
 
 using namespace attn_rt;
 using json = nlohmann::json;
-
-namespace {
-std::string shapeStr(const std::vector<int64_t> &s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    r += std::to_string(s[i]) + (i + 1 < s.size() ? ", " : "");
-  return r + "]";
-}
-
-} // namespace
 
 bool SafeTensors::open(const std::string &p, std::string &error) {
   auto in = std::make_unique<std::ifstream>(p, std::ios::binary);

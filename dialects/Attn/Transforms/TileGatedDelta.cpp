@@ -35,8 +35,6 @@ using namespace mlir::attn;
 
 namespace {
 
-constexpr int64_t kDyn = ShapedType::kDynamic;
-
 class GatedDeltaTiler {
 public:
   GatedDeltaTiler(GatedDeltaRuleOp op, int64_t chunk, int64_t recurrentMax)
@@ -54,7 +52,7 @@ private:
     auto t = cast<RankedTensorType>(x.getType());
     SmallVector<OpFoldResult> offs = {bIdx, head, s0}, sizes = {attr(1),
                                                                 attr(1), n};
-    SmallVector<int64_t> shape = {kDyn};
+    SmallVector<int64_t> shape = {ShapedType::kDynamic};
     if (t.getRank() == 4) {
       offs.push_back(attr(0));
       sizes.push_back(attr(t.getDimSize(3)));
