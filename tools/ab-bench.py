@@ -6,10 +6,12 @@ than most changes to the kernels: comparing a run of A now with a run of B
 later measures the neighbours. This runs `EXE bench ARGS` for each
 executable in turn, `--rounds` times (A, B, A, B, ...), so that each round
 sees the same machine, and prints per executable the median, min and max of
-its fused kernel's GFLOP/s over the rounds and the median's ratio to the
-first executable's.
+its fused kernel's GFLOP/s over the rounds for each layer kind `bench` reports
+(one line per kind; `--args "--layer L ..."` picks one) and the median's
+ratio to the first executable's for the same kind.
 
-  tools/ab-bench.py [--rounds 8] [--args "--seq 2048 --repeats 7"] OLD NEW...
+  tools/ab-bench.py [--rounds 8] [--args "--seq 2048 --repeats 7"]
+                    [--timeout 3600] OLD NEW...
 
 The executables are attn-compile outputs (e.g. one built by the commit
 before a change and one by the change, from the same config).
@@ -22,24 +24,28 @@ import statistics
 import subprocess
 import sys
 
-FUSED = re.compile(r"fused\s+([0-9.]+) ms\s+([0-9.]+) GFLOP/s")
-
-
-def bench(exe, args):
-    """The fused kernel's (ms, GFLOP/s) from one `exe bench args` run."""
+FUSED = re.compile(r"^(\S+) .*: fused\s+([0-9.]+) ms\s+([0-9.]+) GFLOP/s",
+                   re.MULTILINE)
+def bench(exe, args, timeout):
+    """{kind: (ms, GFLOP/s)} of the fused kernels from one `exe bench args`
+    run."""
     try:
         out = subprocess.run([exe, "bench"] + args, capture_output=True,
-                             text=True, timeout=3600)
+                             text=True, timeout=timeout)
     except OSError as e:
         sys.exit(f"ab-bench: cannot run {exe}: {e.strerror}")
-    m = FUSED.search(out.stdout)
-    if out.returncode != 0 or not m:
+    except subprocess.TimeoutExpired:
+        sys.exit(f"ab-bench: '{exe} bench {' '.join(args)}' ran past "
+                 f"{timeout:g} s")
+    found = {m.group(1): (float(m.group(2)), float(m.group(3)))
+             for m in FUSED.finditer(out.stdout)}
+    if out.returncode != 0 or not found:
         detail = (out.stderr or out.stdout).strip().splitlines()
         sys.exit(f"ab-bench: '{exe} bench {' '.join(args)}' "
                  + (f"exited with {out.returncode}" if out.returncode
                     else "printed no 'fused ... ms ... GFLOP/s' line")
                  + (f": {detail[-1]}" if detail else ""))
-    return float(m.group(1)), float(m.group(2))
+    return found
 
 
 def main():
@@ -49,26 +55,34 @@ def main():
     p.add_argument("--args", default="--repeats 7",
                    help="the bench command's options, one string "
                         "(default '--repeats 7')")
+    p.add_argument("--timeout", type=float, default=3600,
+                   help="seconds one bench run may take (default 3600)")
     p.add_argument("exes", nargs="+", metavar="EXE",
                    help="executables compiled by attn-compile")
     a = p.parse_args()
     if a.rounds < 1:
         p.error(f"--rounds must be at least 1, got {a.rounds}")
+    if not a.timeout > 0:
+        p.error(f"--timeout must be positive, got {a.timeout:g}")
     args = shlex.split(a.args)
-    runs = {exe: [] for exe in a.exes}
+    # Per position (an executable may be given twice), per kind.
+    runs = [{} for _ in a.exes]
     for _ in range(a.rounds):
-        for exe in a.exes:
-            runs[exe].append(bench(exe, args))
-    print(f"{'executable':40s} {'median GFLOP/s':>14s} {'min':>8s} "
-          f"{'max':>8s} {'median ms':>10s} {'vs first':>8s}")
-    first = None
-    for exe in a.exes:
-        g = [r[1] for r in runs[exe]]
-        ms = statistics.median(r[0] for r in runs[exe])
-        med = statistics.median(g)
-        first = first or med
-        print(f"{exe:40s} {med:14.1f} {min(g):8.1f} {max(g):8.1f} "
-              f"{ms:10.3f} {med / first:7.3f}x")
+        for i, exe in enumerate(a.exes):
+            for kind, r in bench(exe, args, a.timeout).items():
+                runs[i].setdefault(kind, []).append(r)
+    print(f"{'executable':40s} {'kind':24s} {'median GFLOP/s':>14s} "
+          f"{'min':>8s} {'max':>8s} {'median ms':>10s} {'vs first':>8s}")
+    first = {}
+    for exe, by_kind in zip(a.exes, runs):
+        for kind, rs in by_kind.items():
+            g = [r[1] for r in rs]
+            ms = statistics.median(r[0] for r in rs)
+            med = statistics.median(g)
+            base = first.setdefault(kind, med)
+            ratio = f"{med / base:7.3f}x" if base > 0 else "       -"
+            print(f"{exe:40s} {kind:24s} {med:14.1f} {min(g):8.1f} "
+                  f"{max(g):8.1f} {ms:10.3f} {ratio}")
     print(f"({a.rounds} rounds, alternated; bench {' '.join(args)})")
 
 
