@@ -8,7 +8,8 @@ executable in turn, `--rounds` times (A, B, A, B, ...), so that each round
 sees the same machine, and prints per executable the median, min and max of
 its fused kernel's GFLOP/s over the rounds for each layer kind `bench` reports
 (one line per kind; `--args "--layer L ..."` picks one) and the median's
-ratio to the first executable's for the same kind.
+ratio to the first executable's for the same kind (when both are at
+least 1.0 GFLOP/s: bench prints 2 decimals).
 
   tools/ab-bench.py [--rounds 8] [--args "--seq 2048 --repeats 7"]
                     [--timeout 3600] OLD NEW...
@@ -80,7 +81,10 @@ def main():
             ms = statistics.median(r[0] for r in rs)
             med = statistics.median(g)
             base = first.setdefault(kind, med)
-            ratio = f"{med / base:7.3f}x" if base > 0 else "       -"
+            # bench prints GFLOP/s to 2 decimals: below 1.0 a ratio would
+            # mostly measure that rounding (0.01 against 0.00 is 0.000x).
+            ratio = (f"{med / base:7.3f}x" if min(base, med) >= 1.0
+                     else "       -")
             print(f"{exe:40s} {kind:24s} {med:14.1f} {min(g):8.1f} "
                   f"{max(g):8.1f} {ms:10.3f} {ratio}")
     print(f"({a.rounds} rounds, alternated; bench {' '.join(args)})")
