@@ -5,8 +5,9 @@ For each prefill shape of attn-bench (P1-P4) and each CPU model given, this
 compiles the shape (as attn-bench does) with `attn-compile --cpu=CPU
 --compile-to=asm`, finds the innermost FMA loops of the fused kernel's tile
 function (single-block loops closed by a backward branch, their vfmadd
-accumulating into at least 16 registers: the R x 4 register blocks of
-Q·Kᵀ over the packed keys and of P·V over the value rows), and runs
+accumulating into at least 16 registers: the 2 x 8 register tiles of
+Q·Kᵀ, query rows in the lanes of the packed Qᵀ and K broadcast, and the
+R x 4 blocks of P·V over the value rows), and runs
 `llvm-mca -mcpu=CPU` on each. Per loop it prints the instruction mix (FMAs,
 loads and broadcasts, others), the predicted cycles per iteration, the
 bottleneck resource, and the FMA-port utilization: FMAs per iteration over
@@ -68,9 +69,10 @@ def inner_loops(lines):
             continue  # not a single block: an outer loop
         insts = [x.strip() for x in body
                  if x.strip() and not x.strip().startswith(("#", "."))]
-        # The register-blocked loops (R rows x 4 vectors of accumulators:
-        # 16 with AVX-512): Q·Kᵀ and P·V of the prefill path. (The single
-        # leftover row's loops and decode's dot products are not them.)
+        # The register-blocked loops (16 accumulators with AVX-512: Q·Kᵀ's
+        # 2 vectors of rows x 8 keys, P·V's R rows x 4 vectors) of the
+        # prefill path. (The single leftover row's P·V loop and decode's dot
+        # products are not them.)
         accs = {x.split(",")[-1].strip() for x in insts
                 if x.startswith("vfmadd")}
         if len(accs) >= 16:
@@ -138,8 +140,8 @@ def main():
                     # Decode's loops (tiles of < 17 rows) take dot products
                     # of q and K rows (no broadcast; lanes folded by
                     # shuffles) and prefetch the next chunk in P·V; the
-                    # prefill loops broadcast q (Q·Kᵀ over the packed keys)
-                    # or p (P·V) and do neither.
+                    # prefill loops broadcast k (Q·Kᵀ over the packed
+                    # queries) or p (P·V) and do neither.
                     dot = (not any(x.startswith("vbroadcastss")
                                    for x in insts) or
                            any(re.match(r"(prefetch|vperm|vshuf|vunpck)", x)

@@ -4,17 +4,18 @@
 // The pass on its own, on the buffer form of attn.online_attention (what
 // bufferization gives): the scratch is allocated in the caller, outside the
 // key loop, and the op becomes a call of a private no-inline tile function
-// holding the Kᵀ pack and register tiles of vector FMAs; 8 lanes (AVX2)
+// holding the Q pack and register tiles of vector FMAs; 8 lanes (AVX2)
 // use 2×4 tiles of 8-lane vectors.
 // CHECK-LABEL: func.func @tile(
 // CHECK-NOT: attn.online_attention
-// CHECK: memref.alloc() {alignment = 64 : i64} : memref<64x64xf32>
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<4x64xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<64x64xf32>
 // CHECK: call @tile_tile(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7,
 // CHECK: func.func private @tile_tile({{.*}}) attributes {attn.no_inline, llvm.linkage = #llvm.linkage<internal>}
-// CHECK: vector.transpose {{.*}} : vector<16x16xf32> to vector<16x16xf32>
 // CHECK-COUNT-16: vector.fma {{.*}} : vector<16xf32>
 // CHECK: vector.reduction <maximumf>
+// CHECK: vector.transpose {{.*}} : vector<16x16xf32> to vector<16x16xf32>
+// CHECK-COUNT-16: vector.fma {{.*}} : vector<16xf32>
 // AVX2-LABEL: func.func @tile(
 // AVX2: memref.alloc() {alignment = 64 : i64} : memref<2x32xf32>
 // AVX2: func.func private @tile_tile(

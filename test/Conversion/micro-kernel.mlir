@@ -17,42 +17,57 @@
 // KEEP-NOT: attn.online_attention
 // KEEP: linalg.generic
 
-// Kᵀ pack (16×16 transposes when the chunk of 64 keys is full), then per
-// block of 4 query rows a 4×4 tile of 16-lane accumulators for Q·Kᵀ (4 Kᵀ
-// loads and 4 broadcasts per d step) stored to the P scratch, a loop over
-// the 4 rows with the causal mask as lane compares, row max and sum as
-// vector reductions, exp as a polynomial for arguments ≤ 0 (clamped at
-// -150, rounded to n, scaled by 2^n with vscalefps; the row's rescale, a
-// scalar, builds 2^n in the exponent bits), and a 4×4 tile for
-// acc·alpha + P·V; leftover rows one at a time. Scratch is allocated
-// outside the key loop.
+// Prefill (more than 16 rows) has the query rows in the lanes. The rows are
+// packed once per parallel iteration (a tag in scratch, the query buffer's
+// address and row count, set to -1 where the scratch is allocated, skips
+// the pack for the iteration's next tiles): 16×16 transposes, times the
+// scale, into Qᵀ. Per chunk of 64 keys, an f32 K is read in place when the
+// chunk is full (copied otherwise) and the V rows are copied; per block of
+// 32 rows (2 vectors of 16 lanes), Q·Kᵀ in 2 × 8 register tiles (per d
+// step 2 loads of Qᵀ, 8 broadcasts of K, 16 FMAs), the causal mask as lane
+// compares of the rows' positions against the key's, the scores stored
+// key-major with the running max; the new max and alpha as vectors; then
+// e^(s - max) (a polynomial for arguments ≤ 0: clamped at -150, rounded to
+// n, scaled by 2^n with vscalefps) and the row sums, 4 keys per iteration,
+// with no horizontal reduction; then acc·alpha + P·V in 4×4 tiles.
+// Scratch is allocated outside the key loop.
 // CHECK-LABEL: func.func @step(
 // CHECK-NOT: attn.online_attention
-// CHECK: memref.alloc() {alignment = 64 : i64} : memref<64x64xf32>
-// CHECK: memref.alloc() {alignment = 64 : i64} : memref<4x64xf32>
-// CHECK: scf.for
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<64x256xf32>
+// CHECK: %[[TAG:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2xindex>
+// CHECK: memref.store %c-1, %[[TAG]][%c0] : memref<2xindex>
+// CHECK: call @step_tile(
+// CHECK: func.func private @step_tile(
+// CHECK: memref.extract_aligned_pointer_as_index %arg0
+// CHECK: scf.if
 // CHECK: vector.transpose {{.*}} : vector<16x16xf32> to vector<16x16xf32>
-// CHECK: scf.for {{.*}} step %c4
-// CHECK-COUNT-16: vector.fma {{.*}} : vector<16xf32>
-// CHECK-COUNT-16: vector.store {{.*}} : memref<4x64xf32>, vector<16xf32>
+// CHECK: scf.for {{.*}} step %c64
+// CHECK: memref.subview %arg1
+// CHECK: arith.select {{.*}} : memref<?x64xf32, strided<[64, 1], offset: ?>>
+// CHECK: scf.for {{.*}} step %c32
+// CHECK: vector.from_elements
+// CHECK: scf.for {{.*}} step %c8
 // CHECK: scf.for
+// CHECK-COUNT-16: vector.fma {{.*}} : vector<16xf32>
 // CHECK: arith.cmpi sle, {{.*}} : vector<16xi32>
-// CHECK: vector.reduction <maximumf>
+// CHECK: vector.store {{.*}} : memref<64x32xf32>, vector<16xf32>
+// CHECK-NOT: vector.reduction
 // CHECK-NOT: math.exp
+// CHECK: arith.cmpf oeq, {{.*}} : vector<16xf32>
 // CHECK: arith.constant -1.500000e+02 : f32
 // CHECK: arith.maximumf {{.*}} fastmath<nnan,nsz> : vector<16xf32>
 // CHECK: math.roundeven {{.*}} : vector<16xf32>
 // CHECK-COUNT-7: vector.fma {{.*}} : vector<16xf32>
 // CHECK: x86vector.avx512.mask.scalef {{.*}} : vector<16xf32>
-// CHECK: vector.reduction <add>
-// CHECK: arith.constant -8.800000e+01 : f32
-// CHECK: math.roundeven {{.*}} : f32
-// CHECK: arith.shli {{.*}} : i32
-// CHECK: arith.bitcast {{.*}} : i32 to f32
+// CHECK: scf.for {{.*}} step %c4
+// CHECK: x86vector.avx512.mask.scalef {{.*}} : vector<16xf32>
+// CHECK: vector.store {{.*}} : memref<64x32xf32>, vector<16xf32>
+// CHECK-NOT: vector.reduction
+// CHECK: scf.for {{.*}} step %c4
 // CHECK: scf.for
 // CHECK-COUNT-16: vector.fma {{.*}} : vector<16xf32>
-// CHECK: scf.for {{.*}} step %c1
-// CHECK-COUNT-4: vector.fma {{.*}} : vector<16xf32>
+// CHECK-NOT: vector.reduction
+// CHECK: return
 // Fewer than 16 rows (decode): per 4 keys a 4 rows x 4 keys tile of
 // dot products (16 FMAs per d step, each K vector shared by the 4 rows) up
 // to the chunk's last key (rounded up to 4, not the chunk's 64 lanes: a
@@ -71,11 +86,25 @@
 // DECODE: vector.shuffle
 // DECODE: vector.extract_strided_slice {{.*}} {offsets = [12], sizes = [4], strides = [1]} : vector<16xf32> to vector<4xf32>
 // DECODE: vector.reduction <maximumf>
+// The row's rescale, a scalar: 2^n built in the exponent bits.
+// DECODE: arith.constant -8.800000e+01 : f32
+// DECODE: math.roundeven {{.*}} : f32
+// DECODE: arith.shli {{.*}} : i32
+// DECODE: arith.bitcast {{.*}} : i32 to f32
 // DECODE: memref.prefetch %arg2[{{.*}}], read, locality<2>, data : memref<?x64xf32>
 // DECODE-COUNT-16: vector.fma {{.*}} : vector<16xf32>
+// Eight lanes (16 registers): decode's blocks of 2 rows; prefill's blocks
+// of 16 rows (2 vectors of 8 lanes) × 4 keys, the 2 × 4 accumulators fed by
+// 2 loads of Qᵀ and 4 broadcasts per d step.
 // AVX2-LABEL: func.func @step(
-// AVX2: memref.alloc() {alignment = 64 : i64} : memref<64x32xf32>
+// AVX2: memref.alloc() {alignment = 64 : i64} : memref<32x16xf32>
 // AVX2: scf.for {{.*}} step %c2
+// AVX2-COUNT-8: vector.fma {{.*}} : vector<8xf32>
+// AVX2: memref.extract_aligned_pointer_as_index %arg0
+// AVX2: scf.for {{.*}} step %c16
+// AVX2: scf.for {{.*}} step %c4
+// AVX2: scf.for
+// AVX2-COUNT-2: vector.load {{.*}} : memref<64x256xf32>, vector<8xf32>
 // AVX2-COUNT-8: vector.fma {{.*}} : vector<8xf32>
 // Eight lanes: 2^n in the exponent bits (no vscalefps before AVX-512).
 // AVX2-NOT: x86vector

@@ -409,16 +409,18 @@ void printTiles(const Shape &s, const attn_rt_model *m) {
     if (!k.contains("cpu_tiles"))
       continue;
     const auto &t = k["cpu_tiles"];
+    auto get = [&](const char *key) {
+      return (long long)t.value(key, int64_t(0));
+    };
     std::printf("%-6s tiles: %lld query rows per head x %lld keys (decode "
-                "%lld keys), register block %lld rows x %lld vectors of %lld "
-                "lanes, chunks of %lld keys\n",
-                s.name.c_str(), (long long)t["q_block"].get<int64_t>(),
-                (long long)t["kv_block"].get<int64_t>(),
-                (long long)t["decode_kv_block"].get<int64_t>(),
-                (long long)t["register_rows"].get<int64_t>(),
-                (long long)t["register_vectors"].get<int64_t>(),
-                (long long)t["vector_lanes"].get<int64_t>(),
-                (long long)t["chunk_keys"].get<int64_t>());
+                "%lld keys), chunks of %lld keys; registers: scores %lld "
+                "rows (in %lld-lane vectors) x %lld keys, P.V %lld rows x "
+                "%lld vectors\n",
+                s.name.c_str(), get("q_block"), get("kv_block"),
+                get("decode_kv_block"), get("chunk_keys"),
+                get("score_tile_rows"), get("vector_lanes"),
+                get("score_tile_keys"), get("pv_tile_rows"),
+                get("pv_tile_vectors"));
     return;
   }
 }

@@ -473,9 +473,12 @@ nlohmann::ordered_json tableDescription(const attn::ModelSpec &spec,
         {"kv_block", kvBlock ? int64_t(kvBlock) : Tiles::kvBlock},
         {"decode_kv_block", Tiles::decodeKvBlock},
         {"vector_lanes", lanes},
-        {"register_rows", attn::microKernelRows(lanes)},
-        {"register_vectors", attn::kMicroKernelChunkVectors},
-        {"chunk_keys", attn::kMicroKernelChunkVectors * lanes}};
+        {"chunk_keys", attn::kMicroKernelChunkVectors * lanes},
+        {"score_tile_rows",
+         attn::microKernelScoreVectors(lanes) * lanes},
+        {"score_tile_keys", attn::microKernelScoreKeys(lanes)},
+        {"pv_tile_rows", attn::microKernelRows(lanes)},
+        {"pv_tile_vectors", attn::kMicroKernelChunkVectors}};
   }
   return j;
 }

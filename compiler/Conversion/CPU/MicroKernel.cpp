@@ -3,32 +3,36 @@
 // This file implements the code of the CPU micro-kernel: the buffer form of
 // `attn.online_attention` (after bufferization) as vector code, emitted by
 // attn-cpu-micro-kernel (MicroKernelPass.cpp) into each tile function.
-// For each chunk of C = 4·W keys (W f32 lanes):
+// The keys go by chunks of C = 4·W (W f32 lanes). Prefill (and any tile
+// whose W does not divide d) has the query rows in the lanes:
 //
-//   1. Kᵀ pack: the chunk's keys are transposed into a [d, C] scratch
-//      (W×W vector transposes when the chunk is full and d % W == 0), so
-//      that Q·Kᵀ needs no horizontal reduction; its V rows are copied
-//      (widened from bf16/f16) into an f32 scratch [C, dv].
-//   2. For each block of R query rows (R = 4 with 32 registers, 2 with 16;
-//      leftover rows one at a time):
-//      - S = Q·Kᵀ in R×4 vector accumulators: per d step, 4 loads of Kᵀ,
-//        R broadcasts of q, 4R FMAs;
-//      - the scores go to an [R, C] scratch, then a loop over the R rows
-//        scales, softcaps and masks them, takes the row max, exp
-//        (expNonPositive: a polynomial for arguments ≤ 0) and row sum;
-//        the new max/sum are stored and P overwrites the scores (one
-//        copy of the softmax code per tile, whatever R is: unrolled R
-//        times it cost compile time, not speed);
-//      - acc = acc·alpha + P·V in R×4 vector accumulators over dv, per key
-//        4 loads of V, R broadcasts of p, 4R FMAs.
+//   0. Q pack, once per parallel iteration (its tiles share the query rows;
+//      a tag in scratch records what is packed): the tile's rows (the heads
+//      of the GQA group flattened) transposed into Qᵀ [d, rows] by W×W
+//      vector transposes, times the softmax scale, with a table of each
+//      row's indices and position.
+//   1. Per chunk: an f32 K is read in place, a bf16/f16 (or paged) one
+//      widened into an f32 scratch [C, d]; the V rows are copied (widened)
+//      into [C, dv].
+//   2. Per block of RB = 2·W rows: S = Q·Kᵀ by register tiles of 2 vectors
+//      of rows × KB keys (per d step 2 loads of Qᵀ, KB broadcasts of K,
+//      2·KB FMAs; no transpose of K), masked (lane compares of the rows'
+//      positions against the key's) into a key-major scratch [C, RB] with
+//      the running max; then elementwise over the block's rows: the new
+//      max, alpha, e^(s - max) (expNonPositive: a polynomial for
+//      arguments ≤ 0) and the row sums: no horizontal reduction and no
+//      scalar code per row;
+//   3. acc = acc·alpha + P·V per R rows in R×4 vector accumulators over dv,
+//      per key 4 loads of V, R broadcasts of p, 4R FMAs.
 //
-// At most 16 rows in the tile (decode: one row per head of the group) skip
-// the pack: a block of R rows × W/R keys holds W accumulators of dot
-// products along d, so each K vector loaded serves every row and K is read
+// At most 16 rows in the tile (decode: one row per head of the group) take
+// dot products along d instead: a block of R rows × W/R keys holds W
+// accumulators, so each K vector loaded serves every row and K is read
 // once, in address order; a shuffle tree (sumLanes) folds them into one
-// vector of scores. While P·V runs over key n of the chunk, the K and V rows
-// of key n of the next chunk are prefetched into L2 (decode reads K and V
-// from memory once; without the prefetch the loads wait on DRAM).
+// vector of scores, and a loop over the rows does each row's softmax. While
+// P·V runs over key n of the chunk, the K and V rows of key n of the next
+// chunk are prefetched into L2 (decode reads K and V from memory once;
+// without the prefetch the loads wait on DRAM).
 // A paged tile (attn.online_attention with pages(...)) spans pages: per
 // chunk, a table of the element offsets of its K and V rows in the page
 // pools (this chunk's and the next chunk's, one division per chunk) stands
@@ -76,9 +80,30 @@ struct Emitter {
   int64_t W = 16, R = 4, NV = kChunkVectors, CV = 4;
   int64_t d = 0, dv = 0, lead = 0;
   VectorType vt = {}, vi32 = {}, vmask = {};
-  /// Scratch: [d, C] Kᵀ, [R, C] probabilities, [R] alphas, and [C, dv] f32
-  /// for the chunk's V rows copied (widened from bf16/f16) once (prefill).
-  Value Kt = {}, P = {}, A = {}, Vw = {};
+  /// Scratch of decode's path: [R, C] probabilities, [R] alphas.
+  Value P = {}, A = {};
+  /// Scratch of the lanes path (prefill, or d % W != 0): the chunk's K and
+  /// V rows as f32 [C, d] and [C, dv] (copied, widened from bf16/f16, once
+  /// per chunk); the query rows transposed and scaled, Qt [dPad, Tcap];
+  /// key-major probabilities Pt [C, RB]; per block row alpha, new max and
+  /// new sum St [3, RB]; per packed row its indices in q/acc/max/sum
+  /// (rowTab [Tcap, lead + 1]) and its position m (rowPos [Tcap], i32);
+  /// and `tag` [2]: the query buffer (address) and row count Qt holds.
+  Value Kw = {}, Vw = {}, Qt = {}, Pt = {}, St = {}, rowTab = {},
+        rowPos = {}, tag = {};
+  /// Rows per block of the lanes path (RV vectors of W rows), keys per
+  /// register tile of its scores (RV·KB accumulators), rows Qt holds.
+  int64_t RV = 1, KB = 16, Tcap = 0;
+  int64_t RB() const { return RV * W; }
+  /// Set while the lanes path's P·V runs: P·V reads Pt[n, pRow0 + r].
+  Value pRow0 = {};
+  /// p of block row r and key n for P·V: P[r, n] (decode) or Pt.
+  Value pAt(int64_t r, Value n) {
+    if (pRow0)
+      return memref::LoadOp::create(b, loc, Pt,
+                                    ValueRange{n, add(pRow0, idx(r))});
+    return memref::LoadOp::create(b, loc, P, ValueRange{idx(r), n});
+  }
   /// Where P · V reads the chunk's V rows: `v` itself (rows n0 + n), or
   /// the widened copy Vw (rows n) while the packed path runs.
   bool vWidened = false;
@@ -178,70 +203,28 @@ struct Emitter {
     buildForLoop(b, loc, lb, ub, step, body);
   }
 
-  /// Transposes the chunk's keys k[n0 .. n0+nc) into Kt[d, C].
-  void packKeys(Value n0, Value nc) {
-    Value zero = idx(0), one = idx(1), C = idx(chunk());
-    auto scalarPack = [&]() {
-      loop(zero, nc, one, [&](Value j) {
-        RowRef row = kvRow(/*key=*/true, n0, j);
-        loop(zero, idx(d), one, [&](Value kk) {
-          Value x = memref::LoadOp::create(b, loc, row.mem, colOf(row, kk));
-          if (!x.getType().isF32())
-            x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
-          memref::StoreOp::create(b, loc, x, Kt, ValueRange{kk, j});
-        });
-      });
-    };
-    if (d % W != 0) {
-      scalarPack();
-      return;
-    }
-    Value full =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, nc, C);
-    auto ifOp = scf::IfOp::create(b, loc, full, /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      auto square = VectorType::get({W, W}, b.getF32Type());
-      for (int64_t j0 = 0; j0 < chunk(); j0 += W) {
-        Value dEnd = idx(d), wStep = idx(W);
-        loop(zero, dEnd, wStep, [&](Value k0) {
-          storeTransposedBlock(
-              b, loc, square,
-              [&](int64_t i) {
-                RowRef row = kvRow(/*key=*/true, n0, idx(j0 + i));
-                return loadF32(row.mem, colOf(row, k0));
-              },
-              Kt, k0, idx(j0));
-        });
-      }
-      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-      scalarPack();
-    }
-  }
-  FloatAttr f32Attr(double c) { return b.getF32FloatAttr(c); }
-
-  /// Copies the chunk's V rows v[n0 .. n0+nc) into Vw[0 .. nc) (widening
-  /// bf16/f16), once per chunk: every block of rows of the tile (R rows of
-  /// each head of the group) then reads f32 from the same hot 64-byte
-  /// aligned scratch. A bf16 V converted at each use cost prefill 13% (P1);
-  /// an f32 V read in place rather than from the copy, 5-12% (P1 55% ->
-  /// 63%, P4 59% -> 63% of the FMA peak on a Zen 5).
-  void widenValues(Value n0, Value nc) {
+  /// Copies the chunk's K (`key`) or V rows [n0, n0 + nc) into rows
+  /// [0, nc) of the f32 scratch `dst` ([C, width]), widening bf16/f16,
+  /// once per chunk: every block of query rows (and every head of the
+  /// group) then reads f32 from the same hot 64-byte aligned scratch, at a
+  /// static row stride. A bf16 V converted at each use cost prefill 13%
+  /// (P1); an f32 V read in place rather than from the copy, 5-12% (P1 55%
+  /// -> 63%, P4 59% -> 63% of the FMA peak on a Zen 5).
+  void copyRows(bool key, Value dst, int64_t width, Value n0, Value nc) {
     Value zero = idx(0), one = idx(1);
     loop(zero, nc, one, [&](Value j) {
-      RowRef row = kvRow(/*key=*/false, n0, j);
-      for (int64_t c = 0; c < dv; c += W) {
-        Value mask = dv - c >= W ? Value()
-                                 : vector::ConstantMaskOp::create(
-                                       b, loc, vmask,
-                                       ArrayRef<int64_t>{dv - c});
+      RowRef row = kvRow(key, n0, j);
+      for (int64_t c = 0; c < width; c += W) {
+        Value mask = width - c >= W ? Value()
+                                    : vector::ConstantMaskOp::create(
+                                          b, loc, vmask,
+                                          ArrayRef<int64_t>{width - c});
         Value x = loadF32(row.mem, colOf(row, idx(c)), mask);
         if (mask)
-          vector::MaskedStoreOp::create(b, loc, Vw, ValueRange{j, idx(c)},
+          vector::MaskedStoreOp::create(b, loc, dst, ValueRange{j, idx(c)},
                                         mask, x);
         else
-          vector::StoreOp::create(b, loc, x, Vw, ValueRange{j, idx(c)});
+          vector::StoreOp::create(b, loc, x, dst, ValueRange{j, idx(c)});
       }
     });
   }
@@ -294,27 +277,18 @@ struct Emitter {
     return ok;
   }
 
-  /// The online-softmax update of the block of `rows` query rows from
-  /// flattened row `t0` (rows of one block may belong to different heads of
-  /// the group: in decode every head has a single row) against the chunk:
-  /// the block's scores into the P scratch (from the packed Kᵀ, or with
-  /// `dot` from K itself: dotScores), then each row's softmax in a loop
-  /// (one copy of its code whatever R is), alpha through scratch, then
-  /// P · V for the block.
-  void rowBlock(bool dot, Value t0, int64_t rows, Value M,
-                ArrayRef<Value> leadUbs, Value n0, Value nc) {
+  /// Decode's online-softmax update of the block of `rows` query rows
+  /// from flattened row `t0` (rows of one block may belong to different
+  /// heads of the group: in decode every head has a single row) against the
+  /// chunk: the block's scores into the P scratch (dotScores), then each
+  /// row's softmax in a loop (one copy of its code whatever R is), alpha
+  /// through scratch, then P · V for the block.
+  void rowBlock(Value t0, int64_t rows, Value M, ArrayRef<Value> leadUbs,
+                Value n0, Value nc) {
     SmallVector<SmallVector<Value>> rowAt;
     for (int64_t r = 0; r < rows; ++r)
       rowAt.push_back(delinearize(add(t0, idx(r)), M, leadUbs));
-    if (dot) {
-      dotScores(rowAt, n0, nc);
-    } else {
-      SmallVector<Value> s = packedScores(rowAt);
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < NV; ++j)
-          vector::StoreOp::create(b, loc, s[r * NV + j], P,
-                                  ValueRange{idx(r), idx(j * W)});
-    }
+    dotScores(rowAt, n0, nc);
     Value rowBegin = idx(0), rowEnd = idx(rows), rowStep = idx(1);
     // A chunk of at most W keys (a short key range, or a range's tail) has
     // one vector of scores per row: its softmax skips the other NV - 1
@@ -346,30 +320,6 @@ struct Emitter {
     for (int64_t r = 0; r < rows; ++r)
       alphas.push_back(memref::LoadOp::create(b, loc, A, ValueRange{idx(r)}));
     pvBlock(rowAt, alphas, n0, nc);
-  }
-
-  /// S = Q · Kᵀ from the packed chunk in rows × NV registers: per d step NV
-  /// loads of Kᵀ, one broadcast of q per row, rows × NV FMAs.
-  SmallVector<Value> packedScores(ArrayRef<SmallVector<Value>> rowAt) {
-    int64_t rows = rowAt.size();
-    Value zero = idx(0), one = idx(1);
-    SmallVector<Value> init(rows * NV, splatF(0.0));
-    return loop(
-        zero, idx(d), one, init, [&](Value kk, ValueRange a) {
-          SmallVector<Value> kt, next(a.begin(), a.end());
-          for (int64_t j = 0; j < NV; ++j)
-            kt.push_back(vector::LoadOp::create(b, loc, vt, Kt,
-                                                ValueRange{kk, idx(j * W)}));
-          for (int64_t r = 0; r < rows; ++r) {
-            Value x =
-                memref::LoadOp::create(b, loc, q, at(rowAt[r], {kk}));
-            Value xb = splat(x, vt);
-            for (int64_t j = 0; j < NV; ++j)
-              next[r * NV + j] =
-                  vector::FMAOp::create(b, loc, xb, kt[j], a[r * NV + j]);
-          }
-          return next;
-        });
   }
 
   /// Sums each of the W vectors `v` across its lanes: the result's lane i is
@@ -651,8 +601,7 @@ struct Emitter {
       for (int64_t c = 0; c < cw; ++c)
         vv.push_back(load(row.mem, colOf(row, cols[c]), c));
       for (int64_t r = 0; r < rows; ++r) {
-        Value p = memref::LoadOp::create(b, loc, P, ValueRange{idx(r), n});
-        Value pb = splat(p, vt);
+        Value pb = splat(pAt(r, n), vt);
         for (int64_t c = 0; c < cw; ++c)
           next[r * cw + c] =
               vector::FMAOp::create(b, loc, pb, vv[c], cur[r * cw + c]);
@@ -773,7 +722,319 @@ struct Emitter {
     });
   }
 
-  /// The tile's code, at the builder's insertion point; Kt, P and A set.
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value minI(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  /// x rounded up to a multiple of m. (One op per statement here and
+  /// below: the order of ops created in one argument list would depend on
+  /// the C++ compiler; tools/dev.sh gcc-check.)
+  Value roundUp(Value x, int64_t m) {
+    Value step = idx(m);
+    Value n = arith::CeilDivSIOp::create(b, loc, x, step);
+    return arith::MulIOp::create(b, loc, n, step);
+  }
+  /// The indices in q/acc/max/sum of packed row `t` (rowTab).
+  SmallVector<Value> tabRow(Value t) {
+    SmallVector<Value> row;
+    for (int64_t c = 0; c <= lead; ++c)
+      row.push_back(memref::LoadOp::create(b, loc, rowTab, ValueRange{t, idx(c)}));
+    return row;
+  }
+
+  /// Packs rows [s0, s0 + ns) of the tile's T flattened query rows into Qt
+  /// (column t: row s0 + t, times the softmax scale) and their indices into
+  /// rowTab/rowPos, up to a multiple of RB rows (rows past T repeat row
+  /// T - 1: their lanes compute a copy of its scores and are never stored).
+  /// A prefill tile is one chunk of keys, and the tiles of one parallel
+  /// iteration share their query rows: `tag` records the buffer and row
+  /// count Qt holds, so that the pack runs once per iteration, not once per
+  /// tile (when every row fits: T ≤ Tcap).
+  void packQueries(Value s0, Value ns, Value T, Value M,
+                   ArrayRef<Value> leadUbs) {
+    Value zero = idx(0), one = idx(1);
+    Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, q);
+    auto md = memref::ExtractStridedMetadataOp::create(b, loc, q);
+    Value key = add(ptr, arith::MulIOp::create(b, loc, md.getOffset(), idx(4)));
+    auto eq = [&](Value x, Value y) {
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, y)
+          .getResult();
+    };
+    auto andI = [&](Value x, Value y) {
+      return arith::AndIOp::create(b, loc, x, y).getResult();
+    };
+    Value tag0 = memref::LoadOp::create(b, loc, tag, ValueRange{zero});
+    Value tag1 = memref::LoadOp::create(b, loc, tag, ValueRange{one});
+    Value oneSlab = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                          T, idx(Tcap));
+    Value sameBuffer = eq(tag0, key);
+    Value sameRows = eq(tag1, T);
+    Value fresh = andI(andI(sameBuffer, sameRows), oneSlab);
+    Value stale = arith::XOrIOp::create(
+        b, loc, fresh,
+        arith::ConstantOp::create(b, loc, b.getI1Type(), b.getBoolAttr(true)));
+    auto ifOp = scf::IfOp::create(b, loc, stale, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    Value last = sub(T, one);
+    Value scale = splatF(op.getScale().convertToDouble());
+    auto square = VectorType::get({W, W}, b.getF32Type());
+    Value packEnd = roundUp(ns, RB());
+    loop(zero, packEnd, idx(W), [&](Value tb) {
+      SmallVector<SmallVector<Value>> rows;
+      for (int64_t i = 0; i < W; ++i) {
+        Value t = add(tb, idx(i));
+        rows.push_back(delinearize(minI(add(s0, t), last), M, leadUbs));
+        for (int64_t c = 0; c <= lead; ++c)
+          memref::StoreOp::create(b, loc, rows[i][c], rowTab,
+                                  ValueRange{t, idx(c)});
+        memref::StoreOp::create(b, loc, toI32(rows[i][lead]), rowPos,
+                                ValueRange{t});
+      }
+      Value dEnd = idx(d);
+      loop(zero, dEnd, idx(W), [&](Value k0) {
+        Value mask;
+        if (d % W != 0)
+          mask = vector::CreateMaskOp::create(b, loc, vmask,
+                                              ValueRange{sub(idx(d), k0)});
+        storeTransposedBlock(
+            b, loc, square,
+            [&](int64_t i) {
+              Value x = loadF32(q, at(rows[i], {k0}), mask);
+              return arith::MulFOp::create(b, loc, x, scale).getResult();
+            },
+            Qt, k0, tb);
+      });
+    });
+    memref::StoreOp::create(b, loc, key, tag, ValueRange{zero});
+    memref::StoreOp::create(b, loc, T, tag, ValueRange{one});
+  }
+
+  /// The scores' mask for lanes of query positions `qPos` (i32) against key
+  /// `key` of the chunk (scalar) at position kPos, only keys < nc existing:
+  /// null when the mask keeps every lane of an existing key.
+  Value laneMask(Value qPos, Value lowest, Value kPos, Value inRange) {
+    if (op.getMask() == MaskKind::none)
+      return {};
+    Value big = arith::ConstantOp::create(b, loc, b.getI32Type(),
+                                          b.getI32IntegerAttr(INT32_MAX));
+    Value kEff = arith::SelectOp::create(b, loc, inRange, kPos, big);
+    Value kv = splat(kEff, vi32);
+    Value ok =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, kv, qPos);
+    if (lowest)
+      ok = arith::AndIOp::create(
+          b, loc, ok,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, kv, lowest));
+    return ok;
+  }
+
+  /// The online-softmax update of packed rows [t0, t0 + RB) (of a slab of
+  /// ns) against the chunk, with the rows in the lanes: S = Q·Kᵀ by
+  /// register tiles of RV vectors of rows × KB keys (per d step RV loads of
+  /// Qt, KB broadcasts of K, RV·KB FMAs; no transpose of K), then the
+  /// softmax elementwise over the block's rows: per key a vector of RB
+  /// scores (mask, running max), the new max, alpha and the exps and sums
+  /// with no horizontal reduction and no scalar code per row; then P · V
+  /// per R rows.
+  void laneBlock(Value t0, Value ns, Value n0, Value nc) {
+    Value zero = idx(0), one = idx(1);
+    Value ninf = splat(negInf(), vt);
+    Value qPos0 = splat(toI32(op.getQPos()), vi32);
+    Value kvBase = toI32(add(op.getKvPos(), n0));
+    SmallVector<Value> qPos, lowest, mOld, lOld;
+    for (int64_t rv = 0; rv < RV; ++rv) {
+      Value col = add(t0, idx(rv * W));
+      Value m = vector::LoadOp::create(b, loc, vi32, rowPos, ValueRange{col});
+      qPos.push_back(arith::AddIOp::create(b, loc, m, qPos0));
+      lowest.push_back(Value());
+      if (op.getMask() == MaskKind::sliding_window) {
+        Value w = arith::ConstantOp::create(
+            b, loc, b.getI32Type(), b.getI32IntegerAttr(*op.getWindow()));
+        lowest.back() = arith::SubIOp::create(b, loc, qPos.back(), splat(w, vi32));
+      }
+      SmallVector<Value> ms, ls;
+      for (int64_t i = 0; i < W; ++i) {
+        SmallVector<Value> row = tabRow(add(col, idx(i)));
+        ms.push_back(memref::LoadOp::create(b, loc, max, row));
+        ls.push_back(memref::LoadOp::create(b, loc, sum, row));
+      }
+      mOld.push_back(vector::FromElementsOp::create(b, loc, vt, ms));
+      lOld.push_back(vector::FromElementsOp::create(b, loc, vt, ls));
+    }
+    // Scores, masked, into Pt (key-major) and the running max.
+    SmallVector<Value> runMax(RV, ninf);
+    Value groupsEnd = roundUp(nc, KB);
+    runMax = loop(zero, groupsEnd, idx(KB), runMax,
+                  [&](Value g, ValueRange curMax) {
+      SmallVector<Value> init(RV * KB, splatF(0.0));
+      SmallVector<Value> s = loop(
+          zero, idx(d), one, init, [&](Value kk, ValueRange a) {
+            SmallVector<Value> qv, next(a.begin(), a.end());
+            for (int64_t rv = 0; rv < RV; ++rv)
+              qv.push_back(vector::LoadOp::create(
+                  b, loc, vt, Qt, ValueRange{kk, add(t0, idx(rv * W))}));
+            for (int64_t j = 0; j < KB; ++j) {
+              Value kx = memref::LoadOp::create(
+                  b, loc, kSrc, ValueRange{add(g, idx(j)), kk});
+              Value kb = splat(kx, vt);
+              for (int64_t rv = 0; rv < RV; ++rv)
+                next[j * RV + rv] =
+                    vector::FMAOp::create(b, loc, qv[rv], kb, a[j * RV + rv]);
+            }
+            return next;
+          });
+      SmallVector<Value> mx(curMax.begin(), curMax.end());
+      for (int64_t j = 0; j < KB; ++j) {
+        Value key = add(g, idx(j));
+        Value inRange =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, key, nc);
+        Value kPos = arith::AddIOp::create(b, loc, kvBase, toI32(key));
+        for (int64_t rv = 0; rv < RV; ++rv) {
+          Value x = s[j * RV + rv];
+          if (std::optional<APFloat> cap = op.getSoftcap()) {
+            Value c = splatF(cap->convertToDouble());
+            Value t = math::TanhOp::create(
+                b, loc, arith::DivFOp::create(b, loc, x, c));
+            x = arith::MulFOp::create(b, loc, t, c);
+          }
+          Value seen = laneMask(qPos[rv], lowest[rv], kPos, inRange);
+          x = seen ? arith::SelectOp::create(b, loc, seen, x, ninf)
+                   : arith::SelectOp::create(b, loc, inRange, x, ninf);
+          mx[rv] = maxNoNaN(mx[rv], x);
+          vector::StoreOp::create(b, loc, x, Pt,
+                                  ValueRange{key, idx(rv * W)});
+        }
+      }
+      return mx;
+    });
+    // The new max, alpha, the exps and their sums (U keys per iteration,
+    // U sums: the adds are not one chain).
+    constexpr int64_t U = 4;
+    SmallVector<Value> shift, alpha, mNew;
+    for (int64_t rv = 0; rv < RV; ++rv) {
+      mNew.push_back(maxNoNaN(mOld[rv], runMax[rv]));
+      // A row with no visible key so far shifts by 0: exp(-inf) = 0.
+      Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                         mNew[rv], ninf);
+      shift.push_back(
+          arith::SelectOp::create(b, loc, none, splatF(0.0), mNew[rv]));
+      alpha.push_back(expNonPositive(
+          arith::SubFOp::create(b, loc, mOld[rv], shift[rv])));
+    }
+    SmallVector<Value> sums(U * RV, splatF(0.0));
+    Value keysEnd = roundUp(nc, U);
+    sums = loop(zero, keysEnd, idx(U), sums,
+                [&](Value n, ValueRange cur) {
+      SmallVector<Value> next(cur.begin(), cur.end());
+      for (int64_t u = 0; u < U; ++u)
+        for (int64_t rv = 0; rv < RV; ++rv) {
+          SmallVector<Value, 2> ix{add(n, idx(u)), idx(rv * W)};
+          Value x = vector::LoadOp::create(b, loc, vt, Pt, ix);
+          Value p = expNonPositive(
+              arith::SubFOp::create(b, loc, x, shift[rv]));
+          vector::StoreOp::create(b, loc, p, Pt, ix);
+          next[u * RV + rv] =
+              arith::AddFOp::create(b, loc, cur[u * RV + rv], p);
+        }
+      return next;
+    });
+    for (int64_t rv = 0; rv < RV; ++rv) {
+      Value l = sums[rv];
+      for (int64_t u = 1; u < U; ++u)
+        l = arith::AddFOp::create(b, loc, l, sums[u * RV + rv]);
+      Value lNew = vector::FMAOp::create(b, loc, lOld[rv], alpha[rv], l);
+      Value col = idx(rv * W);
+      vector::StoreOp::create(b, loc, alpha[rv], St, ValueRange{zero, col});
+      vector::StoreOp::create(b, loc, mNew[rv], St, ValueRange{one, col});
+      vector::StoreOp::create(b, loc, lNew, St, ValueRange{idx(2), col});
+    }
+    Value left = sub(ns, t0);
+    Value valid = minI(idx(RB()), left);
+    loop(zero, valid, one, [&](Value i) {
+      SmallVector<Value> row = tabRow(add(t0, i));
+      Value m = memref::LoadOp::create(b, loc, St, ValueRange{one, i});
+      Value l = memref::LoadOp::create(b, loc, St, ValueRange{idx(2), i});
+      memref::StoreOp::create(b, loc, m, max, row);
+      memref::StoreOp::create(b, loc, l, sum, row);
+    });
+    // acc = acc·alpha + P·V, R rows at a time.
+    Value fullEnd = sub(valid, arith::RemSIOp::create(b, loc, valid, idx(R)));
+    auto pv = [&](Value i0, int64_t rows) {
+      SmallVector<SmallVector<Value>> rowAt;
+      SmallVector<Value> alphas;
+      for (int64_t r = 0; r < rows; ++r) {
+        Value i = add(i0, idx(r));
+        rowAt.push_back(tabRow(add(t0, i)));
+        alphas.push_back(memref::LoadOp::create(b, loc, St, ValueRange{zero, i}));
+      }
+      pRow0 = i0;
+      pvBlock(rowAt, alphas, n0, nc);
+      pRow0 = Value();
+    };
+    loop(zero, fullEnd, idx(R), [&](Value i0) { pv(i0, R); });
+    loop(fullEnd, valid, one, [&](Value i) { pv(i, 1); });
+  }
+
+  /// Where the lanes path's scores read the chunk's keys (kSrc, rows from
+  /// 0): an f32 K whose rows are d apart is read in place (the scores
+  /// broadcast single elements: alignment does not matter, and a copy cost
+  /// 2.5% of P2's time), except for a partial chunk, whose missing rows the
+  /// register tile would read past K's end; otherwise (bf16/f16, paged,
+  /// other strides) the rows copied to Kw.
+  Value kSrc = {};
+  void chunkKeys(Value n0, Value nc) {
+    auto kt = cast<MemRefType>(k.getType());
+    int64_t off;
+    SmallVector<int64_t> strides;
+    bool inPlace = !paged && kt.getElementType().isF32() &&
+                   succeeded(kt.getStridesAndOffset(strides, off)) &&
+                   strides[0] == d;
+    if (!inPlace) {
+      copyRows(/*key=*/true, Kw, d, n0, nc);
+      kSrc = Kw;
+      return;
+    }
+    Value full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, nc,
+                                       idx(chunk()));
+    auto ifOp = scf::IfOp::create(b, loc, full, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+      copyRows(/*key=*/true, Kw, d, n0, nc);
+    }
+    auto rowsTy = MemRefType::get(
+        {ShapedType::kDynamic, d}, b.getF32Type(),
+        StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, {d, 1}));
+    Value rows = memref::SubViewOp::create(
+        b, loc, rowsTy, k, ArrayRef<OpFoldResult>{n0, b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{nc, b.getIndexAttr(d)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+    Value copy = memref::CastOp::create(b, loc, rowsTy, Kw);
+    kSrc = arith::SelectOp::create(b, loc, full, rows, copy);
+  }
+
+  /// Prefill (and any tile when W does not divide d): the rows in slabs of
+  /// at most Tcap, each packed (packQueries), then per chunk of keys its K
+  /// and V rows copied to f32 scratch and laneBlock per RB rows.
+  void lanesPath(Value T, Value M, ArrayRef<Value> leadUbs, Value N) {
+    Value zero = idx(0), C = idx(chunk());
+    loop(zero, T, idx(Tcap), [&](Value s0) {
+      Value left = sub(T, s0);
+      Value ns = minI(idx(Tcap), left);
+      packQueries(s0, ns, T, M, leadUbs);
+      loop(zero, N, C, [&](Value n0) {
+        Value nc = minI(sub(N, n0), C);
+        if (paged)
+          fillRowTables(n0);
+        chunkKeys(n0, nc);
+        copyRows(/*key=*/false, Vw, dv, n0, nc);
+        vWidened = true;
+        loop(zero, ns, idx(RB()), [&](Value t0) { laneBlock(t0, ns, n0, nc); });
+        vWidened = false;
+      });
+    });
+  }
+
+  /// The tile's code, at the builder's insertion point, scratch set.
   void emit() {
     vt = VectorType::get({W}, b.getF32Type());
     vi32 = VectorType::get({W}, b.getI32Type());
@@ -786,50 +1047,73 @@ struct Emitter {
     SmallVector<Value> leadUbs;
     for (int64_t i = 0; i < lead; ++i)
       leadUbs.push_back(memref::DimOp::create(b, loc, q, i));
-    // The group's heads and rows flattened: a register block of R rows may
+    // The group's heads and rows flattened: a register block of rows may
     // span heads (decode has one row per head).
     Value T = M;
     for (Value ub : leadUbs)
       T = arith::MulIOp::create(b, loc, T, ub);
-    Value tFull = arith::SubIOp::create(
-        b, loc, T, arith::RemSIOp::create(b, loc, T, idx(R)));
+    if (d % W != 0) {
+      lanesPath(T, M, leadUbs, N);
+      return;
+    }
+    // Few rows (decode): dot products along d (dotScores), K streamed.
+    Value few = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, T,
+                                      idx(kDotRows));
+    auto ifOp = scf::IfOp::create(b, loc, few, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    Value tFull = sub(T, arith::RemSIOp::create(b, loc, T, idx(R)));
     Value C = idx(chunk());
     loop(zero, N, C, [&](Value n0) {
-      Value nc = arith::MinSIOp::create(
-          b, loc, arith::SubIOp::create(b, loc, N, n0), C);
+      Value nc = minI(sub(N, n0), C);
       if (paged)
         fillRowTables(n0);
-      auto rowsOf = [&](bool dot) {
-        auto block = [&](Value t0, int64_t rows) {
-          rowBlock(dot, t0, rows, M, leadUbs, n0, nc);
-        };
-        loop(zero, tFull, idx(R), [&](Value t0) { block(t0, R); });
-        loop(tFull, T, one, [&](Value t) { block(t, 1); });
-      };
-      auto packed = [&]() {
-        packKeys(n0, nc);
-        widenValues(n0, nc);
-        vWidened = true;
-        rowsOf(/*dot=*/false);
-        vWidened = false;
-      };
-      if (d % W != 0) {
-        packed();
-        return;
-      }
-      // Few rows (decode): the pack costs more than it saves.
-      Value few = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, T,
-                                        idx(kDotRows));
-      auto ifOp = scf::IfOp::create(b, loc, few, /*withElseRegion=*/true);
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
       prefetchBase = add(n0, C);
-      prefetchLast = arith::SubIOp::create(b, loc, N, one);
-      rowsOf(/*dot=*/true);
+      prefetchLast = sub(N, one);
+      auto block = [&](Value t0, int64_t rows) {
+        rowBlock(t0, rows, M, leadUbs, n0, nc);
+      };
+      loop(zero, tFull, idx(R), [&](Value t0) { block(t0, R); });
+      loop(tFull, T, one, [&](Value t) { block(t, 1); });
       prefetchBase = prefetchLast = Value();
-      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-      packed();
     });
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    lanesPath(T, M, leadUbs, N);
+  }
+
+  /// The lanes path's register tile (MicroKernel.h). 2 vectors of rows ×
+  /// 8 keys rather than 1 × 16 with AVX-512: 10 loads per 16 FMAs instead
+  /// of 17 (each FMA's broadcast of K from memory); the Q·Kᵀ loop went from
+  /// 43% to 40% of P2's time, level with P·V's.
+  static int64_t laneVectors(int64_t w) { return microKernelScoreVectors(w); }
+  static int64_t laneKeys(int64_t w) { return microKernelScoreKeys(w); }
+  /// Rows the query pack holds: the tile's, when static; else the
+  /// tiler's q-block (attn.q_block on the enclosing loop) times the static
+  /// lead dims; else 256; a multiple of the block rows, at most 4096 (more
+  /// rows are packed in slabs).
+  static int64_t packRows(OnlineAttentionOp tile, int64_t w) {
+    auto qt = cast<ShapedType>(tile.getQuery().getType());
+    int64_t lead = 1, rows = 256;
+    bool leadStatic = true;
+    for (int64_t i = 0; i + 2 < qt.getRank(); ++i) {
+      leadStatic &= !ShapedType::isDynamic(qt.getDimSize(i));
+      if (leadStatic)
+        lead *= qt.getDimSize(i);
+    }
+    int64_t m = qt.getDimSize(qt.getRank() - 2);
+    if (leadStatic && !ShapedType::isDynamic(m)) {
+      rows = lead * m;
+    } else {
+      for (Operation *p = tile->getParentOp(); p; p = p->getParentOp())
+        if (auto qb = p->getAttrOfType<IntegerAttr>("attn.q_block")) {
+          if (leadStatic)
+            rows = lead * qb.getInt();
+          break;
+        }
+    }
+    int64_t rb = laneVectors(w) * w;
+    rows = std::min<int64_t>(std::max<int64_t>(rows, 1), 4096);
+    return (rows + rb - 1) / rb * rb;
   }
 };
 
@@ -839,22 +1123,36 @@ SmallVector<Value>
 mlir::attn::allocateMicroKernelScratch(OpBuilder &b, Location loc,
                                        OnlineAttentionOp tile, int64_t lanes) {
   IntegerAttr align = b.getI64IntegerAttr(64);
-  Type f32 = b.getF32Type();
+  Type f32 = b.getF32Type(), index = b.getIndexType();
   int64_t d = cast<ShapedType>(tile.getQuery().getType()).getShape().back();
-  auto vTy = cast<ShapedType>(tile.getValue().getType());
+  int64_t dv = cast<ShapedType>(tile.getValue().getType()).getShape().back();
+  int64_t lead = cast<ShapedType>(tile.getQuery().getType()).getRank() - 2;
   int64_t chunk = Emitter::kChunkVectors * lanes, rows = microKernelRows(lanes);
+  int64_t dPad = (d + lanes - 1) / lanes * lanes;
+  int64_t tcap = Emitter::packRows(tile, lanes);
+  int64_t rb = Emitter::laneVectors(lanes) * lanes;
+  auto alloc = [&](ArrayRef<int64_t> shape, Type elt) -> Value {
+    return memref::AllocOp::create(b, loc, MemRefType::get(shape, elt), align);
+  };
   SmallVector<Value> scratch = {
-      memref::AllocOp::create(b, loc, MemRefType::get({d, chunk}, f32), align),
-      memref::AllocOp::create(b, loc, MemRefType::get({rows, chunk}, f32),
-                              align),
-      memref::AllocOp::create(b, loc, MemRefType::get({rows}, f32), align)};
-  scratch.push_back(memref::AllocOp::create(
-      b, loc, MemRefType::get({chunk, vTy.getShape().back()}, f32), align));
+      alloc({rows, chunk}, f32),          // P
+      alloc({rows}, f32),                 // A
+      alloc({chunk, d}, f32),             // Kw
+      alloc({chunk, dv}, f32),            // Vw
+      alloc({dPad, tcap}, f32),           // Qt
+      alloc({chunk, rb}, f32),            // Pt
+      alloc({3, rb}, f32),                // St
+      alloc({tcap, lead + 1}, index),     // rowTab
+      alloc({tcap}, b.getI32Type()),      // rowPos
+      alloc({2}, index)};                 // tag
+  // No query rows packed yet (no buffer is at address -1).
+  Value none = arith::ConstantIndexOp::create(b, loc, -1);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  memref::StoreOp::create(b, loc, none, scratch.back(), ValueRange{zero});
   // A paged tile's row tables (this chunk's and the next chunk's rows).
   if (tile.isPaged())
     for (int i = 0; i < 2; ++i)
-      scratch.push_back(memref::AllocOp::create(
-          b, loc, MemRefType::get({2 * chunk}, b.getIndexType()), align));
+      scratch.push_back(alloc({2 * chunk}, index));
   return scratch;
 }
 
@@ -873,14 +1171,23 @@ void mlir::attn::emitMicroKernel(OpBuilder &b, OnlineAttentionOp tile,
   e.lead = qt.getRank() - 2;
   e.d = qt.getShape().back();
   e.dv = cast<ShapedType>(tile.getValue().getType()).getShape().back();
-  e.Kt = scratch[0];
-  e.P = scratch[1];
-  e.A = scratch[2];
+  e.RV = Emitter::laneVectors(lanes);
+  e.KB = Emitter::laneKeys(lanes);
+  e.Tcap = cast<MemRefType>(scratch[4].getType()).getDimSize(1);
+  e.P = scratch[0];
+  e.A = scratch[1];
+  e.Kw = scratch[2];
   e.Vw = scratch[3];
+  e.Qt = scratch[4];
+  e.Pt = scratch[5];
+  e.St = scratch[6];
+  e.rowTab = scratch[7];
+  e.rowPos = scratch[8];
+  e.tag = scratch[9];
   if (tile.isPaged()) {
     e.paged = true;
-    e.kRows = scratch[4];
-    e.vRows = scratch[5];
+    e.kRows = scratch[10];
+    e.vRows = scratch[11];
   }
   e.emit();
 }

@@ -26,18 +26,29 @@ class GatedDeltaChunkOp;
 /// tensors or buffers).
 bool microKernelHandles(Operation *op);
 
-/// Query rows per register block: 32 vector registers (AVX-512, 16 lanes)
-/// hold a 4×4 tile of vectors plus operands; 16 (AVX2, SSE) a 2×4 tile.
+/// Query rows per register block of P · V (and of decode's scores): 32
+/// vector registers (AVX-512, 16 lanes) hold a 4×4 tile of vectors plus
+/// operands; 16 (AVX2, SSE) a 2×4 tile.
 inline int64_t microKernelRows(int64_t lanes) { return lanes >= 16 ? 4 : 2; }
+/// The prefill scores' register tile, query rows in the lanes: 2 vectors
+/// of rows × 8 keys (AVX-512: 16 accumulators, per d step 2 loads of the
+/// packed Qᵀ and 8 broadcasts of K for 16 FMAs), × 4 keys with 16
+/// registers; a block of the softmax is the tile's 2·lanes rows.
+inline int64_t microKernelScoreVectors(int64_t) { return 2; }
+inline int64_t microKernelScoreKeys(int64_t lanes) {
+  return lanes >= 16 ? 8 : 4;
+}
 /// Vectors of keys per chunk (the register block's columns): a chunk is
 /// kMicroKernelChunkVectors·lanes keys.
 inline constexpr int64_t kMicroKernelChunkVectors = 4;
 
 /// The micro-kernel's scratch for `tile` (head dim d) and `lanes` f32
-/// lanes: Kᵀ [d, 4·lanes], probabilities [rows, 4·lanes], alphas [rows] and
-/// the chunk's V rows as f32 [4·lanes, dv], and for a paged tile the K and V
-/// row tables [8·lanes] (index); allocated at the builder's insertion point
-/// (once per parallel iteration).
+/// lanes, allocated at the builder's insertion point (once per parallel
+/// iteration): decode's probabilities and alphas, the chunk's K and V rows
+/// as f32, the packed query rows (Qᵀ, scaled) with their row tables and
+/// the tag of what they hold (set to "nothing" here), the prefill path's
+/// key-major probabilities and row state, and for a paged tile the K and V
+/// row tables [8·lanes] (index).
 SmallVector<Value> allocateMicroKernelScratch(OpBuilder &b, Location loc,
                                               OnlineAttentionOp tile,
                                               int64_t lanes);
