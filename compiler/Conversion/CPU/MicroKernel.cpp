@@ -41,8 +41,8 @@
 // The scratch buffers are allocated once per iteration of the enclosing
 // parallel loop (one query block, many tiles), so each thread has its own
 // and no tile allocates.
-// The query's leading dims (the heads of one GQA group) all use the same
-// packed Kᵀ and the same V rows.
+// The query's leading dims (the heads of one GQA group) are rows like the
+// others: they all use the same K and V rows of the chunk.
 //
 //===----------------------------------------------------------------------===//
 

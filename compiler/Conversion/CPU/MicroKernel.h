@@ -90,7 +90,7 @@ void emitGemmKernel(OpBuilder &b, Operation *matmul, int64_t lanes);
 
 /// Stores the transpose of a `square` W×W f32 block whose row i is
 /// `loadRow(i)` at dst[row0 + i, col0 .. col0 + W) (column i of the block):
-/// the packs of the micro-kernel (Kᵀ) and the GEMM kernel (B [N, K]).
+/// the packs of the micro-kernel (Qᵀ) and the GEMM kernel (B [N, K]).
 void storeTransposedBlock(OpBuilder &b, Location loc, VectorType square,
                           function_ref<Value(int64_t)> loadRow, Value dst,
                           Value row0, Value col0);
