@@ -34,12 +34,20 @@ func.func @tile(%q: memref<4x?x64xf32>, %k: memref<?x64xf32, strided<[64, 1], of
 // -----
 
 // One tile function per distinct tile: the two causal loops share one, the
-// unmasked loop has its own. dv = 160 (10 vectors) is a loop over two
+// unmasked loop has its own. The three read the same query rows with the
+// same scale: one scratch (and one query pack) for all; the fourth scales
+// them otherwise and has its own. dv = 160 (10 vectors) is a loop over two
 // groups of 4 vectors, then the 2 left.
 // CHECK-LABEL: func.func @shared(
-// CHECK: call @shared_tile(
-// CHECK: call @shared_tile_0(
-// CHECK: call @shared_tile(
+// CHECK: %[[TAG:.*]] = memref.alloc() {{.*}} : memref<2xindex>
+// CHECK-NOT: memref.alloc
+// CHECK: call @shared_tile({{.*}}, %[[TAG]])
+// CHECK-NOT: memref.alloc
+// CHECK: call @shared_tile_0({{.*}}, %[[TAG]])
+// CHECK-NOT: memref.alloc
+// CHECK: call @shared_tile({{.*}}, %[[TAG]])
+// CHECK: %[[TAG2:.*]] = memref.alloc() {{.*}} : memref<2xindex>
+// CHECK: call @shared_tile_1({{.*}}, %[[TAG2]])
 // CHECK-NOT: call
 // CHECK: func.func private @shared_tile(
 // CHECK-SAME: memref<?x160xf32
@@ -57,6 +65,8 @@ func.func @shared(%q: memref<4x?x64xf32>, %k: memref<?x64xf32>, %v: memref<?x160
   attn.online_attention %q, %k, %v, %acc, %m, %l, %qp, %kp2 {scale = 0.125 : f64}
       : (memref<4x?x64xf32>, memref<?x64xf32>, memref<?x160xf32>, memref<4x?x160xf32>, memref<4x?xf32>, memref<4x?xf32>)
   attn.online_attention %q, %k, %v, %acc, %m, %l, %qp, %kp2 {mask = #attn.mask<causal>, scale = 0.125 : f64}
+      : (memref<4x?x64xf32>, memref<?x64xf32>, memref<?x160xf32>, memref<4x?x160xf32>, memref<4x?xf32>, memref<4x?xf32>)
+  attn.online_attention %q, %k, %v, %acc, %m, %l, %qp, %kp2 {mask = #attn.mask<causal>, scale = 0.25 : f64}
       : (memref<4x?x64xf32>, memref<?x64xf32>, memref<?x160xf32>, memref<4x?x160xf32>, memref<4x?xf32>, memref<4x?xf32>)
   return
 }
