@@ -412,15 +412,14 @@ void printTiles(const Shape &s, const attn_rt_model *m) {
     auto get = [&](const char *key) {
       return (long long)t.value(key, int64_t(0));
     };
-    std::printf("%-6s tiles: %lld query rows per head x %lld keys (decode "
-                "%lld keys), chunks of %lld keys; registers: scores %lld "
-                "rows (in %lld-lane vectors) x %lld keys, P.V %lld rows x "
-                "%lld vectors\n",
-                s.name.c_str(), get("q_block"), get("kv_block"),
-                get("decode_kv_block"), get("chunk_keys"),
-                get("score_tile_rows"), get("vector_lanes"),
-                get("score_tile_keys"), get("pv_tile_rows"),
-                get("pv_tile_vectors"));
+    std::printf(
+        "%-6s tiles: %lld query rows per head x %lld keys (decode "
+        "%lld keys), chunks of %lld keys; registers: scores %lld "
+        "rows (in %lld-lane vectors) x %lld keys, P.V %lld rows x "
+        "%lld vectors\n",
+        s.name.c_str(), get("q_block"), get("kv_block"), get("decode_kv_block"),
+        get("chunk_keys"), get("score_tile_rows"), get("vector_lanes"),
+        get("score_tile_keys"), get("pv_tile_rows"), get("pv_tile_vectors"));
     return;
   }
 }

@@ -89,8 +89,8 @@ struct Emitter {
   /// new sum St [3, RB]; per packed row its indices in q/acc/max/sum
   /// (rowTab [Tcap, lead + 1]) and its position m (rowPos [Tcap], i32);
   /// and `tag` [2]: the query buffer (address) and row count Qt holds.
-  Value Kw = {}, Vw = {}, Qt = {}, Pt = {}, St = {}, rowTab = {},
-        rowPos = {}, tag = {};
+  Value Kw = {}, Vw = {}, Qt = {}, Pt = {}, St = {}, rowTab = {}, rowPos = {},
+        tag = {};
   /// Rows per block of the lanes path (RV vectors of W rows), keys per
   /// register tile of its scores (RV·KB accumulators), rows Qt holds.
   int64_t RV = 1, KB = 16, Tcap = 0;
@@ -215,10 +215,10 @@ struct Emitter {
     loop(zero, nc, one, [&](Value j) {
       RowRef row = kvRow(key, n0, j);
       for (int64_t c = 0; c < width; c += W) {
-        Value mask = width - c >= W ? Value()
-                                    : vector::ConstantMaskOp::create(
-                                          b, loc, vmask,
-                                          ArrayRef<int64_t>{width - c});
+        Value mask = width - c >= W
+                         ? Value()
+                         : vector::ConstantMaskOp::create(
+                               b, loc, vmask, ArrayRef<int64_t>{width - c});
         Value x = loadF32(row.mem, colOf(row, idx(c)), mask);
         if (mask)
           vector::MaskedStoreOp::create(b, loc, dst, ValueRange{j, idx(c)},
@@ -736,7 +736,8 @@ struct Emitter {
   SmallVector<Value> tabRow(Value t) {
     SmallVector<Value> row;
     for (int64_t c = 0; c <= lead; ++c)
-      row.push_back(memref::LoadOp::create(b, loc, rowTab, ValueRange{t, idx(c)}));
+      row.push_back(
+          memref::LoadOp::create(b, loc, rowTab, ValueRange{t, idx(c)}));
     return row;
   }
 
@@ -763,8 +764,8 @@ struct Emitter {
     };
     Value tag0 = memref::LoadOp::create(b, loc, tag, ValueRange{zero});
     Value tag1 = memref::LoadOp::create(b, loc, tag, ValueRange{one});
-    Value oneSlab = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
-                                          T, idx(Tcap));
+    Value oneSlab =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, T, idx(Tcap));
     Value sameBuffer = eq(tag0, key);
     Value sameRows = eq(tag1, T);
     Value fresh = andI(andI(sameBuffer, sameRows), oneSlab);
@@ -849,7 +850,8 @@ struct Emitter {
       if (op.getMask() == MaskKind::sliding_window) {
         Value w = arith::ConstantOp::create(
             b, loc, b.getI32Type(), b.getI32IntegerAttr(*op.getWindow()));
-        lowest.back() = arith::SubIOp::create(b, loc, qPos.back(), splat(w, vi32));
+        lowest.back() =
+            arith::SubIOp::create(b, loc, qPos.back(), splat(w, vi32));
       }
       SmallVector<Value> ms, ls;
       for (int64_t i = 0; i < W; ++i) {
@@ -863,49 +865,49 @@ struct Emitter {
     // Scores, masked, into Pt (key-major) and the running max.
     SmallVector<Value> runMax(RV, ninf);
     Value groupsEnd = roundUp(nc, KB);
-    runMax = loop(zero, groupsEnd, idx(KB), runMax,
-                  [&](Value g, ValueRange curMax) {
-      SmallVector<Value> init(RV * KB, splatF(0.0));
-      SmallVector<Value> s = loop(
-          zero, idx(d), one, init, [&](Value kk, ValueRange a) {
-            SmallVector<Value> qv, next(a.begin(), a.end());
-            for (int64_t rv = 0; rv < RV; ++rv)
-              qv.push_back(vector::LoadOp::create(
-                  b, loc, vt, Qt, ValueRange{kk, add(t0, idx(rv * W))}));
-            for (int64_t j = 0; j < KB; ++j) {
-              Value kx = memref::LoadOp::create(
-                  b, loc, kSrc, ValueRange{add(g, idx(j)), kk});
-              Value kb = splat(kx, vt);
-              for (int64_t rv = 0; rv < RV; ++rv)
-                next[j * RV + rv] =
-                    vector::FMAOp::create(b, loc, qv[rv], kb, a[j * RV + rv]);
+    runMax =
+        loop(zero, groupsEnd, idx(KB), runMax, [&](Value g, ValueRange curMax) {
+          SmallVector<Value> init(RV * KB, splatF(0.0));
+          SmallVector<Value> s =
+              loop(zero, idx(d), one, init, [&](Value kk, ValueRange a) {
+                SmallVector<Value> qv, next(a.begin(), a.end());
+                for (int64_t rv = 0; rv < RV; ++rv)
+                  qv.push_back(vector::LoadOp::create(
+                      b, loc, vt, Qt, ValueRange{kk, add(t0, idx(rv * W))}));
+                for (int64_t j = 0; j < KB; ++j) {
+                  Value kx = memref::LoadOp::create(
+                      b, loc, kSrc, ValueRange{add(g, idx(j)), kk});
+                  Value kb = splat(kx, vt);
+                  for (int64_t rv = 0; rv < RV; ++rv)
+                    next[j * RV + rv] = vector::FMAOp::create(
+                        b, loc, qv[rv], kb, a[j * RV + rv]);
+                }
+                return next;
+              });
+          SmallVector<Value> mx(curMax.begin(), curMax.end());
+          for (int64_t j = 0; j < KB; ++j) {
+            Value key = add(g, idx(j));
+            Value inRange = arith::CmpIOp::create(
+                b, loc, arith::CmpIPredicate::slt, key, nc);
+            Value kPos = arith::AddIOp::create(b, loc, kvBase, toI32(key));
+            for (int64_t rv = 0; rv < RV; ++rv) {
+              Value x = s[j * RV + rv];
+              if (std::optional<APFloat> cap = op.getSoftcap()) {
+                Value c = splatF(cap->convertToDouble());
+                Value t = math::TanhOp::create(
+                    b, loc, arith::DivFOp::create(b, loc, x, c));
+                x = arith::MulFOp::create(b, loc, t, c);
+              }
+              Value seen = laneMask(qPos[rv], lowest[rv], kPos, inRange);
+              x = seen ? arith::SelectOp::create(b, loc, seen, x, ninf)
+                       : arith::SelectOp::create(b, loc, inRange, x, ninf);
+              mx[rv] = maxNoNaN(mx[rv], x);
+              vector::StoreOp::create(b, loc, x, Pt,
+                                      ValueRange{key, idx(rv * W)});
             }
-            return next;
-          });
-      SmallVector<Value> mx(curMax.begin(), curMax.end());
-      for (int64_t j = 0; j < KB; ++j) {
-        Value key = add(g, idx(j));
-        Value inRange =
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, key, nc);
-        Value kPos = arith::AddIOp::create(b, loc, kvBase, toI32(key));
-        for (int64_t rv = 0; rv < RV; ++rv) {
-          Value x = s[j * RV + rv];
-          if (std::optional<APFloat> cap = op.getSoftcap()) {
-            Value c = splatF(cap->convertToDouble());
-            Value t = math::TanhOp::create(
-                b, loc, arith::DivFOp::create(b, loc, x, c));
-            x = arith::MulFOp::create(b, loc, t, c);
           }
-          Value seen = laneMask(qPos[rv], lowest[rv], kPos, inRange);
-          x = seen ? arith::SelectOp::create(b, loc, seen, x, ninf)
-                   : arith::SelectOp::create(b, loc, inRange, x, ninf);
-          mx[rv] = maxNoNaN(mx[rv], x);
-          vector::StoreOp::create(b, loc, x, Pt,
-                                  ValueRange{key, idx(rv * W)});
-        }
-      }
-      return mx;
-    });
+          return mx;
+        });
     // The new max, alpha, the exps and their sums (U keys per iteration,
     // U sums: the adds are not one chain).
     constexpr int64_t U = 4;
@@ -917,20 +919,18 @@ struct Emitter {
                                          mNew[rv], ninf);
       shift.push_back(
           arith::SelectOp::create(b, loc, none, splatF(0.0), mNew[rv]));
-      alpha.push_back(expNonPositive(
-          arith::SubFOp::create(b, loc, mOld[rv], shift[rv])));
+      alpha.push_back(
+          expNonPositive(arith::SubFOp::create(b, loc, mOld[rv], shift[rv])));
     }
     SmallVector<Value> sums(U * RV, splatF(0.0));
     Value keysEnd = roundUp(nc, U);
-    sums = loop(zero, keysEnd, idx(U), sums,
-                [&](Value n, ValueRange cur) {
+    sums = loop(zero, keysEnd, idx(U), sums, [&](Value n, ValueRange cur) {
       SmallVector<Value> next(cur.begin(), cur.end());
       for (int64_t u = 0; u < U; ++u)
         for (int64_t rv = 0; rv < RV; ++rv) {
           SmallVector<Value, 2> ix{add(n, idx(u)), idx(rv * W)};
           Value x = vector::LoadOp::create(b, loc, vt, Pt, ix);
-          Value p = expNonPositive(
-              arith::SubFOp::create(b, loc, x, shift[rv]));
+          Value p = expNonPositive(arith::SubFOp::create(b, loc, x, shift[rv]));
           vector::StoreOp::create(b, loc, p, Pt, ix);
           next[u * RV + rv] =
               arith::AddFOp::create(b, loc, cur[u * RV + rv], p);
@@ -964,7 +964,8 @@ struct Emitter {
       for (int64_t r = 0; r < rows; ++r) {
         Value i = add(i0, idx(r));
         rowAt.push_back(tabRow(add(t0, i)));
-        alphas.push_back(memref::LoadOp::create(b, loc, St, ValueRange{zero, i}));
+        alphas.push_back(
+            memref::LoadOp::create(b, loc, St, ValueRange{zero, i}));
       }
       pRow0 = i0;
       pvBlock(rowAt, alphas, n0, nc);
@@ -1134,17 +1135,16 @@ mlir::attn::allocateMicroKernelScratch(OpBuilder &b, Location loc,
   auto alloc = [&](ArrayRef<int64_t> shape, Type elt) -> Value {
     return memref::AllocOp::create(b, loc, MemRefType::get(shape, elt), align);
   };
-  SmallVector<Value> scratch = {
-      alloc({rows, chunk}, f32),          // P
-      alloc({rows}, f32),                 // A
-      alloc({chunk, d}, f32),             // Kw
-      alloc({chunk, dv}, f32),            // Vw
-      alloc({dPad, tcap}, f32),           // Qt
-      alloc({chunk, rb}, f32),            // Pt
-      alloc({3, rb}, f32),                // St
-      alloc({tcap, lead + 1}, index),     // rowTab
-      alloc({tcap}, b.getI32Type()),      // rowPos
-      alloc({2}, index)};                 // tag
+  SmallVector<Value> scratch = {alloc({rows, chunk}, f32),      // P
+                                alloc({rows}, f32),             // A
+                                alloc({chunk, d}, f32),         // Kw
+                                alloc({chunk, dv}, f32),        // Vw
+                                alloc({dPad, tcap}, f32),       // Qt
+                                alloc({chunk, rb}, f32),        // Pt
+                                alloc({3, rb}, f32),            // St
+                                alloc({tcap, lead + 1}, index), // rowTab
+                                alloc({tcap}, b.getI32Type()),  // rowPos
+                                alloc({2}, index)};             // tag
   // No query rows packed yet (no buffer is at address -1).
   Value none = arith::ConstantIndexOp::create(b, loc, -1);
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);

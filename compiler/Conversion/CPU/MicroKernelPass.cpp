@@ -176,11 +176,10 @@ LogicalResult TileFunctions::lower(OnlineAttentionOp oa) {
     return failure();
   OpBuilder b(oa);
   beforeParallelIteration(b, oa);
-  auto key = std::make_tuple(b.getInsertionBlock(),
-                             oa.getQuery().getAsOpaquePointer(),
-                             oa.getScale().convertToDouble(),
-                             oa.getValue().getType().getAsOpaquePointer(),
-                             oa.isPaged());
+  auto key = std::make_tuple(
+      b.getInsertionBlock(), oa.getQuery().getAsOpaquePointer(),
+      oa.getScale().convertToDouble(),
+      oa.getValue().getType().getAsOpaquePointer(), oa.isPaged());
   SmallVector<Value> &scratch = sharedScratch[key];
   if (scratch.empty())
     scratch = allocateMicroKernelScratch(b, oa.getLoc(), oa, lanes);
