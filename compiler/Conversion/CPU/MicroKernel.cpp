@@ -93,7 +93,7 @@ struct Emitter {
         tag = {};
   /// Rows per block of the lanes path (RV vectors of W rows), keys per
   /// register tile of its scores (RV·KB accumulators), rows Qt holds.
-  int64_t RV = 1, KB = 16, Tcap = 0;
+  int64_t RV = 2, KB = 8, Tcap = 0;
   int64_t RB() const { return RV * W; }
   /// Set while the lanes path's P·V runs: P·V reads Pt[n, pRow0 + r].
   Value pRow0 = {};
@@ -139,6 +139,16 @@ struct Emitter {
     return f32(-std::numeric_limits<double>::infinity());
   }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value minI(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  /// x rounded up to a multiple of m. (One op per statement here and
+  /// below: the order of ops created in one argument list would depend on
+  /// the C++ compiler; tools/dev.sh gcc-check.)
+  Value roundUp(Value x, int64_t m) {
+    Value step = idx(m);
+    Value n = arith::CeilDivSIOp::create(b, loc, x, step);
+    return arith::MulIOp::create(b, loc, n, step);
+  }
   /// The scores' max: no NaN to propagate (scores are finite or -inf for a
   /// masked key) and the sign of a zero max does not matter, so `nnan nsz`
   /// lets LLVM emit one vmaxps instead of IEEE maximum's NaN and ±0
@@ -262,17 +272,28 @@ struct Emitter {
     Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, laneJ,
                                      splat(toI32(nc), vi32));
     Value kPos = arith::AddIOp::create(b, loc, laneJ, splat(kvBase, vi32));
-    auto both = [&](Value c) { ok = arith::AndIOp::create(b, loc, ok, c); };
-    if (op.getMask() != MaskKind::none)
-      both(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, kPos,
-                                 splat(qPos, vi32)));
+    if (Value seen = maskKeeps(kPos, splat(qPos, vi32)))
+      ok = arith::AndIOp::create(b, loc, ok, seen);
+    return ok;
+  }
+
+  /// The op's mask on lanes of key positions `kPos` against query positions
+  /// `qPos` (i32 vectors alike): a key at or before the query's position
+  /// (causal), and within the window (sliding_window); null without a mask.
+  /// The one definition for both paths (decode's lanes are keys, prefill's
+  /// rows).
+  Value maskKeeps(Value kPos, Value qPos) {
+    if (op.getMask() == MaskKind::none)
+      return {};
+    Value ok =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, kPos, qPos);
     if (op.getMask() == MaskKind::sliding_window) {
-      Value lowest = arith::SubIOp::create(
-          b, loc, qPos,
-          arith::ConstantOp::create(b, loc, b.getI32Type(),
-                                    b.getI32IntegerAttr(*op.getWindow())));
-      both(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, kPos,
-                                 splat(lowest, vi32)));
+      Value w = arith::ConstantOp::create(b, loc, b.getI32Type(),
+                                          b.getI32IntegerAttr(*op.getWindow()));
+      Value lowest = arith::SubIOp::create(b, loc, qPos, splat(w, vi32));
+      Value inWindow = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
+                                             kPos, lowest);
+      ok = arith::AndIOp::create(b, loc, ok, inWindow);
     }
     return ok;
   }
@@ -388,10 +409,8 @@ struct Emitter {
     Value keys = numKeys();
     Value last = arith::SubIOp::create(b, loc, keys, idx(1));
     // A loop, not unrolled: LLVM would interleave the tiles and spill.
-    Value keyStep = idx(KR);
-    Value chunkEnd = arith::MulIOp::create(
-        b, loc, arith::CeilDivSIOp::create(b, loc, nc, keyStep), keyStep);
-    loop(zero, chunkEnd, keyStep, [&](Value j0) {
+    Value chunkEnd = roundUp(nc, KR);
+    loop(zero, chunkEnd, idx(KR), [&](Value j0) {
       Value base = add(n0, j0);
       if (prefetchBase)
         for (int64_t i = 0; i < KR; ++i)
@@ -681,12 +700,6 @@ struct Emitter {
     auto mul = [&](Value x, Value y) {
       return arith::MulIOp::create(b, loc, x, y).getResult();
     };
-    auto sub = [&](Value x, Value y) {
-      return arith::SubIOp::create(b, loc, x, y).getResult();
-    };
-    auto minI = [&](Value x, Value y) {
-      return arith::MinSIOp::create(b, loc, x, y).getResult();
-    };
     Value pos = add(arith::RemSIOp::create(b, loc, op.getKvPos(), pageSize),
                     n0);
     Value slot0 = arith::DivSIOp::create(b, loc, pos, pageSize);
@@ -722,16 +735,6 @@ struct Emitter {
     });
   }
 
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value minI(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
-  /// x rounded up to a multiple of m. (One op per statement here and
-  /// below: the order of ops created in one argument list would depend on
-  /// the C++ compiler; tools/dev.sh gcc-check.)
-  Value roundUp(Value x, int64_t m) {
-    Value step = idx(m);
-    Value n = arith::CeilDivSIOp::create(b, loc, x, step);
-    return arith::MulIOp::create(b, loc, n, step);
-  }
   /// The indices in q/acc/max/sum of packed row `t` (rowTab).
   SmallVector<Value> tabRow(Value t) {
     SmallVector<Value> row;
@@ -809,23 +812,17 @@ struct Emitter {
     memref::StoreOp::create(b, loc, T, tag, ValueRange{one});
   }
 
-  /// The scores' mask for lanes of query positions `qPos` (i32) against key
-  /// `key` of the chunk (scalar) at position kPos, only keys < nc existing:
-  /// null when the mask keeps every lane of an existing key.
-  Value laneMask(Value qPos, Value lowest, Value kPos, Value inRange) {
+  /// The scores' mask for lanes of query positions `qPos` (i32) against the
+  /// chunk's key at position kPos (scalar), which exists when `inRange`
+  /// (a key past the chunk's end takes position INT32_MAX, after every
+  /// query): null when the mask keeps every lane of an existing key.
+  Value laneMask(Value qPos, Value kPos, Value inRange) {
     if (op.getMask() == MaskKind::none)
       return {};
     Value big = arith::ConstantOp::create(b, loc, b.getI32Type(),
                                           b.getI32IntegerAttr(INT32_MAX));
     Value kEff = arith::SelectOp::create(b, loc, inRange, kPos, big);
-    Value kv = splat(kEff, vi32);
-    Value ok =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, kv, qPos);
-    if (lowest)
-      ok = arith::AndIOp::create(
-          b, loc, ok,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, kv, lowest));
-    return ok;
+    return maskKeeps(splat(kEff, vi32), qPos);
   }
 
   /// The online-softmax update of packed rows [t0, t0 + RB) (of a slab of
@@ -841,18 +838,11 @@ struct Emitter {
     Value ninf = splat(negInf(), vt);
     Value qPos0 = splat(toI32(op.getQPos()), vi32);
     Value kvBase = toI32(add(op.getKvPos(), n0));
-    SmallVector<Value> qPos, lowest, mOld, lOld;
+    SmallVector<Value> qPos, mOld, lOld;
     for (int64_t rv = 0; rv < RV; ++rv) {
       Value col = add(t0, idx(rv * W));
       Value m = vector::LoadOp::create(b, loc, vi32, rowPos, ValueRange{col});
       qPos.push_back(arith::AddIOp::create(b, loc, m, qPos0));
-      lowest.push_back(Value());
-      if (op.getMask() == MaskKind::sliding_window) {
-        Value w = arith::ConstantOp::create(
-            b, loc, b.getI32Type(), b.getI32IntegerAttr(*op.getWindow()));
-        lowest.back() =
-            arith::SubIOp::create(b, loc, qPos.back(), splat(w, vi32));
-      }
       SmallVector<Value> ms, ls;
       for (int64_t i = 0; i < W; ++i) {
         SmallVector<Value> row = tabRow(add(col, idx(i)));
@@ -898,7 +888,7 @@ struct Emitter {
                     b, loc, arith::DivFOp::create(b, loc, x, c));
                 x = arith::MulFOp::create(b, loc, t, c);
               }
-              Value seen = laneMask(qPos[rv], lowest[rv], kPos, inRange);
+              Value seen = laneMask(qPos[rv], kPos, inRange);
               x = seen ? arith::SelectOp::create(b, loc, seen, x, ninf)
                        : arith::SelectOp::create(b, loc, inRange, x, ninf);
               mx[rv] = maxNoNaN(mx[rv], x);
@@ -1082,12 +1072,6 @@ struct Emitter {
     lanesPath(T, M, leadUbs, N);
   }
 
-  /// The lanes path's register tile (MicroKernel.h). 2 vectors of rows ×
-  /// 8 keys rather than 1 × 16 with AVX-512: 10 loads per 16 FMAs instead
-  /// of 17 (each FMA's broadcast of K from memory); the Q·Kᵀ loop went from
-  /// 43% to 40% of P2's time, level with P·V's.
-  static int64_t laneVectors(int64_t w) { return microKernelScoreVectors(w); }
-  static int64_t laneKeys(int64_t w) { return microKernelScoreKeys(w); }
   /// Rows the query pack holds: the tile's, when static; else the
   /// tiler's q-block (attn.q_block on the enclosing loop) times the static
   /// lead dims; else 256; a multiple of the block rows, at most 4096 (more
@@ -1112,7 +1096,7 @@ struct Emitter {
           break;
         }
     }
-    int64_t rb = laneVectors(w) * w;
+    int64_t rb = microKernelScoreVectors(w) * w;
     rows = std::min<int64_t>(std::max<int64_t>(rows, 1), 4096);
     return (rows + rb - 1) / rb * rb;
   }
@@ -1131,7 +1115,7 @@ mlir::attn::allocateMicroKernelScratch(OpBuilder &b, Location loc,
   int64_t chunk = Emitter::kChunkVectors * lanes, rows = microKernelRows(lanes);
   int64_t dPad = (d + lanes - 1) / lanes * lanes;
   int64_t tcap = Emitter::packRows(tile, lanes);
-  int64_t rb = Emitter::laneVectors(lanes) * lanes;
+  int64_t rb = microKernelScoreVectors(lanes) * lanes;
   auto alloc = [&](ArrayRef<int64_t> shape, Type elt) -> Value {
     return memref::AllocOp::create(b, loc, MemRefType::get(shape, elt), align);
   };
@@ -1171,8 +1155,8 @@ void mlir::attn::emitMicroKernel(OpBuilder &b, OnlineAttentionOp tile,
   e.lead = qt.getRank() - 2;
   e.d = qt.getShape().back();
   e.dv = cast<ShapedType>(tile.getValue().getType()).getShape().back();
-  e.RV = Emitter::laneVectors(lanes);
-  e.KB = Emitter::laneKeys(lanes);
+  e.RV = microKernelScoreVectors(lanes);
+  e.KB = microKernelScoreKeys(lanes);
   e.Tcap = cast<MemRefType>(scratch[4].getType()).getDimSize(1);
   e.P = scratch[0];
   e.A = scratch[1];
