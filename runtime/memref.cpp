@@ -42,32 +42,62 @@ extern "C" void memrefCopy(int64_t elemSize, attn_rt_unranked_memref *src,
   const int64_t *dStrides = d->sizesAndStrides + rank;
   char *sBase = s->aligned + s->offset * elemSize;
   char *dBase = d->aligned + d->offset * elemSize;
-  if (rank == 0) {
-    std::memcpy(dBase, sBase, elemSize);
-    return;
-  }
   for (int64_t i = 0; i < rank; ++i)
     if (sizes[i] == 0)
       return;
-  std::vector<int64_t> idx(rank, 0);
-  int64_t inner = rank - 1;
-  while (true) {
-    int64_t so = 0, dof = 0;
-    for (int64_t i = 0; i < inner; ++i) {
-      so += idx[i] * sStrides[i];
-      dof += idx[i] * dStrides[i];
+  // The copy's dimensions, outermost first, with the unit ones dropped and
+  // neighbours merged where both sides lay them out as one (stride of the
+  // outer = size · stride of the inner): a slice [B, S, 16, 128, 1] of a
+  // [B, S, 16, 768, 1] buffer is 16·B·S runs of 128 contiguous elements,
+  // not 2,048·B·S copies of one.
+  std::vector<int64_t> n, ss, ds;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (sizes[i] == 1)
+      continue;
+    if (!n.empty() && ss.back() == sizes[i] * sStrides[i] &&
+        ds.back() == sizes[i] * dStrides[i]) {
+      n.back() *= sizes[i];
+      ss.back() = sStrides[i];
+      ds.back() = dStrides[i];
+      continue;
     }
-    if (sStrides[inner] == 1 && dStrides[inner] == 1) {
-      std::memcpy(dBase + dof * elemSize, sBase + so * elemSize,
-                  sizes[inner] * elemSize);
+    n.push_back(sizes[i]);
+    ss.push_back(sStrides[i]);
+    ds.push_back(dStrides[i]);
+  }
+  if (n.empty()) {
+    std::memcpy(dBase, sBase, elemSize);
+    return;
+  }
+  int64_t inner = int64_t(n.size()) - 1;
+  bool contiguous = ss[inner] == 1 && ds[inner] == 1;
+  int64_t innerBytes = n[inner] * elemSize;
+  // Offsets (in elements) of the current run, advanced like an odometer.
+  std::vector<int64_t> idx(n.size(), 0);
+  int64_t so = 0, dof = 0;
+  while (true) {
+    char *dp = dBase + dof * elemSize;
+    const char *sp = sBase + so * elemSize;
+    if (contiguous) {
+      std::memcpy(dp, sp, innerBytes);
+    } else if (elemSize == 4) {
+      for (int64_t j = 0; j < n[inner]; ++j)
+        std::memcpy(dp + j * ds[inner] * 4, sp + j * ss[inner] * 4, 4);
     } else {
-      for (int64_t j = 0; j < sizes[inner]; ++j)
-        std::memcpy(dBase + (dof + j * dStrides[inner]) * elemSize,
-                    sBase + (so + j * sStrides[inner]) * elemSize, elemSize);
+      for (int64_t j = 0; j < n[inner]; ++j)
+        std::memcpy(dp + j * ds[inner] * elemSize,
+                    sp + j * ss[inner] * elemSize, elemSize);
     }
     int64_t i = inner - 1;
-    while (i >= 0 && ++idx[i] == sizes[i])
-      idx[i--] = 0;
+    for (; i >= 0; --i) {
+      so += ss[i];
+      dof += ds[i];
+      if (++idx[i] < n[i])
+        break;
+      so -= n[i] * ss[i];
+      dof -= n[i] * ds[i];
+      idx[i] = 0;
+    }
     if (i < 0)
       return;
   }

@@ -163,6 +163,9 @@ struct Options {
   std::string csv = "attn-bench.csv", only, openblasCore;
   /// attn-compile --cpu for every kernel compiled (default native).
   std::string cpu;
+  /// --keep: compile into this folder and leave it there (perf report needs
+  /// the libraries it sampled); default a temporary folder, removed.
+  std::string keepDir;
   bool longSeq = false, openblasInfo = false, linear = false, layers = false;
   /// --layers: the prefill's tokens, and a config to measure instead of
   /// the built-in models.

@@ -19,16 +19,18 @@
 #include "narrow.h"
 
 #include <cblas.h>
-#include <nlohmann/json.hpp>
 #include <dlfcn.h>
 #include <immintrin.h>
+#include <nlohmann/json.hpp>
 #include <omp.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -290,32 +292,38 @@ int parseArgs(int argc, char **argv, Options &o) {
       o.svg = next();
     else if (a == "--cpu")
       o.cpu = next();
+    else if (a == "--keep")
+      o.keepDir = next();
     else {
-      std::printf("usage: attn-bench [--threads T] [--repeats R] [--csv FILE] "
-                  "[--shape P1|P2|P3|P4|D1|D2] [--long] [--linear [--svg FILE]] "
-                  "[--layers [--seq S] [--shape MODEL | --config FILE]] "
-                  "[--openblas-core NAME|auto] [--cpu CPU]\n"
-                  "  --cpu: attn-compile --cpu for the kernels (default "
-                  "native; e.g. x86-64-v3 runs the AVX2 kernels here)\n"
-                  "  --openblas-core: the baseline's OPENBLAS_CORETYPE "
-                  "(default: SkylakeX with AVX-512, Haswell with AVX2; auto: "
-                  "OpenBLAS's own detection)\n"
-                  "  --openblas-info: print the baseline's OpenBLAS kernels "
-                  "and exit\n"
-                  "  --long adds S = 8k..64k causal (Hq=8 Hkv=2 D=128, fused "
-                  "only): time ~ S^2, flat memory\n"
-                  "  --linear [--svg FILE]: Gated DeltaNet (linear attention) "
-                  "instead: the seed's and Qwen3-Next-80B's linear layers, "
-                  "prefill S = 1k..64k and decode, next to their full-"
-                  "attention layers, the crossover and a plot (default "
-                  "attn-bench-linear.svg)\n"
-                  "  --layers [--seq S]: whole transformer layers instead "
-                  "(Llama 3.2 1B's, Qwen3-Next-80B's linear and full-"
-                  "attention ones with 128 experts): prefill of S tokens "
-                  "(default 512) and decode, the time split into attention, "
-                  "projections and feed-forward, the GEMMs next to OpenBLAS "
-                  "sgemm (--shape llama-3.2-1b|qwen3-next-80b: one model; --config "
-                  "FILE: that config.json instead, random weights)\n");
+      std::printf(
+          "usage: attn-bench [--threads T] [--repeats R] [--csv FILE] "
+          "[--shape P1|P2|P3|P4|D1|D2] [--long] [--linear [--svg FILE]] "
+          "[--layers [--seq S] [--shape MODEL | --config FILE]] "
+          "[--openblas-core NAME|auto] [--cpu CPU] [--keep DIR]\n"
+          "  --cpu: attn-compile --cpu for the kernels (default "
+          "native; e.g. x86-64-v3 runs the AVX2 kernels here)\n"
+          "  --keep DIR: compile the kernels into DIR and leave them "
+          "there (for perf report; default: a temporary folder, "
+          "removed)\n"
+          "  --openblas-core: the baseline's OPENBLAS_CORETYPE "
+          "(default: SkylakeX with AVX-512, Haswell with AVX2; auto: "
+          "OpenBLAS's own detection)\n"
+          "  --openblas-info: print the baseline's OpenBLAS kernels "
+          "and exit\n"
+          "  --long adds S = 8k..64k causal (Hq=8 Hkv=2 D=128, fused "
+          "only): time ~ S^2, flat memory\n"
+          "  --linear [--svg FILE]: Gated DeltaNet (linear attention) "
+          "instead: the seed's and Qwen3-Next-80B's linear layers, "
+          "prefill S = 1k..64k and decode, next to their full-"
+          "attention layers, the crossover and a plot (default "
+          "attn-bench-linear.svg)\n"
+          "  --layers [--seq S]: whole transformer layers instead "
+          "(Llama 3.2 1B's, Qwen3-Next-80B's linear and full-"
+          "attention ones with 128 experts): prefill of S tokens "
+          "(default 512) and decode, the time split into attention, "
+          "projections and feed-forward, the GEMMs next to OpenBLAS "
+          "sgemm (--shape llama-3.2-1b|qwen3-next-80b: one model; --config "
+          "FILE: that config.json instead, random weights)\n");
       return a == "--help" ? 0 : 2;
     }
   }
@@ -600,12 +608,27 @@ int main(int argc, char **argv) {
               mc.bandwidth, blas.c_str());
 
   char tmpl[] = "/tmp/attn-bench-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
+  std::string dir = o.keepDir;
+  if (dir.empty()) {
+    const char *made = mkdtemp(tmpl);
+    if (!made) {
+      std::fprintf(stderr, "attn-bench: error: cannot create %s: %s\n", tmpl,
+                   std::strerror(errno));
+      return 1;
+    }
+    dir = made;
+  } else if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    std::fprintf(stderr, "attn-bench: error: --keep %s: cannot create it: %s\n",
+                 dir.c_str(), std::strerror(errno));
+    return 1;
+  }
   if (o.linear || o.layers) {
     bool ok = o.linear ? benchLinear(o, mc, dir) : benchLayers(o, mc, dir);
-    std::string rm = "rm -rf " + dir;
-    int unused = std::system(rm.c_str());
-    (void)unused;
+    if (o.keepDir.empty()) {
+      std::string rm = "rm -rf " + dir;
+      int unused = std::system(rm.c_str());
+      (void)unused;
+    }
     return ok ? 0 : 1;
   }
   std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
@@ -624,6 +647,10 @@ int main(int argc, char **argv) {
         !benchShape(s, o, mc, dir, out))
       return 1;
   std::printf("CSV: %s\n", o.csv.c_str());
-  std::string rm = "rm -rf " + dir;
-  return std::system(rm.c_str()) == 0 ? 0 : 0;
+  if (o.keepDir.empty()) {
+    std::string rm = "rm -rf " + dir;
+    int unused = std::system(rm.c_str());
+    (void)unused;
+  }
+  return 0;
 }
