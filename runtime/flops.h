@@ -49,22 +49,25 @@ static inline double attn_rt_attention_flops(int64_t batch, int64_t heads,
 }
 
 /* Gated DeltaNet (linear attention), per value head and chunk of C tokens
- * of the chunkwise-parallel (WY/UT) form, as the kernel computes it (dense
- * C×C products, the triangular solve counted exactly):
- *   K·Kᵀ, Q·Kᵀ          2·C²·dk each
- *   T (forward subst.)  C³/3
- *   T·(β·V), T·(β·e^c·K) 2·C²·dv, 2·C²·dk
- *   W·S, Q·S, Kᵀ·V'      2·C·dk·dv each
- *   (Q·Kᵀ⊙Γ)·V'          2·C²·dv
- * = 2·C²·(3·dk + 2·dv) + 6·C·dk·dv + C³/3, times S / C chunks (a partial
- * chunk counted by its length). The recurrent form does 7·dk·dv per token
- * (decay, Sᵀk, rank-1 update, Sᵀq). */
+ * of the chunkwise-parallel (WY/UT) form: the products over the chunk's
+ * triangles counted on the triangles only (the kernel skips the blocks
+ * above the diagonal; it still multiplies the zeros inside the diagonal
+ * blocks, which are not counted), the triangular solve exactly:
+ *   K·Kᵀ (strictly lower)            C·(C − 1)·dk
+ *   Q·Kᵀ (with the diagonal)         C·(C + 1)·dk
+ *   T (forward substitution)         C³/3
+ *   T·(β·V), T·(β·e^c·K) (T strictly lower)  C·(C − 1)·dv, C·(C − 1)·dk
+ *   W·S, Q·S, Kᵀ·V'                  2·C·dk·dv each
+ *   (Q·Kᵀ⊙Γ)·V'                      C·(C + 1)·dv
+ * = C²·(3·dk + 2·dv) − C·dk + 6·C·dk·dv + C³/3, times S / C chunks (a
+ * partial chunk counted by its length). The recurrent form does 7·dk·dv
+ * per token (decay, Sᵀk, rank-1 update, Sᵀq). */
 static inline double attn_rt_gated_delta_flops(int64_t batch, int64_t heads,
                                                int64_t seq, int64_t dk,
                                                int64_t dv, int64_t chunk) {
   double c = (double)chunk, k = (double)dk, v = (double)dv;
-  double perChunk = 2.0 * c * c * (3.0 * k + 2.0 * v) + 6.0 * c * k * v +
-                    c * c * c / 3.0;
+  double perChunk =
+      c * c * (3.0 * k + 2.0 * v) - c * k + 6.0 * c * k * v + c * c * c / 3.0;
   return (double)batch * (double)heads * perChunk * (double)seq / c;
 }
 

@@ -139,15 +139,27 @@ struct GDEmitter {
 
   /// How a GEMM treats its destination.
   enum class Acc { Set, Add, Sub };
+  /// Which part of a chunk-sized GEMM is not known to be zero.
+  enum class Tri {
+    None,
+    /// Only C's lower triangle (with the diagonal) is needed: per band of
+    /// W rows, the column vectors up to the band's last row (the rest of C
+    /// is left as it was).
+    LowerOut,
+    /// A is lower triangular (with the diagonal): rows i0 .. i0+R−1 stop
+    /// at k = i0 + R.
+    LowerA,
+  };
   /// C[M, N] (=, +=, −=) A·B over k < K. `aAt(i, k)` loads one element of
-  /// A; B is a row-major buffer [K, ≥ N]. M % R == 0 and N % W == 0.
+  /// A; B is a row-major buffer [K, ≥ N]. M % R == 0 and N % W == 0;
+  /// LowerOut needs M == N, a multiple of W.
   void gemm(Value C, int64_t M, int64_t N, int64_t K,
-            function_ref<Value(Value, Value)> aAt, Value B, Acc mode) {
-    int64_t vecs = N / W;
-    for (int64_t v0 = 0; v0 < vecs; v0 += 4) {
-      int64_t nv = std::min<int64_t>(4, vecs - v0);
-      Value zero = idx(0), mEnd = idx(M), rStep = idx(R);
-      loop(zero, mEnd, rStep, [&](Value i0) {
+            function_ref<Value(Value, Value)> aAt, Value B, Acc mode,
+            Tri tri = Tri::None) {
+    // Rows [rBegin, rEnd) × column vectors [v0, v0 + nv).
+    auto rowBlocks = [&](int64_t rBegin, int64_t rEnd, int64_t v0, int64_t nv) {
+      Value first = idx(rBegin), mEnd = idx(rEnd), rStep = idx(R);
+      loop(first, mEnd, rStep, [&](Value i0) {
         SmallVector<Value> rows;
         for (int64_t r = 0; r < R; ++r) {
           Value off = idx(r);
@@ -160,6 +172,10 @@ struct GDEmitter {
                                ? zeros()
                                : vload(C, {rows[r], idx((v0 + v) * W)}));
         Value kBegin = idx(0), kEnd = idx(K);
+        if (tri == Tri::LowerA) {
+          Value past = add(i0, rStep);
+          kEnd = arith::MinSIOp::create(b, loc, past, kEnd);
+        }
         SmallVector<Value> acc = loop(
             kBegin, kEnd, init, [&](Value k, ValueRange a) {
               SmallVector<Value> bv, next(a.begin(), a.end());
@@ -179,7 +195,18 @@ struct GDEmitter {
           for (int64_t v = 0; v < nv; ++v)
             vstore(acc[r * nv + v], C, {rows[r], idx((v0 + v) * W)});
       });
+    };
+    if (tri == Tri::LowerOut) {
+      assert(M == N && M % W == 0 && "LowerOut: square, bands of W rows");
+      for (int64_t band = 0; band < M / W; ++band)
+        for (int64_t v0 = 0; v0 <= band; v0 += 4)
+          rowBlocks(band * W, (band + 1) * W, v0,
+                    std::min<int64_t>(4, band + 1 - v0));
+      return;
     }
+    int64_t vecs = N / W;
+    for (int64_t v0 = 0; v0 < vecs; v0 += 4)
+      rowBlocks(0, M, v0, std::min<int64_t>(4, vecs - v0));
   }
   /// Row-major access to a scratch buffer as a GEMM's A operand.
   std::function<Value(Value, Value)> rowsOf(Value m) {
@@ -382,12 +409,19 @@ struct GDEmitter {
 
   void chunk(Value t0, Value len) {
     loadChunk(t0, len);
-    gemm(s[A], kChunk, kChunk, dkp, rowsOf(s[Ks]), s[Kt], Acc::Set);
-    gemm(s[QK], kChunk, kChunk, dkp, rowsOf(s[Qs]), s[Kt], Acc::Set);
+    // A and QK are needed on and below the diagonal only (applyDecay zeroes
+    // the rest), T and QK·Γ are lower triangular: the products skip the
+    // blocks above the diagonal (10 of 16 bands × vectors computed with 16
+    // lanes).
+    gemm(s[A], kChunk, kChunk, dkp, rowsOf(s[Ks]), s[Kt], Acc::Set,
+         Tri::LowerOut);
+    gemm(s[QK], kChunk, kChunk, dkp, rowsOf(s[Qs]), s[Kt], Acc::Set,
+         Tri::LowerOut);
     applyDecay();
     solve();
-    gemm(s[U], kChunk, dvp, kChunk, rowsOf(s[A]), s[Vb], Acc::Add);
-    gemm(s[Wm], kChunk, dkp, kChunk, rowsOf(s[A]), s[Kb], Acc::Add);
+    gemm(s[U], kChunk, dvp, kChunk, rowsOf(s[A]), s[Vb], Acc::Add, Tri::LowerA);
+    gemm(s[Wm], kChunk, dkp, kChunk, rowsOf(s[A]), s[Kb], Acc::Add,
+         Tri::LowerA);
     gemm(s[U], kChunk, dvp, dkp, rowsOf(s[Wm]), state, Acc::Sub);
     // Qs ← e^c·Qs; Ks ← e^(c_last − c)·Ks.
     Value last = idx(kChunk - 1);
@@ -406,7 +440,7 @@ struct GDEmitter {
       }
     });
     gemm(s[O], kChunk, dvp, dkp, rowsOf(s[Qs]), state, Acc::Set);
-    gemm(s[O], kChunk, dvp, kChunk, rowsOf(s[QK]), s[U], Acc::Add);
+    gemm(s[O], kChunk, dvp, kChunk, rowsOf(s[QK]), s[U], Acc::Add, Tri::LowerA);
     // S ← e^(c_last)·S + Ksᵀ·U.
     Value decay = splat(expC(last));
     loop(0, idx(dkp), [&](Value i) {
