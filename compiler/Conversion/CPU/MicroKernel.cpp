@@ -825,21 +825,21 @@ struct Emitter {
     return maskKeeps(splat(kEff, vi32), qPos);
   }
 
-  /// The online-softmax update of packed rows [t0, t0 + RB) (of a slab of
-  /// ns) against the chunk, with the rows in the lanes: S = Q·Kᵀ by
-  /// register tiles of RV vectors of rows × KB keys (per d step RV loads of
-  /// Qt, KB broadcasts of K, RV·KB FMAs; no transpose of K), then the
+  /// The online-softmax update of packed rows [t0, t0 + rvs·W) (of a slab
+  /// of ns) against the chunk, with the rows in the lanes: S = Q·Kᵀ by
+  /// register tiles of rvs vectors of rows × KB keys (per d step rvs loads
+  /// of Qt, KB broadcasts of K, rvs·KB FMAs; no transpose of K), then the
   /// softmax elementwise over the block's rows: per key a vector of RB
   /// scores (mask, running max), the new max, alpha and the exps and sums
   /// with no horizontal reduction and no scalar code per row; then P · V
   /// per R rows.
-  void laneBlock(Value t0, Value ns, Value n0, Value nc) {
+  void laneBlock(Value t0, Value ns, Value n0, Value nc, int64_t rvs) {
     Value zero = idx(0), one = idx(1);
     Value ninf = splat(negInf(), vt);
     Value qPos0 = splat(toI32(op.getQPos()), vi32);
     Value kvBase = toI32(add(op.getKvPos(), n0));
     SmallVector<Value> qPos, mOld, lOld;
-    for (int64_t rv = 0; rv < RV; ++rv) {
+    for (int64_t rv = 0; rv < rvs; ++rv) {
       Value col = add(t0, idx(rv * W));
       Value m = vector::LoadOp::create(b, loc, vi32, rowPos, ValueRange{col});
       qPos.push_back(arith::AddIOp::create(b, loc, m, qPos0));
@@ -853,24 +853,24 @@ struct Emitter {
       lOld.push_back(vector::FromElementsOp::create(b, loc, vt, ls));
     }
     // Scores, masked, into Pt (key-major) and the running max.
-    SmallVector<Value> runMax(RV, ninf);
+    SmallVector<Value> runMax(rvs, ninf);
     Value groupsEnd = roundUp(nc, KB);
     runMax =
         loop(zero, groupsEnd, idx(KB), runMax, [&](Value g, ValueRange curMax) {
-          SmallVector<Value> init(RV * KB, splatF(0.0));
+          SmallVector<Value> init(rvs * KB, splatF(0.0));
           SmallVector<Value> s =
               loop(zero, idx(d), one, init, [&](Value kk, ValueRange a) {
                 SmallVector<Value> qv, next(a.begin(), a.end());
-                for (int64_t rv = 0; rv < RV; ++rv)
+                for (int64_t rv = 0; rv < rvs; ++rv)
                   qv.push_back(vector::LoadOp::create(
                       b, loc, vt, Qt, ValueRange{kk, add(t0, idx(rv * W))}));
                 for (int64_t j = 0; j < KB; ++j) {
                   Value kx = memref::LoadOp::create(
                       b, loc, kSrc, ValueRange{add(g, idx(j)), kk});
                   Value kb = splat(kx, vt);
-                  for (int64_t rv = 0; rv < RV; ++rv)
-                    next[j * RV + rv] = vector::FMAOp::create(
-                        b, loc, qv[rv], kb, a[j * RV + rv]);
+                  for (int64_t rv = 0; rv < rvs; ++rv)
+                    next[j * rvs + rv] = vector::FMAOp::create(
+                        b, loc, qv[rv], kb, a[j * rvs + rv]);
                 }
                 return next;
               });
@@ -880,8 +880,8 @@ struct Emitter {
             Value inRange = arith::CmpIOp::create(
                 b, loc, arith::CmpIPredicate::slt, key, nc);
             Value kPos = arith::AddIOp::create(b, loc, kvBase, toI32(key));
-            for (int64_t rv = 0; rv < RV; ++rv) {
-              Value x = s[j * RV + rv];
+            for (int64_t rv = 0; rv < rvs; ++rv) {
+              Value x = s[j * rvs + rv];
               if (std::optional<APFloat> cap = op.getSoftcap()) {
                 Value c = splatF(cap->convertToDouble());
                 Value t = math::TanhOp::create(
@@ -902,7 +902,7 @@ struct Emitter {
     // U sums: the adds are not one chain).
     constexpr int64_t U = 4;
     SmallVector<Value> shift, alpha, mNew;
-    for (int64_t rv = 0; rv < RV; ++rv) {
+    for (int64_t rv = 0; rv < rvs; ++rv) {
       mNew.push_back(maxNoNaN(mOld[rv], runMax[rv]));
       // A row with no visible key so far shifts by 0: exp(-inf) = 0.
       Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
@@ -912,25 +912,25 @@ struct Emitter {
       alpha.push_back(
           expNonPositive(arith::SubFOp::create(b, loc, mOld[rv], shift[rv])));
     }
-    SmallVector<Value> sums(U * RV, splatF(0.0));
+    SmallVector<Value> sums(U * rvs, splatF(0.0));
     Value keysEnd = roundUp(nc, U);
     sums = loop(zero, keysEnd, idx(U), sums, [&](Value n, ValueRange cur) {
       SmallVector<Value> next(cur.begin(), cur.end());
       for (int64_t u = 0; u < U; ++u)
-        for (int64_t rv = 0; rv < RV; ++rv) {
+        for (int64_t rv = 0; rv < rvs; ++rv) {
           SmallVector<Value, 2> ix{add(n, idx(u)), idx(rv * W)};
           Value x = vector::LoadOp::create(b, loc, vt, Pt, ix);
           Value p = expNonPositive(arith::SubFOp::create(b, loc, x, shift[rv]));
           vector::StoreOp::create(b, loc, p, Pt, ix);
-          next[u * RV + rv] =
-              arith::AddFOp::create(b, loc, cur[u * RV + rv], p);
+          next[u * rvs + rv] =
+              arith::AddFOp::create(b, loc, cur[u * rvs + rv], p);
         }
       return next;
     });
-    for (int64_t rv = 0; rv < RV; ++rv) {
+    for (int64_t rv = 0; rv < rvs; ++rv) {
       Value l = sums[rv];
       for (int64_t u = 1; u < U; ++u)
-        l = arith::AddFOp::create(b, loc, l, sums[u * RV + rv]);
+        l = arith::AddFOp::create(b, loc, l, sums[u * rvs + rv]);
       Value lNew = vector::FMAOp::create(b, loc, lOld[rv], alpha[rv], l);
       Value col = idx(rv * W);
       vector::StoreOp::create(b, loc, alpha[rv], St, ValueRange{zero, col});
@@ -938,7 +938,8 @@ struct Emitter {
       vector::StoreOp::create(b, loc, lNew, St, ValueRange{idx(2), col});
     }
     Value left = sub(ns, t0);
-    Value valid = minI(idx(RB()), left);
+    Value blockRows = idx(rvs * W);
+    Value valid = minI(blockRows, left);
     loop(zero, valid, one, [&](Value i) {
       SmallVector<Value> row = tabRow(add(t0, i));
       Value m = memref::LoadOp::create(b, loc, St, ValueRange{one, i});
@@ -1019,7 +1020,23 @@ struct Emitter {
         chunkKeys(n0, nc);
         copyRows(/*key=*/false, Vw, dv, n0, nc);
         vWidened = true;
-        loop(zero, ns, idx(RB()), [&](Value t0) { laneBlock(t0, ns, n0, nc); });
+        // Blocks of RV vectors of rows, but a last block of at most W rows
+        // (MQA decode: 71 rows are 2 blocks of 32 and one of 16, not 3 of
+        // 32) takes one vector: its scores and softmax then cost half.
+        Value rb = idx(RB());
+        Value rem = arith::RemUIOp::create(b, loc, ns, rb);
+        Value w = idx(W);
+        Value shortTail =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, rem, w);
+        Value tailStart = sub(ns, rem);
+        Value wideEnd =
+            RV > 1 ? arith::SelectOp::create(b, loc, shortTail, tailStart, ns)
+                   : ns;
+        loop(zero, wideEnd, rb,
+             [&](Value t0) { laneBlock(t0, ns, n0, nc, RV); });
+        if (RV > 1)
+          loop(wideEnd, ns, rb,
+               [&](Value t0) { laneBlock(t0, ns, n0, nc, 1); });
         vWidened = false;
       });
     });
