@@ -1,11 +1,13 @@
 // The GEMM kernel of attn-cpu-micro-kernel (GemmKernel.cpp) on the
 // projections' two layouts: linalg.matmul with transpose-B maps (B [N, K],
-// nn.Linear weights; packed panels from 8 rows, dot products below) and the
-// default maps (B [K, N], GPT-2's Conv1D), C += A·B into a non-zero C, over
-// shapes that leave partial register blocks, panels and K blocks (M 1, 3,
-// 6, 7, 8, 13, 70, 100; N 1, 17, 64, 65, 130, 200; K 1, 15, 16, 33, 257,
-// 300, 520). Each result is compared with a float64 triple loop in the same
-// program: max |C - ref| <= 1e-5 · (1 + max |ref|) prints OK.
+// nn.Linear weights; dot products below 8 rows, with 16 lanes the
+// operand-swapped kernel up to 48, packed panels past that) and the
+// default maps (B [K, N], GPT-2's Conv1D), C += A·B into a non-zero C,
+// over shapes that leave partial register blocks, panels and K blocks (M 1,
+// 3, 6, 7, 8, 13, 17, 33, 48, 64, 65, 70, 100; N 1, 13, 17, 64, 65, 130,
+// 200; K 1, 15, 16, 33, 65, 257, 300, 520). Each result is compared with a
+// float64 triple loop in the same program: max |C - ref| <= 1e-5 ·
+// (1 + max |ref|) prints OK.
 // REQUIRES: mlir-runner
 // RUN: attn-opt %s -attn-pipeline='stop-after=llvm-dialect reference=false' -o %t.ll.mlir
 // RUN: FileCheck %s --check-prefix=IR < %t.ll.mlir
@@ -16,6 +18,11 @@
 // IR-DAG: llvm.func internal @nt_gemm(
 // IR-DAG: llvm.func internal @nn_gemm(
 
+// CHECK: OK
+// CHECK: OK
+// CHECK: OK
+// CHECK: OK
+// CHECK: OK
 // CHECK: OK
 // CHECK: OK
 // CHECK: OK
@@ -146,6 +153,7 @@ func.func @main() {
   %i16 = arith.constant 16 : index
   %i17 = arith.constant 17 : index
   %i33 = arith.constant 33 : index
+  %i48 = arith.constant 48 : index
   %i64 = arith.constant 64 : index
   %i65 = arith.constant 65 : index
   %i70 = arith.constant 70 : index
@@ -164,6 +172,14 @@ func.func @main() {
   func.call @case(%i70, %i130, %i300, %t) : (index, index, index, i1) -> ()
   func.call @case(%i6, %i1, %i33, %t) : (index, index, index, i1) -> ()
   func.call @case(%i100, %i200, %i520, %t) : (index, index, index, i1) -> ()
+  // Transpose-B from 8 to 48 rows with 16 lanes: the operand-swapped
+  // kernel, one to three vectors of rows, tiles of 12/12/8 rows of B and
+  // a partial last tile; 49 rows and more: the packed panels.
+  func.call @case(%i17, %i65, %i257, %t) : (index, index, index, i1) -> ()
+  func.call @case(%i33, %i17, %i15, %t) : (index, index, index, i1) -> ()
+  func.call @case(%i48, %i130, %i65, %t) : (index, index, index, i1) -> ()
+  func.call @case(%i64, %i130, %i65, %t) : (index, index, index, i1) -> ()
+  func.call @case(%i65, %i13, %i33, %t) : (index, index, index, i1) -> ()
   func.call @case(%i1, %i1, %i1, %f) : (index, index, index, i1) -> ()
   func.call @case(%i3, %i17, %i15, %f) : (index, index, index, i1) -> ()
   func.call @case(%i7, %i65, %i257, %f) : (index, index, index, i1) -> ()

@@ -54,6 +54,9 @@ constexpr int64_t kDotRows = 8;
 constexpr int64_t kPrefetchLines = 8;
 /// Columns per step of the dot-product path.
 constexpr int64_t kDotCols = 4;
+/// From kDotRows up to this many rows (16 lanes), B [N, K] is read in place
+/// by the operand-swapped kernel (swappedRows).
+constexpr int64_t kSwapRows = 48;
 
 bool isF32Buffer(Value v) {
   auto t = dyn_cast<MemRefType>(v.getType());
@@ -164,7 +167,134 @@ struct GemmEmitter {
     }
     Value small = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, M,
                                         idx(kDotRows));
-    ifElse(small, [&] { dotColumns(); }, [&] { panels(); });
+    if (W != 16) {
+      ifElse(
+          small, [&] { dotColumns(); }, [&] { panels(); });
+      return;
+    }
+    Value few = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, M,
+                                      idx(kSwapRows));
+    ifElse(
+        small, [&] { dotColumns(); },
+        [&] {
+          ifElse(
+              few, [&] { swappedRows(1); }, [&] { panels(); });
+        });
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Operand-swapped: B [N, K] with few rows of A (a mixture of experts gives
+  // each expert ~40): C[m, n] as (B·Aᵀ)[n, m], the rows of A in the lanes.
+  //===--------------------------------------------------------------------===//
+
+  /// One variant per mvs = ceil(M / W) vectors of rows, from `mvs` up.
+  void swappedRows(int64_t mvs) {
+    if (mvs == kSwapRows / W) {
+      swapped(mvs);
+      return;
+    }
+    Value bound = idx(mvs * W);
+    Value fits =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, M, bound);
+    ifElse(
+        fits, [&] { swapped(mvs); }, [&] { swappedRows(mvs + 1); });
+  }
+
+  /// Aᵀ packed once ([K, mvs·W], rows past M zero), then per tile of nr
+  /// rows of B (read in place, each weight once: nr sequential streams
+  /// along K) nr × mvs accumulators: per k, mvs loads of Aᵀ, nr broadcasts
+  /// of B, nr·mvs FMAs. No pack of B, whose panel in the packed kernel
+  /// served only M / 4 blocks of rows.
+  void swapped(int64_t mvs) {
+    int64_t mp = mvs * W;
+    int64_t nr = mvs == 1 ? 12 : 24 / mvs;
+    auto atTy = MemRefType::get({ShapedType::kDynamic, mp}, b.getF32Type());
+    Value at = memref::AllocOp::create(b, loc, atTy, ValueRange{K},
+                                       b.getI64IntegerAttr(64));
+    Value zero = idx(0), one = idx(1), kb = idx(64);
+    Value kLast = sub(K, one);
+    Value kBlocks = add(arith::DivUIOp::create(b, loc, kLast, kb), one);
+    Value mLast = sub(M, one);
+    Value zf = arith::ConstantOp::create(b, loc, b.getF32Type(),
+                                         b.getF32FloatAttr(0.0));
+    parallel(kBlocks, [&](Value p) {
+      Value k0 = mul(p, kb);
+      Value kTop = add(k0, kb);
+      Value kEnd = min(kTop, K);
+      loop(zero, idx(mp), one, [&](Value m) {
+        Value inA =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, m, M);
+        Value row = min(m, mLast);
+        loop(k0, kEnd, one, [&](Value k) {
+          Value x = memref::LoadOp::create(b, loc, A, ValueRange{row, k});
+          Value y = arith::SelectOp::create(b, loc, inA, x, zf);
+          memref::StoreOp::create(b, loc, y, at, ValueRange{k, m});
+        });
+      });
+    });
+    Value rows = idx(nr);
+    Value nLast = sub(N, one);
+    Value tiles = add(arith::DivUIOp::create(b, loc, nLast, rows), one);
+    parallel(tiles, [&](Value t) {
+      Value n0 = mul(t, rows);
+      Value rest = sub(N, n0);
+      Value full =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, rest, rows);
+      ifElse(
+          full, [&] { swappedTile(nr, mvs, at, n0); },
+          [&] {
+            loop(n0, N, one, [&](Value n) { swappedTile(1, mvs, at, n); });
+          });
+    });
+  }
+
+  /// C[0 .. M, n0 .. n0+nr) += (B[n0 .., :] · Aᵀ)ᵀ.
+  void swappedTile(int64_t nr, int64_t mvs, Value at, Value n0) {
+    auto scope = memref::AllocaScopeOp::create(b, loc, TypeRange{});
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(b.createBlock(&scope.getBodyRegion()));
+    Value zero = idx(0), one = idx(1);
+    SmallVector<Value> bRows;
+    for (int64_t r = 0; r < nr; ++r) {
+      Value n = add(n0, idx(r));
+      bRows.push_back(rowView(B, n, zero, K));
+    }
+    SmallVector<Value> init(nr * mvs, zeros());
+    SmallVector<Value> acc =
+        loop(zero, K, one, init, [&](Value k, ValueRange a) {
+          SmallVector<Value> av, next(a.begin(), a.end());
+          for (int64_t v = 0; v < mvs; ++v) {
+            Value col = idx(v * W);
+            av.push_back(
+                vector::LoadOp::create(b, loc, vt, at, ValueRange{k, col}));
+          }
+          for (int64_t r = 0; r < nr; ++r) {
+            Value x = broadcastAt(bRows[r], ValueRange{k});
+            for (int64_t v = 0; v < mvs; ++v)
+              next[r * mvs + v] =
+                  vector::FMAOp::create(b, loc, x, av[v], a[r * mvs + v]);
+          }
+          return next;
+        });
+    auto tTy = MemRefType::get({nr, mvs * W}, b.getF32Type());
+    Value tile = memref::AllocaOp::create(b, loc, tTy, b.getI64IntegerAttr(64));
+    for (int64_t r = 0; r < nr; ++r)
+      for (int64_t v = 0; v < mvs; ++v) {
+        Value row = idx(r), col = idx(v * W);
+        vector::StoreOp::create(b, loc, acc[r * mvs + v], tile,
+                                ValueRange{row, col});
+      }
+    loop(zero, M, one, [&](Value m) {
+      for (int64_t r = 0; r < nr; ++r) {
+        Value row = idx(r);
+        Value n = add(n0, row);
+        Value old = memref::LoadOp::create(b, loc, C, ValueRange{m, n});
+        Value x = memref::LoadOp::create(b, loc, tile, ValueRange{row, m});
+        Value sum = arith::AddFOp::create(b, loc, old, x);
+        memref::StoreOp::create(b, loc, sum, C, ValueRange{m, n});
+      }
+    });
+    memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
   }
 
   //===--------------------------------------------------------------------===//
