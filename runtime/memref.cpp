@@ -80,9 +80,6 @@ extern "C" void memrefCopy(int64_t elemSize, attn_rt_unranked_memref *src,
     const char *sp = sBase + so * elemSize;
     if (contiguous) {
       std::memcpy(dp, sp, innerBytes);
-    } else if (elemSize == 4) {
-      for (int64_t j = 0; j < n[inner]; ++j)
-        std::memcpy(dp + j * ds[inner] * 4, sp + j * ss[inner] * 4, 4);
     } else {
       for (int64_t j = 0; j < n[inner]; ++j)
         std::memcpy(dp + j * ds[inner] * elemSize,

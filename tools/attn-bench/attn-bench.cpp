@@ -593,6 +593,31 @@ int main(int argc, char **argv) {
     std::printf("OpenBLAS: %s\n", blas.c_str());
     return 0;
   }
+  // Before any measurement (and after the re-exec above): the folder the libraries are compiled into
+  // (--keep's, kept; else a temporary one, removed at the end).
+  char tmpl[] = "/tmp/attn-bench-XXXXXX";
+  std::string dir = o.keepDir;
+  if (dir.empty()) {
+    const char *made = mkdtemp(tmpl);
+    if (!made) {
+      std::fprintf(stderr, "attn-bench: error: cannot create %s: %s\n", tmpl,
+                   std::strerror(errno));
+      return 1;
+    }
+    dir = made;
+  } else if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    std::fprintf(stderr,
+                 "attn-bench: error: --keep %s: cannot create it: %s\n",
+                 dir.c_str(), std::strerror(errno));
+    return 1;
+  }
+  auto removeDir = [&] {
+    if (!o.keepDir.empty())
+      return;
+    std::string rm = "rm -rf " + dir;
+    int unused = std::system(rm.c_str());
+    (void)unused;
+  };
   if (!o.cpu.empty())
     gCompileFlags = "--cpu=" + o.cpu;
   // Before any OpenMP runtime starts: the compiled kernels read it too.
@@ -607,28 +632,9 @@ int main(int argc, char **argv) {
               mc.avx512 ? "AVX-512" : "AVX2", o.threads, mc.peak,
               mc.bandwidth, blas.c_str());
 
-  char tmpl[] = "/tmp/attn-bench-XXXXXX";
-  std::string dir = o.keepDir;
-  if (dir.empty()) {
-    const char *made = mkdtemp(tmpl);
-    if (!made) {
-      std::fprintf(stderr, "attn-bench: error: cannot create %s: %s\n", tmpl,
-                   std::strerror(errno));
-      return 1;
-    }
-    dir = made;
-  } else if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    std::fprintf(stderr, "attn-bench: error: --keep %s: cannot create it: %s\n",
-                 dir.c_str(), std::strerror(errno));
-    return 1;
-  }
   if (o.linear || o.layers) {
     bool ok = o.linear ? benchLinear(o, mc, dir) : benchLayers(o, mc, dir);
-    if (o.keepDir.empty()) {
-      std::string rm = "rm -rf " + dir;
-      int unused = std::system(rm.c_str());
-      (void)unused;
-    }
+    removeDir();
     return ok ? 0 : 1;
   }
   std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
@@ -644,13 +650,11 @@ int main(int argc, char **argv) {
               "speedup", "RSS MB");
   for (const Shape &s : shapes)
     if ((o.only.empty() || s.name == o.only) &&
-        !benchShape(s, o, mc, dir, out))
+        !benchShape(s, o, mc, dir, out)) {
+      removeDir();
       return 1;
+    }
   std::printf("CSV: %s\n", o.csv.c_str());
-  if (o.keepDir.empty()) {
-    std::string rm = "rm -rf " + dir;
-    int unused = std::system(rm.c_str());
-    (void)unused;
-  }
+  removeDir();
   return 0;
 }

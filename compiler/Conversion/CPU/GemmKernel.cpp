@@ -220,8 +220,10 @@ struct GemmEmitter {
     Value at = memref::AllocOp::create(b, loc, atTy, ValueRange{K},
                                        b.getI64IntegerAttr(64));
     Value zero = idx(0), one = idx(1), kb = idx(64);
-    Value kLast = sub(K, one);
-    Value kBlocks = add(arith::DivUIOp::create(b, loc, kLast, kb), one);
+    // Block counts rounded up as add-then-divide, like the panels': no
+    // underflow when K or N is 0.
+    Value kSpan = add(K, idx(63));
+    Value kBlocks = arith::DivUIOp::create(b, loc, kSpan, kb);
     Value mLast = sub(M, one);
     Value zf = arith::ConstantOp::create(b, loc, b.getF32Type(),
                                          b.getF32FloatAttr(0.0));
@@ -241,8 +243,8 @@ struct GemmEmitter {
       });
     });
     Value rows = idx(nr);
-    Value nLast = sub(N, one);
-    Value tiles = add(arith::DivUIOp::create(b, loc, nLast, rows), one);
+    Value nSpan = add(N, idx(nr - 1));
+    Value tiles = arith::DivUIOp::create(b, loc, nSpan, rows);
     parallel(tiles, [&](Value t) {
       Value n0 = mul(t, rows);
       Value rest = sub(N, n0);
