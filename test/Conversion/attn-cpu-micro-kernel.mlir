@@ -14,13 +14,16 @@
 // CHECK: func.func private @tile_tile({{.*}}) attributes {attn.no_inline, llvm.linkage = #llvm.linkage<internal>}
 // CHECK-COUNT-16: vector.fma {{.*}} : vector<16xf32>
 // CHECK: vector.reduction <maximumf>
-// CHECK: vector.transpose {{.*}} : vector<16x16xf32> to vector<16x16xf32>
+// CHECK: vector.shuffle {{.*}} [0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29] : vector<16xf32>, vector<16xf32>
+// CHECK: vector.shuffle {{.*}} [0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27] : vector<16xf32>, vector<16xf32>
 // CHECK-COUNT-16: vector.fma {{.*}} : vector<16xf32>
 // AVX2-LABEL: func.func @tile(
 // AVX2: memref.alloc() {alignment = 64 : i64} : memref<2x32xf32>
 // AVX2: func.func private @tile_tile(
 // AVX2-NOT: attn.online_attention
 // AVX2: vector.fma {{.*}} : vector<8xf32>
+// AVX2: vector.shuffle {{.*}} [0, 8, 1, 9, 4, 12, 5, 13] : vector<8xf32>, vector<8xf32>
+// AVX2: vector.shuffle {{.*}} [0, 1, 2, 3, 8, 9, 10, 11] : vector<8xf32>, vector<8xf32>
 // AVX2-NOT: vector<16xf32>
 func.func @tile(%q: memref<4x?x64xf32>, %k: memref<?x64xf32, strided<[64, 1], offset: ?>>,
                 %v: memref<?x64xf32, strided<[64, 1], offset: ?>>, %acc: memref<4x?x64xf32>,

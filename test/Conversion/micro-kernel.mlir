@@ -20,7 +20,8 @@
 // Prefill (more than 16 rows) has the query rows in the lanes. The rows are
 // packed once per parallel iteration (a tag in scratch, the query buffer's
 // address and row count, set to -1 where the scratch is allocated, skips
-// the pack for the iteration's next tiles): 16×16 transposes, times the
+// the pack for the iteration's next tiles): 16×16 transposes as 64
+// shuffles (32-bit and 64-bit interleaves, then 128-bit lanes), times the
 // scale, into Qᵀ. Per chunk of 64 keys, an f32 K is read in place when the
 // chunk is full (copied otherwise) and the V rows are copied; per block of
 // 32 rows (2 vectors of 16 lanes), Q·Kᵀ in 2 × 8 register tiles (per d
@@ -40,7 +41,8 @@
 // CHECK: func.func private @step_tile(
 // CHECK: memref.extract_aligned_pointer_as_index %arg0
 // CHECK: scf.if
-// CHECK: vector.transpose {{.*}} : vector<16x16xf32> to vector<16x16xf32>
+// CHECK: vector.shuffle {{.*}} [0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29] : vector<16xf32>, vector<16xf32>
+// CHECK: vector.shuffle {{.*}} [0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27] : vector<16xf32>, vector<16xf32>
 // CHECK: scf.for {{.*}} step %c64
 // CHECK: memref.subview %arg1
 // CHECK: arith.select {{.*}} : memref<?x64xf32, strided<[64, 1], offset: ?>>

@@ -1214,23 +1214,113 @@ bool mlir::attn::microKernelHandles(Operation *op) {
   return true;
 }
 
+/// The transpose of the W×W block whose rows are `rows` (W = 4, 8 or 16)
+/// as 1-D shuffles in the unpack / 128-bit-lane pattern of x86: pairs of
+/// rows interleaved by 32 then 64 bits within each 128-bit lane (2W
+/// shuffles), then, for W > 4, the lanes of 4 rows gathered (W / 2 · log2
+/// (W / 4) · 2 more): 64 shuffles for 16×16, each one unpck or vshuff
+/// instruction. (A vector.transpose of the inserted rows is not kept as
+/// such: the canonicalizer folds insert / transpose / extract into
+/// per-element from_elements, which LLVM lowered to ~400 instructions
+/// per 16×16 block.)
+static SmallVector<Value> transposeRows(OpBuilder &b, Location loc,
+                                        ArrayRef<Value> rows) {
+  int64_t w = rows.size();
+  auto shuffle = [&](Value x, Value y, ArrayRef<int64_t> mask) {
+    return vector::ShuffleOp::create(b, loc, x, y, mask).getResult();
+  };
+  // Per 128-bit lane l, from x (0..w) and y (w..2w): `pick(l)`.
+  auto laneMask = [&](function_ref<SmallVector<int64_t>(int64_t)> pick) {
+    SmallVector<int64_t> mask;
+    for (int64_t l = 0; l < w / 4; ++l)
+      llvm::append_range(mask, pick(l));
+    return mask;
+  };
+  SmallVector<int64_t> lo32 = laneMask([&](int64_t l) {
+    return SmallVector<int64_t>{4 * l, w + 4 * l, 4 * l + 1, w + 4 * l + 1};
+  });
+  SmallVector<int64_t> hi32 = laneMask([&](int64_t l) {
+    return SmallVector<int64_t>{4 * l + 2, w + 4 * l + 2, 4 * l + 3,
+                                w + 4 * l + 3};
+  });
+  SmallVector<int64_t> lo64 = laneMask([&](int64_t l) {
+    return SmallVector<int64_t>{4 * l, 4 * l + 1, w + 4 * l, w + 4 * l + 1};
+  });
+  SmallVector<int64_t> hi64 = laneMask([&](int64_t l) {
+    return SmallVector<int64_t>{4 * l + 2, 4 * l + 3, w + 4 * l + 2,
+                                w + 4 * l + 3};
+  });
+  // t[2i], t[2i+1]: rows 2i and 2i+1 interleaved (low, high halves).
+  SmallVector<Value> t(w);
+  for (int64_t i = 0; i < w; i += 2) {
+    t[i] = shuffle(rows[i], rows[i + 1], lo32);
+    t[i + 1] = shuffle(rows[i], rows[i + 1], hi32);
+  }
+  // u[4g + j], lane l: column 4l + j of rows 4g .. 4g+3.
+  SmallVector<Value> u(w);
+  for (int64_t i = 0; i < w; i += 4) {
+    u[i] = shuffle(t[i], t[i + 2], lo64);
+    u[i + 1] = shuffle(t[i], t[i + 2], hi64);
+    u[i + 2] = shuffle(t[i + 1], t[i + 3], lo64);
+    u[i + 3] = shuffle(t[i + 1], t[i + 3], hi64);
+  }
+  if (w == 4)
+    return u;
+  // Whole 128-bit lanes: even / odd lanes of x then of y.
+  SmallVector<int64_t> evenLanes, oddLanes;
+  for (int64_t half = 0; half < 2; ++half)
+    for (int64_t l = 0; l < w / 4; l += 2)
+      for (int64_t e = 0; e < 4; ++e) {
+        evenLanes.push_back(half * w + 4 * l + e);
+        oddLanes.push_back(half * w + 4 * (l + 1) + e);
+      }
+  SmallVector<Value> cols(w);
+  if (w == 8) {
+    // Column 4l + j: lane l of u[j] then of u[4 + j].
+    for (int64_t j = 0; j < 4; ++j) {
+      cols[j] = shuffle(u[j], u[4 + j], evenLanes);
+      cols[4 + j] = shuffle(u[j], u[4 + j], oddLanes);
+    }
+    return cols;
+  }
+  // w == 16: column 4l + j is lane l of u[j], u[4+j], u[8+j], u[12+j].
+  for (int64_t j = 0; j < 4; ++j) {
+    Value v0 = shuffle(u[j], u[4 + j], evenLanes); // lanes 0, 2
+    Value v1 = shuffle(u[j], u[4 + j], oddLanes);  // lanes 1, 3
+    Value w0 = shuffle(u[8 + j], u[12 + j], evenLanes);
+    Value w1 = shuffle(u[8 + j], u[12 + j], oddLanes);
+    cols[j] = shuffle(v0, w0, evenLanes);
+    cols[8 + j] = shuffle(v0, w0, oddLanes);
+    cols[4 + j] = shuffle(v1, w1, evenLanes);
+    cols[12 + j] = shuffle(v1, w1, oddLanes);
+  }
+  return cols;
+}
+
 void mlir::attn::storeTransposedBlock(OpBuilder &b, Location loc,
                                       VectorType square,
                                       function_ref<Value(int64_t)> loadRow,
                                       Value dst, Value row0, Value col0) {
   int64_t w = square.getDimSize(0);
-  Value block = arith::ConstantOp::create(
-      b, loc, square, DenseElementsAttr::get(square, b.getF32FloatAttr(0)));
-  for (int64_t i = 0; i < w; ++i) {
-    Value row = loadRow(i);
-    block = vector::InsertOp::create(b, loc, row, block, i);
+  SmallVector<Value> rows;
+  for (int64_t i = 0; i < w; ++i)
+    rows.push_back(loadRow(i));
+  SmallVector<Value> cols;
+  if (w == 4 || w == 8 || w == 16) {
+    cols = transposeRows(b, loc, rows);
+  } else {
+    Value block = arith::ConstantOp::create(
+        b, loc, square, DenseElementsAttr::get(square, b.getF32FloatAttr(0)));
+    for (int64_t i = 0; i < w; ++i)
+      block = vector::InsertOp::create(b, loc, rows[i], block, i);
+    Value t =
+        vector::TransposeOp::create(b, loc, block, ArrayRef<int64_t>{1, 0});
+    for (int64_t i = 0; i < w; ++i)
+      cols.push_back(vector::ExtractOp::create(b, loc, t, i));
   }
-  Value t =
-      vector::TransposeOp::create(b, loc, block, ArrayRef<int64_t>{1, 0});
   for (int64_t i = 0; i < w; ++i) {
-    Value col = vector::ExtractOp::create(b, loc, t, i);
     Value at = arith::ConstantIndexOp::create(b, loc, i);
     Value row = arith::AddIOp::create(b, loc, row0, at);
-    vector::StoreOp::create(b, loc, col, dst, ValueRange{row, col0});
+    vector::StoreOp::create(b, loc, cols[i], dst, ValueRange{row, col0});
   }
 }
