@@ -4,8 +4,8 @@
 // operand-swapped kernel up to 48, packed panels past that) and the
 // default maps (B [K, N], GPT-2's Conv1D), C += A·B into a non-zero C,
 // over shapes that leave partial register blocks, panels and K blocks (M 1,
-// 3, 6, 7, 8, 13, 17, 33, 48, 64, 65, 70, 100; N 1, 13, 17, 64, 65, 130,
-// 200; K 1, 15, 16, 33, 65, 257, 300, 520). Each result is compared with a
+// 3, 6, 7, 8, 13, 17, 20, 33, 40, 48, 64, 65, 70, 100; N 1, 13, 17, 64,
+// 65, 130, 200, 300, 600, 601; K 1, 15, 16, 33, 65, 257, 300, 520). Each result is compared with a
 // float64 triple loop in the same program: max |C - ref| <= 1e-5 ·
 // (1 + max |ref|) prints OK.
 // REQUIRES: mlir-runner
@@ -18,6 +18,9 @@
 // IR-DAG: llvm.func internal @nt_gemm(
 // IR-DAG: llvm.func internal @nn_gemm(
 
+// CHECK: OK
+// CHECK: OK
+// CHECK: OK
 // CHECK: OK
 // CHECK: OK
 // CHECK: OK
@@ -153,6 +156,8 @@ func.func @main() {
   %i16 = arith.constant 16 : index
   %i17 = arith.constant 17 : index
   %i33 = arith.constant 33 : index
+  %i20 = arith.constant 20 : index
+  %i40 = arith.constant 40 : index
   %i48 = arith.constant 48 : index
   %i64 = arith.constant 64 : index
   %i65 = arith.constant 65 : index
@@ -163,6 +168,8 @@ func.func @main() {
   %i257 = arith.constant 257 : index
   %i300 = arith.constant 300 : index
   %i520 = arith.constant 520 : index
+  %i600 = arith.constant 600 : index
+  %i601 = arith.constant 601 : index
   func.call @case(%i1, %i1, %i1, %t) : (index, index, index, i1) -> ()
   func.call @case(%i1, %i130, %i300, %t) : (index, index, index, i1) -> ()
   func.call @case(%i3, %i17, %i15, %t) : (index, index, index, i1) -> ()
@@ -180,6 +187,12 @@ func.func @main() {
   func.call @case(%i48, %i130, %i65, %t) : (index, index, index, i1) -> ()
   func.call @case(%i64, %i130, %i65, %t) : (index, index, index, i1) -> ()
   func.call @case(%i65, %i13, %i33, %t) : (index, index, index, i1) -> ()
+  // Several parallel chunks of columns (256 for tiles of 8 rows of B, 288
+  // for 12), each packing Aᵀ itself; a last chunk of partial tiles and
+  // single columns; K past whole lines of 16 and W×W pack blocks.
+  func.call @case(%i40, %i600, %i300, %t) : (index, index, index, i1) -> ()
+  func.call @case(%i20, %i601, %i33, %t) : (index, index, index, i1) -> ()
+  func.call @case(%i8, %i300, %i520, %t) : (index, index, index, i1) -> ()
   func.call @case(%i1, %i1, %i1, %f) : (index, index, index, i1) -> ()
   func.call @case(%i3, %i17, %i15, %f) : (index, index, index, i1) -> ()
   func.call @case(%i7, %i65, %i257, %f) : (index, index, index, i1) -> ()

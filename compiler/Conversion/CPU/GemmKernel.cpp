@@ -26,11 +26,15 @@
 // From 8 to 48 rows with 16 lanes (a mixture of experts gives each expert
 // ~40 tokens), a packed panel would serve only M / 4 blocks of rows: the
 // operands swap roles instead, C[m, n] = (B·Aᵀ)[n, m] with the rows of A in
-// the lanes (Aᵀ packed once per call, ≤ 3 vectors), tiles of 12/12/8 rows
-// of B read in place along K (broadcast element by element), each tile's
-// results added into C through a small stack tile. Measured against the
-// panels (64 experts' [1024, 2048] weights, alternated): 16 rows 1.4×
-// faster, 40 rows ~1.1×, 64 rows 5% slower (hence the bound of 48).
+// the lanes (≤ 3 vectors), tiles of 12/12/8 rows of B read in place along K
+// (broadcast element by element, one line of each row prefetched per 16
+// k), each tile's accumulators transposed (W×W shuffles) and added into C
+// a masked row at a time. The parallel loop runs over chunks of ~256
+// columns of C, each packing Aᵀ into its own buffer: an Aᵀ shared by the
+// threads was rewritten every call in lines the other core held. Measured
+// against the panels (64 experts' [1024, 2048] weights, alternated, before
+// the chunks): 16 rows 1.4× faster, 40 rows ~1.1×, 64 rows 5% slower
+// (hence the bound of 48).
 //
 // R = 6 (24 accumulators) ran out of the 32 registers once LLVM hoisted the
 // broadcasts: spills in the inner loop. Measured on a Zen 5 (attn-bench
@@ -46,6 +50,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <numeric>
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -65,6 +71,12 @@ constexpr int64_t kDotCols = 4;
 /// From kDotRows up to this many rows (16 lanes), B [N, K] is read in place
 /// by the operand-swapped kernel (swappedRows).
 constexpr int64_t kSwapRows = 48;
+/// How far ahead (floats) the operand-swapped kernel prefetches B's rows.
+constexpr int64_t kSwapAhead = 256;
+/// Columns of C per parallel iteration of the operand-swapped kernel
+/// (rounded up to whole tiles and cache lines), each packing Aᵀ itself:
+/// at K = 2048 and 40 rows its pack is ~5% of its products.
+constexpr int64_t kSwapCols = 256;
 
 bool isF32Buffer(Value v) {
   auto t = dyn_cast<MemRefType>(v.getType());
@@ -208,53 +220,75 @@ struct GemmEmitter {
         fits, [&] { swapped(mvs); }, [&] { swappedRows(mvs + 1); });
   }
 
-  /// Aᵀ packed once ([K, mvs·W], rows past M zero), then per tile of nr
-  /// rows of B (read in place, each weight once: nr sequential streams
-  /// along K) nr × mvs accumulators: per k, mvs loads of Aᵀ, nr broadcasts
-  /// of B, nr·mvs FMAs. No pack of B, whose panel in the packed kernel
-  /// served only M / 4 blocks of rows.
+  /// Per chunk of kSwapCols columns of C (the parallel loop): Aᵀ packed
+  /// into the chunk's own [K, mvs·W] buffer (rows past M zero), then per
+  /// tile of nr rows of B (read in place, each weight once: nr sequential
+  /// streams along K) nr × mvs accumulators: per k, mvs loads of Aᵀ, nr
+  /// broadcasts of B, nr·mvs FMAs. No pack of B, whose panel in the packed
+  /// kernel served only M / 4 blocks of rows.
   void swapped(int64_t mvs) {
     int64_t mp = mvs * W;
     int64_t nr = mvs == 1 ? 12 : 24 / mvs;
+    // Chunks span whole 64-byte lines of C's rows (a multiple of 16
+    // columns and of nr). Each packs Aᵀ itself: one Aᵀ shared by the
+    // threads was rewritten every call in lines the other cores held, and
+    // read back from theirs (on 2 cores the pack took 11% of the time, and
+    // two threads ran 1.58× one); a private copy stays in its core's cache.
+    int64_t groupCols = std::lcm(nr, int64_t(16));
+    int64_t chunkCols = llvm::divideCeil(kSwapCols, groupCols) * groupCols;
+    Value zero = idx(0), one = idx(1), span = idx(chunkCols);
+    // Rounded up as add-then-divide, like the panels': no underflow at 0.
+    Value nSpan = add(N, idx(chunkCols - 1));
+    Value chunks = arith::DivUIOp::create(b, loc, nSpan, span);
     auto atTy = MemRefType::get({ShapedType::kDynamic, mp}, b.getF32Type());
-    Value at = memref::AllocOp::create(b, loc, atTy, ValueRange{K},
-                                       b.getI64IntegerAttr(64));
-    Value zero = idx(0), one = idx(1), kb = idx(64);
-    // Block counts rounded up as add-then-divide, like the panels': no
-    // underflow when K or N is 0.
-    Value kSpan = add(K, idx(63));
-    Value kBlocks = arith::DivUIOp::create(b, loc, kSpan, kb);
+    parallel(chunks, [&](Value c) {
+      Value at = memref::AllocOp::create(b, loc, atTy, ValueRange{K},
+                                         b.getI64IntegerAttr(64));
+      packAt(at, mvs);
+      Value n0 = mul(c, span);
+      Value top = add(n0, span);
+      Value end = min(top, N);
+      Value fullEnd = add(n0, floorTo(sub(end, n0), nr));
+      loop(n0, fullEnd, idx(nr), [&](Value n) { swappedTile(nr, mvs, at, n); });
+      loop(fullEnd, end, one, [&](Value n) { swappedTile(1, mvs, at, n); });
+    });
+  }
+
+  /// at[k, m] = A[m, k] for m < M, 0 for M <= m < mvs·W: whole W×W blocks
+  /// by vector transposes, the last K % W columns element by element.
+  void packAt(Value at, int64_t mvs) {
+    int64_t mp = mvs * W;
+    Value zero = idx(0), one = idx(1);
     Value mLast = sub(M, one);
+    Value kFull = floorTo(K, W);
+    auto square = VectorType::get({W, W}, b.getF32Type());
+    loop(zero, kFull, idx(W), [&](Value k) {
+      for (int64_t mb = 0; mb < mvs; ++mb)
+        storeTransposedBlock(
+            b, loc, square,
+            [&](int64_t i) {
+              Value m = idx(mb * W + i);
+              Value inA = arith::CmpIOp::create(
+                  b, loc, arith::CmpIPredicate::ult, m, M);
+              Value row = min(m, mLast);
+              Value x =
+                  vector::LoadOp::create(b, loc, vt, A, ValueRange{row, k});
+              return arith::SelectOp::create(b, loc, inA, x, zeros())
+                  .getResult();
+            },
+            at, k, idx(mb * W));
+    });
     Value zf = arith::ConstantOp::create(b, loc, b.getF32Type(),
                                          b.getF32FloatAttr(0.0));
-    parallel(kBlocks, [&](Value p) {
-      Value k0 = mul(p, kb);
-      Value kTop = add(k0, kb);
-      Value kEnd = min(kTop, K);
-      loop(zero, idx(mp), one, [&](Value m) {
-        Value inA =
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, m, M);
-        Value row = min(m, mLast);
-        loop(k0, kEnd, one, [&](Value k) {
-          Value x = memref::LoadOp::create(b, loc, A, ValueRange{row, k});
-          Value y = arith::SelectOp::create(b, loc, inA, x, zf);
-          memref::StoreOp::create(b, loc, y, at, ValueRange{k, m});
-        });
+    loop(zero, idx(mp), one, [&](Value m) {
+      Value inA =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, m, M);
+      Value row = min(m, mLast);
+      loop(kFull, K, one, [&](Value k) {
+        Value x = memref::LoadOp::create(b, loc, A, ValueRange{row, k});
+        Value y = arith::SelectOp::create(b, loc, inA, x, zf);
+        memref::StoreOp::create(b, loc, y, at, ValueRange{k, m});
       });
-    });
-    Value rows = idx(nr);
-    Value nSpan = add(N, idx(nr - 1));
-    Value tiles = arith::DivUIOp::create(b, loc, nSpan, rows);
-    parallel(tiles, [&](Value t) {
-      Value n0 = mul(t, rows);
-      Value rest = sub(N, n0);
-      Value full =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, rest, rows);
-      ifElse(
-          full, [&] { swappedTile(nr, mvs, at, n0); },
-          [&] {
-            loop(n0, N, one, [&](Value n) { swappedTile(1, mvs, at, n); });
-          });
     });
   }
 
@@ -269,41 +303,88 @@ struct GemmEmitter {
       Value n = add(n0, idx(r));
       bRows.push_back(rowView(B, n, zero, K));
     }
+    auto step = [&](Value k, ValueRange a) {
+      SmallVector<Value> av, next(a.begin(), a.end());
+      for (int64_t v = 0; v < mvs; ++v) {
+        Value col = idx(v * W);
+        av.push_back(
+            vector::LoadOp::create(b, loc, vt, at, ValueRange{k, col}));
+      }
+      for (int64_t r = 0; r < nr; ++r) {
+        Value x = broadcastAt(bRows[r], ValueRange{k});
+        for (int64_t v = 0; v < mvs; ++v)
+          next[r * mvs + v] =
+              vector::FMAOp::create(b, loc, x, av[v], a[r * mvs + v]);
+      }
+      return next;
+    };
+    // Per line of B (16 floats of each row), one line of each row
+    // prefetched: the hardware prefetchers alone left the loop waiting on
+    // the nr streams when the weights come from memory, as an expert's do
+    // (~10% on 40 rows of [512, 2048] and [2048, 512] weights).
+    Value line = idx(16);
+    Value kLines = floorTo(K, 16);
+    Value lastCol = sub(K, one);
+    Value lastRow = sub(N, one);
     SmallVector<Value> init(nr * mvs, zeros());
     SmallVector<Value> acc =
-        loop(zero, K, one, init, [&](Value k, ValueRange a) {
-          SmallVector<Value> av, next(a.begin(), a.end());
-          for (int64_t v = 0; v < mvs; ++v) {
-            Value col = idx(v * W);
-            av.push_back(
-                vector::LoadOp::create(b, loc, vt, at, ValueRange{k, col}));
-          }
+        loop(zero, kLines, line, init, [&](Value k0, ValueRange a) {
+          // Each row's line kSwapAhead floats ahead; past the row's end,
+          // the same row of the next tile (the stream this thread reads
+          // next), clamped into B.
+          Value kk = add(k0, idx(kSwapAhead));
+          Value over =
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, kk, K);
+          Value kWrap = sub(kk, K);
+          Value wrapped = min(kWrap, lastCol);
+          Value col = arith::SelectOp::create(b, loc, over, wrapped, kk);
+          Value nextTile = add(n0, idx(nr));
+          Value base = arith::SelectOp::create(b, loc, over, nextTile, n0);
           for (int64_t r = 0; r < nr; ++r) {
-            Value x = broadcastAt(bRows[r], ValueRange{k});
-            for (int64_t v = 0; v < mvs; ++v)
-              next[r * mvs + v] =
-                  vector::FMAOp::create(b, loc, x, av[v], a[r * mvs + v]);
+            Value n = add(base, idx(r));
+            Value row = min(n, lastRow);
+            memref::PrefetchOp::create(b, loc, B, ValueRange{row, col},
+                                       /*isWrite=*/false, /*localityHint=*/3,
+                                       /*isDataCache=*/true);
           }
-          return next;
+          Value kTop = add(k0, line);
+          return loop(k0, kTop, one, a, step);
         });
-    auto tTy = MemRefType::get({nr, mvs * W}, b.getF32Type());
-    Value tile = memref::AllocaOp::create(b, loc, tTy, b.getI64IntegerAttr(64));
-    for (int64_t r = 0; r < nr; ++r)
-      for (int64_t v = 0; v < mvs; ++v) {
-        Value row = idx(r), col = idx(v * W);
-        vector::StoreOp::create(b, loc, acc[r * mvs + v], tile,
-                                ValueRange{row, col});
-      }
-    loop(zero, M, one, [&](Value m) {
-      for (int64_t r = 0; r < nr; ++r) {
-        Value row = idx(r);
-        Value n = add(n0, row);
-        Value old = memref::LoadOp::create(b, loc, C, ValueRange{m, n});
-        Value x = memref::LoadOp::create(b, loc, tile, ValueRange{row, m});
+    acc = loop(kLines, K, one, acc, step);
+    if (nr == 1) {
+      // One column of C: element by element.
+      auto tTy = MemRefType::get({mvs * W}, b.getF32Type());
+      Value tile =
+          memref::AllocaOp::create(b, loc, tTy, b.getI64IntegerAttr(64));
+      for (int64_t v = 0; v < mvs; ++v)
+        vector::StoreOp::create(b, loc, acc[v], tile, ValueRange{idx(v * W)});
+      loop(zero, M, one, [&](Value m) {
+        Value old = memref::LoadOp::create(b, loc, C, ValueRange{m, n0});
+        Value x = memref::LoadOp::create(b, loc, tile, ValueRange{m});
         Value sum = arith::AddFOp::create(b, loc, old, x);
-        memref::StoreOp::create(b, loc, sum, C, ValueRange{m, n});
-      }
-    });
+        memref::StoreOp::create(b, loc, sum, C, ValueRange{m, n0});
+      });
+    } else {
+      // The accumulators transposed (W×W blocks, rows past nr zero) into
+      // a stack tile whose row m is C[m, n0 .. n0+nr), then added into C
+      // one masked vector per row.
+      auto tTy = MemRefType::get({mvs * W, W}, b.getF32Type());
+      Value tile =
+          memref::AllocaOp::create(b, loc, tTy, b.getI64IntegerAttr(64));
+      auto square = VectorType::get({W, W}, b.getF32Type());
+      for (int64_t v = 0; v < mvs; ++v)
+        storeTransposedBlock(
+            b, loc, square,
+            [&](int64_t r) { return r < nr ? acc[r * mvs + v] : zeros(); },
+            tile, idx(v * W), zero);
+      Value cols = maskOf(idx(nr));
+      loop(zero, M, one, [&](Value m) {
+        Value old = maskedLoad(C, ValueRange{m, n0}, cols);
+        Value x = vector::LoadOp::create(b, loc, vt, tile, ValueRange{m, zero});
+        Value sum = arith::AddFOp::create(b, loc, old, x);
+        vector::MaskedStoreOp::create(b, loc, C, ValueRange{m, n0}, cols, sum);
+      });
+    }
     memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
   }
 
