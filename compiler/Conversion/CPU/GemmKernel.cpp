@@ -236,7 +236,7 @@ struct GemmEmitter {
     // two threads ran 1.58× one); a private copy stays in its core's cache.
     int64_t groupCols = std::lcm(nr, int64_t(16));
     int64_t chunkCols = llvm::divideCeil(kSwapCols, groupCols) * groupCols;
-    Value zero = idx(0), one = idx(1), span = idx(chunkCols);
+    Value one = idx(1), span = idx(chunkCols);
     // Rounded up as add-then-divide, like the panels': no underflow at 0.
     Value nSpan = add(N, idx(chunkCols - 1));
     Value chunks = arith::DivUIOp::create(b, loc, nSpan, span);
