@@ -12,10 +12,14 @@
 // RUN: attn-opt %s -attn-pipeline='stop-after=llvm-dialect reference=false' -o %t.ll.mlir
 // RUN: FileCheck %s --check-prefix=IR < %t.ll.mlir
 // RUN: %mlir_runner %t.ll.mlir | FileCheck %s --implicit-check-not=BAD
+// With 7 threads the operand-swapped kernel cuts N into at least 7 chunks
+// (omp_get_max_threads), not ~256 columns each:
+// RUN: env OMP_NUM_THREADS=7 %mlir_runner %t.ll.mlir | FileCheck %s --implicit-check-not=BAD
 // The AVX2 (8 lanes: 4x2 register blocks) and SSE (4 lanes) kernels:
 // RUN: attn-opt %s -attn-pipeline='stop-after=llvm-dialect reference=false vector-lanes=8' | %mlir_runner | FileCheck %s --implicit-check-not=BAD
 // RUN: attn-opt %s -attn-pipeline='stop-after=llvm-dialect reference=false vector-lanes=4' | %mlir_runner | FileCheck %s --implicit-check-not=BAD
 // IR-DAG: llvm.func internal @nt_gemm(
+// IR-DAG: llvm.call @omp_get_max_threads()
 // IR-DAG: llvm.func internal @nn_gemm(
 
 // CHECK: OK

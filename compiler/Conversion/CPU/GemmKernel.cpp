@@ -46,6 +46,7 @@
 #include "compiler/Conversion/LoopBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -74,8 +75,9 @@ constexpr int64_t kSwapRows = 48;
 /// How far ahead (floats) the operand-swapped kernel prefetches B's rows.
 constexpr int64_t kSwapAhead = 256;
 /// Columns of C per parallel iteration of the operand-swapped kernel
-/// (rounded up to whole tiles and cache lines), each packing Aᵀ itself:
-/// at K = 2048 and 40 rows its pack is ~5% of its products.
+/// (rounded up to whole tiles and cache lines; fewer when there are more
+/// threads than chunks), each packing Aᵀ itself: at K = 2048 and 40 rows
+/// its pack is ~5% of its products.
 constexpr int64_t kSwapCols = 256;
 
 bool isF32Buffer(Value v) {
@@ -234,11 +236,23 @@ struct GemmEmitter {
     // threads was rewritten every call in lines the other cores held, and
     // read back from theirs (on 2 cores the pack took 11% of the time, and
     // two threads ran 1.58× one); a private copy stays in its core's cache.
+    // ~kSwapCols columns per chunk (2 to 8 chunks for an expert's
+    // matrices), but at least as many chunks as OpenMP has threads.
     int64_t groupCols = std::lcm(nr, int64_t(16));
-    int64_t chunkCols = llvm::divideCeil(kSwapCols, groupCols) * groupCols;
-    Value one = idx(1), span = idx(chunkCols);
-    // Rounded up as add-then-divide, like the panels': no underflow at 0.
-    Value nSpan = add(N, idx(chunkCols - 1));
+    Value one = idx(1), group = idx(groupCols);
+    // Counts rounded up as add-then-divide, like the panels': no
+    // underflow at N = 0.
+    Value nWork = add(N, idx(kSwapCols - 1));
+    Value byWork = arith::DivUIOp::create(b, loc, nWork, idx(kSwapCols));
+    Value threads = maxThreads();
+    Value most = arith::MaxUIOp::create(b, loc, byWork, threads);
+    Value want = arith::MaxUIOp::create(b, loc, most, one);
+    Value nPer = add(N, sub(want, one));
+    Value per = arith::DivUIOp::create(b, loc, nPer, want);
+    Value perUp = add(per, idx(groupCols - 1));
+    Value perLines = floorTo(perUp, groupCols);
+    Value span = arith::MaxUIOp::create(b, loc, perLines, group);
+    Value nSpan = add(N, sub(span, one));
     Value chunks = arith::DivUIOp::create(b, loc, nSpan, span);
     auto atTy = MemRefType::get({ShapedType::kDynamic, mp}, b.getF32Type());
     parallel(chunks, [&](Value c) {
@@ -252,6 +266,24 @@ struct GemmEmitter {
       loop(n0, fullEnd, idx(nr), [&](Value n) { swappedTile(nr, mvs, at, n); });
       loop(fullEnd, end, one, [&](Value n) { swappedTile(1, mvs, at, n); });
     });
+  }
+
+  /// omp_get_max_threads() as an index (declared in the module when it is
+  /// not): the threads the parallel loops here run on.
+  Value maxThreads() {
+    auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+    StringRef name = "omp_get_max_threads";
+    auto fn = module.lookupSymbol<func::FuncOp>(name);
+    if (!fn) {
+      OpBuilder mb(module.getContext());
+      mb.setInsertionPointToStart(module.getBody());
+      fn = func::FuncOp::create(
+          mb, module.getLoc(), name,
+          mb.getFunctionType(TypeRange{}, TypeRange{mb.getI32Type()}));
+      fn.setPrivate();
+    }
+    Value n = func::CallOp::create(b, loc, fn, ValueRange{}).getResult(0);
+    return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), n);
   }
 
   /// at[k, m] = A[m, k] for m < M, 0 for M <= m < mvs·W: whole W×W blocks
