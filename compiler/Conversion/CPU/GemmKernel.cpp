@@ -47,6 +47,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Func/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -189,16 +190,14 @@ struct GemmEmitter {
     }
     Value small = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, M,
                                         idx(kDotRows));
-    if (W != 16) {
-      ifElse(
-          small, [&] { dotColumns(); }, [&] { panels(); });
-      return;
-    }
-    Value few = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, M,
-                                      idx(kSwapRows));
     ifElse(
         small, [&] { dotColumns(); },
         [&] {
+          // 8 to 48 rows with 16 lanes: the operand-swapped kernel.
+          if (W != 16)
+            return panels();
+          Value few = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::ule, M, idx(kSwapRows));
           ifElse(
               few, [&] { swappedRows(1); }, [&] { panels(); });
         });
@@ -269,20 +268,17 @@ struct GemmEmitter {
   }
 
   /// omp_get_max_threads() as an index (declared in the module when it is
-  /// not): the threads the parallel loops here run on.
+  /// not): the threads the parallel loops here run on; 1 if the module
+  /// already has another function of that name.
   Value maxThreads() {
-    auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
-    StringRef name = "omp_get_max_threads";
-    auto fn = module.lookupSymbol<func::FuncOp>(name);
-    if (!fn) {
-      OpBuilder mb(module.getContext());
-      mb.setInsertionPointToStart(module.getBody());
-      fn = func::FuncOp::create(
-          mb, module.getLoc(), name,
-          mb.getFunctionType(TypeRange{}, TypeRange{mb.getI32Type()}));
-      fn.setPrivate();
-    }
-    Value n = func::CallOp::create(b, loc, fn, ValueRange{}).getResult(0);
+    auto module =
+        b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+    FailureOr<func::FuncOp> fn = func::lookupOrCreateFnDecl(
+        b, module, "omp_get_max_threads", TypeRange{}, nullptr,
+        b.getI32Type());
+    if (failed(fn))
+      return idx(1);
+    Value n = func::CallOp::create(b, loc, *fn, ValueRange{}).getResult(0);
     return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), n);
   }
 
@@ -383,40 +379,24 @@ struct GemmEmitter {
           return loop(k0, kTop, one, a, step);
         });
     acc = loop(kLines, K, one, acc, step);
-    if (nr == 1) {
-      // One column of C: element by element.
-      auto tTy = MemRefType::get({mvs * W}, b.getF32Type());
-      Value tile =
-          memref::AllocaOp::create(b, loc, tTy, b.getI64IntegerAttr(64));
-      for (int64_t v = 0; v < mvs; ++v)
-        vector::StoreOp::create(b, loc, acc[v], tile, ValueRange{idx(v * W)});
-      loop(zero, M, one, [&](Value m) {
-        Value old = memref::LoadOp::create(b, loc, C, ValueRange{m, n0});
-        Value x = memref::LoadOp::create(b, loc, tile, ValueRange{m});
-        Value sum = arith::AddFOp::create(b, loc, old, x);
-        memref::StoreOp::create(b, loc, sum, C, ValueRange{m, n0});
-      });
-    } else {
-      // The accumulators transposed (W×W blocks, rows past nr zero) into
-      // a stack tile whose row m is C[m, n0 .. n0+nr), then added into C
-      // one masked vector per row.
-      auto tTy = MemRefType::get({mvs * W, W}, b.getF32Type());
-      Value tile =
-          memref::AllocaOp::create(b, loc, tTy, b.getI64IntegerAttr(64));
-      auto square = VectorType::get({W, W}, b.getF32Type());
-      for (int64_t v = 0; v < mvs; ++v)
-        storeTransposedBlock(
-            b, loc, square,
-            [&](int64_t r) { return r < nr ? acc[r * mvs + v] : zeros(); },
-            tile, idx(v * W), zero);
-      Value cols = maskOf(idx(nr));
-      loop(zero, M, one, [&](Value m) {
-        Value old = maskedLoad(C, ValueRange{m, n0}, cols);
-        Value x = vector::LoadOp::create(b, loc, vt, tile, ValueRange{m, zero});
-        Value sum = arith::AddFOp::create(b, loc, old, x);
-        vector::MaskedStoreOp::create(b, loc, C, ValueRange{m, n0}, cols, sum);
-      });
-    }
+    // The accumulators transposed (W×W blocks, rows past nr zero) into a
+    // stack tile whose row m is C[m, n0 .. n0+nr), then added into C one
+    // masked vector per row.
+    auto tTy = MemRefType::get({mvs * W, W}, b.getF32Type());
+    Value tile = memref::AllocaOp::create(b, loc, tTy, b.getI64IntegerAttr(64));
+    auto square = VectorType::get({W, W}, b.getF32Type());
+    for (int64_t v = 0; v < mvs; ++v)
+      storeTransposedBlock(
+          b, loc, square,
+          [&](int64_t r) { return r < nr ? acc[r * mvs + v] : zeros(); },
+          tile, idx(v * W), zero);
+    Value cols = maskOf(idx(nr));
+    loop(zero, M, one, [&](Value m) {
+      Value old = maskedLoad(C, ValueRange{m, n0}, cols);
+      Value x = vector::LoadOp::create(b, loc, vt, tile, ValueRange{m, zero});
+      Value sum = arith::AddFOp::create(b, loc, old, x);
+      vector::MaskedStoreOp::create(b, loc, C, ValueRange{m, n0}, cols, sum);
+    });
     memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
   }
 

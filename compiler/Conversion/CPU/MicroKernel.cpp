@@ -1305,19 +1305,9 @@ void mlir::attn::storeTransposedBlock(OpBuilder &b, Location loc,
   SmallVector<Value> rows;
   for (int64_t i = 0; i < w; ++i)
     rows.push_back(loadRow(i));
-  SmallVector<Value> cols;
-  if (w == 4 || w == 8 || w == 16) {
-    cols = transposeRows(b, loc, rows);
-  } else {
-    Value block = arith::ConstantOp::create(
-        b, loc, square, DenseElementsAttr::get(square, b.getF32FloatAttr(0)));
-    for (int64_t i = 0; i < w; ++i)
-      block = vector::InsertOp::create(b, loc, rows[i], block, i);
-    Value t =
-        vector::TransposeOp::create(b, loc, block, ArrayRef<int64_t>{1, 0});
-    for (int64_t i = 0; i < w; ++i)
-      cols.push_back(vector::ExtractOp::create(b, loc, t, i));
-  }
+  // The micro-kernel pass accepts 4, 8 or 16 lanes only.
+  assert((w == 4 || w == 8 || w == 16) && "square of 4, 8 or 16 lanes");
+  SmallVector<Value> cols = transposeRows(b, loc, rows);
   for (int64_t i = 0; i < w; ++i) {
     Value at = arith::ConstantIndexOp::create(b, loc, i);
     Value row = arith::AddIOp::create(b, loc, row0, at);
