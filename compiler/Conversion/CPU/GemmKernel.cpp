@@ -273,9 +273,16 @@ struct GemmEmitter {
   Value maxThreads() {
     auto module =
         b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+    StringRef name = "omp_get_max_threads";
+    // Checked here: lookupOrCreateFnDecl reports a mismatch as an error.
+    if (Operation *sym = module.lookupSymbol(name)) {
+      auto f = dyn_cast<func::FuncOp>(sym);
+      if (!f || f.getFunctionType() !=
+                    b.getFunctionType(TypeRange{}, {b.getI32Type()}))
+        return idx(1);
+    }
     FailureOr<func::FuncOp> fn = func::lookupOrCreateFnDecl(
-        b, module, "omp_get_max_threads", TypeRange{}, nullptr,
-        b.getI32Type());
+        b, module, name, TypeRange{}, nullptr, b.getI32Type());
     if (failed(fn))
       return idx(1);
     Value n = func::CallOp::create(b, loc, *fn, ValueRange{}).getResult(0);
