@@ -108,6 +108,35 @@ for m in (qwen, gemma):
         assert m.sdpa(q, k, v, kind=kd.name, kv_lengths=lens, out=buf) is buf
         assert np.array_equal(buf, out)
 
+# attn.empty/zeros: arrays on a 64-byte (or `align`) boundary, which the
+# kernels take like any other array, with the same results bit for bit.
+for shape, dt, al in (((3, 5), np.float32, 64), ((2, 1, 7), np.uint16, 128),
+                      (10, np.float16, 64), ((0, 4), np.float32, 64)):
+    a = attn.empty(shape, dt, al)
+    # (An empty array has no data to align: NumPy may move its pointer.)
+    assert a.size == 0 or a.ctypes.data % al == 0
+    assert a.flags.c_contiguous and a.flags.writeable
+    assert a.dtype == dt and a.shape == (shape if isinstance(shape, tuple) else (shape,))
+z = attn.zeros((4, 33))
+assert z.ctypes.data % 64 == 0 and not z.any()
+try:
+    attn.empty((2,), align=48)
+except ValueError as e:
+    print("align 48 ->", e)
+kd = qwen.kind_of_layer(3)
+arrays = [rng.standard_normal((1, kd.num_heads, 2, kd.head_dim), np.float32),
+          rng.standard_normal((1, kd.num_kv_heads, 300, kd.head_dim), np.float32),
+          rng.standard_normal((1, kd.num_kv_heads, 300, kd.head_dim_v), np.float32)]
+aligned = []
+for x in arrays:
+    a = attn.empty(x.shape)
+    a[...] = x
+    aligned.append(a)
+out = attn.empty((1, kd.num_heads, 2, kd.head_dim_v))
+assert qwen.sdpa(*aligned, layer=3, out=out) is out
+if np.array_equal(out, qwen.sdpa(*arrays, layer=3)):
+    print("aligned arrays: the same output")
+
 # The paged cache: 5 sequences (lengths 0, 1, 15, 16, 33 with page size 16)
 # on shuffled pages, the last two sharing their first page; filled by
 # append, decoded, one token appended, decoded again; = sdpa over each
