@@ -496,7 +496,7 @@ attn_status attn_gated_delta(const attn_model *model, int32_t kind,
     return ATTN_OK;
   // What the caller leaves out: zeros in, a scratch state out, full
   // lengths; a state updated in place is read from a copy.
-  std::vector<float> zeros, scratch, copyIn;
+  attn_rt::Buf<float> zeros, scratch, copyIn;
   std::vector<int64_t> full;
   int64_t stateElems = b * hv * kd->head_dim * kd->head_dim_v;
   try {

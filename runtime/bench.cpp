@@ -56,7 +56,7 @@ void benchPaged(const attn_rt_kind &kind, int64_t b, int64_t sq, int64_t skv,
     state ^= state << 13, state ^= state >> 7, state ^= state << 17;
     return float(int64_t(state >> 40) - (1 << 23)) / float(1 << 23);
   };
-  auto fill = [&](std::vector<uint16_t> &v16, std::vector<float> &v32,
+  auto fill = [&](Buf<uint16_t> &v16, Buf<float> &v32,
                   int64_t n) {
     if (eb == 4) {
       v32.resize(n);
@@ -69,8 +69,8 @@ void benchPaged(const attn_rt_kind &kind, int64_t b, int64_t sq, int64_t skv,
     for (uint16_t &x : v16)
       x = narrowBits(next(), half);
   };
-  std::vector<uint16_t> k16, v16;
-  std::vector<float> k32, v32;
+  Buf<uint16_t> k16, v16;
+  Buf<float> k32, v32;
   fill(k16, k32, pages * rowK);
   fill(v16, v32, pages * rowV);
   void *kp = eb == 4 ? (void *)k32.data() : (void *)k16.data();
@@ -82,7 +82,7 @@ void benchPaged(const attn_rt_kind &kind, int64_t b, int64_t sq, int64_t skv,
   std::vector<int64_t> lens(b, skv);
   std::mt19937 rng(7);
   auto q = randomVec(rng, b * kind.num_heads * sq * kind.head_dim, 1);
-  std::vector<float> out(b * kind.num_heads * sq * kind.head_dim_v);
+  Buf<float> out(b * kind.num_heads * sq * kind.head_dim_v);
   std::vector<int64_t> qs = {b, kind.num_heads, sq, kind.head_dim},
                        os = {b, kind.num_heads, sq, kind.head_dim_v};
   attn_rt_memref_f32_4 dq = view4(q.data(), qs), dout = view4(out.data(), os);
@@ -210,7 +210,7 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
     auto v = randomVec(rng, b * kind.num_kv_heads * skv * kind.head_dim_v, 1);
     std::vector<int64_t> lens(b, skv);
     auto table = randomVec(rng, kind.bias_buckets * kind.num_heads, 1);
-    std::vector<float> out;
+    Buf<float> out;
     double f = flops(kind, b, sq, skv);
     if (gCuda) {
       // Device buffers once; each call is the host stub: launch on a

@@ -100,45 +100,45 @@ const char *kvDtypeName(const attn_rt_kind &kind);
 /// Rounds `x` in place to the values the kind's K/V element type holds
 /// (nothing for f32), so that a reference computed on `x` sees the values
 /// the kernel reads.
-void roundToKV(const attn_rt_kind &kind, std::vector<float> &x);
+void roundToKV(const attn_rt_kind &kind, Buf<float> &x);
 
 /// Host descriptors of one shape for repeated calls of a CPU kernel (bench):
 /// q, K and V (narrowed once to the kind's kv_dtype, else the float32
 /// buffers themselves), the lengths and `out` (resized to [B, Hq, Sq, Dv]).
 struct HostCall {
-  std::vector<uint16_t> k16, v16;
+  Buf<uint16_t> k16, v16;
   attn_rt_memref_f32_4 dout, dq, dk, dv;
   attn_rt_memref_i64_1 dl;
-  std::vector<float> *table;
-  HostCall(const attn_rt_kind &kind, std::vector<float> &q,
-           const std::vector<int64_t> &qs, std::vector<float> &k,
-           const std::vector<int64_t> &ks, std::vector<float> &v,
+  Buf<float> *table;
+  HostCall(const attn_rt_kind &kind, Buf<float> &q,
+           const std::vector<int64_t> &qs, Buf<float> &k,
+           const std::vector<int64_t> &ks, Buf<float> &v,
            const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
-           std::vector<float> *table, std::vector<float> &out);
+           Buf<float> *table, Buf<float> &out);
   /// The same over K/V already in the kind's bf16/f16 bits (taken over:
   /// `sdpa` reads them so from its files, no float32 copy).
-  HostCall(const attn_rt_kind &kind, std::vector<float> &q,
-           const std::vector<int64_t> &qs, std::vector<uint16_t> &&k16,
-           const std::vector<int64_t> &ks, std::vector<uint16_t> &&v16,
+  HostCall(const attn_rt_kind &kind, Buf<float> &q,
+           const std::vector<int64_t> &qs, Buf<uint16_t> &&k16,
+           const std::vector<int64_t> &ks, Buf<uint16_t> &&v16,
            const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
-           std::vector<float> *table, std::vector<float> &out);
+           Buf<float> *table, Buf<float> &out);
   void call(void (*fn)(void), const attn_rt_kind &kind);
 
 private:
-  void describe(std::vector<float> &q, const std::vector<int64_t> &qs,
+  void describe(Buf<float> &q, const std::vector<int64_t> &qs,
                 float *k, const std::vector<int64_t> &ks, float *v,
                 const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
-                std::vector<float> &out);
+                Buf<float> &out);
 };
 
 /// One call of a kernel into `out` (resized to [B, Hq, Sq, Dv]), on the CPU
 /// or through device copies for CUDA executables; K and V are float32 and
 /// narrowed to the kind's kv_dtype on the way (exactly, after roundToKV).
-void run(void (*fn)(void), const attn_rt_kind &kind, std::vector<float> &q,
-         const std::vector<int64_t> &qs, std::vector<float> &k,
-         const std::vector<int64_t> &ks, std::vector<float> &v,
+void run(void (*fn)(void), const attn_rt_kind &kind, Buf<float> &q,
+         const std::vector<int64_t> &qs, Buf<float> &k,
+         const std::vector<int64_t> &ks, Buf<float> &v,
          const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
-         std::vector<float> *table, std::vector<float> &out);
+         Buf<float> *table, Buf<float> &out);
 
 /// A device copy of a host buffer, freed with the object.
 struct DeviceBuffer {
@@ -156,9 +156,9 @@ struct DeviceCall {
   DeviceBuffer out, q, k, v, lens;
   attn_rt_memref_f32_4 dout, dq, dk, dv;
   attn_rt_memref_i64_1 dl;
-  DeviceCall(std::vector<float> &hq, const std::vector<int64_t> &qs,
-             std::vector<float> &hk, const std::vector<int64_t> &ks,
-             std::vector<float> &hv, const std::vector<int64_t> &vs,
+  DeviceCall(Buf<float> &hq, const std::vector<int64_t> &qs,
+             Buf<float> &hk, const std::vector<int64_t> &ks,
+             Buf<float> &hv, const std::vector<int64_t> &vs,
              std::vector<int64_t> &hl, int64_t outElems);
   void call(void (*fn)(void), const attn_rt_kind &kind);
 };
@@ -168,7 +168,7 @@ struct DeviceCall {
 /// number within its stack), with the descriptor pointers the block takes
 /// (one memref of the weight's rank each).
 struct BlockWeights {
-  std::vector<std::vector<float>> data;
+  std::vector<Buf<float>> data;
   std::vector<attn_rt_memref_f32_1> d1;
   std::vector<attn_rt_memref_f32_2> d2;
   std::vector<attn_rt_memref_f32_3> d3;
@@ -209,9 +209,9 @@ std::vector<int64_t> blockLengths(const attn_rt_kind &kind, Args &args,
 /// Calls a softmax kind's block or layer entry `fn` on x [shape] (and the
 /// memory, positions 0..S-1 and --lengths as the kind reads them) into y.
 void callBlock(const attn_rt_kind &kind, attn_rt_block_fn fn,
-               BlockWeights &weights, Args &args, std::vector<float> &x,
+               BlockWeights &weights, Args &args, Buf<float> &x,
                const std::vector<int64_t> &shape, NpyArray &mem,
-               std::vector<float> &y);
+               Buf<float> &y);
 /// `layer` (one transformer layer: its attention sub-blocks and the
 /// feed-forward network) and, with `model`, `model --from A --to B`.
 int cmdLayer(const attn_rt_model *m, int argc, char **argv, bool model);
@@ -223,15 +223,15 @@ int cmdLayer(const attn_rt_model *m, int argc, char **argv, bool model);
 /// reference (CUDA). Causal is bottom-right aligned (query row i of batch b
 /// at key position (*qStart)[b] + i when `qStart` is given); a row that
 /// sees no key is 0.
-void referenceF64(const attn_rt_kind &kind, const std::vector<float> &q,
-                  const std::vector<int64_t> &qs, const std::vector<float> &k,
-                  const std::vector<int64_t> &ks, const std::vector<float> &v,
+void referenceF64(const attn_rt_kind &kind, const Buf<float> &q,
+                  const std::vector<int64_t> &qs, const Buf<float> &k,
+                  const std::vector<int64_t> &ks, const Buf<float> &v,
                   const std::vector<int64_t> &vs,
                   const std::vector<int64_t> &lens, double scale,
-                  double softcap, std::vector<float> &out,
+                  double softcap, Buf<float> &out,
                   const std::vector<int64_t> *qStart = nullptr);
 /// `n` normal samples of standard deviation `scale`.
-std::vector<float> randomVec(std::mt19937 &rng, int64_t n, float scale);
+Buf<float> randomVec(std::mt19937 &rng, int64_t n, float scale);
 
 //===- bench.cpp -----------------------------------------------------------===//
 
@@ -248,17 +248,17 @@ struct GdnShapes {
 };
 /// A Gated DeltaNet call's inputs (contiguous, in GdnShapes' shapes).
 struct GdnData {
-  std::vector<float> q, k, v, g, beta, state;
+  Buf<float> q, k, v, g, beta, state;
   /// Per batch row (clamped to [0, S]); empty: every row is whole.
   std::vector<int64_t> lengths;
 };
 /// One call of a kernel (attn_rt_gdn_fn) into `out` and `stateOut`.
 void runGdn(void (*fn)(void), const GdnShapes &sh, GdnData &in,
-            std::vector<float> &out, std::vector<float> &stateOut);
+            Buf<float> &out, Buf<float> &stateOut);
 /// The recurrence in float64 by its definition, token by token.
 void gdnReferenceF64(const attn_rt_kind &kind, const GdnShapes &sh,
-                     const GdnData &in, std::vector<float> &out,
-                     std::vector<float> &stateOut);
+                     const GdnData &in, Buf<float> &out,
+                     Buf<float> &stateOut);
 /// Inputs as the model makes them (q, k L2-normalized, g = −e^A·softplus,
 /// β = sigmoid), with `extreme` gates (state resets, β 0 and 1).
 GdnData randomGdn(std::mt19937 &rng, const GdnShapes &sh, bool extreme,

@@ -80,15 +80,15 @@ DeviceBuffer::~DeviceBuffer() { attn_rt_cuda_free(ptr); }
 void callKernel(void (*fn)(void), const attn_rt_kind &kind,
                 attn_rt_memref_f32_4 *out, attn_rt_memref_f32_4 *q,
                 attn_rt_memref_f32_4 *k, attn_rt_memref_f32_4 *v,
-                attn_rt_memref_i64_1 *lens, std::vector<float> *table);
+                attn_rt_memref_i64_1 *lens, Buf<float> *table);
 
 /// One call of a CUDA kernel: inputs to the device, the kernel, the output
 /// back into `out`.
 void runOnDevice(void (*fn)(void), const attn_rt_kind &kind,
-                 std::vector<float> &q, const std::vector<int64_t> &qs,
-                 std::vector<float> &k, const std::vector<int64_t> &ks,
-                 std::vector<float> &v, const std::vector<int64_t> &vs,
-                 std::vector<int64_t> &lens, std::vector<float> &out);
+                 Buf<float> &q, const std::vector<int64_t> &qs,
+                 Buf<float> &k, const std::vector<int64_t> &ks,
+                 Buf<float> &v, const std::vector<int64_t> &vs,
+                 std::vector<int64_t> &lens, Buf<float> &out);
 
 const char *kvDtypeName(const attn_rt_kind &kind) {
   return kind.kv_dtype == ATTN_RT_KV_BF16  ? "bf16"
@@ -96,7 +96,7 @@ const char *kvDtypeName(const attn_rt_kind &kind) {
                                            : "f32";
 }
 
-void roundToKV(const attn_rt_kind &kind, std::vector<float> &x) {
+void roundToKV(const attn_rt_kind &kind, Buf<float> &x) {
   if (kind.kv_dtype == ATTN_RT_KV_F32)
     return;
   bool half = kvIsHalf(kind);
@@ -104,11 +104,11 @@ void roundToKV(const attn_rt_kind &kind, std::vector<float> &x) {
     f = widenBits(narrowBits(f, half), half);
 }
 
-HostCall::HostCall(const attn_rt_kind &kind, std::vector<float> &q,
-                   const std::vector<int64_t> &qs, std::vector<float> &k,
-                   const std::vector<int64_t> &ks, std::vector<float> &v,
+HostCall::HostCall(const attn_rt_kind &kind, Buf<float> &q,
+                   const std::vector<int64_t> &qs, Buf<float> &k,
+                   const std::vector<int64_t> &ks, Buf<float> &v,
                    const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
-                   std::vector<float> *table, std::vector<float> &out)
+                   Buf<float> *table, Buf<float> &out)
     : table(table) {
   float *kp = k.data(), *vp = v.data();
   if (kind.kv_dtype != ATTN_RT_KV_F32) {
@@ -128,20 +128,20 @@ HostCall::HostCall(const attn_rt_kind &kind, std::vector<float> &q,
   describe(q, qs, kp, ks, vp, vs, lens, out);
 }
 
-HostCall::HostCall(const attn_rt_kind &kind, std::vector<float> &q,
-                   const std::vector<int64_t> &qs, std::vector<uint16_t> &&k,
-                   const std::vector<int64_t> &ks, std::vector<uint16_t> &&v,
+HostCall::HostCall(const attn_rt_kind &kind, Buf<float> &q,
+                   const std::vector<int64_t> &qs, Buf<uint16_t> &&k,
+                   const std::vector<int64_t> &ks, Buf<uint16_t> &&v,
                    const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
-                   std::vector<float> *table, std::vector<float> &out)
+                   Buf<float> *table, Buf<float> &out)
     : k16(std::move(k)), v16(std::move(v)), table(table) {
   describe(q, qs, reinterpret_cast<float *>(k16.data()), ks,
            reinterpret_cast<float *>(v16.data()), vs, lens, out);
 }
 
-void HostCall::describe(std::vector<float> &q, const std::vector<int64_t> &qs,
+void HostCall::describe(Buf<float> &q, const std::vector<int64_t> &qs,
                         float *k, const std::vector<int64_t> &ks, float *v,
                         const std::vector<int64_t> &vs,
-                        std::vector<int64_t> &lens, std::vector<float> &out) {
+                        std::vector<int64_t> &lens, Buf<float> &out) {
   std::vector<int64_t> os = {qs[0], qs[1], qs[2], vs[3]};
   out.resize(os[0] * os[1] * os[2] * os[3]);
   dout = view4(out.data(), os);
@@ -155,11 +155,11 @@ void HostCall::call(void (*fn)(void), const attn_rt_kind &kind) {
   callKernel(fn, kind, &dout, &dq, &dk, &dv, &dl, table);
 }
 
-void run(void (*fn)(void), const attn_rt_kind &kind, std::vector<float> &q,
-         const std::vector<int64_t> &qs, std::vector<float> &k,
-         const std::vector<int64_t> &ks, std::vector<float> &v,
+void run(void (*fn)(void), const attn_rt_kind &kind, Buf<float> &q,
+         const std::vector<int64_t> &qs, Buf<float> &k,
+         const std::vector<int64_t> &ks, Buf<float> &v,
          const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
-         std::vector<float> *table, std::vector<float> &out) {
+         Buf<float> *table, Buf<float> &out) {
   if (gCuda) {
     out.resize(qs[0] * qs[1] * qs[2] * vs[3]);
     return runOnDevice(fn, kind, q, qs, k, ks, v, vs, lens, out);
@@ -170,7 +170,7 @@ void run(void (*fn)(void), const attn_rt_kind &kind, std::vector<float> &q,
 void callKernel(void (*fn)(void), const attn_rt_kind &kind,
                 attn_rt_memref_f32_4 *out, attn_rt_memref_f32_4 *q,
                 attn_rt_memref_f32_4 *k, attn_rt_memref_f32_4 *v,
-                attn_rt_memref_i64_1 *lens, std::vector<float> *table) {
+                attn_rt_memref_i64_1 *lens, Buf<float> *table) {
   if (kind.bias_buckets > 0) {
     attn_rt_memref_f32_2 dt{table->data(), table->data(), 0,
                             {kind.bias_buckets, kind.num_heads},
@@ -181,9 +181,9 @@ void callKernel(void (*fn)(void), const attn_rt_kind &kind,
   }
 }
 
-DeviceCall::DeviceCall(std::vector<float> &hq, const std::vector<int64_t> &qs,
-                       std::vector<float> &hk, const std::vector<int64_t> &ks,
-                       std::vector<float> &hv, const std::vector<int64_t> &vs,
+DeviceCall::DeviceCall(Buf<float> &hq, const std::vector<int64_t> &qs,
+                       Buf<float> &hk, const std::vector<int64_t> &ks,
+                       Buf<float> &hv, const std::vector<int64_t> &vs,
                        std::vector<int64_t> &hl, int64_t outElems)
       : out(nullptr, 4 * outElems), q(hq.data(), 4 * int64_t(hq.size())),
         k(hk.data(), 4 * int64_t(hk.size())),
@@ -203,10 +203,10 @@ void DeviceCall::call(void (*fn)(void), const attn_rt_kind &kind) {
 }
 
 void runOnDevice(void (*fn)(void), const attn_rt_kind &kind,
-                 std::vector<float> &q, const std::vector<int64_t> &qs,
-                 std::vector<float> &k, const std::vector<int64_t> &ks,
-                 std::vector<float> &v, const std::vector<int64_t> &vs,
-                 std::vector<int64_t> &lens, std::vector<float> &out) {
+                 Buf<float> &q, const std::vector<int64_t> &qs,
+                 Buf<float> &k, const std::vector<int64_t> &ks,
+                 Buf<float> &v, const std::vector<int64_t> &vs,
+                 std::vector<int64_t> &lens, Buf<float> &out) {
   DeviceCall c(q, qs, k, ks, v, vs, lens, int64_t(out.size()));
   c.call(fn, kind);
   attn_rt_cuda_to_host(out.data(), c.out.ptr, 4 * int64_t(out.size()));

@@ -111,9 +111,9 @@ std::vector<int64_t> cli::blockLengths(const attn_rt_kind &kind, Args &args,
 }
 
 void cli::callBlock(const attn_rt_kind &kind, attn_rt_block_fn fn,
-                    BlockWeights &weights, Args &args, std::vector<float> &x,
+                    BlockWeights &weights, Args &args, Buf<float> &x,
                     const std::vector<int64_t> &shape, NpyArray &mem,
-                    std::vector<float> &y) {
+                    Buf<float> &y) {
   int64_t b = shape[0], s = shape[1];
   bool cross = kind.block_inputs & ATTN_RT_BLOCK_MEMORY;
   std::vector<int64_t> lens = blockLengths(kind, args, shape, mem);
@@ -232,7 +232,7 @@ int cli::cmdLayer(const attn_rt_model *m, int argc, char **argv, bool model) {
   std::vector<int64_t> shape = {x.shape[0], x.shape[1], m->hidden_size};
   for (int64_t i = first; i <= last; ++i)
     blockLengths(kindOfLayer(m, i), args, shape, mem);
-  std::vector<float> cur = std::move(x.f32), next(cur.size());
+  Buf<float> cur = std::move(x.f32), next(cur.size());
   for (int64_t i = first; i <= last; ++i) {
     const attn_rt_kind &kind = kindOfLayer(m, i);
     bool closes = closesLayer(m, i);

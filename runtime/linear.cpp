@@ -65,7 +65,7 @@ struct GdnDevice {
     callGdn(fn, sh, f(out), f(state), f(q), f(k), f(v), f(g), f(beta), f(s0),
             static_cast<int64_t *>(lengths.ptr));
   }
-  static int64_t bytes(const std::vector<float> &x) {
+  static int64_t bytes(const Buf<float> &x) {
     return 4 * int64_t(x.size());
   }
   static float *f(DeviceBuffer &x) { return static_cast<float *>(x.ptr); }
@@ -73,7 +73,7 @@ struct GdnDevice {
 } // namespace
 
 void runGdn(void (*fn)(void), const GdnShapes &sh, GdnData &in,
-            std::vector<float> &out, std::vector<float> &stateOut) {
+            Buf<float> &out, Buf<float> &stateOut) {
   out.resize(NpyArray::numelOf(sh.v));
   stateOut.resize(NpyArray::numelOf(sh.state));
   if (!gCuda) {
@@ -91,8 +91,8 @@ void runGdn(void (*fn)(void), const GdnShapes &sh, GdnData &in,
 }
 
 void gdnReferenceF64(const attn_rt_kind &kind, const GdnShapes &sh,
-                     const GdnData &in, std::vector<float> &out,
-                     std::vector<float> &stateOut) {
+                     const GdnData &in, Buf<float> &out,
+                     Buf<float> &stateOut) {
   int64_t hv = kind.num_heads, hk = kind.num_kv_heads, dk = kind.head_dim,
           dv = kind.head_dim_v, r = hv / hk, S = sh.s;
   out.assign(NpyArray::numelOf(sh.v), 0.0f);
@@ -145,7 +145,7 @@ GdnData randomGdn(std::mt19937 &rng, const GdnShapes &sh, bool extreme,
   d.q = randomVec(rng, NpyArray::numelOf(sh.q), 1);
   d.k = randomVec(rng, NpyArray::numelOf(sh.q), 1);
   // The model L2-normalizes q and k (eps 1e-6) before the rule.
-  for (std::vector<float> *x : {&d.q, &d.k})
+  for (Buf<float> *x : {&d.q, &d.k})
     for (size_t row = 0; row < x->size(); row += dk) {
       double n = 0;
       for (int64_t i = 0; i < dk; ++i)
@@ -156,7 +156,7 @@ GdnData randomGdn(std::mt19937 &rng, const GdnShapes &sh, bool extreme,
     }
   d.v = randomVec(rng, NpyArray::numelOf(sh.v), 1);
   int64_t n = NpyArray::numelOf(sh.g);
-  std::vector<float> a = randomVec(rng, n, 1), c = randomVec(rng, n, 1);
+  Buf<float> a = randomVec(rng, n, 1), c = randomVec(rng, n, 1);
   d.g.resize(n);
   d.beta.resize(n);
   std::uniform_int_distribution<int> pick(0, 9);
@@ -179,23 +179,23 @@ GdnData randomGdn(std::mt19937 &rng, const GdnShapes &sh, bool extreme,
     }
   }
   d.state = withState ? randomVec(rng, NpyArray::numelOf(sh.state), 0.5)
-                      : std::vector<float>(NpyArray::numelOf(sh.state), 0.f);
+                      : Buf<float>(NpyArray::numelOf(sh.state), 0.f);
   return d;
 }
 
 namespace {
 
 /// Tokens [t0, t0 + n) of every head of `x` ([B, H, S, d] or [B, H, S]).
-std::vector<float> tokens(const std::vector<float> &x, int64_t bh, int64_t s,
+Buf<float> tokens(const Buf<float> &x, int64_t bh, int64_t s,
                           int64_t d, int64_t t0, int64_t n) {
-  std::vector<float> r(bh * n * d);
+  Buf<float> r(bh * n * d);
   for (int64_t i = 0; i < bh; ++i)
     std::copy_n(&x[(i * s + t0) * d], n * d, &r[i * n * d]);
   return r;
 }
 
 /// Writes tokens [t0, t0 + n) of every head back into `x`.
-void putTokens(std::vector<float> &x, const std::vector<float> &part,
+void putTokens(Buf<float> &x, const Buf<float> &part,
                int64_t bh, int64_t s, int64_t d, int64_t t0, int64_t n) {
   for (int64_t i = 0; i < bh; ++i)
     std::copy_n(&part[i * n * d], n * d, &x[(i * s + t0) * d]);
@@ -204,8 +204,8 @@ void putTokens(std::vector<float> &x, const std::vector<float> &part,
 /// The fused kernel over the sequence in consecutive calls of `lens`
 /// tokens, the state passed from one call to the next.
 void runInParts(const attn_rt_kind &kind, const GdnShapes &sh, GdnData &in,
-                const std::vector<int64_t> &lens, std::vector<float> &out,
-                std::vector<float> &state) {
+                const std::vector<int64_t> &lens, Buf<float> &out,
+                Buf<float> &state) {
   out.assign(NpyArray::numelOf(sh.v), 0.0f);
   state = in.state;
   int64_t t0 = 0, bk = sh.b * kind.num_kv_heads, bv = sh.b * kind.num_heads;
@@ -218,7 +218,7 @@ void runInParts(const attn_rt_kind &kind, const GdnShapes &sh, GdnData &in,
     p.g = tokens(in.g, bv, sh.s, 1, t0, n);
     p.beta = tokens(in.beta, bv, sh.s, 1, t0, n);
     p.state = state;
-    std::vector<float> o;
+    Buf<float> o;
     runGdn(kind.fused, part, p, o, state);
     putTokens(out, o, bv, sh.s, kind.head_dim_v, t0, n);
     t0 += n;
@@ -228,7 +228,7 @@ void runInParts(const attn_rt_kind &kind, const GdnShapes &sh, GdnData &in,
 struct Err {
   double maxAbs = 0, maxRef = 0;
   bool finite = true;
-  void add(const std::vector<float> &x, const std::vector<float> &ref) {
+  void add(const Buf<float> &x, const Buf<float> &ref) {
     for (size_t j = 0; j < ref.size(); ++j) {
       finite = finite && std::isfinite(x[j]);
       maxAbs = std::max(maxAbs, double(std::fabs(x[j] - ref[j])));
@@ -263,7 +263,7 @@ bool checkLinearKind(const attn_rt_kind &kind, std::mt19937 &rng) {
     GdnShapes sh(kind, c.b, c.s);
     GdnData in = randomGdn(rng, sh, c.extreme, c.state);
     in.lengths = c.lengths;
-    std::vector<float> out, st, rOut, rSt, eOut, eSt;
+    Buf<float> out, st, rOut, rSt, eOut, eSt;
     runGdn(kind.fused, sh, in, out, st);
     gdnReferenceF64(kind, sh, in, rOut, rSt);
     Err e;
@@ -298,7 +298,7 @@ bool checkLinearKind(const attn_rt_kind &kind, std::mt19937 &rng) {
   {
     GdnShapes sh(kind, 2, 150);
     GdnData in = randomGdn(rng, sh, false, true);
-    std::vector<float> whole, wholeSt;
+    Buf<float> whole, wholeSt;
     runGdn(kind.fused, sh, in, whole, wholeSt);
     std::vector<int64_t> split = {77, 73}, decode = {100};
     decode.insert(decode.end(), 50, 1);
@@ -306,7 +306,7 @@ bool checkLinearKind(const attn_rt_kind &kind, std::mt19937 &rng) {
          {std::pair<const char *, std::vector<int64_t> &>{"split 77+73",
                                                           split},
           {"prefill 100 + 50 decode steps", decode}}) {
-      std::vector<float> out, st;
+      Buf<float> out, st;
       runInParts(kind, sh, in, lens, out, st);
       Err e;
       e.add(out, whole);
@@ -397,7 +397,7 @@ int cmdGdn(const attn_rt_model *m, int argc, char **argv) {
              std::to_string(sh.s) + "]");
     in.lengths = lens.i64;
   }
-  std::vector<float> out, state;
+  Buf<float> out, state;
   runGdn(kind.fused, sh, in, out, state);
   if (!writeNpyF32(args["out"], sh.v, out.data(), err))
     fail(err);
@@ -419,7 +419,7 @@ void runLinearBlock(const attn_rt_kind &kind, attn_rt_linear_block_fn fn,
   // A state from --<name>, or zeros (a fresh sequence).
   auto state = [&](const char *name, const std::vector<int64_t> &shape,
                    const char *what) {
-    std::vector<float> v(NpyArray::numelOf(shape), 0.0f);
+    Buf<float> v(NpyArray::numelOf(shape), 0.0f);
     if (!args.count(name))
       return v;
     NpyArray a;
@@ -432,11 +432,11 @@ void runLinearBlock(const attn_rt_kind &kind, attn_rt_linear_block_fn fn,
            shapeStr(shape) + " for layer kind '" + kind.name + "'");
     return a.f32;
   };
-  std::vector<float> convIn = state("conv-state-in", convShape,
+  Buf<float> convIn = state("conv-state-in", convShape,
                                     "[B, C, K-1]"),
                      stateIn = state("state-in", sh.state,
                                      "[B, Hv, dk, dv]");
-  std::vector<float> convOut(convIn.size()), stateOut(stateIn.size());
+  Buf<float> convOut(convIn.size()), stateOut(stateIn.size());
   attn_rt_memref_f32_3 dci = view3(convIn.data(), convShape),
                        dco = view3(convOut.data(), convShape);
   attn_rt_memref_f32_4 dsi = view4(stateIn.data(), sh.state),
@@ -455,7 +455,7 @@ void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,
   GdnShapes sh(kind, b, s);
   std::mt19937 rng(7);
   GdnData in = randomGdn(rng, sh, false, false);
-  std::vector<float> out, state;
+  Buf<float> out, state;
   auto median = [&](void (*fn)(void)) {
     return medianMs(repeats, [&] { runGdn(fn, sh, in, out, state); });
   };

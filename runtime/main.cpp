@@ -185,7 +185,7 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
   }
   std::vector<int64_t> lens =
       keyLengths(args, "kv-lengths", q.shape[0], k.shape[2]);
-  std::vector<float> table;
+  Buf<float> table;
   if (kind.bias_buckets > 0) {
     expect(args.count("bias-table"),
            std::string("layer kind '") + kind.name +
@@ -204,7 +204,7 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
     table = t.f32;
   }
   requireDevice("sdpa");
-  std::vector<float> out;
+  Buf<float> out;
   if (kind.kv_dtype == ATTN_RT_KV_F32)
     run(kind.fused, kind, q.f32, q.shape, k.f32, k.shape, v.f32, v.shape, lens,
         &table, out);
@@ -252,7 +252,7 @@ BlockWeights::BlockWeights(const attn_rt_kind &kind, int64_t layerInStack,
                         err))
         fail(err);
       data[i].resize(size_t(n * shape[0]));
-      std::vector<float> expert;
+      Buf<float> expert;
       for (int64_t e = 0; e < shape[0]; ++e) {
         if (!st.readF32(substitute(name, "{e}", e), one, expert, err))
           fail(err);
@@ -308,7 +308,7 @@ int cmdBlock(const attn_rt_model *m, int argc, char **argv) {
     blockLengths(kind, args, shape, mem); // checked before the weights load
   BlockWeights weights(kind, m->layer_in_stack[layer], args["weights"],
                        kind.num_weights);
-  std::vector<float> yv(b * s * m->hidden_size);
+  Buf<float> yv(b * s * m->hidden_size);
   if (linear) {
     attn_rt_memref_f32_3 dx = view3(x.f32.data(), shape);
     attn_rt_memref_f32_3 y = view3(yv.data(), shape);
@@ -358,7 +358,7 @@ int cmdCheck(const attn_rt_model *m, int argc, char **argv) {
       if (s.b > 1)
         lens[1] = s.skv / 2; // key padding on the second sequence
       auto table = randomVec(rng, kind.bias_buckets * kind.num_heads, 1);
-      std::vector<float> fused, ref;
+      Buf<float> fused, ref;
       run(kind.fused, kind, q, qs, k, ks, v, vs, lens, &table, fused);
       if (kind.reference)
         run(kind.reference, kind, q, qs, k, ks, v, vs, lens, &table, ref);

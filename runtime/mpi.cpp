@@ -100,7 +100,7 @@ void mergeOp(void *in, void *inout, int *len, MPI_Datatype *type) {
 struct Partial {
   int64_t rows = 0, dv = 0;
   bool empty = true; ///< nothing merged yet (every row: no key)
-  std::vector<float> out, stats;
+  Buf<float> out, stats;
   /// Starts over (the buffers keep their memory: in this VM a fresh
   /// 64 MiB buffer costs 0.25 s of page faults).
   void reset(int64_t r, int64_t d) {
@@ -120,7 +120,7 @@ struct Partial {
   }
   /// Merges another partial of the same rows into this one; the first is
   /// taken over as it is (swapped with the caller's buffers).
-  void merge(std::vector<float> &o, std::vector<float> &st) {
+  void merge(Buf<float> &o, Buf<float> &st) {
     if (empty) {
       out.swap(o);
       stats.swap(st);
@@ -137,7 +137,7 @@ struct Partial {
 /// MPI_Allreduce on rows [max, sum, out...]. Returns the collective's
 /// seconds.
 double allreduceRows(MPI_Comm comm, int64_t rows, int64_t dv, float *out,
-                     const float *stats, std::vector<float> &packed) {
+                     const float *stats, Buf<float> &packed) {
   int64_t w = dv + 2;
   packed.resize(rows * w);
   for (int64_t i = 0; i < rows; ++i) {
@@ -207,8 +207,8 @@ struct PagedShard {
   std::vector<unsigned char> k, v;
   std::vector<int32_t> table;
 
-  PagedShard(const attn_rt_kind &kind, const std::vector<float> &kf,
-             const std::vector<float> &vf, int64_t B, int64_t S,
+  PagedShard(const attn_rt_kind &kind, const Buf<float> &kf,
+             const Buf<float> &vf, int64_t B, int64_t S,
              std::vector<int64_t> starts, std::vector<int64_t> lens,
              int64_t P)
       : pageSize(P), hkv(kind.num_kv_heads), d(kind.head_dim),
@@ -244,9 +244,9 @@ struct PagedShard {
   /// at key position qPos[b] of sequence b's range -> out, stats.
   /// With `qPos` null: the kind's whole-cache paged kernel (stats
   /// untouched; the query is each sequence's last Sq tokens).
-  void run(const attn_rt_kind &kind, std::vector<float> &q,
+  void run(const attn_rt_kind &kind, Buf<float> &q,
            const std::vector<int64_t> &qs, std::vector<int64_t> *qPos,
-           std::vector<float> &out, std::vector<float> &stats) {
+           Buf<float> &out, Buf<float> &stats) {
     int64_t B = qs[0], Hq = qs[1], Sq = qs[2];
     out.resize(B * Hq * Sq * dv);
     stats.resize(B * Hq * Sq * 2);
@@ -306,15 +306,15 @@ struct DecodeTimes {
 /// type), sharded across `comm` by shardRange: `out` [B, Hq, Sq, Dv] on
 /// every rank.
 DecodeTimes shardedDecode(MPI_Comm comm, const attn_rt_kind &kind,
-                          std::vector<float> &q,
+                          Buf<float> &q,
                           const std::vector<int64_t> &qs, PagedShard *shard,
                           const std::vector<int64_t> &lens,
-                          std::vector<float> &out) {
+                          Buf<float> &out) {
   int64_t B = qs[0], Sq = qs[2];
   std::vector<int64_t> qPos(B);
   for (int64_t b = 0; b < B; ++b)
     qPos[b] = lens[b] - Sq - shard->start[b];
-  std::vector<float> stats, packed;
+  Buf<float> stats, packed;
   DecodeTimes t;
   double t0 = now();
   shard->run(kind, q, qs, &qPos, out, stats);
@@ -327,8 +327,8 @@ DecodeTimes shardedDecode(MPI_Comm comm, const attn_rt_kind &kind,
 }
 
 PagedShard makeDecodeShard(MPI_Comm comm, const attn_rt_kind &kind,
-                           const std::vector<float> &k,
-                           const std::vector<float> &v, int64_t B, int64_t S,
+                           const Buf<float> &k,
+                           const Buf<float> &v, int64_t B, int64_t S,
                            const std::vector<int64_t> &lens, int64_t P,
                            const std::vector<double> &weights) {
   int rank, size;
@@ -375,7 +375,7 @@ struct RingLayout {
 
 /// Rank r's pools from contiguous K/V [B, Hkv, S, D/Dv] (float32).
 void fillRingPools(const attn_rt_kind &kind, const RingLayout &L, int64_t r,
-                   const std::vector<float> &kf, const std::vector<float> &vf,
+                   const Buf<float> &kf, const Buf<float> &vf,
                    std::vector<unsigned char> &k,
                    std::vector<unsigned char> &v) {
   for (int w = 0; w < 2; ++w) {
@@ -404,7 +404,7 @@ struct RingTimes {
 /// those arriving.
 struct RingState {
   Partial acc[2];
-  std::vector<float> out, stats;
+  Buf<float> out, stats;
   std::vector<unsigned char> k, v, kRecv, vRecv;
 };
 
@@ -413,7 +413,7 @@ struct RingState {
 /// statistics. `kOwn`/`vOwn` are this rank's pools. With `computeOff`, only
 /// the ring's communication runs (bench's comm-alone figure).
 RingTimes ringAttention(MPI_Comm comm, const attn_rt_kind &kind,
-                        const RingLayout &L, std::vector<float> qc[2],
+                        const RingLayout &L, Buf<float> qc[2],
                         const std::vector<unsigned char> &kOwn,
                         const std::vector<unsigned char> &vOwn, RingState &st,
                         bool computeOff = false) {
@@ -436,7 +436,7 @@ RingTimes ringAttention(MPI_Comm comm, const attn_rt_kind &kind,
   MPI_Type_commit(&vPage);
   for (int w = 0; w < 2; ++w)
     acc[w].reset(B * Hq * L.length(L.chunk(rank, w)), L.dv);
-  std::vector<float> &out = st.out, &stats = st.stats;
+  Buf<float> &out = st.out, &stats = st.stats;
   std::vector<int32_t> table;
   std::vector<int64_t> lens(B), qPos(B);
   RingTimes t;
@@ -518,7 +518,7 @@ RingTimes ringAttention(MPI_Comm comm, const attn_rt_kind &kind,
 
 /// This rank's query chunks of q [B, Hq, S, D].
 void ringQueries(const RingLayout &L, int64_t Hq, int rank,
-                 const std::vector<float> &q, std::vector<float> qc[2]) {
+                 const Buf<float> &q, Buf<float> qc[2]) {
   for (int w = 0; w < 2; ++w) {
     int64_t c = L.chunk(rank, w), lo = L.lo(c), n = L.length(c);
     qc[w].resize(L.B * Hq * n * L.d);
@@ -530,11 +530,11 @@ void ringQueries(const RingLayout &L, int64_t Hq, int rank,
 
 /// Gathers every rank's chunk outputs into out [B, Hq, S, Dv] on `root`.
 void gatherRing(MPI_Comm comm, const RingLayout &L, int64_t Hq,
-                Partial acc[2], int root, std::vector<float> &out) {
+                Partial acc[2], int root, Buf<float> &out) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  std::vector<float> mine(acc[0].out);
+  Buf<float> mine(acc[0].out);
   mine.insert(mine.end(), acc[1].out.begin(), acc[1].out.end());
   std::vector<int> counts(size), displs(size);
   int64_t total = 0;
@@ -547,7 +547,7 @@ void gatherRing(MPI_Comm comm, const RingLayout &L, int64_t Hq,
     displs[r] = int(total);
     total += n;
   }
-  std::vector<float> all(rank == root ? total : 0);
+  Buf<float> all(rank == root ? total : 0);
   MPI_Gatherv(mine.data(), int(mine.size()), MPI_FLOAT, all.data(),
               counts.data(), displs.data(), MPI_FLOAT, root, comm);
   if (rank != root)
@@ -578,15 +578,15 @@ RingLayout ringLayout(const attn_rt_kind &kind, int64_t B, int64_t S,
 /// Ring prefill of full q [B, Hq, S, D], K/V [B, Hkv, S, D/Dv] (every rank
 /// has them; each keeps its chunks) -> out on rank 0.
 RingTimes ringPrefill(MPI_Comm comm, const attn_rt_kind &kind,
-                      const std::vector<float> &q,
-                      const std::vector<float> &k,
-                      const std::vector<float> &v, int64_t B, int64_t S,
-                      int64_t P, std::vector<float> &out) {
+                      const Buf<float> &q,
+                      const Buf<float> &k,
+                      const Buf<float> &v, int64_t B, int64_t S,
+                      int64_t P, Buf<float> &out) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   RingLayout L = ringLayout(kind, B, S, size, P);
-  std::vector<float> qc[2];
+  Buf<float> qc[2];
   ringQueries(L, kind.num_heads, rank, q, qc);
   std::vector<unsigned char> kPool(L.maxPoolPages() * L.pageBytes(L.d)),
       vPool(L.maxPoolPages() * L.pageBytes(L.dv));
@@ -668,12 +668,12 @@ struct Topology {
   Topology &operator=(const Topology &) = delete;
   /// This rank's heads [h0, h0 + local heads) of x [B, H, S, D] (H: the
   /// kind's query or KV head count).
-  std::vector<float> slice(const std::vector<float> &x, int64_t B, int64_t H,
+  Buf<float> slice(const Buf<float> &x, int64_t B, int64_t H,
                            int64_t S, int64_t D) const {
     if (T == 1)
       return x;
     int64_t hn = H / T, h0 = t * hn;
-    std::vector<float> out(B * hn * S * D);
+    Buf<float> out(B * hn * S * D);
     for (int64_t b = 0; b < B; ++b)
       std::memcpy(&out[b * hn * S * D], &x[((b * H) + h0) * S * D],
                   hn * S * D * sizeof(float));
@@ -681,8 +681,8 @@ struct Topology {
   }
   /// The head shards' outputs [B, Hq/T, rows, Dv] of context shard 0 into
   /// out [B, Hq, rows, Dv] on world rank 0.
-  void gather(const std::vector<float> &part, int64_t B, int64_t Hq,
-              int64_t rows, int64_t Dv, std::vector<float> &out) const {
+  void gather(const Buf<float> &part, int64_t B, int64_t Hq,
+              int64_t rows, int64_t Dv, Buf<float> &out) const {
     if (c != 0)
       return;
     if (T == 1) {
@@ -692,7 +692,7 @@ struct Topology {
     int64_t per = B * (Hq / T) * rows * Dv;
     if (per * T > INT_MAX)
       fail("gathering the heads: the output is too large for one call");
-    std::vector<float> all(t == 0 ? per * T : 0);
+    Buf<float> all(t == 0 ? per * T : 0);
     MPI_Gather(part.data(), int(per), MPI_FLOAT, all.data(), int(per),
                MPI_FLOAT, 0, heads);
     if (t != 0)
@@ -706,7 +706,7 @@ struct Topology {
   }
 };
 
-double maxAbsDiff(const std::vector<float> &a, const std::vector<float> &b,
+double maxAbsDiff(const Buf<float> &a, const Buf<float> &b,
                   double &refMax) {
   double d = 0;
   refMax = 0;
@@ -739,9 +739,9 @@ int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
     // Bounds: the single-process kernel (same arithmetic, another order of
     // the sums) and the float64 reference, relative to max |reference|.
     const double kernelTol = 1e-6, refTol = 1e-5;
-    auto report = [&](const std::string &what, const std::vector<float> &got,
-                      const std::vector<float> &kernel,
-                      const std::vector<float> &ref) {
+    auto report = [&](const std::string &what, const Buf<float> &got,
+                      const Buf<float> &kernel,
+                      const Buf<float> &ref) {
       if (w.rank != 0)
         return;
       double refMax, kMax;
@@ -777,7 +777,7 @@ int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
       for (int64_t l : c.lens)
         S = std::max(S, l);
       std::vector<int64_t> qs = {B, Hq, c.sq, D};
-      std::vector<float> q = randomVec(rng, B * Hq * c.sq * D, c.qScale),
+      Buf<float> q = randomVec(rng, B * Hq * c.sq * D, c.qScale),
                          k = randomVec(rng, B * Hkv * S * D, 1.0f),
                          v = randomVec(rng, B * Hkv * S * Dv, 1.0f);
       roundToKV(kind, k);
@@ -790,7 +790,7 @@ int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
       PagedShard shard = makeDecodeShard(
           tp.ctx, tp.local, tp.slice(k, B, Hkv, S, D),
           tp.slice(v, B, Hkv, S, Dv), B, S, c.lens, P, weights);
-      std::vector<float> qt = tp.slice(q, B, Hq, c.sq, D), part, out;
+      Buf<float> qt = tp.slice(q, B, Hq, c.sq, D), part, out;
       std::vector<int64_t> qts = {B, tp.local.num_heads, c.sq, D};
       shardedDecode(tp.ctx, tp.local, qt, qts, &shard, c.lens, part);
       tp.gather(part, B, Hq, c.sq, Dv, out);
@@ -800,7 +800,7 @@ int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
         // the one serving uses).
         std::vector<int64_t> zero(B, 0);
         PagedShard whole(kind, k, v, B, S, zero, c.lens, P);
-        std::vector<float> kOut, unused, ref;
+        Buf<float> kOut, unused, ref;
         whole.run(kind, q, qs, /*qPos=*/nullptr, kOut, unused);
         std::vector<int64_t> qStart(B);
         for (int64_t b = 0; b < B; ++b)
@@ -820,21 +820,21 @@ int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
     // chunks).
     for (auto [B, S] : {std::pair<int64_t, int64_t>{2, 67}, {1, 3}, {1, 300}}) {
       std::vector<int64_t> qs = {B, Hq, S, D};
-      std::vector<float> q = randomVec(rng, B * Hq * S * D, 1.0f),
+      Buf<float> q = randomVec(rng, B * Hq * S * D, 1.0f),
                          k = randomVec(rng, B * Hkv * S * D, 1.0f),
                          v = randomVec(rng, B * Hkv * S * Dv, 1.0f);
       roundToKV(kind, k);
       roundToKV(kind, v);
       Topology tp(kind, w);
-      std::vector<float> part, out;
+      Buf<float> part, out;
       ringPrefill(tp.ctx, tp.local, tp.slice(q, B, Hq, S, D),
                   tp.slice(k, B, Hkv, S, D), tp.slice(v, B, Hkv, S, Dv), B, S,
                   P, part);
       tp.gather(part, B, Hq, S, Dv, out);
       if (w.rank == 0) {
         std::vector<int64_t> lens(B, S);
-        std::vector<float> kOut, ref;
-        std::vector<float> qq = q, kk = k, vv = v;
+        Buf<float> kOut, ref;
+        Buf<float> qq = q, kk = k, vv = v;
         run(kind.fused, kind, qq, qs, kk, {B, Hkv, S, D}, vv,
             {B, Hkv, S, Dv}, lens, nullptr, kOut);
         referenceF64(kind, q, qs, k, {B, Hkv, S, D}, v, {B, Hkv, S, Dv}, lens,
@@ -859,7 +859,7 @@ int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
 
 /// Reads a float32 array, or a 16-bit K/V array of the kind's type widened
 /// to float32 (exactly).
-std::vector<float> readArray(const attn_rt_kind &kind, const std::string &path,
+Buf<float> readArray(const attn_rt_kind &kind, const std::string &path,
                              const char *name, bool isKV,
                              std::vector<int64_t> &shape) {
   NpyArray a;
@@ -880,7 +880,7 @@ std::vector<float> readArray(const attn_rt_kind &kind, const std::string &path,
   shape = a.shape;
   if (want == "f4")
     return std::move(a.f32);
-  std::vector<float> f(a.u16.size());
+  Buf<float> f(a.u16.size());
   bool half = kind.kv_dtype == ATTN_RT_KV_F16;
   for (size_t i = 0; i < f.size(); ++i)
     f[i] = widenBits(a.u16[i], half);
@@ -907,7 +907,7 @@ int cmdSdpa(const attn_rt_model *m, const World &w, int argc, char **argv) {
       distributedKind(m, intArg(args, "layer", 0, 0, 1 << 30));
   int64_t P = intArg(args, "page-size", 16, 1, 1 << 20);
   std::vector<int64_t> qs, ks, vs;
-  std::vector<float> q = readArray(kind, args["q"], "q", false, qs),
+  Buf<float> q = readArray(kind, args["q"], "q", false, qs),
                      k = readArray(kind, args["k"], "k", true, ks),
                      v = readArray(kind, args["v"], "v", true, vs);
   int64_t B = qs[0], S = ks[2];
@@ -922,7 +922,7 @@ int cmdSdpa(const attn_rt_model *m, const World &w, int argc, char **argv) {
          std::to_string(kind.head_dim) + "], v [B, " +
          std::to_string(kind.num_kv_heads) + ", Skv, " +
          std::to_string(kind.head_dim_v) + "]");
-  std::vector<float> out;
+  Buf<float> out;
   std::vector<int64_t> outShape = {B, kind.num_heads, qs[2], kind.head_dim_v};
   if (mode == "decode") {
     std::vector<int64_t> lens(B, S);
@@ -952,7 +952,7 @@ int cmdSdpa(const attn_rt_model *m, const World &w, int argc, char **argv) {
         tp.ctx, tp.local, tp.slice(k, B, kind.num_kv_heads, S, kind.head_dim),
         tp.slice(v, B, kind.num_kv_heads, S, kind.head_dim_v), B, S, lens, P,
         {});
-    std::vector<float> qt = tp.slice(q, B, kind.num_heads, qs[2], qs[3]),
+    Buf<float> qt = tp.slice(q, B, kind.num_heads, qs[2], qs[3]),
                        part;
     std::vector<int64_t> qts = {B, tp.local.num_heads, qs[2], qs[3]};
     shardedDecode(tp.ctx, tp.local, qt, qts, &shard, lens, part);
@@ -963,7 +963,7 @@ int cmdSdpa(const attn_rt_model *m, const World &w, int argc, char **argv) {
            " rows and K/V " + std::to_string(S) +
            ": ring attention shards one sequence of S tokens (Sq = Skv)");
     Topology tp(kind, w);
-    std::vector<float> part;
+    Buf<float> part;
     ringPrefill(tp.ctx, tp.local,
                 tp.slice(q, B, kind.num_heads, S, kind.head_dim),
                 tp.slice(k, B, kind.num_kv_heads, S, kind.head_dim),
@@ -1085,11 +1085,11 @@ int cmdBench(const attn_rt_model *m, const World &w, int argc, char **argv) {
   }
   // Prefill: ring attention over S tokens.
   {
-    std::vector<float> q = randomVec(rng, B * lHq * S * D, 1.0f),
+    Buf<float> q = randomVec(rng, B * lHq * S * D, 1.0f),
                        k = randomVec(rng, B * lHkv * S * D, 1.0f),
                        v = randomVec(rng, B * lHkv * S * Dv, 1.0f);
     RingLayout L = ringLayout(lk, B, S, tp.C, P);
-    std::vector<float> qc[2];
+    Buf<float> qc[2];
     ringQueries(L, lHq, tp.c, q, qc);
     std::vector<unsigned char> kPool(L.maxPoolPages() * L.pageBytes(L.d)),
         vPool(L.maxPoolPages() * L.pageBytes(L.dv));
@@ -1135,14 +1135,14 @@ int cmdBench(const attn_rt_model *m, const World &w, int argc, char **argv) {
   // Decode: B sequences of N tokens, one query row each.
   {
     std::vector<int64_t> qs = {B, lHq, 1, D}, lens(B, N);
-    std::vector<float> q = randomVec(rng, B * lHq * D, 1.0f),
+    Buf<float> q = randomVec(rng, B * lHq * D, 1.0f),
                        k = randomVec(rng, B * lHkv * N * D, 1.0f),
                        v = randomVec(rng, B * lHkv * N * Dv, 1.0f);
     PagedShard shard =
         makeDecodeShard(tp.ctx, lk, k, v, B, N, lens, P, {});
     k = {};
     v = {};
-    std::vector<float> out;
+    Buf<float> out;
     std::vector<double> step, kern, coll;
     DecodeTimes t{};
     for (int64_t r = 0; r <= repeats; ++r) {
@@ -1158,7 +1158,7 @@ int cmdBench(const attn_rt_model *m, const World &w, int argc, char **argv) {
       kern.push_back(slowKernel * 1e3);
       // The collective alone, every rank ready (in the step it also waits
       // for the slowest rank's kernel).
-      std::vector<float> o2(out.size()), st2(out.size() / Dv * 2), packed;
+      Buf<float> o2(out.size()), st2(out.size() / Dv * 2), packed;
       MPI_Barrier(MPI_COMM_WORLD);
       coll.push_back(maxOverRanks(allreduceRows(tp.ctx,
                                                 int64_t(st2.size() / 2), Dv,
@@ -1235,7 +1235,7 @@ attn_decode_paged_mpi(const attn_model *model, int32_t kind, MPI_Comm comm,
     status = ATTN_ERR_ARGUMENT;
   else
     status = attn_kind_get_info(model, kind, &info);
-  std::vector<float> part, stats;
+  Buf<float> part, stats;
   int64_t rows = 0, dv = 0;
   if (status == ATTN_OK) {
     bool contiguous = out->rank == 4 && out->dtype == ATTN_F32;
@@ -1295,7 +1295,7 @@ attn_decode_paged_mpi(const attn_model *model, int32_t kind, MPI_Comm comm,
                    std::to_string(worst) + "); nothing was written");
     return attn_status(worst);
   }
-  std::vector<float> packed;
+  Buf<float> packed;
   allreduceRows(comm, rows, dv, part.data(), stats.data(), packed);
   std::memcpy(out->data, part.data(), part.size() * sizeof(float));
   return ATTN_OK;

@@ -14,16 +14,18 @@
 #include <string>
 #include <vector>
 
+#include "buffer.h"
+
 namespace attn_rt {
 
 struct NpyArray {
   std::string dtype; ///< "f4", "i8", "f2" (IEEE half) or "u2"
   std::vector<int64_t> shape;
-  std::vector<float> f32;
+  Buf<float> f32;
   std::vector<int64_t> i64;
   /// The 16-bit elements of "f2" and "u2" (a bf16 K/V cache travels as
   /// `<u2`: NumPy has no bfloat16), as stored.
-  std::vector<uint16_t> u16;
+  Buf<uint16_t> u16;
   /// "float32", "int64", "float16" or "uint16", for messages.
   std::string dtypeName() const;
   int64_t numel() const { return numelOf(shape); }

@@ -14,12 +14,12 @@
 namespace attn_rt {
 namespace cli {
 
-void referenceF64(const attn_rt_kind &kind, const std::vector<float> &q,
-                  const std::vector<int64_t> &qs, const std::vector<float> &k,
-                  const std::vector<int64_t> &ks, const std::vector<float> &v,
+void referenceF64(const attn_rt_kind &kind, const Buf<float> &q,
+                  const std::vector<int64_t> &qs, const Buf<float> &k,
+                  const std::vector<int64_t> &ks, const Buf<float> &v,
                   const std::vector<int64_t> &vs,
                   const std::vector<int64_t> &lens, double scale,
-                  double softcap, std::vector<float> &out,
+                  double softcap, Buf<float> &out,
                   const std::vector<int64_t> *qStart) {
   int64_t B = qs[0], Hq = qs[1], Sq = qs[2], D = qs[3], Hkv = ks[1],
           Skv = ks[2], Dv = vs[3], G = Hq / Hkv;
@@ -70,9 +70,9 @@ void referenceF64(const attn_rt_kind &kind, const std::vector<float> &q,
       }
 }
 
-std::vector<float> randomVec(std::mt19937 &rng, int64_t n, float scale) {
+Buf<float> randomVec(std::mt19937 &rng, int64_t n, float scale) {
   std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
+  Buf<float> v(n);
   for (float &x : v)
     x = dist(rng);
   return v;

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "buffer.h"
+
 namespace attn_rt {
 
 class SafeTensors {
@@ -32,7 +34,7 @@ public:
   /// checking its shape; false with a message naming the file, the tensor,
   /// what was found and what is expected.
   bool readF32(const std::string &name, const std::vector<int64_t> &shape,
-               std::vector<float> &out, std::string &error) const;
+               Buf<float> &out, std::string &error) const;
   /// Every tensor's name and shape, as the header lists them.
   std::vector<std::pair<std::string, std::vector<int64_t>>>
   tensorShapes() const {

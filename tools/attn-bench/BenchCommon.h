@@ -11,6 +11,7 @@
 #define ATTN_TOOLS_ATTN_BENCH_BENCHCOMMON_H
 
 #include "attn_runtime.h"
+#include "buffer.h"
 
 #include <dlfcn.h>
 #include <immintrin.h>
@@ -139,7 +140,7 @@ __attribute__((target("avx2"))) inline float sumFloats256(const float *p,
 /// all threads, each its own contiguous part; median of 5.
 inline double readBandwidth(int threads, bool avx512) {
   int64_t n = int64_t(1) << 27;
-  std::vector<float> buf(n, 1.0f);
+  attn_rt::Buf<float> buf(n, 1.0f);
   std::vector<double> rates;
   volatile float sink = 0;
   for (int rep = 0; rep < 5; ++rep) {
@@ -229,9 +230,9 @@ struct LinearModel {
   int64_t hidden, linearLayers;
 };
 
-inline std::vector<float> normal(std::mt19937 &rng, size_t n, float scale = 1) {
+inline attn_rt::Buf<float> normal(std::mt19937 &rng, size_t n, float scale = 1) {
   std::normal_distribution<float> dist(0.f, scale);
-  std::vector<float> v(n);
+  attn_rt::Buf<float> v(n);
   for (float &x : v)
     x = dist(rng);
   return v;
@@ -248,12 +249,12 @@ inline attn_rt_memref_f32_3 view3(float *p, int64_t a, int64_t b, int64_t c) {
 /// One linear layer's inputs and outputs at sequence length S, batch 1.
 struct GdnCall {
   int64_t s;
-  std::vector<float> q, k, v, g, beta, out;
+  attn_rt::Buf<float> q, k, v, g, beta, out;
   GdnCall(const LinearModel &m, int64_t s, std::mt19937 &rng) : s(s) {
     q = normal(rng, size_t(m.hk * s * m.dk));
     k = normal(rng, q.size());
     // The layer L2-normalizes q and k.
-    for (std::vector<float> *x : {&q, &k})
+    for (attn_rt::Buf<float> *x : {&q, &k})
       for (size_t r = 0; r < x->size(); r += m.dk) {
         double n = 0;
         for (int64_t i = 0; i < m.dk; ++i)
@@ -263,7 +264,7 @@ struct GdnCall {
           (*x)[r + i] *= inv;
       }
     v = normal(rng, size_t(m.hv * s * m.dv));
-    std::vector<float> a = normal(rng, size_t(m.hv * s));
+    attn_rt::Buf<float> a = normal(rng, size_t(m.hv * s));
     g.resize(a.size());
     beta.resize(a.size());
     for (size_t i = 0; i < a.size(); ++i) {
@@ -291,7 +292,7 @@ struct GdnCall {
 /// One causal softmax-attention call: q [1, Hq, sq, d] against skv keys.
 struct SdpaCall {
   int64_t sq, skv;
-  std::vector<float> q, k, v, out;
+  attn_rt::Buf<float> q, k, v, out;
   int64_t len;
   SdpaCall(const LinearModel &m, int64_t sq, int64_t skv, std::mt19937 &rng)
       : sq(sq), skv(skv), len(skv) {

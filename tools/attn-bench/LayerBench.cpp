@@ -150,7 +150,7 @@ struct Gemms {
     }
   }
   /// The same products by OpenBLAS: y[m, n] = x[m, k] · Wᵀ.
-  void runOpenBLAS(const std::vector<float> &x, std::vector<float> &y) const {
+  void runOpenBLAS(const attn_rt::Buf<float> &x, attn_rt::Buf<float> &y) const {
     for (const Call &c : calls)
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(c.m),
                   int(c.n), int(c.k), 1.f, x.data(), int(c.k), c.w, int(c.k),
@@ -174,7 +174,7 @@ struct Gemms {
 struct LayerCall {
   const attn_rt_kind &k;
   int64_t s, hidden;
-  std::vector<float> x, y, convIn, convOut, stIn, stOut;
+  attn_rt::Buf<float> x, y, convIn, convOut, stIn, stOut;
   std::vector<int64_t> pos;
   int64_t len;
 
@@ -222,7 +222,7 @@ struct LayerCall {
 /// reading `evict` (larger than the last-level cache) when it is not empty:
 /// decode's weights then come from memory, as in a model whose other
 /// layers ran in between.
-double timed(int repeats, const std::vector<float> &evict,
+double timed(int repeats, const attn_rt::Buf<float> &evict,
              const std::function<void()> &body) {
   return valueInChild([&] {
     body(); // warm-up
@@ -253,7 +253,7 @@ Split measure(const attn_rt_kind &k, const Weights &w, const Gemms &proj,
   Split r;
   // Decode reads each weight once: from memory, not from the cache the
   // previous repetition filled (512 MiB read between repetitions).
-  std::vector<float> evict(s == 1 ? size_t(128) << 20 : 0, 1.f);
+  attn_rt::Buf<float> evict(s == 1 ? size_t(128) << 20 : 0, 1.f);
   Result layer = inChild(1, [&] { call.run(true, w); });
   r.rssKb = layer.rssKb;
   r.layer = timed(o.repeats, evict, [&] { call.run(true, w); });
@@ -264,7 +264,7 @@ Split measure(const attn_rt_kind &k, const Weights &w, const Gemms &proj,
                     0};
   if (k.op == ATTN_RT_OP_GATED_DELTA) {
     GdnCall g(shape, s, rng);
-    std::vector<float> s0(call.stIn.size(), 0.f), s1(s0.size());
+    attn_rt::Buf<float> s0(call.stIn.size(), 0.f), s1(s0.size());
     r.kernel = timed(o.repeats, evict, [&] {
       g.run(k.fused, shape, s0.data(), s1.data());
     });
@@ -273,7 +273,7 @@ Split measure(const attn_rt_kind &k, const Weights &w, const Gemms &proj,
     r.kernel = timed(o.repeats, evict, [&] { a.run(k.fused, shape); });
   }
   for (const Gemms *g : {&proj, &ffn}) {
-    std::vector<float> x = normal(rng, g->largestX()), y(g->largestY());
+    attn_rt::Buf<float> x = normal(rng, g->largestX()), y(g->largestY());
     double ms = timed(o.repeats, evict, [&] { g->runOpenBLAS(x, y); });
     (g == &proj ? r.blasProj : r.blasFfn) = ms;
   }

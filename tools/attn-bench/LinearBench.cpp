@@ -230,7 +230,7 @@ bool benchLinear(const Options &o, const Machine &mc, const std::string &dir) {
           << (std::isnan(gbps) ? NAN : 100 * gbps / mc.bandwidth) << "\n";
     };
     Curve linPrefill, fullPrefill, linDecode, fullDecode;
-    std::vector<float> s0(size_t(m.hv * m.dk * m.dv), 0.f), s1(s0.size());
+    attn_rt::Buf<float> s0(size_t(m.hv * m.dk * m.dv), 0.f), s1(s0.size());
     // Linear prefill.
     for (int64_t s : {256, 1024, 4096, 16384, 65536}) {
       GdnCall call(m, s, rng);
@@ -253,7 +253,7 @@ bool benchLinear(const Options &o, const Machine &mc, const std::string &dir) {
     {
       GdnCall call(m, 1, rng);
       size_t n = s0.size();
-      std::vector<float> states = normal(rng, n * m.linearLayers, 0.1f),
+      attn_rt::Buf<float> states = normal(rng, n * m.linearLayers, 0.1f),
                          outStates(states.size());
       std::vector<double> ms, ratios;
       double bytes = 2.0 * 4 * double(n) * double(m.linearLayers);

@@ -125,7 +125,7 @@ double fmaPeak(int threads, bool &avx512) {
 //===----------------------------------------------------------------------===//
 
 struct Inputs {
-  std::vector<float> q, k, v;
+  attn_rt::Buf<float> q, k, v;
   explicit Inputs(const Shape &s) {
     std::mt19937 rng(5);
     std::normal_distribution<float> n(0.f, 1.f);
@@ -145,7 +145,7 @@ attn_rt_memref_f32_4 view(float *p, int64_t h, int64_t s, int64_t d) {
 /// The shape's K and V as bf16 bits (round to nearest even): what a
 /// library compiled with --kv-dtype=bf16 reads.
 struct Bf16KV {
-  std::vector<uint16_t> k, v;
+  attn_rt::Buf<uint16_t> k, v;
   explicit Bf16KV(const Inputs &in) : k(in.k.size()), v(in.v.size()) {
     for (size_t i = 0; i < k.size(); ++i)
       k[i] = attn_rt::narrowBits(in.k[i], /*half=*/false);
@@ -158,7 +158,7 @@ struct Bf16KV {
 /// the fp32 K/V of `in` or, given `kv`, their bf16 copies (a descriptor of
 /// 2-byte elements: the same fields).
 void runFused(attn_rt_sdpa_fn fn, const Shape &s, Inputs &in,
-              std::vector<float> &o, Bf16KV *kv = nullptr) {
+              attn_rt::Buf<float> &o, Bf16KV *kv = nullptr) {
   float *kp = kv ? reinterpret_cast<float *>(kv->k.data()) : in.k.data(),
         *vp = kv ? reinterpret_cast<float *>(kv->v.data()) : in.v.data();
   attn_rt_memref_f32_4 out = view(o.data(), s.hq, s.sq, s.d),
@@ -172,8 +172,8 @@ void runFused(attn_rt_sdpa_fn fn, const Shape &s, Inputs &in,
 
 /// What eager frameworks do: S = Q·Kᵀ (sgemm), scale and mask, softmax,
 /// O = P·V (sgemm), one query head at a time, the scores materialized.
-void runUnfused(const Shape &s, Inputs &in, std::vector<float> &scores,
-                std::vector<float> &out) {
+void runUnfused(const Shape &s, Inputs &in, attn_rt::Buf<float> &scores,
+                attn_rt::Buf<float> &out) {
   int64_t group = s.hq / s.hkv, off = s.skv - s.sq;
   float scale = 1.0f / std::sqrt(float(s.d));
   for (int64_t h = 0; h < s.hq; ++h) {
@@ -389,7 +389,7 @@ struct PagedCache {
 
 /// One call of a kind's paged kernel over `c` into `o`.
 void runPaged(attn_rt_paged_fn fn, const Shape &s, Inputs &in, PagedCache &c,
-              int64_t page, std::vector<float> &o) {
+              int64_t page, attn_rt::Buf<float> &o) {
   attn_rt_memref_f32_4 out = view(o.data(), s.hq, s.sq, s.d),
                        q = view(in.q.data(), s.hq, s.sq, s.d);
   // (A 2-byte cache's descriptor: the same addresses, 2-byte elements.)
@@ -446,7 +446,7 @@ bool benchShape(const Shape &s, const Options &o, const Machine &mc,
   printTiles(s, m);
   Inputs in(s);
   double f = flops(s);
-  std::vector<float> fusedOut(s.hq * s.sq * s.d);
+  attn_rt::Buf<float> fusedOut(s.hq * s.sq * s.d);
   Result rf = inChild(o.repeats, [&] { runFused(fused, s, in, fusedOut); });
   bool decode = s.sq < 16;
   std::array<double, 3> kv = {0, mc.bandwidth, 0};
@@ -456,7 +456,7 @@ bool benchShape(const Shape &s, const Options &o, const Machine &mc,
   Result ru{NAN, 0};
   bool unfusedFits = double(s.sq) * s.skv * 4 < 8e9;
   if (unfusedFits && s.name[0] != 'L') {
-    std::vector<float> scores(s.sq * s.skv), res(s.hq * s.sq * s.d);
+    attn_rt::Buf<float> scores(s.sq * s.skv), res(s.hq * s.sq * s.d);
     ru = inChild(o.repeats, [&] { runUnfused(s, in, scores, res); });
   }
   // The same shape with K/V in bf16 (a library compiled with

@@ -539,12 +539,19 @@ void mlir::attn::emitGatedDeltaKernel(OpBuilder &b, GatedDeltaChunkOp tile,
                                       ValueRange scratch, int64_t lanes) {
   auto q = cast<ShapedType>(tile.getQuery().getType());
   auto v = cast<ShapedType>(tile.getValue().getType());
-  GDEmitter e{b, tile.getLoc(), tile, lanes, microKernelRows(lanes),
-              q.getDimSize(1), v.getDimSize(1), 0, 0};
-  e.dkp = roundUp(e.dk, lanes);
-  e.dvp = roundUp(e.dv, lanes);
-  e.s.assign(scratch.begin(), scratch.end());
-  e.vt = VectorType::get({lanes}, b.getF32Type());
+  int64_t dk = q.getDimSize(1), dv = v.getDimSize(1);
+  GDEmitter e{b,
+              tile.getLoc(),
+              tile,
+              lanes,
+              microKernelRows(lanes),
+              dk,
+              dv,
+              roundUp(dk, lanes),
+              roundUp(dv, lanes),
+              SmallVector<Value>(scratch.begin(), scratch.end()),
+              VectorType::get({lanes}, b.getF32Type()),
+              Value()};
   e.emit();
 }
 
