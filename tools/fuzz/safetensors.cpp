@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   for (const auto &[name, shape] : st.tensorShapes()) {
-    std::vector<float> out;
+    attn_rt::Buf<float> out;
     if (!st.readF32(name, shape, out, error) && error.empty())
       std::abort();
   }
