@@ -56,8 +56,7 @@ void benchPaged(const attn_rt_kind &kind, int64_t b, int64_t sq, int64_t skv,
     state ^= state << 13, state ^= state >> 7, state ^= state << 17;
     return float(int64_t(state >> 40) - (1 << 23)) / float(1 << 23);
   };
-  auto fill = [&](Buf<uint16_t> &v16, Buf<float> &v32,
-                  int64_t n) {
+  auto fill = [&](Buf<uint16_t> &v16, Buf<float> &v32, int64_t n) {
     if (eb == 4) {
       v32.resize(n);
       for (float &x : v32)

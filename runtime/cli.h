@@ -125,8 +125,8 @@ struct HostCall {
   void call(void (*fn)(void), const attn_rt_kind &kind);
 
 private:
-  void describe(Buf<float> &q, const std::vector<int64_t> &qs,
-                float *k, const std::vector<int64_t> &ks, float *v,
+  void describe(Buf<float> &q, const std::vector<int64_t> &qs, float *k,
+                const std::vector<int64_t> &ks, float *v,
                 const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
                 Buf<float> &out);
 };
@@ -156,10 +156,10 @@ struct DeviceCall {
   DeviceBuffer out, q, k, v, lens;
   attn_rt_memref_f32_4 dout, dq, dk, dv;
   attn_rt_memref_i64_1 dl;
-  DeviceCall(Buf<float> &hq, const std::vector<int64_t> &qs,
-             Buf<float> &hk, const std::vector<int64_t> &ks,
-             Buf<float> &hv, const std::vector<int64_t> &vs,
-             std::vector<int64_t> &hl, int64_t outElems);
+  DeviceCall(Buf<float> &hq, const std::vector<int64_t> &qs, Buf<float> &hk,
+             const std::vector<int64_t> &ks, Buf<float> &hv,
+             const std::vector<int64_t> &vs, std::vector<int64_t> &hl,
+             int64_t outElems);
   void call(void (*fn)(void), const attn_rt_kind &kind);
 };
 
@@ -210,8 +210,7 @@ std::vector<int64_t> blockLengths(const attn_rt_kind &kind, Args &args,
 /// memory, positions 0..S-1 and --lengths as the kind reads them) into y.
 void callBlock(const attn_rt_kind &kind, attn_rt_block_fn fn,
                BlockWeights &weights, Args &args, Buf<float> &x,
-               const std::vector<int64_t> &shape, NpyArray &mem,
-               Buf<float> &y);
+               const std::vector<int64_t> &shape, NpyArray &mem, Buf<float> &y);
 /// `layer` (one transformer layer: its attention sub-blocks and the
 /// feed-forward network) and, with `model`, `model --from A --to B`.
 int cmdLayer(const attn_rt_model *m, int argc, char **argv, bool model);
@@ -253,12 +252,11 @@ struct GdnData {
   std::vector<int64_t> lengths;
 };
 /// One call of a kernel (attn_rt_gdn_fn) into `out` and `stateOut`.
-void runGdn(void (*fn)(void), const GdnShapes &sh, GdnData &in,
-            Buf<float> &out, Buf<float> &stateOut);
+void runGdn(void (*fn)(void), const GdnShapes &sh, GdnData &in, Buf<float> &out,
+            Buf<float> &stateOut);
 /// The recurrence in float64 by its definition, token by token.
 void gdnReferenceF64(const attn_rt_kind &kind, const GdnShapes &sh,
-                     const GdnData &in, Buf<float> &out,
-                     Buf<float> &stateOut);
+                     const GdnData &in, Buf<float> &out, Buf<float> &stateOut);
 /// Inputs as the model makes them (q, k L2-normalized, g = −e^A·softplus,
 /// β = sigmoid), with `extreme` gates (state resets, β 0 and 1).
 GdnData randomGdn(std::mt19937 &rng, const GdnShapes &sh, bool extreme,

@@ -84,11 +84,11 @@ void callKernel(void (*fn)(void), const attn_rt_kind &kind,
 
 /// One call of a CUDA kernel: inputs to the device, the kernel, the output
 /// back into `out`.
-void runOnDevice(void (*fn)(void), const attn_rt_kind &kind,
-                 Buf<float> &q, const std::vector<int64_t> &qs,
-                 Buf<float> &k, const std::vector<int64_t> &ks,
-                 Buf<float> &v, const std::vector<int64_t> &vs,
-                 std::vector<int64_t> &lens, Buf<float> &out);
+void runOnDevice(void (*fn)(void), const attn_rt_kind &kind, Buf<float> &q,
+                 const std::vector<int64_t> &qs, Buf<float> &k,
+                 const std::vector<int64_t> &ks, Buf<float> &v,
+                 const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
+                 Buf<float> &out);
 
 const char *kvDtypeName(const attn_rt_kind &kind) {
   return kind.kv_dtype == ATTN_RT_KV_BF16  ? "bf16"
@@ -138,8 +138,8 @@ HostCall::HostCall(const attn_rt_kind &kind, Buf<float> &q,
            reinterpret_cast<float *>(v16.data()), vs, lens, out);
 }
 
-void HostCall::describe(Buf<float> &q, const std::vector<int64_t> &qs,
-                        float *k, const std::vector<int64_t> &ks, float *v,
+void HostCall::describe(Buf<float> &q, const std::vector<int64_t> &qs, float *k,
+                        const std::vector<int64_t> &ks, float *v,
                         const std::vector<int64_t> &vs,
                         std::vector<int64_t> &lens, Buf<float> &out) {
   std::vector<int64_t> os = {qs[0], qs[1], qs[2], vs[3]};
@@ -185,28 +185,28 @@ DeviceCall::DeviceCall(Buf<float> &hq, const std::vector<int64_t> &qs,
                        Buf<float> &hk, const std::vector<int64_t> &ks,
                        Buf<float> &hv, const std::vector<int64_t> &vs,
                        std::vector<int64_t> &hl, int64_t outElems)
-      : out(nullptr, 4 * outElems), q(hq.data(), 4 * int64_t(hq.size())),
-        k(hk.data(), 4 * int64_t(hk.size())),
-        v(hv.data(), 4 * int64_t(hv.size())),
-        lens(hl.data(), 8 * int64_t(hl.size())) {
-    std::vector<int64_t> os = {qs[0], qs[1], qs[2], vs[3]};
-    dout = view4(static_cast<float *>(out.ptr), os);
-    dq = view4(static_cast<float *>(q.ptr), qs);
-    dk = view4(static_cast<float *>(k.ptr), ks);
-    dv = view4(static_cast<float *>(v.ptr), vs);
-    auto *l = static_cast<int64_t *>(lens.ptr);
-    dl = {l, l, 0, {int64_t(hl.size())}, {1}};
+    : out(nullptr, 4 * outElems), q(hq.data(), 4 * int64_t(hq.size())),
+      k(hk.data(), 4 * int64_t(hk.size())),
+      v(hv.data(), 4 * int64_t(hv.size())),
+      lens(hl.data(), 8 * int64_t(hl.size())) {
+  std::vector<int64_t> os = {qs[0], qs[1], qs[2], vs[3]};
+  dout = view4(static_cast<float *>(out.ptr), os);
+  dq = view4(static_cast<float *>(q.ptr), qs);
+  dk = view4(static_cast<float *>(k.ptr), ks);
+  dv = view4(static_cast<float *>(v.ptr), vs);
+  auto *l = static_cast<int64_t *>(lens.ptr);
+  dl = {l, l, 0, {int64_t(hl.size())}, {1}};
 }
 
 void DeviceCall::call(void (*fn)(void), const attn_rt_kind &kind) {
   callKernel(fn, kind, &dout, &dq, &dk, &dv, &dl, nullptr);
 }
 
-void runOnDevice(void (*fn)(void), const attn_rt_kind &kind,
-                 Buf<float> &q, const std::vector<int64_t> &qs,
-                 Buf<float> &k, const std::vector<int64_t> &ks,
-                 Buf<float> &v, const std::vector<int64_t> &vs,
-                 std::vector<int64_t> &lens, Buf<float> &out) {
+void runOnDevice(void (*fn)(void), const attn_rt_kind &kind, Buf<float> &q,
+                 const std::vector<int64_t> &qs, Buf<float> &k,
+                 const std::vector<int64_t> &ks, Buf<float> &v,
+                 const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
+                 Buf<float> &out) {
   DeviceCall c(q, qs, k, ks, v, vs, lens, int64_t(out.size()));
   c.call(fn, kind);
   attn_rt_cuda_to_host(out.data(), c.out.ptr, 4 * int64_t(out.size()));

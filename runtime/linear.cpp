@@ -65,15 +65,13 @@ struct GdnDevice {
     callGdn(fn, sh, f(out), f(state), f(q), f(k), f(v), f(g), f(beta), f(s0),
             static_cast<int64_t *>(lengths.ptr));
   }
-  static int64_t bytes(const Buf<float> &x) {
-    return 4 * int64_t(x.size());
-  }
+  static int64_t bytes(const Buf<float> &x) { return 4 * int64_t(x.size()); }
   static float *f(DeviceBuffer &x) { return static_cast<float *>(x.ptr); }
 };
 } // namespace
 
-void runGdn(void (*fn)(void), const GdnShapes &sh, GdnData &in,
-            Buf<float> &out, Buf<float> &stateOut) {
+void runGdn(void (*fn)(void), const GdnShapes &sh, GdnData &in, Buf<float> &out,
+            Buf<float> &stateOut) {
   out.resize(NpyArray::numelOf(sh.v));
   stateOut.resize(NpyArray::numelOf(sh.state));
   if (!gCuda) {
@@ -91,8 +89,7 @@ void runGdn(void (*fn)(void), const GdnShapes &sh, GdnData &in,
 }
 
 void gdnReferenceF64(const attn_rt_kind &kind, const GdnShapes &sh,
-                     const GdnData &in, Buf<float> &out,
-                     Buf<float> &stateOut) {
+                     const GdnData &in, Buf<float> &out, Buf<float> &stateOut) {
   int64_t hv = kind.num_heads, hk = kind.num_kv_heads, dk = kind.head_dim,
           dv = kind.head_dim_v, r = hv / hk, S = sh.s;
   out.assign(NpyArray::numelOf(sh.v), 0.0f);
@@ -186,8 +183,8 @@ GdnData randomGdn(std::mt19937 &rng, const GdnShapes &sh, bool extreme,
 namespace {
 
 /// Tokens [t0, t0 + n) of every head of `x` ([B, H, S, d] or [B, H, S]).
-Buf<float> tokens(const Buf<float> &x, int64_t bh, int64_t s,
-                          int64_t d, int64_t t0, int64_t n) {
+Buf<float> tokens(const Buf<float> &x, int64_t bh, int64_t s, int64_t d,
+                  int64_t t0, int64_t n) {
   Buf<float> r(bh * n * d);
   for (int64_t i = 0; i < bh; ++i)
     std::copy_n(&x[(i * s + t0) * d], n * d, &r[i * n * d]);
@@ -195,8 +192,8 @@ Buf<float> tokens(const Buf<float> &x, int64_t bh, int64_t s,
 }
 
 /// Writes tokens [t0, t0 + n) of every head back into `x`.
-void putTokens(Buf<float> &x, const Buf<float> &part,
-               int64_t bh, int64_t s, int64_t d, int64_t t0, int64_t n) {
+void putTokens(Buf<float> &x, const Buf<float> &part, int64_t bh, int64_t s,
+               int64_t d, int64_t t0, int64_t n) {
   for (int64_t i = 0; i < bh; ++i)
     std::copy_n(&part[i * n * d], n * d, &x[(i * s + t0) * d]);
 }
@@ -432,10 +429,8 @@ void runLinearBlock(const attn_rt_kind &kind, attn_rt_linear_block_fn fn,
            shapeStr(shape) + " for layer kind '" + kind.name + "'");
     return a.f32;
   };
-  Buf<float> convIn = state("conv-state-in", convShape,
-                                    "[B, C, K-1]"),
-                     stateIn = state("state-in", sh.state,
-                                     "[B, Hv, dk, dv]");
+  Buf<float> convIn = state("conv-state-in", convShape, "[B, C, K-1]"),
+             stateIn = state("state-in", sh.state, "[B, Hv, dk, dv]");
   Buf<float> convOut(convIn.size()), stateOut(stateIn.size());
   attn_rt_memref_f32_3 dci = view3(convIn.data(), convShape),
                        dco = view3(convOut.data(), convShape);

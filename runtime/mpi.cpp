@@ -209,8 +209,7 @@ struct PagedShard {
 
   PagedShard(const attn_rt_kind &kind, const Buf<float> &kf,
              const Buf<float> &vf, int64_t B, int64_t S,
-             std::vector<int64_t> starts, std::vector<int64_t> lens,
-             int64_t P)
+             std::vector<int64_t> starts, std::vector<int64_t> lens, int64_t P)
       : pageSize(P), hkv(kind.num_kv_heads), d(kind.head_dim),
         dv(kind.head_dim_v), start(std::move(starts)), len(std::move(lens)) {
     eltBytes = kind.kv_dtype == ATTN_RT_KV_F32 ? 4 : 2;
@@ -306,9 +305,8 @@ struct DecodeTimes {
 /// type), sharded across `comm` by shardRange: `out` [B, Hq, Sq, Dv] on
 /// every rank.
 DecodeTimes shardedDecode(MPI_Comm comm, const attn_rt_kind &kind,
-                          Buf<float> &q,
-                          const std::vector<int64_t> &qs, PagedShard *shard,
-                          const std::vector<int64_t> &lens,
+                          Buf<float> &q, const std::vector<int64_t> &qs,
+                          PagedShard *shard, const std::vector<int64_t> &lens,
                           Buf<float> &out) {
   int64_t B = qs[0], Sq = qs[2];
   std::vector<int64_t> qPos(B);
@@ -327,10 +325,9 @@ DecodeTimes shardedDecode(MPI_Comm comm, const attn_rt_kind &kind,
 }
 
 PagedShard makeDecodeShard(MPI_Comm comm, const attn_rt_kind &kind,
-                           const Buf<float> &k,
-                           const Buf<float> &v, int64_t B, int64_t S,
-                           const std::vector<int64_t> &lens, int64_t P,
-                           const std::vector<double> &weights) {
+                           const Buf<float> &k, const Buf<float> &v, int64_t B,
+                           int64_t S, const std::vector<int64_t> &lens,
+                           int64_t P, const std::vector<double> &weights) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -517,8 +514,8 @@ RingTimes ringAttention(MPI_Comm comm, const attn_rt_kind &kind,
 }
 
 /// This rank's query chunks of q [B, Hq, S, D].
-void ringQueries(const RingLayout &L, int64_t Hq, int rank,
-                 const Buf<float> &q, Buf<float> qc[2]) {
+void ringQueries(const RingLayout &L, int64_t Hq, int rank, const Buf<float> &q,
+                 Buf<float> qc[2]) {
   for (int w = 0; w < 2; ++w) {
     int64_t c = L.chunk(rank, w), lo = L.lo(c), n = L.length(c);
     qc[w].resize(L.B * Hq * n * L.d);
@@ -529,8 +526,8 @@ void ringQueries(const RingLayout &L, int64_t Hq, int rank,
 }
 
 /// Gathers every rank's chunk outputs into out [B, Hq, S, Dv] on `root`.
-void gatherRing(MPI_Comm comm, const RingLayout &L, int64_t Hq,
-                Partial acc[2], int root, Buf<float> &out) {
+void gatherRing(MPI_Comm comm, const RingLayout &L, int64_t Hq, Partial acc[2],
+                int root, Buf<float> &out) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -578,10 +575,9 @@ RingLayout ringLayout(const attn_rt_kind &kind, int64_t B, int64_t S,
 /// Ring prefill of full q [B, Hq, S, D], K/V [B, Hkv, S, D/Dv] (every rank
 /// has them; each keeps its chunks) -> out on rank 0.
 RingTimes ringPrefill(MPI_Comm comm, const attn_rt_kind &kind,
-                      const Buf<float> &q,
-                      const Buf<float> &k,
-                      const Buf<float> &v, int64_t B, int64_t S,
-                      int64_t P, Buf<float> &out) {
+                      const Buf<float> &q, const Buf<float> &k,
+                      const Buf<float> &v, int64_t B, int64_t S, int64_t P,
+                      Buf<float> &out) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -668,8 +664,8 @@ struct Topology {
   Topology &operator=(const Topology &) = delete;
   /// This rank's heads [h0, h0 + local heads) of x [B, H, S, D] (H: the
   /// kind's query or KV head count).
-  Buf<float> slice(const Buf<float> &x, int64_t B, int64_t H,
-                           int64_t S, int64_t D) const {
+  Buf<float> slice(const Buf<float> &x, int64_t B, int64_t H, int64_t S,
+                   int64_t D) const {
     if (T == 1)
       return x;
     int64_t hn = H / T, h0 = t * hn;
@@ -681,8 +677,8 @@ struct Topology {
   }
   /// The head shards' outputs [B, Hq/T, rows, Dv] of context shard 0 into
   /// out [B, Hq, rows, Dv] on world rank 0.
-  void gather(const Buf<float> &part, int64_t B, int64_t Hq,
-              int64_t rows, int64_t Dv, Buf<float> &out) const {
+  void gather(const Buf<float> &part, int64_t B, int64_t Hq, int64_t rows,
+              int64_t Dv, Buf<float> &out) const {
     if (c != 0)
       return;
     if (T == 1) {
@@ -706,8 +702,7 @@ struct Topology {
   }
 };
 
-double maxAbsDiff(const Buf<float> &a, const Buf<float> &b,
-                  double &refMax) {
+double maxAbsDiff(const Buf<float> &a, const Buf<float> &b, double &refMax) {
   double d = 0;
   refMax = 0;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -740,8 +735,7 @@ int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
     // the sums) and the float64 reference, relative to max |reference|.
     const double kernelTol = 1e-6, refTol = 1e-5;
     auto report = [&](const std::string &what, const Buf<float> &got,
-                      const Buf<float> &kernel,
-                      const Buf<float> &ref) {
+                      const Buf<float> &kernel, const Buf<float> &ref) {
       if (w.rank != 0)
         return;
       double refMax, kMax;
@@ -778,8 +772,8 @@ int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
         S = std::max(S, l);
       std::vector<int64_t> qs = {B, Hq, c.sq, D};
       Buf<float> q = randomVec(rng, B * Hq * c.sq * D, c.qScale),
-                         k = randomVec(rng, B * Hkv * S * D, 1.0f),
-                         v = randomVec(rng, B * Hkv * S * Dv, 1.0f);
+                 k = randomVec(rng, B * Hkv * S * D, 1.0f),
+                 v = randomVec(rng, B * Hkv * S * Dv, 1.0f);
       roundToKV(kind, k);
       roundToKV(kind, v);
       Topology tp(kind, w);
@@ -821,8 +815,8 @@ int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
     for (auto [B, S] : {std::pair<int64_t, int64_t>{2, 67}, {1, 3}, {1, 300}}) {
       std::vector<int64_t> qs = {B, Hq, S, D};
       Buf<float> q = randomVec(rng, B * Hq * S * D, 1.0f),
-                         k = randomVec(rng, B * Hkv * S * D, 1.0f),
-                         v = randomVec(rng, B * Hkv * S * Dv, 1.0f);
+                 k = randomVec(rng, B * Hkv * S * D, 1.0f),
+                 v = randomVec(rng, B * Hkv * S * Dv, 1.0f);
       roundToKV(kind, k);
       roundToKV(kind, v);
       Topology tp(kind, w);
@@ -860,8 +854,7 @@ int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
 /// Reads a float32 array, or a 16-bit K/V array of the kind's type widened
 /// to float32 (exactly).
 Buf<float> readArray(const attn_rt_kind &kind, const std::string &path,
-                             const char *name, bool isKV,
-                             std::vector<int64_t> &shape) {
+                     const char *name, bool isKV, std::vector<int64_t> &shape) {
   NpyArray a;
   std::string err;
   if (!readNpy(path, a, err))
@@ -908,8 +901,8 @@ int cmdSdpa(const attn_rt_model *m, const World &w, int argc, char **argv) {
   int64_t P = intArg(args, "page-size", 16, 1, 1 << 20);
   std::vector<int64_t> qs, ks, vs;
   Buf<float> q = readArray(kind, args["q"], "q", false, qs),
-                     k = readArray(kind, args["k"], "k", true, ks),
-                     v = readArray(kind, args["v"], "v", true, vs);
+             k = readArray(kind, args["k"], "k", true, ks),
+             v = readArray(kind, args["v"], "v", true, vs);
   int64_t B = qs[0], S = ks[2];
   if (qs[1] != kind.num_heads || qs[3] != kind.head_dim ||
       ks != std::vector<int64_t>{B, kind.num_kv_heads, S, kind.head_dim} ||
@@ -952,8 +945,7 @@ int cmdSdpa(const attn_rt_model *m, const World &w, int argc, char **argv) {
         tp.ctx, tp.local, tp.slice(k, B, kind.num_kv_heads, S, kind.head_dim),
         tp.slice(v, B, kind.num_kv_heads, S, kind.head_dim_v), B, S, lens, P,
         {});
-    Buf<float> qt = tp.slice(q, B, kind.num_heads, qs[2], qs[3]),
-                       part;
+    Buf<float> qt = tp.slice(q, B, kind.num_heads, qs[2], qs[3]), part;
     std::vector<int64_t> qts = {B, tp.local.num_heads, qs[2], qs[3]};
     shardedDecode(tp.ctx, tp.local, qt, qts, &shard, lens, part);
     tp.gather(part, B, kind.num_heads, qs[2], kind.head_dim_v, out);
@@ -1086,8 +1078,8 @@ int cmdBench(const attn_rt_model *m, const World &w, int argc, char **argv) {
   // Prefill: ring attention over S tokens.
   {
     Buf<float> q = randomVec(rng, B * lHq * S * D, 1.0f),
-                       k = randomVec(rng, B * lHkv * S * D, 1.0f),
-                       v = randomVec(rng, B * lHkv * S * Dv, 1.0f);
+               k = randomVec(rng, B * lHkv * S * D, 1.0f),
+               v = randomVec(rng, B * lHkv * S * Dv, 1.0f);
     RingLayout L = ringLayout(lk, B, S, tp.C, P);
     Buf<float> qc[2];
     ringQueries(L, lHq, tp.c, q, qc);
@@ -1136,8 +1128,8 @@ int cmdBench(const attn_rt_model *m, const World &w, int argc, char **argv) {
   {
     std::vector<int64_t> qs = {B, lHq, 1, D}, lens(B, N);
     Buf<float> q = randomVec(rng, B * lHq * D, 1.0f),
-                       k = randomVec(rng, B * lHkv * N * D, 1.0f),
-                       v = randomVec(rng, B * lHkv * N * Dv, 1.0f);
+               k = randomVec(rng, B * lHkv * N * D, 1.0f),
+               v = randomVec(rng, B * lHkv * N * Dv, 1.0f);
     PagedShard shard =
         makeDecodeShard(tp.ctx, lk, k, v, B, N, lens, P, {});
     k = {};

@@ -107,8 +107,8 @@ bool SafeTensors::open(std::unique_ptr<std::istream> stream,
 }
 
 bool SafeTensors::readF32(const std::string &name,
-                          const std::vector<int64_t> &shape,
-                          Buf<float> &out, std::string &error) const {
+                          const std::vector<int64_t> &shape, Buf<float> &out,
+                          std::string &error) const {
   auto it = entries.find(name);
   if (it == entries.end()) {
     error = path + ": no tensor '" + name + "' (expected " +

@@ -230,7 +230,8 @@ struct LinearModel {
   int64_t hidden, linearLayers;
 };
 
-inline attn_rt::Buf<float> normal(std::mt19937 &rng, size_t n, float scale = 1) {
+inline attn_rt::Buf<float> normal(std::mt19937 &rng, size_t n,
+                                  float scale = 1) {
   std::normal_distribution<float> dist(0.f, scale);
   attn_rt::Buf<float> v(n);
   for (float &x : v)

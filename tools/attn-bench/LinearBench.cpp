@@ -254,7 +254,7 @@ bool benchLinear(const Options &o, const Machine &mc, const std::string &dir) {
       GdnCall call(m, 1, rng);
       size_t n = s0.size();
       attn_rt::Buf<float> states = normal(rng, n * m.linearLayers, 0.1f),
-                         outStates(states.size());
+                          outStates(states.size());
       std::vector<double> ms, ratios;
       double bytes = 2.0 * 4 * double(n) * double(m.linearLayers);
       for (int round = 0; round < 5; ++round) {
