@@ -184,7 +184,7 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /// Stores n float32 values at element `dst` of a pool of the kind's K/V
 /// element type (4 bytes: as they are; 2: narrowed to bf16/f16 bits).
-void storeRow(const attn_rt_kind &kind, std::vector<unsigned char> &pool,
+void storeRow(const attn_rt_kind &kind, Buf<unsigned char> &pool,
               const float *src, int64_t dst, int64_t n) {
   if (kind.kv_dtype == ATTN_RT_KV_F32) {
     std::memcpy(&pool[dst * 4], src, n * 4);
@@ -204,7 +204,7 @@ struct PagedShard {
   int64_t pageSize = 16, numPages = 0, maxPages = 1, eltBytes = 4;
   int64_t hkv = 0, d = 0, dv = 0;
   std::vector<int64_t> start, len;
-  std::vector<unsigned char> k, v;
+  Buf<unsigned char> k, v;
   std::vector<int32_t> table;
 
   PagedShard(const attn_rt_kind &kind, const Buf<float> &kf,
@@ -373,8 +373,8 @@ struct RingLayout {
 /// Rank r's pools from contiguous K/V [B, Hkv, S, D/Dv] (float32).
 void fillRingPools(const attn_rt_kind &kind, const RingLayout &L, int64_t r,
                    const Buf<float> &kf, const Buf<float> &vf,
-                   std::vector<unsigned char> &k,
-                   std::vector<unsigned char> &v) {
+                   Buf<unsigned char> &k,
+                   Buf<unsigned char> &v) {
   for (int w = 0; w < 2; ++w) {
     int64_t c = L.chunk(r, w), lo = L.lo(c), n = L.length(c);
     for (int64_t b = 0; b < L.B; ++b)
@@ -402,7 +402,7 @@ struct RingTimes {
 struct RingState {
   Partial acc[2];
   Buf<float> out, stats;
-  std::vector<unsigned char> k, v, kRecv, vRecv;
+  Buf<unsigned char> k, v, kRecv, vRecv;
 };
 
 /// Ring attention of this rank's query chunks qc[0], qc[1] ([B, Hq, len,
@@ -411,15 +411,15 @@ struct RingState {
 /// the ring's communication runs (bench's comm-alone figure).
 RingTimes ringAttention(MPI_Comm comm, const attn_rt_kind &kind,
                         const RingLayout &L, Buf<float> qc[2],
-                        const std::vector<unsigned char> &kOwn,
-                        const std::vector<unsigned char> &vOwn, RingState &st,
+                        const Buf<unsigned char> &kOwn,
+                        const Buf<unsigned char> &vOwn, RingState &st,
                         bool computeOff = false) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   int64_t Hq = kind.num_heads, B = L.B;
   // The pools travel; this rank's own stay as they are.
-  std::vector<unsigned char> &kPool = st.k, &vPool = st.v, &kRecv = st.kRecv,
+  Buf<unsigned char> &kPool = st.k, &vPool = st.v, &kRecv = st.kRecv,
                              &vRecv = st.vRecv;
   kPool = kOwn;
   vPool = vOwn;
@@ -584,7 +584,7 @@ RingTimes ringPrefill(MPI_Comm comm, const attn_rt_kind &kind,
   RingLayout L = ringLayout(kind, B, S, size, P);
   Buf<float> qc[2];
   ringQueries(L, kind.num_heads, rank, q, qc);
-  std::vector<unsigned char> kPool(L.maxPoolPages() * L.pageBytes(L.d)),
+  Buf<unsigned char> kPool(L.maxPoolPages() * L.pageBytes(L.d)),
       vPool(L.maxPoolPages() * L.pageBytes(L.dv));
   fillRingPools(kind, L, rank, k, v, kPool, vPool);
   RingState st;
@@ -1083,7 +1083,7 @@ int cmdBench(const attn_rt_model *m, const World &w, int argc, char **argv) {
     RingLayout L = ringLayout(lk, B, S, tp.C, P);
     Buf<float> qc[2];
     ringQueries(L, lHq, tp.c, q, qc);
-    std::vector<unsigned char> kPool(L.maxPoolPages() * L.pageBytes(L.d)),
+    Buf<unsigned char> kPool(L.maxPoolPages() * L.pageBytes(L.d)),
         vPool(L.maxPoolPages() * L.pageBytes(L.dv));
     fillRingPools(lk, L, tp.c, k, v, kPool, vPool);
     RingState st;

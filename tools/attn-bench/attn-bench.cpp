@@ -357,7 +357,7 @@ std::array<double, 3> measureDecode(const Shape &s, const Options &o,
 /// order (as a serving engine's allocator leaves them), and its block
 /// table.
 struct PagedCache {
-  std::vector<char> k, v;
+  attn_rt::Buf<char> k, v;
   std::vector<int32_t> table;
   int64_t pages, eb;
   PagedCache(const Shape &s, const Inputs &in, int64_t page,
