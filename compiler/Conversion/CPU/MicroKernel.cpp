@@ -52,6 +52,7 @@
 #include "dialects/Attn/IR/AttnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -666,7 +667,7 @@ struct Emitter {
   /// A pool [num_pages, P, d] (strided) as a flat buffer of its elements,
   /// with its offset and page and row strides in elements.
   struct FlatPool {
-    Value mem, offset, pageStride, rowStride;
+    Value mem, offset, pageStride, rowStride, base;
   };
   FlatPool flatten(Value pool) {
     auto md = memref::ExtractStridedMetadataOp::create(b, loc, pool);
@@ -678,7 +679,8 @@ struct Emitter {
         b, loc, MemRefType::get({ShapedType::kDynamic}, elt),
         md.getBaseBuffer(), OpFoldResult(b.getIndexAttr(0)),
         ArrayRef<OpFoldResult>{extent}, ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-    return {flat, md.getOffset(), md.getStrides()[0], md.getStrides()[1]};
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, flat);
+    return {flat, md.getOffset(), md.getStrides()[0], md.getStrides()[1], base};
   }
   FlatPool kPool = {}, vPool = {};
   Value pageSize = {};
@@ -690,13 +692,50 @@ struct Emitter {
     pageSize = memref::DimOp::create(b, loc, k, 1);
   }
 
+  /// A demand load of the byte at element `off` of the flat pool `p`
+  /// (volatile: nothing uses the value). See fillRowTables.
+  void touch(const FlatPool &p, Value off) {
+    int64_t bytes =
+        cast<MemRefType>(p.mem.getType()).getElementTypeBitWidth() / 8;
+    Value scaled = arith::MulIOp::create(b, loc, off, idx(bytes));
+    Value addr = add(p.base, scaled);
+    Value a64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), addr);
+    Value ptr = LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext()), a64);
+    LLVM::LoadOp::create(b, loc, b.getI8Type(), ptr, /*alignment=*/1,
+                         /*isVolatile=*/true);
+  }
+  /// Touches the next chunk's rows C, C + P, C + 2P, ... (table `rows`)
+  /// of the pool `p`: one row in each page of the next chunk whenever its
+  /// pages start at multiples of P from the chunk's start (kv_pos a
+  /// multiple of P, and P dividing C or a multiple of it: a sequence's
+  /// pages of 16 or 256 tokens); other pages are only prefetched. (Finding
+  /// each page's first row instead, a division per chunk, measured slower:
+  /// D1 f32 pages of 16, 3.6-4.0 ms against 3.3-3.4.)
+  void touchNextChunk(const FlatPool &p, Value rows) {
+    Value c = idx(chunk()), end = idx(2 * chunk());
+    loop(c, end, pageSize, [&](Value j) {
+      touch(p, memref::LoadOp::create(b, loc, rows, ValueRange{j}));
+    });
+  }
+
   /// kRows/vRows[j] = the element offset of key row n0 + j (j < 2C: this
   /// chunk and the next) in kFlat/vFlat: key n is row (kv_pos + n) % P of
   /// page pages[(kv_pos + n) / P - kv_pos / P]; rows past the pages listed
   /// (only ever prefetched or masked) read the last page's. One iteration
   /// per page touched, its rows an arithmetic sequence (a division per
   /// chunk, not per row).
-  void fillRowTables(Value n0) {
+  /// With `touchNext` (decode), it then loads a byte of the first row of
+  /// each of the next chunk's pages (touchNextChunk). Decode prefetches
+  /// the next chunk's rows while it computes this one's, but pages of 16
+  /// tokens put each head's K and V rows on a new, random memory page every
+  /// 16 rows, and on the machine this was measured on (an AMD EPYC Zen 5
+  /// VM) the software prefetches alone left the kernel waiting on them; a
+  /// demand load per page at the chunk's start (before its prefetches)
+  /// took D1 with bf16 pages of 16 from 1.97 to 1.47 ms (contiguous: 1.25).
+  /// More touches (one per 4 KiB of rows, or the last row of each page as
+  /// well) measured slower for f32 pages.
+  void fillRowTables(Value n0, bool touchNext = false) {
     auto mul = [&](Value x, Value y) {
       return arith::MulIOp::create(b, loc, x, y).getResult();
     };
@@ -733,6 +772,10 @@ struct Emitter {
                                 vRows, ValueRange{j});
       });
     });
+    if (touchNext) {
+      touchNextChunk(kPool, kRows);
+      touchNextChunk(vPool, vRows);
+    }
   }
 
   /// The indices in q/acc/max/sum of packed row `t` (rowTab).
@@ -1075,7 +1118,7 @@ struct Emitter {
     loop(zero, N, C, [&](Value n0) {
       Value nc = minI(sub(N, n0), C);
       if (paged)
-        fillRowTables(n0);
+        fillRowTables(n0, /*touchNext=*/true);
       prefetchBase = add(n0, C);
       prefetchLast = sub(N, one);
       auto block = [&](Value t0, int64_t rows) {
