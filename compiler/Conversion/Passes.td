@@ -53,7 +53,8 @@ def CPUMicroKernelPass : Pass<"attn-cpu-micro-kernel", "ModuleOp"> {
     scale, softcap and the position mask on the registers, row max, exp,
     row sum, and acc·alpha + P·V in R×4 accumulators. Tiles of at most 16
     rows (decode) skip the pack: dot products along d, each K vector serving
-    every row, with the next chunk's K and V prefetched into L2. Scratch is
+    every row, with the next chunk's K and V prefetched into L2 (and, paged,
+    a byte of each of its pages touched first). Scratch is
     allocated once per parallel iteration. The code of each distinct tile
     (attributes, operand types) is a private no-inline function
     `@<caller>_tile(q, k, v, acc, max, sum, q_pos, kv_pos, Kt, P, alpha)`

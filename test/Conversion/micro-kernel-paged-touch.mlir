@@ -1,8 +1,9 @@
 // The paged decode tile touches (a volatile one-byte load) the first row of
-// each page of the next chunk of keys, K and V, once per chunk: software
-// prefetches alone left decode over pages of 16 tokens waiting on memory
-// (MicroKernel.cpp, fillRowTables). The contiguous kernel and the paged
-// prefill tile (rows in the lanes, compute-bound) do not touch.
+// each page of the next chunk of keys, K and V, once per chunk, before
+// prefetching it: software prefetches alone left decode over pages of 16
+// tokens waiting on memory (MicroKernel.cpp, fillRowTables). The contiguous
+// kernel (touching measured within the noise there) and the paged prefill
+// tile (rows in the lanes, compute-bound) do not touch.
 // RUN: attn-opt %s -attn-pipeline='stop-after=llvm-dialect reference=false' | FileCheck %s
 
 // CHECK-LABEL: llvm.func internal @paged_tile(

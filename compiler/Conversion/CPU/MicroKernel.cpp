@@ -32,7 +32,9 @@
 // vector of scores, and a loop over the rows does each row's softmax. While
 // P·V runs over key n of the chunk, the K and V rows of key n of the next
 // chunk are prefetched into L2 (decode reads K and V from memory once;
-// without the prefetch the loads wait on DRAM).
+// without the prefetch the loads wait on DRAM); a paged tile also touches
+// (a volatile byte load) the first row of each page of the next chunk at
+// the start of each chunk, ahead of those prefetches.
 // A paged tile (attn.online_attention with pages(...)) spans pages: per
 // chunk, a table of the element offsets of its K and V rows in the page
 // pools (this chunk's and the next chunk's, one division per chunk) stands
@@ -719,25 +721,6 @@ struct Emitter {
     });
   }
 
-  /// The contiguous kernel's counterpart of touchNextChunk: one byte in
-  /// every 4 KiB of rows [r0, r1) of the K or V buffer `mem` ([N, d],
-  /// rows strided). Measured (AMD EPYC Zen 5, D1 decode, 16,384 keys,
-  /// alternated runs): f32 3.48 -> 3.18 ms, bf16 1.32 -> 1.32-1.25.
-  void touchRowsAhead(Value mem, Value r0, Value r1) {
-    auto md = memref::ExtractStridedMetadataOp::create(b, loc, mem);
-    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, mem);
-    FlatPool rows{mem, md.getOffset(), Value(), md.getStrides()[0], base};
-    int64_t bytes =
-        cast<MemRefType>(mem.getType()).getElementTypeBitWidth() / 8;
-    Value perRun =
-        arith::DivSIOp::create(b, loc, idx(4096 / bytes), rows.rowStride);
-    Value step = arith::MaxSIOp::create(b, loc, perRun, idx(1));
-    loop(r0, r1, step, [&](Value r) {
-      Value rowOff = arith::MulIOp::create(b, loc, r, rows.rowStride);
-      touch(rows, add(rows.offset, rowOff));
-    });
-  }
-
   /// kRows/vRows[j] = the element offset of key row n0 + j (j < 2C: this
   /// chunk and the next) in kFlat/vFlat: key n is row (kv_pos + n) % P of
   /// page pages[(kv_pos + n) / P - kv_pos / P]; rows past the pages listed
@@ -1140,12 +1123,6 @@ struct Emitter {
         fillRowTables(n0, /*touchNext=*/true);
       prefetchBase = add(n0, C);
       prefetchLast = sub(N, one);
-      if (!paged) {
-        Value twoAhead = add(n0, idx(2 * chunk()));
-        Value aheadEnd = minI(twoAhead, N);
-        touchRowsAhead(k, prefetchBase, aheadEnd);
-        touchRowsAhead(v, prefetchBase, aheadEnd);
-      }
       auto block = [&](Value t0, int64_t rows) {
         rowBlock(t0, rows, M, leadUbs, n0, nc);
       };
