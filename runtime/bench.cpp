@@ -215,25 +215,28 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
       // Device buffers once; each call is the host stub: launch on a
       // stream and wait for it.
       int64_t outElems = b * kind.num_heads * sq * kind.head_dim_v;
-      DeviceCall c(q, qs, k, ks, v, vs, lens, outElems);
+      DeviceCall c(kind, q, qs, k, ks, v, vs, lens, outElems);
       double fusedMs = medianMs(repeats, [&] { c.call(kind.fused, kind); });
       double tflops = f / fusedMs / 1e9;
       double pctFp32 = 100 * tflops / gDevice.fp32Tflops;
       double pctTensor = 100 * tflops / gDevice.tensorTflops;
       if (json)
         std::printf("%s\n  {\"kind\": \"%s\", \"device\": \"%s\", "
+                    "\"kv_dtype\": \"%s\", "
                     "\"batch\": %lld, \"seq\": %lld, \"kv_len\": %lld, "
                     "\"flops\": %.0f, \"fused_ms\": %.4f, "
                     "\"fused_tflops\": %.3f, \"pct_fp32_peak\": %.2f, "
                     "\"pct_bf16_tensor_peak\": %.2f}",
                     ki ? "," : "", kind.name, gDevice.name.c_str(),
-                    (long long)b, (long long)sq, (long long)skv, f, fusedMs,
-                    tflops, pctFp32, pctTensor);
+                    kvDtypeName(kind), (long long)b, (long long)sq,
+                    (long long)skv, f, fusedMs, tflops, pctFp32, pctTensor);
       else
-        std::printf("%-30s B=%lld Sq=%lld Skv=%lld: fused %9.3f ms %8.3f "
+        std::printf("%-30s B=%lld Sq=%lld Skv=%lld%s%s: fused %9.3f ms %8.3f "
                     "TFLOP/s, %.1f%% of the fp32 peak, %.1f%% of the dense "
                     "bf16 tensor peak\n",
                     kind.name, (long long)b, (long long)sq, (long long)skv,
+                    kind.kv_dtype == ATTN_RT_KV_F32 ? "" : " K/V ",
+                    kind.kv_dtype == ATTN_RT_KV_F32 ? "" : kvDtypeName(kind),
                     fusedMs, tflops, pctFp32, pctTensor);
       continue;
     }

@@ -151,16 +151,27 @@ struct DeviceBuffer {
 };
 
 /// Device descriptors of the same shapes as the host ones, for repeated
-/// calls (bench).
+/// calls (bench). K and V go to the device in the kind's kv_dtype: fp32
+/// values rounded to bf16/f16 on the host (as HostCall does), or a file's
+/// 16-bit bits as they are.
 struct DeviceCall {
   DeviceBuffer out, q, k, v, lens;
   attn_rt_memref_f32_4 dout, dq, dk, dv;
   attn_rt_memref_i64_1 dl;
-  DeviceCall(Buf<float> &hq, const std::vector<int64_t> &qs, Buf<float> &hk,
+  DeviceCall(const attn_rt_kind &kind, Buf<float> &hq,
+             const std::vector<int64_t> &qs, Buf<float> &hk,
              const std::vector<int64_t> &ks, Buf<float> &hv,
              const std::vector<int64_t> &vs, std::vector<int64_t> &hl,
              int64_t outElems);
+  DeviceCall(Buf<float> &hq, const std::vector<int64_t> &qs,
+             const Buf<uint16_t> &hk, const std::vector<int64_t> &ks,
+             const Buf<uint16_t> &hv, const std::vector<int64_t> &vs,
+             std::vector<int64_t> &hl, int64_t outElems);
   void call(void (*fn)(void), const attn_rt_kind &kind);
+
+private:
+  void describe(const std::vector<int64_t> &qs, const std::vector<int64_t> &ks,
+                const std::vector<int64_t> &vs, int64_t batch);
 };
 
 /// A block's weights read from a .safetensors file by their checkpoint

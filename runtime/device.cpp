@@ -181,21 +181,61 @@ void callKernel(void (*fn)(void), const attn_rt_kind &kind,
   }
 }
 
+namespace {
+/// `x` rounded to the kind's 16-bit K/V type (its bits).
+Buf<uint16_t> narrowed(const attn_rt_kind &kind, const Buf<float> &x) {
+  bool half = kvIsHalf(kind);
+  Buf<uint16_t> bits(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    bits[i] = narrowBits(x[i], half);
+  return bits;
+}
+} // namespace
+
+DeviceCall::DeviceCall(const attn_rt_kind &kind, Buf<float> &hq,
+                       const std::vector<int64_t> &qs, Buf<float> &hk,
+                       const std::vector<int64_t> &ks, Buf<float> &hv,
+                       const std::vector<int64_t> &vs, std::vector<int64_t> &hl,
+                       int64_t outElems)
+    : out(nullptr, 4 * outElems), q(hq.data(), 4 * int64_t(hq.size())),
+      k(nullptr,
+        (kind.kv_dtype == ATTN_RT_KV_F32 ? 4 : 2) * int64_t(hk.size())),
+      v(nullptr,
+        (kind.kv_dtype == ATTN_RT_KV_F32 ? 4 : 2) * int64_t(hv.size())),
+      lens(hl.data(), 8 * int64_t(hl.size())) {
+  if (kind.kv_dtype == ATTN_RT_KV_F32) {
+    attn_rt_cuda_to_device(k.ptr, hk.data(), k.bytes);
+    attn_rt_cuda_to_device(v.ptr, hv.data(), v.bytes);
+  } else {
+    attn_rt_cuda_to_device(k.ptr, narrowed(kind, hk).data(), k.bytes);
+    attn_rt_cuda_to_device(v.ptr, narrowed(kind, hv).data(), v.bytes);
+  }
+  describe(qs, ks, vs, int64_t(hl.size()));
+}
+
 DeviceCall::DeviceCall(Buf<float> &hq, const std::vector<int64_t> &qs,
-                       Buf<float> &hk, const std::vector<int64_t> &ks,
-                       Buf<float> &hv, const std::vector<int64_t> &vs,
+                       const Buf<uint16_t> &hk, const std::vector<int64_t> &ks,
+                       const Buf<uint16_t> &hv, const std::vector<int64_t> &vs,
                        std::vector<int64_t> &hl, int64_t outElems)
     : out(nullptr, 4 * outElems), q(hq.data(), 4 * int64_t(hq.size())),
-      k(hk.data(), 4 * int64_t(hk.size())),
-      v(hv.data(), 4 * int64_t(hv.size())),
+      k(hk.data(), 2 * int64_t(hk.size())),
+      v(hv.data(), 2 * int64_t(hv.size())),
       lens(hl.data(), 8 * int64_t(hl.size())) {
+  describe(qs, ks, vs, int64_t(hl.size()));
+}
+
+void DeviceCall::describe(const std::vector<int64_t> &qs,
+                          const std::vector<int64_t> &ks,
+                          const std::vector<int64_t> &vs, int64_t batch) {
+  // The descriptors carry untyped pointers: a 16-bit cache's device
+  // buffer goes where the float32 one would (see HostCall).
   std::vector<int64_t> os = {qs[0], qs[1], qs[2], vs[3]};
   dout = view4(static_cast<float *>(out.ptr), os);
   dq = view4(static_cast<float *>(q.ptr), qs);
   dk = view4(static_cast<float *>(k.ptr), ks);
   dv = view4(static_cast<float *>(v.ptr), vs);
   auto *l = static_cast<int64_t *>(lens.ptr);
-  dl = {l, l, 0, {int64_t(hl.size())}, {1}};
+  dl = {l, l, 0, {batch}, {1}};
 }
 
 void DeviceCall::call(void (*fn)(void), const attn_rt_kind &kind) {
@@ -207,7 +247,7 @@ void runOnDevice(void (*fn)(void), const attn_rt_kind &kind, Buf<float> &q,
                  const std::vector<int64_t> &ks, Buf<float> &v,
                  const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
                  Buf<float> &out) {
-  DeviceCall c(q, qs, k, ks, v, vs, lens, int64_t(out.size()));
+  DeviceCall c(kind, q, qs, k, ks, v, vs, lens, int64_t(out.size()));
   c.call(fn, kind);
   attn_rt_cuda_to_host(out.data(), c.out.ptr, 4 * int64_t(out.size()));
 }

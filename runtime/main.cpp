@@ -208,7 +208,13 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
   if (kind.kv_dtype == ATTN_RT_KV_F32)
     run(kind.fused, kind, q.f32, q.shape, k.f32, k.shape, v.f32, v.shape, lens,
         &table, out);
-  else // the file's bf16/f16 bits as they are (CPU only: --kv-dtype)
+  else if (gCuda) { // the file's bf16/f16 bits as they are (--kv-dtype)
+    out.resize(q.shape[0] * q.shape[1] * q.shape[2] * v.shape[3]);
+    DeviceCall c(q.f32, q.shape, k.u16, k.shape, v.u16, v.shape, lens,
+                 int64_t(out.size()));
+    c.call(kind.fused, kind);
+    attn_rt_cuda_to_host(out.data(), c.out.ptr, 4 * int64_t(out.size()));
+  } else
     HostCall(kind, q.f32, q.shape, std::move(k.u16), k.shape,
              std::move(v.u16), v.shape, lens, &table, out)
         .call(kind.fused, kind);

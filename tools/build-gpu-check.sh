@@ -35,6 +35,20 @@ for name in llama-3.1-8b seed gemma-2-27b falcon-7b; do
   "$BUILD_DIR/bin/attn-compile" "${CONFIGS[$name]}" --target=cuda \
     --gpu-arch="$ARCH" --gpu-precision=bf16 -o "$OUT/$name-bf16"
 done
+# bf16 and f16 KV caches (--kv-dtype), read as they are stored: the fp32
+# kernel widening them (Llama: GQA, D=128; Falcon: MQA, D=64) and the
+# tensor-core kernel of the cache's own type (the seed: D=256, Q in shared
+# memory; Llama f16: the f16 mma.sync variant).
+"$BUILD_DIR/bin/attn-compile" "${CONFIGS[llama-3.1-8b]}" --target=cuda \
+  --gpu-arch="$ARCH" --kv-dtype=bf16 -o "$OUT/llama-3.1-8b-kvbf16"
+"$BUILD_DIR/bin/attn-compile" "${CONFIGS[falcon-7b]}" --target=cuda \
+  --gpu-arch="$ARCH" --kv-dtype=f16 -o "$OUT/falcon-7b-kvf16"
+"$BUILD_DIR/bin/attn-compile" "${CONFIGS[seed]}" --target=cuda \
+  --gpu-arch="$ARCH" --kv-dtype=bf16 --gpu-precision=bf16 \
+  -o "$OUT/seed-kvbf16-bf16"
+"$BUILD_DIR/bin/attn-compile" "${CONFIGS[llama-3.1-8b]}" --target=cuda \
+  --gpu-arch="$ARCH" --kv-dtype=f16 --gpu-precision=f16 \
+  -o "$OUT/llama-3.1-8b-kvf16-f16"
 cp "$ROOT/tools/gpu-check.sh" "$OUT/"
 echo "built $(ls "$OUT" | grep -vc '\.sh$') CUDA executables for $ARCH in $OUT;"
 echo "on the GPU machine: $OUT/gpu-check.sh $OUT"

@@ -11,7 +11,12 @@
 #   2. `bench` on the seed model and a Llama-3-8B shape (Hq=32 Hkv=8 D=128),
 #      fp32 and bf16 kernels, at S = 1k, 4k, 16k (batch 1, causal prefill):
 #      median ms, TFLOP/s and % of the chip's fp32 and dense bf16 tensor
-#      peaks; the seed's linear kind: ms and µs per token.
+#      peaks; the seed's linear kind: ms and µs per token; the same shapes
+#      and one decode step against 65,536 keys over bf16/f16 KV caches
+#      (*-kv*: read as stored, widened by the fp32 kernel or taken by the
+#      tensor-core kernel of the same type).
+#   Checks of *-kv* executables compare with the reference on the rounded
+#   K/V (1e-5 for the fp32 kernel, 2e-2 for the tensor-core ones).
 set -u
 # A hung kernel must not eat the whole lease: each run gets a time limit
 # where coreutils' timeout exists.
@@ -47,6 +52,15 @@ for name in llama-3.1-8b llama-3.1-8b-bf16 seed seed-bf16; do
     echo "$out" >> "$LOG"
     echo "$out" | grep -v '^device:' | sed "s/^/$name S=$s: /"
     dev=$(echo "$out" | grep '^device:' | head -n 1)
+  done
+done
+echo "== bf16/f16 KV caches (prefill S = 4k; decode: one query against 65,536 keys)"
+for name in llama-3.1-8b-kvbf16 llama-3.1-8b-kvf16-f16 seed-kvbf16-bf16; do
+  [ -x "$DIR/$name" ] || continue
+  for shape in "--seq 4096" "--seq 1 --kv-len 65536"; do
+    out=$($LIMIT "$DIR/$name" bench $shape --repeats 5 2>&1)
+    echo "$out" >> "$LOG"
+    echo "$out" | grep -v '^device:' | sed "s/^/$name $shape: /"
   done
 done
 echo "== summary"

@@ -28,7 +28,7 @@ namespace attn {
 
 /// The arithmetic of the CUDA kernel: fp32 on CUDA cores, or bf16 inputs on
 /// tensor cores with fp32 accumulation.
-enum class GPUPrecision { fp32, bf16 };
+enum class GPUPrecision { fp32, bf16, f16 };
 
 #define GEN_PASS_DECL
 #include "compiler/Conversion/Passes.h.inc"

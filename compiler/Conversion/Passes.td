@@ -118,7 +118,11 @@ def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "func::FuncOp"> {
     32), each lane holding every 32nd element of a row's q and accumulator,
     scores summed by xor shuffles (the accuracy path). `precision=bf16`:
     tensor cores, 16 rows per warp, Q·Kᵀ and P·V as `nvvm.mma.sync`
-    m16n8k16 with fp32 accumulators (head dims multiple of 16). T5
+    m16n8k16 with fp32 accumulators (head dims multiple of 16);
+    `precision=f16` the same on f16. K and V may be f32, bf16 or f16
+    (a --kv-dtype cache, read as it is: the fp32 kernel widens them in
+    shared memory, the tensor-core kernels take a cache of their own type
+    or f32). T5
     relative bias and split-K are not lowered.
   }];
   let options = [
@@ -133,7 +137,10 @@ def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "func::FuncOp"> {
                         "CUDA-core kernel on fp32 (the accuracy path)"),
              clEnumValN(mlir::attn::GPUPrecision::bf16, "bf16",
                         "tensor-core kernel (mma.sync m16n8k16, Q, K, V and "
-                        "P rounded to bf16, fp32 accumulators and softmax)"))}]>,
+                        "P rounded to bf16, fp32 accumulators and softmax)"),
+             clEnumValN(mlir::attn::GPUPrecision::f16, "f16",
+                        "the same kernel on f16 (mma.sync m16n8k16 f16: Q, "
+                        "K, V and P rounded to f16)"))}]>,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

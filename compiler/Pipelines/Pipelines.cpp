@@ -422,7 +422,7 @@ LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
   TileAttentionPassOptions tile;
   tile.target = TileTarget::gpu;
   tile.qBlock = options.qBlock;
-  tile.blockRows = options.precision == GPUPrecision::bf16 ? 64 : 32;
+  tile.blockRows = options.precision == GPUPrecision::fp32 ? 32 : 64;
   tile.splitTarget = 0;
   pm.addNestedPass<func::FuncOp>(createTileAttentionPass(tile));
   // Gated DeltaNet: the same (batch, value head) forall as on the CPU; its

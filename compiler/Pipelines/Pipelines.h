@@ -109,7 +109,9 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
       llvm::cl::values(
           clEnumValN(GPUPrecision::fp32, "fp32", "CUDA cores, fp32"),
           clEnumValN(GPUPrecision::bf16, "bf16",
-                     "tensor cores, bf16 inputs, fp32 accumulators"))};
+                     "tensor cores, bf16 inputs, fp32 accumulators"),
+          clEnumValN(GPUPrecision::f16, "f16",
+                     "tensor cores, f16 inputs, fp32 accumulators"))};
   Option<GPUStage> stopAfter{
       *this, "stop-after", llvm::cl::desc("Last stage to run"),
       llvm::cl::init(GPUStage::PTX),

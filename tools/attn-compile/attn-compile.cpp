@@ -158,7 +158,10 @@ cl::opt<attn::GPUPrecision> gpuPrecision(
                           "CUDA cores, the accuracy path (default)"),
                clEnumValN(attn::GPUPrecision::bf16, "bf16",
                           "tensor cores: mma.sync on bf16 inputs, fp32 "
-                          "accumulators")),
+                          "accumulators"),
+               clEnumValN(attn::GPUPrecision::f16, "f16",
+                          "tensor cores: mma.sync on f16 inputs, fp32 "
+                          "accumulators (an f16 --kv-dtype cache)")),
     cl::cat(category));
 
 cl::opt<attn::GPUArch> gpuArch(
@@ -393,11 +396,21 @@ bool checkOptions(Stage stage, bool building) {
                   llvm::sys::path::stem(outputPath).str() +
                   (emit == Emit::Shared ? ".so" : ".o"));
   }
-  if (cuda && kvDtype != attn::KVCacheType::f32)
-    return fail("--kv-dtype=" +
-                llvm::Twine(kvDtype == attn::KVCacheType::bf16 ? "bf16"
-                                                               : "f16") +
-                " is CPU-only for now: the GPU kernels read fp32 K/V");
+  // The tensor-core kernels compute in their own 16-bit type: a cache of
+  // the other one would be rounded again (f16 -> bf16 drops 3 mantissa
+  // bits, bf16 -> f16 overflows past 65504).
+  if (cuda && ((kvDtype == attn::KVCacheType::f16 &&
+                gpuPrecision == attn::GPUPrecision::bf16) ||
+               (kvDtype == attn::KVCacheType::bf16 &&
+                gpuPrecision == attn::GPUPrecision::f16)))
+    return fail(llvm::Twine("--kv-dtype=") +
+                (kvDtype == attn::KVCacheType::bf16 ? "bf16" : "f16") +
+                " with --gpu-precision=" +
+                (gpuPrecision == attn::GPUPrecision::bf16 ? "bf16" : "f16") +
+                ": the tensor-core kernel would round the cache to its own "
+                "16-bit type; use --gpu-precision=" +
+                (kvDtype == attn::KVCacheType::bf16 ? "bf16" : "f16") +
+                " (or fp32, which reads any cache)");
   if (tensorParallel < 1 || tensorParallel > 4096)
     return fail("--tensor-parallel must be in [1, 4096], got " +
                 llvm::Twine(tensorParallel.getValue()));
@@ -533,7 +546,7 @@ int compileCUDA(MLIRContext &context, const attn::ModelSpec &spec,
     // runtime, whose CUDA part loads libcuda.so.1 with dlopen.
     llvm::SmallString<0> object;
     if (!emitHost(module, attn::CPUOutput::Object, object, &spec,
-                  /*cuda=*/true, gpuPrecision == attn::GPUPrecision::bf16))
+                  /*cuda=*/true, gpuPrecision != attn::GPUPrecision::fp32))
       return 1;
     return linkBuild(object, /*shared=*/false, /*cuda=*/true);
   }

@@ -13,17 +13,19 @@
 //   K and V tiles of kv-block keys are staged in shared memory by all the
 //           threads and read by every row of the group;
 //   per key, a warp computes its rows' scores (lane partial dot products
-//           summed by gpu.subgroup_reduce, xor shuffles in PTX), masks them by position, and folds them
-//           into the row's online-softmax state in the log2 domain (scale ·
-//           log2 e folded into q, `llvm.intr.exp2`, which NVPTX maps to
-//           ex2.approx); a row that sees no key writes 0. The PTX needs
-//           no libdevice.
+//           summed by gpu.subgroup_reduce, xor shuffles in PTX), masks them by
+//           position, and folds them into the row's online-softmax state in the
+//           log2 domain (scale · log2 e folded into q, `llvm.intr.exp2`, which
+//           NVPTX maps to ex2.approx); a row that sees no key writes 0. The PTX
+//           needs no libdevice.
 //
 // This is the fp32 (CUDA-core) path (FP32Kernel.cpp), the accuracy
-// reference of the GPU backend; with precision=bf16 the same launch computes
-// Q·Kᵀ and P·V on tensor cores (MmaKernel.cpp: mma.sync m16n8k16 on bf16
-// inputs, fp32 accumulators). This file reads the tiled form and runs the
-// pass.
+// reference of the GPU backend; with precision=bf16 (f16) the same launch
+// computes Q·Kᵀ and P·V on tensor cores (MmaKernel.cpp: mma.sync m16n8k16
+// on bf16 (f16) inputs, fp32 accumulators). K and V may be a bf16 or f16
+// cache (--kv-dtype): the fp32 kernel widens it as it stages the tiles,
+// the tensor-core kernel of the same type stages it as it is. This file reads
+// the tiled form and runs the pass.
 //
 //===----------------------------------------------------------------------===//
 
@@ -199,9 +201,27 @@ struct ConvertAttnToGPUPass
           vT = vSlice.getSource();
     Operation *op = first;
     auto qTy = cast<RankedTensorType>(qT.getType());
-    for (Value t : {qT, kT, vT})
-      if (!cast<ShapedType>(t.getType()).getElementType().isF32())
-        return op->emitOpError("the GPU kernels take fp32 tensors for now");
+    // q is fp32; K and V fp32 or a 16-bit cache (--kv-dtype), read as it
+    // is (widened, or taken by a tensor-core kernel of the same type).
+    Type kvElt = cast<ShapedType>(kT.getType()).getElementType();
+    if (!cast<ShapedType>(qT.getType()).getElementType().isF32())
+      return op->emitOpError("the GPU kernels take an fp32 query");
+    if (!(kvElt.isF32() || kvElt.isBF16() || kvElt.isF16()) ||
+        cast<ShapedType>(vT.getType()).getElementType() != kvElt)
+      return op->emitOpError("the GPU kernels take K and V of one type, "
+                             "f32, bf16 or f16; got ")
+             << kT.getType() << " and " << vT.getType();
+    bool mmaKernel = precision != GPUPrecision::fp32;
+    Builder types(forall.getContext());
+    Type mmaElt = precision == GPUPrecision::f16 ? Type(types.getF16Type())
+                                                 : Type(types.getBF16Type());
+    StringRef mmaName = mmaElt.isF16() ? "f16" : "bf16";
+    if (mmaKernel && !kvElt.isF32() && kvElt != mmaElt)
+      return op->emitOpError("the ")
+             << mmaName << " tensor-core kernel would round a "
+             << (kvElt.isBF16() ? "bf16" : "f16") << " K/V cache to " << mmaName
+             << ": compile with precision=" << (kvElt.isBF16() ? "bf16" : "f16")
+             << " or fp32";
     int64_t hq = qTy.getDimSize(1);
     int64_t d = qTy.getDimSize(3);
     int64_t dv = cast<RankedTensorType>(vT.getType()).getDimSize(3);
@@ -221,30 +241,32 @@ struct ConvertAttnToGPUPass
     e.epl = (d + kWarp - 1) / kWarp;
     e.eplV = (dv + kWarp - 1) / kWarp;
     e.kRowsPerWarp = std::max(e.epl, e.eplV) <= 1 ? 8 : 4;
-    bool bf16 = precision == GPUPrecision::bf16;
-    if (bf16 && (d % 16 || dv % 16))
-      return op->emitOpError("the bf16 tensor-core kernel needs head dims "
-                            "that are multiples of 16, got ")
+    e.mmaElt = mmaElt;
+    if (mmaKernel && (d % 16 || dv % 16))
+      return op->emitOpError("the ")
+             << mmaName
+             << " tensor-core kernel needs head dims that are multiples of "
+                "16, got "
              << d << " and " << dv << " (the fp32 kernel takes any)";
     // fp32: about 32 rows (heads x query rows) per block, 4-byte K and V
-    // tiles; bf16: about 64 rows (4 warps of 16), 2-byte tiles of a
+    // tiles; bf16/f16: about 64 rows (4 warps of 16), 2-byte tiles of a
     // multiple of 16 keys; both at most 32 KB of shared memory by default.
-    int64_t elt = bf16 ? 2 : 4;
+    int64_t elt = mmaKernel ? 2 : 4;
     e.qRows = src.qBlock;
-    // bf16 with d > 128 also keeps the Q tile (16 rows per warp) in
-    // shared memory.
+    // The tensor-core kernel with d > 128 also keeps the Q tile (16 rows
+    // per warp) in shared memory.
     int64_t qTileBytes =
-        bf16 && d > 128 ? (group * e.qRows + 15) / 16 * 16 * d * 2 : 0;
-    e.kvBlock = kvBlock ? kvBlock
-                : bf16  ? std::clamp<int64_t>((49152 - qTileBytes) /
-                                                  ((d + dv) * 2) / 16 * 16,
-                                              16, 64)
-                        : std::max<int64_t>(8, 4096 / std::max(d, dv));
+        mmaKernel && d > 128 ? (group * e.qRows + 15) / 16 * 16 * d * 2 : 0;
+    e.kvBlock = kvBlock     ? kvBlock
+                : mmaKernel ? std::clamp<int64_t>((49152 - qTileBytes) /
+                                                      ((d + dv) * 2) / 16 * 16,
+                                                  16, 64)
+                            : std::max<int64_t>(8, 4096 / std::max(d, dv));
     if (e.kvBlock <= 0)
       return op->emitOpError("kv-block must be positive");
-    if (bf16 && e.kvBlock % 16)
-      return op->emitOpError("the bf16 kernel's kv-block must be a multiple "
-                            "of 16, got ")
+    if (mmaKernel && e.kvBlock % 16)
+      return op->emitOpError("the ")
+             << mmaName << " kernel's kv-block must be a multiple of 16, got "
              << e.kvBlock;
     if (e.kvBlock * (d + dv) * elt + qTileBytes > 48 * 1024)
       return op->emitOpError("kv-block ")
@@ -261,7 +283,7 @@ struct ConvertAttnToGPUPass
     Value qBuf = buffer(qT);
     Value kBuf = buffer(kT);
     Value vBuf = buffer(vT);
-    if (bf16)
+    if (mmaKernel)
       e.emitMma(dest.getDest(), qBuf, kBuf, vBuf, lens);
     else
       e.emit(dest.getDest(), qBuf, kBuf, vBuf, lens);

@@ -86,7 +86,8 @@ KernelEmitter::Launch KernelEmitter::beginLaunch(Value k, Value lens,
 void KernelEmitter::stageTile(const Launch &L, Value src, Value tile,
                               int64_t width, Value kt, Value kn,
                               int64_t threads) {
-  bool bf16 = cast<MemRefType>(tile.getType()).getElementType().isBF16();
+  Type tileElt = cast<MemRefType>(tile.getType()).getElementType();
+  Type srcElt = cast<MemRefType>(src.getType()).getElementType();
   Value one = c(1);
   loop(L.tid, c(kvBlock * width), c(threads), ValueRange{},
        [&](Value idx, ValueRange) -> SmallVector<Value> {
@@ -97,9 +98,22 @@ void KernelEmitter::stageTile(const Launch &L, Value src, Value tile,
          key = min(key, sub(L.kvLen, one));
          Value x = memref::LoadOp::create(b, loc, src,
                                           ValueRange{L.bi, L.g, key, col});
-         Value staged = select(in, x, f32(0.0));
-         memref::StoreOp::create(b, loc, bf16 ? toBf16(staged) : staged, tile,
-                                 ValueRange{j, col});
+         // A cache of the tile's type is copied as it is; otherwise
+         // through f32 (widened from a 16-bit cache, or rounded into a
+         // 16-bit tile).
+         Value staged;
+         if (srcElt == tileElt) {
+           Value zero = arith::ConstantOp::create(b, loc, tileElt,
+                                                  b.getFloatAttr(tileElt, 0.0));
+           staged = select(in, x, zero);
+         } else {
+           if (!srcElt.isF32())
+             x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+           staged = select(in, x, f32(0.0));
+           if (!tileElt.isF32())
+             staged = toNarrow(staged);
+         }
+         memref::StoreOp::create(b, loc, staged, tile, ValueRange{j, col});
          return {};
        });
 }

@@ -2,7 +2,7 @@
 //
 // Internal to compiler/Conversion/GPU: what convert-attn-to-gpu reads from
 // the tiled form (TiledSource) and the builder of the kernels' launch
-// (KernelEmitter), shared by the fp32 kernel (FP32Kernel.cpp), the bf16
+// (KernelEmitter), shared by the fp32 kernel (FP32Kernel.cpp), the bf16/f16
 // tensor-core kernel (MmaKernel.cpp) and the pass (AttnToGPU.cpp).
 //
 //===----------------------------------------------------------------------===//
@@ -56,6 +56,8 @@ struct KernelEmitter {
   int64_t hkv = 1, group = 1, d = 0, dv = 0, epl = 1, eplV = 1;
   /// Query rows per warp: 8 for head dims up to 32, else 4 (registers).
   int64_t kRowsPerWarp = 8;
+  /// The tensor-core kernel's operand type: bf16 or f16.
+  Type mmaElt = Type();
 
   Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value f32(double v) {
@@ -144,8 +146,8 @@ struct KernelEmitter {
   /// The fp32 kernel (FP32Kernel.cpp): per key, warp-reduced dot products
   /// and an online-softmax update per row.
   void emit(Value out, Value q, Value k, Value v, Value lens);
-  /// The bf16 tensor-core kernel (MmaKernel.cpp: mma.sync m16n8k16, fp32
-  /// accumulators).
+  /// The tensor-core kernel (MmaKernel.cpp: mma.sync m16n8k16 on mmaElt,
+  /// fp32 accumulators).
   void emitMma(Value out, Value q, Value k, Value v, Value lens);
 
   /// Common prologue of both kernels: the launch, its ids and the block's
@@ -157,8 +159,10 @@ struct KernelEmitter {
   Launch beginLaunch(Value k, Value lens, int64_t threads,
                      TypeRange tileTypes);
   /// Stages keys [kt, kt + kn) of the batch's KV head of `src` ([B, Hkv,
-  /// keys, width]) into the workgroup `tile` [kv-block, width], zeros past
-  /// kn, rounded to bf16 when the tile is bf16; all `threads` take part.
+  /// keys, width], f32, bf16 or f16) into the workgroup `tile` [kv-block,
+  /// width], zeros past kn: widened into an f32 tile, rounded from f32
+  /// into a 16-bit one, copied as it is into one of its own type; all
+  /// `threads` take part.
   void stageTile(const Launch &L, Value src, Value tile, int64_t width,
                  Value kt, Value kn, int64_t threads);
 
@@ -174,9 +178,9 @@ struct KernelEmitter {
                              Value kTile, Value vTile, Value kt, Value j,
                              ValueRange st);
 
-  /// What the bf16 kernel's steps share: the launch, its tiles, a thread's
-  /// fragment coordinates (group gq, thread in group tq) and its two rows
-  /// (gq and gq + 8 of the warp's 16), Q's fragments.
+  /// What the tensor-core kernel's steps share: the launch, its tiles, a
+  /// thread's fragment coordinates (group gq, thread in group tq) and its two
+  /// rows (gq and gq + 8 of the warp's 16), Q's fragments.
   struct MmaState {
     Launch L;
     int64_t warps = 0;
@@ -191,13 +195,14 @@ struct KernelEmitter {
   /// One key tile: S = Q·Kᵀ, mask, online softmax, O = O·alpha + P·V.
   SmallVector<Value> mmaTile(const MmaState &m, Value k, Value v, Value kt,
                              ValueRange st);
-  /// O·alpha + P·V on the tile's probabilities (bf16 C fragments).
-  void mmaPV(const MmaState &m, ArrayRef<SmallVector<Value>> pBf16,
+  /// O·alpha + P·V on the tile's probabilities (mmaElt C fragments).
+  void mmaPV(const MmaState &m, ArrayRef<SmallVector<Value>> pNarrow,
              const Value alpha[2], ValueRange st, SmallVector<Value> &next);
   /// out = O / l for the thread's rows.
   void mmaStore(const MmaState &m, scf::ForOp tiles, Value out);
 
-  /// Two bf16 as one i32 (the first in the low half), for mma operands.
+  /// Two 16-bit floats as one i32 (the first in the low half), for mma
+  /// operands.
   Value pack(Value lowBf16, Value highBf16) {
     auto i16 = b.getIntegerType(16), i32 = b.getI32Type();
     auto widen = [&](Value x) -> Value {
@@ -209,20 +214,28 @@ struct KernelEmitter {
     Value hiBits = arith::ShLIOp::create(b, loc, high, sixteen);
     return arith::OrIOp::create(b, loc, widen(lowBf16), hiBits);
   }
-  Value toBf16(Value f) {
-    return arith::TruncFOp::create(b, loc, b.getBF16Type(), f);
-  }
-  /// C += A·B for one m16n8k16 bf16 tile: A 4 x i32, B 2 x i32, C 4 x f32.
+  /// An f32 rounded to the mma operand type.
+  Value toNarrow(Value f) { return arith::TruncFOp::create(b, loc, mmaElt, f); }
+  /// C += A·B for one m16n8k16 tile: A 4 x i32, B 2 x i32 (pairs of
+  /// mmaElt, made f16x2 vectors for f16), C 4 x f32.
   SmallVector<Value> mma(ArrayRef<Value> a, ArrayRef<Value> bb,
                          ArrayRef<Value> cc) {
     Type f32 = b.getF32Type();
     auto resTy =
         LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+    bool half = mmaElt.isF16();
+    SmallVector<Value> av(a), bv(bb);
+    if (half) {
+      auto f16x2 = VectorType::get({2}, b.getF16Type());
+      for (Value &x : av)
+        x = LLVM::BitcastOp::create(b, loc, f16x2, x);
+      for (Value &x : bv)
+        x = LLVM::BitcastOp::create(b, loc, f16x2, x);
+    }
+    NVVM::MMATypes t = half ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
     Value r = NVVM::MmaOp::create(
-        b, loc, resTy, a, bb, cc, ArrayRef<int64_t>{16, 8, 16},
-        std::nullopt, std::nullopt,
-        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
-                                      NVVM::MMATypes::bf16},
+        b, loc, resTy, av, bv, cc, ArrayRef<int64_t>{16, 8, 16}, std::nullopt,
+        std::nullopt, std::array<NVVM::MMATypes, 2>{t, t},
         std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                        NVVM::MMALayout::col});
     SmallVector<Value> out;

@@ -1,8 +1,10 @@
-//===- MmaKernel.cpp - the bf16 tensor-core attention kernel --------------===//
+//===- MmaKernel.cpp - the bf16/f16 tensor-core attention kernel ----------===//
 //
-// This file implements the bf16 kernel of convert-attn-to-gpu: 16 rows per
-// warp (heads of the group x query rows, flattened); per key tile staged in
-// shared memory as bf16, S = Q·Kᵀ and O += P·V as mma.sync m16n8k16 with
+// This file implements the tensor-core kernel of convert-attn-to-gpu, on
+// bf16 or f16 operands (mmaElt): 16 rows per warp (heads of the group x
+// query rows, flattened); per key tile staged in shared memory as mmaElt
+// (a cache of that type copied, an f32 one rounded), S = Q·Kᵀ and O += P·V
+// as mma.sync m16n8k16 with
 // fp32 accumulators; the online softmax on the C fragments, each row's
 // max and sum reduced over the quad of lanes that share it.
 //
@@ -25,18 +27,18 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k,
                                                 Value lens) {
   MmaState m;
   m.warps = (group * qRows + kTileRows - 1) / kTileRows;
-  Type bf16 = b.getBF16Type();
+  Type narrow = mmaElt;
   auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
                                        gpu::AddressSpace::Workgroup);
-  auto kTileTy = MemRefType::get({kvBlock, d}, bf16,
-                                 MemRefLayoutAttrInterface(), wg);
-  auto vTileTy = MemRefType::get({kvBlock, dv}, bf16,
-                                 MemRefLayoutAttrInterface(), wg);
+  auto kTileTy =
+      MemRefType::get({kvBlock, d}, narrow, MemRefLayoutAttrInterface(), wg);
+  auto vTileTy =
+      MemRefType::get({kvBlock, dv}, narrow, MemRefLayoutAttrInterface(), wg);
   // Head dims above 128: Q's fragments would not fit in registers next to
   // the accumulators; Q is staged in shared memory once and its fragments
   // read per step.
   m.qShared = d > 128;
-  auto qTileTy = MemRefType::get({m.warps * kTileRows, d}, bf16,
+  auto qTileTy = MemRefType::get({m.warps * kTileRows, d}, narrow,
                                  MemRefLayoutAttrInterface(), wg);
   SmallVector<Type> tileTypes = {kTileTy, vTileTy};
   if (m.qShared)
@@ -82,9 +84,9 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k,
            Value x = memref::LoadOp::create(b, loc, q,
                                             ValueRange{L.bi, hd, ps, col});
            Value scaled = fmul(x, m.qScale);
-           memref::StoreOp::create(
-               b, loc, toBf16(select(ok, scaled, f32(0.0))), m.qTile,
-               ValueRange{r, col});
+           memref::StoreOp::create(b, loc,
+                                   toNarrow(select(ok, scaled, f32(0.0))),
+                                   m.qTile, ValueRange{r, col});
            return {};
          });
     gpu::BarrierOp::create(b, loc);
@@ -105,7 +107,7 @@ SmallVector<Value> KernelEmitter::mmaQFragment(const MmaState &m, Value q,
     Value x = memref::LoadOp::create(
         b, loc, q, ValueRange{L.bi, m.head[h], m.pos[h], col});
     Value scaled = fmul(x, m.qScale);
-    return toBf16(select(m.valid[h], scaled, f32(0.0)));
+    return toNarrow(select(m.valid[h], scaled, f32(0.0)));
   };
   SmallVector<Value> a;
   for (int64_t part = 0; part < 4; ++part) {
@@ -185,26 +187,26 @@ SmallVector<Value> KernelEmitter::mmaTile(const MmaState &m, Value k,
   }
   // P = 2^(s - shift), this thread's part of the row sums.
   Value rowSum[2] = {f32(0.0), f32(0.0)};
-  SmallVector<SmallVector<Value>> pBf16;
+  SmallVector<SmallVector<Value>> pNarrow;
   for (int64_t j = 0; j < nTilesS; ++j) {
     SmallVector<Value> p;
     for (int64_t e = 0; e < 4; ++e) {
       int64_t h = e / 2;
       Value x = exp2(arith::SubFOp::create(b, loc, sFrag[j][e], shift[h]));
       rowSum[h] = fadd(rowSum[h], x);
-      p.push_back(toBf16(x));
+      p.push_back(toNarrow(x));
     }
-    pBf16.push_back(p);
+    pNarrow.push_back(p);
   }
   for (int64_t h = 0; h < 2; ++h)
     next.push_back(fma(st[2 + h], alpha[h], rowSum[h]));
-  mmaPV(m, pBf16, alpha, st, next);
+  mmaPV(m, pNarrow, alpha, st, next);
   gpu::BarrierOp::create(b, loc);
   return next;
 }
 
 void KernelEmitter::mmaPV(const MmaState &m,
-                          ArrayRef<SmallVector<Value>> pBf16,
+                          ArrayRef<SmallVector<Value>> pNarrow,
                           const Value alpha[2], ValueRange st,
                           SmallVector<Value> &next) {
   // O = O·alpha + P·V: P's C fragments of keys 16t.. are the A fragment of
@@ -219,10 +221,10 @@ void KernelEmitter::mmaPV(const MmaState &m,
     o.push_back(acc);
   }
   for (int64_t t = 0; t < kvBlock / 16; ++t) {
-    SmallVector<Value> a = {pack(pBf16[2 * t][0], pBf16[2 * t][1]),
-                            pack(pBf16[2 * t][2], pBf16[2 * t][3]),
-                            pack(pBf16[2 * t + 1][0], pBf16[2 * t + 1][1]),
-                            pack(pBf16[2 * t + 1][2], pBf16[2 * t + 1][3])};
+    SmallVector<Value> a = {pack(pNarrow[2 * t][0], pNarrow[2 * t][1]),
+                            pack(pNarrow[2 * t][2], pNarrow[2 * t][3]),
+                            pack(pNarrow[2 * t + 1][0], pNarrow[2 * t + 1][1]),
+                            pack(pNarrow[2 * t + 1][2], pNarrow[2 * t + 1][3])};
     for (int64_t n = 0; n < nTilesO; ++n) {
       Value vcol = add(c(8 * n), m.gq);
       SmallVector<Value> bb;
