@@ -219,8 +219,9 @@ typedef struct {
    * conv_kernel is K (linear_conv_kernel_dim), 0 for softmax kinds. */
   attn_rt_linear_block_fn linear_block;
   int64_t conv_kernel;
-  /* Softmax kinds on the CPU: attention over a paged KV cache
-   * (attn_rt_paged_fn, `<kind>_paged`), or NULL (CUDA, T5's bias). */
+  /* Softmax kinds: attention over a paged KV cache (attn_rt_paged_fn,
+   * `<kind>_paged`; for CUDA the host stub, on device buffers), or NULL
+   * (compiled without --entries=paged, T5's bias). */
   attn_rt_paged_fn paged;
   int kv_dtype; /* the paged caches' elements: ATTN_RT_KV_* */
   /* attn_rt_paged_part_fn (`<kind>_paged_part`) in executables and

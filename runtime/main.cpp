@@ -11,8 +11,9 @@
 
 #include "attn_runtime.h"
 #include "cli.h"
-#include "resources.h"
+#include "narrow.h"
 #include "npy.h"
+#include "resources.h"
 #include "safetensors.h"
 
 #include <algorithm>
@@ -42,7 +43,8 @@ const char *kUsage =
     "       [--kv-lengths LENS.npy] [--bias-table T.npy]\n"
     "                             fused attention of layer L's kind; Q is\n"
     "                             [B, Hq, Sq, D] float32, K and V [B, Hkv,\n"
-    "                             Skv, D/Dv] in the kind's --kv-dtype (float32\n"
+    "                             Skv, D/Dv] in the kind's --kv-dtype "
+    "(float32\n"
     "                             '<f4', float16 '<f2', bfloat16 bits '<u2');\n"
     "                             LENS int64 [B]\n"
     "  block --layer L --weights W.safetensors --x X.npy --out Y.npy\n"
@@ -75,12 +77,16 @@ const char *kUsage =
     "      [--lengths LENS.npy]\n"
     "                             Gated DeltaNet (linear attention) of layer\n"
     "                             L's kind: Q, K [B, Hk, S, dk], V [B, Hv, S,\n"
-    "                             dv], G, B [B, Hv, S], states [B, Hv, dk, dv],\n"
+    "                             dv], G, B [B, Hv, S], states [B, Hv, dk, "
+    "dv],\n"
     "                             float32; the initial state defaults to 0;\n"
     "                             LENS int64 [B]: row b is its first LENS[b]\n"
-    "                             tokens (right padding: outputs 0, state kept)\n"
+    "                             tokens (right padding: outputs 0, state "
+    "kept)\n"
     "  check [--seed N]           fused kernels against the unfused reference\n"
-    "                             for every layer kind on several shapes\n"
+    "                             for every layer kind on several shapes; the\n"
+    "                             paged kernels (if compiled) over shuffled\n"
+    "                             block tables against the same reference\n"
     "  bench [--layer L] [--batch B] [--seq S] [--kv-len N] [--threads T]\n"
     "        [--repeats R] [--page-size P] [--json]\n"
     "                             median time and GFLOP/s, fused and unfused;\n"
@@ -89,7 +95,8 @@ const char *kUsage =
     "                             --kv-dtype): ms, K+V GB/s, peak RSS\n"
     "\n"
     "Executables compiled with --distributed=mpi run sdpa, check and bench\n"
-    "over MPI (mpirun -np N ./model ...): sdpa --mode decode|ring [--page-size\n"
+    "over MPI (mpirun -np N ./model ...): sdpa --mode decode|ring "
+    "[--page-size\n"
     "P] shards the KV cache (decode) or Q, K and V (ring attention) across\n"
     "the ranks, rank 0 writes --out; check compares the distributed kernels\n"
     "with the single-process kernel and a float64 reference; bench [--kv-len\n"
@@ -327,6 +334,126 @@ int cmdBlock(const attn_rt_model *m, int argc, char **argv) {
   return 0;
 }
 
+/// check: the kind's paged kernel (<kind>_paged) against the float64
+/// reference on the same rounded K/V laid out contiguously. Each sequence's
+/// pages sit at shuffled places of a pool that also holds pages no sequence
+/// lists (random values: a read of the wrong page shows); lengths 0, 1,
+/// P - 1, P, P + 1 and longer, one query row (decode) and several
+/// (speculative decoding, chunked prefill: bottom-right causal, rows before
+/// the first key 0). On the GPU the pools, table and lengths are device
+/// buffers.
+bool checkPagedKind(const attn_rt_kind &kind, std::mt19937 &rng) {
+  struct Case {
+    int64_t page, sq;
+    std::vector<int64_t> lens;
+  };
+  const Case cases[] = {{16, 1, {15, 17, 0, 1}},
+                        {16, 4, {16, 33, 3}},
+                        {5, 1, {1, 5, 6, 70}},
+                        {16, 1, {1000}},
+                        {64, 7, {200, 64}}};
+  bool allOk = true, narrow = kind.kv_dtype != ATTN_RT_KV_F32;
+  int64_t hq = kind.num_heads, hkv = kind.num_kv_heads, d = kind.head_dim,
+          dv = kind.head_dim_v;
+  for (const Case &c : cases) {
+    int64_t b = int64_t(c.lens.size()), page = c.page, sq = c.sq;
+    int64_t maxLen =
+        std::max<int64_t>(1, *std::max_element(c.lens.begin(), c.lens.end()));
+    int64_t perSeq = (maxLen + page - 1) / page, pages = b * perSeq + 3;
+    std::vector<int64_t> qs = {b, hq, sq, d}, ks = {b, hkv, maxLen, d},
+                         vs = {b, hkv, maxLen, dv};
+    auto q = randomVec(rng, b * hq * sq * d, 1);
+    auto k = randomVec(rng, b * hkv * maxLen * d, 1);
+    auto v = randomVec(rng, b * hkv * maxLen * dv, 1);
+    roundToKV(kind, k);
+    roundToKV(kind, v);
+    std::vector<int32_t> ids(pages), table(b * perSeq);
+    for (int64_t p = 0; p < pages; ++p)
+      ids[p] = int32_t(p);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    std::copy(ids.begin(), ids.begin() + b * perSeq, table.begin());
+    // Pools [pages, Hkv, P, D]: random (rounded) values, then each
+    // sequence's rows where its table puts them.
+    auto kPool = randomVec(rng, pages * hkv * page * d, 1);
+    auto vPool = randomVec(rng, pages * hkv * page * dv, 1);
+    roundToKV(kind, kPool);
+    roundToKV(kind, vPool);
+    for (int64_t bi = 0; bi < b; ++bi)
+      for (int64_t h = 0; h < hkv; ++h)
+        for (int64_t j = 0; j < c.lens[bi]; ++j) {
+          int64_t pg = table[bi * perSeq + j / page];
+          int64_t slot = (pg * hkv + h) * page + j % page;
+          std::copy_n(&k[((bi * hkv + h) * maxLen + j) * d], d,
+                      &kPool[slot * d]);
+          std::copy_n(&v[((bi * hkv + h) * maxLen + j) * dv], dv,
+                      &vPool[slot * dv]);
+        }
+    Buf<uint16_t> k16, v16;
+    if (narrow) {
+      bool half = kvIsHalf(kind);
+      k16.resize(kPool.size());
+      v16.resize(vPool.size());
+      for (size_t i = 0; i < kPool.size(); ++i)
+        k16[i] = narrowBits(kPool[i], half);
+      for (size_t i = 0; i < vPool.size(); ++i)
+        v16[i] = narrowBits(vPool[i], half);
+    }
+    int64_t eb = narrow ? 2 : 4;
+    void *kHost = narrow ? (void *)k16.data() : (void *)kPool.data();
+    void *vHost = narrow ? (void *)v16.data() : (void *)vPool.data();
+    std::vector<int64_t> lens = c.lens;
+    Buf<float> out(b * hq * sq * dv), ref;
+    std::vector<int64_t> os = {b, hq, sq, dv}, kps = {pages, hkv, page, d},
+                         vps = {pages, hkv, page, dv};
+    auto call = [&](float *po, float *pq, void *pk, void *pv, int32_t *pt,
+                    int64_t *pl) {
+      attn_rt_memref_f32_4 dout = view4(po, os), dq = view4(pq, qs),
+                           dk = view4(static_cast<float *>(pk), kps),
+                           dvv = view4(static_cast<float *>(pv), vps);
+      attn_rt_memref_i32_2 dt{pt, pt, 0, {b, perSeq}, {perSeq, 1}};
+      attn_rt_memref_i64_1 dl{pl, pl, 0, {b}, {1}};
+      kind.paged(&dout, &dq, &dk, &dvv, &dt, &dl);
+    };
+    if (gCuda) {
+      DeviceBuffer gOut(nullptr, 4 * int64_t(out.size())),
+          gq(q.data(), 4 * int64_t(q.size())),
+          gk(kHost, eb * int64_t(kPool.size())),
+          gv(vHost, eb * int64_t(vPool.size())),
+          gt(table.data(), 4 * int64_t(table.size())), gl(lens.data(), 8 * b);
+      call(static_cast<float *>(gOut.ptr), static_cast<float *>(gq.ptr), gk.ptr,
+           gv.ptr, static_cast<int32_t *>(gt.ptr),
+           static_cast<int64_t *>(gl.ptr));
+      attn_rt_cuda_to_host(out.data(), gOut.ptr, gOut.bytes);
+    } else {
+      call(out.data(), q.data(), kHost, vHost, table.data(), lens.data());
+    }
+    // Row i of sequence b sits at key position lens[b] - sq + i.
+    std::vector<int64_t> qStart(b);
+    for (int64_t bi = 0; bi < b; ++bi)
+      qStart[bi] = c.lens[bi] - sq;
+    referenceF64(kind, q, qs, k, ks, v, vs, c.lens, kind.scale, kind.softcap,
+                 ref, &qStart);
+    double maxAbs = 0, maxRef = 0;
+    bool finite = true;
+    for (size_t j = 0; j < ref.size(); ++j) {
+      finite = finite && std::isfinite(out[j]);
+      maxAbs = std::max(maxAbs, double(std::fabs(out[j] - ref[j])));
+      maxRef = std::max(maxRef, double(std::fabs(ref[j])));
+    }
+    bool ok = finite && maxAbs <= kind.tolerance * (1 + maxRef);
+    allOk = allOk && ok;
+    std::string lensText;
+    for (int64_t l : c.lens)
+      lensText += (lensText.empty() ? "" : ",") + std::to_string(l);
+    std::printf("%-4s %-32s paged page=%-3lld B=%lld Sq=%lld lens=%s "
+                "max_abs_err=%.3e max_rel_err=%.3e\n",
+                ok ? "ok" : "FAIL", kind.name, (long long)page, (long long)b,
+                (long long)sq, lensText.c_str(), maxAbs,
+                maxAbs / std::max(maxRef, 1e-30));
+  }
+  return allOk;
+}
+
 int cmdCheck(const attn_rt_model *m, int argc, char **argv) {
   auto args = parseArgs(argc, argv, 2, {"seed"});
   std::mt19937 rng(uint32_t(intArg(args, "seed", 1, 0, 1ll << 31)));
@@ -386,6 +513,8 @@ int cmdCheck(const attn_rt_model *m, int argc, char **argv) {
                   ok ? "ok" : "FAIL", kind.name, (long long)s.b,
                   (long long)s.sq, (long long)s.skv, maxAbs, rel);
     }
+    if (kind.paged)
+      allOk = checkPagedKind(kind, rng) && allOk;
   }
   if (m->num_kinds == 0)
     std::printf("check: the model has no attention layer kinds to check\n");

@@ -25,9 +25,14 @@ declare -A CONFIGS=(
   [bert-base]="$INPUTS/bert-base-uncased.json"
   [qwen3-next-gdn-d40]="$ROOT/test/Integration/Inputs/qwen3-next-gdn-r2-d40.json"
 )
+# Llama, Gemma-2 (softcap, window) and Falcon (MQA) also carry the paged
+# kernels (--entries=paged), which their `check` runs over shuffled block
+# tables.
 for name in "${!CONFIGS[@]}"; do
+  entries=sdpa
+  case "$name" in llama-3.1-8b|gemma-2-27b|falcon-7b) entries=sdpa,paged ;; esac
   "$BUILD_DIR/bin/attn-compile" "${CONFIGS[$name]}" --target=cuda \
-    --gpu-arch="$ARCH" -o "$OUT/$name"
+    --gpu-arch="$ARCH" --entries=$entries -o "$OUT/$name"
 done
 # The bf16 tensor-core kernels (mma.sync) of the two bench shapes and of
 # Gemma-2 (softcap, window) and Falcon (MQA).
@@ -35,20 +40,20 @@ for name in llama-3.1-8b seed gemma-2-27b falcon-7b; do
   "$BUILD_DIR/bin/attn-compile" "${CONFIGS[$name]}" --target=cuda \
     --gpu-arch="$ARCH" --gpu-precision=bf16 -o "$OUT/$name-bf16"
 done
-# bf16 and f16 KV caches (--kv-dtype), read as they are stored: the fp32
-# kernel widening them (Llama: GQA, D=128; Falcon: MQA, D=64) and the
-# tensor-core kernel of the cache's own type (the seed: D=256, Q in shared
-# memory; Llama f16: the f16 mma.sync variant).
+# bf16 and f16 KV caches (--kv-dtype), read as they are stored, contiguous
+# and paged: the fp32 kernel widening them (Llama: GQA, D=128; Falcon: MQA,
+# D=64) and the tensor-core kernel of the cache's own type (the seed: D=256,
+# Q in shared memory; Llama f16: the f16 mma.sync variant).
 "$BUILD_DIR/bin/attn-compile" "${CONFIGS[llama-3.1-8b]}" --target=cuda \
-  --gpu-arch="$ARCH" --kv-dtype=bf16 -o "$OUT/llama-3.1-8b-kvbf16"
+  --gpu-arch="$ARCH" --kv-dtype=bf16 --entries=paged -o "$OUT/llama-3.1-8b-kvbf16"
 "$BUILD_DIR/bin/attn-compile" "${CONFIGS[falcon-7b]}" --target=cuda \
-  --gpu-arch="$ARCH" --kv-dtype=f16 -o "$OUT/falcon-7b-kvf16"
+  --gpu-arch="$ARCH" --kv-dtype=f16 --entries=paged -o "$OUT/falcon-7b-kvf16"
 "$BUILD_DIR/bin/attn-compile" "${CONFIGS[seed]}" --target=cuda \
   --gpu-arch="$ARCH" --kv-dtype=bf16 --gpu-precision=bf16 \
-  -o "$OUT/seed-kvbf16-bf16"
+  --entries=paged -o "$OUT/seed-kvbf16-bf16"
 "$BUILD_DIR/bin/attn-compile" "${CONFIGS[llama-3.1-8b]}" --target=cuda \
   --gpu-arch="$ARCH" --kv-dtype=f16 --gpu-precision=f16 \
-  -o "$OUT/llama-3.1-8b-kvf16-f16"
+  --entries=paged -o "$OUT/llama-3.1-8b-kvf16-f16"
 cp "$ROOT/tools/gpu-check.sh" "$OUT/"
 echo "built $(ls "$OUT" | grep -vc '\.sh$') CUDA executables for $ARCH in $OUT;"
 echo "on the GPU machine: $OUT/gpu-check.sh $OUT"

@@ -5,6 +5,7 @@
 # this script there too). Prints one summary; exit 0 when every check passes.
 #   1. every executable's `check`: its kernels against a float64 CPU
 #      reference on several shapes (decode, odd sizes, padding, GQA/MQA;
+#      paged kernels over shuffled block tables, lengths 0, 1, P-1, P, P+1;
 #      Gated DeltaNet kinds: S up to 1000, state in, extreme gates, split
 #      prefill and decode); fp32 kernels within 1e-5, bf16 tensor-core ones
 #      (*-bf16) within 2e-2;
@@ -14,7 +15,7 @@
 #      peaks; the seed's linear kind: ms and µs per token; the same shapes
 #      and one decode step against 65,536 keys over bf16/f16 KV caches
 #      (*-kv*: read as stored, widened by the fp32 kernel or taken by the
-#      tensor-core kernel of the same type).
+#      tensor-core kernel of the same type), contiguous and paged.
 #   Checks of *-kv* executables compare with the reference on the rounded
 #   K/V (1e-5 for the fp32 kernel, 2e-2 for the tensor-core ones).
 set -u
@@ -54,10 +55,12 @@ for name in llama-3.1-8b llama-3.1-8b-bf16 seed seed-bf16; do
     dev=$(echo "$out" | grep '^device:' | head -n 1)
   done
 done
-echo "== bf16/f16 KV caches (prefill S = 4k; decode: one query against 65,536 keys)"
+echo "== bf16/f16 KV caches (prefill S = 4k; decode: one query against 65,536 keys, contiguous and in pages of 16 and 256)"
 for name in llama-3.1-8b-kvbf16 llama-3.1-8b-kvf16-f16 seed-kvbf16-bf16; do
   [ -x "$DIR/$name" ] || continue
-  for shape in "--seq 4096" "--seq 1 --kv-len 65536"; do
+  for shape in "--seq 4096" "--seq 1 --kv-len 65536" \
+      "--seq 1 --kv-len 65536 --page-size 16" \
+      "--seq 1 --kv-len 65536 --page-size 256"; do
     out=$($LIMIT "$DIR/$name" bench $shape --repeats 5 2>&1)
     echo "$out" >> "$LOG"
     echo "$out" | grep -v '^device:' | sed "s/^/$name $shape: /"

@@ -269,12 +269,14 @@ bool parseEntries(attn::EntrySet &entries) {
     entries.reference = false;
   }
   if (target == Target::CUDA) {
-    if (listed && (entries.reference || entries.paged || entries.blocks))
-      return fail("--target=cuda compiles the fused kernels only "
-                  "(--entries=sdpa); reference, paged and blocks are the "
-                  "CPU target's");
+    if (listed && (entries.reference || entries.blocks))
+      return fail("--target=cuda compiles the fused kernels and the paged "
+                  "ones (--entries=sdpa or sdpa,paged); reference and "
+                  "blocks are the CPU target's");
     // (--distributed=mpi with CUDA: checkOptions says it is CPU-only.)
-    entries = {false, false, false};
+    // Paged kernels only where listed: the default GPU build stays the
+    // fused kernels.
+    entries = {false, listed && entries.paged, false};
     return true;
   }
   if (distributed == Distributed::MPI && !entries.paged)
@@ -463,8 +465,17 @@ bool runPipeline(MLIRContext &context, ModuleOp module, const Options &options,
 nlohmann::ordered_json tableDescription(const attn::ModelSpec &spec,
                                         bool cuda) {
   nlohmann::ordered_json j = attn::describeModel(spec);
-  // What this build holds of each kind (attn-compile --entries).
+  // What this build holds of each kind (attn-compile --entries), the K/V
+  // element type its softmax kernels read (--kv-dtype) and, for CUDA, the
+  // kernels' arithmetic (--gpu-precision).
   j["entries"] = entryNames(spec.entries);
+  j["kv_dtype"] = spec.kvCache == attn::KVCacheType::bf16  ? "bf16"
+                  : spec.kvCache == attn::KVCacheType::f16 ? "f16"
+                                                           : "f32";
+  if (cuda)
+    j["gpu_precision"] = gpuPrecision == attn::GPUPrecision::bf16  ? "bf16"
+                         : gpuPrecision == attn::GPUPrecision::f16 ? "f16"
+                                                                   : "fp32";
   int64_t lanes = attn::cpuVectorLanes(cpu);
   if (cuda || !lanes)
     return j;

@@ -141,9 +141,13 @@ struct ConvertAttnToGPUPass
       if (oa.getBiasTable() || oa.getRelativeBiasAttr())
         return oa.emitOpError("relative position bias (T5) is not supported "
                               "by the GPU backend yet; compile for the CPU");
-      if (oa.isPaged())
-        return oa.emitOpError("a paged KV cache is not supported by the GPU "
-                              "backend yet; compile for the CPU");
+      if (oa.isPaged()) {
+        auto rows = oa.getPages().getDefiningOp<tensor::ExtractSliceOp>();
+        if (!rows || rows->getParentOfType<scf::ForallOp>() != forall)
+          return oa.emitOpError("a paged tile's pages must be a slice of "
+                                "the block table");
+        src.pageTable = rows.getSource();
+      }
       if (oa.getMask() != MaskKind::none) {
         src.mask = oa.getMask();
         src.window = oa.getWindow();
@@ -280,6 +284,8 @@ struct ConvertAttnToGPUPass
           /*readOnly=*/true);
     };
     Value lens = src.kvLength ? buffer(src.kvLength.getTensor()) : Value();
+    if (src.pageTable)
+      e.table = buffer(src.pageTable);
     Value qBuf = buffer(qT);
     Value kBuf = buffer(kT);
     Value vBuf = buffer(vT);

@@ -40,6 +40,10 @@ struct TiledSource {
   Value q0, qn, lo, hi, qPos;
   /// The batch's key length (tensor.extract of kv_lengths), if any.
   tensor::ExtractOp kvLength;
+  /// A paged KV cache: the block table [B, max_pages] (i32) whose rows the
+  /// key loops slice; K and V are then page pools [num_pages, Hkv,
+  /// page_size, D] (HND).
+  Value pageTable;
   MaskKind mask = MaskKind::none;
   std::optional<int64_t> window;
   std::optional<APFloat> softcap;
@@ -58,6 +62,8 @@ struct KernelEmitter {
   int64_t kRowsPerWarp = 8;
   /// The tensor-core kernel's operand type: bf16 or f16.
   Type mmaElt = Type();
+  /// The block table's buffer of a paged cache (null: contiguous K/V).
+  Value table = Value();
 
   Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value f32(double v) {
@@ -159,9 +165,10 @@ struct KernelEmitter {
   Launch beginLaunch(Value k, Value lens, int64_t threads,
                      TypeRange tileTypes);
   /// Stages keys [kt, kt + kn) of the batch's KV head of `src` ([B, Hkv,
-  /// keys, width], f32, bf16 or f16) into the workgroup `tile` [kv-block,
-  /// width], zeros past kn: widened into an f32 tile, rounded from f32
-  /// into a 16-bit one, copied as it is into one of its own type; all
+  /// keys, width], or with a block table page pools [num_pages, Hkv,
+  /// page_size, width]; f32, bf16 or f16) into the workgroup `tile`
+  /// [kv-block, width], zeros past kn: widened into an f32 tile, rounded from
+  /// f32 into a 16-bit one, copied as it is into one of its own type; all
   /// `threads` take part.
   void stageTile(const Launch &L, Value src, Value tile, int64_t width,
                  Value kt, Value kn, int64_t threads);
