@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -101,6 +102,26 @@ const char *kvDtypeName(const attn_rt_kind &kind);
 /// (nothing for f32), so that a reference computed on `x` sees the values
 /// the kernel reads.
 void roundToKV(const attn_rt_kind &kind, Buf<float> &x);
+/// The bits of `x` in the kind's 16-bit K/V type (a bf16/f16 kind).
+Buf<uint16_t> narrowToKV(const attn_rt_kind &kind, const Buf<float> &x);
+
+/// How far a kernel's output is from a reference (check): the largest
+/// absolute error and reference value over the pairs added, and whether
+/// every output was finite.
+struct MaxError {
+  double maxAbs = 0, maxRef = 0;
+  bool finite = true;
+  void add(const Buf<float> &x, const Buf<float> &ref) {
+    for (size_t j = 0; j < ref.size(); ++j) {
+      finite = finite && std::isfinite(x[j]);
+      maxAbs = std::max(maxAbs, double(std::fabs(x[j] - ref[j])));
+      maxRef = std::max(maxRef, double(std::fabs(ref[j])));
+    }
+  }
+  /// Within `tol` relative to the reference's largest value (1 + max|ref|).
+  bool ok(double tol) const { return finite && maxAbs <= tol * (1 + maxRef); }
+  double rel() const { return maxAbs / std::max(maxRef, 1e-30); }
+};
 
 /// Host descriptors of one shape for repeated calls of a CPU kernel (bench):
 /// q, K and V (narrowed once to the kind's kv_dtype, else the float32
@@ -168,6 +189,8 @@ struct DeviceCall {
              const Buf<uint16_t> &hv, const std::vector<int64_t> &vs,
              std::vector<int64_t> &hl, int64_t outElems);
   void call(void (*fn)(void), const attn_rt_kind &kind);
+  /// One call, its output copied back into `out` (sized to it).
+  void callInto(void (*fn)(void), const attn_rt_kind &kind, Buf<float> &out);
 
 private:
   void describe(const std::vector<int64_t> &qs, const std::vector<int64_t> &ks,

@@ -84,6 +84,12 @@ void callKernel(void (*fn)(void), const attn_rt_kind &kind,
 
 /// One call of a CUDA kernel: inputs to the device, the kernel, the output
 /// back into `out`.
+void DeviceCall::callInto(void (*fn)(void), const attn_rt_kind &kind,
+                          Buf<float> &out) {
+  call(fn, kind);
+  attn_rt_cuda_to_host(out.data(), this->out.ptr, this->out.bytes);
+}
+
 void runOnDevice(void (*fn)(void), const attn_rt_kind &kind, Buf<float> &q,
                  const std::vector<int64_t> &qs, Buf<float> &k,
                  const std::vector<int64_t> &ks, Buf<float> &v,
@@ -94,6 +100,14 @@ const char *kvDtypeName(const attn_rt_kind &kind) {
   return kind.kv_dtype == ATTN_RT_KV_BF16  ? "bf16"
          : kind.kv_dtype == ATTN_RT_KV_F16 ? "f16"
                                            : "f32";
+}
+
+Buf<uint16_t> narrowToKV(const attn_rt_kind &kind, const Buf<float> &x) {
+  bool half = kvIsHalf(kind);
+  Buf<uint16_t> bits(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    bits[i] = narrowBits(x[i], half);
+  return bits;
 }
 
 void roundToKV(const attn_rt_kind &kind, Buf<float> &x) {
@@ -115,13 +129,8 @@ HostCall::HostCall(const attn_rt_kind &kind, Buf<float> &q,
     // The kernel's descriptors carry an untyped pointer (the layout of a
     // memref descriptor does not depend on its element type): the bf16/f16
     // bits go where the float32 values would.
-    bool half = kvIsHalf(kind);
-    k16.resize(k.size());
-    v16.resize(v.size());
-    for (size_t i = 0; i < k.size(); ++i)
-      k16[i] = narrowBits(k[i], half);
-    for (size_t i = 0; i < v.size(); ++i)
-      v16[i] = narrowBits(v[i], half);
+    k16 = narrowToKV(kind, k);
+    v16 = narrowToKV(kind, v);
     kp = reinterpret_cast<float *>(k16.data());
     vp = reinterpret_cast<float *>(v16.data());
   }
@@ -181,17 +190,6 @@ void callKernel(void (*fn)(void), const attn_rt_kind &kind,
   }
 }
 
-namespace {
-/// `x` rounded to the kind's 16-bit K/V type (its bits).
-Buf<uint16_t> narrowed(const attn_rt_kind &kind, const Buf<float> &x) {
-  bool half = kvIsHalf(kind);
-  Buf<uint16_t> bits(x.size());
-  for (size_t i = 0; i < x.size(); ++i)
-    bits[i] = narrowBits(x[i], half);
-  return bits;
-}
-} // namespace
-
 DeviceCall::DeviceCall(const attn_rt_kind &kind, Buf<float> &hq,
                        const std::vector<int64_t> &qs, Buf<float> &hk,
                        const std::vector<int64_t> &ks, Buf<float> &hv,
@@ -207,8 +205,8 @@ DeviceCall::DeviceCall(const attn_rt_kind &kind, Buf<float> &hq,
     attn_rt_cuda_to_device(k.ptr, hk.data(), k.bytes);
     attn_rt_cuda_to_device(v.ptr, hv.data(), v.bytes);
   } else {
-    attn_rt_cuda_to_device(k.ptr, narrowed(kind, hk).data(), k.bytes);
-    attn_rt_cuda_to_device(v.ptr, narrowed(kind, hv).data(), v.bytes);
+    attn_rt_cuda_to_device(k.ptr, narrowToKV(kind, hk).data(), k.bytes);
+    attn_rt_cuda_to_device(v.ptr, narrowToKV(kind, hv).data(), v.bytes);
   }
   describe(qs, ks, vs, int64_t(hl.size()));
 }
@@ -247,9 +245,8 @@ void runOnDevice(void (*fn)(void), const attn_rt_kind &kind, Buf<float> &q,
                  const std::vector<int64_t> &ks, Buf<float> &v,
                  const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
                  Buf<float> &out) {
-  DeviceCall c(kind, q, qs, k, ks, v, vs, lens, int64_t(out.size()));
-  c.call(fn, kind);
-  attn_rt_cuda_to_host(out.data(), c.out.ptr, 4 * int64_t(out.size()));
+  DeviceCall(kind, q, qs, k, ks, v, vs, lens, int64_t(out.size()))
+      .callInto(fn, kind, out);
 }
 
 } // namespace cli

@@ -222,20 +222,6 @@ void runInParts(const attn_rt_kind &kind, const GdnShapes &sh, GdnData &in,
   }
 }
 
-struct Err {
-  double maxAbs = 0, maxRef = 0;
-  bool finite = true;
-  void add(const Buf<float> &x, const Buf<float> &ref) {
-    for (size_t j = 0; j < ref.size(); ++j) {
-      finite = finite && std::isfinite(x[j]);
-      maxAbs = std::max(maxAbs, double(std::fabs(x[j] - ref[j])));
-      maxRef = std::max(maxRef, double(std::fabs(ref[j])));
-    }
-  }
-  bool ok(double tol) const { return finite && maxAbs <= tol * (1 + maxRef); }
-  double rel() const { return maxAbs / std::max(maxRef, 1e-30); }
-};
-
 } // namespace
 
 bool checkLinearKind(const attn_rt_kind &kind, std::mt19937 &rng) {
@@ -263,12 +249,12 @@ bool checkLinearKind(const attn_rt_kind &kind, std::mt19937 &rng) {
     Buf<float> out, st, rOut, rSt, eOut, eSt;
     runGdn(kind.fused, sh, in, out, st);
     gdnReferenceF64(kind, sh, in, rOut, rSt);
-    Err e;
+    MaxError e;
     e.add(out, rOut);
     e.add(st, rSt);
     // The compiled eager chunked algorithm (the reference path of bench; CPU
     // executables only).
-    Err eager;
+    MaxError eager;
     if (kind.reference) {
       runGdn(kind.reference, sh, in, eOut, eSt);
       eager.add(eOut, rOut);
@@ -305,7 +291,7 @@ bool checkLinearKind(const attn_rt_kind &kind, std::mt19937 &rng) {
           {"prefill 100 + 50 decode steps", decode}}) {
       Buf<float> out, st;
       runInParts(kind, sh, in, lens, out, st);
-      Err e;
+      MaxError e;
       e.add(out, whole);
       e.add(st, wholeSt);
       bool ok = e.ok(kind.tolerance);

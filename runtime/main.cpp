@@ -217,10 +217,9 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
         &table, out);
   else if (gCuda) { // the file's bf16/f16 bits as they are (--kv-dtype)
     out.resize(q.shape[0] * q.shape[1] * q.shape[2] * v.shape[3]);
-    DeviceCall c(q.f32, q.shape, k.u16, k.shape, v.u16, v.shape, lens,
-                 int64_t(out.size()));
-    c.call(kind.fused, kind);
-    attn_rt_cuda_to_host(out.data(), c.out.ptr, 4 * int64_t(out.size()));
+    DeviceCall(q.f32, q.shape, k.u16, k.shape, v.u16, v.shape, lens,
+               int64_t(out.size()))
+        .callInto(kind.fused, kind, out);
   } else
     HostCall(kind, q.f32, q.shape, std::move(k.u16), k.shape,
              std::move(v.u16), v.shape, lens, &table, out)
@@ -390,13 +389,8 @@ bool checkPagedKind(const attn_rt_kind &kind, std::mt19937 &rng) {
         }
     Buf<uint16_t> k16, v16;
     if (narrow) {
-      bool half = kvIsHalf(kind);
-      k16.resize(kPool.size());
-      v16.resize(vPool.size());
-      for (size_t i = 0; i < kPool.size(); ++i)
-        k16[i] = narrowBits(kPool[i], half);
-      for (size_t i = 0; i < vPool.size(); ++i)
-        v16[i] = narrowBits(vPool[i], half);
+      k16 = narrowToKV(kind, kPool);
+      v16 = narrowToKV(kind, vPool);
     }
     int64_t eb = narrow ? 2 : 4;
     void *kHost = narrow ? (void *)k16.data() : (void *)kPool.data();
@@ -433,14 +427,9 @@ bool checkPagedKind(const attn_rt_kind &kind, std::mt19937 &rng) {
       qStart[bi] = c.lens[bi] - sq;
     referenceF64(kind, q, qs, k, ks, v, vs, c.lens, kind.scale, kind.softcap,
                  ref, &qStart);
-    double maxAbs = 0, maxRef = 0;
-    bool finite = true;
-    for (size_t j = 0; j < ref.size(); ++j) {
-      finite = finite && std::isfinite(out[j]);
-      maxAbs = std::max(maxAbs, double(std::fabs(out[j] - ref[j])));
-      maxRef = std::max(maxRef, double(std::fabs(ref[j])));
-    }
-    bool ok = finite && maxAbs <= kind.tolerance * (1 + maxRef);
+    MaxError err;
+    err.add(out, ref);
+    bool ok = err.ok(kind.tolerance);
     allOk = allOk && ok;
     std::string lensText;
     for (int64_t l : c.lens)
@@ -448,8 +437,7 @@ bool checkPagedKind(const attn_rt_kind &kind, std::mt19937 &rng) {
     std::printf("%-4s %-32s paged page=%-3lld B=%lld Sq=%lld lens=%s "
                 "max_abs_err=%.3e max_rel_err=%.3e\n",
                 ok ? "ok" : "FAIL", kind.name, (long long)page, (long long)b,
-                (long long)sq, lensText.c_str(), maxAbs,
-                maxAbs / std::max(maxRef, 1e-30));
+                (long long)sq, lensText.c_str(), err.maxAbs, err.rel());
   }
   return allOk;
 }
@@ -498,20 +486,14 @@ int cmdCheck(const attn_rt_model *m, int argc, char **argv) {
       else
         referenceF64(kind, q, qs, k, ks, v, vs, lens, kind.scale,
                      kind.softcap, ref);
-      double maxAbs = 0, maxRef = 0;
-      bool finite = true;
-      for (size_t j = 0; j < ref.size(); ++j) {
-        finite = finite && std::isfinite(fused[j]);
-        maxAbs = std::max(maxAbs, double(std::fabs(fused[j] - ref[j])));
-        maxRef = std::max(maxRef, double(std::fabs(ref[j])));
-      }
-      double rel = maxAbs / std::max(maxRef, 1e-30);
-      bool ok = finite && maxAbs <= kind.tolerance * (1 + maxRef);
+      MaxError err;
+      err.add(fused, ref);
+      bool ok = err.ok(kind.tolerance);
       allOk = allOk && ok;
       std::printf("%-4s %-32s B=%lld Sq=%-3lld Skv=%-3lld max_abs_err=%.3e "
                   "max_rel_err=%.3e\n",
                   ok ? "ok" : "FAIL", kind.name, (long long)s.b,
-                  (long long)s.sq, (long long)s.skv, maxAbs, rel);
+                  (long long)s.sq, (long long)s.skv, err.maxAbs, err.rel());
     }
     if (kind.paged)
       allOk = checkPagedKind(kind, rng) && allOk;

@@ -210,16 +210,16 @@ struct KernelEmitter {
 
   /// Two 16-bit floats as one i32 (the first in the low half), for mma
   /// operands.
-  Value pack(Value lowBf16, Value highBf16) {
+  Value pack(Value low, Value high) {
     auto i16 = b.getIntegerType(16), i32 = b.getI32Type();
     auto widen = [&](Value x) -> Value {
       return arith::ExtUIOp::create(
           b, loc, i32, arith::BitcastOp::create(b, loc, i16, x));
     };
-    Value high = widen(highBf16);
+    Value highWide = widen(high);
     Value sixteen = arith::ConstantIntOp::create(b, loc, 16, 32);
-    Value hiBits = arith::ShLIOp::create(b, loc, high, sixteen);
-    return arith::OrIOp::create(b, loc, widen(lowBf16), hiBits);
+    Value hiBits = arith::ShLIOp::create(b, loc, highWide, sixteen);
+    return arith::OrIOp::create(b, loc, widen(low), hiBits);
   }
   /// An f32 rounded to the mma operand type.
   Value toNarrow(Value f) { return arith::TruncFOp::create(b, loc, mmaElt, f); }
