@@ -149,15 +149,16 @@ std::string hexDouble(double v) {
   return buf;
 }
 
-/// Everything that makes two layers need different code, as a string.
-std::string kindKey(const ModelSpec &spec, const LayerSpec &l) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << int(l.role) << '|' << l.stack << '|';
+/// What makes two layers' attention halves need different code.
+void attentionKey(llvm::raw_ostream &os, const ModelSpec &spec,
+                  const LayerSpec &l) {
   if (l.role == LayerRole::LinearAttention) {
     os << l.numHeads << '|' << l.numKVHeads << '|' << l.headDimQK << '|'
-       << l.headDimV << '|' << l.convKernel << '|' << hexDouble(l.normEps);
-    return os.str();
+       << l.headDimV << '|' << l.convKernel << '|' << hexDouble(l.normEps)
+       << '|';
+    for (const WeightArg &w : layerWeights(spec, l))
+      os << w.role << ',';
+    return;
   }
   os << l.causal << '|' << l.window.value_or(0) << '|' << l.numHeads << '|'
      << l.numKVHeads << '|' << l.headDimQK << '|' << l.headDimV << '|'
@@ -179,6 +180,16 @@ std::string kindKey(const ModelSpec &spec, const LayerSpec &l) {
      << l.transposedWeights << '|';
   for (const WeightArg &w : layerWeights(spec, l))
     os << w.role << ',';
+}
+
+/// Everything that makes two layers need different code, as a string: the
+/// whole layer a kind compiles (its attention and its feed-forward network),
+/// whatever the attention's role.
+std::string kindKey(const ModelSpec &spec, const LayerSpec &l) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << int(l.role) << '|' << l.stack << '|';
+  attentionKey(os, spec, l);
   const FFNSpec &f = l.ffn;
   os << '|' << int(f.kind) << f.activation << '|' << f.intermediate << '|'
      << int(f.placement) << f.transposedWeights << '|' << f.unsupported
