@@ -14,6 +14,7 @@
 #include "buffer.h"
 
 #include <dlfcn.h>
+#include <spawn.h>
 #include <immintrin.h>
 #include <omp.h>
 #include <sys/resource.h>
@@ -25,6 +26,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <cerrno>
 #include <fstream>
 #include <random>
 #include <string>
@@ -184,22 +187,58 @@ struct Machine {
   double peak = 0, bandwidth = 0;
 };
 
-/// Writes `json` as DIR/NAME.json and compiles it with attn-compile into
-/// DIR/libNAME.so (--emit=shared); exits on failure.
-/// Flags every compileConfig passes (attn-bench --cpu).
-inline std::string gCompileFlags;
+/// Runs `argv[0]` with the arguments `argv` (no shell: no string of the
+/// user's is ever parsed as a command) and waits for it; true when it exits
+/// with status 0. A program that cannot start is reported by name.
+inline bool runProgram(const std::vector<std::string> &argv) {
+  std::vector<char *> args;
+  for (const std::string &a : argv)
+    args.push_back(const_cast<char *>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid;
+  int err = posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), environ);
+  if (err != 0) {
+    std::fprintf(stderr, "attn-bench: error: cannot run %s: %s\n", args[0],
+                 std::strerror(err));
+    return false;
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return false;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
 
+/// Flags every compileConfig passes (attn-bench --cpu).
+inline std::vector<std::string> gCompileFlags;
+
+/// Writes `json` as DIR/NAME.json and compiles it with attn-compile into
+/// DIR/libNAME.so (--emit=shared), attn-compile started with an argument
+/// vector; exits on failure.
 inline std::string compileConfig(const std::string &dir,
                                  const std::string &name,
                                  const std::string &json,
-                                 const std::string &flags = "") {
+                                 const std::vector<std::string> &flags = {}) {
   std::string cfg = dir + "/" + name + ".json";
-  std::ofstream(cfg) << json;
+  {
+    std::ofstream out(cfg);
+    out << json;
+    out.close();
+    if (!out) {
+      std::fprintf(stderr, "attn-bench: error: cannot write %s\n",
+                   cfg.c_str());
+      std::exit(1);
+    }
+  }
   std::string lib = dir + "/lib" + name + ".so";
-  std::string cmd = std::string(ATTN_COMPILE) + " " + cfg +
-                    " --emit=shared " + gCompileFlags + " " + flags + " -o " +
-                    lib;
-  if (std::system(cmd.c_str()) != 0) {
+  std::vector<std::string> argv = {ATTN_COMPILE, cfg, "--emit=shared"};
+  argv.insert(argv.end(), gCompileFlags.begin(), gCompileFlags.end());
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), {"-o", lib});
+  if (!runProgram(argv)) {
+    std::string cmd;
+    for (const std::string &a : argv)
+      cmd += (cmd.empty() ? "" : " ") + a;
     std::fprintf(stderr, "attn-bench: error: '%s' failed\n", cmd.c_str());
     std::exit(1);
   }

@@ -36,6 +36,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -218,7 +219,7 @@ std::string compileShared(const std::string &dir, const Shape &s,
                      ", \"num_hidden_layers\": 1}";
   if (kvDtype != "f32")
     return compileConfig(dir, s.name + "_" + kvDtype, json,
-                         "--kv-dtype=" + kvDtype);
+                         {"--kv-dtype=" + kvDtype});
   return compileConfig(dir, s.name, json);
 }
 
@@ -614,12 +615,11 @@ int main(int argc, char **argv) {
   auto removeDir = [&] {
     if (!o.keepDir.empty())
       return;
-    std::string rm = "rm -rf " + dir;
-    int unused = std::system(rm.c_str());
-    (void)unused;
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
   };
   if (!o.cpu.empty())
-    gCompileFlags = "--cpu=" + o.cpu;
+    gCompileFlags = {"--cpu=" + o.cpu};
   // Before any OpenMP runtime starts: the compiled kernels read it too.
   setenv("OMP_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
   omp_set_num_threads(o.threads);
