@@ -171,6 +171,11 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
     bool first = true;
     for (int64_t ki : kinds) {
       const attn_rt_kind &k = m->kinds[ki];
+      if (k.mla) {
+        benchLatentKind(k, b, sq, skv, page, repeats, json, first);
+        first = false;
+        continue;
+      }
       if (k.op != ATTN_RT_OP_SDPA) {
         // A linear layer's state is not a KV cache: skipped among all
         // kinds, an error when it is the one asked for.
@@ -309,6 +314,9 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
                   kind.kv_dtype == ATTN_RT_KV_F32 ? "" : kvDtypeName(kind),
                   fusedMs, f / fusedMs / 1e6, ref);
     }
+    // A latent kind's absorbed form (its decode) on the same step.
+    if (kind.mla)
+      benchLatentKind(kind, b, sq, skv, 0, repeats, json, false);
   }
   if (json)
     std::printf("\n]\n");

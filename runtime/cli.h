@@ -309,6 +309,29 @@ void runLinearBlock(const attn_rt_kind &kind, attn_rt_linear_block_fn fn,
                     Args &args, attn_rt_memref_f32_3 &y,
                     attn_rt_memref_f32_3 &x, BlockWeights &weights);
 
+//===- latent.cpp ----------------------------------------------------------===//
+
+/// check's cases for one multi-head latent attention kind (kv_lora_rank >
+/// 0): the absorbed kernel against the reference, contiguous and paged,
+/// and the absorbed form against the expanded one; prints a line per case.
+bool checkLatentKind(const attn_rt_kind &kind, std::mt19937 &rng);
+/// A latent kind's block or layer entry `fn` on x [shape] at positions
+/// P..P+S-1 after the P tokens of --cache-in (float32 [B, P, r + dr]; none:
+/// P = 0) into y; returns the latent cache of all P + S tokens (its shape in
+/// `cacheShape`), which the caller writes (--cache-out) with y.
+Buf<float> runLatentBlock(const attn_rt_kind &kind,
+                          attn_rt_latent_block_fn fn, Args &args,
+                          Buf<float> &x, const std::vector<int64_t> &shape,
+                          Buf<float> &y, BlockWeights &weights,
+                          std::vector<int64_t> &cacheShape);
+/// `mla`: the absorbed form's attention of a layer's kind on .npy files.
+int cmdMla(const attn_rt_model *m, int argc, char **argv);
+/// bench's line for a latent kind's absorbed kernel (paged with `page` >
+/// 0), with the expanded form over an MHA cache on the same step.
+void benchLatentKind(const attn_rt_kind &kind, int64_t b, int64_t sq,
+                     int64_t skv, int64_t page, int64_t repeats, bool json,
+                     bool first);
+
 } // namespace cli
 } // namespace attn_rt
 

@@ -19,7 +19,7 @@ using namespace attn_rt;
 using namespace attn_rt::cli;
 
 void cli::requireBlocks(const attn_rt_kind &kind) {
-  if (kind.block || kind.linear_block)
+  if (kind.block || kind.linear_block || kind.latent_block)
     return;
   if (gCuda)
     fail("block, layer and model run on the CPU only: this executable was "
@@ -137,7 +137,7 @@ namespace {
 /// which cross attention follows, does not.
 bool closesLayer(const attn_rt_model *m, int64_t i) {
   const attn_rt_kind &k = m->kinds[m->layer_kind[i]];
-  return k.layer || k.linear_layer || k.layer_note;
+  return k.layer || k.linear_layer || k.latent_layer || k.layer_note;
 }
 
 } // namespace
@@ -147,16 +147,17 @@ int cli::cmdLayer(const attn_rt_model *m, int argc, char **argv, bool model) {
   auto args = parseArgs(argc, argv, 2,
                         {"layer", "from", "to", "weights", "x", "out",
                          "memory", "lengths", "conv-state-in", "state-in",
-                         "conv-state-out", "state-out"});
+                         "conv-state-out", "state-out", "cache-in",
+                         "cache-out"});
   // One linear-attention layer's states: `layer` only, `model` runs a
   // fresh sequence through every layer.
   if (model)
-    for (const char *opt :
-         {"conv-state-in", "state-in", "conv-state-out", "state-out"})
+    for (const char *opt : {"conv-state-in", "state-in", "conv-state-out",
+                            "state-out", "cache-in", "cache-out"})
       if (args.count(opt))
         fail(std::string("--") + opt +
-             " applies to `layer` (one linear-attention layer's states); "
-             "`model` runs its layers from zero states");
+             " applies to `layer` (one layer's states or latent cache); "
+             "`model` runs its layers over a fresh sequence");
   for (const char *opt : {"layer", "from", "to"})
     if (args.count(opt) && (std::string(opt) == "layer") == model)
       fail(std::string("--") + opt + " applies to `" +
@@ -204,8 +205,10 @@ int cli::cmdLayer(const attn_rt_model *m, int argc, char **argv, bool model) {
     const attn_rt_kind &kind = kindOfLayer(m, i);
     requireBlocks(kind);
     bool linear = kind.op == ATTN_RT_OP_GATED_DELTA;
-    if ((i == last || closesLayer(m, i)) &&
-        !(linear ? (void *)kind.linear_layer : (void *)kind.layer))
+    void *layerFn = linear         ? (void *)kind.linear_layer
+                    : kind.latent_block ? (void *)kind.latent_layer
+                                        : (void *)kind.layer;
+    if ((i == last || closesLayer(m, i)) && !layerFn)
       fail(layerName(kind, i) + " closes a transformer layer whose "
            "feed-forward network is not compiled: " +
            (kind.layer_note ? kind.layer_note
@@ -217,6 +220,12 @@ int cli::cmdLayer(const attn_rt_model *m, int argc, char **argv, bool model) {
           fail(std::string("--") + opt +
                " applies to linear-attention layers only; " +
                layerName(kind, i) + " is softmax attention");
+    if (!kind.latent_block)
+      for (const char *opt : {"cache-in", "cache-out"})
+        if (args.count(opt))
+          fail(std::string("--") + opt +
+               " applies to multi-head latent attention layers only; " +
+               layerName(kind, i) + " caches no latent rows");
     required |= kind.block_inputs & ATTN_RT_BLOCK_MEMORY;
     accepted |= kind.block_inputs;
   }
@@ -232,13 +241,18 @@ int cli::cmdLayer(const attn_rt_model *m, int argc, char **argv, bool model) {
   std::vector<int64_t> shape = {x.shape[0], x.shape[1], m->hidden_size};
   for (int64_t i = first; i <= last; ++i)
     blockLengths(kindOfLayer(m, i), args, shape, mem);
-  Buf<float> cur = std::move(x.f32), next(cur.size());
+  Buf<float> cur = std::move(x.f32), next(cur.size()), cache;
+  std::vector<int64_t> cacheShape;
   for (int64_t i = first; i <= last; ++i) {
     const attn_rt_kind &kind = kindOfLayer(m, i);
     bool closes = closesLayer(m, i);
     BlockWeights weights(kind, m->layer_in_stack[i], args["weights"],
                          closes ? kind.num_layer_weights : kind.num_weights);
-    if (kind.op == ATTN_RT_OP_GATED_DELTA) {
+    if (kind.latent_block) {
+      cache = runLatentBlock(kind, closes ? kind.latent_layer
+                                          : kind.latent_block,
+                             args, cur, shape, next, weights, cacheShape);
+    } else if (kind.op == ATTN_RT_OP_GATED_DELTA) {
       attn_rt_memref_f32_3 dx = view3(cur.data(), shape);
       attn_rt_memref_f32_3 dy = view3(next.data(), shape);
       runLinearBlock(kind, kind.linear_layer, args, dy, dx, weights);
@@ -250,6 +264,9 @@ int cli::cmdLayer(const attn_rt_model *m, int argc, char **argv, bool model) {
   }
   std::string err;
   if (!writeNpyF32(args["out"], shape, cur.data(), err))
+    fail(err);
+  if (args.count("cache-out") &&
+      !writeNpyF32(args["cache-out"], cacheShape, cache.data(), err))
     fail(err);
   return 0;
 }

@@ -51,6 +51,7 @@ const char *kUsage =
     "        [--memory M.npy] [--lengths LENS.npy]\n"
     "        [--conv-state-in C0.npy] [--state-in S0.npy]\n"
     "        [--conv-state-out C1.npy] [--state-out S1.npy]\n"
+    "        [--cache-in C0.npy] [--cache-out C1.npy]\n"
     "                             the whole attention block of layer L (norm,\n"
     "                             projections, RoPE at positions 0..S-1,\n"
     "                             attention, output projection, residual);\n"
@@ -61,9 +62,14 @@ const char *kUsage =
     "                             and cross attention); a\n"
     "                             linear-attention layer also takes and gives\n"
     "                             its states (conv [B, C, K-1], recurrent\n"
-    "                             [B, Hv, dk, dv]; zeros when not given)\n"
+    "                             [B, Hv, dk, dv]; zeros when not given); a\n"
+    "                             latent-attention layer (DeepSeek) reads\n"
+    "                             the latent rows of the tokens before X\n"
+    "                             (C0 float32 [B, P, r + dr], X at positions\n"
+    "                             P..P+S-1) and gives all P + S (C1)\n"
     "  layer --layer L --weights W.safetensors --x X.npy --out Y.npy\n"
-    "        [--memory M.npy] [--lengths LENS.npy]\n"
+    "        [--memory M.npy] [--lengths LENS.npy] [state and cache\n"
+    "        options as for block]\n"
     "                             the whole transformer layer holding layer\n"
     "                             L: its attention sub-blocks (a decoder's\n"
     "                             self and cross attention) and the\n"
@@ -83,6 +89,14 @@ const char *kUsage =
     "                             LENS int64 [B]: row b is its first LENS[b]\n"
     "                             tokens (right padding: outputs 0, state "
     "kept)\n"
+    "  mla --layer L --q Q.npy --cache C.npy --out O.npy\n"
+    "      [--kv-lengths LENS.npy]\n"
+    "                             multi-head latent attention's absorbed\n"
+    "                             form: Q float32 [B, H, Sq, r + dr] (the\n"
+    "                             queries in the latent space, then their\n"
+    "                             rotary part), C the latent rows [B, Skv,\n"
+    "                             r + dr] in the kind's --kv-dtype, O\n"
+    "                             [B, H, Sq, r]\n"
     "  check [--seed N]           fused kernels against the unfused reference\n"
     "                             for every layer kind on several shapes; the\n"
     "                             paged kernels (if compiled) over shuffled\n"
@@ -291,7 +305,7 @@ int cmdBlock(const attn_rt_model *m, int argc, char **argv) {
   auto args = parseArgs(argc, argv, 2,
                         {"layer", "weights", "x", "out", "memory", "lengths",
                          "conv-state-in", "state-in", "conv-state-out",
-                         "state-out"});
+                         "state-out", "cache-in", "cache-out"});
   for (const char *req : {"layer", "weights", "x", "out"})
     if (!args.count(req))
       fail(std::string("block needs --") + req);
@@ -307,6 +321,12 @@ int cmdBlock(const attn_rt_model *m, int argc, char **argv) {
         fail(std::string("--") + opt +
              " applies to linear-attention layers only; " + where +
              " is softmax attention");
+  if (!kind.latent_block)
+    for (const char *opt : {"cache-in", "cache-out"})
+      if (args.count(opt))
+        fail(std::string("--") + opt +
+             " applies to multi-head latent attention layers only; " + where +
+             " caches no latent rows");
   int inputs = linear ? 0 : kind.block_inputs;
   checkBlockOptions(args, inputs, inputs, where, m->hidden_size);
   std::string err;
@@ -320,8 +340,12 @@ int cmdBlock(const attn_rt_model *m, int argc, char **argv) {
     blockLengths(kind, args, shape, mem); // checked before the weights load
   BlockWeights weights(kind, m->layer_in_stack[layer], args["weights"],
                        kind.num_weights);
-  Buf<float> yv(b * s * m->hidden_size);
-  if (linear) {
+  Buf<float> yv(b * s * m->hidden_size), cache;
+  std::vector<int64_t> cacheShape;
+  if (kind.latent_block) {
+    cache = runLatentBlock(kind, kind.latent_block, args, x.f32, shape, yv,
+                           weights, cacheShape);
+  } else if (linear) {
     attn_rt_memref_f32_3 dx = view3(x.f32.data(), shape);
     attn_rt_memref_f32_3 y = view3(yv.data(), shape);
     runLinearBlock(kind, kind.linear_block, args, y, dx, weights);
@@ -329,6 +353,9 @@ int cmdBlock(const attn_rt_model *m, int argc, char **argv) {
     callBlock(kind, kind.block, weights, args, x.f32, shape, mem, yv);
   }
   if (!writeNpyF32(args["out"], shape, yv.data(), err))
+    fail(err);
+  if (args.count("cache-out") &&
+      !writeNpyF32(args["cache-out"], cacheShape, cache.data(), err))
     fail(err);
   return 0;
 }
@@ -497,6 +524,8 @@ int cmdCheck(const attn_rt_model *m, int argc, char **argv) {
     }
     if (kind.paged)
       allOk = checkPagedKind(kind, rng) && allOk;
+    if (kind.mla)
+      allOk = checkLatentKind(kind, rng) && allOk;
   }
   if (m->num_kinds == 0)
     std::printf("check: the model has no attention layer kinds to check\n");
@@ -540,6 +569,8 @@ extern "C" int attn_rt_main(int argc, char **argv) {
     return cmdLayer(m, argc, argv, cmd == "model");
   if (cmd == "gdn")
     return cmdGdn(m, argc, argv);
+  if (cmd == "mla")
+    return cmdMla(m, argc, argv);
   if (cmd == "check")
     return cmdCheck(m, argc, argv);
   if (cmd == "bench")

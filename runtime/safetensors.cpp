@@ -5,6 +5,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "safetensors.h"
+
+#include <array>
+#include <cmath>
+#include <limits>
 #include "resources.h"
 #include "narrow.h"
 #include "npy.h"
@@ -128,11 +132,41 @@ bool SafeTensors::readF32(const std::string &name,
               shapeStr(shape);
       return false;
     }
-  size_t elem = e.dtype == "F32" ? 4 : (e.dtype == "BF16" || e.dtype == "F16") ? 2 : 0;
+  bool fp8 = e.dtype == "F8_E4M3";
+  size_t elem = e.dtype == "F32"                         ? 4
+                : (e.dtype == "BF16" || e.dtype == "F16") ? 2
+                : fp8                                     ? 1
+                                                          : 0;
   if (!elem) {
     error = path + ": tensor '" + name + "' has dtype " + e.dtype +
-            "; accepted: F32, BF16, F16";
+            "; accepted: F32, BF16, F16, F8_E4M3 (with its "
+            "weight_scale_inv blocks)";
     return false;
+  }
+  // FP8 checkpoints (DeepSeek-V3, Kimi-K2): each 128x128 block of a 2-D
+  // weight is stored as e4m3 values times the block's F32 scale in
+  // '<name>_scale_inv' [ceil(rows/128), ceil(cols/128)].
+  Buf<float> scales;
+  int64_t scaleCols = 0;
+  const int64_t block = 128;
+  if (fp8) {
+    if (shape.size() != 2) {
+      error = path + ": tensor '" + name + "' is F8_E4M3 of rank " +
+              std::to_string(shape.size()) +
+              "; accepted: FP8 weights of rank 2 with 128x128 scale blocks";
+      return false;
+    }
+    std::string scaleName = name + "_scale_inv";
+    if (!entries.count(scaleName)) {
+      error = path + ": tensor '" + name + "' is F8_E4M3 but the file has "
+              "no '" + scaleName + "' (its per-block scales; accepted: "
+              "blockwise FP8 as DeepSeek-V3's checkpoints store it)";
+      return false;
+    }
+    int64_t rows = (shape[0] + block - 1) / block;
+    scaleCols = (shape[1] + block - 1) / block;
+    if (!readF32(scaleName, {rows, scaleCols}, scales, error))
+      return false;
   }
   if (e.end - e.begin != uint64_t(n) * elem) {
     error = path + ": tensor '" + name + "' holds " +
@@ -147,6 +181,8 @@ bool SafeTensors::readF32(const std::string &name,
   // straight into `out`, 16-bit types through one conversion buffer.
   out.resize(n);
   std::vector<char> raw(elem == 4 ? 0 : e.end - e.begin);
+  if (elem == 1 && raw.empty())
+    return true;
   char *dst = elem == 4 ? reinterpret_cast<char *>(out.data()) : raw.data();
   std::istream &in = *file;
   in.clear();
@@ -162,5 +198,34 @@ bool SafeTensors::readF32(const std::string &name,
       std::memcpy(&v, raw.data() + 2 * i, 2);
       out[i] = widenBits(v, /*half=*/e.dtype == "F16");
     }
+  if (fp8) {
+    static const std::array<float, 256> table = [] {
+      std::array<float, 256> t{};
+      for (int c = 0; c < 256; ++c)
+        t[c] = e4m3Value(uint8_t(c));
+      return t;
+    }();
+    int64_t cols = shape[1];
+    for (int64_t i = 0; i < shape[0]; ++i) {
+      const float *srow = &scales[(i / block) * scaleCols];
+      for (int64_t j = 0; j < cols; ++j)
+        out[i * cols + j] =
+            table[uint8_t(raw[i * cols + j])] * srow[j / block];
+    }
+  }
   return true;
+}
+
+float attn_rt::e4m3Value(uint8_t bits) {
+  // OCP FP8 E4M3 ("e4m3fn"): sign, 4 exponent bits (bias 7), 3 mantissa
+  // bits; no infinities, S.1111.111 is NaN; subnormals m/8 · 2^-6.
+  int sign = bits >> 7, exp = (bits >> 3) & 0xf, man = bits & 7;
+  float v;
+  if (exp == 0xf && man == 7)
+    v = std::numeric_limits<float>::quiet_NaN();
+  else if (exp == 0)
+    v = std::ldexp(float(man) / 8.0f, -6);
+  else
+    v = std::ldexp(1.0f + float(man) / 8.0f, exp - 7);
+  return sign ? -v : v;
 }

@@ -21,6 +21,10 @@
 
 namespace attn_rt {
 
+/// The value of an OCP FP8 E4M3 ("e4m3fn") byte: exact in float32 (NaN
+/// for S.1111.111; the format has no infinities).
+float e4m3Value(uint8_t bits);
+
 class SafeTensors {
 public:
   /// Opens `path` and parses its header; false with a message on failure.
@@ -30,8 +34,10 @@ public:
   bool open(std::unique_ptr<std::istream> stream, const std::string &name,
             std::string &error);
 
-  /// Reads tensor `name` as float32 (F32, BF16 and F16 are converted),
-  /// checking its shape; false with a message naming the file, the tensor,
+  /// Reads tensor `name` as float32 (F32, BF16 and F16 are converted; a
+  /// 2-D F8_E4M3 weight is dequantized by the 128x128 blocks of
+  /// '<name>_scale_inv', as DeepSeek-V3's checkpoints store it), checking
+  /// its shape; false with a message naming the file, the tensor,
   /// what was found and what is expected.
   bool readF32(const std::string &name, const std::vector<int64_t> &shape,
                Buf<float> &out, std::string &error) const;

@@ -137,12 +137,13 @@ case "$cmd" in
     # comparisons of every family (families: the layer kernels and `block`
     # run instrumented in block, qwen3-next-block, block-errors and
     # layer-errors), of Gated DeltaNet's shapes (gdn-kernel: its kernels
-    # run in qwen3-next-block), of the bf16/f16 contiguous kernels
+    # run in qwen3-next-block), of the latent-attention families (mla-families:
+    # mla runs their kernels, blocks and decode), of the bf16/f16 contiguous kernels
     # (kv-dtype-sdpa: c-api runs bf16/f16 paged caches), bench's output
     # (bench-flops and exe-errors run `bench`), and the output kinds that
     # parse no input of their own (install, emit, output-targets, ptx).
     if [ "${ATTN_ASAN_ALL:-0}" != 1 ]; then
-      export LIT_FILTER_OUT="${LIT_FILTER_OUT:-(Integration/(families|gdn-kernel|kv-dtype-sdpa|bench|install|emit|output-targets)\.test|GPU/ptx\.test)\$}"
+      export LIT_FILTER_OUT="${LIT_FILTER_OUT:-(Integration/(families|mla-families|gdn-kernel|kv-dtype-sdpa|bench|install|emit|output-targets)\.test|GPU/ptx\.test)\$}"
     fi
     run_suite "lit (ASan+UBSan)"
     ;;

@@ -9,6 +9,7 @@
 
 #include "compiler/Frontend/Frontend.h"
 
+#include <cmath>
 #include <map>
 
 using namespace mlir;
@@ -125,8 +126,101 @@ double linearPrefillFlopsPerToken(const LayerSpec &l) {
 }
 
 uint64_t kvBytesPerToken(const LayerSpec &l, uint64_t elemBytes) {
+  // Multi-head latent attention caches one latent row per token.
+  if (l.isLatent())
+    return uint64_t(l.latent.cacheWidth()) * elemBytes;
   return uint64_t(l.numKVHeads) * uint64_t(l.headDimQK + l.headDimV) *
          elemBytes;
+}
+
+/// Multi-head latent attention's two forms, per layer, for `rows` query
+/// rows over `ctx` cached tokens (FLOPs of the matrix products; H heads,
+/// latent r, rope dr, nope dn, value dv):
+///   expanded: every cached latent through kv_b_proj (2·r·H·(dn + dv) per
+///             token), then attention with D = dn + dr and Dv = dv;
+///   absorbed: each query row's nope part into the latent space
+///             (2·H·dn·r), attention of all heads over the one cache row
+///             (D = r + dr, Dv = r), the result back through W_UV
+///             (2·H·r·dv).
+struct LatentFlops {
+  unsigned __int128 expanded, absorbed;
+};
+LatentFlops latentFlops(const LayerSpec &l, uint64_t rows, uint64_t ctx) {
+  using u128 = unsigned __int128;
+  const LatentSpec &m = l.latent;
+  u128 h = uint64_t(l.numHeads), r = uint64_t(m.kvLoraRank),
+       dr = uint64_t(m.ropeDim), dn = uint64_t(m.nopeDim),
+       dv = uint64_t(l.headDimV);
+  u128 expanded = 2 * ctx * r * h * (dn + dv) +
+                  2 * u128(rows) * ctx * h * (dn + dr + dv);
+  u128 absorbed = 2 * u128(rows) * h * (dn * r + r * dv) +
+                  2 * u128(rows) * ctx * h * (2 * r + dr);
+  return {expanded, absorbed};
+}
+
+/// The latent layer's own description: its sizes, the cache next to what
+/// the same model would cache as plain MHA and as GQA with 8 KV heads, the
+/// decode FLOPs of both forms and where the absorbed form stops doing less
+/// work (what the compiled layers choose by at run time).
+ojson latentKindJson(const LayerSpec &l) {
+  const LatentSpec &m = l.latent;
+  uint64_t h = uint64_t(l.numHeads),
+           perHead = uint64_t(l.headDimQK + l.headDimV);
+  ojson j;
+  j["cache_row"] = m.cacheWidth();
+  j["latent_cache_bytes_per_token_per_layer"] = {
+      {"fp32", 4 * uint64_t(m.cacheWidth())},
+      {"bf16", 2 * uint64_t(m.cacheWidth())}};
+  j["same_model_as_mha_bytes_per_token_per_layer"] = {
+      {"fp32", 4 * h * perHead}, {"bf16", 2 * h * perHead}};
+  j["same_model_as_gqa8_bytes_per_token_per_layer"] = {
+      {"fp32", 4 * 8 * perHead}, {"bf16", 2 * 8 * perHead}};
+  ojson decode;
+  for (uint64_t ctx : {uint64_t(4096), uint64_t(32768), uint64_t(131072)}) {
+    LatentFlops f = latentFlops(l, 1, ctx);
+    decode[std::to_string(ctx)] = {{"expanded", count(f.expanded)},
+                                   {"absorbed", count(f.absorbed)}};
+  }
+  j["decode_flops_per_token_per_layer"] = decode;
+  // Query rows up to which the absorbed form does less work, at a context
+  // of ctx tokens: rows·(r·(dn+dv) + ctx·(2r − dn − dv)) < ctx·r·(dn+dv).
+  int64_t r = m.kvLoraRank, dn = m.nopeDim, dv = l.headDimV;
+  double a = double(r) * double(dn + dv), c = double(2 * r - dn - dv);
+  ojson rows;
+  for (uint64_t ctx : {uint64_t(4096), uint64_t(32768), uint64_t(131072)}) {
+    double n = double(ctx);
+    double x = c > 0 ? n * a / (a + n * c) : INFINITY;
+    rows[std::to_string(ctx)] =
+        std::isfinite(x) ? ojson(int64_t(std::ceil(x)) - 1) : ojson(nullptr);
+  }
+  j["absorbed_less_work_up_to_query_rows"] = rows;
+  j["absorbed_less_work_up_to_query_rows_asymptotic"] =
+      c > 0 ? ojson(a / c) : ojson(nullptr);
+  // The smallest context at which one decode row is cheaper absorbed.
+  uint64_t from = 1;
+  while (from < (uint64_t(1) << 40)) {
+    LatentFlops f = latentFlops(l, 1, from);
+    if (f.absorbed < f.expanded)
+      break;
+    from *= 2;
+  }
+  uint64_t lo = from / 2 + 1, hi = from;
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    LatentFlops f = latentFlops(l, 1, mid);
+    if (f.absorbed < f.expanded)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  j["absorbed_decode_less_work_from_context"] = hi;
+  j["note"] = "multi-head latent attention: one latent row (kv_lora_rank + "
+              "qk_rope_head_dim) cached per token and layer; prefill runs "
+              "the expanded form (keys and values per head from kv_b_proj), "
+              "decode the absorbed one (the query into the latent space, all "
+              "heads over the cache rows, values read in place); the "
+              "compiled layer chooses by query length at run time";
+  return j;
 }
 
 std::optional<int64_t> maxContext(const ModelSpec &spec, const LayerSpec &l) {
@@ -157,6 +251,17 @@ ojson feedForwardJson(const FFNSpec &f) {
     j["experts_per_token"] = f.topK;
     j["norm_topk_prob"] = f.normTopK;
     j["shared_expert_intermediate_size"] = f.sharedIntermediate;
+    j["scoring"] =
+        f.scoring == ExpertScoring::Sigmoid ? "sigmoid" : "softmax";
+    j["selection_bias"] = !f.scoreBias.empty();
+    if (f.numGroups > 1 || f.topKGroups > 1)
+      j["groups"] = {{"num_groups", f.numGroups},
+                     {"groups_kept", f.topKGroups},
+                     {"group_score", f.groupScore == ExpertGroupScore::TopTwoSum
+                                         ? "top2_sum"
+                                         : "max"}};
+    j["routed_scaling_factor"] = f.routedScale;
+    j["shared_expert_gate"] = !f.sharedExpertGate.weight.empty();
   }
   j["compiled"] = f.unsupported.empty();
   if (!f.unsupported.empty())
@@ -216,6 +321,17 @@ ojson layerJson(const LayerSpec &l,
     j["relative_bias"] = {{"num_buckets", l.t5.numBuckets},
                           {"max_distance", l.t5.maxDistance},
                           {"bidirectional", l.t5.bidirectional}};
+  if (l.isLatent()) {
+    const LatentSpec &m = l.latent;
+    j["latent"] = {
+        {"q_lora_rank", m.qLoraRank ? ojson(m.qLoraRank) : ojson(nullptr)},
+        {"kv_lora_rank", m.kvLoraRank},
+        {"qk_nope_head_dim", m.nopeDim},
+        {"qk_rope_head_dim", m.ropeDim},
+        {"v_head_dim", l.headDimV},
+        {"cache_row", m.cacheWidth()},
+        {"rope_interleaved", l.rope.interleaved}};
+  }
   j["qk_norm"] = l.qkNorm;
   j["qkv_bias"] = l.hasQKVBias();
   j["o_bias"] = !l.o.bias.empty();
@@ -338,6 +454,13 @@ ojson mlir::attn::describeModel(const ModelSpec &spec) {
           (unsigned __int128)n * flopsPerPair(l) * keysAt(l, *c);
       unsigned __int128 pre =
           (unsigned __int128)n * flopsPerPair(l) * visiblePairs(l, *c);
+      if (l.isLatent()) {
+        // What the compiled layer runs: decode absorbed, prefill expanded
+        // (every token's latent through kv_b_proj, then the attention).
+        dec = (unsigned __int128)n * latentFlops(l, 1, *c).absorbed;
+        pre += (unsigned __int128)n *
+               (latentFlops(l, 0, *c).expanded);
+      }
       decode[label] = count(dec);
       prefill[label] = count(pre);
       totalDecode[label] += dec;
@@ -347,6 +470,8 @@ ojson mlir::attn::describeModel(const ModelSpec &spec) {
     }
     k["attention_flops_per_token"] = decode;
     k["prefill_attention_flops"] = prefill;
+    if (l.isLatent())
+      k["latent_attention"] = latentKindJson(l);
     kindsJson.push_back(k);
   }
   out["layer_kinds"] = kindsJson;

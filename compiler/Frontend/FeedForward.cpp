@@ -305,6 +305,176 @@ bool readEncoderDecoder(FieldReader &r, ModelSpec &spec) {
   return true;
 }
 
+/// DeepSeek-V2/V3 and Kimi-K2 (DeepseekV2/V3DecoderLayer): the layers
+/// before first_k_dense_replace a SwiGLU MLP, the others the mixture of
+/// experts with its shared experts (DeepseekV2Moe / DeepseekV3MoE): V3's
+/// router scores by sigmoid with e_score_correction_bias for the selection
+/// and groups scored by their best two experts, V2's by softmax, greedy or
+/// with groups scored by their best expert.
+bool readLatentFamily(FieldReader &r, ModelSpec &spec) {
+  bool v3 = spec.family == "deepseek_v3";
+  FFNSpec dense;
+  dense.kind = FFNKind::Gated;
+  int64_t interDefault = v3 ? 18432 : 11008;
+  dense.intermediate =
+      r.optInt({"intermediate_size"}, 1, kMaxIntermediate, interDefault)
+          .value_or(interDefault);
+  readActivation(r, "hidden_act", "silu", dense);
+  // DeepseekV2MLP's biases follow mlp_bias; DeepseekV3MLP has none.
+  bool mlpBias = !v3 && r.optBool({"mlp_bias"}, false).value_or(false);
+  FFNSpec moe = dense;
+  moe.kind = FFNKind::MoE;
+  int64_t expertsDefault = v3 ? 256 : 64;
+  moe.numExperts = r.optInt({"n_routed_experts"}, 1, 1 << 20, expertsDefault)
+                       .value_or(expertsDefault);
+  std::optional<int64_t> topK = r.optInt(
+      {"num_experts_per_tok"}, 1, 1 << 20,
+      v3 ? std::optional<int64_t>(8) : std::nullopt);
+  int64_t moeInterDefault = v3 ? 2048 : 1407;
+  moe.intermediate =
+      r.optInt({"moe_intermediate_size"}, 1, kMaxIntermediate,
+               moeInterDefault)
+          .value_or(moeInterDefault);
+  int64_t shared =
+      r.optInt({"n_shared_experts"}, 1, 1 << 10, v3 ? 1 : 2).value_or(1);
+  moe.routedScale = r.optNum({"routed_scaling_factor"}, 0.0, 1e6,
+                             v3 ? 2.5 : 1.0)
+                        .value_or(1.0);
+  int64_t firstDense = r.optInt({"first_k_dense_replace"}, 0, kMaxLayers,
+                                v3 ? 3 : 0)
+                           .value_or(0);
+  int64_t freq = r.optInt({"moe_layer_freq"}, 1, kMaxLayers, 1).value_or(1);
+  static const llvm::StringRef kV3Scoring[] = {"sigmoid"},
+                               kV2Scoring[] = {"softmax"},
+                               kV3Methods[] = {"noaux_tc"},
+                               kV2Methods[] = {"greedy",
+                                               "group_limited_greedy"};
+  using Names = llvm::ArrayRef<llvm::StringRef>;
+  if (r.present("scoring_func"))
+    r.optEnum("scoring_func", v3 ? Names(kV3Scoring) : Names(kV2Scoring),
+              std::nullopt);
+  std::string method =
+      r.optEnum("topk_method", v3 ? Names(kV3Methods) : Names(kV2Methods),
+                std::string(v3 ? "noaux_tc" : "greedy"))
+          .value_or("greedy");
+  bool grouped = v3 || method == "group_limited_greedy";
+  std::optional<int64_t> groups, topKGroups;
+  if (grouped) {
+    groups = r.optInt({"n_group"}, 1, 1 << 20,
+                      v3 ? std::optional<int64_t>(8) : std::nullopt);
+    topKGroups = r.optInt({"topk_group"}, 1, 1 << 20,
+                          v3 ? std::optional<int64_t>(4) : std::nullopt);
+  }
+  bool normTopK =
+      r.optBool({"norm_topk_prob"}, v3).value_or(v3);
+  if (r.failed())
+    return false;
+  if (freq != 1) {
+    r.error("moe_layer_freq")
+        << "moe_layer_freq " << freq
+        << " is not compiled: transformers' DeepSeek layers are a mixture "
+           "of experts from first_k_dense_replace on, every layer; "
+           "accepted: 1";
+    return false;
+  }
+  bool anyMoE = firstDense < spec.numLayers;
+  if (anyMoE && !topK) {
+    r.error("num_experts_per_tok")
+        << "field 'num_experts_per_tok' is missing: layers "
+        << firstDense << ".." << spec.numLayers - 1
+        << " (from first_k_dense_replace on) are a mixture of experts and "
+           "need the number of experts per token";
+    return false;
+  }
+  moe.topK = topK.value_or(1);
+  if (anyMoE && moe.topK > moe.numExperts) {
+    r.error("num_experts_per_tok")
+        << "num_experts_per_tok (" << moe.topK << ") exceeds n_routed_experts ("
+        << moe.numExperts << "); accepted: 1 to n_routed_experts";
+    return false;
+  }
+  if (anyMoE && grouped) {
+    if (!groups || !topKGroups) {
+      r.error(groups ? "topk_group" : "n_group")
+          << "topk_method '" << method
+          << "' selects experts within groups: 'n_group' and 'topk_group' "
+             "are needed";
+      return false;
+    }
+    if (moe.numExperts % *groups != 0 ||
+        (v3 && moe.numExperts / *groups < 2)) {
+      r.error("n_group") << "n_group (" << *groups
+                         << ") must divide n_routed_experts ("
+                         << moe.numExperts << ")"
+                         << (v3 ? " into groups of at least 2 experts (a "
+                                  "group is scored by its best two)"
+                                : "");
+      return false;
+    }
+    if (*topKGroups > *groups) {
+      r.error("topk_group") << "topk_group (" << *topKGroups
+                            << ") exceeds n_group (" << *groups
+                            << "); accepted: 1 to n_group";
+      return false;
+    }
+    if (moe.topK > moe.numExperts / *groups * *topKGroups) {
+      r.error("num_experts_per_tok")
+          << "num_experts_per_tok (" << moe.topK
+          << ") exceeds the experts of the topk_group (" << *topKGroups
+          << ") groups kept (" << moe.numExperts / *groups
+          << " each)";
+      return false;
+    }
+    moe.numGroups = *groups;
+    moe.topKGroups = *topKGroups;
+  }
+  if (v3) {
+    moe.scoring = ExpertScoring::Sigmoid;
+    moe.groupScore = ExpertGroupScore::TopTwoSum;
+    moe.normTopK = normTopK;
+    moe.normEpsilon = 1e-20; // DeepseekV3TopkRouter: sum + 1e-20
+  } else {
+    moe.scoring = ExpertScoring::Softmax;
+    moe.groupScore = ExpertGroupScore::Max;
+    // transformers' DeepseekV2Moe scales the chosen probabilities by
+    // routed_scaling_factor and never renormalizes them.
+    moe.normTopK = false;
+    if (normTopK && anyMoE)
+      spec.notes.push_back(
+          "norm_topk_prob is true but transformers' DeepSeek-V2 mixture of "
+          "experts does not renormalize the chosen weights: not applied");
+  }
+  moe.sharedIntermediate = moe.intermediate * shared;
+  if (mlpBias && dense.unsupported.empty())
+    dense.unsupported = moe.unsupported =
+        "'mlp_bias': true (biases on the MLPs' projections) is not "
+        "compiled; accepted: false";
+  for (LayerSpec &l : spec.layers) {
+    std::string p = prefixOf(l.normW.weight, "input_layernorm.weight");
+    std::string m = p + "mlp.";
+    FFNSpec lf = l.index < firstDense ? dense : moe;
+    lf.placement = FFNPlacement::Pre;
+    lf.norm.weight = p + "post_attention_layernorm.weight";
+    if (lf.kind == FFNKind::MoE) {
+      lf.router.weight = m + "gate.weight";
+      if (v3)
+        lf.scoreBias = m + "gate.e_score_correction_bias";
+      lf.gate.weight = m + "experts.{e}.gate_proj.weight";
+      lf.up.weight = m + "experts.{e}.up_proj.weight";
+      lf.down.weight = m + "experts.{e}.down_proj.weight";
+      lf.sharedGate.weight = m + "shared_experts.gate_proj.weight";
+      lf.sharedUp.weight = m + "shared_experts.up_proj.weight";
+      lf.sharedDown.weight = m + "shared_experts.down_proj.weight";
+    } else {
+      lf.gate.weight = m + "gate_proj.weight";
+      lf.up.weight = m + "up_proj.weight";
+      lf.down.weight = m + "down_proj.weight";
+    }
+    l.ffn = lf;
+  }
+  return true;
+}
+
 } // namespace
 
 bool normalize::readFeedForward(FieldReader &root, ModelSpec &spec) {
@@ -317,6 +487,8 @@ bool normalize::readFeedForward(FieldReader &root, ModelSpec &spec) {
     return readFalcon(root, spec);
   if (fam == "t5" || fam == "whisper")
     return readEncoderDecoder(root, spec);
+  if (fam == "deepseek_v2" || fam == "deepseek_v3")
+    return readLatentFamily(root, spec);
   // A multimodal Gemma 3 config keeps the language model's fields under
   // text_config.
   if (fam == "gemma3" && root.present("text_config")) {

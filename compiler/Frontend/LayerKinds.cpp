@@ -78,6 +78,24 @@ std::vector<WeightArg> mlir::attn::layerWeights(const ModelSpec &spec,
     add("out_proj_weight", {h, hv * dv}, p + "out_proj.weight");
     return w;
   }
+  if (l.isLatent()) {
+    // Multi-head latent attention (DeepseekV2/V3Attention), as stored.
+    const LatentSpec &m = l.latent;
+    int64_t qw = l.numHeads * l.headDimQK;
+    if (m.qLoraRank > 0) {
+      linear("q_a", m.qA, m.qLoraRank, h);
+      add("q_a_norm_weight", {m.qLoraRank}, m.qANorm.weight);
+      add("q_b_weight", {qw, m.qLoraRank}, m.qB.weight);
+    } else {
+      linear("q", l.q, qw, h);
+    }
+    linear("kv_a", m.kvA, m.cacheWidth(), h);
+    add("kv_a_norm_weight", {m.kvLoraRank}, m.kvANorm.weight);
+    add("kv_b_weight", {l.numHeads * (m.nopeDim + l.headDimV), m.kvLoraRank},
+        m.kvB.weight);
+    linear("o", l.o, h, l.numHeads * l.headDimV);
+    return w;
+  }
   int64_t kvq = l.numKVHeads * l.headDimQK, kvv = l.numKVHeads * l.headDimV;
   if (l.layout == QKVLayout::Separate) {
     linear("q", l.q, queryWidth(l), h);
@@ -108,6 +126,7 @@ std::vector<WeightArg> mlir::attn::ffnWeights(const ModelSpec &spec,
   if (f.kind == FFNKind::MoE) {
     int64_t e = f.numExperts, s = f.sharedIntermediate;
     w.add("ffn_router_weight", {e, h}, f.router.weight);
+    w.add("ffn_score_bias", {e}, f.scoreBias);
     w.add("ffn_experts_gate_weight", {e, n, h}, f.gate.weight);
     w.add("ffn_experts_up_weight", {e, n, h}, f.up.weight);
     w.add("ffn_experts_down_weight", {e, h, n}, f.down.weight);
@@ -175,6 +194,11 @@ void attentionKey(llvm::raw_ostream &os, const ModelSpec &spec,
   if (l.position == PositionKind::T5Bias)
     os << l.t5.numBuckets << '|' << l.t5.maxDistance << '|'
        << l.t5.bidirectional << '|';
+  if (l.isLatent()) {
+    const LatentSpec &m = l.latent;
+    os << "latent" << m.qLoraRank << ',' << m.kvLoraRank << ',' << m.nopeDim
+       << ',' << m.ropeDim << ',' << hexDouble(m.latentNormEps) << '|';
+  }
   os << l.qkNorm << l.outputGate << int(l.norm) << int(l.placement) << '|'
      << hexDouble(l.normEps) << '|' << int(l.layout)
      << l.transposedWeights << '|';
@@ -194,7 +218,9 @@ std::string kindKey(const ModelSpec &spec, const LayerSpec &l) {
   os << '|' << int(f.kind) << f.activation << '|' << f.intermediate << '|'
      << int(f.placement) << f.transposedWeights << '|' << f.unsupported
      << '|' << f.numExperts << ',' << f.topK << ',' << f.normTopK << ','
-     << f.sharedIntermediate << '|';
+     << f.sharedIntermediate << '|' << int(f.scoring) << ',' << f.numGroups
+     << ',' << f.topKGroups << ',' << int(f.groupScore) << ','
+     << hexDouble(f.routedScale) << ',' << hexDouble(f.normEpsilon) << '|';
   for (const WeightArg &w : ffnWeights(spec, l))
     os << w.role << ',';
   return os.str();

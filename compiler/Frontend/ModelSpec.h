@@ -98,6 +98,18 @@ enum class FFNPlacement {
             ///< norm weight of its own, the attention's normed input.
 };
 
+/// How a mixture of experts scores its experts (transformers' routers).
+enum class ExpertScoring {
+  Softmax, ///< softmax over the router logits (Qwen, DeepSeek-V2)
+  Sigmoid, ///< sigmoid of each logit (DeepSeek-V3, Kimi-K2)
+};
+
+/// How group-limited routing scores a group of experts.
+enum class ExpertGroupScore {
+  Max,     ///< its best expert (DeepSeek-V2's group_limited_greedy)
+  TopTwoSum, ///< the sum of its best two (DeepSeek-V3's noaux_tc)
+};
+
 struct FFNSpec {
   FFNKind kind = FFNKind::None;
   std::string activation; ///< silu, gelu, gelu_tanh, relu (attn.activation)
@@ -114,8 +126,42 @@ struct FFNSpec {
   int64_t numExperts = 0, topK = 0, sharedIntermediate = 0;
   bool normTopK = false;
   Proj router, sharedGate, sharedUp, sharedDown, sharedExpertGate;
+  /// Routing options (one implementation, transformers' routers as data):
+  /// the scores, a per-expert bias added for the selection only
+  /// (DeepSeek-V3's e_score_correction_bias: `router.bias`'s role is
+  /// `scoreBias`), group-limited selection (numGroups groups of experts,
+  /// the topKGroups best by groupScore kept, the others' scores masked to
+  /// 0 as transformers masks them), the chosen weights normalized (with
+  /// normEpsilon added to their sum) and scaled by routedScale.
+  ExpertScoring scoring = ExpertScoring::Softmax;
+  std::string scoreBias;
+  int64_t numGroups = 1, topKGroups = 1;
+  ExpertGroupScore groupScore = ExpertGroupScore::Max;
+  double routedScale = 1.0, normEpsilon = 0.0;
   /// Why the layer's feed-forward network is not compiled (empty: it is).
   std::string unsupported;
+};
+
+/// Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2): the query through
+/// an optional low-rank bottleneck; keys and values expanded per head from
+/// one latent vector per token (kv_lora_rank wide, RMS-normed) that every
+/// head shares, plus one rotary key per token that every head shares.
+/// LayerSpec's numHeads is H (numKVHeads = H in the expanded form),
+/// headDimQK = nopeDim + ropeDim, headDimV the value head dim, and the
+/// rope applies to the ropeDim part only (LayerSpec::rope, rotaryDim =
+/// ropeDim).
+struct LatentSpec {
+  int64_t qLoraRank = 0;  ///< 0: q_proj straight from the hidden states
+  int64_t kvLoraRank = 0; ///< > 0 marks a latent-attention layer
+  int64_t nopeDim = 0, ropeDim = 0;
+  /// q_a_layernorm's and kv_a_layernorm's epsilon (the modules' default,
+  /// not rms_norm_eps).
+  double latentNormEps = 1e-6;
+  /// q_a_proj, q_a_layernorm, q_b_proj (q_lora_rank > 0; else LayerSpec::q
+  /// is q_proj), kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj.
+  Proj qA, qANorm, qB, kvA, kvANorm, kvB;
+  /// The latent cache's row: the normed latent, then the rotary key.
+  int64_t cacheWidth() const { return kvLoraRank + ropeDim; }
 };
 
 struct LayerSpec {
@@ -151,6 +197,8 @@ struct LayerSpec {
   bool transposedWeights = false; ///< GPT-2 Conv1D: weights are [in, out].
   Proj q, k, v, o, qkv;
   Proj normW, postNormW, qNormW, kNormW;
+  LatentSpec latent;
+  bool isLatent() const { return latent.kvLoraRank > 0; }
 
   /// The feed-forward network after this attention sub-block, when it is
   /// the last of its transformer layer.

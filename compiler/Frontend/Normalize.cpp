@@ -24,7 +24,7 @@ const llvm::StringRef kModelTypes[] = {
     "llama",  "mistral",   "qwen2", "qwen3",       "qwen3_next",
     "gemma2", "gemma3",    "gemma3_text", "phi3",  "gpt2",
     "bert",   "falcon",    "RefinedWeb", "RefinedWebModel", "t5",
-    "whisper"};
+    "whisper", "deepseek_v2", "deepseek_v3", "kimi_k2"};
 
 } // namespace
 
@@ -124,6 +124,36 @@ std::string normalize::layerPrefix(llvm::StringRef pattern, int64_t i) {
   return p.substr(0, at) + std::to_string(i) + p.substr(at + 3);
 }
 
+bool normalize::readQuantization(FieldReader &r, ModelSpec &spec) {
+  if (!r.present("quantization_config"))
+    return true;
+  std::optional<FieldReader> q = r.optObject("quantization_config");
+  if (!q)
+    return false;
+  std::string method = q->optString({"quant_method"}, "").value_or("");
+  std::string fmt = q->optString({"fmt"}, "e4m3").value_or("e4m3");
+  std::optional<std::vector<double>> blocks =
+      q->optNumArray("weight_block_size");
+  if (r.failed())
+    return false;
+  bool blockwise128 =
+      blocks && blocks->size() == 2 && (*blocks)[0] == 128 && (*blocks)[1] == 128;
+  if (method == "fp8" && fmt == "e4m3" && blockwise128) {
+    spec.notes.push_back(
+        "quantization_config: FP8 E4M3 weights in 128x128 blocks; block, "
+        "layer and model read them (F8_E4M3 with their weight_scale_inv) "
+        "and dequantize them to float32 as they load");
+    return true;
+  }
+  spec.notes.push_back(
+      "quantization_config (quant_method " +
+      (method.empty() ? std::string("not given") : "'" + method + "'") +
+      "): these quantized weights are not read; block, layer and model "
+      "take F32, BF16, F16 or blockwise FP8 E4M3 (128x128) tensors; the "
+      "attention kernels compile as for any checkpoint");
+  return true;
+}
+
 llvm::ArrayRef<llvm::StringRef> mlir::attn::supportedModelTypes() {
   return kModelTypes;
 }
@@ -159,6 +189,10 @@ bool mlir::attn::normalizeConfig(const ConfigSource &src, ModelSpec &spec) {
     family = "falcon";
   if (family == "gemma3_text")
     family = "gemma3";
+  // Kimi-K2 is DeepSeek-V3's architecture (its config names
+  // DeepseekV3ForCausalLM) with other sizes.
+  if (family == "kimi_k2")
+    family = "deepseek_v3";
   spec.family = family;
 
   // One function per family that has its own conventions; the decoder-only
@@ -167,7 +201,10 @@ bool mlir::attn::normalizeConfig(const ConfigSource &src, ModelSpec &spec) {
   static const std::pair<llvm::StringRef, Normalizer> kOthers[] = {
       {"gpt2", normalizeGPT2},   {"bert", normalizeBERT},
       {"falcon", normalizeFalcon}, {"t5", normalizeT5},
-      {"whisper", normalizeWhisper}};
+      {"whisper", normalizeWhisper}, {"deepseek_v2", normalizeLatent},
+      {"deepseek_v3", normalizeLatent}};
+  if (!readQuantization(root, spec))
+    return false;
   for (auto [name, fn] : kOthers)
     if (family == name)
       return fn(root, spec) && readFeedForward(root, spec);

@@ -90,6 +90,12 @@ bool normalizeBERT(FieldReader &r, ModelSpec &spec);
 bool normalizeFalcon(FieldReader &r, ModelSpec &spec);
 bool normalizeT5(FieldReader &r, ModelSpec &spec);
 bool normalizeWhisper(FieldReader &r, ModelSpec &spec);
+/// Multi-head latent attention: deepseek_v2, and deepseek_v3 (also
+/// kimi_k2's family) (LatentFamilies.cpp).
+bool normalizeLatent(FieldReader &r, ModelSpec &spec);
+/// Notes what the checkpoint's quantization_config means for the weights
+/// block, layer and model read (blockwise FP8 E4M3 is read; others not).
+bool readQuantization(FieldReader &r, ModelSpec &spec);
 /// Attaches each transformer layer's feed-forward network (FeedForward.cpp)
 /// to the last attention sub-block of the layer, after the family's
 /// normalization filled spec.layers.

@@ -311,6 +311,18 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   if (stop == PipelineStage::Attn)
     return success();
   pm.addNestedPass<func::FuncOp>(createFuseAttentionPass());
+  // Multi-head latent attention: both forms, chosen at run time by the
+  // query and key lengths (attn.sdpa in each).
+  LowerLatentAttentionPassOptions latent;
+  latent.form = options.latentForm;
+  if (latent.form != "auto" && latent.form != "expanded" &&
+      latent.form != "absorbed") {
+    if (error)
+      *error = "latent-form must be auto, expanded or absorbed, got '" +
+               latent.form + "'";
+    return failure();
+  }
+  pm.addNestedPass<func::FuncOp>(createLowerLatentAttentionPass(latent));
   pm.addPass(createCanonicalizerPass());
   if (stop == PipelineStage::Fused)
     return success();

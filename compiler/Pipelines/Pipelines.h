@@ -56,6 +56,12 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
       llvm::cl::desc("Split-K decode: split the keys of a one-block query "
                      "when batch x KV heads is below this (0: never)"),
       llvm::cl::init(16)};
+  Option<std::string> latentForm{
+      *this, "latent-form",
+      llvm::cl::desc("Multi-head latent attention's form: auto (chosen at "
+                     "run time by the query and key lengths), expanded or "
+                     "absorbed"),
+      llvm::cl::init("auto")};
   Option<int64_t> vectorLanes{
       *this, "vector-lanes",
       llvm::cl::desc("f32 lanes of the CPU micro-kernel: 16 (AVX-512, "

@@ -6,7 +6,9 @@
 // biases and T5's ReLU MLP without biases; x [2, 3, 8], intermediate 12.
 // The mixture of experts (4 experts of intermediate 6, top 2): with its
 // shared expert and renormalized weights, and with a zero router (every
-// token ties; the first two experts take every token, the others none).
+// token ties; the first two experts take every token, the others none);
+// DeepSeek-V3's and V2's routing on 8 experts (sigmoid scores, selection
+// bias, groups, scaling, ungated shared expert).
 // REQUIRES: mlir-runner
 // RUN: attn-opt %s -attn-pipeline='stop-after=llvm-dialect reference=false' | %mlir_runner | %python %S/Inputs/ffn_ref.py | FileCheck %s
 // CHECK: OK gated silu
@@ -16,6 +18,8 @@
 // CHECK: OK mlp relu
 // CHECK: OK moe shared norm_topk
 // CHECK: OK moe zero router
+// CHECK: OK moe sigmoid bias groups top2_sum scaled
+// CHECK: OK moe softmax groups max scaled
 
 // s · sin(a·n + c), n the row-major index, computed in f64, stored as f32.
 func.func @gen3(%a: f64, %c: f64, %s: f64) -> tensor<2x3x8xf32> {
@@ -146,11 +150,33 @@ func.func @main() {
   %su = tensor.cast %sud : tensor<?x?xf32> to tensor<5x8xf32>
   %sd = tensor.cast %sdd : tensor<?x?xf32> to tensor<8x5xf32>
   %sgate = tensor.cast %sgated : tensor<?x?xf32> to tensor<1x8xf32>
-  %y6 = attn.moe <silu> %x, %router experts(%eg, %eu, %ed) shared(%sg, %su, %sd, %sgate) {top_k = 2 : i64, norm_topk_prob} : (tensor<2x3x8xf32>, tensor<4x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<4x8x6xf32>, tensor<5x8xf32>, tensor<5x8xf32>, tensor<8x5xf32>, tensor<1x8xf32>) -> tensor<2x3x8xf32>
+  %y6 = attn.moe <silu> %x, %router experts(%eg, %eu, %ed) shared(%sg, %su, %sd) shared_gate(%sgate) {top_k = 2 : i64, norm_topk_prob} : (tensor<2x3x8xf32>, tensor<4x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<4x8x6xf32>, tensor<5x8xf32>, tensor<5x8xf32>, tensor<8x5xf32>, tensor<1x8xf32>) -> tensor<2x3x8xf32>
   func.call @print(%y6) : (tensor<2x3x8xf32>) -> ()
   %zd = func.call @gen2(%n4, %c8, %a6, %c03, %zero) : (index, index, f64, f64, f64) -> tensor<?x?xf32>
   %zrouter = tensor.cast %zd : tensor<?x?xf32> to tensor<4x8xf32>
   %y7 = attn.moe <silu> %x, %zrouter experts(%eg, %eu, %ed) {top_k = 2 : i64} : (tensor<2x3x8xf32>, tensor<4x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<4x8x6xf32>) -> tensor<2x3x8xf32>
   func.call @print(%y7) : (tensor<2x3x8xf32>) -> ()
+  // DeepSeek-V3's routing (8 experts in 4 groups of 2): sigmoid scores, a
+  // selection bias 0.2 sin(0.5 n + 0.1), groups scored by their best two,
+  // 2 kept, top 3, renormalized (+1e-20), scaled by 2.5, the shared
+  // expert added ungated; DeepSeek-V2's (softmax, groups by their best,
+  // 2 kept, top 3, scaled by 1.5, no renormalization).
+  %n8 = arith.constant 8 : index
+  %a05 = arith.constant 0.5 : f64
+  %s02 = arith.constant 0.2 : f64
+  %r8d = func.call @gen2(%n8, %c8, %a6, %c03, %s1) : (index, index, f64, f64, f64) -> tensor<?x?xf32>
+  %router8 = tensor.cast %r8d : tensor<?x?xf32> to tensor<8x8xf32>
+  %bias8 = func.call @gen1(%n8, %a05, %c1, %s02) : (index, f64, f64, f64) -> tensor<?xf32>
+  %bias = tensor.cast %bias8 : tensor<?xf32> to tensor<8xf32>
+  %eg8d = func.call @gen3d(%n8, %n6, %c8, %a2, %c1, %s1) : (index, index, index, f64, f64, f64) -> tensor<?x?x?xf32>
+  %eu8d = func.call @gen3d(%n8, %n6, %c8, %a3, %c2, %s1) : (index, index, index, f64, f64, f64) -> tensor<?x?x?xf32>
+  %ed8d = func.call @gen3d(%n8, %c8, %n6, %a4, %c3, %s1) : (index, index, index, f64, f64, f64) -> tensor<?x?x?xf32>
+  %eg8 = tensor.cast %eg8d : tensor<?x?x?xf32> to tensor<8x6x8xf32>
+  %eu8 = tensor.cast %eu8d : tensor<?x?x?xf32> to tensor<8x6x8xf32>
+  %ed8 = tensor.cast %ed8d : tensor<?x?x?xf32> to tensor<8x8x6xf32>
+  %y8 = attn.moe <silu> %x, %router8 score_bias(%bias) experts(%eg8, %eu8, %ed8) shared(%sg, %su, %sd) {top_k = 3 : i64, norm_topk_prob, norm_topk_epsilon = 1.0e-20 : f64, scoring = #attn.scoring<sigmoid>, num_groups = 4 : i64, topk_groups = 2 : i64, group_score = #attn.group_score<top2_sum>, routed_scaling_factor = 2.5 : f64} : (tensor<2x3x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8x6x8xf32>, tensor<8x6x8xf32>, tensor<8x8x6xf32>, tensor<5x8xf32>, tensor<5x8xf32>, tensor<8x5xf32>) -> tensor<2x3x8xf32>
+  func.call @print(%y8) : (tensor<2x3x8xf32>) -> ()
+  %y9 = attn.moe <silu> %x, %router8 experts(%eg8, %eu8, %ed8) shared(%sg, %su, %sd) {top_k = 3 : i64, num_groups = 4 : i64, topk_groups = 2 : i64, routed_scaling_factor = 1.5 : f64} : (tensor<2x3x8xf32>, tensor<8x8xf32>, tensor<8x6x8xf32>, tensor<8x6x8xf32>, tensor<8x8x6xf32>, tensor<5x8xf32>, tensor<5x8xf32>, tensor<8x5xf32>) -> tensor<2x3x8xf32>
+  func.call @print(%y9) : (tensor<2x3x8xf32>) -> ()
   return
 }

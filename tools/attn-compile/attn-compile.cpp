@@ -187,6 +187,16 @@ cl::opt<int64_t> splitTarget(
              "across threads, merged by log-sum-exp (0: never; default 16)"),
     cl::init(16), cl::cat(category));
 
+cl::opt<std::string> latentForm(
+    "latent-form",
+    cl::desc("Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2): the "
+             "form of the layers' attention, auto (default: chosen at run "
+             "time, the absorbed form when it does less work, as in "
+             "decode), expanded or absorbed (one form for every query "
+             "length: to measure or test each)"),
+    cl::value_desc("auto|expanded|absorbed"), cl::init("auto"),
+    cl::cat(category));
+
 cl::opt<attn::KVCacheType> kvDtype(
     "kv-dtype",
     cl::desc("Element type of the K and V the softmax-attention kernels "
@@ -431,6 +441,10 @@ bool checkOptions(Stage stage, bool building) {
   if (qBlock < 0 || kvBlock < 0)
     return fail("--q-block and --kv-block must be positive (0 picks the "
                 "target default)");
+  if (latentForm != "auto" && latentForm != "expanded" &&
+      latentForm != "absorbed")
+    return fail("--latent-form must be auto, expanded or absorbed, got '" +
+                llvm::Twine(latentForm.getValue()) + "'");
   if (splitTarget < 0)
     return fail("--split-target must be 0 (no split-K) or more, got " +
                 llvm::Twine(splitTarget.getValue()));
@@ -601,6 +615,7 @@ int compileCPU(MLIRContext &context, const attn::ModelSpec &spec,
   options.qBlock = qBlock;
   options.kvBlock = kvBlock;
   options.splitTarget = splitTarget;
+  options.latentForm = latentForm;
   if (int64_t lanes = attn::cpuVectorLanes(cpu))
     options.vectorLanes = lanes;
   // What is linked with the runtime allocates through it.

@@ -77,98 +77,228 @@ static Value lowerOp(MoEOp op, GenericBuilder &g) {
   Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
   Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
 
-  // Router probabilities [T, E].
+  // Router scores p [T, E]: softmax over the experts, or each logit's
+  // sigmoid.
   Value logits = linearOf(g, x2, op.getRouterWeight(), Value(), false);
-  Value mx = rowReduce(g, logits, -INFINITY,
-                       [](OpBuilder &nb, Location l, Value v, Value acc) {
-                         return arith::MaximumFOp::create(nb, l, v, acc)
-                             .getResult();
-                       });
   AffineMap id2 = g.map(2, {g.d(0), g.d(1)}), row = g.map(2, {g.d(0)});
-  SmallVector<OpFoldResult> te = {T, g.dim(logits, 1)};
-  Value ex = g.generic({logits, mx}, g.empty(te, elt), {id2, row, id2},
-                       {kPar, kPar},
-                       [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                         Value d = arith::SubFOp::create(nb, l, a[0], a[1]);
-                         return math::ExpOp::create(nb, l, d);
-                       });
-  Value sum = rowSum(g, ex, [](OpBuilder &, Location, Value v) { return v; });
-  Value probs = g.generic({ex, sum}, g.empty(te, elt), {id2, row, id2},
-                          {kPar, kPar},
-                          [](OpBuilder &nb, Location l, ValueRange a) {
-                            return arith::DivFOp::create(nb, l, a[0], a[1])
-                                .getResult();
-                          });
-
-  // Top-k: k passes of (max, first index), each masking its pick.
-  SmallVector<Value> topIdx, topW;
-  Value masked = probs;
-  for (int64_t j = 0; j < k; ++j) {
-    Value initV = g.fill({T}, -INFINITY);
-    Value minusOne = arith::ConstantIntOp::create(b, loc, i64, -1);
-    Value emptyI = tensor::EmptyOp::create(
-        b, loc, SmallVector<OpFoldResult>{T}, i64);
-    Value initI = linalg::FillOp::create(b, loc, ValueRange{minusOne},
-                                         ValueRange{emptyI})
-                      .getResult(0);
-    auto pick = linalg::GenericOp::create(
-        b, loc, TypeRange{initV.getType(), initI.getType()}, ValueRange{masked},
-        ValueRange{initV, initI}, ArrayRef<AffineMap>{id2, row, row},
-        ArrayRef<IteratorType>{kPar, kRed},
-        [](OpBuilder &nb, Location l, ValueRange a) {
-          Value e = linalg::IndexOp::create(nb, l, 1);
-          Value ei = arith::IndexCastOp::create(nb, l, nb.getI64Type(), e);
-          Value better = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT,
-                                               a[0], a[1]);
-          Value v = arith::SelectOp::create(nb, l, better, a[0], a[1]);
-          Value i = arith::SelectOp::create(nb, l, better, ei, a[2]);
-          linalg::YieldOp::create(nb, l, ValueRange{v, i});
-        });
-    Value val = pick.getResult(0), idx = pick.getResult(1);
-    topW.push_back(val);
-    topIdx.push_back(idx);
-    if (j + 1 < k)
-      masked = g.generic(
-          {masked, idx}, g.empty(te, elt), {id2, row, id2}, {kPar, kPar},
-          [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-            Value e = linalg::IndexOp::create(nb, l, 1);
-            Value ei = arith::IndexCastOp::create(nb, l, nb.getI64Type(), e);
-            Value hit = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
-                                              ei, a[1]);
-            Value ninf = negInf(nb, l, a[0].getType());
-            return arith::SelectOp::create(nb, l, hit, ninf, a[0]);
-          });
-  }
-  if (op.getNormTopkProb()) {
-    Value total = elementwise(g, topW, elt,
-                              [](OpBuilder &nb, Location l, ValueRange a) {
-                                Value s = a[0];
-                                for (Value v : a.drop_front())
-                                  s = arith::AddFOp::create(nb, l, s, v);
-                                return s;
-                              });
-    for (Value &w : topW)
-      w = elementwise(g, {w, total}, elt,
+  OpFoldResult E = g.dim(logits, 1);
+  SmallVector<OpFoldResult> te = {T, E};
+  Value probs;
+  if (op.getScoring() == RouterScoring::sigmoid) {
+    probs = elementwise(g, {logits}, elt,
+                        [](OpBuilder &nb, Location l, ValueRange a) {
+                          return sigmoid(nb, l, a[0]);
+                        });
+  } else {
+    Value mx = rowReduce(g, logits, -INFINITY,
+                         [](OpBuilder &nb, Location l, Value v, Value acc) {
+                           return arith::MaximumFOp::create(nb, l, v, acc)
+                               .getResult();
+                         });
+    Value ex = g.generic({logits, mx}, g.empty(te, elt), {id2, row, id2},
+                         {kPar, kPar},
+                         [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                           Value d = arith::SubFOp::create(nb, l, a[0], a[1]);
+                           return math::ExpOp::create(nb, l, d);
+                         });
+    Value sum =
+        rowSum(g, ex, [](OpBuilder &, Location, Value v) { return v; });
+    probs = g.generic({ex, sum}, g.empty(te, elt), {id2, row, id2},
+                      {kPar, kPar},
                       [](OpBuilder &nb, Location l, ValueRange a) {
                         return arith::DivFOp::create(nb, l, a[0], a[1])
                             .getResult();
                       });
   }
+  // The selection's scores c: p plus the per-expert bias.
+  Value choice = probs;
+  if (Value bias = op.getScoreBias())
+    choice = g.generic({probs, bias}, g.empty(te, elt),
+                       {id2, g.map(2, {g.d(1)}), id2}, {kPar, kPar},
+                       [](OpBuilder &nb, Location l, ValueRange a) {
+                         return arith::AddFOp::create(nb, l, a[0], a[1])
+                             .getResult();
+                       });
+  // (best value, its first index) of a [T, N] tensor's rows, and the
+  // value of `carry` [T, N] at that index.
+  auto argmax = [&](Value t, Value carry) -> std::array<Value, 3> {
+    OpFoldResult n = g.dim(t, 1);
+    (void)n;
+    Value initV = g.fill({T}, -INFINITY);
+    Value initC = g.fill({T}, 0.0);
+    Value minusOne = arith::ConstantIntOp::create(b, loc, i64, -1);
+    Value emptyI =
+        tensor::EmptyOp::create(b, loc, SmallVector<OpFoldResult>{T}, i64);
+    Value initI = linalg::FillOp::create(b, loc, ValueRange{minusOne},
+                                         ValueRange{emptyI})
+                      .getResult(0);
+    auto pick = linalg::GenericOp::create(
+        b, loc, TypeRange{initV.getType(), initI.getType(), initC.getType()},
+        ValueRange{t, carry}, ValueRange{initV, initI, initC},
+        ArrayRef<AffineMap>{id2, id2, row, row, row},
+        ArrayRef<IteratorType>{kPar, kRed},
+        [](OpBuilder &nb, Location l, ValueRange a) {
+          Value e = linalg::IndexOp::create(nb, l, 1);
+          Value ei = arith::IndexCastOp::create(nb, l, nb.getI64Type(), e);
+          Value better = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT,
+                                               a[0], a[2]);
+          Value v = arith::SelectOp::create(nb, l, better, a[0], a[2]);
+          Value i = arith::SelectOp::create(nb, l, better, ei, a[3]);
+          Value c = arith::SelectOp::create(nb, l, better, a[1], a[4]);
+          linalg::YieldOp::create(nb, l, ValueRange{v, i, c});
+        });
+    return {pick.getResult(0), pick.getResult(1), pick.getResult(2)};
+  };
+  // `t` [T, N] with column idx[t] set to `v`.
+  auto maskPick = [&](Value t, Value idx, double v) -> Value {
+    return g.generic({t, idx}, g.empty(g.sizes(t), elt), {id2, row, id2},
+                     {kPar, kPar},
+                     [v](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                       Value e = linalg::IndexOp::create(nb, l, 1);
+                       Value ei =
+                           arith::IndexCastOp::create(nb, l, nb.getI64Type(), e);
+                       Value hit = arith::CmpIOp::create(
+                           nb, l, arith::CmpIPredicate::eq, ei, a[1]);
+                       Value c = fconst(nb, l, a[0].getType(), v);
+                       return arith::SelectOp::create(nb, l, hit, c, a[0]);
+                     });
+  };
+  // A loop of `n` picks (scf.for: a count from the config is never
+  // unrolled into the IR), each with its state in `iter`.
+  auto picks = [&](int64_t n, ValueRange init,
+                   function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    Value cn = arith::ConstantIndexOp::create(b, loc, n);
+    auto loop = scf::ForOp::create(b, loc, c0, cn, c1, init);
+    fillLoop(b, loop, body);
+    return loop;
+  };
+
+  // Group-limited selection: the experts in G groups of n, each group
+  // scored by its best c (or its best two summed), the topk_groups best
+  // groups kept, the others' c set to 0.
+  int64_t groups = op.getNumGroups();
+  if (groups > 1) {
+    int64_t experts = cast<RankedTensorType>(logits.getType()).getDimSize(1);
+    int64_t per = experts / groups;
+    SmallVector<ReassociationIndices> re3 = {{0}, {1, 2}};
+    SmallVector<OpFoldResult> tgn = {T, b.getIndexAttr(groups),
+                                     b.getIndexAttr(per)};
+    Value c3 = tensor::ExpandShapeOp::create(b, loc, g.tensor(tgn, elt),
+                                             choice, re3, tgn);
+    AffineMap id3 = g.map(3, {g.d(0), g.d(1), g.d(2)}),
+              grp = g.map(3, {g.d(0), g.d(1)});
+    SmallVector<OpFoldResult> tg = {T, b.getIndexAttr(groups)};
+    Value m1 = g.fill(tg, -INFINITY), m2 = g.fill(tg, -INFINITY);
+    auto best = linalg::GenericOp::create(
+        b, loc, TypeRange{m1.getType(), m2.getType()}, ValueRange{c3},
+        ValueRange{m1, m2}, ArrayRef<AffineMap>{id3, grp, grp},
+        ArrayRef<IteratorType>{kPar, kPar, kRed},
+        [](OpBuilder &nb, Location l, ValueRange a) {
+          // (first, second) best so far.
+          Value gt = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT,
+                                           a[0], a[1]);
+          Value first = arith::SelectOp::create(nb, l, gt, a[0], a[1]);
+          Value other = arith::SelectOp::create(nb, l, gt, a[1], a[0]);
+          Value second = arith::MaximumFOp::create(nb, l, other, a[2]);
+          linalg::YieldOp::create(nb, l, ValueRange{first, second});
+        });
+    Value groupScore = best.getResult(0);
+    if (op.getGroupScore() == GroupScore::top2_sum)
+      groupScore = elementwise(g, {best.getResult(0), best.getResult(1)}, elt,
+                               [](OpBuilder &nb, Location l, ValueRange a) {
+                                 return arith::AddFOp::create(nb, l, a[0],
+                                                              a[1])
+                                     .getResult();
+                               });
+    Value keep0 = g.fill(tg, 0.0);
+    auto groupLoop = picks(
+        op.getTopkGroups(), ValueRange{groupScore, keep0},
+        [&](Value, ValueRange it) -> SmallVector<Value> {
+          auto [v, idx, unused] = argmax(it[0], it[0]);
+          (void)v;
+          (void)unused;
+          return {maskPick(it[0], idx, -INFINITY), maskPick(it[1], idx, 1.0)};
+        });
+    Value keep = groupLoop.getResult(1); // [T, G]: 1 for a kept group
+    AffineMap ofGroup =
+        g.map(2, {g.d(0), g.d(1).floorDiv(b.getAffineConstantExpr(per))});
+    choice = g.generic({choice, keep}, g.empty(te, elt), {id2, ofGroup, id2},
+                       {kPar, kPar},
+                       [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                         Value zero = fconst(nb, l, a[0].getType(), 0.0);
+                         Value kept = arith::CmpFOp::create(
+                             nb, l, arith::CmpFPredicate::ONE, a[1], zero);
+                         return arith::SelectOp::create(nb, l, kept, a[0],
+                                                        zero);
+                       });
+  }
+
+  // Top-k: k picks of (max c, first index), each masking its pick; the
+  // weights are the picked experts' p. topIdx [T, k] (i64), topW [T, k].
+  SmallVector<OpFoldResult> tk = {T, b.getIndexAttr(k)};
+  Value idx0 = tensor::EmptyOp::create(b, loc, tk, i64);
+  Value w0 = g.empty(tk, elt);
+  auto topLoop = picks(
+      k, ValueRange{choice, idx0, w0},
+      [&](Value j, ValueRange it) -> SmallVector<Value> {
+        auto [v, idx, w] = argmax(it[0], probs);
+        (void)v;
+        SmallVector<OpFoldResult> at = {b.getIndexAttr(0), j};
+        SmallVector<OpFoldResult> colSizes = {T, b.getIndexAttr(1)};
+        SmallVector<OpFoldResult> ones(2, b.getIndexAttr(1));
+        SmallVector<ReassociationIndices> col = {{0, 1}};
+        auto colOf = [&](Value t, Type e) -> Value {
+          return tensor::ExpandShapeOp::create(b, loc, g.tensor(colSizes, e),
+                                               t, col, colSizes);
+        };
+        Value idxT = tensor::InsertSliceOp::create(b, loc, colOf(idx, i64),
+                                                   it[1], at, colSizes, ones);
+        Value wT = tensor::InsertSliceOp::create(b, loc, colOf(w, elt), it[2],
+                                                 at, colSizes, ones);
+        return {maskPick(it[0], idx, -INFINITY), idxT, wT};
+      });
+  Value topIdx = topLoop.getResult(1), topW = topLoop.getResult(2);
+  double eps = op.getNormTopkEpsilon().convertToDouble();
+  double scale = op.getRoutedScalingFactor().convertToDouble();
+  if (op.getNormTopkProb()) {
+    Value total = rowSum(g, topW, [](OpBuilder &, Location, Value v) {
+      return v;
+    });
+    topW = g.generic({topW, total}, g.empty(tk, elt), {id2, row, id2},
+                     {kPar, kPar},
+                     [eps](OpBuilder &nb, Location l, ValueRange a) {
+                       Value den = a[1];
+                       if (eps != 0)
+                         den = arith::AddFOp::create(
+                             nb, l, den, fconst(nb, l, den.getType(), eps));
+                       return arith::DivFOp::create(nb, l, a[0], den)
+                           .getResult();
+                     });
+  }
+  if (scale != 1.0)
+    topW = elementwise(g, {topW}, elt,
+                       [scale](OpBuilder &nb, Location l, ValueRange a) {
+                         return arith::MulFOp::create(
+                                    nb, l, a[0],
+                                    fconst(nb, l, a[0].getType(), scale))
+                             .getResult();
+                       });
 
   // The accumulator: the shared expert's output, or zeros.
   Value acc;
   if (Value sg = op.getSharedGateWeight()) {
-    Value shared = gatedNetwork(g, x2, sg, op.getSharedUpWeight(),
-                                op.getSharedDownWeight(), act);
-    Value gate = linearOf(g, x2, op.getSharedExpertGateWeight(), Value(),
-                          false); // [T, 1]
-    acc = g.generic({shared, gate}, g.empty({T, H}, elt),
-                    {id2, g.map(2, {g.d(0), b.getAffineConstantExpr(0)}), id2},
-                    {kPar, kPar},
-                    [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                      Value s = sigmoid(nb, l, a[1]);
-                      return arith::MulFOp::create(nb, l, a[0], s);
-                    });
+    acc = gatedNetwork(g, x2, sg, op.getSharedUpWeight(),
+                       op.getSharedDownWeight(), act);
+    if (Value sgate = op.getSharedExpertGateWeight()) {
+      Value gate = linearOf(g, x2, sgate, Value(), false); // [T, 1]
+      acc = g.generic(
+          {acc, gate}, g.empty({T, H}, elt),
+          {id2, g.map(2, {g.d(0), b.getAffineConstantExpr(0)}), id2},
+          {kPar, kPar}, [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+            Value s = sigmoid(nb, l, a[1]);
+            return arith::MulFOp::create(nb, l, a[0], s);
+          });
+    }
   } else {
     acc = g.fill({T, H}, 0.0);
   }
@@ -192,18 +322,16 @@ static Value lowerOp(MoEOp op, GenericBuilder &g) {
   fillLoop(b, expertLoop, [&](Value e, ValueRange iter) -> SmallVector<Value> {
     Value accIn = iter[0];
     Value ei = arith::IndexCastOp::create(b, loc, i64, e);
-    // The routing weight of expert e for every token (0: not routed).
-    SmallVector<Value> ins(topIdx);
-    llvm::append_range(ins, topW);
-    Value we = elementwise(
-        g, ins, elt, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-          Value w = fconst(nb, l, elt, 0.0);
-          for (int64_t j = 0; j < k; ++j) {
-            Value hit = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
-                                              a[j], ei);
-            w = arith::SelectOp::create(nb, l, hit, a[k + j], w);
-          }
-          return w;
+    // The routing weight of expert e for every token (0: not routed): a
+    // reduction over the token's k picks.
+    Value we = g.generic(
+        {topIdx, topW}, g.fill({T}, 0.0), {id2, id2, row}, {kPar, kRed},
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          Value hit = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
+                                            a[0], ei);
+          Value zero = fconst(nb, l, elt, 0.0);
+          Value w = arith::SelectOp::create(nb, l, hit, a[1], zero);
+          return arith::AddFOp::create(nb, l, a[2], w);
         });
     // Compaction: the routed tokens' rows, in order.
     Value rowsInit = tensor::EmptyOp::create(

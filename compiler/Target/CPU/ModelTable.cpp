@@ -41,7 +41,8 @@ public:
                                       {ptr, i64, i64, i64, i64, i32, i64, i64,
                                        ptr, i64, ptr, ptr, ptr, ptr, i64, f64,
                                        f64, f64, i32, ptr, i64, ptr, i32,
-                                       ptr, i64, i32, ptr, i64, ptr, ptr},
+                                       ptr, i64, i32, ptr, i64, ptr, ptr,
+                                       i64, i64, ptr, ptr, ptr, ptr, ptr},
                                       "attn_rt_kind");
     modelTy = llvm::StructType::create(
         ctx, {i32, ptr, i64, ptr, ptr, i64, i64, ptr, i32, ptr},
@@ -121,7 +122,13 @@ bool TableBuilder::checkLayout(std::string &error) const {
         offsetof(attn_rt_kind, block_inputs), offsetof(attn_rt_kind, layer),
         offsetof(attn_rt_kind, num_layer_weights),
         offsetof(attn_rt_kind, layer_note),
-        offsetof(attn_rt_kind, linear_layer)}},
+        offsetof(attn_rt_kind, linear_layer),
+        offsetof(attn_rt_kind, kv_lora_rank),
+        offsetof(attn_rt_kind, rope_head_dim), offsetof(attn_rt_kind, mla),
+        offsetof(attn_rt_kind, mla_reference),
+        offsetof(attn_rt_kind, mla_paged),
+        offsetof(attn_rt_kind, latent_block),
+        offsetof(attn_rt_kind, latent_layer)}},
       {modelTy,
        sizeof(attn_rt_model),
        {offsetof(attn_rt_model, abi_version), offsetof(attn_rt_model, family),
@@ -227,10 +234,33 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
         return false;
       pagedPart = fn;
     }
+    // Multi-head latent attention: the absorbed form's kernels.
+    bool latent = l.isLatent();
+    llvm::Constant *mla = t.null(), *mlaReference = t.null(),
+                   *mlaPaged = t.null();
+    if (latent) {
+      llvm::Function *fn = function("_mlir_ciface_" + n + "_mla");
+      if (!fn)
+        return false;
+      mla = fn;
+      if (withReference) {
+        llvm::Function *ref = function("_mlir_ciface_" + n + "_mla_reference");
+        if (!ref)
+          return false;
+        mlaReference = ref;
+      }
+      if (withPaged) {
+        llvm::Function *paged = function("_mlir_ciface_" + n + "_mla_paged");
+        if (!paged)
+          return false;
+        mlaPaged = paged;
+      }
+    }
     llvm::Constant *block = t.null(), *linearBlock = t.null(),
+                   *latentBlock = t.null(), *latentLayer = t.null(),
                    *weights = t.null();
     int blockInputs = 0;
-    if (!kind.isLinear()) {
+    if (!kind.isLinear() && !latent) {
       if (l.role == LayerRole::CrossAttention)
         blockInputs |= ATTN_RT_BLOCK_MEMORY;
       if (l.position == PositionKind::Rope)
@@ -249,6 +279,8 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
       llvm::SmallVector<unsigned> pass = {0, 1};
       if (kind.isLinear())
         pass = {0, 1, 2, 3, 4, 5};
+      else if (latent)
+        pass = {0, 1, 2, 3, 4}; // y, cache_out, x, positions, cache_in
       else
         for (auto [bit, arg] : {std::pair<int, unsigned>{ATTN_RT_BLOCK_MEMORY, 2},
                                 {ATTN_RT_BLOCK_POSITIONS, 3},
@@ -274,13 +306,15 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
       llvm::Constant *blockFn = thunk("_block", ws.size());
       if (!blockFn)
         return false;
-      (kind.isLinear() ? linearBlock : block) = blockFn;
+      (kind.isLinear() ? linearBlock : latent ? latentBlock : block) =
+          blockFn;
       if (hasFeedForward(l)) {
         llvm::append_range(ws, ffnWeights(spec, l));
         llvm::Constant *layerFn = thunk("_layer", ws.size());
         if (!layerFn)
           return false;
-        (kind.isLinear() ? linearLayer : layer) = layerFn;
+        (kind.isLinear() ? linearLayer : latent ? latentLayer : layer) =
+            layerFn;
       } else if (!l.ffn.unsupported.empty()) {
         layerNote = t.string(l.ffn.unsupported);
       }
@@ -322,7 +356,10 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
                                                   : ATTN_RT_KV_F32),
          pagedPart, t.c64(spec.tensorParallel),
          t.c32(blocks ? blockInputs : 0), layer, t.c64(ws.size()),
-         layerNote, linearLayer}));
+         layerNote, linearLayer,
+         t.c64(latent ? l.latent.kvLoraRank : 0),
+         t.c64(latent ? l.latent.ropeDim : 0), mla, mlaReference, mlaPaged,
+         latentBlock, latentLayer}));
   }
 
   llvm::Constant *kindArray = t.global(

@@ -89,6 +89,45 @@ def Attn_ActivationAttr : EnumAttr<Attn_Dialect, Attn_Activation,
   let assemblyFormat = "`<` $value `>`";
 }
 
+def Attn_RouterScoring : I32EnumAttr<"RouterScoring",
+    "how a mixture of experts scores its experts", [
+    I32EnumAttrCase<"softmax", 0>,
+    I32EnumAttrCase<"sigmoid", 1>
+  ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::attn";
+  let description = [{
+    * `softmax`: p = softmax(x·W_routerᵀ) over the experts (Qwen, Mixtral,
+      DeepSeek-V2).
+    * `sigmoid`: p = sigmoid(x·W_routerᵀ) per expert (DeepSeek-V3,
+      Kimi-K2).
+  }];
+}
+
+def Attn_RouterScoringAttr : EnumAttr<Attn_Dialect, Attn_RouterScoring,
+                                      "scoring"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Attn_GroupScore : I32EnumAttr<"GroupScore",
+    "how group-limited routing scores a group of experts", [
+    I32EnumAttrCase<"max", 0>,
+    I32EnumAttrCase<"top2_sum", 1>
+  ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::attn";
+  let description = [{
+    * `max`: the group's best expert score (DeepSeek-V2's
+      group_limited_greedy).
+    * `top2_sum`: the sum of its two best scores (DeepSeek-V3's noaux_tc).
+  }];
+}
+
+def Attn_GroupScoreAttr : EnumAttr<Attn_Dialect, Attn_GroupScore,
+                                   "group_score"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 def Attn_CausalAlignment : I32EnumAttr<"CausalAlignment",
     "where the causal diagonal sits when q_len != kv_len", [
     I32EnumAttrCase<"bottom_right", 0>,

@@ -105,6 +105,73 @@ LogicalResult SDPAOp::verify() {
   return verifyDestination(*this, getInit().getType(), o);
 }
 
+//===----------------------------------------------------------------------===//
+// LatentAttentionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LatentAttentionOp::verify() {
+  if (failed(expectRank(*this, getQNope(), 4,
+                        "a q_nope [batch, H, q_len, dn]")) ||
+      failed(expectRank(*this, getQRope(), 4,
+                        "a q_rope [batch, H, q_len, dr]")) ||
+      failed(expectRank(*this, getCache(), 3,
+                        "a cache [batch, kv_len, r + dr]")) ||
+      failed(expectRank(*this, getKvBWeight(), 2,
+                        "a kv_b_weight [H·(dn + dv), r]")) ||
+      failed(expectRank(*this, getResult(), 4,
+                        "a result [batch, H, q_len, dv]")))
+    return failure();
+  RankedTensorType qn = getQNope().getType(), qr = getQRope().getType(),
+                   c = getCache().getType(), w = getKvBWeight().getType(),
+                   o = getResult().getType();
+  if (failed(expectStatic(*this, qn, 1, "q_nope head count")) ||
+      failed(expectStatic(*this, qn, 3, "q_nope dn")) ||
+      failed(expectStatic(*this, qr, 3, "q_rope dr")) ||
+      failed(expectStatic(*this, c, 2, "cache row width")) ||
+      failed(expectStatic(*this, w, 0, "kv_b_weight rows")) ||
+      failed(expectStatic(*this, w, 1, "kv_b_weight latent width")) ||
+      failed(expectStatic(*this, o, 3, "result dv")))
+    return failure();
+  int64_t h = qn.getDimSize(1), dn = qn.getDimSize(3), dr = qr.getDimSize(3),
+          r = w.getDimSize(1), dv = o.getDimSize(3);
+  if (h <= 0 || dn <= 0 || dr <= 0 || r <= 0 || dv <= 0)
+    return emitOpError() << "expects positive head count and dims, got H = "
+                         << h << ", dn = " << dn << ", dr = " << dr
+                         << ", r = " << r << ", dv = " << dv;
+  if (failed(expectShape(*this, qr,
+                         {qn.getDimSize(0), h, qn.getDimSize(2), dr},
+                         "a q_rope [batch, H, q_len, dr] matching q_nope")))
+    return failure();
+  if (c.getDimSize(2) != r + dr)
+    return emitOpError() << "expects cache rows of r + dr = " << r << " + "
+                         << dr << " = " << r + dr
+                         << " features (the latent, then the rotary key), "
+                            "got "
+                         << c.getDimSize(2);
+  if (w.getDimSize(0) != h * (dn + dv))
+    return emitOpError() << "expects kv_b_weight rows H·(dn + dv) = " << h
+                         << "·(" << dn << " + " << dv << ") = "
+                         << h * (dn + dv) << ", got " << w.getDimSize(0);
+  if (failed(expectDimsAgree(*this, c, 0, "cache batch", qn, 0,
+                             "q_nope batch")) ||
+      failed(expectShape(*this, o,
+                         {qn.getDimSize(0), h, qn.getDimSize(2), dv},
+                         "a result [batch, H, q_len, dv]")) ||
+      failed(expectSameElementType(
+          *this, {getQNope(), getQRope(), getKvBWeight(), getResult()},
+          {"q_nope", "q_rope", "kv_b_weight", "result"})) ||
+      failed(expectNoWider(*this, getCache(), "cache", getQNope(),
+                           "q_nope")))
+    return failure();
+  if (getMask() != MaskKind::none && getMask() != MaskKind::causal)
+    return emitOpError() << "expects mask none or causal, got "
+                         << stringifyMaskKind(getMask());
+  if (failed(verifyPositiveFinite(*this, getScale().convertToDouble(),
+                                  "scale")))
+    return failure();
+  return verifyKvLengths(*this, getKvLengths(), qn);
+}
+
 int64_t PagedSDPAOp::getGroupSize() {
   return getQuery().getType().getDimSize(1) /
          getKeyCache().getType().getDimSize(1);

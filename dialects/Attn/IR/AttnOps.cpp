@@ -190,32 +190,66 @@ LogicalResult MoEOp::verify() {
   if (k < 1 || (!router.isDynamicDim(0) && k > router.getDimSize(0)))
     return emitOpError() << "expects top_k in [1, experts = "
                          << router.getDimSize(0) << "], got " << k;
+  if (Value bias = getScoreBias())
+    if (failed(expectShape(*this, tensorOf(bias), {router.getDimSize(0)},
+                           "a score_bias [experts]")))
+      return failure();
+  if (failed(expectStatic(*this, router, 0, "router_weight experts")))
+    return failure();
+  int64_t experts = router.getDimSize(0), groups = getNumGroups(),
+          kept = getTopkGroups();
+  if (groups < 1 || experts % groups != 0)
+    return emitOpError() << "expects num_groups to divide the experts ("
+                         << experts << "), got " << groups;
+  if (kept < 1 || kept > groups)
+    return emitOpError() << "expects topk_groups in [1, num_groups = "
+                         << groups << "], got " << kept;
+  if (groups > 1 && getGroupScore() == GroupScore::top2_sum &&
+      experts / groups < 2)
+    return emitOpError() << "expects groups of at least 2 experts with "
+                            "group_score top2_sum, got "
+                         << experts / groups;
+  if (groups > 1 && k > experts / groups * kept)
+    return emitOpError() << "expects top_k (" << k
+                         << ") at most the experts of the kept groups ("
+                         << experts / groups * kept << ")";
+  double scale = getRoutedScalingFactor().convertToDouble(),
+         eps = getNormTopkEpsilon().convertToDouble();
+  if (!std::isfinite(scale) || scale <= 0)
+    return emitOpError() << "expects a positive finite "
+                            "routed_scaling_factor, got "
+                         << scale;
+  if (!std::isfinite(eps) || eps < 0)
+    return emitOpError() << "expects a finite norm_topk_epsilon >= 0, got "
+                         << eps;
   Value shared[] = {getSharedGateWeight(), getSharedUpWeight(),
-                    getSharedDownWeight(), getSharedExpertGateWeight()};
+                    getSharedDownWeight()};
   int numShared = llvm::count_if(shared, [](Value v) { return bool(v); });
-  if (numShared == 0)
+  if (numShared == 0) {
+    if (getSharedExpertGateWeight())
+      return emitOpError() << "expects shared(...) with a shared_gate(...)";
     return success();
-  if (numShared != 4)
-    return emitOpError() << "expects all four shared-expert weights or none, "
-                            "got "
+  }
+  if (numShared != 3)
+    return emitOpError() << "expects all three shared-expert weights or "
+                            "none, got "
                          << numShared;
   const char *sharedNames[] = {"shared_gate_weight", "shared_up_weight",
-                               "shared_down_weight",
-                               "shared_expert_gate_weight"};
+                               "shared_down_weight"};
   for (auto [v, name] : llvm::zip(shared, sharedNames))
     if (tensorOf(v).getRank() != 2)
       return emitOpError() << "expects " << name << " of rank 2, got rank "
                            << tensorOf(v).getRank();
-  ShapedType gate = tensorOf(shared[3]);
   if (failed(verifyFeedForward(*this, getInput(), getResult(),
                                {{shared[0], "shared_gate_weight"},
                                 {shared[1], "shared_up_weight"},
                                 {shared[2], "shared_down_weight"}},
                                {1, 1, 0}, {})))
     return failure();
-  if (failed(expectShape(*this, gate, {1, x.getDimSize(last)},
-                         "shared_expert_gate_weight")))
-    return failure();
+  if (Value gate = getSharedExpertGateWeight())
+    if (failed(expectShape(*this, tensorOf(gate), {1, x.getDimSize(last)},
+                           "shared_expert_gate_weight")))
+      return failure();
   return success();
 }
 

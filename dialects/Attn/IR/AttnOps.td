@@ -110,35 +110,58 @@ def Attn_MLPOp : Attn_Op<"mlp", [Pure, AttrSizedOperandSegments]> {
 }
 
 def Attn_MoEOp : Attn_Op<"moe", [Pure, AttrSizedOperandSegments]> {
-  let summary = "sparse mixture of experts with an optional shared expert";
+  let summary = "sparse mixture of experts with optional shared experts";
   let description = [{
-    The sparse mixture-of-experts block of Qwen2-MoE, Qwen3-MoE and
-    Qwen3-Next (transformers' `*SparseMoeBlock`), over the last dimension of
-    `input` (every leading position is a token):
+    The sparse mixture-of-experts block of Qwen2-MoE, Qwen3-MoE, Qwen3-Next
+    (transformers' `*SparseMoeBlock`) and DeepSeek-V2/V3, Kimi-K2
+    (`DeepseekV2Moe`, `DeepseekV3MoE`), over the last dimension of `input`
+    (every leading position is a token). One routing, its variations as
+    attributes:
 
-    * router: `p = softmax(x·W_routerᵀ)` over the E experts;
-    * the `top_k` experts of largest p per token (the first on ties), their
-      weights p renormalized to sum 1 with `norm_topk_prob`;
+    * scores `p` of the router logits `x·W_routerᵀ`: `softmax` over the E
+      experts, or `sigmoid` of each (`scoring`);
+    * the selection's scores `c = p + score_bias` (a per-expert bias that
+      only steers the selection, DeepSeek-V3's `e_score_correction_bias`),
+      else `c = p`;
+    * with `num_groups` G > 1, group-limited selection: the experts in G
+      equal groups, each scored by its best `c` (`group_score = max`) or
+      the sum of its best two (`top2_sum`), the `topk_groups` best groups
+      kept and the others' `c` set to 0 (as transformers masks them);
+    * the `top_k` experts of largest `c` per token (the first on ties),
+      each weighted by its `p` (not `c`); with `norm_topk_prob` the k
+      weights divided by their sum plus `norm_topk_epsilon`; then all
+      multiplied by `routed_scaling_factor`;
     * each expert e a gated network
       `(act(x·W_gate[e]ᵀ) ⊙ (x·W_up[e]ᵀ))·W_down[e]ᵀ`, computed only for the
       tokens routed to it (gathered, so each expert's weights are read once
       per call), its outputs scaled by their weights and summed;
-    * with `shared(...)`, a shared expert (a gated network of its own size)
-      on every token, scaled by `sigmoid(x·W_shared_gateᵀ)`, added.
+    * with `shared(...)`, a shared expert (a gated network of its own size,
+      DeepSeek's n_shared_experts together) on every token, added; with
+      `shared_gate(...)` scaled first by `sigmoid(x·W_shared_gateᵀ)`
+      (Qwen's `shared_expert_gate`).
 
     Expert weights are stacked: `expert_gate_weight` and `expert_up_weight`
     `[E, intermediate, hidden]`, `expert_down_weight` `[E, hidden,
-    intermediate]`; the router `[E, hidden]`; the shared expert's gate/up
-    `[shared_intermediate, hidden]`, down `[hidden, shared_intermediate]`
-    and its gate `[1, hidden]`. The result has the input's type.
+    intermediate]`; the router `[E, hidden]`, the bias `[E]`; the shared
+    expert's gate/up `[shared_intermediate, hidden]`, down `[hidden,
+    shared_intermediate]`, its gate `[1, hidden]`. The result has the
+    input's type.
 
     ```mlir
     %y = attn.moe <silu> %x, %router experts(%g, %u, %d)
-        shared(%sg, %su, %sd, %sgate) {top_k = 10 : i64, norm_topk_prob}
+        shared(%sg, %su, %sd) shared_gate(%sgate) {top_k = 10 : i64, norm_topk_prob}
         : (...) -> tensor<?x?x2048xf32>
+    %z = attn.moe <silu> %x, %router score_bias(%bias) experts(%g, %u, %d)
+        shared(%sg, %su, %sd)
+        {top_k = 8 : i64, norm_topk_prob, norm_topk_epsilon = 1.0e-20 : f64,
+         scoring = #attn.scoring<sigmoid>, num_groups = 8 : i64,
+         topk_groups = 4 : i64, group_score = #attn.group_score<top2_sum>,
+         routed_scaling_factor = 2.5 : f64}
+        : (...) -> tensor<?x?x7168xf32>
     ```
   }];
   let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$router_weight,
+                       Optional<Attn_FloatTensor>:$score_bias,
                        Attn_FloatTensor:$expert_gate_weight,
                        Attn_FloatTensor:$expert_up_weight,
                        Attn_FloatTensor:$expert_down_weight,
@@ -147,13 +170,24 @@ def Attn_MoEOp : Attn_Op<"moe", [Pure, AttrSizedOperandSegments]> {
                        Optional<Attn_FloatTensor>:$shared_down_weight,
                        Optional<Attn_FloatTensor>:$shared_expert_gate_weight,
                        Attn_ActivationAttr:$activation, I64Attr:$top_k,
-                       UnitAttr:$norm_topk_prob);
+                       UnitAttr:$norm_topk_prob,
+                       DefaultValuedAttr<F64Attr, "0.0">:$norm_topk_epsilon,
+                       DefaultValuedAttr<Attn_RouterScoringAttr,
+                           "::mlir::attn::RouterScoring::softmax">:$scoring,
+                       DefaultValuedAttr<I64Attr, "1">:$num_groups,
+                       DefaultValuedAttr<I64Attr, "1">:$topk_groups,
+                       DefaultValuedAttr<Attn_GroupScoreAttr,
+                           "::mlir::attn::GroupScore::max">:$group_score,
+                       DefaultValuedAttr<F64Attr, "1.0">:$routed_scaling_factor);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
-    $activation $input `,` $router_weight `experts` `(` $expert_gate_weight
-    `,` $expert_up_weight `,` $expert_down_weight `)`
+    $activation $input `,` $router_weight
+    (`score_bias` `(` $score_bias^ `)`)?
+    `experts` `(` $expert_gate_weight `,` $expert_up_weight `,`
+    $expert_down_weight `)`
     (`shared` `(` $shared_gate_weight^ `,` $shared_up_weight `,`
-     $shared_down_weight `,` $shared_expert_gate_weight `)`)?
+     $shared_down_weight `)`)?
+    (`shared_gate` `(` $shared_expert_gate_weight^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -762,6 +796,70 @@ def Attn_PagedSDPAOp : Attn_Op<"paged_sdpa", [Pure, AttrSizedOperandSegments,
       return MutableOperandRange(getOperation(),
                                  getOperation()->getNumOperands() - n, n);
     }
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_LatentAttentionOp : Attn_Op<"latent_attention", [Pure]> {
+  let summary = "multi-head latent attention over a cache of latent rows";
+  let description = [{
+    The attention core of DeepSeek-V2/V3's multi-head latent attention
+    (transformers' `DeepseekV3Attention` between its projections and
+    `o_proj`), over a cache that holds one row per token shared by all
+    heads: `cache` is `[batch, kv_len, r + dr]`, each row the token's
+    RMS-normed latent (`r` = kv_lora_rank features) followed by its rotary
+    key (`dr` = qk_rope_head_dim features, rotated). The queries come per
+    head in two parts, `q_nope` `[batch, H, q_len, dn]` and `q_rope`
+    `[batch, H, q_len, dr]` (rotated). `kv_b_weight` is the checkpoint's
+    `kv_b_proj.weight`, `[H·(dn + dv), r]`: rows `h·(dn+dv) ..` give head
+    h's key part W_UK[h] (`dn` rows), then its value W_UV[h] (`dv` rows).
+    The semantics are those of the eager (expanded) computation: for head
+    h, key j is `[W_UK[h]·latent_j, rope_j]`, value j is
+    `W_UV[h]·latent_j`, and the result `[batch, H, q_len, dv]` is
+    `softmax(scale · [q_nope, q_rope]·keyᵀ, masked) · value`, query row i
+    at key position `i + kv_len - q_len` (bottom-right, as decode after a
+    prefill), with the causal mask when `mask` says so and keys at or past
+    `kv_lengths[b]` masked when that operand is given.
+
+    Two forms compute it, and passes produce them:
+    `attn-expand-latent-attention` (every cached latent through kv_b_proj,
+    then `attn.sdpa` with D = dn + dr, Dv = dv: the work of prefill) and
+    `attn-absorb-latent-attention` (q_nope·W_UK[h] into the latent space,
+    then one `attn.sdpa` of all H heads over the cache rows with D = r + dr
+    whose values are the first r features of the same rows, read in place,
+    then ·W_UV[h]ᵀ: the work of decode); `attn-lower-latent-attention`
+    emits both under an `scf.if` on the query and key lengths, taking the
+    form that does less work.
+
+    ```mlir
+    %o = attn.latent_attention %qn, %qr, %cache, %wkvb
+        {mask = #attn.mask<causal>, scale = 0.1352337788608801 : f64}
+        : (tensor<?x128x?x128xf32>, tensor<?x128x?x64xf32>,
+           tensor<?x?x576xf32>, tensor<32768x512xf32>)
+          -> tensor<?x128x?x128xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$q_nope, Attn_FloatTensor:$q_rope,
+                       Attn_FloatTensor:$cache, Attn_FloatTensor:$kv_b_weight,
+                       Optional<Attn_IntTensor>:$kv_lengths,
+                       F64Attr:$scale,
+                       DefaultValuedAttr<Attn_MaskKindAttr,
+                           "::mlir::attn::MaskKind::none">:$mask);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $q_nope `,` $q_rope `,` $cache `,` $kv_b_weight
+    (`kv_lengths` `(` $kv_lengths^ `:` type($kv_lengths) `)`)?
+    attr-dict `:` `(` type($q_nope) `,` type($q_rope) `,` type($cache) `,`
+    type($kv_b_weight) `)` `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    int64_t getNumHeads() { return getQNope().getType().getDimSize(1); }
+    int64_t getNopeDim() { return getQNope().getType().getDimSize(3); }
+    int64_t getRopeDim() { return getQRope().getType().getDimSize(3); }
+    int64_t getLatentDim() {
+      return getKvBWeight().getType().getDimSize(1);
+    }
+    int64_t getValueDim() { return getResult().getType().getDimSize(3); }
   }];
   let hasVerifier = 1;
 }

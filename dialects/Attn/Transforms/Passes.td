@@ -44,6 +44,97 @@ def FuseAttentionPass : Pass<"attn-fuse-attention", "func::FuncOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Multi-head latent attention
+//===----------------------------------------------------------------------===//
+
+def ExpandLatentAttentionPass
+    : Pass<"attn-expand-latent-attention", "func::FuncOp"> {
+  let summary = "attn.latent_attention in its expanded form: keys and values per head, then attn.sdpa";
+  let description = [{
+    Every cached latent goes through `kv_b_proj` (`attn.linear`, one GEMM
+    of kv_len rows), split per head into the key's nope part and the value;
+    each head's key is that part followed by the shared rotary key
+    (broadcast), its query `[q_nope, q_rope]`; one `attn.sdpa` with
+    D = dn + dr and Dv = dv computes the attention. The work of prefill:
+    2·kv_len·r·H·(dn + dv) for the expansion plus the attention's.
+
+    ```mlir
+    %o = attn.latent_attention %qn, %qr, %cache, %w {...}
+    // becomes
+    %kv = attn.linear %latent, %w ...      // [B, kv_len, H·(dn+dv)]
+    %kvh = attn.split_heads %kv ...        // [B, H, kv_len, dn+dv]
+    ...                                    // k = [k_nope | k_rope], q = [q_nope | q_rope]
+    %o = attn.sdpa %q, %k, %v ...          // D = dn + dr, Dv = dv
+    ```
+  }];
+  let dependentDialects = ["::mlir::attn::AttnDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def AbsorbLatentAttentionPass
+    : Pass<"attn-absorb-latent-attention", "func::FuncOp"> {
+  let summary = "attn.latent_attention in its absorbed form: the query into the latent space, all heads over the cache rows";
+  let description = [{
+    W_UK[h] (head h's key rows of `kv_b_proj`) is absorbed into the query:
+    `q_lat = q_nope · W_UK[h]` per head (`attn.linear`, one GEMM of
+    batch·q_len rows per head), `[q_lat | q_rope]` (D = r + dr) attends
+    with every head to the one cache row per token (multi-query
+    `attn.sdpa`, the key `[B, 1, kv_len, r + dr]`, the value its first r
+    features: a slice of the same rows, read in place, never copied), and
+    W_UV[h] maps the result back (`· W_UV[h]ᵀ`). The cache is read once
+    for all heads; the work is 2·q_len·H·(dn·r + r·dv) plus the
+    attention's 2·q_len·kv_len·H·(2r + dr): the form of decode.
+
+    ```mlir
+    %o = attn.latent_attention %qn, %qr, %cache, %w {...}
+    // becomes, per head h: %ql = attn.linear %qn_h, %w_uk_h {transpose_weight}
+    %k = tensor.expand_shape %cache ...    // [B, 1, kv_len, r + dr]
+    %v = tensor.extract_slice %k ...       // [B, 1, kv_len, r]: the same rows
+    %ol = attn.sdpa %q, %k, %v ...         // D = r + dr, Dv = r
+    // then per head h: attn.linear %ol_h, %w_uv_h
+    ```
+  }];
+  let dependentDialects = ["::mlir::attn::AttnDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def LowerLatentAttentionPass
+    : Pass<"attn-lower-latent-attention", "func::FuncOp"> {
+  let summary = "attn.latent_attention as both forms under an scf.if that takes the one doing less work";
+  let description = [{
+    The compiler's choice between the two forms of
+    `attn-expand-latent-attention` and `attn-absorb-latent-attention`, made
+    at run time on the query and key lengths (both are in the binary): the
+    absorbed form when it does less work,
+    `q_len·(r·(dn + dv) + kv_len·(2r − dn − dv)) < kv_len·r·(dn + dv)`
+    (decode, a few query rows over a long cache: for DeepSeek-V3's sizes up
+    to about 170 query rows), the expanded form otherwise (prefill).
+    `form=expanded` or `form=absorbed` forces one.
+
+    ```mlir
+    %absorb = arith.cmpf olt, ...
+    %o = scf.if %absorb -> (tensor<?x128x?x128xf32>) {
+      ... absorbed form ...
+    } else {
+      ... expanded form ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"form", "form", "std::string", /*default=*/"\"auto\"",
+           "auto (choose at run time), expanded or absorbed">,
+  ];
+  let dependentDialects = ["::mlir::attn::AttnDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Reference path
 //===----------------------------------------------------------------------===//
 

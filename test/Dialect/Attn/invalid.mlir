@@ -37,7 +37,7 @@ func.func @moe_down(%x: tensor<?x8xf32>, %r: tensor<4x8xf32>, %g: tensor<4x6x8xf
 
 func.func @moe_shared_gate(%x: tensor<?x8xf32>, %r: tensor<4x8xf32>, %g: tensor<4x6x8xf32>, %d: tensor<4x8x6xf32>, %sg: tensor<5x8xf32>, %sd: tensor<8x5xf32>, %gate: tensor<2x8xf32>) {
   // expected-error @+1 {{expects shared_expert_gate_weight = [1, 8], got}}
-  %0 = attn.moe <silu> %x, %r experts(%g, %g, %d) shared(%sg, %sg, %sd, %gate) {top_k = 2 : i64} : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<4x8x6xf32>, tensor<5x8xf32>, tensor<5x8xf32>, tensor<8x5xf32>, tensor<2x8xf32>) -> tensor<?x8xf32>
+  %0 = attn.moe <silu> %x, %r experts(%g, %g, %d) shared(%sg, %sg, %sd) shared_gate(%gate) {top_k = 2 : i64} : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<4x8x6xf32>, tensor<5x8xf32>, tensor<5x8xf32>, tensor<8x5xf32>, tensor<2x8xf32>) -> tensor<?x8xf32>
   return
 }
 
@@ -1466,5 +1466,69 @@ func.func @online_pages_tile(%q: tensor<4x8x16xf32>, %k: tensor<32x16xf32>, %v: 
 func.func @online_pages_size(%q: tensor<4x8x16xf32>, %k: tensor<?x16x16xf32>, %v: tensor<?x8x16xf32>, %pages: tensor<?xi32>, %a: tensor<4x8x16xf32>, %m: tensor<4x8xf32>, %s: tensor<4x8xf32>, %i: index) {
   // expected-error @+1 {{key page_size (16) does not match value page_size (8)}}
   %0:3 = attn.online_attention %q, %k, %v, %a, %m, %s, %i, %i pages(%pages : tensor<?xi32>, %i) {scale = 0.25 : f64} : (tensor<4x8x16xf32>, tensor<?x16x16xf32>, tensor<?x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @moe_groups(%x: tensor<?x8xf32>, %r: tensor<6x8xf32>, %g: tensor<6x4x8xf32>, %d: tensor<6x8x4xf32>) {
+  // expected-error @+1 {{expects num_groups to divide the experts (6), got 4}}
+  %0 = attn.moe <silu> %x, %r experts(%g, %g, %d) {top_k = 2 : i64, num_groups = 4 : i64} : (tensor<?x8xf32>, tensor<6x8xf32>, tensor<6x4x8xf32>, tensor<6x4x8xf32>, tensor<6x8x4xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @moe_kept(%x: tensor<?x8xf32>, %r: tensor<8x8xf32>, %g: tensor<8x4x8xf32>, %d: tensor<8x8x4xf32>) {
+  // expected-error @+1 {{expects top_k (5) at most the experts of the kept groups (4)}}
+  %0 = attn.moe <silu> %x, %r experts(%g, %g, %d) {top_k = 5 : i64, num_groups = 4 : i64, topk_groups = 2 : i64} : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<8x4x8xf32>, tensor<8x4x8xf32>, tensor<8x8x4xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @moe_bias(%x: tensor<?x8xf32>, %r: tensor<8x8xf32>, %b: tensor<7xf32>, %g: tensor<8x4x8xf32>, %d: tensor<8x8x4xf32>) {
+  // expected-error @+1 {{expects a score_bias [experts] = [8], got 'tensor<7xf32>'}}
+  %0 = attn.moe <silu> %x, %r score_bias(%b) experts(%g, %g, %d) {top_k = 2 : i64} : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<7xf32>, tensor<8x4x8xf32>, tensor<8x4x8xf32>, tensor<8x8x4xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @moe_scale(%x: tensor<?x8xf32>, %r: tensor<8x8xf32>, %g: tensor<8x4x8xf32>, %d: tensor<8x8x4xf32>) {
+  // expected-error @+1 {{expects a positive finite routed_scaling_factor, got 0}}
+  %0 = attn.moe <silu> %x, %r experts(%g, %g, %d) {top_k = 2 : i64, routed_scaling_factor = 0.0 : f64} : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<8x4x8xf32>, tensor<8x4x8xf32>, tensor<8x8x4xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @latent_cache_row(%qn: tensor<?x4x?x16xf32>, %qr: tensor<?x4x?x8xf32>, %c: tensor<?x?x32xf32>, %w: tensor<96x32xf32>) {
+  // expected-error @+1 {{expects cache rows of r + dr = 32 + 8 = 40 features (the latent, then the rotary key), got 32}}
+  %0 = attn.latent_attention %qn, %qr, %c, %w {scale = 0.2 : f64} : (tensor<?x4x?x16xf32>, tensor<?x4x?x8xf32>, tensor<?x?x32xf32>, tensor<96x32xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @latent_weight_rows(%qn: tensor<?x4x?x16xf32>, %qr: tensor<?x4x?x8xf32>, %c: tensor<?x?x40xf32>, %w: tensor<90x32xf32>) {
+  // expected-error @+1 {{expects kv_b_weight rows H·(dn + dv) = 4·(16 + 8) = 96, got 90}}
+  %0 = attn.latent_attention %qn, %qr, %c, %w {scale = 0.2 : f64} : (tensor<?x4x?x16xf32>, tensor<?x4x?x8xf32>, tensor<?x?x40xf32>, tensor<90x32xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @latent_rope_heads(%qn: tensor<?x4x?x16xf32>, %qr: tensor<?x2x?x8xf32>, %c: tensor<?x?x40xf32>, %w: tensor<96x32xf32>) {
+  // expected-error @+1 {{expects a q_rope [batch, H, q_len, dr] matching q_nope}}
+  %0 = attn.latent_attention %qn, %qr, %c, %w {scale = 0.2 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x8xf32>, tensor<?x?x40xf32>, tensor<96x32xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @latent_mask(%qn: tensor<?x4x?x16xf32>, %qr: tensor<?x4x?x8xf32>, %c: tensor<?x?x40xf32>, %w: tensor<96x32xf32>) {
+  // expected-error @+1 {{expects mask none or causal, got sliding_window}}
+  %0 = attn.latent_attention %qn, %qr, %c, %w {scale = 0.2 : f64, mask = #attn.mask<sliding_window>} : (tensor<?x4x?x16xf32>, tensor<?x4x?x8xf32>, tensor<?x?x40xf32>, tensor<96x32xf32>) -> tensor<?x4x?x8xf32>
   return
 }

@@ -265,9 +265,26 @@ func.func @feed_forward(%x: tensor<?x?x64xf32>, %wg: tensor<96x64xf32>, %wu: ten
 
 // CHECK-LABEL: func.func @moe
 func.func @moe(%x: tensor<?x?x64xf32>, %r: tensor<8x64xf32>, %g: tensor<8x32x64xf32>, %u: tensor<8x32x64xf32>, %d: tensor<8x64x32xf32>, %sg: tensor<48x64xf32>, %su: tensor<48x64xf32>, %sd: tensor<64x48xf32>, %gate: tensor<1x64xf32>) -> tensor<?x?x64xf32> {
-  // CHECK: attn.moe <silu> %{{.*}}, %{{.*}} experts(%{{.*}}, %{{.*}}, %{{.*}}) shared(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {norm_topk_prob, top_k = 2 : i64} :
-  %0 = attn.moe <silu> %x, %r experts(%g, %u, %d) shared(%sg, %su, %sd, %gate) {top_k = 2 : i64, norm_topk_prob} : (tensor<?x?x64xf32>, tensor<8x64xf32>, tensor<8x32x64xf32>, tensor<8x32x64xf32>, tensor<8x64x32xf32>, tensor<48x64xf32>, tensor<48x64xf32>, tensor<64x48xf32>, tensor<1x64xf32>) -> tensor<?x?x64xf32>
+  // CHECK: attn.moe <silu> %{{.*}}, %{{.*}} experts(%{{.*}}, %{{.*}}, %{{.*}}) shared(%{{.*}}, %{{.*}}, %{{.*}}) shared_gate(%{{.*}}) {norm_topk_prob, top_k = 2 : i64} :
+  %0 = attn.moe <silu> %x, %r experts(%g, %u, %d) shared(%sg, %su, %sd) shared_gate(%gate) {top_k = 2 : i64, norm_topk_prob} : (tensor<?x?x64xf32>, tensor<8x64xf32>, tensor<8x32x64xf32>, tensor<8x32x64xf32>, tensor<8x64x32xf32>, tensor<48x64xf32>, tensor<48x64xf32>, tensor<64x48xf32>, tensor<1x64xf32>) -> tensor<?x?x64xf32>
   // CHECK: attn.moe <gelu_tanh> %{{.*}}, %{{.*}} experts(%{{.*}}, %{{.*}}, %{{.*}}) {top_k = 1 : i64} :
   %1 = attn.moe <gelu_tanh> %0, %r experts(%g, %u, %d) {top_k = 1 : i64} : (tensor<?x?x64xf32>, tensor<8x64xf32>, tensor<8x32x64xf32>, tensor<8x32x64xf32>, tensor<8x64x32xf32>) -> tensor<?x?x64xf32>
   return %1 : tensor<?x?x64xf32>
+}
+
+// DeepSeek-V3's routing: sigmoid scores, a selection bias, groups, scaling,
+// an ungated shared expert.
+// CHECK-LABEL: func.func @moe_routing
+func.func @moe_routing(%x: tensor<?x?x64xf32>, %r: tensor<8x64xf32>, %bias: tensor<8xf32>, %g: tensor<8x32x64xf32>, %u: tensor<8x32x64xf32>, %d: tensor<8x64x32xf32>, %sg: tensor<48x64xf32>, %su: tensor<48x64xf32>, %sd: tensor<64x48xf32>) -> tensor<?x?x64xf32> {
+  // CHECK: attn.moe <silu> %{{.*}}, %{{.*}} score_bias(%{{.*}}) experts(%{{.*}}, %{{.*}}, %{{.*}}) shared(%{{.*}}, %{{.*}}, %{{.*}}) {group_score = #attn.group_score<top2_sum>, norm_topk_epsilon = 9.9999999999999995E-21 : f64, norm_topk_prob, num_groups = 4 : i64, routed_scaling_factor = 2.500000e+00 : f64, scoring = #attn.scoring<sigmoid>, top_k = 3 : i64, topk_groups = 2 : i64} :
+  %0 = attn.moe <silu> %x, %r score_bias(%bias) experts(%g, %u, %d) shared(%sg, %su, %sd) {top_k = 3 : i64, norm_topk_prob, norm_topk_epsilon = 1.0e-20 : f64, scoring = #attn.scoring<sigmoid>, num_groups = 4 : i64, topk_groups = 2 : i64, group_score = #attn.group_score<top2_sum>, routed_scaling_factor = 2.5 : f64} : (tensor<?x?x64xf32>, tensor<8x64xf32>, tensor<8xf32>, tensor<8x32x64xf32>, tensor<8x32x64xf32>, tensor<8x64x32xf32>, tensor<48x64xf32>, tensor<48x64xf32>, tensor<64x48xf32>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
+// Multi-head latent attention over a cache of latent rows (bf16 cache).
+// CHECK-LABEL: func.func @latent_attention
+func.func @latent_attention(%qn: tensor<?x128x?x128xf32>, %qr: tensor<?x128x?x64xf32>, %c: tensor<?x?x576xbf16>, %w: tensor<32768x512xf32>, %l: tensor<?xi64>) -> tensor<?x128x?x128xf32> {
+  // CHECK: attn.latent_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} kv_lengths(%{{.*}} : tensor<?xi64>) {mask = #attn.mask<causal>, scale = 0.13523377886088009 : f64} : (tensor<?x128x?x128xf32>, tensor<?x128x?x64xf32>, tensor<?x?x576xbf16>, tensor<32768x512xf32>) -> tensor<?x128x?x128xf32>
+  %0 = attn.latent_attention %qn, %qr, %c, %w kv_lengths(%l : tensor<?xi64>) {mask = #attn.mask<causal>, scale = 0.1352337788608801 : f64} : (tensor<?x128x?x128xf32>, tensor<?x128x?x64xf32>, tensor<?x?x576xbf16>, tensor<32768x512xf32>) -> tensor<?x128x?x128xf32>
+  return %0 : tensor<?x128x?x128xf32>
 }

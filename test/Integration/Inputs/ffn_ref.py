@@ -1,6 +1,6 @@
 """Float64 reference for test/Integration/ffn-ops.mlir.
 
-Reads the five results printMemrefF32 prints and recomputes each network in
+Reads the results printMemrefF32 prints and recomputes each network in
 float64 from the inputs' formulas (x = 2 sin(0.7 n); weights 0.5 sin(a n +
 c); biases 0.1 sin(0.3 n + c), n the row-major index), with the activations
 as transformers' ACT2FN defines them: silu x·sigmoid(x), gelu the exact
@@ -59,6 +59,54 @@ def moe(x, router, eg, eu, ed, k, norm_topk, shared=None):
     return out.reshape(x.shape)
 
 
+def routed_moe(x, router, eg, eu, ed, k, scoring, groups, kept, group_score,
+               norm_topk, eps, scale, bias=None, shared=None):
+    """The routers of transformers' DeepseekV3TopkRouter / DeepseekV2Moe:
+    sigmoid (or softmax) scores p, the selection scores c = p + bias, groups
+    scored by their best two (or best) c, the `kept` best groups kept and
+    the others' c set to 0.0, the top k of c (the first index on ties)
+    weighted by p, normalized by their sum + eps, times scale; the shared
+    expert added ungated."""
+    t = x.reshape(-1, x.shape[-1])
+    logits = t @ router.T
+    if scoring == "sigmoid":
+        p = 1 / (1 + np.exp(-logits))
+    else:
+        p = np.exp(logits - logits.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+    c = p + (bias if bias is not None else 0.0)
+    E = router.shape[0]
+    out = np.zeros_like(t)
+    for i in range(t.shape[0]):
+        ci = c[i].copy()
+        g = ci.reshape(groups, E // groups)
+        srt = -np.sort(-g, axis=1)
+        gs = srt[:, :2].sum(1) if group_score == "top2_sum" else srt[:, 0]
+        keep = []
+        gq = gs.copy()
+        for _ in range(kept):
+            j = int(np.argmax(gq))
+            keep.append(j)
+            gq[j] = -np.inf
+        mask = np.zeros(E, dtype=bool)
+        for j in keep:
+            mask[j * (E // groups):(j + 1) * (E // groups)] = True
+        ci = np.where(mask, ci, 0.0)
+        picks = []
+        for _ in range(k):
+            e = int(np.argmax(ci))
+            picks.append((e, p[i, e]))
+            ci[e] = -np.inf
+        total = sum(w for _, w in picks) + eps if norm_topk else 1.0
+        for e, w in picks:
+            h = ACT["silu"](t[i] @ eg[e].T) * (t[i] @ eu[e].T)
+            out[i] += w / total * scale * (h @ ed[e].T)
+    if shared is not None:
+        sg, su, sd = shared
+        out += (ACT["silu"](t @ sg.T) * (t @ su.T)) @ sd.T
+    return out.reshape(x.shape)
+
+
 def main():
     x = gen((2, 3, 8), 0.7, 0.1, 2.0)
     w1 = gen((12, 8), 0.37, 0.1, 0.5)
@@ -85,6 +133,19 @@ def main():
     cases += [
         ("moe shared norm_topk", moe(x, router, eg, eu, ed, 2, True, shared)),
         ("moe zero router", moe(x, 0 * router, eg, eu, ed, 2, False)),
+    ]
+    router8 = gen((8, 8), 0.9, 0.3, 0.5)
+    bias8 = gen((8,), 0.5, 0.1, 0.2)
+    eg8 = gen((8, 6, 8), 0.37, 0.1, 0.5)
+    eu8 = gen((8, 6, 8), 0.23, 0.2, 0.5)
+    ed8 = gen((8, 8, 6), 0.11, 0.5, 0.5)
+    cases += [
+        ("moe sigmoid bias groups top2_sum scaled",
+         routed_moe(x, router8, eg8, eu8, ed8, 3, "sigmoid", 4, 2, "top2_sum",
+                    True, 1e-20, 2.5, bias8, shared[:3])),
+        ("moe softmax groups max scaled",
+         routed_moe(x, router8, eg8, eu8, ed8, 3, "softmax", 4, 2, "max",
+                    False, 0.0, 1.5, None, shared[:3])),
     ]
     text = sys.stdin.read()
     # Each result: "Unranked Memref ... data = [[...]]".
