@@ -192,12 +192,26 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
       std::printf("\n]\n");
     return 0;
   }
+  // A latent kind's expanded K/V (a plain MHA cache) can be far larger
+  // than its latent cache: past a quarter of the memory only its absorbed
+  // form is timed.
+  auto expandedFits = [&](const attn_rt_kind &k) {
+    double bytes = 4.0 * b *
+                   (2.0 * k.num_heads * sq * std::max(k.head_dim, k.head_dim_v) +
+                    2.0 * k.num_kv_heads * skv *
+                        std::max(k.head_dim, k.head_dim_v));
+    return bytes <= (k.mla ? 0.25 : 1.0) * double(memoryBudget());
+  };
   for (int64_t ki : kinds) {
     const attn_rt_kind &k = m->kinds[ki];
     double bytes = 4.0 * b *
                    (2.0 * k.num_heads * sq * std::max(k.head_dim, k.head_dim_v) +
                     2.0 * k.num_kv_heads * skv *
                         std::max(k.head_dim, k.head_dim_v));
+    if (k.mla)
+      bytes = 4.0 * b * (k.num_heads * sq * 2.0 * (k.kv_lora_rank +
+                                                   k.rope_head_dim) +
+                         skv * double(k.kv_lora_rank + k.rope_head_dim));
     if (bytes > double(memoryBudget()))
       fail("bench: --batch/--seq/--kv-len need " +
            std::to_string(int64_t(bytes / 1e9)) + " GB of tensors; this "
@@ -220,6 +234,15 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
     const attn_rt_kind &kind = m->kinds[kinds[ki]];
     if (kind.op == ATTN_RT_OP_GATED_DELTA) {
       benchLinearKind(kind, b, sq, repeats, json, ki == 0);
+      continue;
+    }
+    if (kind.mla && !gCuda && !expandedFits(kind)) {
+      if (!json)
+        std::printf("%-30s B=%lld Sq=%lld Skv=%lld: the expanded form's "
+                    "K/V would not fit in a quarter of the memory: only the "
+                    "absorbed form is timed\n",
+                    kind.name, (long long)b, (long long)sq, (long long)skv);
+      benchLatentKind(kind, b, sq, skv, 0, repeats, json, ki == 0);
       continue;
     }
     std::vector<int64_t> qs = {b, kind.num_heads, sq, kind.head_dim},

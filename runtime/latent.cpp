@@ -349,6 +349,11 @@ int cmdMla(const attn_rt_model *m, int argc, char **argv) {
       fail(std::string("mla needs --") + req);
   int64_t layer = intArg(args, "layer", 0, 0, 1 << 30);
   const attn_rt_kind &kind = kindOfLayer(m, layer);
+  if (kind.kv_lora_rank > 0 && !kind.mla)
+    fail("layer " + std::to_string(layer) + " (kind '" + kind.name +
+         "'): the absorbed form's kernel is not compiled for CUDA yet (its "
+         "group of every head over one latent cache needs head-split GPU "
+         "tiles); `sdpa` runs the expanded form's attention");
   if (!kind.mla)
     fail("layer " + std::to_string(layer) + " (kind '" + kind.name +
          "') is not multi-head latent attention: use `sdpa`" +

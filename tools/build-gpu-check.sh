@@ -14,7 +14,8 @@ INPUTS="$ROOT/test/Frontend/Inputs"
 # softcap + sliding window (Gemma-2), D=96 + window (Phi-3), bidirectional and
 # cross attention (Whisper), D=64 bidirectional (BERT); the seed model and
 # a small Qwen3-Next config (d_k 40, d_v 24) also carry Gated DeltaNet
-# (linear attention) kinds.
+# (linear attention) kinds; DeepSeek-V3's multi-head latent attention in its
+# expanded form (D=192 Dv=128, 128 heads; the absorbed form is CPU-only).
 declare -A CONFIGS=(
   [llama-3.1-8b]="$INPUTS/llama-3.1-8b.json"
   [seed]="$ROOT/examples/seed-qwen3.8-max.json"
@@ -24,6 +25,7 @@ declare -A CONFIGS=(
   [whisper-tiny]="$INPUTS/whisper-tiny.json"
   [bert-base]="$INPUTS/bert-base-uncased.json"
   [qwen3-next-gdn-d40]="$ROOT/test/Integration/Inputs/qwen3-next-gdn-r2-d40.json"
+  [deepseek-v3]="$INPUTS/deepseek-v3.json"
 )
 # Llama, Gemma-2 (softcap, window) and Falcon (MQA) also carry the paged
 # kernels (--entries=paged), which their `check` runs over shuffled block
@@ -36,7 +38,7 @@ for name in "${!CONFIGS[@]}"; do
 done
 # The bf16 tensor-core kernels (mma.sync) of the two bench shapes and of
 # Gemma-2 (softcap, window) and Falcon (MQA).
-for name in llama-3.1-8b seed gemma-2-27b falcon-7b; do
+for name in llama-3.1-8b seed gemma-2-27b falcon-7b deepseek-v3; do
   "$BUILD_DIR/bin/attn-compile" "${CONFIGS[$name]}" --target=cuda \
     --gpu-arch="$ARCH" --gpu-precision=bf16 -o "$OUT/$name-bf16"
 done

@@ -408,7 +408,7 @@ OwningOpRef<ModuleOp> Emitter::kernels() {
     func::FuncOp kernel = emitKernel(name, l);
     toDestinationStyle(kernel);
     module->push_back(kernel);
-    if (l.isLatent()) {
+    if (l.isLatent() && !spec.gpu) {
       // The absorbed form's attention over a contiguous and a paged latent
       // cache (the expanded form's is `<kind>_sdpa` above).
       func::FuncOp mla = emitLatentKernel(name, l);

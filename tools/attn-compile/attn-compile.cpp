@@ -715,6 +715,7 @@ int main(int argc, char **argv) {
   attn::ModelSpec spec;
   spec.kvCache = kvDtype;
   spec.distributed = distributed == Distributed::MPI;
+  spec.gpu = target == Target::CUDA;
   spec.tensorParallel = tensorParallel;
   if (!parseEntries(spec.entries))
     return 1;

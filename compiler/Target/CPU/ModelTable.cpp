@@ -238,7 +238,7 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
     bool latent = l.isLatent();
     llvm::Constant *mla = t.null(), *mlaReference = t.null(),
                    *mlaPaged = t.null();
-    if (latent) {
+    if (latent && !cuda) {
       llvm::Function *fn = function("_mlir_ciface_" + n + "_mla");
       if (!fn)
         return false;
