@@ -1,4 +1,4 @@
-/*===- attn.h - the attn C API, version 1 ---------------------------------===*
+/*===- attn.h - the attn C API, version 2 ---------------------------------===*
  *
  * The plain C interface to a model compiled with `attn-compile --emit=shared`
  * (every such library exports it): opaque handles, plain pointers, shapes,
@@ -37,7 +37,7 @@
 extern "C" {
 #endif
 
-#define ATTN_API_VERSION 1
+#define ATTN_API_VERSION 2
 
 typedef enum {
   ATTN_OK = 0,
@@ -125,6 +125,11 @@ typedef struct {
    * and whether the kind has paged kernels. */
   attn_dtype kv_dtype;
   int32_t paged;
+  /* Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2; 0 for other
+   * kinds): the latent rank r and the rotary head dim dr, the latent cache
+   * rows r + dr wide (attn_decode_latent, attn_append_latent); num_heads H,
+   * head_dim and head_dim_v the expanded form's (attn_sdpa). */
+  int64_t latent_rank, rope_head_dim;
 } attn_kind_info;
 
 /* The API version of the library (ATTN_API_VERSION it was built with). */
@@ -233,6 +238,33 @@ attn_status attn_append_kv(const attn_model *model, int32_t kind,
                            const attn_tensor *block_table,
                            const int64_t *start, const int64_t *counts,
                            const attn_tensor *k_new, const attn_tensor *v_new);
+
+/* Multi-head latent attention's decode over a paged latent cache (a kind
+ * with latent_rank r > 0, dr = rope_head_dim): the absorbed form, every
+ * head over the cache's rows. latent_cache [num_pages, page_size, r + dr]
+ * of the kind's kv_dtype holds one row per token (its RMS-normed latent,
+ * then its rotated rotary key; pages of 64 tokens, as FlashMLA keeps them,
+ * or any size); block_table and kv_lengths as for attn_decode_paged. q
+ * [B, H, Sq, r + dr] (ATTN_F32) holds each head's query in the latent
+ * space (q_nope · W_UK[h]) then its rotary part; out [B, H, Sq, r] gets the
+ * attention over the rows' first r features (the values, read in place),
+ * still in the latent space (· W_UV[h]ᵀ maps it back). Causal: query i of
+ * sequence b at key kv_lengths[b] - Sq + i. The lengths are read once,
+ * before anything is written. */
+attn_status attn_decode_latent(const attn_model *model, int32_t kind,
+                               const attn_tensor *q,
+                               const attn_tensor *latent_cache,
+                               const attn_tensor *block_table,
+                               const int64_t *kv_lengths, attn_tensor *out);
+
+/* Writes new latent rows rows_new [B, n, r + dr] (the kind's kv_dtype)
+ * into the paged latent cache as tokens start[b], start[b] + 1, ... of each
+ * sequence (its first counts[b] rows; all n without counts). */
+attn_status attn_append_latent(const attn_model *model, int32_t kind,
+                               attn_tensor *latent_cache,
+                               const attn_tensor *block_table,
+                               const int64_t *start, const int64_t *counts,
+                               const attn_tensor *rows_new);
 
 #ifdef __cplusplus
 }

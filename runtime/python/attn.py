@@ -28,7 +28,7 @@ import os
 
 import numpy as np
 
-API_VERSION = 1
+API_VERSION = 2
 F32, BF16, F16, I64, I32 = 0, 1, 2, 3, 4
 OP_SDPA, OP_GATED_DELTA = 0, 1
 _MAX_RANK = 4
@@ -67,7 +67,9 @@ class _KindInfo(ctypes.Structure):
                 ("bias_buckets", ctypes.c_int64), ("scale", ctypes.c_double),
                 ("softcap", ctypes.c_double), ("num_layers", ctypes.c_int64),
                 ("layers", ctypes.POINTER(ctypes.c_int64)),
-                ("kv_dtype", ctypes.c_int), ("paged", ctypes.c_int32)]
+                ("kv_dtype", ctypes.c_int), ("paged", ctypes.c_int32),
+                ("latent_rank", ctypes.c_int64),
+                ("rope_head_dim", ctypes.c_int64)]
 
 
 class Kind:
@@ -88,6 +90,10 @@ class Kind:
         self.layers = [info.layers[i] for i in range(info.num_layers)]
         self.kv_dtype = info.kv_dtype  # F32, BF16 or F16: the paged cache's
         self.paged = bool(info.paged)
+        # Multi-head latent attention: the latent rank r and the rotary dim
+        # dr (the cache rows r + dr wide); 0 for other kinds.
+        self.latent_rank = info.latent_rank
+        self.rope_head_dim = info.rope_head_dim
 
     def __repr__(self):
         op = "sdpa" if self.op == OP_SDPA else "gated_delta"
@@ -291,6 +297,48 @@ class Model:
             self._handle_or_raise(), ctypes.c_int32(kd.index),
             ctypes.byref(tk), ctypes.byref(tv), ctypes.byref(tt), st, ct,
             ctypes.byref(tkn), ctypes.byref(tvn)))
+
+    def decode_latent(self, q, latent_cache, block_table, kv_lengths,
+                      layer=None, kind=None, out=None):
+        """Multi-head latent attention's decode (absorbed form) over a paged
+        latent cache: q [B, H, Sq, r + dr] (each head's query in the latent
+        space, then its rotary part), latent_cache [num_pages, page_size,
+        r + dr] of the kind's kv_dtype (one row per token: the normed latent,
+        then the rotated rotary key), block_table [B, max_pages] int32,
+        kv_lengths [B] -> out [B, H, Sq, r] (the attention over the rows'
+        first r features, still in the latent space)."""
+        kd = self._kind(layer, kind)
+        tq, q = _tensor("q", q)
+        tc, latent_cache = _tensor("latent_cache", latent_cache)
+        tt, block_table = _tensor("block_table", block_table, dtype=I32)
+        b = q.shape[0] if q.ndim else 0
+        if out is None:
+            out = np.empty((b, kd.num_heads, q.shape[2] if q.ndim > 2 else 0,
+                            kd.latent_rank), np.float32)
+        to, out = _tensor("out", out, writable=True)
+        lens, keep = _lengths("kv_lengths", kv_lengths, b)
+        self._check(self._lib.attn_decode_latent(
+            self._handle_or_raise(), ctypes.c_int32(kd.index),
+            ctypes.byref(tq), ctypes.byref(tc), ctypes.byref(tt), lens,
+            ctypes.byref(to)))
+        return out
+
+    def append_latent(self, latent_cache, block_table, start, rows,
+                      layer=None, kind=None, counts=None):
+        """Writes rows [B, n, r + dr] (the kind's kv_dtype) into the paged
+        latent cache as tokens start[b], start[b] + 1, ... of each sequence
+        (its first counts[b] rows; all n without counts)."""
+        kd = self._kind(layer, kind)
+        tc, latent_cache = _tensor("latent_cache", latent_cache,
+                                   writable=True)
+        tt, block_table = _tensor("block_table", block_table, dtype=I32)
+        tr, rows = _tensor("rows", rows)
+        b = rows.shape[0] if rows.ndim else 0
+        st, keep1 = _lengths("start", start, b)
+        ct, keep2 = _lengths("counts", counts, b)
+        self._check(self._lib.attn_append_latent(
+            self._handle_or_raise(), ctypes.c_int32(kd.index),
+            ctypes.byref(tc), ctypes.byref(tt), st, ct, ctypes.byref(tr)))
 
     def gated_delta(self, q, k, v, g, beta, layer=None, kind=None,
                     state=None, lengths=None, out=None, state_out=None):

@@ -170,7 +170,8 @@ struct Options {
   /// --keep: compile into this folder and leave it there (perf report needs
   /// the libraries it sampled); default a temporary folder, removed.
   std::string keepDir;
-  bool longSeq = false, openblasInfo = false, linear = false, layers = false;
+  bool longSeq = false, openblasInfo = false, linear = false, layers = false,
+       mla = false;
   /// --layers: the prefill's tokens, and a config to measure instead of
   /// the built-in models.
   int64_t layerSeq = 512;
@@ -362,6 +363,10 @@ bool benchLinear(const Options &o, const Machine &mc, const std::string &dir);
 /// attention, projections and feed-forward network, the GEMMs next to
 /// OpenBLAS sgemm. Returns false on an error (printed).
 bool benchLayers(const Options &o, const Machine &mc, const std::string &dir);
+/// attn-bench --mla: DeepSeek-V3's multi-head latent attention, absorbed
+/// decode (contiguous and paged, OpenBLAS unfused, the expanded form on the
+/// same step) and expanded prefill (LatentBench.cpp).
+bool benchLatent(const Options &o, const Machine &mc, const std::string &dir);
 /// Reads and checks --config (a JSON object; num_experts_per_tok, when
 /// present, a non-negative integer) into `o`; false with `error` set.
 bool readLayerConfig(Options &o, std::string &error);

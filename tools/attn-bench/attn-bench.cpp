@@ -285,6 +285,8 @@ int parseArgs(int argc, char **argv, Options &o) {
       o.linear = true;
     else if (a == "--layers")
       o.layers = true;
+    else if (a == "--mla")
+      o.mla = true;
     else if (a == "--config")
       o.layerConfig = next();
     else if (a == "--seq")
@@ -300,6 +302,7 @@ int parseArgs(int argc, char **argv, Options &o) {
           "usage: attn-bench [--threads T] [--repeats R] [--csv FILE] "
           "[--shape P1|P2|P3|P4|D1|D2] [--long] [--linear [--svg FILE]] "
           "[--layers [--seq S] [--shape MODEL | --config FILE]] "
+          "[--mla [--shape M1|M2|M3|M4|MP]] "
           "[--openblas-core NAME|auto] [--cpu CPU] [--keep DIR]\n"
           "  --cpu: attn-compile --cpu for the kernels (default "
           "native; e.g. x86-64-v3 runs the AVX2 kernels here)\n"
@@ -324,7 +327,12 @@ int parseArgs(int argc, char **argv, Options &o) {
           "(default 512) and decode, the time split into attention, "
           "projections and feed-forward, the GEMMs next to OpenBLAS "
           "sgemm (--shape llama-3.2-1b|qwen3-next-80b: one model; --config "
-          "FILE: that config.json instead, random weights)\n");
+          "FILE: that config.json instead, random weights)\n"
+          "  --mla: DeepSeek-V3's multi-head latent attention instead: "
+          "absorbed decode over a bf16 latent cache at 4k and 32k tokens, "
+          "batch 1 and 8 (M1-M4; contiguous, pages of 64, OpenBLAS "
+          "unfused, the expanded form on the same step), expanded prefill "
+          "S = 4096 (MP); CSV default attn-bench-mla.csv\n");
       return a == "--help" ? 0 : 2;
     }
   }
@@ -632,8 +640,10 @@ int main(int argc, char **argv) {
               mc.avx512 ? "AVX-512" : "AVX2", o.threads, mc.peak,
               mc.bandwidth, blas.c_str());
 
-  if (o.linear || o.layers) {
-    bool ok = o.linear ? benchLinear(o, mc, dir) : benchLayers(o, mc, dir);
+  if (o.linear || o.layers || o.mla) {
+    bool ok = o.linear ? benchLinear(o, mc, dir)
+              : o.mla  ? benchLatent(o, mc, dir)
+                       : benchLayers(o, mc, dir);
     removeDir();
     return ok ? 0 : 1;
   }

@@ -66,6 +66,9 @@ void mlir::attn::writeKernelHeader(const ModelSpec &spec,
         "attn_rt_memref_i64_1;\n"
      << "typedef struct { float *allocated; float *aligned; int64_t offset; "
         "int64_t sizes[3]; int64_t strides[3]; } attn_rt_memref_f32_3;\n"
+     << "typedef struct { int32_t *allocated; int32_t *aligned; int64_t "
+        "offset; int64_t sizes[2]; int64_t strides[2]; } "
+        "attn_rt_memref_i32_2;\n"
      << "#endif\n";
   // The fused kernel, and its unfused copy unless --entries left it out.
   llvm::SmallVector<const char *, 2> suffixes = {""};
@@ -105,6 +108,26 @@ void mlir::attn::writeKernelHeader(const ModelSpec &spec,
                  ? ", attn_rt_memref_f32_2 *bias_table"
                  : "")
          << ");\n";
+    if (l.isLatent() && !spec.gpu) {
+      const LatentSpec &m = l.latent;
+      os << "/* " << n << "'s absorbed form (multi-head latent attention):\n"
+         << " * out [B, " << l.numHeads << ", Sq, " << m.kvLoraRank
+         << "], q [B, " << l.numHeads << ", Sq, " << m.cacheWidth()
+         << "], the latent cache [B, Skv, " << m.cacheWidth()
+         << "] (paged: [num_pages,\n * page_size, " << m.cacheWidth()
+         << "] with block_table int32 [B, max_pages]), kv_lengths int64 "
+            "[B]. */\n";
+      for (const char *suffix : suffixes)
+        os << "void _mlir_ciface_" << n << "_mla" << suffix
+           << "(attn_rt_memref_f32_4 *out, attn_rt_memref_f32_4 *q, "
+              "attn_rt_memref_f32_3 *cache, attn_rt_memref_i64_1 "
+              "*kv_lengths);\n";
+      if (spec.entries.paged)
+        os << "void _mlir_ciface_" << n << "_mla_paged"
+           << "(attn_rt_memref_f32_4 *out, attn_rt_memref_f32_4 *q, "
+              "attn_rt_memref_f32_3 *pool, attn_rt_memref_i32_2 "
+              "*block_table, attn_rt_memref_i64_1 *kv_lengths);\n";
+    }
   }
   os << "#ifdef __cplusplus\n}\n#endif\n#endif\n";
 }
