@@ -123,7 +123,7 @@ bool benchLatent(const Options &o, const Machine &mc, const std::string &dir) {
                 "%9.1f\n",
                 shape, (long long)b, (long long)kv, method.c_str(), r.ms, gf,
                 100 * gf / mc.peak, ratio, r.rssKb / 1024.0);
-    csv << shape << "," << b << "," << kv << "," << method << "," << r.ms
+    csv << shape << "," << b << "," << kv << ",\"" << method << "\"," << r.ms
         << "," << gf << "," << 100 * gf / mc.peak << "," << ratio << ","
         << r.rssKb / 1024.0 << "\n";
   };
