@@ -823,15 +823,23 @@ static std::string describeLatent(const attn_rt_kind &k) {
          std::to_string(k.rope_head_dim) + ")";
 }
 
-attn_status attn_decode_latent(const attn_model *model, int32_t kind,
-                               const attn_tensor *q,
-                               const attn_tensor *latent_cache,
-                               const attn_tensor *block_table,
-                               const int64_t *kv_lengths, attn_tensor *out) {
-  const char *call = "attn_decode_latent";
+/// attn_decode_latent and, with `qPos` and `stats`, attn_decode_latent_part.
+static attn_status decodeLatent(const attn_model *model, int32_t kind,
+                                const char *call, const attn_tensor *q,
+                                const attn_tensor *latent_cache,
+                                const attn_tensor *block_table,
+                                const int64_t *kv_lengths,
+                                const int64_t *qPos, attn_tensor *out,
+                                attn_tensor *stats) {
   const attn_rt_kind *kd = nullptr;
+  bool part = stats != nullptr;
   if (attn_status s = getLatentKind(model, kind, call, kd))
     return s;
+  if (part && !kd->mla_paged_part)
+    return failWith(ATTN_ERR_UNSUPPORTED,
+                    std::string(call) + ": kind '" + kd->name +
+                        "' has no partial latent kernel: compile the model "
+                        "with attn-compile --distributed=mpi");
   int64_t h = kd->num_heads, r = kd->kv_lora_rank,
           row = kd->kv_lora_rank + kd->rope_head_dim;
   TensorCheck check{call, describeLatent(*kd)};
@@ -848,25 +856,35 @@ attn_status attn_decode_latent(const attn_model *model, int32_t kind,
                     std::string(call) + ": latent_cache has page_size 0");
   if (!check(block_table, "block_table", {b, -1}, {"", "max_pages"},
              ATTN_I32) ||
-      !check(out, "out", {b, h, sq, r}, {}))
+      !check(out, "out", {b, h, sq, r}, {}) ||
+      (part && !check(stats, "stats", {b, h, sq, 2}, {})))
     return check.status;
   int64_t maxPages = block_table->shape[1];
   if (!kv_lengths && b > 0)
     return failWith(ATTN_ERR_ARGUMENT,
                     std::string(call) + ": kv_lengths is NULL; pass each "
                                         "sequence's length in tokens");
-  // The lengths, read once: the kernel reads this copy, so an `out` that
-  // shares their memory cannot change them under it.
+  if (part && !qPos && b > 0)
+    return failWith(ATTN_ERR_ARGUMENT,
+                    std::string(call) + ": q_pos is NULL; pass each "
+                                        "sequence's position of its first "
+                                        "query row in the cache's range");
+  // The lengths and positions, read once: the kernel reads these copies,
+  // so an output that shares their memory cannot change them under it.
   std::vector<int64_t> lens(kv_lengths, kv_lengths + b);
-  if (!noOverlap(check, *out, "out",
-                 {{q, "q"},
-                  {latent_cache, "latent_cache"},
-                  {block_table, "block_table"}}) ||
+  std::vector<int64_t> pos(part ? qPos : nullptr, part ? qPos + b : nullptr);
+  std::vector<std::pair<const attn_tensor *, const char *>> ins = {
+      {q, "q"}, {latent_cache, "latent_cache"}, {block_table, "block_table"}};
+  if (!noOverlap(check, *out, "out", ins) ||
+      (part && !noOverlap(check, *stats, "stats", ins)) ||
       !checkLengths(check, lens.data(), b, capacity(maxPages, pageSize),
                     "kv_lengths", "max_pages * page_size") ||
       !checkPagesUsed(check, block_table, nullptr, lens.data(), b, pages,
                       pageSize))
     return check.status;
+  if (part && overlaps(*stats, *out))
+    return failWith(ATTN_ERR_LAYOUT,
+                    std::string(call) + ": stats overlaps out");
   if (numelOf(*out) == 0)
     return ATTN_OK;
   using attn_rt::cli::view4;
@@ -877,8 +895,39 @@ attn_status attn_decode_latent(const attn_model *model, int32_t kind,
   auto *t = static_cast<int32_t *>(block_table->data);
   attn_rt_memref_i32_2 dt{t, t, 0, {b, maxPages}, {maxPages, 1}};
   attn_rt_memref_i64_1 dl{lens.data(), lens.data(), 0, {b}, {1}};
-  kd->mla_paged(&dout, &dq, &dc, &dt, &dl);
+  if (!part) {
+    kd->mla_paged(&dout, &dq, &dc, &dt, &dl);
+    return ATTN_OK;
+  }
+  attn_rt_memref_f32_4 ds = view4(f32(*stats), dims(*stats));
+  attn_rt_memref_i64_1 dp{pos.data(), pos.data(), 0, {b}, {1}};
+  kd->mla_paged_part(&dout, &ds, &dq, &dc, &dt, &dl, &dp);
   return ATTN_OK;
+}
+
+attn_status attn_decode_latent(const attn_model *model, int32_t kind,
+                               const attn_tensor *q,
+                               const attn_tensor *latent_cache,
+                               const attn_tensor *block_table,
+                               const int64_t *kv_lengths, attn_tensor *out) {
+  return decodeLatent(model, kind, "attn_decode_latent", q, latent_cache,
+                      block_table, kv_lengths, nullptr, out, nullptr);
+}
+
+attn_status attn_decode_latent_part(const attn_model *model, int32_t kind,
+                                    const attn_tensor *q,
+                                    const attn_tensor *latent_cache,
+                                    const attn_tensor *block_table,
+                                    const int64_t *kv_lengths,
+                                    const int64_t *q_pos, attn_tensor *out,
+                                    attn_tensor *stats) {
+  if (!stats)
+    return failWith(ATTN_ERR_ARGUMENT,
+                    "attn_decode_latent_part: stats is NULL; pass a [B, H, "
+                    "Sq, 2] ATTN_F32 tensor for each row's (max, sum)");
+  return decodeLatent(model, kind, "attn_decode_latent_part", q,
+                      latent_cache, block_table, kv_lengths, q_pos, out,
+                      stats);
 }
 
 attn_status attn_append_latent(const attn_model *model, int32_t kind,

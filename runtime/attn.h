@@ -257,6 +257,20 @@ attn_status attn_decode_latent(const attn_model *model, int32_t kind,
                                const attn_tensor *block_table,
                                const int64_t *kv_lengths, attn_tensor *out);
 
+/* The partial form of attn_decode_latent over one key range of each
+ * sequence, for context parallelism (a library compiled with
+ * --distributed=mpi; else ATTN_ERR_UNSUPPORTED), as attn_decode_paged_part:
+ * q_pos[b] is the position of sequence b's first query row in the range's
+ * numbering; stats [B, H, Sq, 2] gets each row's (m, l).
+ * attn_decode_latent_mpi (attn_mpi.h) merges the ranks' results. */
+attn_status attn_decode_latent_part(const attn_model *model, int32_t kind,
+                                    const attn_tensor *q,
+                                    const attn_tensor *latent_cache,
+                                    const attn_tensor *block_table,
+                                    const int64_t *kv_lengths,
+                                    const int64_t *q_pos, attn_tensor *out,
+                                    attn_tensor *stats);
+
 /* Writes new latent rows rows_new [B, n, r + dr] (the kind's kv_dtype)
  * into the paged latent cache as tokens start[b], start[b] + 1, ... of each
  * sequence (its first counts[b] rows; all n without counts). */

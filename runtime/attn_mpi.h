@@ -46,6 +46,19 @@ attn_status attn_decode_paged_mpi(const attn_model *model, int32_t kind,
                                   const int64_t *kv_lengths,
                                   const int64_t *q_pos, attn_tensor *out);
 
+/* The same for a multi-head latent attention kind (attn_decode_latent):
+ * each rank holds a contiguous range of every sequence's latent rows in its
+ * own paged latent cache [num_pages, page_size, r + dr]; q [B, H, Sq,
+ * r + dr] is the same on every rank, out [B, H, Sq, r] the attention over
+ * the whole cache on every rank (one MPI_Allreduce of the partial rows,
+ * merged by log-sum-exp). */
+attn_status attn_decode_latent_mpi(const attn_model *model, int32_t kind,
+                                   MPI_Comm comm, const attn_tensor *q,
+                                   const attn_tensor *latent_cache,
+                                   const attn_tensor *block_table,
+                                   const int64_t *kv_lengths,
+                                   const int64_t *q_pos, attn_tensor *out);
+
 #ifdef __cplusplus
 }
 #endif

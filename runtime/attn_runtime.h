@@ -216,6 +216,18 @@ typedef void (*attn_rt_mla_paged_fn)(attn_rt_memref_f32_4 *out,
                                      attn_rt_memref_i32_2 *block_table,
                                      attn_rt_memref_i64_1 *kv_lengths);
 
+/* Its partial form over one key range of each sequence (attn-compile
+ * --distributed=mpi), as attn_rt_paged_part_fn: query row i of sequence b
+ * at key position q_pos[b] + i of the range, each row's (m, l) in stats
+ * [B, H, Sq, 2]. */
+typedef void (*attn_rt_mla_paged_part_fn)(attn_rt_memref_f32_4 *out,
+                                          attn_rt_memref_f32_4 *stats,
+                                          attn_rt_memref_f32_4 *q,
+                                          attn_rt_memref_f32_3 *pool,
+                                          attn_rt_memref_i32_2 *block_table,
+                                          attn_rt_memref_i64_1 *kv_lengths,
+                                          attn_rt_memref_i64_1 *q_pos);
+
 /* What a kind's kernels compute (attn_rt_kind.op). */
 #define ATTN_RT_OP_SDPA 0       /* softmax attention: attn_rt_sdpa_fn */
 #define ATTN_RT_OP_GATED_DELTA 1 /* Gated DeltaNet: attn_rt_gdn_fn */
@@ -288,6 +300,8 @@ typedef struct {
   attn_rt_mla_fn mla, mla_reference;
   attn_rt_mla_paged_fn mla_paged;
   attn_rt_latent_block_fn latent_block, latent_layer;
+  /* --distributed=mpi: mla_paged's partial form, else NULL. */
+  attn_rt_mla_paged_part_fn mla_paged_part;
 } attn_rt_kind;
 
 /* attn_rt_kind.kv_dtype (attn-compile --kv-dtype) */

@@ -716,6 +716,136 @@ double maxAbsDiff(const Buf<float> &a, const Buf<float> &b, double &refMax) {
 
 /// check: the distributed kernels against the single-process kernel and
 /// the float64 reference, for every kind that has them.
+/// A rank's paged latent cache: token ranges [start[b], start[b] + len[b])
+/// of each sequence's rows of a contiguous latent cache [B, S, row], pages
+/// [numPages, P, row] of the kind's element type handed out from the end of
+/// the pool.
+struct LatentShard {
+  int64_t pageSize = 16, numPages = 0, maxPages = 1, row = 0;
+  std::vector<int64_t> start, len;
+  Buf<unsigned char> pool;
+  std::vector<int32_t> table;
+  LatentShard(const attn_rt_kind &kind, const Buf<float> &cache, int64_t B,
+              int64_t S, std::vector<int64_t> starts,
+              std::vector<int64_t> lens, int64_t P)
+      : pageSize(P), row(kind.kv_lora_rank + kind.rope_head_dim),
+        start(std::move(starts)), len(std::move(lens)) {
+    int64_t eb = kind.kv_dtype == ATTN_RT_KV_F32 ? 4 : 2;
+    std::vector<int64_t> pages(B);
+    for (int64_t b = 0; b < B; ++b) {
+      pages[b] = ceilDiv(len[b], P);
+      numPages += pages[b];
+      maxPages = std::max(maxPages, pages[b]);
+    }
+    pool.assign(std::max<int64_t>(numPages, 1) * P * row * eb, 0);
+    table.assign(B * maxPages, 0);
+    int64_t next = numPages;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t p = 0; p < pages[b]; ++p)
+        table[b * maxPages + p] = int32_t(--next);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t j = 0; j < len[b]; ++j)
+        storeRow(kind, pool, &cache[(b * S + start[b] + j) * row],
+                 (table[b * maxPages + j / P] * P + j % P) * row, row);
+  }
+  /// The partial kernel with q_pos (or, `qPos` null, the whole-cache one).
+  void run(const attn_rt_kind &kind, Buf<float> &q,
+           const std::vector<int64_t> &qs, std::vector<int64_t> *qPos,
+           Buf<float> &out, Buf<float> &stats) {
+    int64_t B = qs[0], H = qs[1], Sq = qs[2], r = kind.kv_lora_rank;
+    out.resize(B * H * Sq * r);
+    stats.resize(B * H * Sq * 2);
+    attn_rt_memref_f32_4 dout = view4(out.data(), {B, H, Sq, r}),
+                         ds = view4(stats.data(), {B, H, Sq, 2}),
+                         dq = view4(q.data(), qs);
+    attn_rt_memref_f32_3 dp =
+        view3(reinterpret_cast<float *>(pool.data()),
+              {std::max<int64_t>(numPages, 1), pageSize, row});
+    attn_rt_memref_i32_2 dt{table.data(), table.data(), 0, {B, maxPages},
+                            {maxPages, 1}};
+    attn_rt_memref_i64_1 dl{len.data(), len.data(), 0, {B}, {1}};
+    if (!qPos) {
+      kind.mla_paged(&dout, &dq, &dp, &dt, &dl);
+      return;
+    }
+    attn_rt_memref_i64_1 dq1{qPos->data(), qPos->data(), 0, {B}, {1}};
+    kind.mla_paged_part(&dout, &ds, &dq, &dp, &dt, &dl, &dq1);
+  }
+};
+
+/// check's sharded latent decode for one multi-head latent attention kind:
+/// each rank's page-aligned range of every sequence's latent rows, the
+/// partial kernels merged by one MPI_Allreduce, against the single-process
+/// paged kernel and a float64 reference (rank 0 prints).
+bool checkLatentMpi(const attn_rt_kind &kind, const World &w, int64_t P,
+                    std::mt19937 &rng) {
+  int64_t H = kind.num_heads, r = kind.kv_lora_rank,
+          row = kind.kv_lora_rank + kind.rope_head_dim;
+  struct Case {
+    std::vector<int64_t> lens;
+    int64_t sq;
+    float qScale;
+  };
+  const Case cases[] = {{{0, 1, 5, 40, 203}, 1, 1.0f},
+                        {{3, 17, 100}, 3, 1.0f},
+                        {{64, 257}, 1, 20.0f}};
+  bool allOk = true;
+  for (const Case &c : cases) {
+    int64_t B = int64_t(c.lens.size()), S = 1;
+    for (int64_t l : c.lens)
+      S = std::max(S, l);
+    std::vector<int64_t> qs = {B, H, c.sq, row};
+    Buf<float> q = randomVec(rng, B * H * c.sq * row, c.qScale),
+               cache = randomVec(rng, B * S * row, 1.0f);
+    roundToKV(kind, cache);
+    std::vector<int64_t> starts(B), lens(B), qPos(B);
+    for (int64_t b = 0; b < B; ++b) {
+      auto [lo, hi] = shardRange(c.lens[b], w.size, w.rank, P, {});
+      starts[b] = lo;
+      lens[b] = hi - lo;
+      qPos[b] = c.lens[b] - c.sq - lo;
+    }
+    LatentShard shard(kind, cache, B, S, starts, lens, P);
+    Buf<float> out, stats, packed;
+    shard.run(kind, q, qs, &qPos, out, stats);
+    allreduceRows(MPI_COMM_WORLD, B * H * c.sq, r, out.data(), stats.data(),
+                  packed);
+    if (w.rank != 0)
+      continue;
+    std::vector<int64_t> zero(B, 0);
+    LatentShard whole(kind, cache, B, S, zero, c.lens, P);
+    Buf<float> kOut, unused, ref;
+    whole.run(kind, q, qs, nullptr, kOut, unused);
+    attn_rt_kind a = kind;
+    a.num_kv_heads = 1;
+    a.head_dim = row;
+    a.head_dim_v = r;
+    Buf<float> v(B * S * r);
+    for (int64_t i = 0; i < B * S; ++i)
+      std::copy_n(&cache[i * row], r, &v[i * r]);
+    std::vector<int64_t> qStart(B);
+    for (int64_t b = 0; b < B; ++b)
+      qStart[b] = c.lens[b] - c.sq;
+    referenceF64(a, q, qs, cache, {B, 1, S, row}, v, {B, 1, S, r}, c.lens,
+                 kind.scale, 0.0, ref, &qStart);
+    double kMax, refMax;
+    double relK = maxAbsDiff(out, kOut, kMax) / std::max(kMax, 1e-30);
+    double relR = maxAbsDiff(out, ref, refMax) / std::max(refMax, 1e-30);
+    bool ok = relK <= 1e-6 && relR <= 1e-5;
+    allOk = allOk && ok;
+    std::string lensStr;
+    for (int64_t l : c.lens)
+      lensStr += (lensStr.empty() ? "" : ",") + std::to_string(l);
+    std::printf("%s %s latent decode Sq=%lld lengths=%s%s np=%d: vs "
+                "1-process kernel %.2e, vs float64 %.2e (relative to max "
+                "|ref| %.3g)\n",
+                ok ? "ok  " : "FAIL", kind.name, (long long)c.sq,
+                lensStr.c_str(), c.qScale > 1 ? " extreme logits" : "", w.size,
+                relK, relR, refMax);
+  }
+  return allOk;
+}
+
 int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
   Args args = parseArgs(argc, argv, 2, {"seed", "page-size", "threads"});
   pickThreads(args);
@@ -725,6 +855,12 @@ int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
   int kinds = 0;
   for (int64_t ki = 0; ki < m->num_kinds; ++ki) {
     const attn_rt_kind &kind = m->kinds[ki];
+    if (kind.mla_paged_part) {
+      ++kinds;
+      std::mt19937 rng(uint32_t(seed * 7919 + ki));
+      allOk = checkLatentMpi(kind, w, P, rng) && allOk;
+      continue;
+    }
     if (kind.op != ATTN_RT_OP_SDPA || !kind.paged_part)
       continue;
     ++kinds;
@@ -1212,15 +1348,18 @@ extern "C" int attn_rt_mpi_main(const attn_rt_model *m, int argc,
   return rc;
 }
 
-extern "C" attn_status
-attn_decode_paged_mpi(const attn_model *model, int32_t kind, MPI_Comm comm,
-                      const attn_tensor *q, const attn_tensor *k_cache,
-                      const attn_tensor *v_cache,
-                      const attn_tensor *block_table,
-                      const int64_t *kv_lengths, const int64_t *q_pos,
-                      attn_tensor *out) {
-  // The partial result goes to a scratch copy of `out` (so that a failure
-  // on another rank leaves `out` untouched) and the row statistics.
+namespace {
+
+/// The collective of attn_decode_paged_mpi and attn_decode_latent_mpi:
+/// `partial(o, s)` runs this rank's partial call into scratch tensors of
+/// out's shape (so that a failure on another rank leaves `out` untouched)
+/// and the row statistics; every rank learns whether any failed, then the
+/// rows merge by log-sum-exp into every rank's `out`. `dv` is the rows'
+/// width (the kind's head_dim_v, or its latent rank).
+template <typename F>
+attn_status decodeOverRanks(const char *call, const attn_model *model,
+                            int32_t kind, MPI_Comm comm, attn_tensor *out,
+                            bool latent, F partial) {
   attn_kind_info info;
   attn_status status = ATTN_OK;
   if (!out)
@@ -1239,8 +1378,9 @@ attn_decode_paged_mpi(const attn_model *model, int32_t kind, MPI_Comm comm,
     }
     if (!contiguous) {
       status = ATTN_ERR_SHAPE;
-      setLastError("attn_decode_paged_mpi: out must be a row-major "
-                   "contiguous [B, Hq, Sq, Dv] ATTN_F32 tensor");
+      setLastError(std::string(call) + ": out must be a row-major "
+                   "contiguous [B, " + (latent ? "H, Sq, r" : "Hq, Sq, Dv") +
+                   "] ATTN_F32 tensor");
     }
   }
   if (status == ATTN_OK) {
@@ -1249,10 +1389,11 @@ attn_decode_paged_mpi(const attn_model *model, int32_t kind, MPI_Comm comm,
     // --tensor-parallel (the communicator is then one head shard's ranks).
     int64_t hq = out->shape[1];
     rows = out->shape[0] * hq * out->shape[2];
-    dv = info.head_dim_v;
+    dv = latent ? info.latent_rank : info.head_dim_v;
     if (out->shape[3] != dv) {
       status = ATTN_ERR_SHAPE;
-      setLastError("attn_decode_paged_mpi: out has Dv " +
+      setLastError(std::string(call) + ": out has " +
+                   (latent ? "width " : "Dv ") +
                    std::to_string(out->shape[3]) + "; the kind's is " +
                    std::to_string(dv));
     } else {
@@ -1261,7 +1402,7 @@ attn_decode_paged_mpi(const attn_model *model, int32_t kind, MPI_Comm comm,
         stats.assign(rows * 2, 0.0f);
       } catch (const std::exception &) {
         status = ATTN_ERR_MEMORY;
-        setLastError("attn_decode_paged_mpi: no memory for the partial "
+        setLastError(std::string(call) + ": no memory for the partial "
                      "rows of out " +
                      std::to_string(rows) + " x " + std::to_string(dv));
       }
@@ -1271,18 +1412,17 @@ attn_decode_paged_mpi(const attn_model *model, int32_t kind, MPI_Comm comm,
       int64_t ss[4] = {out->shape[0], hq, out->shape[2], 2};
       attn_tensor o = attn_tensor_contiguous(part.data(), ATTN_F32, 4, os);
       attn_tensor s = attn_tensor_contiguous(stats.data(), ATTN_F32, 4, ss);
-      status = attn_decode_paged_part(model, kind, q, k_cache, v_cache,
-                                      block_table, kv_lengths, q_pos, &o, &s);
+      status = partial(&o, &s);
     }
   } else if (!out) {
-    setLastError("attn_decode_paged_mpi: out is NULL");
+    setLastError(std::string(call) + ": out is NULL");
   }
   // Every rank learns whether any failed before the data collective.
   int mine = int(status), worst = 0;
   MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, comm);
   if (worst != ATTN_OK) {
     if (status == ATTN_OK)
-      setLastError("attn_decode_paged_mpi: another rank of the "
+      setLastError(std::string(call) + ": another rank of the "
                    "communicator failed its checks (status " +
                    std::to_string(worst) + "); nothing was written");
     return attn_status(worst);
@@ -1291,4 +1431,35 @@ attn_decode_paged_mpi(const attn_model *model, int32_t kind, MPI_Comm comm,
   allreduceRows(comm, rows, dv, part.data(), stats.data(), packed);
   std::memcpy(out->data, part.data(), part.size() * sizeof(float));
   return ATTN_OK;
+}
+
+} // namespace
+
+extern "C" attn_status
+attn_decode_paged_mpi(const attn_model *model, int32_t kind, MPI_Comm comm,
+                      const attn_tensor *q, const attn_tensor *k_cache,
+                      const attn_tensor *v_cache,
+                      const attn_tensor *block_table,
+                      const int64_t *kv_lengths, const int64_t *q_pos,
+                      attn_tensor *out) {
+  return decodeOverRanks(
+      "attn_decode_paged_mpi", model, kind, comm, out, /*latent=*/false,
+      [&](attn_tensor *o, attn_tensor *s) {
+        return attn_decode_paged_part(model, kind, q, k_cache, v_cache,
+                                      block_table, kv_lengths, q_pos, o, s);
+      });
+}
+
+extern "C" attn_status
+attn_decode_latent_mpi(const attn_model *model, int32_t kind, MPI_Comm comm,
+                       const attn_tensor *q, const attn_tensor *latent_cache,
+                       const attn_tensor *block_table,
+                       const int64_t *kv_lengths, const int64_t *q_pos,
+                       attn_tensor *out) {
+  return decodeOverRanks(
+      "attn_decode_latent_mpi", model, kind, comm, out, /*latent=*/true,
+      [&](attn_tensor *o, attn_tensor *s) {
+        return attn_decode_latent_part(model, kind, q, latent_cache,
+                                       block_table, kv_lengths, q_pos, o, s);
+      });
 }

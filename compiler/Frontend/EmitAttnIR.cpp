@@ -97,7 +97,7 @@ private:
   /// max_pages] i32, kv_lengths [B]) -> out`: the same over a paged latent
   /// cache.
   func::FuncOp emitLatentPagedKernel(const std::string &name,
-                                     const LayerSpec &l);
+                                     const LayerSpec &l, bool part = false);
   /// A kind function's weights by role ("q_weight", "norm_bias"...); a
   /// missing role is a null Value.
   using Weights = llvm::StringMap<Value>;
@@ -418,6 +418,11 @@ OwningOpRef<ModuleOp> Emitter::kernels() {
         func::FuncOp paged = emitLatentPagedKernel(name, l);
         toDestinationStyle(paged);
         module->push_back(paged);
+        if (spec.distributed) {
+          func::FuncOp part = emitLatentPagedKernel(name, l, /*part=*/true);
+          toDestinationStyle(part);
+          module->push_back(part);
+        }
       }
     }
     if (withPaged && hasPagedKernel(l)) {
@@ -873,7 +878,7 @@ func::FuncOp Emitter::emitLatentKernel(const std::string &name,
 }
 
 func::FuncOp Emitter::emitLatentPagedKernel(const std::string &name,
-                                            const LayerSpec &l) {
+                                            const LayerSpec &l, bool part) {
   Location loc = NameLoc::get(b.getStringAttr(name),
                               FileLineColLoc::get(ctx, spec.configPath, 1, 1));
   const LatentSpec &m = l.latent;
@@ -884,8 +889,17 @@ func::FuncOp Emitter::emitLatentPagedKernel(const std::string &name,
       RankedTensorType::get({kDyn, kDyn, row}, cacheType()),
       RankedTensorType::get({kDyn, kDyn}, b.getI32Type()),
       RankedTensorType::get({kDyn}, b.getI64Type())};
-  auto fn = func::FuncOp::create(loc, name + "_mla_paged",
-                                 b.getFunctionType(inputs, {outTy}));
+  // The partial form (context parallelism): q_pos [B] and each row's
+  // softmax statistics [B, H, Sq, 2], as `<kind>_paged_part`.
+  RankedTensorType statsTy = tensor({kDyn, heads, kDyn, 2});
+  SmallVector<Type> results = {outTy};
+  if (part) {
+    inputs.push_back(RankedTensorType::get({kDyn}, b.getI64Type()));
+    results.push_back(statsTy);
+  }
+  auto fn = func::FuncOp::create(
+      loc, name + (part ? "_mla_paged_part" : "_mla_paged"),
+      b.getFunctionType(inputs, results));
   fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
@@ -911,9 +925,14 @@ func::FuncOp Emitter::emitLatentPagedKernel(const std::string &name,
   Value qRows = tensor::DimOp::create(b, loc, q, 2);
   Value init =
       tensor::EmptyOp::create(b, loc, outTy, ValueRange{batch, qRows});
+  Value statsInit =
+      part ? tensor::EmptyOp::create(b, loc, statsTy, ValueRange{batch, qRows})
+                 .getResult()
+           : Value();
   auto op = PagedSDPAOp::create(
-      b, loc, outTy, Type(), q, kc, vc, entry->getArgument(2),
-      entry->getArgument(3), Value(), init, Value(),
+      b, loc, outTy, part ? Type(statsTy) : Type(), q, kc, vc,
+      entry->getArgument(2), entry->getArgument(3),
+      part ? entry->getArgument(4) : Value(), init, statsInit,
       b.getF64FloatAttr(l.scale),
       MaskKindAttr::get(ctx, l.causal ? MaskKind::causal : MaskKind::none),
       IntegerAttr(), FloatAttr());

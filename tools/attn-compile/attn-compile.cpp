@@ -721,7 +721,18 @@ int main(int argc, char **argv) {
     return 1;
   if (!attn::normalizeConfig(*src, spec))
     return 1;
-  // Head sharding keeps whole KV-head groups on each rank.
+  // Head sharding keeps whole KV-head groups on each rank; a latent
+  // cache serves every head, so it is sharded by context only.
+  for (const attn::LayerSpec &l : spec.layers)
+    if (spec.tensorParallel > 1 && l.isLatent()) {
+      llvm::errs() << "attn-compile: error: --tensor-parallel="
+                   << spec.tensorParallel << ": layer " << l.index
+                   << " is multi-head latent attention, whose one latent "
+                      "row per token serves every head: shard its context "
+                      "across the ranks (--distributed=mpi without "
+                      "--tensor-parallel)\n";
+      return 1;
+    }
   for (const attn::LayerSpec &l : spec.layers)
     if (spec.tensorParallel > 1 && l.role != attn::LayerRole::LinearAttention &&
         attn::hasPagedKernel(l) && l.numKVHeads % spec.tensorParallel != 0) {

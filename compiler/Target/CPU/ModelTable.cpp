@@ -42,7 +42,8 @@ public:
                                        ptr, i64, ptr, ptr, ptr, ptr, i64, f64,
                                        f64, f64, i32, ptr, i64, ptr, i32,
                                        ptr, i64, i32, ptr, i64, ptr, ptr,
-                                       i64, i64, ptr, ptr, ptr, ptr, ptr},
+                                       i64, i64, ptr, ptr, ptr, ptr, ptr,
+                                       ptr},
                                       "attn_rt_kind");
     modelTy = llvm::StructType::create(
         ctx, {i32, ptr, i64, ptr, ptr, i64, i64, ptr, i32, ptr},
@@ -128,7 +129,8 @@ bool TableBuilder::checkLayout(std::string &error) const {
         offsetof(attn_rt_kind, mla_reference),
         offsetof(attn_rt_kind, mla_paged),
         offsetof(attn_rt_kind, latent_block),
-        offsetof(attn_rt_kind, latent_layer)}},
+        offsetof(attn_rt_kind, latent_layer),
+        offsetof(attn_rt_kind, mla_paged_part)}},
       {modelTy,
        sizeof(attn_rt_model),
        {offsetof(attn_rt_model, abi_version), offsetof(attn_rt_model, family),
@@ -237,7 +239,7 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
     // Multi-head latent attention: the absorbed form's kernels.
     bool latent = l.isLatent();
     llvm::Constant *mla = t.null(), *mlaReference = t.null(),
-                   *mlaPaged = t.null();
+                   *mlaPaged = t.null(), *mlaPagedPart = t.null();
     if (latent && !cuda) {
       llvm::Function *fn = function("_mlir_ciface_" + n + "_mla");
       if (!fn)
@@ -254,6 +256,13 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
         if (!paged)
           return false;
         mlaPaged = paged;
+        if (spec.distributed) {
+          llvm::Function *part =
+              function("_mlir_ciface_" + n + "_mla_paged_part");
+          if (!part)
+            return false;
+          mlaPagedPart = part;
+        }
       }
     }
     llvm::Constant *block = t.null(), *linearBlock = t.null(),
@@ -359,7 +368,7 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
          layerNote, linearLayer,
          t.c64(latent ? l.latent.kvLoraRank : 0),
          t.c64(latent ? l.latent.ropeDim : 0), mla, mlaReference, mlaPaged,
-         latentBlock, latentLayer}));
+         latentBlock, latentLayer, mlaPagedPart}));
   }
 
   llvm::Constant *kindArray = t.global(
