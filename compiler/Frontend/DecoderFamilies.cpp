@@ -1,7 +1,8 @@
 //===- DecoderFamilies.cpp - decoder-only RoPE families -------------------===//
 //
 // This file implements the normalization of the decoder-only RoPE families
-// (llama, mistral, qwen2, qwen3, qwen3_next, gemma2, gemma3, phi3). What
+// (llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, qwen3_next, gemma2,
+// gemma3, phi3). What
 // differs between them is data, one table entry per family (kFamilies):
 // class defaults, which layers slide, the scale and soft-capping rules,
 // biases, norms, RoPE per layer type and checkpoint names. normalizeDecoder
@@ -29,6 +30,7 @@ enum class LayerPattern {
   EvenSlide,        ///< gemma2: even layers slide
   SlidePattern,     ///< gemma3: every sliding_window_pattern-th layer is full
   LinearInterval,   ///< qwen3_next: every full_attention_interval-th is full
+  UseSlidingAll,    ///< qwen3_moe: every layer slides with use_sliding_window
 };
 
 enum class Bias { None, QKV, AttentionBiasField };
@@ -135,6 +137,32 @@ std::vector<DecoderFamily> makeFamilies() {
     f.push_back(g);
   }
   {
+    // Qwen3MoeConfig: Qwen3's attention (no head_dim of its own: hidden /
+    // heads), every layer sliding when use_sliding_window.
+    DecoderFamily q{"qwen3_moe", defaults(32768)};
+    q.d.hidden = 2048;
+    q.d.layers = 24;
+    q.d.heads = 32;
+    q.d.kvHeads = 4;
+    q.layers = LayerPattern::UseSlidingAll;
+    q.defaultWindow = 4096;
+    q.qkNorm = true;
+    f.push_back(q);
+  }
+  {
+    // MixtralConfig: Mistral's attention, no window by default.
+    DecoderFamily m{"mixtral", defaults(4096 * 32)};
+    m.d.hidden = 4096;
+    m.d.layers = 32;
+    m.d.heads = 32;
+    m.d.kvHeads = 8;
+    m.d.eps = 1e-5;
+    m.d.theta = 1e6;
+    m.layers = LayerPattern::AllSlideIfWindow;
+    m.bias = Bias::None;
+    f.push_back(m);
+  }
+  {
     DecoderFamily p{"phi3", defaults(4096)};
     p.d.eps = 1e-5;
     p.layers = LayerPattern::AllSlideIfWindow;
@@ -169,6 +197,13 @@ bool readLayerKinds(FieldReader &r, const DecoderFamily &fam, int64_t layers,
   case LayerPattern::AllSlideIfWindow:
     slides = [&](int64_t) { return bool(window); };
     break;
+  case LayerPattern::UseSlidingAll: {
+    bool use = r.optBool({"use_sliding_window"}, false).value_or(false);
+    if (!use)
+      window.reset();
+    slides = [&](int64_t) { return bool(window); };
+    break;
+  }
   case LayerPattern::MaxWindowLayers: {
     bool use = r.optBool({"use_sliding_window"}, false).value_or(false);
     int64_t maxWindowLayers =

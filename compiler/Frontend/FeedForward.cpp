@@ -61,12 +61,13 @@ std::string prefixOf(const std::string &name, llvm::StringRef suffix) {
 bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
   const std::string &fam = spec.family;
   bool gemma = fam == "gemma2" || fam == "gemma3";
-  int64_t dflt = fam == "llama"                   ? 11008
-                 : fam == "mistral"               ? 14336
-                 : fam == "qwen2" || fam == "qwen3" ? 22016
-                 : gemma                          ? 9216
-                 : fam == "phi3"                  ? 8192
-                                                  : 5632;
+  int64_t dflt = fam == "llama"                          ? 11008
+                 : fam == "mistral" || fam == "mixtral"  ? 14336
+                 : fam == "qwen2" || fam == "qwen3"      ? 22016
+                 : fam == "qwen3_moe"                    ? 6144
+                 : gemma                                 ? 9216
+                 : fam == "phi3"                         ? 8192
+                                                         : 5632;
   FFNSpec f;
   f.kind = FFNKind::Gated;
   f.intermediate =
@@ -81,34 +82,57 @@ bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
   if (mlpBias && f.unsupported.empty())
     f.unsupported = "'mlp_bias': true (biases on gate_proj, up_proj and "
                     "down_proj) is not compiled; accepted: false";
-  // Qwen3-Next (Qwen3NextDecoderLayer): layer i is a sparse mixture of
-  // experts unless it is in mlp_only_layers or off decoder_sparse_step.
+  // Qwen3-Next and Qwen3-MoE (Qwen3NextDecoderLayer, Qwen3MoeDecoderLayer):
+  // layer i is a sparse mixture of experts unless it is in mlp_only_layers
+  // or off decoder_sparse_step; Mixtral: every layer.
   FFNSpec moe = f;
   std::vector<double> mlpOnly;
   int64_t sparseStep = 1;
-  if (fam == "qwen3_next") {
+  bool qwenMoE = fam == "qwen3_next" || fam == "qwen3_moe";
+  bool mixtral = fam == "mixtral";
+  if (qwenMoE) {
+    bool next = fam == "qwen3_next";
     moe.kind = FFNKind::MoE;
+    int64_t experts = next ? 512 : 128, topK = next ? 10 : 8,
+            inter = next ? 512 : 768;
     moe.numExperts =
-        r.optInt({"num_experts"}, 0, 1 << 20, 512).value_or(512);
-    moe.topK = r.optInt({"num_experts_per_tok"}, 1, 1 << 20, 10).value_or(10);
-    moe.normTopK = r.optBool({"norm_topk_prob"}, true).value_or(true);
+        r.optInt({"num_experts"}, 0, 1 << 20, experts).value_or(experts);
+    moe.topK =
+        r.optInt({"num_experts_per_tok"}, 1, 1 << 20, topK).value_or(topK);
+    moe.normTopK = r.optBool({"norm_topk_prob"}, next).value_or(next);
     moe.intermediate = r.optInt({"moe_intermediate_size"}, 1,
-                                kMaxIntermediate, 512)
-                           .value_or(512);
-    moe.sharedIntermediate =
-        r.optInt({"shared_expert_intermediate_size"}, 1, kMaxIntermediate,
-                 512)
-            .value_or(512);
+                                kMaxIntermediate, inter)
+                           .value_or(inter);
+    // Qwen3-Next's shared expert (Qwen3-MoE has none).
+    if (next)
+      moe.sharedIntermediate =
+          r.optInt({"shared_expert_intermediate_size"}, 1, kMaxIntermediate,
+                   512)
+              .value_or(512);
     sparseStep =
         r.optInt({"decoder_sparse_step"}, 1, kMaxLayers, 1).value_or(1);
     mlpOnly = r.optNumArray("mlp_only_layers").value_or(std::vector<double>{});
     if (r.failed())
       return false;
+  }
+  if (mixtral) {
+    // MixtralSparseMoeBlock: softmax, top-k, the k weights renormalized;
+    // each expert is the whole intermediate_size network.
+    moe.kind = FFNKind::MoE;
+    moe.numExperts =
+        r.optInt({"num_local_experts"}, 1, 1 << 20, 8).value_or(8);
+    moe.topK = r.optInt({"num_experts_per_tok"}, 1, 1 << 20, 2).value_or(2);
+    moe.normTopK = true;
+    if (r.failed())
+      return false;
+  }
+  if (qwenMoE || mixtral) {
     if (moe.numExperts > 0 && moe.topK > moe.numExperts) {
       r.error("num_experts_per_tok")
           << "num_experts_per_tok (" << moe.topK
-          << ") exceeds num_experts (" << moe.numExperts
-          << "); accepted: 1 to num_experts";
+          << ") exceeds " << (mixtral ? "num_local_experts" : "num_experts")
+          << " (" << moe.numExperts << "); accepted: 1 to "
+          << (mixtral ? "num_local_experts" : "num_experts");
       return false;
     }
   }
@@ -116,9 +140,22 @@ bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
                                       : FFNPlacement::Pre;
   for (LayerSpec &l : spec.layers) {
     std::string p = prefixOf(l.normW.weight, "input_layernorm.weight");
-    bool sparse = fam == "qwen3_next" && moe.numExperts > 0 &&
-                  (l.index + 1) % sparseStep == 0 &&
-                  !llvm::is_contained(mlpOnly, double(l.index));
+    bool sparse = (qwenMoE && moe.numExperts > 0 &&
+                   (l.index + 1) % sparseStep == 0 &&
+                   !llvm::is_contained(mlpOnly, double(l.index))) ||
+                  mixtral;
+    if (sparse && mixtral) {
+      // The checkpoints' names (block_sparse_moe: w1 gate, w3 up, w2 down).
+      FFNSpec lf = moe;
+      std::string m = p + "block_sparse_moe.";
+      lf.norm.weight = p + "post_attention_layernorm.weight";
+      lf.router.weight = m + "gate.weight";
+      lf.gate.weight = m + "experts.{e}.w1.weight";
+      lf.up.weight = m + "experts.{e}.w3.weight";
+      lf.down.weight = m + "experts.{e}.w2.weight";
+      l.ffn = lf;
+      continue;
+    }
     if (sparse) {
       FFNSpec lf = moe;
       std::string m = p + "mlp.";
@@ -127,10 +164,12 @@ bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
       lf.gate.weight = m + "experts.{e}.gate_proj.weight";
       lf.up.weight = m + "experts.{e}.up_proj.weight";
       lf.down.weight = m + "experts.{e}.down_proj.weight";
-      lf.sharedGate.weight = m + "shared_expert.gate_proj.weight";
-      lf.sharedUp.weight = m + "shared_expert.up_proj.weight";
-      lf.sharedDown.weight = m + "shared_expert.down_proj.weight";
-      lf.sharedExpertGate.weight = m + "shared_expert_gate.weight";
+      if (fam == "qwen3_next") {
+        lf.sharedGate.weight = m + "shared_expert.gate_proj.weight";
+        lf.sharedUp.weight = m + "shared_expert.up_proj.weight";
+        lf.sharedDown.weight = m + "shared_expert.down_proj.weight";
+        lf.sharedExpertGate.weight = m + "shared_expert_gate.weight";
+      }
       l.ffn = lf;
       continue;
     }

@@ -24,7 +24,8 @@ const llvm::StringRef kModelTypes[] = {
     "llama",  "mistral",   "qwen2", "qwen3",       "qwen3_next",
     "gemma2", "gemma3",    "gemma3_text", "phi3",  "gpt2",
     "bert",   "falcon",    "RefinedWeb", "RefinedWebModel", "t5",
-    "whisper", "deepseek_v2", "deepseek_v3", "kimi_k2"};
+    "whisper", "deepseek_v2", "deepseek_v3", "kimi_k2", "qwen3_moe",
+    "mixtral"};
 
 } // namespace
 

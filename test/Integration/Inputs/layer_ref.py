@@ -64,7 +64,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 import qwen3_next_block_ref as qnb  # noqa: E402
 from block_ref import rope  # noqa: E402
 
-ROPE_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "qwen3_next",
+ROPE_FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen3",
+                 "qwen3_moe", "qwen3_next",
                  "gemma2", "gemma3", "phi3")
 
 
@@ -80,19 +81,29 @@ def text_config(cfg):
 
 def rope_layer(cfg, fam, L):
     c, prefix = text_config(cfg)
-    H = c.get("hidden_size", 2304 if fam.startswith("gemma") else 4096)
+    H = c.get("hidden_size", 2304 if fam.startswith("gemma") else
+              2048 if fam == "qwen3_moe" else 4096)
     hq = c.get("num_attention_heads", 8 if fam.startswith("gemma") else 32)
     hkv = c.get("num_key_value_heads",
-                {"gemma2": 4, "gemma3": 4, "mistral": 8}.get(fam, hq))
+                {"gemma2": 4, "gemma3": 4, "mistral": 8, "mixtral": 8,
+                 "qwen3_moe": 4}.get(fam, hq))
     dflt_d = {"qwen3": 128, "qwen3_next": 256, "gemma2": 256,
               "gemma3": 256}.get(fam, H // hq)
     d = c.get("head_dim") or dflt_d
-    n = c.get("num_hidden_layers", 26 if fam.startswith("gemma") else 32)
+    n = c.get("num_hidden_layers", 26 if fam.startswith("gemma") else
+              24 if fam == "qwen3_moe" else 32)
     # Layer types, as each config class derives them.
     types = c.get("layer_types")
     window = c.get("sliding_window")
     if types is None:
-        if fam == "mistral" or fam == "phi3":
+        if fam == "mixtral":  # MixtralConfig: sliding_window None
+            window = c.get("sliding_window")
+            types = ["sliding_attention" if window else "full_attention"] * n
+        elif fam == "qwen3_moe":  # every layer slides with use_sliding_window
+            window = (c.get("sliding_window", 4096)
+                      if c.get("use_sliding_window", False) else None)
+            types = ["sliding_attention" if window else "full_attention"] * n
+        elif fam == "mistral" or fam == "phi3":
             window = c.get("sliding_window", 4096 if fam == "mistral" else None)
             types = ["sliding_attention" if window else "full_attention"] * n
         elif fam in ("qwen2", "qwen3"):
@@ -128,7 +139,8 @@ def rope_layer(cfg, fam, L):
                     + "input_layernorm.weight", cross=False, causal=True)
     pre = prefix.replace("{i}", str(L))
     a = pre + "self_attn."
-    theta = c.get("rope_theta", 1e6 if fam == "gemma3" else 10000.0)
+    theta = c.get("rope_theta",
+                  1e6 if fam in ("gemma3", "mixtral") else 10000.0)
     if fam == "gemma3" and t == "sliding_attention":
         theta = c.get("rope_local_base_freq", 10000.0)
     prf = c.get("partial_rotary_factor", 0.25 if fam == "qwen3_next" else 1.0)
@@ -140,17 +152,19 @@ def rope_layer(cfg, fam, L):
         softcap=(c.get("attn_logit_softcapping", 50.0) if fam == "gemma2"
                  else c.get("attn_logit_softcapping") if fam == "gemma3"
                  else None),
-        rope=(theta, int(d * prf)), eps=c.get("rms_norm_eps",
-                                              1e-5 if fam == "phi3" else 1e-6),
+        rope=(theta, int(d * prf)),
+        eps=c.get("rms_norm_eps",
+                  1e-5 if fam in ("phi3", "mixtral") else 1e-6),
         norm="rms1" if gemma or fam == "qwen3_next" else "rms",
         norm_w=pre + "input_layernorm.weight",
         post_norm_w=pre + "post_attention_layernorm.weight" if gemma else None,
         qk_norm=("rms1" if fam in ("gemma3", "qwen3_next") else
-                 "rms" if fam == "qwen3" else None),
+                 "rms" if fam in ("qwen3", "qwen3_moe") else None),
         q_norm=a + "q_norm.weight", k_norm=a + "k_norm.weight",
         gate=fam == "qwen3_next", placement="pre", cross=False)
     bias = (fam == "qwen2" or
-            (fam in ("llama", "qwen3", "gemma2", "gemma3", "qwen3_next")
+            (fam in ("llama", "qwen3", "qwen3_moe", "gemma2", "gemma3",
+                     "qwen3_next")
              and c.get("attention_bias", False)))
     obias = fam != "qwen2" and bias
     if fam == "phi3":
@@ -311,14 +325,37 @@ def ffn_desc(cfg, desc, L):
         gemma = fam in ("gemma2", "gemma3")
         pre = desc["norm_w"][: -len("input_layernorm.weight")]
         inter = c.get("intermediate_size", {
-            "llama": 11008, "mistral": 14336, "qwen2": 22016,
-            "qwen3": 22016, "gemma2": 9216, "gemma3": 9216,
+            "llama": 11008, "mistral": 14336, "mixtral": 14336,
+            "qwen2": 22016, "qwen3": 22016, "qwen3_moe": 6144,
+            "gemma2": 9216, "gemma3": 9216,
             "phi3": 8192, "qwen3_next": 5632}[fam])
         act = ACT[c.get("hidden_activation", "gelu_pytorch_tanh") if gemma
                   else c.get("hidden_act", "silu")]
-        sparse = (fam == "qwen3_next" and c.get("num_experts", 512) > 0
+        next_ = fam == "qwen3_next"
+        sparse = (fam in ("qwen3_next", "qwen3_moe")
+                  and c.get("num_experts", 512 if next_ else 128) > 0
                   and (L + 1) % c.get("decoder_sparse_step", 1) == 0
-                  and L not in c.get("mlp_only_layers", []))
+                  and L not in (c.get("mlp_only_layers") or []))
+        if fam == "mixtral":  # MixtralSparseMoeBlock: renormalized top-k
+            m = pre + "block_sparse_moe."
+            return dict(kind="moe", act=act, norm="rms", placement="pre",
+                        norm_w=pre + "post_attention_layernorm.weight",
+                        experts=c.get("num_local_experts", 8),
+                        top_k=c.get("num_experts_per_tok", 2),
+                        norm_topk=True, inter=inter,
+                        router=m + "gate.weight",
+                        expert=m + "experts.{e}.{p}.weight",
+                        expert_roles=dict(gate="w1", up="w3", down="w2"))
+        if sparse and not next_:  # Qwen3MoeSparseMoeBlock: no shared one
+            m = pre + "mlp."
+            return dict(kind="moe", act=act, norm="rms", placement="pre",
+                        norm_w=pre + "post_attention_layernorm.weight",
+                        experts=c.get("num_experts", 128),
+                        top_k=c.get("num_experts_per_tok", 8),
+                        norm_topk=c.get("norm_topk_prob", False),
+                        inter=c.get("moe_intermediate_size", 768),
+                        router=m + "gate.weight",
+                        expert=m + "experts.{e}.{p}_proj.weight")
         if sparse:  # Qwen3NextSparseMoeBlock
             m = pre + "mlp."
             return dict(kind="moe", act=act, norm="rms1", placement="pre",
@@ -437,15 +474,15 @@ def make_ffn_weights(desc, f, rng):
     if f["kind"] == "moe":
         t[f["router"]] = mat(f["experts"], H)
         for e in range(f["experts"]):
-            name = f["expert"].replace("{e}", str(e))
-            t[name.replace("{p}", "gate")] = mat(n, H)
-            t[name.replace("{p}", "up")] = mat(n, H)
-            t[name.replace("{p}", "down")] = mat(H, n)
-        si = f["shared_inter"]
-        t[f["shared"].replace("{p}", "gate")] = mat(si, H)
-        t[f["shared"].replace("{p}", "up")] = mat(si, H)
-        t[f["shared"].replace("{p}", "down")] = mat(H, si)
-        t[f["shared_gate"]] = mat(1, H)
+            t[expert_name(f, e, "gate")] = mat(n, H)
+            t[expert_name(f, e, "up")] = mat(n, H)
+            t[expert_name(f, e, "down")] = mat(H, n)
+        if f.get("shared"):
+            si = f["shared_inter"]
+            t[f["shared"].replace("{p}", "gate")] = mat(si, H)
+            t[f["shared"].replace("{p}", "up")] = mat(si, H)
+            t[f["shared"].replace("{p}", "down")] = mat(H, si)
+            t[f["shared_gate"]] = mat(1, H)
         return t
     for role, o, i in (("gate", n, H), ("up", n, H), ("gate_up", 2 * n, H),
                        ("down", H, n)):
@@ -471,10 +508,18 @@ def activation(x, act):
 ROUTING = []  # tokens per expert, one list per MoE layer run
 
 
+def expert_name(f, e, role):
+    """Expert e's tensor of `role` (gate, up, down): the checkpoint's name
+    (Mixtral's w1, w3, w2)."""
+    p = f.get("expert_roles", {}).get(role, role)
+    return f["expert"].replace("{e}", str(e)).replace("{p}", p)
+
+
 def moe(f, t, h):
-    """transformers' Qwen3NextSparseMoeBlock: softmax router, top-k (the
-    first expert on ties), norm_topk_prob, each expert a SwiGLU network,
-    the shared expert scaled by sigmoid(shared_expert_gate(x))."""
+    """transformers' Qwen3NextSparseMoeBlock, Qwen3MoeSparseMoeBlock and
+    MixtralSparseMoeBlock: softmax router, top-k (the first expert on ties),
+    norm_topk_prob (Mixtral: always), each expert a SwiGLU network, the
+    shared expert (Qwen3-Next only) scaled by sigmoid(shared_expert_gate(x))."""
     tok = h.reshape(-1, h.shape[-1])
     logits = tok @ t[f["router"]].T
     p = np.exp(logits - logits.max(-1, keepdims=True))
@@ -482,10 +527,8 @@ def moe(f, t, h):
     out = np.zeros_like(tok)
     counts = [0] * f["experts"]
     ROUTING.append(counts)
-    swiglu = lambda v, name: (activation(v @ t[name.replace("{p}", "gate")].T,
-                                         f["act"])
-                              * (v @ t[name.replace("{p}", "up")].T)) @ \
-        t[name.replace("{p}", "down")].T
+    swiglu = lambda v, name: (activation(v @ t[name("gate")].T, f["act"])
+                              * (v @ t[name("up")].T)) @ t[name("down")].T
     for i in range(tok.shape[0]):
         q = p[i].copy()
         picks = []
@@ -496,10 +539,11 @@ def moe(f, t, h):
             q[e] = -np.inf
         total = sum(w for _, w in picks) if f["norm_topk"] else 1.0
         for e, w in picks:
-            out[i] += w / total * swiglu(tok[i],
-                                         f["expert"].replace("{e}", str(e)))
-    shared = swiglu(tok, f["shared"])
-    out += shared / (1.0 + np.exp(-(tok @ t[f["shared_gate"]].T)))
+            out[i] += w / total * swiglu(
+                tok[i], lambda role, e=e: expert_name(f, e, role))
+    if f.get("shared"):
+        shared = swiglu(tok, lambda role: f["shared"].replace("{p}", role))
+        out += shared / (1.0 + np.exp(-(tok @ t[f["shared_gate"]].T)))
     return out.reshape(h.shape)
 
 
