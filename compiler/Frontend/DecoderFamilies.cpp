@@ -2,7 +2,7 @@
 //
 // This file implements the normalization of the decoder-only RoPE families
 // (llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, qwen3_next, gemma2,
-// gemma3, phi3). What
+// gemma3, glm4_moe, phi3). What
 // differs between them is data, one table entry per family (kFamilies):
 // class defaults, which layers slide, the scale and soft-capping rules,
 // biases, norms, RoPE per layer type and checkpoint names. normalizeDecoder
@@ -33,7 +33,9 @@ enum class LayerPattern {
   UseSlidingAll,    ///< qwen3_moe: every layer slides with use_sliding_window
 };
 
-enum class Bias { None, QKV, AttentionBiasField };
+/// Which projections have biases: none, q/k/v always (Qwen2), q/k/v/o
+/// with attention_bias (Llama), q/k/v only with attention_bias (GLM-4.5).
+enum class Bias { None, QKV, AttentionBiasField, QKVAttentionBiasField };
 
 /// Everything a decoder family's normalization needs to know about it.
 struct DecoderFamily {
@@ -50,6 +52,12 @@ struct DecoderFamily {
   /// Gemma 3: sliding layers use rope_local_base_freq, without scaling.
   bool localRope = false;
   bool qkNorm = false;
+  /// The config field that switches the per-head q/k RMSNorm on (GLM-4.5's
+  /// use_qk_norm, default false); nullptr: `qkNorm` decides.
+  const char *qkNormField = nullptr;
+  /// The checkpoint carries num_nextn_predict_layers multi-token-prediction
+  /// layers past the decoder (GLM-4.5, DeepSeek-V3).
+  bool nextnLayers = false;
   bool gemmaNorms = false; ///< (1 + w) RMSNorm, pre and post norms.
   bool fusedQKV = false;   ///< Phi-3 qkv_proj.
   bool outputGate = false; ///< Qwen3-Next.
@@ -163,6 +171,23 @@ std::vector<DecoderFamily> makeFamilies() {
     f.push_back(m);
   }
   {
+    // Glm4MoeConfig: 96 heads of 128 (not hidden / heads), RoPE on the
+    // first half of each head, q/k/v biases with attention_bias (o_proj
+    // never), the q/k norm with use_qk_norm.
+    DecoderFamily g{"glm4_moe", defaults(131072)};
+    g.d.hidden = 4096;
+    g.d.layers = 46;
+    g.d.heads = 96;
+    g.d.kvHeads = 8;
+    g.d.headDim = 128;
+    g.d.eps = 1e-5;
+    g.d.partialRotary = 0.5;
+    g.bias = Bias::QKVAttentionBiasField;
+    g.qkNormField = "use_qk_norm";
+    g.nextnLayers = true;
+    f.push_back(g);
+  }
+  {
     DecoderFamily p{"phi3", defaults(4096)};
     p.d.eps = 1e-5;
     p.layers = LayerPattern::AllSlideIfWindow;
@@ -260,6 +285,7 @@ struct Common {
   double scale = 1.0;
   std::optional<double> softcap;
   bool qkvBias = false, oBias = false;
+  bool qkNorm = false;
   RopeSpec fullRope, slidingRope;
 };
 
@@ -306,6 +332,11 @@ bool readCommon(FieldReader &r, const DecoderFamily &fam, Common &c) {
   else if (fam.bias == Bias::AttentionBiasField)
     c.qkvBias = c.oBias =
         r.optBool({"attention_bias"}, false).value_or(false);
+  else if (fam.bias == Bias::QKVAttentionBiasField)
+    c.qkvBias = r.optBool({"attention_bias"}, false).value_or(false);
+  c.qkNorm = fam.qkNorm;
+  if (fam.qkNormField)
+    c.qkNorm = r.optBool({fam.qkNormField}, false).value_or(false);
   if (r.failed())
     return false;
   std::optional<double> localTheta;
@@ -354,7 +385,7 @@ LayerSpec makeLayer(const DecoderFamily &fam, const Common &c, int64_t i,
   l.softcap = c.softcap;
   l.position = PositionKind::Rope;
   l.rope = type == "sliding_attention" ? c.slidingRope : c.fullRope;
-  l.qkNorm = fam.qkNorm;
+  l.qkNorm = c.qkNorm;
   l.outputGate = fam.outputGate;
   l.norm = fam.gemmaNorms || fam.outputGate ? NormKind::RMSUnitOffset
                                             : NormKind::RMS;
@@ -380,7 +411,7 @@ LayerSpec makeLayer(const DecoderFamily &fam, const Common &c, int64_t i,
   l.o.weight = a + "o_proj.weight";
   if (c.oBias)
     l.o.bias = a + "o_proj.bias";
-  if (fam.qkNorm) {
+  if (c.qkNorm) {
     l.qNormW.weight = a + "q_norm.weight";
     l.kNormW.weight = a + "k_norm.weight";
   }
@@ -404,6 +435,8 @@ bool normalizeDecoder(FieldReader &r, const DecoderFamily &fam, bool nested,
   std::optional<int64_t> window;
   if (!readLayerKinds(r, fam, c.dims.layers, types, window) ||
       !readCommon(r, fam, c))
+    return false;
+  if (fam.nextnLayers && !noteNextnLayers(r, spec))
     return false;
   for (int64_t i = 0; i < c.dims.layers; ++i)
     spec.layers.push_back(

@@ -344,65 +344,82 @@ bool readEncoderDecoder(FieldReader &r, ModelSpec &spec) {
   return true;
 }
 
-/// DeepSeek-V2/V3 and Kimi-K2 (DeepseekV2/V3DecoderLayer): the layers
-/// before first_k_dense_replace a SwiGLU MLP, the others the mixture of
-/// experts with its shared experts (DeepseekV2Moe / DeepseekV3MoE): V3's
-/// router scores by sigmoid with e_score_correction_bias for the selection
-/// and groups scored by their best two experts, V2's by softmax, greedy or
-/// with groups scored by their best expert.
-bool readLatentFamily(FieldReader &r, ModelSpec &spec) {
-  bool v3 = spec.family == "deepseek_v3";
+/// DeepSeek-V2/V3, Kimi-K2 and GLM-4.5 (DeepseekV2/V3DecoderLayer,
+/// Glm4MoeDecoderLayer): the layers before first_k_dense_replace a SwiGLU
+/// MLP, the others the mixture of experts with its shared experts
+/// (DeepseekV2Moe / DeepseekV3MoE / Glm4MoeMoE): V3's and GLM's router
+/// scores by sigmoid with e_score_correction_bias for the selection and
+/// groups scored by their best two experts, V2's by softmax, greedy or with
+/// groups scored by their best expert.
+bool readRoutedFamily(FieldReader &r, ModelSpec &spec) {
+  bool glm = spec.family == "glm4_moe";
+  bool v3 = spec.family == "deepseek_v3" || glm;
+  /// Each family's class defaults (DeepseekV2Config, DeepseekV3Config,
+  /// Glm4MoeConfig).
+  auto pick = [&](auto v2Value, auto v3Value, auto glmValue) {
+    return glm ? glmValue : v3 ? v3Value : v2Value;
+  };
   FFNSpec dense;
   dense.kind = FFNKind::Gated;
-  int64_t interDefault = v3 ? 18432 : 11008;
+  int64_t interDefault = pick(11008, 18432, 10944);
   dense.intermediate =
       r.optInt({"intermediate_size"}, 1, kMaxIntermediate, interDefault)
           .value_or(interDefault);
   readActivation(r, "hidden_act", "silu", dense);
-  // DeepseekV2MLP's biases follow mlp_bias; DeepseekV3MLP has none.
+  // DeepseekV2MLP's biases follow mlp_bias; DeepseekV3MLP and Glm4MoeMLP
+  // have none.
   bool mlpBias = !v3 && r.optBool({"mlp_bias"}, false).value_or(false);
   FFNSpec moe = dense;
   moe.kind = FFNKind::MoE;
-  int64_t expertsDefault = v3 ? 256 : 64;
+  int64_t expertsDefault = pick(64, 256, 128);
   moe.numExperts = r.optInt({"n_routed_experts"}, 1, 1 << 20, expertsDefault)
                        .value_or(expertsDefault);
   std::optional<int64_t> topK = r.optInt(
       {"num_experts_per_tok"}, 1, 1 << 20,
       v3 ? std::optional<int64_t>(8) : std::nullopt);
-  int64_t moeInterDefault = v3 ? 2048 : 1407;
+  int64_t moeInterDefault = pick(1407, 2048, 1408);
   moe.intermediate =
       r.optInt({"moe_intermediate_size"}, 1, kMaxIntermediate,
                moeInterDefault)
           .value_or(moeInterDefault);
   int64_t shared =
-      r.optInt({"n_shared_experts"}, 1, 1 << 10, v3 ? 1 : 2).value_or(1);
+      r.optInt({"n_shared_experts"}, 1, 1 << 10, pick(2, 1, 1)).value_or(1);
   moe.routedScale = r.optNum({"routed_scaling_factor"}, 0.0, 1e6,
-                             v3 ? 2.5 : 1.0)
+                             pick(1.0, 2.5, 1.0))
                         .value_or(1.0);
   int64_t firstDense = r.optInt({"first_k_dense_replace"}, 0, kMaxLayers,
-                                v3 ? 3 : 0)
+                                pick(0, 3, 1))
                            .value_or(0);
-  int64_t freq = r.optInt({"moe_layer_freq"}, 1, kMaxLayers, 1).value_or(1);
+  // Glm4MoeConfig has no moe_layer_freq, scoring_func or topk_method: its
+  // router is DeepSeek-V3's.
+  int64_t freq = glm ? 1
+                     : r.optInt({"moe_layer_freq"}, 1, kMaxLayers, 1)
+                           .value_or(1);
   static const llvm::StringRef kV3Scoring[] = {"sigmoid"},
                                kV2Scoring[] = {"softmax"},
                                kV3Methods[] = {"noaux_tc"},
                                kV2Methods[] = {"greedy",
                                                "group_limited_greedy"};
   using Names = llvm::ArrayRef<llvm::StringRef>;
-  if (r.present("scoring_func"))
+  if (!glm && r.present("scoring_func"))
     r.optEnum("scoring_func", v3 ? Names(kV3Scoring) : Names(kV2Scoring),
               std::nullopt);
   std::string method =
-      r.optEnum("topk_method", v3 ? Names(kV3Methods) : Names(kV2Methods),
-                std::string(v3 ? "noaux_tc" : "greedy"))
-          .value_or("greedy");
+      glm ? std::string("noaux_tc")
+          : r.optEnum("topk_method",
+                      v3 ? Names(kV3Methods) : Names(kV2Methods),
+                      std::string(v3 ? "noaux_tc" : "greedy"))
+                .value_or("greedy");
   bool grouped = v3 || method == "group_limited_greedy";
   std::optional<int64_t> groups, topKGroups;
   if (grouped) {
+    std::optional<int64_t> noGroups;
     groups = r.optInt({"n_group"}, 1, 1 << 20,
-                      v3 ? std::optional<int64_t>(8) : std::nullopt);
+                      pick(noGroups, std::optional<int64_t>(8),
+                           std::optional<int64_t>(1)));
     topKGroups = r.optInt({"topk_group"}, 1, 1 << 20,
-                          v3 ? std::optional<int64_t>(4) : std::nullopt);
+                          pick(noGroups, std::optional<int64_t>(4),
+                               std::optional<int64_t>(1)));
   }
   bool normTopK =
       r.optBool({"norm_topk_prob"}, v3).value_or(v3);
@@ -471,7 +488,7 @@ bool readLatentFamily(FieldReader &r, ModelSpec &spec) {
     moe.scoring = ExpertScoring::Sigmoid;
     moe.groupScore = ExpertGroupScore::TopTwoSum;
     moe.normTopK = normTopK;
-    moe.normEpsilon = 1e-20; // DeepseekV3TopkRouter: sum + 1e-20
+    moe.normEpsilon = 1e-20; // DeepseekV3TopkRouter, Glm4MoeMoE: sum + 1e-20
   } else {
     moe.scoring = ExpertScoring::Softmax;
     moe.groupScore = ExpertGroupScore::Max;
@@ -526,8 +543,8 @@ bool normalize::readFeedForward(FieldReader &root, ModelSpec &spec) {
     return readFalcon(root, spec);
   if (fam == "t5" || fam == "whisper")
     return readEncoderDecoder(root, spec);
-  if (fam == "deepseek_v2" || fam == "deepseek_v3")
-    return readLatentFamily(root, spec);
+  if (fam == "deepseek_v2" || fam == "deepseek_v3" || fam == "glm4_moe")
+    return readRoutedFamily(root, spec);
   // A multimodal Gemma 3 config keeps the language model's fields under
   // text_config.
   if (fam == "gemma3" && root.present("text_config")) {

@@ -143,18 +143,8 @@ bool normalize::normalizeLatent(FieldReader &r, ModelSpec &spec) {
           "(qk_nope_head_dim + qk_rope_head_dim)^-1/2, as transformers "
           "computes it");
   }
-  if (r.present("num_nextn_predict_layers")) {
-    int64_t mtp = r.optInt({"num_nextn_predict_layers"}, 0, kMaxLayers, 0)
-                      .value_or(0);
-    if (r.failed())
-      return false;
-    if (mtp > 0)
-      spec.notes.push_back(
-          "num_nextn_predict_layers = " + std::to_string(mtp) +
-          ": the multi-token-prediction layers (model.layers." +
-          std::to_string(spec.numLayers) +
-          ".*) are not part of the decoder and are skipped");
-  }
+  if (!noteNextnLayers(r, spec))
+    return false;
   for (int64_t i = 0; i < spec.numLayers; ++i) {
     std::string p = layerPrefix("model.layers.{i}.", i);
     std::string a = p + "self_attn.";

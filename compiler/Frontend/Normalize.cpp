@@ -25,7 +25,7 @@ const llvm::StringRef kModelTypes[] = {
     "gemma2", "gemma3",    "gemma3_text", "phi3",  "gpt2",
     "bert",   "falcon",    "RefinedWeb", "RefinedWebModel", "t5",
     "whisper", "deepseek_v2", "deepseek_v3", "kimi_k2", "qwen3_moe",
-    "mixtral"};
+    "mixtral", "glm4_moe"};
 
 } // namespace
 
@@ -117,6 +117,22 @@ std::optional<int64_t> normalize::readWindow(FieldReader &r, llvm::StringRef key
   if (r.has(key) && !r.present(key))
     return std::nullopt;
   return r.optInt({key}, 1, kMaxPositions, dflt);
+}
+
+bool normalize::noteNextnLayers(FieldReader &r, ModelSpec &spec) {
+  if (!r.present("num_nextn_predict_layers"))
+    return true;
+  int64_t mtp =
+      r.optInt({"num_nextn_predict_layers"}, 0, kMaxLayers, 0).value_or(0);
+  if (r.failed())
+    return false;
+  if (mtp > 0)
+    spec.notes.push_back(
+        "num_nextn_predict_layers = " + std::to_string(mtp) +
+        ": the multi-token-prediction layers (model.layers." +
+        std::to_string(spec.numLayers) +
+        ".*) are not part of the decoder and are skipped");
+  return true;
 }
 
 std::string normalize::layerPrefix(llvm::StringRef pattern, int64_t i) {

@@ -74,6 +74,11 @@ std::vector<std::string> readLayerTypes(FieldReader &r, int64_t layers,
 std::optional<int64_t> readWindow(FieldReader &r, llvm::StringRef key,
                                   std::optional<int64_t> dflt);
 
+/// A note for num_nextn_predict_layers (the multi-token-prediction layers a
+/// checkpoint carries past the decoder, which transformers skips); false on
+/// a malformed field. spec.numLayers must be set.
+bool noteNextnLayers(FieldReader &r, ModelSpec &spec);
+
 /// `model.layers.{i}.` with layer `i`.
 std::string layerPrefix(llvm::StringRef pattern, int64_t i);
 

@@ -20,6 +20,11 @@ Family by family (transformers' modeling_<family>.py):
   sliding layers with rope_local_base_freq), causal GQA with the family's
   sliding window, Gemma's 1/sqrt(query_pre_attn_scalar) and soft-capping,
   Qwen3-Next's sigmoid output gate, o_proj, Gemma's post-norm, residual.
+  glm4_moe: q/k/v biases with attention_bias (o_proj none), q/k RMSNorm per
+  head with use_qk_norm, RoPE on the first half of each head; its mixture
+  of experts: Glm4MoeMoE (sigmoid scores, e_score_correction_bias for the
+  selection, groups by their best two, shared experts) after
+  first_k_dense_replace dense layers.
   gpt2: ln_1, Conv1D c_attn ([in, out] weight, bias), causal MHA (1/sqrt(d),
   / (layer + 1) with scale_attn_by_inverse_layer_idx), c_proj, residual.
   bert: query/key/value with biases, bidirectional with key padding,
@@ -65,7 +70,7 @@ import qwen3_next_block_ref as qnb  # noqa: E402
 from block_ref import rope  # noqa: E402
 
 ROPE_FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen3",
-                 "qwen3_moe", "qwen3_next",
+                 "qwen3_moe", "qwen3_next", "glm4_moe",
                  "gemma2", "gemma3", "phi3")
 
 
@@ -83,15 +88,16 @@ def rope_layer(cfg, fam, L):
     c, prefix = text_config(cfg)
     H = c.get("hidden_size", 2304 if fam.startswith("gemma") else
               2048 if fam == "qwen3_moe" else 4096)
-    hq = c.get("num_attention_heads", 8 if fam.startswith("gemma") else 32)
+    hq = c.get("num_attention_heads", 8 if fam.startswith("gemma") else
+               96 if fam == "glm4_moe" else 32)
     hkv = c.get("num_key_value_heads",
                 {"gemma2": 4, "gemma3": 4, "mistral": 8, "mixtral": 8,
-                 "qwen3_moe": 4}.get(fam, hq))
+                 "qwen3_moe": 4, "glm4_moe": 8}.get(fam, hq))
     dflt_d = {"qwen3": 128, "qwen3_next": 256, "gemma2": 256,
-              "gemma3": 256}.get(fam, H // hq)
+              "gemma3": 256, "glm4_moe": 128}.get(fam, H // hq)
     d = c.get("head_dim") or dflt_d
     n = c.get("num_hidden_layers", 26 if fam.startswith("gemma") else
-              24 if fam == "qwen3_moe" else 32)
+              24 if fam == "qwen3_moe" else 46 if fam == "glm4_moe" else 32)
     # Layer types, as each config class derives them.
     types = c.get("layer_types")
     window = c.get("sliding_window")
@@ -143,7 +149,8 @@ def rope_layer(cfg, fam, L):
                   1e6 if fam in ("gemma3", "mixtral") else 10000.0)
     if fam == "gemma3" and t == "sliding_attention":
         theta = c.get("rope_local_base_freq", 10000.0)
-    prf = c.get("partial_rotary_factor", 0.25 if fam == "qwen3_next" else 1.0)
+    prf = c.get("partial_rotary_factor", 0.25 if fam == "qwen3_next" else
+                0.5 if fam == "glm4_moe" else 1.0)
     desc = dict(
         H=H, hq=hq, hkv=hkv, d=d, causal=True,
         window=window if t == "sliding_attention" else None,
@@ -154,19 +161,22 @@ def rope_layer(cfg, fam, L):
                  else None),
         rope=(theta, int(d * prf)),
         eps=c.get("rms_norm_eps",
-                  1e-5 if fam in ("phi3", "mixtral") else 1e-6),
+                  1e-5 if fam in ("phi3", "mixtral", "glm4_moe") else 1e-6),
         norm="rms1" if gemma or fam == "qwen3_next" else "rms",
         norm_w=pre + "input_layernorm.weight",
         post_norm_w=pre + "post_attention_layernorm.weight" if gemma else None,
         qk_norm=("rms1" if fam in ("gemma3", "qwen3_next") else
-                 "rms" if fam in ("qwen3", "qwen3_moe") else None),
+                 "rms" if fam in ("qwen3", "qwen3_moe") else
+                 "rms" if fam == "glm4_moe" and c.get("use_qk_norm", False)
+                 else None),
         q_norm=a + "q_norm.weight", k_norm=a + "k_norm.weight",
         gate=fam == "qwen3_next", placement="pre", cross=False)
     bias = (fam == "qwen2" or
             (fam in ("llama", "qwen3", "qwen3_moe", "gemma2", "gemma3",
-                     "qwen3_next")
+                     "qwen3_next", "glm4_moe")
              and c.get("attention_bias", False)))
-    obias = fam != "qwen2" and bias
+    # Glm4MoeAttention: o_proj never has a bias.
+    obias = fam not in ("qwen2", "glm4_moe") and bias
     if fam == "phi3":
         desc["qkv"] = dict(w=a + "qkv_proj.weight", layout="concat")
     else:
@@ -327,6 +337,7 @@ def ffn_desc(cfg, desc, L):
         inter = c.get("intermediate_size", {
             "llama": 11008, "mistral": 14336, "mixtral": 14336,
             "qwen2": 22016, "qwen3": 22016, "qwen3_moe": 6144,
+            "glm4_moe": 10944,
             "gemma2": 9216, "gemma3": 9216,
             "phi3": 8192, "qwen3_next": 5632}[fam])
         act = ACT[c.get("hidden_activation", "gelu_pytorch_tanh") if gemma
@@ -346,6 +357,25 @@ def ffn_desc(cfg, desc, L):
                         router=m + "gate.weight",
                         expert=m + "experts.{e}.{p}.weight",
                         expert_roles=dict(gate="w1", up="w3", down="w2"))
+        if fam == "glm4_moe" and L >= c.get("first_k_dense_replace", 1):
+            # Glm4MoeMoE: DeepSeek-V3's sigmoid router with the selection
+            # bias and groups, shared experts added unscaled.
+            m = pre + "mlp."
+            mi = c.get("moe_intermediate_size", 1408)
+            return dict(kind="moe", act=act, norm="rms", placement="pre",
+                        norm_w=pre + "post_attention_layernorm.weight",
+                        experts=c.get("n_routed_experts", 128),
+                        top_k=c.get("num_experts_per_tok", 8),
+                        norm_topk=c.get("norm_topk_prob", True), inter=mi,
+                        scoring="sigmoid",
+                        score_bias=m + "gate.e_score_correction_bias",
+                        groups=c.get("n_group", 1),
+                        topk_groups=c.get("topk_group", 1),
+                        routed_scale=c.get("routed_scaling_factor", 1.0),
+                        shared_inter=mi * c.get("n_shared_experts", 1),
+                        router=m + "gate.weight",
+                        expert=m + "experts.{e}.{p}_proj.weight",
+                        shared=m + "shared_experts.{p}_proj.weight")
         if sparse and not next_:  # Qwen3MoeSparseMoeBlock: no shared one
             m = pre + "mlp."
             return dict(kind="moe", act=act, norm="rms", placement="pre",
@@ -482,7 +512,11 @@ def make_ffn_weights(desc, f, rng):
             t[f["shared"].replace("{p}", "gate")] = mat(si, H)
             t[f["shared"].replace("{p}", "up")] = mat(si, H)
             t[f["shared"].replace("{p}", "down")] = mat(H, si)
-            t[f["shared_gate"]] = mat(1, H)
+            if f.get("shared_gate"):
+                t[f["shared_gate"]] = mat(1, H)
+        if f.get("score_bias"):
+            # Sigmoid scores sit near 0.5; 0.05 moves a few selections.
+            t[f["score_bias"]] = vec(f["experts"], 0.05)
         return t
     for role, o, i in (("gate", n, H), ("up", n, H), ("gate_up", 2 * n, H),
                        ("down", H, n)):
@@ -515,35 +549,67 @@ def expert_name(f, e, role):
     return f["expert"].replace("{e}", str(e)).replace("{p}", p)
 
 
+def sigmoid_route(f, t, s):
+    """Glm4MoeMoE.route_tokens_to_experts for one token's sigmoid scores s:
+    the choice scores s + e_score_correction_bias, each group scored by its
+    best two, the topk_group best groups kept (the others' experts at 0.0,
+    masked_fill), the top_k experts of those; their weights are the scores
+    without the bias, renormalized (sum + 1e-20) with norm_topk_prob, times
+    routed_scaling_factor. Ties: the lower index first."""
+    choice = s + t[f["score_bias"]]
+    G = f["groups"]
+    per = f["experts"] // G
+    gscore = [np.sort(choice[g * per:(g + 1) * per])[-2:].sum()
+              for g in range(G)]
+    keep = np.argsort(-np.array(gscore), kind="stable")[: f["topk_groups"]]
+    masked = np.zeros_like(choice)
+    for g in keep:
+        masked[g * per:(g + 1) * per] = choice[g * per:(g + 1) * per]
+    idx = np.argsort(-masked, kind="stable")[: f["top_k"]]
+    w = s[idx]
+    if f["norm_topk"]:
+        w = w / (w.sum() + 1e-20)
+    return list(zip(idx.tolist(), (w * f["routed_scale"]).tolist()))
+
+
 def moe(f, t, h):
     """transformers' Qwen3NextSparseMoeBlock, Qwen3MoeSparseMoeBlock and
     MixtralSparseMoeBlock: softmax router, top-k (the first expert on ties),
     norm_topk_prob (Mixtral: always), each expert a SwiGLU network, the
-    shared expert (Qwen3-Next only) scaled by sigmoid(shared_expert_gate(x))."""
+    shared expert (Qwen3-Next only) scaled by sigmoid(shared_expert_gate(x));
+    Glm4MoeMoE: sigmoid_route, the shared experts added as they are."""
     tok = h.reshape(-1, h.shape[-1])
     logits = tok @ t[f["router"]].T
     p = np.exp(logits - logits.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
+    if f.get("scoring") == "sigmoid":
+        p = 1.0 / (1.0 + np.exp(-logits))
     out = np.zeros_like(tok)
     counts = [0] * f["experts"]
     ROUTING.append(counts)
     swiglu = lambda v, name: (activation(v @ t[name("gate")].T, f["act"])
                               * (v @ t[name("up")].T)) @ t[name("down")].T
     for i in range(tok.shape[0]):
-        q = p[i].copy()
-        picks = []
-        for _ in range(f["top_k"]):
-            e = int(np.argmax(q))
-            picks.append((e, p[i, e]))
-            counts[e] += 1
-            q[e] = -np.inf
-        total = sum(w for _, w in picks) if f["norm_topk"] else 1.0
+        if f.get("scoring") == "sigmoid":
+            picks = sigmoid_route(f, t, p[i])
+            total = 1.0
+        else:
+            q = p[i].copy()
+            picks = []
+            for _ in range(f["top_k"]):
+                e = int(np.argmax(q))
+                picks.append((e, p[i, e]))
+                q[e] = -np.inf
+            total = sum(w for _, w in picks) if f["norm_topk"] else 1.0
         for e, w in picks:
+            counts[e] += 1
             out[i] += w / total * swiglu(
                 tok[i], lambda role, e=e: expert_name(f, e, role))
     if f.get("shared"):
         shared = swiglu(tok, lambda role: f["shared"].replace("{p}", role))
-        out += shared / (1.0 + np.exp(-(tok @ t[f["shared_gate"]].T)))
+        if f.get("shared_gate"):
+            shared = shared / (1.0 + np.exp(-(tok @ t[f["shared_gate"]].T)))
+        out += shared
     return out.reshape(h.shape)
 
 
