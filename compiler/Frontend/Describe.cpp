@@ -312,6 +312,13 @@ ojson layerJson(const LayerSpec &l,
     r["scaling"] = l.rope.scalingType;
     r["factor"] = l.rope.factor;
     r["attention_factor"] = l.rope.attentionFactor;
+    if (!l.rope.longInvFreq.empty()) {
+      // LongRoPE: which table a call uses is decided at run time.
+      r["original_max_position_embeddings"] = l.rope.longAfter;
+      r["long_factors_when"] =
+          "the largest position + 1 exceeds " +
+          std::to_string(l.rope.longAfter);
+    }
     r["compiled"] = l.rope.unsupported.empty();
     j["rope"] = r;
   } else {

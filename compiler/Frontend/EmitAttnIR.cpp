@@ -33,6 +33,26 @@ namespace {
 
 constexpr int64_t kDyn = ShapedType::kDynamic;
 
+/// attn.rope of `t` at `positions` with the layer's frequencies (and
+/// LongRoPE's long table with the length that switches to it).
+Value emitRope(OpBuilder &b, Location loc, Value t, Value positions,
+               const RopeSpec &r) {
+  DenseF64ArrayAttr invFreq, longInvFreq;
+  IntegerAttr longAfter;
+  if (!r.invFreq.empty())
+    invFreq = b.getDenseF64ArrayAttr(r.invFreq);
+  if (!r.longInvFreq.empty()) {
+    longInvFreq = b.getDenseF64ArrayAttr(r.longInvFreq);
+    longAfter = b.getI64IntegerAttr(r.longAfter);
+  }
+  return RopeOp::create(b, loc, t.getType(), t, positions,
+                        b.getF64FloatAttr(r.theta),
+                        b.getI64IntegerAttr(r.rotaryDim), invFreq,
+                        b.getF64FloatAttr(r.attentionFactor),
+                        r.interleaved ? b.getUnitAttr() : UnitAttr(),
+                        longInvFreq, longAfter);
+}
+
 class Emitter {
 public:
   Emitter(const ModelSpec &spec, const ConfigSource &src)
@@ -531,17 +551,7 @@ std::array<Value, 3> Emitter::headsOf(Location loc, const LayerSpec &l,
                            eps, offset);
   }
   if (positions) {
-    DenseF64ArrayAttr invFreq;
-    if (!l.rope.invFreq.empty())
-      invFreq = b.getDenseF64ArrayAttr(l.rope.invFreq);
-    auto ropeOp = [&](Value t) {
-      return RopeOp::create(b, loc, t.getType(), t, positions,
-                            b.getF64FloatAttr(l.rope.theta),
-                            b.getI64IntegerAttr(l.rope.rotaryDim), invFreq,
-                            b.getF64FloatAttr(l.rope.attentionFactor),
-                            unit(l.rope.interleaved))
-          .getResult();
-    };
+    auto ropeOp = [&](Value t) { return emitRope(b, loc, t, positions, l.rope); };
     qh = ropeOp(qh);
     kh = ropeOp(kh);
   }
@@ -738,15 +748,8 @@ func::FuncOp Emitter::emitLatentKind(const std::string &name,
     return RMSNormOp::create(b, loc, t.getType(), t, get(role),
                              b.getF64FloatAttr(m.latentNormEps), UnitAttr());
   };
-  DenseF64ArrayAttr invFreq;
-  if (!l.rope.invFreq.empty())
-    invFreq = b.getDenseF64ArrayAttr(l.rope.invFreq);
   auto rope = [&](Value t) -> Value {
-    return RopeOp::create(b, loc, t.getType(), t, positions,
-                          b.getF64FloatAttr(l.rope.theta),
-                          b.getI64IntegerAttr(l.rope.rotaryDim), invFreq,
-                          b.getF64FloatAttr(l.rope.attentionFactor),
-                          unit(l.rope.interleaved));
+    return emitRope(b, loc, t, positions, l.rope);
   };
 
   Value hIn = norm(loc, l, x, get("norm_weight"), get("norm_bias"));

@@ -189,6 +189,9 @@ void attentionKey(llvm::raw_ostream &os, const ModelSpec &spec,
        << l.rope.interleaved << '|' << hexDouble(l.rope.attentionFactor);
     for (double f : l.rope.invFreq)
       os << ',' << hexDouble(f);
+    os << '|' << l.rope.longAfter;
+    for (double f : l.rope.longInvFreq)
+      os << ',' << hexDouble(f);
     os << '|';
   }
   if (l.position == PositionKind::T5Bias)

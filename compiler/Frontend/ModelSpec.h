@@ -60,6 +60,11 @@ struct RopeSpec {
   bool interleaved = false;
   /// Set when scaling rewrites the frequencies (linear, llama3, yarn...).
   std::vector<double> invFreq;
+  /// longrope: the long-context frequencies, used when the largest position
+  /// of a call + 1 exceeds `longAfter` (original_max_position_embeddings);
+  /// invFreq holds the short ones.
+  std::vector<double> longInvFreq;
+  int64_t longAfter = 0;
   double attentionFactor = 1.0;
   /// Why the scaling cannot be compiled statically (dynamic, longrope...).
   std::string unsupported;

@@ -156,6 +156,76 @@ void yarnFrequencies(FieldReader &r, FieldReader &scaling,
   rope.invFreq = out;
 }
 
+/// longrope (Phi-3.5, Phi-4-mini), as transformers'
+/// _compute_longrope_parameters and longrope_frequency_update: frequencies
+/// 1 / (ext[i] * theta^(2i/dim)) with ext the short_factor list, or the
+/// long_factor list once the largest position of a call + 1 exceeds
+/// original_max_position_embeddings (the top-level field first, as Phi-3
+/// writes it, then rope_scaling's, else max_position_embeddings); factor
+/// (default max_position_embeddings / original) sets the attention factor
+/// sqrt(1 + ln factor / ln original) unless attention_factor is given.
+void longropeFrequencies(FieldReader &r, FieldReader &scaling,
+                         std::optional<int64_t> maxPos, const Defaults &d,
+                         RopeSpec &rope) {
+  int64_t maxPositions = maxPos.value_or(d.maxPos);
+  std::optional<int64_t> orig =
+      r.optInt({"original_max_position_embeddings"}, 1, kMaxPositions);
+  if (!orig)
+    orig = scaling.optInt({"original_max_position_embeddings"}, 1,
+                          kMaxPositions);
+  std::optional<double> factor = scaling.optNum({"factor"}, 1e-6, 1e6);
+  std::optional<double> attnFactor =
+      scaling.optNum({"attention_factor"}, 1e-6, 1e6);
+  size_t half = size_t(rope.rotaryDim / 2);
+  auto readFactors = [&](llvm::StringRef key) {
+    std::optional<std::vector<double>> v = scaling.optNumArray(key);
+    if (r.failed())
+      return std::vector<double>();
+    if (!v) {
+      scaling.errorHere() << "field '" << scaling.name(key)
+                          << "' is missing: rope_type 'longrope' needs "
+                          << half << " factors (rotary_dim / 2)";
+      return std::vector<double>();
+    }
+    if (v->size() != half) {
+      scaling.error(key) << "field '" << scaling.name(key) << "' lists "
+                         << v->size() << " factors; accepted: rotary_dim / 2 = "
+                         << half << " (head_dim x partial_rotary_factor = "
+                         << rope.rotaryDim << ")";
+      return std::vector<double>();
+    }
+    for (size_t i = 0; i < v->size(); ++i)
+      if (double f = (*v)[i]; !std::isfinite(f) || f <= 0) {
+        scaling.error(key) << "field '" << scaling.name(key) << "' holds "
+                           << formatNumber(f) << " at index " << i
+                           << "; accepted: positive finite factors";
+        return std::vector<double>();
+      }
+    return *v;
+  };
+  std::vector<double> shortF = readFactors("short_factor");
+  if (r.failed())
+    return;
+  std::vector<double> longF = readFactors("long_factor");
+  if (r.failed())
+    return;
+  rope.longAfter = orig.value_or(maxPositions);
+  rope.factor = factor.value_or(double(maxPositions) / double(rope.longAfter));
+  if (attnFactor)
+    rope.attentionFactor = *attnFactor;
+  else if (rope.factor <= 1.0 || rope.longAfter <= 1)
+    rope.attentionFactor = 1.0;
+  else
+    rope.attentionFactor =
+        std::sqrt(1.0 + std::log(rope.factor) /
+                            std::log(double(rope.longAfter)));
+  std::vector<double> base = defaultInvFreq(rope.theta, rope.rotaryDim);
+  for (size_t i = 0; i < half; ++i) {
+    rope.invFreq.push_back(base[i] / shortF[i]);
+    rope.longInvFreq.push_back(base[i] / longF[i]);
+  }
+}
+
 } // namespace
 
 RopeSpec normalize::readRope(FieldReader &r, int64_t headDim,
@@ -200,10 +270,7 @@ RopeSpec normalize::readRope(FieldReader &r, int64_t headDim,
   if (rope.scalingType == "default")
     return rope;
   if (rope.scalingType == "longrope") {
-    rope.factor = scaling->optNum({"factor"}, 1e-6, 1e6, 1.0).value_or(1.0);
-    rope.unsupported = "rope_scaling type 'longrope' switches between short "
-                       "and long frequency factors depending on the sequence "
-                       "length at run time";
+    longropeFrequencies(r, *scaling, maxPos, d, rope);
     return rope;
   }
   rope.factor = 1.0;

@@ -9,6 +9,7 @@
 #include "compiler/Conversion/AttnToLinalg/LinalgBuilder.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -270,6 +271,32 @@ static Value lowerOp(RopeOp rope, GenericBuilder &g) {
   auto tableTy = RankedTensorType::get({half}, f64);
   Value table = arith::ConstantOp::create(
       ob, loc, tableTy, DenseElementsAttr::get(tableTy, ArrayRef(freqs)));
+  if (std::optional<ArrayRef<double>> lf = rope.getLongInvFreq()) {
+    // LongRoPE: the long table when max(positions) + 1 > long_after, for
+    // the whole call (transformers' longrope_frequency_update).
+    Value longTable = arith::ConstantOp::create(
+        ob, loc, tableTy, DenseElementsAttr::get(tableTy, *lf));
+    Type i64 = ob.getI64Type();
+    Value lowest = arith::ConstantOp::create(
+        ob, loc, ob.getI64IntegerAttr(std::numeric_limits<int64_t>::min()));
+    Value init = linalg::FillOp::create(ob, loc, lowest,
+                                        g.empty({}, i64))
+                     .getResult(0);
+    Value maxPos = g.generic(
+        {pos}, init, {AffineMap::getMultiDimIdentityMap(2, ob.getContext()),
+                      g.map(2, {})},
+        {utils::IteratorType::reduction, utils::IteratorType::reduction},
+        [](OpBuilder &b, Location l, ValueRange a) -> Value {
+          return arith::MaxSIOp::create(b, l, a[0], a[1]);
+        });
+    Value largest = tensor::ExtractOp::create(ob, loc, maxPos, ValueRange{});
+    Value after = arith::ConstantOp::create(
+        ob, loc, ob.getI64IntegerAttr(*rope.getLongAfter()));
+    // max + 1 > long_after, i.e. max >= long_after (no overflow at max).
+    Value isLong = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::sge,
+                                         largest, after);
+    table = arith::SelectOp::create(ob, loc, isLong, longTable, table);
+  }
   double factor = rope.getAttentionFactor().convertToDouble();
   bool interleaved = rope.getInterleaved();
   SmallVector<OpFoldResult> sizes;

@@ -379,6 +379,25 @@ LogicalResult RopeOp::verify() {
                << "expects positive finite inv_freq entries, got "
                << numStr(v);
   }
+  std::optional<ArrayRef<double>> lf = getLongInvFreq();
+  if (bool(lf) != bool(getLongAfter()))
+    return emitOpError() << "expects long_inv_freq and long_after together";
+  if (lf) {
+    if (!getInvFreq())
+      return emitOpError() << "expects inv_freq (the short table) with "
+                              "long_inv_freq";
+    if (static_cast<int64_t>(lf->size()) != rd / 2)
+      return emitOpError() << "expects long_inv_freq to list rotary_dim / 2 = "
+                           << rd / 2 << " frequencies, got " << lf->size();
+    for (double v : *lf)
+      if (!std::isfinite(v) || v <= 0)
+        return emitOpError()
+               << "expects positive finite long_inv_freq entries, got "
+               << numStr(v);
+    if (*getLongAfter() < 1)
+      return emitOpError() << "expects long_after >= 1, got "
+                           << *getLongAfter();
+  }
   return success();
 }
 

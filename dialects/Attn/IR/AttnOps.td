@@ -250,6 +250,12 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure]> {
     (YaRN's mscale). Pairs are `(x[i], x[i + rotary_dim/2])` (the "half"
     layout of Hugging Face Llama) or, with `interleaved`, `(x[2i], x[2i+1])`.
 
+    LongRoPE (Phi-3.5, Phi-4-mini) gives a second table, `long_inv_freq`,
+    and `long_after` (the pretraining length): when the largest entry of
+    `positions` + 1 exceeds `long_after`, the whole call rotates with
+    `long_inv_freq` instead of `inv_freq`, as transformers switches its
+    frequencies by the largest position id of a forward pass.
+
     ```mlir
     %r = attn.rope %q, %pos {rotary_dim = 128 : i64, theta = 5.0e+05 : f64}
         : (tensor<?x32x?x128xf32>, tensor<?x?xi64>) -> tensor<?x32x?x128xf32>
@@ -259,7 +265,9 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure]> {
                        F64Attr:$theta, I64Attr:$rotary_dim,
                        OptionalAttr<DenseF64ArrayAttr>:$inv_freq,
                        DefaultValuedAttr<F64Attr, "1.0">:$attention_factor,
-                       UnitAttr:$interleaved);
+                       UnitAttr:$interleaved,
+                       OptionalAttr<DenseF64ArrayAttr>:$long_inv_freq,
+                       OptionalAttr<I64Attr>:$long_after);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $positions attr-dict `:` functional-type(operands, results)

@@ -1532,3 +1532,43 @@ func.func @latent_mask(%qn: tensor<?x4x?x16xf32>, %qr: tensor<?x4x?x8xf32>, %c: 
   %0 = attn.latent_attention %qn, %qr, %c, %w {scale = 0.2 : f64, mask = #attn.mask<sliding_window>} : (tensor<?x4x?x16xf32>, tensor<?x4x?x8xf32>, tensor<?x?x40xf32>, tensor<96x32xf32>) -> tensor<?x4x?x8xf32>
   return
 }
+
+// -----
+
+func.func @rope_long_alone(%x: tensor<?x4x?x16xf32>, %p: tensor<?x?xi64>) {
+  // expected-error @+1 {{expects long_inv_freq and long_after together}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 4 : i64, inv_freq = array<f64: 1.0, 0.1>, long_inv_freq = array<f64: 1.0, 0.01>} : (tensor<?x4x?x16xf32>, tensor<?x?xi64>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_long_size(%x: tensor<?x4x?x16xf32>, %p: tensor<?x?xi64>) {
+  // expected-error @+1 {{expects long_inv_freq to list rotary_dim / 2 = 2 frequencies, got 3}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 4 : i64, inv_freq = array<f64: 1.0, 0.1>, long_inv_freq = array<f64: 1.0, 0.01, 0.001>, long_after = 8 : i64} : (tensor<?x4x?x16xf32>, tensor<?x?xi64>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_long_no_short(%x: tensor<?x4x?x16xf32>, %p: tensor<?x?xi64>) {
+  // expected-error @+1 {{expects inv_freq (the short table) with long_inv_freq}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 4 : i64, long_inv_freq = array<f64: 1.0, 0.01>, long_after = 8 : i64} : (tensor<?x4x?x16xf32>, tensor<?x?xi64>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_long_after(%x: tensor<?x4x?x16xf32>, %p: tensor<?x?xi64>) {
+  // expected-error @+1 {{expects long_after >= 1, got 0}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 4 : i64, inv_freq = array<f64: 1.0, 0.1>, long_inv_freq = array<f64: 1.0, 0.01>, long_after = 0 : i64} : (tensor<?x4x?x16xf32>, tensor<?x?xi64>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_long_negative(%x: tensor<?x4x?x16xf32>, %p: tensor<?x?xi64>) {
+  // expected-error @+1 {{expects positive finite long_inv_freq entries, got -1}}
+  %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 4 : i64, inv_freq = array<f64: 1.0, 0.1>, long_inv_freq = array<f64: 1.0, -1.0>, long_after = 8 : i64} : (tensor<?x4x?x16xf32>, tensor<?x?xi64>) -> tensor<?x4x?x16xf32>
+  return
+}

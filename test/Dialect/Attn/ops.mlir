@@ -31,6 +31,8 @@ func.func @graph(%x: tensor<?x?x64xf32>, %ln_w: tensor<64xf32>, %ln_b: tensor<64
   %qr = attn.rope %qnorm, %pos {theta = 1.0e4 : f64, rotary_dim = 16 : i64} : (tensor<?x4x?x16xf32>, tensor<?x?xi64>) -> tensor<?x4x?x16xf32>
   // CHECK: attn.rope %{{.*}}, %{{.*}} {attention_factor = 1.250000e+00 : f64, interleaved, inv_freq = array<f64: 1.000000e+00, 1.000000e-01, 1.000000e-02, 1.000000e-03>, rotary_dim = 8 : i64, theta = 1.000000e+04 : f64}
   %kr = attn.rope %kh, %pos {theta = 1.0e4 : f64, rotary_dim = 8 : i64, interleaved, attention_factor = 1.25 : f64, inv_freq = array<f64: 1.0, 0.1, 0.01, 0.001>} : (tensor<?x1x?x16xf32>, tensor<?x?xi64>) -> tensor<?x1x?x16xf32>
+  // CHECK: attn.rope %{{.*}}, %{{.*}} {inv_freq = array<f64: 1.000000e+00, 1.000000e-01>, long_after = 4096 : i64, long_inv_freq = array<f64: 1.000000e+00, 1.000000e-02>, rotary_dim = 4 : i64, theta = 1.000000e+04 : f64}
+  %kl = attn.rope %kh, %pos {theta = 1.0e4 : f64, rotary_dim = 4 : i64, inv_freq = array<f64: 1.0, 0.1>, long_inv_freq = array<f64: 1.0, 0.01>, long_after = 4096 : i64} : (tensor<?x1x?x16xf32>, tensor<?x?xi64>) -> tensor<?x1x?x16xf32>
   // CHECK: %[[S:.*]] = attn.qk %{{.*}}, %{{.*}} : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x?xf32>
   %s = attn.qk %qr, %kr : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x?xf32>
   // CHECK: attn.scale %[[S]] {scale = 2.500000e-01 : f64} : tensor<?x4x?x?xf32>

@@ -151,6 +151,21 @@ def rope_layer(cfg, fam, L):
         theta = c.get("rope_local_base_freq", 10000.0)
     prf = c.get("partial_rotary_factor", 0.25 if fam == "qwen3_next" else
                 0.5 if fam == "glm4_moe" else 1.0)
+    rs = c.get("rope_scaling") or {}
+    longrope = None
+    if rs.get("rope_type", rs.get("type")) in ("longrope", "su"):
+        # _compute_longrope_parameters: the top-level
+        # original_max_position_embeddings first (Phi-3), factor by default
+        # max / original, attention factor sqrt(1 + ln factor / ln original).
+        mp = c.get("max_position_embeddings", 4096)
+        orig = (c.get("original_max_position_embeddings")
+                or rs.get("original_max_position_embeddings") or mp)
+        factor = rs.get("factor") or mp / orig
+        attn = rs.get("attention_factor") or (
+            1.0 if factor <= 1.0
+            else math.sqrt(1 + math.log(factor) / math.log(orig)))
+        longrope = dict(short=rs["short_factor"], long=rs["long_factor"],
+                        orig=orig, attn=attn)
     desc = dict(
         H=H, hq=hq, hkv=hkv, d=d, causal=True,
         window=window if t == "sliding_attention" else None,
@@ -159,7 +174,7 @@ def rope_layer(cfg, fam, L):
         softcap=(c.get("attn_logit_softcapping", 50.0) if fam == "gemma2"
                  else c.get("attn_logit_softcapping") if fam == "gemma3"
                  else None),
-        rope=(theta, int(d * prf)),
+        rope=(theta, int(d * prf)), longrope=longrope,
         eps=c.get("rms_norm_eps",
                   1e-5 if fam in ("phi3", "mixtral", "glm4_moe") else 1e-6),
         norm="rms1" if gemma or fam == "qwen3_next" else "rms",
@@ -802,7 +817,24 @@ def block(desc, t, x, mem, lens, with_normed=False):
     if desc.get("qk_norm"):
         q = norm(q, desc["qk_norm"], t[desc["q_norm"]], 0.0, desc["eps"])
         k = norm(k, desc["qk_norm"], t[desc["k_norm"]], 0.0, desc["eps"])
-    if desc.get("rope"):
+    if desc.get("longrope"):
+        # longrope_frequency_update: the long factors for the whole call
+        # once max(position_ids) + 1 > original_max_position_embeddings.
+        lr = desc["longrope"]
+        theta, rd = desc["rope"]
+        ext = np.array(lr["long"] if S > lr["orig"] else lr["short"])
+        inv = 1.0 / (ext * theta ** (np.arange(0, rd, 2) / rd))
+        ang = np.arange(S)[:, None] * inv[None, :]
+        cos = np.concatenate([np.cos(ang)] * 2, -1) * lr["attn"]
+        sin = np.concatenate([np.sin(ang)] * 2, -1) * lr["attn"]
+
+        def rot(x):
+            xr, xp = x[..., :rd], x[..., rd:]
+            h = rd // 2
+            turned = np.concatenate([-xr[..., h:], xr[..., :h]], -1)
+            return np.concatenate([xr * cos + turned * sin, xp], -1)
+        q, k = rot(q), rot(k)
+    elif desc.get("rope"):
         theta, rd = desc["rope"]
         q, k = rope(q, theta, rd), rope(k, theta, rd)
     if desc.get("t5"):
