@@ -395,6 +395,13 @@ attn_status attn_sdpa(const attn_model *model, int32_t kind,
   const attn_rt_kind *kd = nullptr;
   if (attn_status s = getKind(model, kind, "attn_sdpa", ATTN_RT_OP_SDPA, kd))
     return s;
+  if (kd->has_sinks)
+    return failWith(ATTN_ERR_UNSUPPORTED,
+                    "attn_sdpa: kind '" + std::string(kd->name) +
+                        "' has attention sinks, which this API version "
+                        "takes no argument for yet: use the executable's "
+                        "sdpa --sinks, or its block command with the "
+                        "checkpoint's weights");
   TensorCheck check{"attn_sdpa", describeKind(*kd)};
   if (!check(q, "q", {-1, kd->num_heads, -1, kd->head_dim},
              {"B", "", "Sq", ""}))
@@ -610,6 +617,13 @@ static attn_status decodePaged(const attn_model *model, int32_t kind,
   bool part = stats != nullptr || q_pos != nullptr;
   if (attn_status s = getKind(model, kind, call, ATTN_RT_OP_SDPA, kd))
     return s;
+  if (kd->has_sinks)
+    return failWith(ATTN_ERR_UNSUPPORTED,
+                    std::string(call) + ": kind '" + kd->name +
+                        "' has attention sinks, which this API version "
+                        "takes no argument for yet: use the executable's "
+                        "sdpa --sinks, or its block command with the "
+                        "checkpoint's weights");
   if (!kd->paged && kd->kv_lora_rank > 0)
     return failWith(ATTN_ERR_UNSUPPORTED,
                     std::string(call) + ": kind '" + kd->name +

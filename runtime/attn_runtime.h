@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define ATTN_RT_ABI_VERSION 8
+#define ATTN_RT_ABI_VERSION 9
 
 /* MLIR's ranked memref descriptor for float32 rank 4, float32 rank 2 and
  * int64 rank 1 (allocated, aligned, offset, sizes, strides). */
@@ -228,6 +228,32 @@ typedef void (*attn_rt_mla_paged_part_fn)(attn_rt_memref_f32_4 *out,
                                           attn_rt_memref_i64_1 *kv_lengths,
                                           attn_rt_memref_i64_1 *q_pos);
 
+/* Kinds with attention sinks (attn_rt_kind.has_sinks: gpt-oss): each
+ * softmax attention entry takes one more operand last, sinks [Hq] (float32,
+ * one learned logit per query head that joins every row's softmax and
+ * whose probability is dropped). The partial form counts the sinks in its
+ * (m, l) like one more key: a caller merging ranges passes the real sinks
+ * to one range and -inf (no sink) to the others. */
+typedef void (*attn_rt_sdpa_sinks_fn)(attn_rt_memref_f32_4 *out,
+                                      attn_rt_memref_f32_4 *q,
+                                      attn_rt_memref_f32_4 *k,
+                                      attn_rt_memref_f32_4 *v,
+                                      attn_rt_memref_i64_1 *kv_lengths,
+                                      attn_rt_memref_f32_1 *sinks);
+typedef void (*attn_rt_paged_sinks_fn)(attn_rt_memref_f32_4 *out,
+                                       attn_rt_memref_f32_4 *q,
+                                       attn_rt_memref_f32_4 *k_cache,
+                                       attn_rt_memref_f32_4 *v_cache,
+                                       attn_rt_memref_i32_2 *block_table,
+                                       attn_rt_memref_i64_1 *kv_lengths,
+                                       attn_rt_memref_f32_1 *sinks);
+typedef void (*attn_rt_paged_part_sinks_fn)(
+    attn_rt_memref_f32_4 *out, attn_rt_memref_f32_4 *stats,
+    attn_rt_memref_f32_4 *q, attn_rt_memref_f32_4 *k_cache,
+    attn_rt_memref_f32_4 *v_cache, attn_rt_memref_i32_2 *block_table,
+    attn_rt_memref_i64_1 *kv_lengths, attn_rt_memref_i64_1 *q_pos,
+    attn_rt_memref_f32_1 *sinks);
+
 /* What a kind's kernels compute (attn_rt_kind.op). */
 #define ATTN_RT_OP_SDPA 0       /* softmax attention: attn_rt_sdpa_fn */
 #define ATTN_RT_OP_GATED_DELTA 1 /* Gated DeltaNet: attn_rt_gdn_fn */
@@ -302,6 +328,11 @@ typedef struct {
   attn_rt_latent_block_fn latent_block, latent_layer;
   /* --distributed=mpi: mla_paged's partial form, else NULL. */
   attn_rt_mla_paged_part_fn mla_paged_part;
+  /* 1: attention sinks (gpt-oss): fused and reference are
+   * attn_rt_sdpa_sinks_fn, paged and paged_part the *_sinks_fn types
+   * (cast from the pointers above); the block and layer entries read the
+   * sinks with their weights. */
+  int has_sinks;
 } attn_rt_kind;
 
 /* attn_rt_kind.kv_dtype (attn-compile --kv-dtype) */

@@ -252,7 +252,7 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
     auto k = randomVec(rng, b * kind.num_kv_heads * skv * kind.head_dim, 1);
     auto v = randomVec(rng, b * kind.num_kv_heads * skv * kind.head_dim_v, 1);
     std::vector<int64_t> lens(b, skv);
-    auto table = randomVec(rng, kind.bias_buckets * kind.num_heads, 1);
+    auto table = randomExtraInput(kind, rng);
     Buf<float> out;
     double f = flops(kind, b, sq, skv);
     if (gCuda) {

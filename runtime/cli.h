@@ -262,9 +262,15 @@ void referenceF64(const attn_rt_kind &kind, const Buf<float> &q,
                   const std::vector<int64_t> &vs,
                   const std::vector<int64_t> &lens, double scale,
                   double softcap, Buf<float> &out,
-                  const std::vector<int64_t> *qStart = nullptr);
+                  const std::vector<int64_t> *qStart = nullptr,
+                  const Buf<float> *sinks = nullptr);
 /// `n` normal samples of standard deviation `scale`.
 Buf<float> randomVec(std::mt19937 &rng, int64_t n, float scale);
+/// The extra input of a kind's softmax kernels for check and bench: T5's
+/// random bias table [bias_buckets, Hq], or sinks [Hq] (ordinary, very
+/// large, very negative and -inf ones, heads cycling through them), or
+/// nothing.
+Buf<float> randomExtraInput(const attn_rt_kind &kind, std::mt19937 &rng);
 
 //===- bench.cpp -----------------------------------------------------------===//
 

@@ -185,6 +185,10 @@ void callKernel(void (*fn)(void), const attn_rt_kind &kind,
                             {kind.bias_buckets, kind.num_heads},
                             {kind.num_heads, 1}};
     reinterpret_cast<attn_rt_sdpa_bias_fn>(fn)(out, q, k, v, lens, &dt);
+  } else if (kind.has_sinks) {
+    attn_rt_memref_f32_1 ds{table->data(), table->data(), 0,
+                            {kind.num_heads}, {1}};
+    reinterpret_cast<attn_rt_sdpa_sinks_fn>(fn)(out, q, k, v, lens, &ds);
   } else {
     reinterpret_cast<attn_rt_sdpa_fn>(fn)(out, q, k, v, lens);
   }

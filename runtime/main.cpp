@@ -40,13 +40,14 @@ const char *kUsage =
     "commands:\n"
     "  info                       the compiled model's description (JSON)\n"
     "  sdpa --layer L --q Q.npy --k K.npy --v V.npy --out O.npy\n"
-    "       [--kv-lengths LENS.npy] [--bias-table T.npy]\n"
+    "       [--kv-lengths LENS.npy] [--bias-table T.npy] [--sinks S.npy]\n"
     "                             fused attention of layer L's kind; Q is\n"
     "                             [B, Hq, Sq, D] float32, K and V [B, Hkv,\n"
     "                             Skv, D/Dv] in the kind's --kv-dtype "
     "(float32\n"
     "                             '<f4', float16 '<f2', bfloat16 bits '<u2');\n"
-    "                             LENS int64 [B]\n"
+    "                             LENS int64 [B]; S float32 [Hq] (kinds\n"
+    "                             with attention sinks)\n"
     "  block --layer L --weights W.safetensors --x X.npy --out Y.npy\n"
     "        [--memory M.npy] [--lengths LENS.npy]\n"
     "        [--conv-state-in C0.npy] [--state-in S0.npy]\n"
@@ -127,7 +128,7 @@ const char *kUsage =
 int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
   auto args = parseArgs(argc, argv, 2,
                         {"layer", "q", "k", "v", "out", "kv-lengths",
-                         "bias-table"});
+                         "bias-table", "sinks"});
   for (const char *req : {"layer", "q", "k", "v", "out"})
     if (!args.count(req))
       fail(std::string("sdpa needs --") + req);
@@ -223,6 +224,30 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
                std::to_string(kind.bias_buckets) + ", " +
                std::to_string(kind.num_heads) + "]");
     table = t.f32;
+  }
+  if (kind.has_sinks) {
+    expect(args.count("sinks"),
+           std::string("layer kind '") + kind.name +
+               "' has attention sinks: pass them with --sinks S.npy "
+               "(float32 [" + std::to_string(kind.num_heads) + "], one "
+               "logit per query head)");
+    NpyArray t;
+    if (!readNpy(args["sinks"], t, err))
+      fail(err);
+    expect(t.dtype == "f4" && t.shape.size() == 1 &&
+               t.shape[0] == kind.num_heads,
+           args["sinks"] + ": must be float32 [" +
+               std::to_string(kind.num_heads) + "], one logit per query "
+               "head");
+    for (float s : t.f32)
+      expect(!std::isnan(s) && s != INFINITY,
+             args["sinks"] + ": holds " + (std::isnan(s) ? "NaN" : "+inf") +
+                 "; accepted: finite sinks or -inf (no sink)");
+    table = t.f32;
+  } else {
+    expect(!args.count("sinks"),
+           std::string("layer kind '") + kind.name +
+               "' has no attention sinks: --sinks is not accepted");
   }
   requireDevice("sdpa");
   Buf<float> out;
@@ -423,6 +448,8 @@ bool checkPagedKind(const attn_rt_kind &kind, std::mt19937 &rng) {
     void *kHost = narrow ? (void *)k16.data() : (void *)kPool.data();
     void *vHost = narrow ? (void *)v16.data() : (void *)vPool.data();
     std::vector<int64_t> lens = c.lens;
+    Buf<float> sinks = kind.has_sinks ? randomExtraInput(kind, rng)
+                                      : Buf<float>();
     Buf<float> out(b * hq * sq * dv), ref;
     std::vector<int64_t> os = {b, hq, sq, dv}, kps = {pages, hkv, page, d},
                          vps = {pages, hkv, page, dv};
@@ -433,7 +460,13 @@ bool checkPagedKind(const attn_rt_kind &kind, std::mt19937 &rng) {
                            dvv = view4(static_cast<float *>(pv), vps);
       attn_rt_memref_i32_2 dt{pt, pt, 0, {b, perSeq}, {perSeq, 1}};
       attn_rt_memref_i64_1 dl{pl, pl, 0, {b}, {1}};
-      kind.paged(&dout, &dq, &dk, &dvv, &dt, &dl);
+      if (kind.has_sinks) {
+        attn_rt_memref_f32_1 ds{sinks.data(), sinks.data(), 0, {hq}, {1}};
+        reinterpret_cast<attn_rt_paged_sinks_fn>(kind.paged)(
+            &dout, &dq, &dk, &dvv, &dt, &dl, &ds);
+      } else {
+        kind.paged(&dout, &dq, &dk, &dvv, &dt, &dl);
+      }
     };
     if (gCuda) {
       DeviceBuffer gOut(nullptr, 4 * int64_t(out.size())),
@@ -453,7 +486,7 @@ bool checkPagedKind(const attn_rt_kind &kind, std::mt19937 &rng) {
     for (int64_t bi = 0; bi < b; ++bi)
       qStart[bi] = c.lens[bi] - sq;
     referenceF64(kind, q, qs, k, ks, v, vs, c.lens, kind.scale, kind.softcap,
-                 ref, &qStart);
+                 ref, &qStart, kind.has_sinks ? &sinks : nullptr);
     MaxError err;
     err.add(out, ref);
     bool ok = err.ok(kind.tolerance);
@@ -505,14 +538,15 @@ int cmdCheck(const attn_rt_model *m, int argc, char **argv) {
       std::vector<int64_t> lens(s.b, s.skv);
       if (s.b > 1)
         lens[1] = s.skv / 2; // key padding on the second sequence
-      auto table = randomVec(rng, kind.bias_buckets * kind.num_heads, 1);
+      auto table = randomExtraInput(kind, rng);
       Buf<float> fused, ref;
       run(kind.fused, kind, q, qs, k, ks, v, vs, lens, &table, fused);
       if (kind.reference)
         run(kind.reference, kind, q, qs, k, ks, v, vs, lens, &table, ref);
       else
         referenceF64(kind, q, qs, k, ks, v, vs, lens, kind.scale,
-                     kind.softcap, ref);
+                     kind.softcap, ref, nullptr,
+                     kind.has_sinks ? &table : nullptr);
       MaxError err;
       err.add(fused, ref);
       bool ok = err.ok(kind.tolerance);

@@ -20,7 +20,8 @@ void referenceF64(const attn_rt_kind &kind, const Buf<float> &q,
                   const std::vector<int64_t> &vs,
                   const std::vector<int64_t> &lens, double scale,
                   double softcap, Buf<float> &out,
-                  const std::vector<int64_t> *qStart) {
+                  const std::vector<int64_t> *qStart,
+                  const Buf<float> *sinks) {
   int64_t B = qs[0], Hq = qs[1], Sq = qs[2], D = qs[3], Hkv = ks[1],
           Skv = ks[2], Dv = vs[3], G = Hq / Hkv;
   out.assign(B * Hq * Sq * Dv, 0.0f);
@@ -51,9 +52,12 @@ void referenceF64(const attn_rt_kind &kind, const Buf<float> &q,
           s[j] = dot;
           mx = std::max(mx, dot);
         }
+        // A sink is one more logit whose probability is dropped.
+        double sink = sinks ? double((*sinks)[h]) : -INFINITY;
+        mx = std::max(mx, sink);
         if (mx == -INFINITY)
           continue;
-        double sum = 0;
+        double sum = sink == -INFINITY ? 0.0 : std::exp(sink - mx);
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int64_t j = 0; j < Skv; ++j) {
           if (s[j] == -INFINITY)
@@ -68,6 +72,20 @@ void referenceF64(const attn_rt_kind &kind, const Buf<float> &q,
         for (int64_t e = 0; e < Dv; ++e)
           o[e] = float(acc[e] / sum);
       }
+}
+
+Buf<float> randomExtraInput(const attn_rt_kind &kind, std::mt19937 &rng) {
+  if (!kind.has_sinks)
+    return randomVec(rng, kind.bias_buckets * kind.num_heads, 1);
+  // Scores of unit inputs at scale 1/sqrt(D) are O(1): a sink near them,
+  // one that outweighs every key (1e4: rows of almost 0), one that no key
+  // notices (-1e4), no sink (-inf), and a large one (30).
+  const float kinds[] = {0.0f, 1e4f, -1e4f, -INFINITY, 30.0f};
+  Buf<float> s = randomVec(rng, kind.num_heads, 2);
+  for (int64_t h = 0; h < kind.num_heads; ++h)
+    if (h % 6 != 5)
+      s[h] = h % 6 == 0 ? s[h] : kinds[h % 6];
+  return s;
 }
 
 Buf<float> randomVec(std::mt19937 &rng, int64_t n, float scale) {

@@ -2,7 +2,7 @@
 //
 // This file implements the normalization of the decoder-only RoPE families
 // (llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, qwen3_next, gemma2,
-// gemma3, glm4_moe, phi3). What
+// gemma3, glm4_moe, gpt_oss, phi3). What
 // differs between them is data, one table entry per family (kFamilies):
 // class defaults, which layers slide, the scale and soft-capping rules,
 // biases, norms, RoPE per layer type and checkpoint names. normalizeDecoder
@@ -58,6 +58,13 @@ struct DecoderFamily {
   /// The checkpoint carries num_nextn_predict_layers multi-token-prediction
   /// layers past the decoder (GLM-4.5, DeepSeek-V3).
   bool nextnLayers = false;
+  /// attention_bias's class default (gpt-oss: true).
+  bool defaultAttentionBias = false;
+  /// Attention sinks: a learned logit per query head (`self_attn.sinks`).
+  bool sinks = false;
+  /// The rope scaling the config class fills in when the config gives
+  /// none (GptOssConfig: yarn, factor 32 over 4096 positions).
+  std::optional<YarnParams> defaultYarn;
   bool gemmaNorms = false; ///< (1 + w) RMSNorm, pre and post norms.
   bool fusedQKV = false;   ///< Phi-3 qkv_proj.
   bool outputGate = false; ///< Qwen3-Next.
@@ -185,6 +192,28 @@ std::vector<DecoderFamily> makeFamilies() {
     g.bias = Bias::QKVAttentionBiasField;
     g.qkNormField = "use_qk_norm";
     g.nextnLayers = true;
+    f.push_back(g);
+  }
+  {
+    // GptOssConfig: 64 heads of 64 over 8 KV heads, even layers sliding
+    // (window 128), q/k/v/o biases by default, sinks, YaRN by default.
+    DecoderFamily g{"gpt_oss", defaults(131072)};
+    g.d.hidden = 2880;
+    g.d.layers = 36;
+    g.d.heads = 64;
+    g.d.kvHeads = 8;
+    g.d.headDim = 64;
+    g.d.eps = 1e-5;
+    g.d.theta = 150000.0;
+    g.layers = LayerPattern::EvenSlide;
+    g.defaultWindow = 128;
+    g.defaultAttentionBias = true;
+    g.sinks = true;
+    YarnParams y;
+    y.factor = 32.0;
+    y.truncate = false;
+    y.originalMax = 4096;
+    g.defaultYarn = y;
     f.push_back(g);
   }
   {
@@ -330,8 +359,9 @@ bool readCommon(FieldReader &r, const DecoderFamily &fam, Common &c) {
   if (fam.bias == Bias::QKV)
     c.qkvBias = true;
   else if (fam.bias == Bias::AttentionBiasField)
-    c.qkvBias = c.oBias =
-        r.optBool({"attention_bias"}, false).value_or(false);
+    c.qkvBias = c.oBias = r.optBool({"attention_bias"},
+                                    fam.defaultAttentionBias)
+                              .value_or(fam.defaultAttentionBias);
   else if (fam.bias == Bias::QKVAttentionBiasField)
     c.qkvBias = r.optBool({"attention_bias"}, false).value_or(false);
   c.qkNorm = fam.qkNorm;
@@ -343,7 +373,8 @@ bool readCommon(FieldReader &r, const DecoderFamily &fam, Common &c) {
   if (fam.localRope)
     localTheta = r.optNum({"rope_local_base_freq"}, 1.0, 1e12, 10000.0);
   c.fullRope = readRope(r, c.dims.headDim, fam.d, c.dims.maxPos,
-                        "full_attention");
+                        "full_attention", std::nullopt, true,
+                        fam.defaultYarn ? &*fam.defaultYarn : nullptr);
   c.slidingRope = c.fullRope;
   if (fam.localRope)
     c.slidingRope = readRope(r, c.dims.headDim, fam.d, c.dims.maxPos,
@@ -411,6 +442,8 @@ LayerSpec makeLayer(const DecoderFamily &fam, const Common &c, int64_t i,
   l.o.weight = a + "o_proj.weight";
   if (c.oBias)
     l.o.bias = a + "o_proj.bias";
+  if (fam.sinks)
+    l.sinks = a + "sinks";
   if (c.qkNorm) {
     l.qNormW.weight = a + "q_norm.weight";
     l.kNormW.weight = a + "k_norm.weight";

@@ -343,6 +343,7 @@ ojson layerJson(const LayerSpec &l,
   j["qkv_bias"] = l.hasQKVBias();
   j["o_bias"] = !l.o.bias.empty();
   j["output_gate"] = l.outputGate;
+  j["attention_sinks"] = !l.sinks.empty();
   j["norm"] = normName(l.norm);
   j["norm_placement"] = placementName(l.placement);
   j["compiled"] = l.position != PositionKind::Alibi &&

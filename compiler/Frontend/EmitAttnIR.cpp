@@ -150,7 +150,8 @@ private:
   func::FuncOp emitLinearKernel(const std::string &name, const LayerSpec &l);
   /// QKᵀ, scale, softcap, bias, mask, softmax, ·V on [b, h, s, d] tensors.
   Value scoreChain(Location loc, const LayerSpec &l, Value qh, Value kh,
-                   Value vh, Value table, Value kvLengths);
+                   Value vh, Value table, Value kvLengths,
+                   Value sinks = Value());
   Value sliceHeads(Location loc, Value x, int64_t groups, int64_t perGroup,
                    int64_t start, int64_t count, int64_t dim);
   Value norm(Location loc, const LayerSpec &l, Value x, Value w, Value bias);
@@ -180,6 +181,17 @@ static bool rejectAlibi(const ConfigSource &src, const LayerSpec &l) {
 bool Emitter::checkSupported(const LayerSpec &l) {
   if (rejectAlibi(src, l))
     return false;
+  if (!l.sinks.empty() && (spec.gpu || spec.distributed)) {
+    emitError(src.loc("/model_type"))
+        << "layer " << l.index << " has attention sinks ('"
+        << spec.modelType << "'), which "
+        << (spec.gpu ? "the CUDA kernels (--target=cuda)"
+                     : "the context-parallel runtime (--distributed=mpi)")
+        << " do not take yet; accepted: the CPU target without "
+           "--distributed (its kernels, paged and split-K ones included, "
+           "count the sinks)";
+    return false;
+  }
   if (l.position == PositionKind::Rope && !l.rope.unsupported.empty()) {
     emitError(src.loc(l.rope.scalingPointer))
         << "layer " << l.index << ": " << l.rope.unsupported
@@ -233,7 +245,8 @@ Value Emitter::norm(Location loc, const LayerSpec &l, Value x, Value w,
 }
 
 Value Emitter::scoreChain(Location loc, const LayerSpec &l, Value qh, Value kh,
-                          Value vh, Value table, Value kvLengths) {
+                          Value vh, Value table, Value kvLengths,
+                          Value sinks) {
   int64_t hq = l.numHeads;
   RankedTensorType sTy = tensor({kDyn, hq, kDyn, kDyn});
   Value s = QKOp::create(b, loc, sTy, qh, kh);
@@ -256,7 +269,8 @@ Value Emitter::scoreChain(Location loc, const LayerSpec &l, Value qh, Value kh,
     s = MaskOp::create(b, loc, sTy, s, kvLengths, /*q_pos=*/Value(), kind,
                        window, CausalAlignment::bottom_right);
   }
-  Value p = SoftmaxOp::create(b, loc, s);
+  Value p = sinks ? SinkSoftmaxOp::create(b, loc, sTy, s, sinks).getResult()
+                  : SoftmaxOp::create(b, loc, s).getResult();
   return PVOp::create(b, loc, headsType(hq, l.headDimV), p, vh);
 }
 
@@ -272,6 +286,9 @@ func::FuncOp Emitter::emitKernel(const std::string &name, const LayerSpec &l) {
   bool bias = l.position == PositionKind::T5Bias;
   if (bias)
     inputs.push_back(tensor({l.t5.numBuckets, l.numHeads}));
+  bool sinks = !l.sinks.empty();
+  if (sinks)
+    inputs.push_back(tensor({l.numHeads}));
   auto fn = func::FuncOp::create(
       loc, name + "_sdpa",
       b.getFunctionType(inputs, {headsType(l.numHeads, l.headDimV)}));
@@ -284,7 +301,8 @@ func::FuncOp Emitter::emitKernel(const std::string &name, const LayerSpec &l) {
   Value o = scoreChain(loc, l, q, entry->getArgument(1),
                        entry->getArgument(2),
                        bias ? entry->getArgument(4) : Value(),
-                       entry->getArgument(3));
+                       entry->getArgument(3),
+                       sinks ? entry->getArgument(4) : Value());
   func::ReturnOp::create(b, loc, o);
   return fn;
 }
@@ -309,6 +327,10 @@ func::FuncOp Emitter::emitPagedKernel(const std::string &name,
     inputs.push_back(RankedTensorType::get({kDyn}, b.getI64Type()));
     results.push_back(statsTy);
   }
+  // The sinks last: (.., kv_lengths[, q_pos], sinks).
+  bool sinks = !l.sinks.empty();
+  if (sinks)
+    inputs.push_back(tensor({l.numHeads}));
   auto fn = func::FuncOp::create(loc, name + (part ? "_paged_part" : "_paged"),
                                  b.getFunctionType(inputs, results));
   fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
@@ -331,7 +353,8 @@ func::FuncOp Emitter::emitPagedKernel(const std::string &name,
   auto op = PagedSDPAOp::create(
       b, loc, outTy, part ? Type(statsTy) : Type(), q, entry->getArgument(1),
       entry->getArgument(2), entry->getArgument(3), entry->getArgument(4),
-      part ? entry->getArgument(5) : Value(), init, statsInit,
+      part ? entry->getArgument(5) : Value(),
+      sinks ? entry->getArgument(part ? 6 : 5) : Value(), init, statsInit,
       b.getF64FloatAttr(l.scale), MaskKindAttr::get(ctx, kind), window,
       l.softcap ? b.getF64FloatAttr(*l.softcap) : FloatAttr());
   func::ReturnOp::create(b, loc, op->getResults());
@@ -403,6 +426,11 @@ OwningOpRef<ModuleOp> Emitter::kernels() {
   Location loc = FileLineColLoc::get(ctx, spec.configPath, 1, 1);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   bool withBlocks = spec.entries.blocks, withPaged = spec.entries.paged;
+  // What no kernel of the target can compute is refused before any is
+  // built (the block entries check the rest).
+  for (const LayerSpec &l : spec.layers)
+    if (!l.sinks.empty() && !checkSupported(l))
+      return nullptr;
   for (const LayerKind &kind : groupLayersByKind(spec)) {
     const std::string &name = kind.name;
     const LayerSpec &l = *kind.first;
@@ -935,8 +963,8 @@ func::FuncOp Emitter::emitLatentPagedKernel(const std::string &name,
   auto op = PagedSDPAOp::create(
       b, loc, outTy, part ? Type(statsTy) : Type(), q, kc, vc,
       entry->getArgument(2), entry->getArgument(3),
-      part ? entry->getArgument(4) : Value(), init, statsInit,
-      b.getF64FloatAttr(l.scale),
+      part ? entry->getArgument(4) : Value(), /*sinks=*/Value(), init,
+      statsInit, b.getF64FloatAttr(l.scale),
       MaskKindAttr::get(ctx, l.causal ? MaskKind::causal : MaskKind::none),
       IntegerAttr(), FloatAttr());
   func::ReturnOp::create(b, loc, op->getResults());
@@ -997,7 +1025,7 @@ func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l,
   auto [q, k, v, gate] = projectQKV(loc, l, w, hIn, kvIn);
   auto [qh, kh, vh] = headsOf(loc, l, w, q, k, v, positions);
   Value o = scoreChain(loc, l, qh, kh, vh, get("relative_attention_bias"),
-                       keyLengths);
+                       keyLengths, get("sinks"));
   Value m = MergeHeadsOp::create(b, loc, hiddenType(l.numHeads * l.headDimV),
                                  o);
   if (gate)

@@ -531,6 +531,46 @@ bool readRoutedFamily(FieldReader &r, ModelSpec &spec) {
   return true;
 }
 
+/// gpt-oss (GptOssMLP): the router with its bias, top-k logits softmaxed,
+/// each expert's interleaved gate_up_proj with biases and the clamped
+/// SwiGLU. Described; not compiled yet: the layer entries report why.
+bool readGptOss(FieldReader &r, ModelSpec &spec) {
+  FFNSpec moe;
+  moe.kind = FFNKind::MoE;
+  moe.activation = "silu";
+  moe.intermediate =
+      r.optInt({"intermediate_size"}, 1, kMaxIntermediate, 2880).value_or(2880);
+  moe.numExperts =
+      r.optInt({"num_local_experts"}, 1, 1 << 20, 128).value_or(128);
+  moe.topK = r.optInt({"num_experts_per_tok"}, 1, 1 << 20, 4).value_or(4);
+  double limit = r.optNum({"swiglu_limit"}, 0.0, 1e6, 7.0).value_or(7.0);
+  if (r.failed())
+    return false;
+  if (moe.topK > moe.numExperts) {
+    r.error("num_experts_per_tok")
+        << "num_experts_per_tok (" << moe.topK << ") exceeds num_local_experts ("
+        << moe.numExperts << "); accepted: 1 to num_local_experts";
+    return false;
+  }
+  moe.unsupported =
+      "gpt-oss's mixture of experts (a router with a bias whose top-" +
+      std::to_string(moe.topK) +
+      " logits are softmaxed, experts with interleaved gate_up_proj and "
+      "biases, the SwiGLU clamped at swiglu_limit " +
+      formatNumber(limit) +
+      " with (up + 1) and alpha 1.702, MXFP4 expert weights) is not "
+      "compiled yet; the attention block is";
+  for (LayerSpec &l : spec.layers) {
+    std::string p = prefixOf(l.normW.weight, "input_layernorm.weight");
+    FFNSpec lf = moe;
+    lf.placement = FFNPlacement::Pre;
+    lf.norm.weight = p + "post_attention_layernorm.weight";
+    lf.router = {p + "mlp.router.weight", p + "mlp.router.bias"};
+    l.ffn = lf;
+  }
+  return true;
+}
+
 } // namespace
 
 bool normalize::readFeedForward(FieldReader &root, ModelSpec &spec) {
@@ -545,6 +585,8 @@ bool normalize::readFeedForward(FieldReader &root, ModelSpec &spec) {
     return readEncoderDecoder(root, spec);
   if (fam == "deepseek_v2" || fam == "deepseek_v3" || fam == "glm4_moe")
     return readRoutedFamily(root, spec);
+  if (fam == "gpt_oss")
+    return readGptOss(root, spec);
   // A multimodal Gemma 3 config keeps the language model's fields under
   // text_config.
   if (fam == "gemma3" && root.present("text_config")) {

@@ -106,6 +106,7 @@ std::vector<WeightArg> mlir::attn::layerWeights(const ModelSpec &spec,
   }
   add("q_norm_weight", {l.headDimQK}, l.qNormW.weight);
   add("k_norm_weight", {l.headDimQK}, l.kNormW.weight);
+  add("sinks", {l.numHeads}, l.sinks);
   if (l.position == PositionKind::T5Bias)
     add("relative_attention_bias", {l.t5.numBuckets, l.numHeads},
         l.t5.tableTensor, /*shared=*/true);

@@ -193,6 +193,9 @@ struct LayerSpec {
   T5BiasSpec t5;
   bool qkNorm = false;
   bool outputGate = false; ///< Qwen3-Next: o = o * sigmoid(gate).
+  /// Attention sinks (gpt-oss): one learned logit per query head in every
+  /// row's softmax (the checkpoint's tensor, [numHeads]); empty: none.
+  std::string sinks;
 
   NormKind norm = NormKind::RMS;
   NormPlacement placement = NormPlacement::Pre;

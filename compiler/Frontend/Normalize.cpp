@@ -25,7 +25,7 @@ const llvm::StringRef kModelTypes[] = {
     "gemma2", "gemma3",    "gemma3_text", "phi3",  "gpt2",
     "bert",   "falcon",    "RefinedWeb", "RefinedWebModel", "t5",
     "whisper", "deepseek_v2", "deepseek_v3", "kimi_k2", "qwen3_moe",
-    "mixtral", "glm4_moe"};
+    "mixtral", "glm4_moe", "gpt_oss"};
 
 } // namespace
 
@@ -160,6 +160,14 @@ bool normalize::readQuantization(FieldReader &r, ModelSpec &spec) {
         "quantization_config: FP8 E4M3 weights in 128x128 blocks; block, "
         "layer and model read them (F8_E4M3 with their weight_scale_inv) "
         "and dequantize them to float32 as they load");
+    return true;
+  }
+  if (method == "mxfp4") {
+    spec.notes.push_back(
+        "quantization_config: MXFP4 weights (blocks of 32 4-bit values with "
+        "an e8m0 scale) are not read; gpt-oss keeps its attention "
+        "unquantized (modules_to_not_convert), which block reads from the "
+        "checkpoint as stored (BF16)");
     return true;
   }
   spec.notes.push_back(

@@ -58,13 +58,23 @@ void readDims(FieldReader &r, const Defaults &d, bool required,
               llvm::ArrayRef<llvm::StringRef> epsKeys, Dims &out,
               ModelSpec &spec);
 
+/// yarn's parameters (rope_scaling's fields, or a family's default).
+struct YarnParams {
+  double factor = 1.0, betaFast = 32.0, betaSlow = 1.0;
+  std::optional<double> mscale, mscaleAll, attentionFactor;
+  bool truncate = true;
+  int64_t originalMax = 4096;
+};
+
 /// Reads rope_theta, partial_rotary_factor and rope_scaling (or the
 /// transformers v5 `rope_parameters`, optionally per layer type) and computes
-/// the frequencies the scaling implies (Rope.cpp).
+/// the frequencies the scaling implies (Rope.cpp); `defaultYarn`: the
+/// scaling when the config gives none (a family's class default).
 RopeSpec readRope(FieldReader &r, int64_t headDim, const Defaults &d,
                   std::optional<int64_t> maxPos, llvm::StringRef layerType,
                   std::optional<double> thetaOverride = std::nullopt,
-                  bool allowScaling = true);
+                  bool allowScaling = true,
+                  const YarnParams *defaultYarn = nullptr);
 
 /// Reads `layer_types` if given (validated), else returns an empty vector.
 std::vector<std::string> readLayerTypes(FieldReader &r, int64_t layers,

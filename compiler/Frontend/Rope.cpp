@@ -92,52 +92,27 @@ void llama3Frequencies(FieldReader &r, FieldReader &scaling,
   rope.invFreq = base;
 }
 
-/// yarn, as transformers' _compute_yarn_parameters: the attention factor
-/// and a ramp between extrapolated and interpolated frequencies.
-void yarnFrequencies(FieldReader &r, FieldReader &scaling,
-                     std::vector<double> &base, std::optional<int64_t> maxPos,
-                     const Defaults &d, RopeSpec &rope) {
-  double betaFast =
-      scaling.optNum({"beta_fast"}, 1e-6, 1e6, 32.0).value_or(32.0);
-  double betaSlow =
-      scaling.optNum({"beta_slow"}, 1e-6, 1e6, 1.0).value_or(1.0);
-  std::optional<double> mscale = scaling.optNum({"mscale"}, 0.0, 1e6);
-  std::optional<double> mscaleAll =
-      scaling.optNum({"mscale_all_dim"}, 0.0, 1e6);
-  std::optional<double> attnFactor =
-      scaling.optNum({"attention_factor"}, 1e-6, 1e6);
-  bool truncate = scaling.optBool({"truncate"}, true).value_or(true);
-  int64_t origMax = scaling
-                        .optInt({"original_max_position_embeddings"}, 1,
-                                kMaxPositions, maxPos.value_or(d.maxPos))
-                        .value_or(d.maxPos);
-  if (r.failed())
-    return;
-  // The correction range divides by log(rope_theta).
-  if (!(rope.theta > 1.0)) {
-    (r.present("rope_theta") ? r.error("rope_theta") : scaling.errorHere())
-        << "rope_theta " << formatNumber(rope.theta)
-        << " leaves yarn's correction range undefined (it divides by "
-           "log(rope_theta)); accepted with yarn: rope_theta > 1";
-    return;
-  }
+/// yarn's frequencies and attention factor from its parameters, as
+/// transformers' _compute_yarn_parameters.
+void computeYarn(const YarnParams &y, std::vector<double> &base,
+                 RopeSpec &rope) {
   auto getMscale = [](double s, double m) {
     return s <= 1 ? 1.0 : 0.1 * m * std::log(s) + 1.0;
   };
-  if (attnFactor)
-    rope.attentionFactor = *attnFactor;
-  else if (mscale && mscaleAll && *mscale != 0 && *mscaleAll != 0)
+  if (y.attentionFactor)
+    rope.attentionFactor = *y.attentionFactor;
+  else if (y.mscale && y.mscaleAll && *y.mscale != 0 && *y.mscaleAll != 0)
     rope.attentionFactor =
-        getMscale(rope.factor, *mscale) / getMscale(rope.factor, *mscaleAll);
+        getMscale(rope.factor, *y.mscale) / getMscale(rope.factor, *y.mscaleAll);
   else
     rope.attentionFactor = getMscale(rope.factor, 1.0);
   double dim = double(rope.rotaryDim);
   auto correctionDim = [&](double rot) {
-    return dim * std::log(double(origMax) / (rot * 2 * M_PI)) /
+    return dim * std::log(double(y.originalMax) / (rot * 2 * M_PI)) /
            (2 * std::log(rope.theta));
   };
-  double lo = correctionDim(betaFast), hi = correctionDim(betaSlow);
-  if (truncate) {
+  double lo = correctionDim(y.betaFast), hi = correctionDim(y.betaSlow);
+  if (y.truncate) {
     lo = std::floor(lo);
     hi = std::ceil(hi);
   }
@@ -154,6 +129,35 @@ void yarnFrequencies(FieldReader &r, FieldReader &scaling,
                   extrap * extrapolationFactor);
   }
   rope.invFreq = out;
+}
+
+/// yarn's fields read from `scaling`, then computeYarn.
+void yarnFrequencies(FieldReader &r, FieldReader &scaling,
+                     std::vector<double> &base, std::optional<int64_t> maxPos,
+                     const Defaults &d, RopeSpec &rope) {
+  YarnParams y;
+  y.factor = rope.factor;
+  y.betaFast = scaling.optNum({"beta_fast"}, 1e-6, 1e6, 32.0).value_or(32.0);
+  y.betaSlow = scaling.optNum({"beta_slow"}, 1e-6, 1e6, 1.0).value_or(1.0);
+  y.mscale = scaling.optNum({"mscale"}, 0.0, 1e6);
+  y.mscaleAll = scaling.optNum({"mscale_all_dim"}, 0.0, 1e6);
+  y.attentionFactor = scaling.optNum({"attention_factor"}, 1e-6, 1e6);
+  y.truncate = scaling.optBool({"truncate"}, true).value_or(true);
+  y.originalMax = scaling
+                      .optInt({"original_max_position_embeddings"}, 1,
+                              kMaxPositions, maxPos.value_or(d.maxPos))
+                      .value_or(d.maxPos);
+  if (r.failed())
+    return;
+  // The correction range divides by log(rope_theta).
+  if (!(rope.theta > 1.0)) {
+    (r.present("rope_theta") ? r.error("rope_theta") : scaling.errorHere())
+        << "rope_theta " << formatNumber(rope.theta)
+        << " leaves yarn's correction range undefined (it divides by "
+           "log(rope_theta)); accepted with yarn: rope_theta > 1";
+    return;
+  }
+  computeYarn(y, base, rope);
 }
 
 /// longrope (Phi-3.5, Phi-4-mini), as transformers'
@@ -232,7 +236,8 @@ RopeSpec normalize::readRope(FieldReader &r, int64_t headDim,
                              const Defaults &d, std::optional<int64_t> maxPos,
                              llvm::StringRef layerType,
                              std::optional<double> thetaOverride,
-                             bool allowScaling) {
+                             bool allowScaling,
+                             const YarnParams *defaultYarn) {
   RopeSpec rope;
   std::optional<FieldReader> params = r.optObject("rope_parameters");
   // v5 configs may key rope_parameters by layer type (Gemma 3).
@@ -248,8 +253,19 @@ RopeSpec normalize::readRope(FieldReader &r, int64_t headDim,
     if (!scaling && params && params->firstPresent({"rope_type", "type"}))
       scaling = params;
   }
-  if (r.failed() || !scaling)
+  if (r.failed())
     return rope;
+  if (!scaling) {
+    // A family whose config class fills in a scaling when the config has
+    // none (GptOssConfig: yarn).
+    if (allowScaling && defaultYarn && rope.theta > 1.0) {
+      rope.scalingType = "yarn";
+      rope.factor = defaultYarn->factor;
+      std::vector<double> base = defaultInvFreq(rope.theta, rope.rotaryDim);
+      computeYarn(*defaultYarn, base, rope);
+    }
+    return rope;
+  }
   static const llvm::StringRef kTypes[] = {"default", "linear", "dynamic",
                                            "yarn",    "longrope", "su",
                                            "llama3"};

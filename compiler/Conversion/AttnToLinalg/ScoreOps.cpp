@@ -130,18 +130,19 @@ static Value lowerOp(MaskOp mk, GenericBuilder &g) {
   return result;
 }
 
-static Value lowerOp(SoftmaxOp sm, GenericBuilder &g) {
+/// Softmax over the last dim of scores `s` [B, H, Sq, Skv], with one more
+/// logit per row, `sinks[h]`, when `sinks` is given (its probability
+/// dropped). A row of -inf (and no sink) gives 0s.
+static Value softmaxRows(Operation *op, Value s, Value sinks,
+                         GenericBuilder &g) {
   OpBuilder &ob = g.b;
-  Operation *op = sm;
-  auto resTy = cast<RankedTensorType>(sm->getResult(0).getType());
+  auto resTy = cast<RankedTensorType>(op->getResult(0).getType());
   Type elt = resTy.getElementType();
-  Value result;
   if (resTy.getRank() != 4) {
     op->emitError("convert-attn-to-linalg: softmax of rank ")
         << resTy.getRank() << " is not lowered yet";
     return Value();
   }
-  Value s = sm.getInput();
   SmallVector<OpFoldResult> rows = {g.dim(s, 0), g.dim(s, 1), g.dim(s, 2)};
   AffineMap id4 = AffineMap::getMultiDimIdentityMap(4, ob.getContext());
   AffineMap row4 = g.map(4, {g.d(0), g.d(1), g.d(2)});
@@ -151,6 +152,26 @@ static Value lowerOp(SoftmaxOp sm, GenericBuilder &g) {
                          return arith::MaximumFOp::create(b, l, a[0], a[1])
                              .getResult();
                        });
+  Value sumInit = g.fill(rows, 0.0);
+  if (sinks) {
+    // m = max(m, sink); the sum starts at exp(sink - m).
+    AffineMap id3 = AffineMap::getMultiDimIdentityMap(3, ob.getContext());
+    AffineMap head3 = g.map(3, {g.d(1)});
+    SmallVector<IteratorType> par3(3, kPar);
+    mx = g.generic({mx, sinks}, g.empty(rows, g.acc), {id3, head3, id3},
+                   par3, [&](OpBuilder &b, Location l, ValueRange a) {
+                     return arith::MaximumFOp::create(
+                                b, l, a[0], toAcc(b, l, a[1], g.acc))
+                         .getResult();
+                   });
+    sumInit = g.generic({mx, sinks}, g.empty(rows, g.acc), {id3, head3, id3},
+                        par3, [&](OpBuilder &b, Location l, ValueRange a) {
+                          Value d = arith::SubFOp::create(
+                              b, l, toAcc(b, l, a[1], g.acc),
+                              safeMax(b, l, a[0]));
+                          return math::ExpOp::create(b, l, d).getResult();
+                        });
+  }
   // e = exp(s - max) (a full row of -inf gives 0s).
   SmallVector<OpFoldResult> sizes = {g.dim(s, 0), g.dim(s, 1), g.dim(s, 2),
                                      g.dim(s, 3)};
@@ -161,23 +182,29 @@ static Value lowerOp(SoftmaxOp sm, GenericBuilder &g) {
                                                   safeMax(b, l, a[1]));
                   return math::ExpOp::create(b, l, d).getResult();
                 });
-  Value sum = g.generic({e}, g.fill(rows, 0.0), {id4, row4}, red,
+  Value sum = g.generic({e}, sumInit, {id4, row4}, red,
                         [&](OpBuilder &b, Location l, ValueRange a) {
                           return arith::AddFOp::create(b, l, a[0], a[1],
                                                        kReduceFlags)
                               .getResult();
                         });
-  result = g.generic({e, sum}, g.empty(sizes, elt), {id4, row4, id4},
-                     SmallVector<IteratorType>(4, kPar),
-                     [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-                       Value zero = fconst(b, l, elt, 0.0);
-                       Value isZero = arith::CmpFOp::create(
-                           b, l, arith::CmpFPredicate::OEQ, a[1], zero);
-                       Value div = arith::DivFOp::create(b, l, a[0], a[1]);
-                       return arith::SelectOp::create(b, l, isZero, zero,
-                                                      div);
-                     });
-  return result;
+  return g.generic({e, sum}, g.empty(sizes, elt), {id4, row4, id4},
+                   SmallVector<IteratorType>(4, kPar),
+                   [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                     Value zero = fconst(b, l, elt, 0.0);
+                     Value isZero = arith::CmpFOp::create(
+                         b, l, arith::CmpFPredicate::OEQ, a[1], zero);
+                     Value div = arith::DivFOp::create(b, l, a[0], a[1]);
+                     return arith::SelectOp::create(b, l, isZero, zero, div);
+                   });
+}
+
+static Value lowerOp(SoftmaxOp sm, GenericBuilder &g) {
+  return softmaxRows(sm, sm.getInput(), Value(), g);
+}
+
+static Value lowerOp(SinkSoftmaxOp sm, GenericBuilder &g) {
+  return softmaxRows(sm, sm.getInput(), sm.getSinks(), g);
 }
 
 } // namespace to_linalg
@@ -191,5 +218,6 @@ void mlir::attn::to_linalg::populateScoreOpPatterns(RewritePatternSet &patterns)
                LowerToLinalg<SoftcapOp>,
                LowerToLinalg<RelativePositionBiasOp>,
                LowerToLinalg<MaskOp>,
-               LowerToLinalg<SoftmaxOp>>(patterns.getContext());
+               LowerToLinalg<SoftmaxOp>,
+               LowerToLinalg<SinkSoftmaxOp>>(patterns.getContext());
 }

@@ -107,6 +107,7 @@ void mlir::attn::writeKernelHeader(const ModelSpec &spec,
          << (l.position == PositionKind::T5Bias
                  ? ", attn_rt_memref_f32_2 *bias_table"
                  : "")
+         << (l.sinks.empty() ? "" : ", attn_rt_memref_f32_1 *sinks")
          << ");\n";
     if (l.isLatent() && !spec.gpu) {
       const LatentSpec &m = l.latent;

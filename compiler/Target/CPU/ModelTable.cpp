@@ -43,7 +43,7 @@ public:
                                        f64, f64, i32, ptr, i64, ptr, i32,
                                        ptr, i64, i32, ptr, i64, ptr, ptr,
                                        i64, i64, ptr, ptr, ptr, ptr, ptr,
-                                       ptr},
+                                       ptr, i32},
                                       "attn_rt_kind");
     modelTy = llvm::StructType::create(
         ctx, {i32, ptr, i64, ptr, ptr, i64, i64, ptr, i32, ptr},
@@ -130,7 +130,8 @@ bool TableBuilder::checkLayout(std::string &error) const {
         offsetof(attn_rt_kind, mla_paged),
         offsetof(attn_rt_kind, latent_block),
         offsetof(attn_rt_kind, latent_layer),
-        offsetof(attn_rt_kind, mla_paged_part)}},
+        offsetof(attn_rt_kind, mla_paged_part),
+        offsetof(attn_rt_kind, has_sinks)}},
       {modelTy,
        sizeof(attn_rt_model),
        {offsetof(attn_rt_model, abi_version), offsetof(attn_rt_model, family),
@@ -368,7 +369,8 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
          layerNote, linearLayer,
          t.c64(latent ? l.latent.kvLoraRank : 0),
          t.c64(latent ? l.latent.ropeDim : 0), mla, mlaReference, mlaPaged,
-         latentBlock, latentLayer, mlaPagedPart}));
+         latentBlock, latentLayer, mlaPagedPart,
+         t.c32(l.sinks.empty() ? 0 : 1)}));
   }
 
   llvm::Constant *kindArray = t.global(

@@ -100,7 +100,8 @@ LogicalResult SDPAOp::verify() {
   if (failed(verifyRelativeBias(*this, getRelativeBiasAttr(), getBiasTable(),
                                 q.getDimSize(1))))
     return failure();
-  if (failed(verifyKvLengths(*this, getKvLengths(), q)))
+  if (failed(verifyKvLengths(*this, getKvLengths(), q)) ||
+      failed(verifySinks(*this, getSinks(), getQuery())))
     return failure();
   return verifyDestination(*this, getInit().getType(), o);
 }
@@ -244,6 +245,8 @@ LogicalResult PagedSDPAOp::verify() {
                                "query batch")))
       return failure();
   }
+  if (failed(verifySinks(*this, getSinks(), getQuery())))
+    return failure();
   if (bool(getStatsInit()) != bool(getStats()))
     return emitOpError() << "expects a stats result with a stats_init "
                             "destination and none without";

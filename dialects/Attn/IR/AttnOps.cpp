@@ -572,6 +572,15 @@ LogicalResult SoftmaxOp::verify() {
   return success();
 }
 
+LogicalResult SinkSoftmaxOp::verify() {
+  if (getInput().getType() != getResult().getType())
+    return emitOpError() << "expects the result type to equal the input type";
+  if (failed(expectRank(*this, getInput(), 4,
+                        "scores [batch, H, q_len, kv_len]")))
+    return failure();
+  return verifySinks(*this, getSinks(), getInput());
+}
+
 LogicalResult PVOp::verify() {
   if (failed(expectRank(*this, getProbs(), 4,
                         "probabilities [batch, Hq, q_len, kv_len]")) ||

@@ -458,6 +458,29 @@ def Attn_SoftmaxOp : Attn_Op<"softmax", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+def Attn_SinkSoftmaxOp : Attn_Op<"sink_softmax", [Pure]> {
+  let summary = "softmax over the last dimension with a learned sink logit";
+  let description = [{
+    Attention sinks (gpt-oss): each row of the scores `[batch, H, q_len,
+    kv_len]` is extended by one more logit, `sinks[h]` of its head, the
+    softmax taken over the extended row, and the sink's probability dropped:
+    `y = exp(x - m) / (sum(exp(x - m)) + exp(sinks[h] - m))` with `m =
+    max(max(x), sinks[h])`. The rows sum to less than 1; a row whose scores
+    are all -inf yields zeros (a sink of -inf is no sink).
+
+    ```mlir
+    %p = attn.sink_softmax %s, %sinks : (tensor<?x64x?x?xf32>, tensor<64xf32>) -> tensor<?x64x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$sinks);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $sinks attr-dict `:` `(` type($input) `,` type($sinks) `)`
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Attn_PVOp : Attn_Op<"pv", [Pure]> {
   let summary = "probabilities times values, with grouped-query heads";
   let description = [{
@@ -661,7 +684,9 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments,
     size q_len × kv_len is an operand or a result: lowering chooses whether
     such a matrix ever exists. With `relative_bias` and a `bias_table`
     operand (`[num_buckets, Hq]`), T5's relative-position bias is added to
-    the scaled scores before the mask.
+    the scaled scores before the mask. With a `sinks` operand (`[Hq]`, the
+    query's element type), each row's softmax has one more logit, its
+    head's sink, whose probability is dropped (`attn.sink_softmax`).
 
     Query row i sits at key position `i + kv_len - q_len` (`align =
     bottom_right`) or `i` (`top_left`); with a `q_pos` operand, at
@@ -687,6 +712,7 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments,
                        Optional<Attn_IntTensor>:$kv_lengths,
                        Optional<Attn_FloatTensor>:$bias_table,
                        Optional<Index>:$q_pos,
+                       Optional<Attn_FloatTensor>:$sinks,
                        Attn_FloatTensor:$init,
                        F64Attr:$scale,
                        OptionalAttr<Attn_RelativeBiasAttr>:$relative_bias,
@@ -702,6 +728,7 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments,
     (`kv_lengths` `(` $kv_lengths^ `:` type($kv_lengths) `)`)?
     (`bias_table` `(` $bias_table^ `:` type($bias_table) `)`)?
     (`q_pos` `(` $q_pos^ `)`)?
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     `outs` `(` $init `:` type($init) `)`
     attr-dict `:` `(` type($query) `,` type($key) `,` type($value) `)`
     `->` type($result)
@@ -752,7 +779,10 @@ def Attn_PagedSDPAOp : Attn_Op<"paged_sdpa", [Pure, AttrSizedOperandSegments,
     exactly by `M = max_r m_r`, `o = Σ_r e^(m_r - M) l_r o_r / Σ_r e^(m_r -
     M) l_r` (FlashAttention's split-K and ring attention's merge; the pair
     keeps m exact where a single log-sum-exp in f32 would round large
-    logits).
+    logits). With `sinks` (`[Hq]`), each row's softmax also counts its
+    head's sink logit (`attn.sink_softmax`), once: in `stats` the sink is
+    part of (m, l) like one more key, so a caller that merges ranges passes
+    the real sinks to one range and -inf (no sink) to the others.
 
     ```mlir
     %o = attn.paged_sdpa %q, %kc, %vc, %table, %lens
@@ -776,6 +806,7 @@ def Attn_PagedSDPAOp : Attn_Op<"paged_sdpa", [Pure, AttrSizedOperandSegments,
                        Attn_IntTensor:$block_table,
                        Attn_IntTensor:$kv_lengths,
                        Optional<Attn_IntTensor>:$q_pos,
+                       Optional<Attn_FloatTensor>:$sinks,
                        Attn_FloatTensor:$init,
                        Optional<Attn_FloatTensor>:$stats_init,
                        F64Attr:$scale,
@@ -788,6 +819,7 @@ def Attn_PagedSDPAOp : Attn_Op<"paged_sdpa", [Pure, AttrSizedOperandSegments,
   let assemblyFormat = [{
     $query `,` $key_cache `,` $value_cache `,` $block_table `,` $kv_lengths
     (`q_pos` `(` $q_pos^ `:` type($q_pos) `)`)?
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     `outs` `(` $init `:` type($init)
     (`,` $stats_init^ `:` type($stats_init))? `)`
     attr-dict `:` `(` type($query) `,` type($key_cache) `,`

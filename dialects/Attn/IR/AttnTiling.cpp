@@ -92,7 +92,9 @@ SDPAOp::getTiledImplementation(OpBuilder &b, ArrayRef<OpFoldResult> offsets,
   Value v = slice(getValue(), {offsets[0], kvHead0, zero, offsets[3]},
                   {sizes[0], kvHeadsAttr, kvLen, sizes[3]});
   Value init = slice(getInit(), offsets, sizes);
-  Value lengths, table;
+  Value lengths, table, sinks;
+  if (getSinks())
+    sinks = slice(getSinks(), {offsets[1]}, {sizes[1]});
   if (getKvLengths())
     lengths = slice(getKvLengths(), {offsets[0]}, {sizes[0]});
   if (getBiasTable())
@@ -117,7 +119,7 @@ SDPAOp::getTiledImplementation(OpBuilder &b, ArrayRef<OpFoldResult> offsets,
             b, loc, d0 + b.getAffineDimExpr(1), {base, offsets[2]}));
   }
   auto tiled = SDPAOp::create(
-      b, loc, init.getType(), q, k, v, lengths, table, qPos, init,
+      b, loc, init.getType(), q, k, v, lengths, table, qPos, sinks, init,
       getScaleAttr(), getRelativeBiasAttr(), getMaskAttr(), getWindowAttr(),
       getSoftcapAttr(), getAlignAttr());
   return TilingResult{{tiled}, {tiled.getResult()}, slices};

@@ -176,6 +176,24 @@ LogicalResult verify::verifyNormWeight(Operation *op, Value input, Value weight,
 }
 
 /// Verifies an optional relative-bias attribute with its table operand.
+LogicalResult verify::verifySinks(Operation *op, Value sinks, Value query) {
+  if (!sinks)
+    return success();
+  ShapedType s = tensorOf(sinks), q = tensorOf(query);
+  if (s.getRank() != 1)
+    return op->emitOpError() << "expects sinks [heads] of rank 1, got rank "
+                             << s.getRank();
+  if (!dimsAgree(s.getDimSize(0), q.getDimSize(1)))
+    return op->emitOpError() << "expects one sink per query head ("
+                             << dimStr(q.getDimSize(1)) << "), got "
+                             << dimStr(s.getDimSize(0));
+  if (s.getElementType() != q.getElementType())
+    return op->emitOpError() << "expects sinks of the query's element type "
+                             << q.getElementType() << ", got "
+                             << s.getElementType();
+  return success();
+}
+
 LogicalResult verify::verifyRelativeBias(Operation *op, RelativeBiasAttr attr,
                                  Value table, int64_t heads) {
   if (!attr && !table)

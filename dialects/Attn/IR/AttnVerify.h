@@ -77,6 +77,10 @@ LogicalResult verifyPositiveFinite(Operation *op, double v, StringRef name);
 LogicalResult verifyNormWeight(Operation *op, Value input, Value weight,
                                StringRef name);
 
+/// Attention sinks: `sinks` (when given) is [heads] with one entry per query
+/// head (dim 1 of `query`), of the query's element type.
+LogicalResult verifySinks(Operation *op, Value sinks, Value query);
+
 /// Verifies an optional relative-bias attribute with its table operand.
 LogicalResult verifyRelativeBias(Operation *op, RelativeBiasAttr attr,
                                  Value table, int64_t heads);

@@ -103,6 +103,7 @@ bool computes(Kernel kernel, SDPAOp op) {
       op.getSoftcapAttr() != k.getSoftcapAttr() ||
       op.getAlign() != k.getAlign() || op.getQPos() ||
       bool(op.getBiasTable()) != bool(k.getBiasTable()) ||
+      bool(op.getSinks()) != bool(k.getSinks()) ||
       (op.getKvLengths() && !k.getKvLengths()))
     return false;
   // Operand by operand, by name: the two ops need not have the same optional
@@ -112,6 +113,7 @@ bool computes(Kernel kernel, SDPAOp op) {
       op.getValue().getType() != k.getValue().getType() ||
       (op.getBiasTable() &&
        op.getBiasTable().getType() != k.getBiasTable().getType()) ||
+      (op.getSinks() && op.getSinks().getType() != k.getSinks().getType()) ||
       (op.getKvLengths() &&
        op.getKvLengths().getType() != k.getKvLengths().getType()))
     return false;
@@ -206,6 +208,8 @@ void callKernel(Kernel kernel, SDPAOp op) {
       return op.getValue();
     if (a == k.getKvLengths())
       return lengths;
+    if (a == k.getSinks())
+      return op.getSinks();
     return op.getBiasTable();
   });
 }

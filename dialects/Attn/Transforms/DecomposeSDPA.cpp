@@ -41,7 +41,10 @@ void mlir::attn::decomposeSDPA(SDPAOp op, OpBuilder &b) {
     s = MaskOp::create(b, loc, scoresTy, s, op.getKvLengths(), op.getQPos(),
                        op.getMaskAttr(), op.getWindowAttr(),
                        op.getAlignAttr());
-  Value p = SoftmaxOp::create(b, loc, s);
+  Value p = op.getSinks()
+                ? SinkSoftmaxOp::create(b, loc, s.getType(), s, op.getSinks())
+                      .getResult()
+                : SoftmaxOp::create(b, loc, s).getResult();
   Value o = PVOp::create(b, loc, op.getType(), p, op.getValue());
   op.getResult().replaceAllUsesWith(o);
   op.erase();

@@ -177,13 +177,21 @@ struct FusePV : OpRewritePattern<PVOp> {
 
   LogicalResult matchAndRewrite(PVOp pv,
                                 PatternRewriter &rewriter) const override {
-    auto softmax = pv.getProbs().getDefiningOp<SoftmaxOp>();
-    if (!softmax)
+    // The probabilities: a softmax, or one with attention sinks.
+    Operation *softmax = pv.getProbs().getDefiningOp();
+    Value scores, sinks;
+    if (auto plain = dyn_cast_or_null<SoftmaxOp>(softmax)) {
+      scores = plain.getInput();
+    } else if (auto sink = dyn_cast_or_null<SinkSoftmaxOp>(softmax)) {
+      scores = sink.getInput();
+      sinks = sink.getSinks();
+    } else {
       return rewriter.notifyMatchFailure(pv, "probabilities are not a softmax");
-    if (!softmax.getResult().hasOneUse())
+    }
+    if (!softmax->getResult(0).hasOneUse())
       return rewriter.notifyMatchFailure(pv, "softmax has other uses");
     Chain chain;
-    if (!matchChain(softmax.getInput(), chain))
+    if (!matchChain(scores, chain))
       return rewriter.notifyMatchFailure(pv, "not an attention chain");
 
     Value table;
@@ -198,7 +206,7 @@ struct FusePV : OpRewritePattern<PVOp> {
                                          pv.getValue());
     auto sdpa = SDPAOp::create(
         rewriter, pv.getLoc(), pv.getType(), chain.query, chain.qk.getKey(),
-        pv.getValue(), chain.kvLengths, table, chain.qPos, init,
+        pv.getValue(), chain.kvLengths, table, chain.qPos, sinks, init,
         rewriter.getF64FloatAttr(chain.scale), rel,
         MaskKindAttr::get(getContext(), chain.mask),
         chain.window ? rewriter.getI64IntegerAttr(*chain.window)

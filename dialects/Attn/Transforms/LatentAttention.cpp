@@ -193,7 +193,8 @@ struct Forms {
     auto resTy = tensor({qt.getDimSize(0), qt.getDimSize(1), qt.getDimSize(2),
                          vt.getDimSize(3)});
     return SDPAOp::create(
-        b, loc, resTy, q, k, v, op.getKvLengths(), Value(), Value(), init,
+        b, loc, resTy, q, k, v, op.getKvLengths(), Value(), Value(), Value(),
+        init,
         op.getScaleAttr(), RelativeBiasAttr(), op.getMaskAttr(),
         IntegerAttr(), FloatAttr(),
         CausalAlignmentAttr::get(b.getContext(),

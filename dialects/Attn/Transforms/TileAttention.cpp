@@ -89,6 +89,8 @@ struct KeyRange {
 struct AttentionOperands {
   Operation *op;
   Value query, key, value, kvLengths, biasTable, qPos, init, blockTable;
+  /// Attention sinks [Hq], or null.
+  Value sinks;
   /// Paged: each row's query position (q_pos [batch]) and the row
   /// statistics' destination, or null.
   Value rowQPos, statsInit;
@@ -101,7 +103,8 @@ struct AttentionOperands {
   explicit AttentionOperands(SDPAOp s)
       : op(s), query(s.getQuery()), key(s.getKey()), value(s.getValue()),
         kvLengths(s.getKvLengths()), biasTable(s.getBiasTable()),
-        qPos(s.getQPos()), init(s.getInit()), scale(s.getScaleAttr()),
+        qPos(s.getQPos()), init(s.getInit()), sinks(s.getSinks()),
+        scale(s.getScaleAttr()),
         softcap(s.getSoftcapAttr()), window(s.getWindowAttr()),
         mask(s.getMask()), relativeBias(s.getRelativeBiasAttr()),
         align(s.getAlign()) {}
@@ -109,7 +112,7 @@ struct AttentionOperands {
       : op(s), query(s.getQuery()), key(s.getKeyCache()),
         value(s.getValueCache()), kvLengths(s.getKvLengths()),
         init(s.getInit()), blockTable(s.getBlockTable()),
-        rowQPos(s.getQPos()), statsInit(s.getStatsInit()),
+        sinks(s.getSinks()), rowQPos(s.getQPos()), statsInit(s.getStatsInit()),
         scale(s.getScaleAttr()), softcap(s.getSoftcapAttr()),
         window(s.getWindowAttr()), mask(s.getMask()) {}
   bool paged() const { return blockTable != Value(); }
@@ -140,10 +143,17 @@ private:
   KeyRange keyRange(OpBuilder &b, Location loc, Value bIdx, Value q0,
                     Value qn);
   /// The online-softmax state of the group's rows [q0, q0 + qn) over the
-  /// keys of `range` that lie in [clipLo, clipHi) (all when null).
+  /// keys of `range` that lie in [clipLo, clipHi) (all when null); with
+  /// sinks, part `part` 0 (or the only part, when null) counts its heads'
+  /// sinks.
   SmallVector<Value> foldKeys(OpBuilder &b, Location loc, Value bIdx,
                               Value gIdx, Value q0, Value qn, KeyRange range,
-                              Value clipLo, Value clipHi);
+                              Value clipLo, Value clipHi, Value part);
+  /// The initial max and sum [G, qn] of the group's rows: -inf and 0, or
+  /// with sinks (when `counts`) its heads' sinks and 1 (0 for a sink of
+  /// -inf).
+  std::pair<Value, Value> initialRowState(OpBuilder &b, Location loc,
+                                          Value gIdx, Value qn, Value counts);
   /// One parallel iteration per (batch, KV head, query block, part): with
   /// one part each block is normalized into `init` (result 0); with split
   /// (one query block, `nSplit` parts of its key range) each part's state
@@ -315,7 +325,7 @@ Value SDPATiler::splat(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
 SmallVector<Value> SDPATiler::foldKeys(OpBuilder &b, Location loc, Value bIdx,
                                        Value gIdx, Value q0, Value qn,
                                        KeyRange range, Value clipLo,
-                                       Value clipHi) {
+                                       Value clipHi, Value part) {
   IndexMath n{b, loc};
   Value h0 = n.mul(gIdx, n.c(groupSize));
   // The query tile of the whole group: [G, qn, d].
@@ -343,12 +353,17 @@ SmallVector<Value> SDPATiler::foldKeys(OpBuilder &b, Location loc, Value bIdx,
                                       n.c(17));
     step = arith::SelectOp::create(b, loc, few, n.c(sizes.decodeKvBlock), step);
   }
-  // Initial state: acc = 0, max = -inf, sum = 0.
+  // Initial state: acc = 0, max = -inf, sum = 0 (with sinks: the sink as
+  // one more key of value 0, in one part only).
+  Value counts;
+  if (op.sinks)
+    counts = part ? arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          part, n.c(0))
+                        .getResult()
+                  : arith::ConstantIntOp::create(b, loc, 1, 1).getResult();
+  auto [max0, sum0] = initialRowState(b, loc, gIdx, qn, counts);
   SmallVector<Value> state = {
-      splat(b, loc, {groupSize, kDyn, headDimV}, 0.0, qn),
-      splat(b, loc, {groupSize, kDyn},
-            -std::numeric_limits<double>::infinity(), qn),
-      splat(b, loc, {groupSize, kDyn}, 0.0, qn)};
+      splat(b, loc, {groupSize, kDyn, headDimV}, 0.0, qn), max0, sum0};
   Value qPos = n.add(q0, range.offset);
   if (op.window)
     state = keyLoop(b, loc, range.lo, range.fullLo, step, /*masked=*/true,
@@ -359,6 +374,58 @@ SmallVector<Value> SDPATiler::foldKeys(OpBuilder &b, Location loc, Value bIdx,
     state = keyLoop(b, loc, range.fullHi, range.hi, step, /*masked=*/true,
                     state, qTile, bIdx, gIdx, qPos);
   return state;
+}
+
+std::pair<Value, Value> SDPATiler::initialRowState(OpBuilder &b,
+                                                   Location loc, Value gIdx,
+                                                   Value qn, Value counts) {
+  double inf = std::numeric_limits<double>::infinity();
+  Value max0 = splat(b, loc, {groupSize, kDyn}, -inf, qn);
+  Value sum0 = splat(b, loc, {groupSize, kDyn}, 0.0, qn);
+  if (!op.sinks)
+    return {max0, sum0};
+  IndexMath n{b, loc};
+  SmallVector<OpFoldResult> offs = {n.mul(gIdx, n.c(groupSize))};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(groupSize)};
+  SmallVector<OpFoldResult> strides = {b.getIndexAttr(1)};
+  Type sinkElt = cast<ShapedType>(op.sinks.getType()).getElementType();
+  Value sinks = tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get({groupSize}, sinkElt), op.sinks, offs,
+      sizes, strides);
+  MLIRContext *ctx = b.getContext();
+  AffineMap head = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+  AffineMap id = AffineMap::getMultiDimIdentityMap(2, ctx);
+  using IT = utils::IteratorType;
+  auto generic = [&](Value init, bool isMax) {
+    return linalg::GenericOp::create(
+               b, loc, init.getType(), ValueRange{sinks}, ValueRange{init},
+               ArrayRef<AffineMap>{head, id},
+               ArrayRef<IT>{IT::parallel, IT::parallel},
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 Value s = a[0];
+                 if (s.getType() != accType)
+                   s = arith::ExtFOp::create(nb, l, accType, s);
+                 Value v = s;
+                 if (!isMax) {
+                   // exp(sink - max) with max = sink: 1, or 0 for -inf.
+                   Value ninf = arith::ConstantOp::create(
+                       nb, l, accType, nb.getFloatAttr(accType, -inf));
+                   Value none = arith::CmpFOp::create(
+                       nb, l, arith::CmpFPredicate::OEQ, s, ninf);
+                   v = arith::SelectOp::create(
+                       nb, l, none,
+                       arith::ConstantOp::create(
+                           nb, l, accType, nb.getFloatAttr(accType, 0.0)),
+                       arith::ConstantOp::create(
+                           nb, l, accType, nb.getFloatAttr(accType, 1.0)));
+                 }
+                 linalg::YieldOp::create(
+                     nb, l, Value(arith::SelectOp::create(nb, l, counts, v,
+                                                          a[1])));
+               })
+        .getResult(0);
+  };
+  return {generic(max0, true), generic(sum0, false)};
 }
 
 SmallVector<Value> SDPATiler::partsForall(OpBuilder &b, Location loc,
@@ -421,7 +488,7 @@ SmallVector<Value> SDPATiler::partsForall(OpBuilder &b, Location loc,
     sHi = n.min(n.add(sLo, per), range.hi);
   }
   SmallVector<Value> state =
-      foldKeys(b, loc, bIdx, gIdx, q0, qn, range, sLo, sHi);
+      foldKeys(b, loc, bIdx, gIdx, q0, qn, range, sLo, sHi, sIdx);
   Value blockOut = tensor::EmptyOp::create(
       b, loc, ArrayRef<int64_t>{groupSize, kDyn, headDimV}, elt,
       ValueRange{qn});

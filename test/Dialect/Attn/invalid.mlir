@@ -1572,3 +1572,27 @@ func.func @rope_long_negative(%x: tensor<?x4x?x16xf32>, %p: tensor<?x?xi64>) {
   %0 = attn.rope %x, %p {theta = 1.0e4 : f64, rotary_dim = 4 : i64, inv_freq = array<f64: 1.0, 0.1>, long_inv_freq = array<f64: 1.0, -1.0>, long_after = 8 : i64} : (tensor<?x4x?x16xf32>, tensor<?x?xi64>) -> tensor<?x4x?x16xf32>
   return
 }
+
+// -----
+
+func.func @sink_softmax_count(%s: tensor<?x8x?x?xf32>, %sinks: tensor<4xf32>) {
+  // expected-error @+1 {{expects one sink per query head (8), got 4}}
+  %0 = attn.sink_softmax %s, %sinks : (tensor<?x8x?x?xf32>, tensor<4xf32>) -> tensor<?x8x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @sink_softmax_rank(%s: tensor<?x8x?x?xf32>, %sinks: tensor<8x1xf32>) {
+  // expected-error @+1 {{expects sinks [heads] of rank 1, got rank 2}}
+  %0 = attn.sink_softmax %s, %sinks : (tensor<?x8x?x?xf32>, tensor<8x1xf32>) -> tensor<?x8x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @sdpa_sinks_type(%q: tensor<?x8x?x16xf32>, %k: tensor<?x2x?x16xf32>, %sinks: tensor<8xf16>, %init: tensor<?x8x?x16xf32>) {
+  // expected-error @+1 {{expects sinks of the query's element type 'f32', got 'f16'}}
+  %0 = attn.sdpa %q, %k, %k sinks(%sinks : tensor<8xf16>) outs(%init : tensor<?x8x?x16xf32>) {scale = 0.25 : f64} : (tensor<?x8x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x8x?x16xf32>
+  return
+}

@@ -290,3 +290,13 @@ func.func @latent_attention(%qn: tensor<?x128x?x128xf32>, %qr: tensor<?x128x?x64
   %0 = attn.latent_attention %qn, %qr, %c, %w kv_lengths(%l : tensor<?xi64>) {mask = #attn.mask<causal>, scale = 0.1352337788608801 : f64} : (tensor<?x128x?x128xf32>, tensor<?x128x?x64xf32>, tensor<?x?x576xbf16>, tensor<32768x512xf32>) -> tensor<?x128x?x128xf32>
   return %0 : tensor<?x128x?x128xf32>
 }
+
+// Attention sinks: the graph op, and the fused op's sinks operand.
+// CHECK-LABEL: func.func @sinks
+func.func @sinks(%s: tensor<?x8x?x?xf32>, %sinks: tensor<8xf32>, %q: tensor<?x8x?x16xf32>, %k: tensor<?x2x?x16xf32>, %init: tensor<?x8x?x16xf32>) -> (tensor<?x8x?x?xf32>, tensor<?x8x?x16xf32>) {
+  // CHECK: attn.sink_softmax %{{.*}}, %{{.*}} : (tensor<?x8x?x?xf32>, tensor<8xf32>) -> tensor<?x8x?x?xf32>
+  %p = attn.sink_softmax %s, %sinks : (tensor<?x8x?x?xf32>, tensor<8xf32>) -> tensor<?x8x?x?xf32>
+  // CHECK: attn.sdpa %{{.*}}, %{{.*}}, %{{.*}} sinks(%{{.*}} : tensor<8xf32>) outs(%{{.*}} : tensor<?x8x?x16xf32>) {mask = #attn.mask<causal>, scale = 2.500000e-01 : f64}
+  %o = attn.sdpa %q, %k, %k sinks(%sinks : tensor<8xf32>) outs(%init : tensor<?x8x?x16xf32>) {mask = #attn.mask<causal>, scale = 0.25 : f64} : (tensor<?x8x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x8x?x16xf32>
+  return %p, %o : tensor<?x8x?x?xf32>, tensor<?x8x?x16xf32>
+}

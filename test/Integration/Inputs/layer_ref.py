@@ -70,7 +70,7 @@ import qwen3_next_block_ref as qnb  # noqa: E402
 from block_ref import rope  # noqa: E402
 
 ROPE_FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen3",
-                 "qwen3_moe", "qwen3_next", "glm4_moe",
+                 "qwen3_moe", "qwen3_next", "glm4_moe", "gpt_oss",
                  "gemma2", "gemma3", "phi3")
 
 
@@ -84,20 +84,58 @@ def text_config(cfg):
     return cfg, "model.layers.{i}."
 
 
+def yarn_inv_freq(theta, dim, rs, max_pos):
+    """transformers' _compute_yarn_parameters: inverse frequencies blended
+    between extrapolation and interpolation by a linear ramp over the
+    correction range, and the attention factor (mscale)."""
+    factor = rs["factor"]
+    orig = rs.get("original_max_position_embeddings") or max_pos
+    beta_fast = rs.get("beta_fast") or 32
+    beta_slow = rs.get("beta_slow") or 1
+    truncate = rs.get("truncate", True)
+
+    def get_mscale(scale, mscale=1):
+        return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
+    attn = rs.get("attention_factor")
+    if attn is None:
+        if rs.get("mscale") and rs.get("mscale_all_dim"):
+            attn = get_mscale(factor, rs["mscale"]) / \
+                get_mscale(factor, rs["mscale_all_dim"])
+        else:
+            attn = get_mscale(factor)
+
+    def corr_dim(rot):
+        return dim * math.log(orig / (rot * 2 * math.pi)) / \
+            (2 * math.log(theta))
+    low, high = corr_dim(beta_fast), corr_dim(beta_slow)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
+    if low == high:
+        high += 0.001
+    pos = theta ** (np.arange(0, dim, 2) / dim)
+    ramp = np.clip((np.arange(dim // 2) - low) / (high - low), 0, 1)
+    extra = 1 - ramp
+    inv = (1 / (factor * pos)) * (1 - extra) + (1 / pos) * extra
+    return inv, attn
+
+
 def rope_layer(cfg, fam, L):
     c, prefix = text_config(cfg)
     H = c.get("hidden_size", 2304 if fam.startswith("gemma") else
-              2048 if fam == "qwen3_moe" else 4096)
+              2048 if fam == "qwen3_moe" else 2880 if fam == "gpt_oss"
+              else 4096)
     hq = c.get("num_attention_heads", 8 if fam.startswith("gemma") else
-               96 if fam == "glm4_moe" else 32)
+               96 if fam == "glm4_moe" else 64 if fam == "gpt_oss" else 32)
     hkv = c.get("num_key_value_heads",
                 {"gemma2": 4, "gemma3": 4, "mistral": 8, "mixtral": 8,
-                 "qwen3_moe": 4, "glm4_moe": 8}.get(fam, hq))
+                 "qwen3_moe": 4, "glm4_moe": 8, "gpt_oss": 8}.get(fam, hq))
     dflt_d = {"qwen3": 128, "qwen3_next": 256, "gemma2": 256,
-              "gemma3": 256, "glm4_moe": 128}.get(fam, H // hq)
+              "gemma3": 256, "glm4_moe": 128, "gpt_oss": 64}.get(fam, H // hq)
     d = c.get("head_dim") or dflt_d
     n = c.get("num_hidden_layers", 26 if fam.startswith("gemma") else
-              24 if fam == "qwen3_moe" else 46 if fam == "glm4_moe" else 32)
+              24 if fam == "qwen3_moe" else 46 if fam == "glm4_moe" else
+              36 if fam == "gpt_oss" else 32)
     # Layer types, as each config class derives them.
     types = c.get("layer_types")
     window = c.get("sliding_window")
@@ -117,6 +155,10 @@ def rope_layer(cfg, fam, L):
             mwl = c.get("max_window_layers", 28)
             window = c.get("sliding_window", 4096)
             types = ["sliding_attention" if use and i >= mwl else
+                     "full_attention" for i in range(n)]
+        elif fam == "gpt_oss":  # GptOssConfig: (i + 1) % 2 slides
+            window = c.get("sliding_window", 128)
+            types = ["sliding_attention" if (i + 1) % 2 else
                      "full_attention" for i in range(n)]
         elif fam == "gemma2":
             window = c.get("sliding_window", 4096)
@@ -146,13 +188,25 @@ def rope_layer(cfg, fam, L):
     pre = prefix.replace("{i}", str(L))
     a = pre + "self_attn."
     theta = c.get("rope_theta",
-                  1e6 if fam in ("gemma3", "mixtral") else 10000.0)
+                  1e6 if fam in ("gemma3", "mixtral") else
+                  150000.0 if fam == "gpt_oss" else 10000.0)
     if fam == "gemma3" and t == "sliding_attention":
         theta = c.get("rope_local_base_freq", 10000.0)
     prf = c.get("partial_rotary_factor", 0.25 if fam == "qwen3_next" else
                 0.5 if fam == "glm4_moe" else 1.0)
     rs = c.get("rope_scaling") or {}
+    if fam == "gpt_oss" and not rs:
+        # GptOssConfig's rope_parameters when the config gives none.
+        rs = {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0,
+              "beta_slow": 1.0, "truncate": False,
+              "original_max_position_embeddings": 4096}
+    rd = int(d * prf)
     longrope = None
+    if rs.get("rope_type", rs.get("type")) == "yarn":
+        # _compute_yarn_parameters, as a table both sides of no switch.
+        inv, attn = yarn_inv_freq(theta, rd, rs, c.get(
+            "max_position_embeddings", 131072))
+        longrope = dict(short=None, long=None, inv=inv, orig=None, attn=attn)
     if rs.get("rope_type", rs.get("type")) in ("longrope", "su"):
         # _compute_longrope_parameters: the top-level
         # original_max_position_embeddings first (Phi-3), factor by default
@@ -165,7 +219,7 @@ def rope_layer(cfg, fam, L):
             1.0 if factor <= 1.0
             else math.sqrt(1 + math.log(factor) / math.log(orig)))
         longrope = dict(short=rs["short_factor"], long=rs["long_factor"],
-                        orig=orig, attn=attn)
+                        orig=orig, attn=attn, inv=None)
     desc = dict(
         H=H, hq=hq, hkv=hkv, d=d, causal=True,
         window=window if t == "sliding_attention" else None,
@@ -185,11 +239,13 @@ def rope_layer(cfg, fam, L):
                  "rms" if fam == "glm4_moe" and c.get("use_qk_norm", False)
                  else None),
         q_norm=a + "q_norm.weight", k_norm=a + "k_norm.weight",
-        gate=fam == "qwen3_next", placement="pre", cross=False)
+        gate=fam == "qwen3_next", placement="pre", cross=False,
+        sinks=a + "sinks" if fam == "gpt_oss" else None)
     bias = (fam == "qwen2" or
             (fam in ("llama", "qwen3", "qwen3_moe", "gemma2", "gemma3",
                      "qwen3_next", "glm4_moe")
-             and c.get("attention_bias", False)))
+             and c.get("attention_bias", False)) or
+            (fam == "gpt_oss" and c.get("attention_bias", True)))
     # Glm4MoeAttention: o_proj never has a bias.
     obias = fam not in ("qwen2", "glm4_moe") and bias
     if fam == "phi3":
@@ -700,6 +756,13 @@ def make_weights(desc, rng):
         off = 0.0 if desc["qk_norm"] == "rms1" else 1.0
         t[desc["q_norm"]] = off + vec(d)
         t[desc["k_norm"]] = off + vec(d)
+    if desc.get("sinks"):
+        # Sinks near the scores, one that outweighs every key, one that no
+        # key notices, and -inf (no sink), heads cycling through them.
+        sv = rng.standard_normal(hq)
+        for h in range(hq):
+            sv[h] = [sv[h], 1e4, -1e4, -np.inf, 3.0][h % 5]
+        t[desc["sinks"]] = sv
     if desc.get("t5"):
         t[desc["t5"]["table"]] = rng.standard_normal(
             (desc["t5"]["buckets"], hq))
@@ -762,9 +825,14 @@ def attention(q, k, v, desc, lens):
             if bias is not None:
                 s = s + bias[h]
             s = np.where(vis, s, -np.inf)
-            m = s.max(-1, keepdims=True)
-            e = np.where(vis, np.exp(s - np.where(np.isfinite(m), m, 0)), 0)
-            den = e.sum(-1, keepdims=True)
+            # gpt-oss: the head's sink joins the softmax, its share dropped.
+            sink = desc["sink_vals"][h] if desc.get("sink_vals") is not None \
+                else -np.inf
+            m = np.maximum(s.max(-1, keepdims=True), sink)
+            m0 = np.where(np.isfinite(m), m, 0)
+            e = np.where(vis, np.exp(s - m0), 0)
+            den = e.sum(-1, keepdims=True) + (np.exp(sink - m0)
+                                              if np.isfinite(sink) else 0)
             out[b, h] = np.where(den > 0, e / np.where(den > 0, den, 1), 0) @ \
                 v[b, h // group]
     return out
@@ -822,8 +890,11 @@ def block(desc, t, x, mem, lens, with_normed=False):
         # once max(position_ids) + 1 > original_max_position_embeddings.
         lr = desc["longrope"]
         theta, rd = desc["rope"]
-        ext = np.array(lr["long"] if S > lr["orig"] else lr["short"])
-        inv = 1.0 / (ext * theta ** (np.arange(0, rd, 2) / rd))
+        if lr["inv"] is not None:
+            inv = lr["inv"]
+        else:
+            ext = np.array(lr["long"] if S > lr["orig"] else lr["short"])
+            inv = 1.0 / (ext * theta ** (np.arange(0, rd, 2) / rd))
         ang = np.arange(S)[:, None] * inv[None, :]
         cos = np.concatenate([np.cos(ang)] * 2, -1) * lr["attn"]
         sin = np.concatenate([np.sin(ang)] * 2, -1) * lr["attn"]
@@ -839,6 +910,8 @@ def block(desc, t, x, mem, lens, with_normed=False):
         q, k = rope(q, theta, rd), rope(k, theta, rd)
     if desc.get("t5"):
         desc = dict(desc, table=t[desc["t5"]["table"]])
+    if desc.get("sinks"):
+        desc = dict(desc, sink_vals=t[desc["sinks"]])
     o = attention(q, k, v, desc, lens)
     o = o.transpose(0, 2, 1, 3).reshape(B, S, hq * d)
     if gate is not None:
