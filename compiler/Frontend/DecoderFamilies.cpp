@@ -2,7 +2,7 @@
 //
 // This file implements the normalization of the decoder-only RoPE families
 // (llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, qwen3_next, gemma2,
-// gemma3, glm4_moe, gpt_oss, phi3). What
+// gemma3, glm4_moe, gpt_oss, olmo2, phi3). What
 // differs between them is data, one table entry per family (kFamilies):
 // class defaults, which layers slide, the scale and soft-capping rules,
 // biases, norms, RoPE per layer type and checkpoint names. normalizeDecoder
@@ -58,6 +58,10 @@ struct DecoderFamily {
   /// The checkpoint carries num_nextn_predict_layers multi-token-prediction
   /// layers past the decoder (GLM-4.5, DeepSeek-V3).
   bool nextnLayers = false;
+  /// OLMo-2: no norm on the sublayers' inputs, RMSNorm on their outputs
+  /// (post_attention_layernorm, post_feedforward_layernorm) before the
+  /// residual, the q/k norms over the whole projections.
+  bool olmoNorms = false;
   /// attention_bias's class default (gpt-oss: true).
   bool defaultAttentionBias = false;
   /// Attention sinks: a learned logit per query head (`self_attn.sinks`).
@@ -215,6 +219,14 @@ std::vector<DecoderFamily> makeFamilies() {
     y.originalMax = 4096;
     g.defaultYarn = y;
     f.push_back(g);
+  }
+  {
+    // Olmo2Config: Llama's sizes, rms_norm_eps 1e-5.
+    DecoderFamily o{"olmo2", defaults(2048)};
+    o.d.eps = 1e-5;
+    o.qkNorm = true;
+    o.olmoNorms = true;
+    f.push_back(o);
   }
   {
     DecoderFamily p{"phi3", defaults(4096)};
@@ -420,11 +432,15 @@ LayerSpec makeLayer(const DecoderFamily &fam, const Common &c, int64_t i,
   l.outputGate = fam.outputGate;
   l.norm = fam.gemmaNorms || fam.outputGate ? NormKind::RMSUnitOffset
                                             : NormKind::RMS;
-  l.placement = fam.gemmaNorms ? NormPlacement::PrePost : NormPlacement::Pre;
+  l.placement = fam.gemmaNorms  ? NormPlacement::PrePost
+                : fam.olmoNorms ? NormPlacement::Output
+                                : NormPlacement::Pre;
   l.normEps = c.dims.eps;
-  l.normW.weight = p + "input_layernorm.weight";
-  if (fam.gemmaNorms)
+  if (!fam.olmoNorms)
+    l.normW.weight = p + "input_layernorm.weight";
+  if (fam.gemmaNorms || fam.olmoNorms)
     l.postNormW.weight = p + "post_attention_layernorm.weight";
+  l.qkNormFlat = fam.olmoNorms;
   std::string a = p + "self_attn.";
   if (fam.fusedQKV) {
     l.layout = QKVLayout::FusedConcat;

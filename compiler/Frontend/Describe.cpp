@@ -64,6 +64,8 @@ const char *placementName(NormPlacement p) {
     return "pre_and_post";
   case NormPlacement::Post:
     return "post";
+  case NormPlacement::Output:
+    return "post_sublayer";
   }
   return "unknown";
 }
@@ -245,6 +247,7 @@ ojson feedForwardJson(const FFNSpec &f) {
   j["placement"] = f.placement == FFNPlacement::Pre       ? "pre"
                    : f.placement == FFNPlacement::PrePost ? "pre_and_post"
                    : f.placement == FFNPlacement::Post    ? "post"
+                   : f.placement == FFNPlacement::Output  ? "post_sublayer"
                                                           : "parallel";
   if (f.kind == FFNKind::MoE) {
     j["num_experts"] = f.numExperts;
@@ -340,6 +343,8 @@ ojson layerJson(const LayerSpec &l,
         {"rope_interleaved", l.rope.interleaved}};
   }
   j["qk_norm"] = l.qkNorm;
+  if (l.qkNormFlat)
+    j["qk_norm_over"] = "projection";
   j["qkv_bias"] = l.hasQKVBias();
   j["o_bias"] = !l.o.bias.empty();
   j["output_gate"] = l.outputGate;

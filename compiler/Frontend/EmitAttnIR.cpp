@@ -564,13 +564,21 @@ std::array<Value, 4> Emitter::projectQKV(Location loc, const LayerSpec &l,
 std::array<Value, 3> Emitter::headsOf(Location loc, const LayerSpec &l,
                                       const Weights &w, Value q, Value k,
                                       Value v, Value positions) {
+  if (l.qkNorm && l.qkNormFlat) {
+    // OLMo-2: over the whole projection, before the heads split.
+    FloatAttr eps = b.getF64FloatAttr(l.normEps);
+    q = RMSNormOp::create(b, loc, q.getType(), q, w.lookup("q_norm_weight"),
+                          eps, UnitAttr());
+    k = RMSNormOp::create(b, loc, k.getType(), k, w.lookup("k_norm_weight"),
+                          eps, UnitAttr());
+  }
   Value qh = SplitHeadsOp::create(b, loc, headsType(l.numHeads, l.headDimQK),
                                   q);
   Value kh = SplitHeadsOp::create(
       b, loc, headsType(l.numKVHeads, l.headDimQK), k);
   Value vh = SplitHeadsOp::create(b, loc,
                                   headsType(l.numKVHeads, l.headDimV), v);
-  if (l.qkNorm) {
+  if (l.qkNorm && !l.qkNormFlat) {
     FloatAttr eps = b.getF64FloatAttr(l.normEps);
     UnitAttr offset = unit(l.norm == NormKind::RMSUnitOffset);
     qh = RMSNormOp::create(b, loc, qh.getType(), qh, w.lookup("q_norm_weight"),
@@ -1019,7 +1027,7 @@ func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l,
   auto get = [&](llvm::StringRef role) { return w.lookup(role); };
 
   Value hIn = x;
-  if (l.placement != NormPlacement::Post)
+  if (l.placement == NormPlacement::Pre || l.placement == NormPlacement::PrePost)
     hIn = norm(loc, l, x, get("norm_weight"), get("norm_bias"));
   Value kvIn = cross ? memory : hIn;
   auto [q, k, v, gate] = projectQKV(loc, l, w, hIn, kvIn);
@@ -1031,7 +1039,8 @@ func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l,
   if (gate)
     m = SigmoidGateOp::create(b, loc, m, gate);
   Value y = linear(loc, l, w, m, "o", h);
-  if (l.placement == NormPlacement::PrePost)
+  if (l.placement == NormPlacement::PrePost ||
+      l.placement == NormPlacement::Output)
     y = norm(loc, l, y, get("post_norm_weight"), Value());
   Value r = AddOp::create(b, loc, x, y);
   if (l.placement == NormPlacement::Post)
@@ -1051,7 +1060,8 @@ Value Emitter::feedForward(Location loc, const LayerSpec &l, const Weights &w,
     in = get("ffn_norm_weight")
              ? norm(loc, l, x, get("ffn_norm_weight"), get("ffn_norm_bias"))
              : hIn;
-  else if (f.placement != FFNPlacement::Post)
+  else if (f.placement == FFNPlacement::Pre ||
+           f.placement == FFNPlacement::PrePost)
     in = norm(loc, l, r, get("ffn_norm_weight"), get("ffn_norm_bias"));
   auto act = ActivationAttr::get(ctx, *symbolizeActivation(f.activation));
   Value y;
@@ -1095,7 +1105,8 @@ Value Emitter::feedForward(Location loc, const LayerSpec &l, const Weights &w,
                       get("ffn_up_bias"), get("ffn_down_weight"),
                       get("ffn_down_bias"), act, unit(f.transposedWeights));
   }
-  if (f.placement == FFNPlacement::PrePost)
+  if (f.placement == FFNPlacement::PrePost ||
+      f.placement == FFNPlacement::Output)
     y = norm(loc, l, y, get("ffn_post_norm_weight"), Value());
   Value out = AddOp::create(b, loc, r, y);
   if (f.placement == FFNPlacement::Post)

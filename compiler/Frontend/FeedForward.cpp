@@ -61,7 +61,7 @@ std::string prefixOf(const std::string &name, llvm::StringRef suffix) {
 bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
   const std::string &fam = spec.family;
   bool gemma = fam == "gemma2" || fam == "gemma3";
-  int64_t dflt = fam == "llama"                          ? 11008
+  int64_t dflt = fam == "llama" || fam == "olmo2"       ? 11008
                  : fam == "mistral" || fam == "mixtral"  ? 14336
                  : fam == "qwen2" || fam == "qwen3"      ? 22016
                  : fam == "qwen3_moe"                    ? 6144
@@ -136,10 +136,15 @@ bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
       return false;
     }
   }
-  f.placement = moe.placement = gemma ? FFNPlacement::PrePost
-                                      : FFNPlacement::Pre;
+  bool olmo = fam == "olmo2";
+  f.placement = moe.placement = gemma  ? FFNPlacement::PrePost
+                                : olmo ? FFNPlacement::Output
+                                       : FFNPlacement::Pre;
   for (LayerSpec &l : spec.layers) {
-    std::string p = prefixOf(l.normW.weight, "input_layernorm.weight");
+    // (OLMo-2 has no input norm: its layer prefix from q_proj.)
+    std::string p =
+        olmo ? prefixOf(l.q.weight, "self_attn.q_proj.weight")
+             : prefixOf(l.normW.weight, "input_layernorm.weight");
     bool sparse = (qwenMoE && moe.numExperts > 0 &&
                    (l.index + 1) % sparseStep == 0 &&
                    !llvm::is_contained(mlpOnly, double(l.index))) ||
@@ -176,6 +181,8 @@ bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
     FFNSpec lf = f;
     if (gemma) {
       lf.norm.weight = p + "pre_feedforward_layernorm.weight";
+      lf.postNorm.weight = p + "post_feedforward_layernorm.weight";
+    } else if (olmo) {
       lf.postNorm.weight = p + "post_feedforward_layernorm.weight";
     } else {
       lf.norm.weight = p + "post_attention_layernorm.weight";

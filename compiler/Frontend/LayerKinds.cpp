@@ -104,8 +104,12 @@ std::vector<WeightArg> mlir::attn::layerWeights(const ModelSpec &spec,
   } else {
     linear("qkv", l.qkv, queryWidth(l) + kvq + kvv, h);
   }
-  add("q_norm_weight", {l.headDimQK}, l.qNormW.weight);
-  add("k_norm_weight", {l.headDimQK}, l.kNormW.weight);
+  add("q_norm_weight",
+      {l.qkNormFlat ? l.numHeads * l.headDimQK : l.headDimQK},
+      l.qNormW.weight);
+  add("k_norm_weight",
+      {l.qkNormFlat ? l.numKVHeads * l.headDimQK : l.headDimQK},
+      l.kNormW.weight);
   add("sinks", {l.numHeads}, l.sinks);
   if (l.position == PositionKind::T5Bias)
     add("relative_attention_bias", {l.t5.numBuckets, l.numHeads},
@@ -203,7 +207,8 @@ void attentionKey(llvm::raw_ostream &os, const ModelSpec &spec,
     os << "latent" << m.qLoraRank << ',' << m.kvLoraRank << ',' << m.nopeDim
        << ',' << m.ropeDim << ',' << hexDouble(m.latentNormEps) << '|';
   }
-  os << l.qkNorm << l.outputGate << int(l.norm) << int(l.placement) << '|'
+  os << l.qkNorm << l.qkNormFlat << l.outputGate << !l.sinks.empty()
+     << int(l.norm) << int(l.placement) << '|'
      << hexDouble(l.normEps) << '|' << int(l.layout)
      << l.transposedWeights << '|';
   for (const WeightArg &w : layerWeights(spec, l))

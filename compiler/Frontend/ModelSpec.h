@@ -42,6 +42,7 @@ enum class NormPlacement {
   Pre,     ///< x + attn(norm(x)) (Llama, GPT-2, Whisper, T5, Falcon).
   PrePost, ///< x + post_norm(attn(norm(x))) (Gemma 2/3).
   Post,    ///< norm(x + attn(x)) (BERT).
+  Output,  ///< x + post_norm(attn(x)): the sublayer's output only (OLMo-2).
 };
 
 /// How q, k, v come out of the projections.
@@ -101,6 +102,7 @@ enum class FFNPlacement {
   Post,     ///< norm(r + ffn(r)) (BERT).
   Parallel, ///< r + ffn(norm(x)), x the layer's input (Falcon); without a
             ///< norm weight of its own, the attention's normed input.
+  Output,   ///< r + post_norm(ffn(r)) (OLMo-2).
 };
 
 /// How a mixture of experts scores its experts (transformers' routers).
@@ -192,6 +194,9 @@ struct LayerSpec {
   RopeSpec rope;
   T5BiasSpec t5;
   bool qkNorm = false;
+  /// The q/k norm over the whole projection ([Hq·d] and [Hkv·d] weights,
+  /// before the heads split: OLMo-2) instead of over each head's d.
+  bool qkNormFlat = false;
   bool outputGate = false; ///< Qwen3-Next: o = o * sigmoid(gate).
   /// Attention sinks (gpt-oss): one learned logit per query head in every
   /// row's softmax (the checkpoint's tensor, [numHeads]); empty: none.

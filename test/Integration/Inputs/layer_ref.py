@@ -70,7 +70,7 @@ import qwen3_next_block_ref as qnb  # noqa: E402
 from block_ref import rope  # noqa: E402
 
 ROPE_FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen3",
-                 "qwen3_moe", "qwen3_next", "glm4_moe", "gpt_oss",
+                 "qwen3_moe", "qwen3_next", "glm4_moe", "gpt_oss", "olmo2",
                  "gemma2", "gemma3", "phi3")
 
 
@@ -230,20 +230,27 @@ def rope_layer(cfg, fam, L):
                  else None),
         rope=(theta, int(d * prf)), longrope=longrope,
         eps=c.get("rms_norm_eps",
-                  1e-5 if fam in ("phi3", "mixtral", "glm4_moe") else 1e-6),
+                  1e-5 if fam in ("phi3", "mixtral", "glm4_moe", "olmo2")
+                  else 1e-6),
         norm="rms1" if gemma or fam == "qwen3_next" else "rms",
-        norm_w=pre + "input_layernorm.weight",
-        post_norm_w=pre + "post_attention_layernorm.weight" if gemma else None,
+        norm_w=None if fam == "olmo2" else pre + "input_layernorm.weight",
+        post_norm_w=(pre + "post_attention_layernorm.weight"
+                     if gemma or fam == "olmo2" else None),
+        # Olmo2RMSNorm is w * x; Gemma's (1 + w) * x.
+        post_norm="rms" if fam == "olmo2" else "rms1",
         qk_norm=("rms1" if fam in ("gemma3", "qwen3_next") else
-                 "rms" if fam in ("qwen3", "qwen3_moe") else
+                 "rms" if fam in ("qwen3", "qwen3_moe", "olmo2") else
                  "rms" if fam == "glm4_moe" and c.get("use_qk_norm", False)
                  else None),
         q_norm=a + "q_norm.weight", k_norm=a + "k_norm.weight",
-        gate=fam == "qwen3_next", placement="pre", cross=False,
+        # Olmo2Attention: q_norm/k_norm over the whole projection.
+        qk_flat=fam == "olmo2",
+        gate=fam == "qwen3_next",
+        placement="output" if fam == "olmo2" else "pre", cross=False,
         sinks=a + "sinks" if fam == "gpt_oss" else None)
     bias = (fam == "qwen2" or
             (fam in ("llama", "qwen3", "qwen3_moe", "gemma2", "gemma3",
-                     "qwen3_next", "glm4_moe")
+                     "qwen3_next", "glm4_moe", "olmo2")
              and c.get("attention_bias", False)) or
             (fam == "gpt_oss" and c.get("attention_bias", True)))
     # Glm4MoeAttention: o_proj never has a bias.
@@ -404,11 +411,13 @@ def ffn_desc(cfg, desc, L):
     if fam in ROPE_FAMILIES:
         c, _ = text_config(cfg)
         gemma = fam in ("gemma2", "gemma3")
-        pre = desc["norm_w"][: -len("input_layernorm.weight")]
+        pre = desc["q"]["w"][: -len("self_attn.q_proj.weight")] \
+            if fam == "olmo2" else \
+            desc["norm_w"][: -len("input_layernorm.weight")]
         inter = c.get("intermediate_size", {
             "llama": 11008, "mistral": 14336, "mixtral": 14336,
             "qwen2": 22016, "qwen3": 22016, "qwen3_moe": 6144,
-            "glm4_moe": 10944,
+            "glm4_moe": 10944, "olmo2": 11008,
             "gemma2": 9216, "gemma3": 9216,
             "phi3": 8192, "qwen3_next": 5632}[fam])
         act = ACT[c.get("hidden_activation", "gelu_pytorch_tanh") if gemma
@@ -472,10 +481,14 @@ def ffn_desc(cfg, desc, L):
                         shared=m + "shared_expert.{p}_proj.weight",
                         shared_gate=m + "shared_expert_gate.weight")
         f = dict(kind="gated", inter=inter, act=act, norm=desc["norm"],
-                 placement="prepost" if gemma else "pre",
+                 placement="prepost" if gemma else
+                 "output" if fam == "olmo2" else "pre",
+                 post_norm="rms" if fam == "olmo2" else "rms1",
                  down=dict(w=pre + "mlp.down_proj.weight"))
         if gemma:
             f["norm_w"] = pre + "pre_feedforward_layernorm.weight"
+            f["post_norm_w"] = pre + "post_feedforward_layernorm.weight"
+        elif fam == "olmo2":  # Olmo2DecoderLayer: the MLP's output normed
             f["post_norm_w"] = pre + "post_feedforward_layernorm.weight"
         else:
             f["norm_w"] = pre + "post_attention_layernorm.weight"
@@ -692,7 +705,7 @@ def ffn(desc, f, t, x, h_attn, r):
                            desc["eps"])
     if f["placement"] == "parallel":
         h = fnorm(x) if f.get("norm_w") else h_attn
-    elif f["placement"] == "post":
+    elif f["placement"] in ("post", "output"):
         h = r
     else:
         h = fnorm(r)
@@ -714,7 +727,8 @@ def ffn(desc, f, t, x, h_attn, r):
     else:
         y = lin(activation(lin(h, f["up"]), f["act"]), f["down"])
     if f.get("post_norm_w"):
-        y = norm(y, "rms1", t[f["post_norm_w"]], 0.0, desc["eps"])
+        y = norm(y, f.get("post_norm", "rms1"), t[f["post_norm_w"]], 0.0,
+                 desc["eps"])
     out = r + y
     if f["placement"] == "post":
         out = fnorm(out)
@@ -731,11 +745,13 @@ def make_weights(desc, rng):
     mat = lambda o, i: rng.standard_normal((o, i)) / np.sqrt(i)
     vec = lambda n, s=0.1: rng.standard_normal(n) * s
     one = 0.0 if desc["norm"] == "rms1" else 1.0
-    t[desc["norm_w"]] = one + vec(H)
+    if desc.get("norm_w"):
+        t[desc["norm_w"]] = one + vec(H)
     if desc.get("norm_b"):
         t[desc["norm_b"]] = vec(H)
     if desc.get("post_norm_w"):
-        t[desc["post_norm_w"]] = vec(H)
+        t[desc["post_norm_w"]] = (0.0 if desc.get("post_norm", "rms1") ==
+                                  "rms1" else 1.0) + vec(H)
     qw = hq * d * (2 if desc.get("gate") else 1)
     if "qkv" in desc:
         out = qw + 2 * hkv * d
@@ -754,8 +770,9 @@ def make_weights(desc, rng):
         t[desc["o"]["b"]] = vec(H)
     if desc.get("qk_norm"):
         off = 0.0 if desc["qk_norm"] == "rms1" else 1.0
-        t[desc["q_norm"]] = off + vec(d)
-        t[desc["k_norm"]] = off + vec(d)
+        flat = desc.get("qk_flat")
+        t[desc["q_norm"]] = off + vec(hq * d if flat else d)
+        t[desc["k_norm"]] = off + vec(hkv * d if flat else d)
     if desc.get("sinks"):
         # Sinks near the scores, one that outweighs every key, one that no
         # key notices, and -inf (no sink), heads cycling through them.
@@ -843,7 +860,7 @@ def block(desc, t, x, mem, lens, with_normed=False):
     B, S, _ = x.shape
     nb = lambda name: t[name] if name else 0.0
     h = x
-    if desc["placement"] != "post":
+    if desc["placement"] not in ("post", "output"):
         h = norm(x, desc["norm"], t[desc["norm_w"]], nb(desc.get("norm_b")),
                  desc["eps"])
     src = mem if desc["cross"] else h
@@ -881,8 +898,11 @@ def block(desc, t, x, mem, lens, with_normed=False):
         q = q * desc["q_scale"]
     heads = lambda y, n: y.reshape(y.shape[0], y.shape[1], n, d).transpose(
         0, 2, 1, 3)
+    if desc.get("qk_norm") and desc.get("qk_flat"):
+        q = norm(q, desc["qk_norm"], t[desc["q_norm"]], 0.0, desc["eps"])
+        k = norm(k, desc["qk_norm"], t[desc["k_norm"]], 0.0, desc["eps"])
     q, k, v = heads(q, hq), heads(k, hkv), heads(v, hkv)
-    if desc.get("qk_norm"):
+    if desc.get("qk_norm") and not desc.get("qk_flat"):
         q = norm(q, desc["qk_norm"], t[desc["q_norm"]], 0.0, desc["eps"])
         k = norm(k, desc["qk_norm"], t[desc["k_norm"]], 0.0, desc["eps"])
     if desc.get("longrope"):
@@ -918,7 +938,8 @@ def block(desc, t, x, mem, lens, with_normed=False):
         o = o / (1.0 + np.exp(-gate))
     y = lin(o, desc["o"])
     if desc.get("post_norm_w"):
-        y = norm(y, "rms1", t[desc["post_norm_w"]], 0.0, desc["eps"])
+        y = norm(y, desc.get("post_norm", "rms1"), t[desc["post_norm_w"]],
+                 0.0, desc["eps"])
     r = x + y
     if desc["placement"] == "post":
         r = norm(r, desc["norm"], t[desc["norm_w"]], nb(desc.get("norm_b")),
