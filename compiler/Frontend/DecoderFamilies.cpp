@@ -2,7 +2,7 @@
 //
 // This file implements the normalization of the decoder-only RoPE families
 // (llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, qwen3_next, gemma2,
-// gemma3, glm4_moe, gpt_oss, olmo2, phi3). What
+// gemma3, glm4_moe, gpt_oss, minimax_m2, olmo2, phi3). What
 // differs between them is data, one table entry per family (kFamilies):
 // class defaults, which layers slide, the scale and soft-capping rules,
 // biases, norms, RoPE per layer type and checkpoint names. normalizeDecoder
@@ -62,6 +62,11 @@ struct DecoderFamily {
   /// (post_attention_layernorm, post_feedforward_layernorm) before the
   /// residual, the q/k norms over the whole projections.
   bool olmoNorms = false;
+  /// The q/k norms over the whole projections with pre-norms (MiniMax-M2).
+  bool qkNormFlat = false;
+  /// The config may give the rotary part as `rotary_dim` (MiniMax's
+  /// configs) besides partial_rotary_factor.
+  bool rotaryDimField = false;
   /// attention_bias's class default (gpt-oss: true).
   bool defaultAttentionBias = false;
   /// Attention sinks: a learned logit per query head (`self_attn.sinks`).
@@ -219,6 +224,22 @@ std::vector<DecoderFamily> makeFamilies() {
     y.originalMax = 4096;
     g.defaultYarn = y;
     f.push_back(g);
+  }
+  {
+    // MiniMaxM2Config: 48 heads of 128 over 8 KV heads, the q/k norms over
+    // the whole projections, RoPE on the config's rotary_dim.
+    DecoderFamily m{"minimax_m2", defaults(196608)};
+    m.d.hidden = 3072;
+    m.d.layers = 62;
+    m.d.heads = 48;
+    m.d.kvHeads = 8;
+    m.d.headDim = 128;
+    m.d.theta = 5000000.0;
+    m.bias = Bias::None;
+    m.qkNorm = true;
+    m.qkNormFlat = true;
+    m.rotaryDimField = true;
+    f.push_back(m);
   }
   {
     // Olmo2Config: Llama's sizes, rms_norm_eps 1e-5.
@@ -440,7 +461,7 @@ LayerSpec makeLayer(const DecoderFamily &fam, const Common &c, int64_t i,
     l.normW.weight = p + "input_layernorm.weight";
   if (fam.gemmaNorms || fam.olmoNorms)
     l.postNormW.weight = p + "post_attention_layernorm.weight";
-  l.qkNormFlat = fam.olmoNorms;
+  l.qkNormFlat = fam.olmoNorms || fam.qkNormFlat;
   std::string a = p + "self_attn.";
   if (fam.fusedQKV) {
     l.layout = QKVLayout::FusedConcat;
@@ -482,8 +503,31 @@ bool normalizeDecoder(FieldReader &r, const DecoderFamily &fam, bool nested,
   spec.maxPositions = c.dims.maxPos;
   std::vector<std::string> types;
   std::optional<int64_t> window;
-  if (!readLayerKinds(r, fam, c.dims.layers, types, window) ||
-      !readCommon(r, fam, c))
+  DecoderFamily f = fam;
+  if (fam.rotaryDimField && r.present("rotary_dim")) {
+    // MiniMax writes the rotary part in features: the same as
+    // partial_rotary_factor = rotary_dim / head_dim.
+    int64_t rd = r.optInt({"rotary_dim"}, 2, c.dims.headDim).value_or(2);
+    if (r.failed())
+      return false;
+    f.d.partialRotary = double(rd) / double(c.dims.headDim);
+    if (r.present("partial_rotary_factor")) {
+      double p = r.optNum({"partial_rotary_factor"}, 1e-6, 1.0).value_or(0);
+      if (r.failed())
+        return false;
+      if (int64_t(double(c.dims.headDim) * p) != rd) {
+        r.error("partial_rotary_factor")
+            << "partial_rotary_factor " << formatNumber(p) << " gives "
+            << int64_t(double(c.dims.headDim) * p)
+            << " rotary features of head_dim " << c.dims.headDim
+            << ", rotary_dim gives " << rd
+            << "; accepted: one of the two, or both agreeing";
+        return false;
+      }
+    }
+  }
+  if (!readLayerKinds(r, f, c.dims.layers, types, window) ||
+      !readCommon(r, f, c))
     return false;
   if (fam.nextnLayers && !noteNextnLayers(r, spec))
     return false;

@@ -67,6 +67,7 @@ bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
                  : fam == "qwen3_moe"                    ? 6144
                  : gemma                                 ? 9216
                  : fam == "phi3"                         ? 8192
+                 : fam == "minimax_m2"                   ? 1536
                                                          : 5632;
   FFNSpec f;
   f.kind = FFNKind::Gated;
@@ -90,6 +91,7 @@ bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
   int64_t sparseStep = 1;
   bool qwenMoE = fam == "qwen3_next" || fam == "qwen3_moe";
   bool mixtral = fam == "mixtral";
+  bool minimax = fam == "minimax_m2";
   if (qwenMoE) {
     bool next = fam == "qwen3_next";
     moe.kind = FFNKind::MoE;
@@ -126,13 +128,27 @@ bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
     if (r.failed())
       return false;
   }
-  if (qwenMoE || mixtral) {
+  if (minimax) {
+    // MiniMaxM2SparseMoeBlock: sigmoid scores, the top-k of scores +
+    // e_score_correction_bias, their scores divided by their sum; each
+    // expert the whole intermediate_size network.
+    moe.kind = FFNKind::MoE;
+    moe.numExperts =
+        r.optInt({"num_local_experts"}, 1, 1 << 20, 256).value_or(256);
+    moe.topK = r.optInt({"num_experts_per_tok"}, 1, 1 << 20, 8).value_or(8);
+    moe.normTopK = true;
+    moe.scoring = ExpertScoring::Sigmoid;
+    if (r.failed())
+      return false;
+  }
+  if (qwenMoE || mixtral || minimax) {
     if (moe.numExperts > 0 && moe.topK > moe.numExperts) {
       r.error("num_experts_per_tok")
           << "num_experts_per_tok (" << moe.topK
-          << ") exceeds " << (mixtral ? "num_local_experts" : "num_experts")
+          << ") exceeds "
+          << (mixtral || minimax ? "num_local_experts" : "num_experts")
           << " (" << moe.numExperts << "); accepted: 1 to "
-          << (mixtral ? "num_local_experts" : "num_experts");
+          << (mixtral || minimax ? "num_local_experts" : "num_experts");
       return false;
     }
   }
@@ -148,8 +164,8 @@ bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
     bool sparse = (qwenMoE && moe.numExperts > 0 &&
                    (l.index + 1) % sparseStep == 0 &&
                    !llvm::is_contained(mlpOnly, double(l.index))) ||
-                  mixtral;
-    if (sparse && mixtral) {
+                  mixtral || minimax;
+    if (sparse && (mixtral || minimax)) {
       // The checkpoints' names (block_sparse_moe: w1 gate, w3 up, w2 down).
       FFNSpec lf = moe;
       std::string m = p + "block_sparse_moe.";
@@ -158,6 +174,8 @@ bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
       lf.gate.weight = m + "experts.{e}.w1.weight";
       lf.up.weight = m + "experts.{e}.w3.weight";
       lf.down.weight = m + "experts.{e}.w2.weight";
+      if (minimax)
+        lf.scoreBias = m + "e_score_correction_bias";
       l.ffn = lf;
       continue;
     }

@@ -71,6 +71,7 @@ from block_ref import rope  # noqa: E402
 
 ROPE_FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen3",
                  "qwen3_moe", "qwen3_next", "glm4_moe", "gpt_oss", "olmo2",
+                 "minimax_m2",
                  "gemma2", "gemma3", "phi3")
 
 
@@ -124,18 +125,21 @@ def rope_layer(cfg, fam, L):
     c, prefix = text_config(cfg)
     H = c.get("hidden_size", 2304 if fam.startswith("gemma") else
               2048 if fam == "qwen3_moe" else 2880 if fam == "gpt_oss"
-              else 4096)
+              else 3072 if fam == "minimax_m2" else 4096)
     hq = c.get("num_attention_heads", 8 if fam.startswith("gemma") else
-               96 if fam == "glm4_moe" else 64 if fam == "gpt_oss" else 32)
+               96 if fam == "glm4_moe" else 64 if fam == "gpt_oss" else
+               48 if fam == "minimax_m2" else 32)
     hkv = c.get("num_key_value_heads",
                 {"gemma2": 4, "gemma3": 4, "mistral": 8, "mixtral": 8,
-                 "qwen3_moe": 4, "glm4_moe": 8, "gpt_oss": 8}.get(fam, hq))
+                 "qwen3_moe": 4, "glm4_moe": 8, "gpt_oss": 8,
+                 "minimax_m2": 8}.get(fam, hq))
     dflt_d = {"qwen3": 128, "qwen3_next": 256, "gemma2": 256,
-              "gemma3": 256, "glm4_moe": 128, "gpt_oss": 64}.get(fam, H // hq)
+              "gemma3": 256, "glm4_moe": 128, "gpt_oss": 64,
+              "minimax_m2": 128}.get(fam, H // hq)
     d = c.get("head_dim") or dflt_d
     n = c.get("num_hidden_layers", 26 if fam.startswith("gemma") else
               24 if fam == "qwen3_moe" else 46 if fam == "glm4_moe" else
-              36 if fam == "gpt_oss" else 32)
+              36 if fam == "gpt_oss" else 62 if fam == "minimax_m2" else 32)
     # Layer types, as each config class derives them.
     types = c.get("layer_types")
     window = c.get("sliding_window")
@@ -189,11 +193,14 @@ def rope_layer(cfg, fam, L):
     a = pre + "self_attn."
     theta = c.get("rope_theta",
                   1e6 if fam in ("gemma3", "mixtral") else
-                  150000.0 if fam == "gpt_oss" else 10000.0)
+                  150000.0 if fam == "gpt_oss" else
+                  5e6 if fam == "minimax_m2" else 10000.0)
     if fam == "gemma3" and t == "sliding_attention":
         theta = c.get("rope_local_base_freq", 10000.0)
     prf = c.get("partial_rotary_factor", 0.25 if fam == "qwen3_next" else
                 0.5 if fam == "glm4_moe" else 1.0)
+    if fam == "minimax_m2" and "rotary_dim" in c:  # MiniMax: in features
+        prf = c["rotary_dim"] / d
     rs = c.get("rope_scaling") or {}
     if fam == "gpt_oss" and not rs:
         # GptOssConfig's rope_parameters when the config gives none.
@@ -239,12 +246,13 @@ def rope_layer(cfg, fam, L):
         # Olmo2RMSNorm is w * x; Gemma's (1 + w) * x.
         post_norm="rms" if fam == "olmo2" else "rms1",
         qk_norm=("rms1" if fam in ("gemma3", "qwen3_next") else
-                 "rms" if fam in ("qwen3", "qwen3_moe", "olmo2") else
+                 "rms" if fam in ("qwen3", "qwen3_moe", "olmo2", "minimax_m2")
+                 else
                  "rms" if fam == "glm4_moe" and c.get("use_qk_norm", False)
                  else None),
         q_norm=a + "q_norm.weight", k_norm=a + "k_norm.weight",
         # Olmo2Attention: q_norm/k_norm over the whole projection.
-        qk_flat=fam == "olmo2",
+        qk_flat=fam in ("olmo2", "minimax_m2"),
         gate=fam == "qwen3_next",
         placement="output" if fam == "olmo2" else "pre", cross=False,
         sinks=a + "sinks" if fam == "gpt_oss" else None)
@@ -417,7 +425,7 @@ def ffn_desc(cfg, desc, L):
         inter = c.get("intermediate_size", {
             "llama": 11008, "mistral": 14336, "mixtral": 14336,
             "qwen2": 22016, "qwen3": 22016, "qwen3_moe": 6144,
-            "glm4_moe": 10944, "olmo2": 11008,
+            "glm4_moe": 10944, "olmo2": 11008, "minimax_m2": 1536,
             "gemma2": 9216, "gemma3": 9216,
             "phi3": 8192, "qwen3_next": 5632}[fam])
         act = ACT[c.get("hidden_activation", "gelu_pytorch_tanh") if gemma
@@ -427,6 +435,20 @@ def ffn_desc(cfg, desc, L):
                   and c.get("num_experts", 512 if next_ else 128) > 0
                   and (L + 1) % c.get("decoder_sparse_step", 1) == 0
                   and L not in (c.get("mlp_only_layers") or []))
+        if fam == "minimax_m2":
+            # MiniMaxM2SparseMoeBlock: sigmoid scores, the selection by
+            # scores + e_score_correction_bias, the k scores / their sum.
+            m = pre + "block_sparse_moe."
+            return dict(kind="moe", act=act, norm="rms", placement="pre",
+                        norm_w=pre + "post_attention_layernorm.weight",
+                        experts=c.get("num_local_experts", 256),
+                        top_k=c.get("num_experts_per_tok", 8),
+                        norm_topk=True, inter=inter, scoring="sigmoid",
+                        score_bias=m + "e_score_correction_bias",
+                        groups=1, topk_groups=1, routed_scale=1.0,
+                        norm_eps=0.0, router=m + "gate.weight",
+                        expert=m + "experts.{e}.{p}.weight",
+                        expert_roles=dict(gate="w1", up="w3", down="w2"))
         if fam == "mixtral":  # MixtralSparseMoeBlock: renormalized top-k
             m = pre + "block_sparse_moe."
             return dict(kind="moe", act=act, norm="rms", placement="pre",
@@ -652,7 +674,7 @@ def sigmoid_route(f, t, s):
     idx = np.argsort(-masked, kind="stable")[: f["top_k"]]
     w = s[idx]
     if f["norm_topk"]:
-        w = w / (w.sum() + 1e-20)
+        w = w / (w.sum() + f.get("norm_eps", 1e-20))
     return list(zip(idx.tolist(), (w * f["routed_scale"]).tolist()))
 
 
