@@ -557,6 +557,12 @@ bool normalize::normalizeDecoderFamily(FieldReader &root,
     std::optional<FieldReader> text = root.optObject("text_config");
     if (!text)
       return false;
+    if (root.present("vision_config"))
+      spec.notes.push_back(
+          "vision_config: the vision tower and the multimodal projector are "
+          "not compiled, the language model (text_config) is; its masks are "
+          "causal everywhere, so the bidirectional attention among one "
+          "image's tokens (Gemma 3's token_type_ids) is not applied");
     return normalizeDecoder(*text, *fam, /*nested=*/true,
                             fam->textConfigPrefix, spec);
   }
