@@ -2,7 +2,7 @@
 //
 // This file implements the normalization of the decoder-only RoPE families
 // (llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, qwen3_next, gemma2,
-// gemma3, glm4_moe, gpt_oss, minimax_m2, olmo2, phi3). What
+// gemma3, glm4_moe, gpt_oss, minimax_m2, olmo2, phi3, cohere2). What
 // differs between them is data, one table entry per family (kFamilies):
 // class defaults, which layers slide, the scale and soft-capping rules,
 // biases, norms, RoPE per layer type and checkpoint names. normalizeDecoder
@@ -67,6 +67,11 @@ struct DecoderFamily {
   /// The config may give the rotary part as `rotary_dim` (MiniMax's
   /// configs) besides partial_rotary_factor.
   bool rotaryDimField = false;
+  /// Command R7B (Cohere2): LayerNorm without bias (layer_norm_eps),
+  /// interleaved RoPE on the sliding layers only (the full ones NoPE).
+  bool cohereLayers = false;
+  /// sliding_window_pattern's class default (SlidePattern).
+  int64_t defaultSlidePattern = 6;
   /// attention_bias's class default (gpt-oss: true).
   bool defaultAttentionBias = false;
   /// Attention sinks: a learned logit per query head (`self_attn.sinks`).
@@ -250,6 +255,20 @@ std::vector<DecoderFamily> makeFamilies() {
     f.push_back(o);
   }
   {
+    // Cohere2Config: every 4th layer full (NoPE), the others sliding over
+    // 4096 keys with interleaved RoPE; q/k/v/o biases with attention_bias.
+    DecoderFamily c{"cohere2", defaults(8192)};
+    c.d.hidden = 8192;
+    c.d.layers = 40;
+    c.d.heads = 64;
+    c.d.eps = 1e-5;
+    c.layers = LayerPattern::SlidePattern;
+    c.defaultSlidePattern = 4;
+    c.defaultWindow = 4096;
+    c.cohereLayers = true;
+    f.push_back(c);
+  }
+  {
     DecoderFamily p{"phi3", defaults(4096)};
     p.d.eps = 1e-5;
     p.layers = LayerPattern::AllSlideIfWindow;
@@ -308,8 +327,8 @@ bool readLayerKinds(FieldReader &r, const DecoderFamily &fam, int64_t layers,
   case LayerPattern::SlidePattern: {
     int64_t pattern = r.optInt({"sliding_window_pattern",
                                 "_sliding_window_pattern"},
-                               1, kMaxLayers, 6)
-                          .value_or(6);
+                               1, kMaxLayers, fam.defaultSlidePattern)
+                          .value_or(fam.defaultSlidePattern);
     slides = [pattern](int64_t i) { return (i + 1) % pattern != 0; };
     break;
   }
@@ -449,10 +468,17 @@ LayerSpec makeLayer(const DecoderFamily &fam, const Common &c, int64_t i,
   l.softcap = c.softcap;
   l.position = PositionKind::Rope;
   l.rope = type == "sliding_attention" ? c.slidingRope : c.fullRope;
+  if (fam.cohereLayers) {
+    // Cohere2Attention: rotary (interleaved pairs) on sliding layers only.
+    l.rope.interleaved = true;
+    if (type != "sliding_attention")
+      l.position = PositionKind::None;
+  }
   l.qkNorm = c.qkNorm;
   l.outputGate = fam.outputGate;
   l.norm = fam.gemmaNorms || fam.outputGate ? NormKind::RMSUnitOffset
-                                            : NormKind::RMS;
+           : fam.cohereLayers                ? NormKind::Layer
+                                             : NormKind::RMS;
   l.placement = fam.gemmaNorms  ? NormPlacement::PrePost
                 : fam.olmoNorms ? NormPlacement::Output
                                 : NormPlacement::Pre;
@@ -495,7 +521,9 @@ bool normalizeDecoder(FieldReader &r, const DecoderFamily &fam, bool nested,
   Common c;
   readDims(r, fam.d, !nested, {"hidden_size"}, {"num_hidden_layers"},
            {"num_attention_heads"}, {"num_key_value_heads"}, {"head_dim"},
-           {"max_position_embeddings"}, {"rms_norm_eps"}, c.dims, spec);
+           {"max_position_embeddings"},
+           {fam.cohereLayers ? "layer_norm_eps" : "rms_norm_eps"}, c.dims,
+           spec);
   if (r.failed())
     return false;
   spec.hiddenSize = c.dims.hidden;

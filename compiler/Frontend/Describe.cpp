@@ -28,6 +28,8 @@ const char *positionName(PositionKind k) {
     return "t5_relative_bias";
   case PositionKind::Alibi:
     return "alibi";
+  case PositionKind::None:
+    return "none (NoPE)";
   }
   return "unknown";
 }

@@ -68,6 +68,7 @@ bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
                  : gemma                                 ? 9216
                  : fam == "phi3"                         ? 8192
                  : fam == "minimax_m2"                   ? 1536
+                 : fam == "cohere2"                      ? 22528
                                                          : 5632;
   FFNSpec f;
   f.kind = FFNKind::Gated;
@@ -153,9 +154,13 @@ bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
     }
   }
   bool olmo = fam == "olmo2";
-  f.placement = moe.placement = gemma  ? FFNPlacement::PrePost
-                                : olmo ? FFNPlacement::Output
-                                       : FFNPlacement::Pre;
+  // Cohere2DecoderLayer: the MLP of the attention's normed input, added
+  // next to the attention (no norm of its own).
+  bool cohere = fam == "cohere2";
+  f.placement = moe.placement = gemma    ? FFNPlacement::PrePost
+                                : olmo   ? FFNPlacement::Output
+                                : cohere ? FFNPlacement::Parallel
+                                         : FFNPlacement::Pre;
   for (LayerSpec &l : spec.layers) {
     // (OLMo-2 has no input norm: its layer prefix from q_proj.)
     std::string p =
@@ -202,6 +207,8 @@ bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
       lf.postNorm.weight = p + "post_feedforward_layernorm.weight";
     } else if (olmo) {
       lf.postNorm.weight = p + "post_feedforward_layernorm.weight";
+    } else if (cohere) {
+      // (the attention's normed input)
     } else {
       lf.norm.weight = p + "post_attention_layernorm.weight";
     }

@@ -33,6 +33,7 @@ enum class PositionKind {
   Rope,       ///< rotary embedding of q and k.
   T5Bias,     ///< T5's bucketed relative-position bias on the scores.
   Alibi,      ///< ALiBi linear bias on the scores.
+  None,       ///< NoPE: no position anywhere (Command R7B's global layers).
 };
 
 enum class NormKind { RMS, RMSUnitOffset, Layer };

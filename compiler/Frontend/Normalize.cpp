@@ -25,7 +25,7 @@ const llvm::StringRef kModelTypes[] = {
     "gemma2", "gemma3",    "gemma3_text", "phi3",  "gpt2",
     "bert",   "falcon",    "RefinedWeb", "RefinedWebModel", "t5",
     "whisper", "deepseek_v2", "deepseek_v3", "kimi_k2", "qwen3_moe",
-    "mixtral", "glm4_moe", "gpt_oss", "olmo2", "minimax_m2"};
+    "mixtral", "glm4_moe", "gpt_oss", "olmo2", "minimax_m2", "cohere2"};
 
 } // namespace
 

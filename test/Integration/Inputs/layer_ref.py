@@ -71,7 +71,7 @@ from block_ref import rope  # noqa: E402
 
 ROPE_FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen3",
                  "qwen3_moe", "qwen3_next", "glm4_moe", "gpt_oss", "olmo2",
-                 "minimax_m2",
+                 "minimax_m2", "cohere2",
                  "gemma2", "gemma3", "phi3")
 
 
@@ -168,9 +168,10 @@ def rope_layer(cfg, fam, L):
             window = c.get("sliding_window", 4096)
             types = ["sliding_attention" if i % 2 == 0 else "full_attention"
                      for i in range(n)]
-        elif fam == "gemma3":
+        elif fam in ("gemma3", "cohere2"):
             window = c.get("sliding_window", 4096)
-            pat = c.get("sliding_window_pattern", 6)
+            pat = c.get("sliding_window_pattern",
+                        4 if fam == "cohere2" else 6)
             types = ["sliding_attention" if (i + 1) % pat else
                      "full_attention" for i in range(n)]
         elif fam == "qwen3_next":
@@ -179,7 +180,7 @@ def rope_layer(cfg, fam, L):
                      for i in range(n)]
         else:
             types = ["full_attention"] * n
-    elif window is None and fam in ("gemma2", "gemma3", "mistral"):
+    elif window is None and fam in ("gemma2", "gemma3", "mistral", "cohere2"):
         window = 4096
     t = types[L]
     gemma = fam in ("gemma2", "gemma3")
@@ -235,11 +236,17 @@ def rope_layer(cfg, fam, L):
         softcap=(c.get("attn_logit_softcapping", 50.0) if fam == "gemma2"
                  else c.get("attn_logit_softcapping") if fam == "gemma3"
                  else None),
-        rope=(theta, int(d * prf)), longrope=longrope,
-        eps=c.get("rms_norm_eps",
-                  1e-5 if fam in ("phi3", "mixtral", "glm4_moe", "olmo2")
-                  else 1e-6),
-        norm="rms1" if gemma or fam == "qwen3_next" else "rms",
+        rope=(None if fam == "cohere2" and t != "sliding_attention"
+              else (theta, int(d * prf))),
+        # Cohere2: rotate_half over (x[2i], x[2i+1]) pairs.
+        interleaved=fam == "cohere2", longrope=longrope,
+        eps=(c.get("layer_norm_eps", 1e-5) if fam == "cohere2" else
+             c.get("rms_norm_eps",
+                   1e-5 if fam in ("phi3", "mixtral", "glm4_moe", "olmo2")
+                   else 1e-6)),
+        # Cohere2LayerNorm: mean-centred, weight only.
+        norm="rms1" if gemma or fam == "qwen3_next" else
+        "layer" if fam == "cohere2" else "rms",
         norm_w=None if fam == "olmo2" else pre + "input_layernorm.weight",
         post_norm_w=(pre + "post_attention_layernorm.weight"
                      if gemma or fam == "olmo2" else None),
@@ -258,7 +265,7 @@ def rope_layer(cfg, fam, L):
         sinks=a + "sinks" if fam == "gpt_oss" else None)
     bias = (fam == "qwen2" or
             (fam in ("llama", "qwen3", "qwen3_moe", "gemma2", "gemma3",
-                     "qwen3_next", "glm4_moe", "olmo2")
+                     "qwen3_next", "glm4_moe", "olmo2", "cohere2")
              and c.get("attention_bias", False)) or
             (fam == "gpt_oss" and c.get("attention_bias", True)))
     # Glm4MoeAttention: o_proj never has a bias.
@@ -426,6 +433,7 @@ def ffn_desc(cfg, desc, L):
             "llama": 11008, "mistral": 14336, "mixtral": 14336,
             "qwen2": 22016, "qwen3": 22016, "qwen3_moe": 6144,
             "glm4_moe": 10944, "olmo2": 11008, "minimax_m2": 1536,
+            "cohere2": 22528,
             "gemma2": 9216, "gemma3": 9216,
             "phi3": 8192, "qwen3_next": 5632}[fam])
         act = ACT[c.get("hidden_activation", "gelu_pytorch_tanh") if gemma
@@ -504,7 +512,8 @@ def ffn_desc(cfg, desc, L):
                         shared_gate=m + "shared_expert_gate.weight")
         f = dict(kind="gated", inter=inter, act=act, norm=desc["norm"],
                  placement="prepost" if gemma else
-                 "output" if fam == "olmo2" else "pre",
+                 "output" if fam == "olmo2" else
+                 "parallel" if fam == "cohere2" else "pre",
                  post_norm="rms" if fam == "olmo2" else "rms1",
                  down=dict(w=pre + "mlp.down_proj.weight"))
         if gemma:
@@ -512,6 +521,8 @@ def ffn_desc(cfg, desc, L):
             f["post_norm_w"] = pre + "post_feedforward_layernorm.weight"
         elif fam == "olmo2":  # Olmo2DecoderLayer: the MLP's output normed
             f["post_norm_w"] = pre + "post_feedforward_layernorm.weight"
+        elif fam == "cohere2":  # the MLP of the attention's normed input
+            pass
         else:
             f["norm_w"] = pre + "post_attention_layernorm.weight"
         if fam == "phi3":
@@ -947,6 +958,19 @@ def block(desc, t, x, mem, lens, with_normed=False):
             turned = np.concatenate([-xr[..., h:], xr[..., :h]], -1)
             return np.concatenate([xr * cos + turned * sin, xp], -1)
         q, k = rot(q), rot(k)
+    elif desc.get("rope") and desc.get("interleaved"):
+        theta, rd = desc["rope"]
+        inv = 1.0 / theta ** (np.arange(0, rd, 2) / rd)
+        ang = np.arange(S)[:, None] * inv[None, :]
+        cos = np.repeat(np.cos(ang), 2, -1)
+        sin = np.repeat(np.sin(ang), 2, -1)
+
+        def rot_il(x):
+            xr, xp = x[..., :rd], x[..., rd:]
+            turned = np.stack([-xr[..., 1::2], xr[..., ::2]], -1).reshape(
+                xr.shape)
+            return np.concatenate([xr * cos + turned * sin, xp], -1)
+        q, k = rot_il(q), rot_il(k)
     elif desc.get("rope"):
         theta, rd = desc["rope"]
         q, k = rope(q, theta, rd), rope(k, theta, rd)
