@@ -333,6 +333,9 @@ typedef struct {
    * (cast from the pointers above); the block and layer entries read the
    * sinks with their weights. */
   int has_sinks;
+  /* > 0: chunked local attention (Llama 4): a causal query sees the keys
+   * of its own chunk of `chunk` positions (window is then 0). */
+  int64_t chunk;
 } attn_rt_kind;
 
 /* attn_rt_kind.kv_dtype (attn-compile --kv-dtype) */

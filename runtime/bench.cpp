@@ -26,6 +26,10 @@ namespace cli {
 
 namespace {
 double flops(const attn_rt_kind &k, int64_t b, int64_t sq, int64_t skv) {
+  if (k.chunk > 0)
+    return 2.0 * double(b) * double(k.num_heads) *
+           double(k.head_dim + k.head_dim_v) *
+           attn_rt_visible_pairs_chunked(sq, skv, k.chunk);
   return attn_rt_attention_flops(b, k.num_heads, sq, skv, k.head_dim,
                                  k.head_dim_v, k.causal, k.window);
 }

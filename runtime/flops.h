@@ -38,6 +38,22 @@ static inline double attn_rt_visible_pairs(int64_t q_len, int64_t kv_len,
   return pairs;
 }
 
+/* The same for chunked local attention (causal within chunks of `chunk`
+ * positions). O(q_len). */
+static inline double attn_rt_visible_pairs_chunked(int64_t q_len,
+                                                   int64_t kv_len,
+                                                   int64_t chunk) {
+  double pairs = 0;
+  for (int64_t i = 0; i < q_len; ++i) {
+    int64_t pos = i + kv_len - q_len;
+    int64_t hi = pos < kv_len - 1 ? pos : kv_len - 1;
+    int64_t lo = pos >= 0 ? pos - pos % chunk : 0;
+    if (hi >= lo)
+      pairs += (double)(hi - lo + 1);
+  }
+  return pairs;
+}
+
 /* FLOPs of one call: batch · heads query heads of head dims d (Q·Kᵀ) and
  * dv (P·V). */
 static inline double attn_rt_attention_flops(int64_t batch, int64_t heads,

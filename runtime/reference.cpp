@@ -38,6 +38,9 @@ void referenceF64(const attn_rt_kind &kind, const Buf<float> &q,
             vis = vis && j <= pos;
           if (kind.window)
             vis = vis && j > pos - kind.window;
+          if (kind.chunk > 0) // the query's own chunk
+            vis = vis && j >= pos - ((pos % kind.chunk) + kind.chunk) %
+                                        kind.chunk;
           if (!vis) {
             s[j] = -INFINITY;
             continue;

@@ -2,7 +2,7 @@
 //
 // This file implements the normalization of the decoder-only RoPE families
 // (llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, qwen3_next, gemma2,
-// gemma3, glm4_moe, gpt_oss, minimax_m2, olmo2, phi3, cohere2). What
+// gemma3, glm4_moe, gpt_oss, minimax_m2, olmo2, phi3, cohere2, llama4). What
 // differs between them is data, one table entry per family (kFamilies):
 // class defaults, which layers slide, the scale and soft-capping rules,
 // biases, norms, RoPE per layer type and checkpoint names. normalizeDecoder
@@ -31,6 +31,7 @@ enum class LayerPattern {
   SlidePattern,     ///< gemma3: every sliding_window_pattern-th layer is full
   LinearInterval,   ///< qwen3_next: every full_attention_interval-th is full
   UseSlidingAll,    ///< qwen3_moe: every layer slides with use_sliding_window
+  Llama4,           ///< llama4: RoPE layers chunked, NoPE layers full
 };
 
 /// Which projections have biases: none, q/k/v always (Qwen2), q/k/v/o
@@ -72,6 +73,10 @@ struct DecoderFamily {
   bool cohereLayers = false;
   /// sliding_window_pattern's class default (SlidePattern).
   int64_t defaultSlidePattern = 6;
+  /// Llama 4: NoPE layers (no_rope_layers), chunked attention on the RoPE
+  /// layers, the weightless q/k norm there, temperature on the NoPE ones,
+  /// interleaved RoPE.
+  bool llama4 = false;
   /// attention_bias's class default (gpt-oss: true).
   bool defaultAttentionBias = false;
   /// Attention sinks: a learned logit per query head (`self_attn.sinks`).
@@ -269,6 +274,22 @@ std::vector<DecoderFamily> makeFamilies() {
     f.push_back(c);
   }
   {
+    // Llama4TextConfig (the language model of Llama4Config's text_config,
+    // or a llama4_text config itself).
+    DecoderFamily l{"llama4", defaults(4096 * 32)};
+    l.d.hidden = 5120;
+    l.d.layers = 48;
+    l.d.heads = 40;
+    l.d.kvHeads = 8;
+    l.d.headDim = 128;
+    l.d.eps = 1e-5;
+    l.d.theta = 500000.0;
+    l.layers = LayerPattern::Llama4;
+    l.llama4 = true;
+    l.textConfigPrefix = "language_model.model.layers.{i}.";
+    f.push_back(l);
+  }
+  {
     DecoderFamily p{"phi3", defaults(4096)};
     p.d.eps = 1e-5;
     p.layers = LayerPattern::AllSlideIfWindow;
@@ -290,9 +311,14 @@ bool readLayerKinds(FieldReader &r, const DecoderFamily &fam, int64_t layers,
                     std::vector<std::string> &types,
                     std::optional<int64_t> &window) {
   types = readLayerTypes(r, layers,
-                         fam.layers == LayerPattern::LinearInterval);
+                         fam.layers == LayerPattern::LinearInterval,
+                         fam.layers == LayerPattern::Llama4);
+  // Llama 4 derives its types from no_rope_layers (readLlama4).
+  if (fam.layers == LayerPattern::Llama4)
+    return !r.failed();
   if (fam.layers != LayerPattern::AllFull &&
-      fam.layers != LayerPattern::LinearInterval)
+      fam.layers != LayerPattern::LinearInterval &&
+      fam.layers != LayerPattern::Llama4)
     window = readWindow(r, "sliding_window", fam.defaultWindow);
   // The type of layer i when layer_types is absent.
   std::function<bool(int64_t)> slides = [](int64_t) { return false; };
@@ -332,6 +358,9 @@ bool readLayerKinds(FieldReader &r, const DecoderFamily &fam, int64_t layers,
     slides = [pattern](int64_t i) { return (i + 1) % pattern != 0; };
     break;
   }
+  case LayerPattern::Llama4:
+    // Set by readLlama4 from no_rope_layers (chunked on RoPE layers).
+    break;
   case LayerPattern::LinearInterval: {
     int64_t interval =
         r.optInt({"full_attention_interval"}, 1, kMaxLayers, 4).value_or(4);
@@ -368,7 +397,73 @@ struct Common {
   bool qkvBias = false, oBias = false;
   bool qkNorm = false;
   RopeSpec fullRope, slidingRope;
+  /// Llama 4: per layer, whether it uses RoPE (no_rope_layers' 1s); the
+  /// chunk of its chunked layers; the q/k L2 norm; the temperature.
+  std::vector<bool> useRope;
+  std::optional<int64_t> chunk;
+  bool l2QkNorm = false;
+  std::optional<LayerSpec::Temperature> temperature;
 };
+
+/// Llama4TextConfig's per-layer fields: no_rope_layers (default: every
+/// no_rope_layer_interval-th layer NoPE), layer_types (default: chunked on
+/// RoPE layers, full on NoPE ones), attention_chunk_size, use_qk_norm and
+/// the temperature tuning.
+bool readLlama4(FieldReader &r, int64_t layers,
+                std::vector<std::string> &types, Common &c) {
+  std::optional<std::vector<double>> noRope = r.optNumArray("no_rope_layers");
+  int64_t interval =
+      r.optInt({"no_rope_layer_interval"}, 1, kMaxLayers, 4).value_or(4);
+  if (r.failed())
+    return false;
+  if (noRope && !noRope->empty()) {
+    if (int64_t(noRope->size()) < layers) {
+      r.error("no_rope_layers")
+          << "no_rope_layers lists " << noRope->size()
+          << " layers; accepted: one 0 (NoPE) or 1 (RoPE) per layer, "
+          << layers << " at least";
+      return false;
+    }
+    for (int64_t i = 0; i < layers; ++i) {
+      double v = (*noRope)[i];
+      if (v != 0 && v != 1) {
+        r.error("no_rope_layers")
+            << "no_rope_layers[" << i << "] is " << formatNumber(v)
+            << "; accepted: 0 (NoPE) or 1 (RoPE)";
+        return false;
+      }
+      c.useRope.push_back(v == 1);
+    }
+  } else {
+    for (int64_t i = 0; i < layers; ++i)
+      c.useRope.push_back((i + 1) % interval != 0);
+  }
+  if (types.empty())
+    for (int64_t i = 0; i < layers; ++i)
+      types.push_back(c.useRope[i] ? "chunked_attention" : "full_attention");
+  for (int64_t i = 0; i < layers; ++i)
+    if (types[i] == "sliding_attention") {
+      r.error("layer_types")
+          << "layer " << i
+          << " is a sliding_attention layer, which Llama 4 has no window "
+             "for; accepted: chunked_attention, full_attention";
+      return false;
+    }
+  if (r.has("attention_chunk_size") && !r.present("attention_chunk_size"))
+    c.chunk.reset(); // null: the chunked layers are plainly causal
+  else
+    c.chunk = r.optInt({"attention_chunk_size"}, 1, kMaxPositions, 8192);
+  c.l2QkNorm = r.optBool({"use_qk_norm"}, true).value_or(true);
+  bool tuning = r.optBool({"attn_temperature_tuning"}, true).value_or(true);
+  int64_t floorScale =
+      r.optInt({"floor_scale"}, 1, kMaxPositions, 8192).value_or(8192);
+  double attnScale = r.optNum({"attn_scale"}, 1e-12, 1e6, 0.1).value_or(0.1);
+  if (r.failed())
+    return false;
+  if (tuning)
+    c.temperature = LayerSpec::Temperature{floorScale, attnScale};
+  return true;
+}
 
 /// qwen3_next's linear-attention sizes, with transformers' defaults
 /// (Qwen3NextConfig).
@@ -468,6 +563,19 @@ LayerSpec makeLayer(const DecoderFamily &fam, const Common &c, int64_t i,
   l.softcap = c.softcap;
   l.position = PositionKind::Rope;
   l.rope = type == "sliding_attention" ? c.slidingRope : c.fullRope;
+  if (fam.llama4) {
+    // Llama4TextAttention: interleaved (complex) RoPE, chunked attention
+    // and the weightless q/k norm on RoPE layers; temperature on NoPE ones.
+    bool useRope = c.useRope[size_t(i)];
+    l.rope.interleaved = true;
+    if (!useRope)
+      l.position = PositionKind::None;
+    if (type == "chunked_attention")
+      l.chunk = c.chunk;
+    l.l2QkNorm = useRope && c.l2QkNorm;
+    if (!useRope)
+      l.temperature = c.temperature;
+  }
   if (fam.cohereLayers) {
     // Cohere2Attention: rotary (interleaved pairs) on sliding layers only.
     l.rope.interleaved = true;
@@ -555,6 +663,7 @@ bool normalizeDecoder(FieldReader &r, const DecoderFamily &fam, bool nested,
     }
   }
   if (!readLayerKinds(r, f, c.dims.layers, types, window) ||
+      (f.llama4 && !readLlama4(r, c.dims.layers, types, c)) ||
       !readCommon(r, f, c))
     return false;
   if (fam.nextnLayers && !noteNextnLayers(r, spec))
@@ -587,10 +696,15 @@ bool normalize::normalizeDecoderFamily(FieldReader &root,
       return false;
     if (root.present("vision_config"))
       spec.notes.push_back(
-          "vision_config: the vision tower and the multimodal projector are "
-          "not compiled, the language model (text_config) is; its masks are "
-          "causal everywhere, so the bidirectional attention among one "
-          "image's tokens (Gemma 3's token_type_ids) is not applied");
+          fam->llama4
+              ? "vision_config: the vision tower and the multimodal "
+                "projector are not compiled, the language model "
+                "(text_config) is"
+              : "vision_config: the vision tower and the multimodal "
+                "projector are not compiled, the language model "
+                "(text_config) is; its masks are causal everywhere, so the "
+                "bidirectional attention among one image's tokens (Gemma "
+                "3's token_type_ids) is not applied");
     return normalizeDecoder(*text, *fam, /*nested=*/true,
                             fam->textConfigPrefix, spec);
   }

@@ -84,6 +84,11 @@ unsigned __int128 visiblePairs(const LayerSpec &l, uint64_t n) {
   using u128 = unsigned __int128;
   if (!l.causal)
     return u128(n) * n;
+  if (l.chunk) {
+    // Whole chunks of c (c(c+1)/2 pairs each), then the last, partial one.
+    uint64_t c = uint64_t(*l.chunk), full = n / c, rest = n % c;
+    return u128(full) * c * (c + 1) / 2 + u128(rest) * (rest + 1) / 2;
+  }
   if (!l.window || uint64_t(*l.window) >= n)
     return u128(n) * (n + 1) / 2;
   uint64_t w = uint64_t(*l.window);
@@ -94,6 +99,8 @@ unsigned __int128 visiblePairs(const LayerSpec &l, uint64_t n) {
 uint64_t keysAt(const LayerSpec &l, uint64_t n) {
   if (l.causal && l.window)
     return std::min<uint64_t>(n, uint64_t(*l.window));
+  if (l.causal && l.chunk) // the new token at position n: its chunk so far
+    return n % uint64_t(*l.chunk) + 1;
   return n;
 }
 
@@ -302,6 +309,8 @@ ojson layerJson(const LayerSpec &l,
   }
   j["causal"] = l.causal;
   j["sliding_window"] = l.window ? ojson(*l.window) : ojson(nullptr);
+  if (l.chunk)
+    j["attention_chunk_size"] = *l.chunk;
   j["num_query_heads"] = l.numHeads;
   j["num_kv_heads"] = l.numKVHeads;
   j["gqa_group_size"] = l.numHeads / l.numKVHeads;
@@ -351,6 +360,12 @@ ojson layerJson(const LayerSpec &l,
   j["o_bias"] = !l.o.bias.empty();
   j["output_gate"] = l.outputGate;
   j["attention_sinks"] = !l.sinks.empty();
+  if (l.l2QkNorm)
+    j["qk_l2_norm"] = true; // per head, no weight (Llama 4)
+  if (l.temperature)
+    j["attention_temperature"] = {
+        {"floor_scale", l.temperature->floorScale},
+        {"attn_scale", l.temperature->attnScale}};
   j["norm"] = normName(l.norm);
   j["norm_placement"] = placementName(l.placement);
   j["compiled"] = l.position != PositionKind::Alibi &&
@@ -449,6 +464,8 @@ ojson mlir::attn::describeModel(const ModelSpec &spec) {
                                      {"bf16", n * kvBytesPerToken(l, 2)}};
     if (l.window)
       k["kv_cache_tokens_kept"] = *l.window;
+    if (l.chunk)
+      k["kv_cache_tokens_kept"] = *l.chunk;
     totalKv32 += n * kvBytesPerToken(l, 4);
     totalKv16 += n * kvBytesPerToken(l, 2);
     ojson decode, prefill;

@@ -76,6 +76,17 @@ private:
     return tensor({kDyn, heads, kDyn, dim});
   }
   UnitAttr unit(bool set) { return set ? b.getUnitAttr() : UnitAttr(); }
+  /// The layer's mask kind and its window (sliding) or chunk size
+  /// (chunked) attribute.
+  std::pair<MaskKind, IntegerAttr> maskOf(const LayerSpec &l) {
+    if (!l.causal)
+      return {MaskKind::none, IntegerAttr()};
+    if (l.chunk)
+      return {MaskKind::chunked, b.getI64IntegerAttr(*l.chunk)};
+    if (l.window)
+      return {MaskKind::sliding_window, b.getI64IntegerAttr(*l.window)};
+    return {MaskKind::causal, IntegerAttr()};
+  }
   /// The element type of the K/V the kernels read (--kv-dtype).
   Type cacheType() {
     return spec.kvCache == KVCacheType::bf16  ? Type(b.getBF16Type())
@@ -181,6 +192,16 @@ static bool rejectAlibi(const ConfigSource &src, const LayerSpec &l) {
 bool Emitter::checkSupported(const LayerSpec &l) {
   if (rejectAlibi(src, l))
     return false;
+  if (l.chunk && (spec.gpu || spec.distributed)) {
+    emitError(src.loc("/model_type"))
+        << "layer " << l.index << " has chunked local attention "
+        << "(attention_chunk_size " << *l.chunk << "), which "
+        << (spec.gpu ? "the CUDA kernels (--target=cuda)"
+                     : "the context-parallel runtime (--distributed=mpi)")
+        << " do not take yet; accepted: the CPU target without "
+           "--distributed";
+    return false;
+  }
   if (!l.sinks.empty() && (spec.gpu || spec.distributed)) {
     emitError(src.loc("/model_type"))
         << "layer " << l.index << " has attention sinks ('"
@@ -261,11 +282,7 @@ Value Emitter::scoreChain(Location loc, const LayerSpec &l, Value qh, Value kh,
         b.getI64IntegerAttr(l.t5.numBuckets),
         b.getI64IntegerAttr(l.t5.maxDistance), unit(l.t5.bidirectional));
   if (l.causal || kvLengths) {
-    MaskKind kind = !l.causal  ? MaskKind::none
-                    : l.window ? MaskKind::sliding_window
-                               : MaskKind::causal;
-    IntegerAttr window =
-        l.causal && l.window ? b.getI64IntegerAttr(*l.window) : IntegerAttr();
+    auto [kind, window] = maskOf(l);
     s = MaskOp::create(b, loc, sTy, s, kvLengths, /*q_pos=*/Value(), kind,
                        window, CausalAlignment::bottom_right);
   }
@@ -344,11 +361,7 @@ func::FuncOp Emitter::emitPagedKernel(const std::string &name,
       part ? tensor::EmptyOp::create(b, loc, statsTy, ValueRange{batch, rows})
                  .getResult()
            : Value();
-  MaskKind kind = !l.causal  ? MaskKind::none
-                  : l.window ? MaskKind::sliding_window
-                             : MaskKind::causal;
-  IntegerAttr window =
-      l.causal && l.window ? b.getI64IntegerAttr(*l.window) : IntegerAttr();
+  auto [kind, window] = maskOf(l);
   // Whisper's scaling of q before QKᵀ is the same factor on the scores.
   auto op = PagedSDPAOp::create(
       b, loc, outTy, part ? Type(statsTy) : Type(), q, entry->getArgument(1),
@@ -429,7 +442,7 @@ OwningOpRef<ModuleOp> Emitter::kernels() {
   // What no kernel of the target can compute is refused before any is
   // built (the block entries check the rest).
   for (const LayerSpec &l : spec.layers)
-    if (!l.sinks.empty() && !checkSupported(l))
+    if ((!l.sinks.empty() || l.chunk) && !checkSupported(l))
       return nullptr;
   for (const LayerKind &kind : groupLayersByKind(spec)) {
     const std::string &name = kind.name;
@@ -586,11 +599,26 @@ std::array<Value, 3> Emitter::headsOf(Location loc, const LayerSpec &l,
     kh = RMSNormOp::create(b, loc, kh.getType(), kh, w.lookup("k_norm_weight"),
                            eps, offset);
   }
-  if (positions) {
+  if (positions && l.position == PositionKind::Rope) {
     auto ropeOp = [&](Value t) { return emitRope(b, loc, t, positions, l.rope); };
     qh = ropeOp(qh);
     kh = ropeOp(kh);
   }
+  if (l.l2QkNorm) {
+    // Llama4TextL2Norm: RMS over each head, no weight (ones); after RoPE
+    // as transformers applies it (a rotation keeps the RMS: either order).
+    auto ones = RankedTensorType::get({l.headDimQK}, f32);
+    Value w = arith::ConstantOp::create(
+        b, loc, ones, DenseElementsAttr::get(ones, 1.0f));
+    FloatAttr eps = b.getF64FloatAttr(l.normEps);
+    qh = RMSNormOp::create(b, loc, qh.getType(), qh, w, eps, UnitAttr());
+    kh = RMSNormOp::create(b, loc, kh.getType(), kh, w, eps, UnitAttr());
+  }
+  if (l.temperature && positions)
+    qh = TemperatureScaleOp::create(
+        b, loc, qh.getType(), qh, positions,
+        b.getI64IntegerAttr(l.temperature->floorScale),
+        b.getF64FloatAttr(l.temperature->attnScale));
   return {qh, kh, vh};
 }
 
@@ -996,7 +1024,7 @@ func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l,
   if (cross)
     inputs.push_back(hiddenType(spec.encoderHiddenSize ? spec.encoderHiddenSize
                                                        : h));
-  bool rope = l.position == PositionKind::Rope;
+  bool rope = l.takesPositions();
   if (rope)
     inputs.push_back(positionsType());
   bool lengths = blockEntry && takesKeyLengths(l);
@@ -1141,8 +1169,7 @@ OwningOpRef<ModuleOp> Emitter::run() {
   // @model: inputs, then every layer's weights (shared ones once).
   int64_t h = spec.hiddenSize;
   bool anyRope = llvm::any_of(spec.layers, [](const LayerSpec &l) {
-    return l.role != LayerRole::LinearAttention &&
-           l.position == PositionKind::Rope;
+    return l.role != LayerRole::LinearAttention && l.takesPositions();
   });
   SmallVector<Type> inputs;
   SmallVector<std::string> inputNames;
@@ -1202,8 +1229,7 @@ OwningOpRef<ModuleOp> Emitter::run() {
     SmallVector<Value> args = {cur};
     if (l.role == LayerRole::CrossAttention)
       args.push_back(memory);
-    if (l.role != LayerRole::LinearAttention &&
-        l.position == PositionKind::Rope)
+    if (l.role != LayerRole::LinearAttention && l.takesPositions())
       args.push_back(positions);
     for (unsigned a : layerArgs[l.index])
       args.push_back(entry->getArgument(a));

@@ -154,6 +154,47 @@ bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
     }
   }
   bool olmo = fam == "olmo2";
+  // Llama4TextDecoderLayer: the layers of moe_layers (default every
+  // interleave_moe_layer_step-th) a mixture of experts, the others a SwiGLU
+  // of intermediate_size_mlp, both under feed_forward.
+  bool llama4 = fam == "llama4";
+  std::vector<double> moeLayers;
+  bool llama4MoE = false;
+  if (llama4) {
+    f.intermediate = r.optInt({"intermediate_size_mlp"}, 1, kMaxIntermediate,
+                              16384)
+                         .value_or(16384);
+    int64_t step = r.optInt({"interleave_moe_layer_step"}, 1, kMaxLayers, 1)
+                       .value_or(1);
+    std::optional<std::vector<double>> given = r.optNumArray("moe_layers");
+    int64_t experts =
+        r.optInt({"num_local_experts"}, 1, 1 << 20, 16).value_or(16);
+    int64_t topK =
+        r.optInt({"num_experts_per_tok"}, 1, 1 << 20, 1).value_or(1);
+    int64_t expertInter =
+        r.optInt({"intermediate_size"}, 1, kMaxIntermediate, 8192)
+            .value_or(8192);
+    if (r.failed())
+      return false;
+    if (given)
+      moeLayers = *given;
+    else
+      for (int64_t i = step - 1; i < spec.numLayers; i += step)
+        moeLayers.push_back(double(i));
+    moe.kind = FFNKind::MoE;
+    moe.numExperts = experts;
+    moe.topK = topK;
+    moe.intermediate = expertInter;
+    moe.sharedIntermediate = expertInter;
+    moe.scoring = ExpertScoring::Sigmoid;
+    moe.unsupported =
+        "Llama 4's mixture of experts (the top-" + std::to_string(topK) +
+        " router's sigmoid scaling each expert's input, not its output, "
+        "experts stored fused as gate_up_proj [E, hidden, 2 x " +
+        std::to_string(expertInter) +
+        "], a shared expert) is not compiled yet; the attention block is";
+    llama4MoE = true;
+  }
   // Cohere2DecoderLayer: the MLP of the attention's normed input, added
   // next to the attention (no norm of its own).
   bool cohere = fam == "cohere2";
@@ -166,6 +207,24 @@ bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
     std::string p =
         olmo ? prefixOf(l.q.weight, "self_attn.q_proj.weight")
              : prefixOf(l.normW.weight, "input_layernorm.weight");
+    if (llama4) {
+      FFNSpec lf = llama4MoE && llvm::is_contained(moeLayers,
+                                                   double(l.index))
+                       ? moe
+                       : f;
+      lf.placement = FFNPlacement::Pre;
+      lf.norm.weight = p + "post_attention_layernorm.weight";
+      std::string m = p + "feed_forward.";
+      if (lf.kind == FFNKind::MoE) {
+        lf.router.weight = m + "router.weight";
+      } else {
+        lf.gate.weight = m + "gate_proj.weight";
+        lf.up.weight = m + "up_proj.weight";
+        lf.down.weight = m + "down_proj.weight";
+      }
+      l.ffn = lf;
+      continue;
+    }
     bool sparse = (qwenMoE && moe.numExperts > 0 &&
                    (l.index + 1) % sparseStep == 0 &&
                    !llvm::is_contained(mlpOnly, double(l.index))) ||
@@ -621,7 +680,7 @@ bool normalize::readFeedForward(FieldReader &root, ModelSpec &spec) {
     return readGptOss(root, spec);
   // A multimodal Gemma 3 config keeps the language model's fields under
   // text_config.
-  if (fam == "gemma3" && root.present("text_config")) {
+  if ((fam == "gemma3" || fam == "llama4") && root.present("text_config")) {
     std::optional<FieldReader> text = root.optObject("text_config");
     return text && readDecoderFamily(*text, spec);
   }

@@ -184,7 +184,8 @@ void attentionKey(llvm::raw_ostream &os, const ModelSpec &spec,
       os << w.role << ',';
     return;
   }
-  os << l.causal << '|' << l.window.value_or(0) << '|' << l.numHeads << '|'
+  os << l.causal << '|' << l.window.value_or(0) << '|' << l.chunk.value_or(0)
+     << '|' << l.numHeads << '|'
      << l.numKVHeads << '|' << l.headDimQK << '|' << l.headDimV << '|'
      << hexDouble(l.scale) << '|' << l.scaleOnQuery << '|'
      << (l.softcap ? hexDouble(*l.softcap) : std::string("-")) << '|'
@@ -207,7 +208,12 @@ void attentionKey(llvm::raw_ostream &os, const ModelSpec &spec,
     os << "latent" << m.qLoraRank << ',' << m.kvLoraRank << ',' << m.nopeDim
        << ',' << m.ropeDim << ',' << hexDouble(m.latentNormEps) << '|';
   }
-  os << l.qkNorm << l.qkNormFlat << l.outputGate << !l.sinks.empty()
+  os << l.qkNorm << l.qkNormFlat << l.l2QkNorm << l.outputGate
+     << !l.sinks.empty();
+  if (l.temperature)
+    os << 't' << l.temperature->floorScale << ','
+       << hexDouble(l.temperature->attnScale);
+  os
      << int(l.norm) << int(l.placement) << '|'
      << hexDouble(l.normEps) << '|' << int(l.layout)
      << l.transposedWeights << '|';

@@ -187,6 +187,23 @@ struct LayerSpec {
 
   bool causal = true;
   std::optional<int64_t> window;
+  /// Chunked local attention (Llama 4's attention_chunk_size): a query sees
+  /// the keys of its own chunk up to itself (causal); exclusive with window.
+  std::optional<int64_t> chunk;
+  /// Llama 4: q and k RMS-normalized per head without a weight
+  /// (Llama4TextL2Norm, eps normEps) on its RoPE layers.
+  bool l2QkNorm = false;
+  /// Llama 4's attention temperature on its NoPE layers: q at position p
+  /// times log1p(floor((p + 1) / floorScale)) * attnScale + 1.
+  struct Temperature {
+    int64_t floorScale = 8192;
+    double attnScale = 0.1;
+  };
+  std::optional<Temperature> temperature;
+  /// The block reads the tokens' positions (RoPE, temperature).
+  bool takesPositions() const {
+    return position == PositionKind::Rope || temperature.has_value();
+  }
   int64_t numHeads = 0, numKVHeads = 0, headDimQK = 0, headDimV = 0;
   double scale = 1.0;
   bool scaleOnQuery = false; ///< the eager code scales q instead of scores.

@@ -25,7 +25,8 @@ const llvm::StringRef kModelTypes[] = {
     "gemma2", "gemma3",    "gemma3_text", "phi3",  "gpt2",
     "bert",   "falcon",    "RefinedWeb", "RefinedWebModel", "t5",
     "whisper", "deepseek_v2", "deepseek_v3", "kimi_k2", "qwen3_moe",
-    "mixtral", "glm4_moe", "gpt_oss", "olmo2", "minimax_m2", "cohere2"};
+    "mixtral", "glm4_moe", "gpt_oss", "olmo2", "minimax_m2", "cohere2",
+    "llama4", "llama4_text"};
 
 } // namespace
 
@@ -101,11 +102,13 @@ void normalize::readDims(FieldReader &r, const Defaults &d, bool required,
 
 /// Reads `layer_types` if given (validated), else returns an empty vector.
 std::vector<std::string> normalize::readLayerTypes(FieldReader &r, int64_t layers,
-                                        bool allowLinear) {
+                                        bool allowLinear, bool allowChunked) {
   std::vector<llvm::StringRef> accepted = {"full_attention",
                                            "sliding_attention"};
   if (allowLinear)
     accepted.push_back("linear_attention");
+  if (allowChunked)
+    accepted.push_back("chunked_attention");
   return r.optEnumArray("layer_types", accepted, size_t(layers))
       .value_or(std::vector<std::string>{});
 }
@@ -214,6 +217,8 @@ bool mlir::attn::normalizeConfig(const ConfigSource &src, ModelSpec &spec) {
     family = "falcon";
   if (family == "gemma3_text")
     family = "gemma3";
+  if (family == "llama4_text")
+    family = "llama4";
   // Kimi-K2 is DeepSeek-V3's architecture (its config names
   // DeepseekV3ForCausalLM) with other sizes.
   if (family == "kimi_k2")

@@ -78,7 +78,8 @@ RopeSpec readRope(FieldReader &r, int64_t headDim, const Defaults &d,
 
 /// Reads `layer_types` if given (validated), else returns an empty vector.
 std::vector<std::string> readLayerTypes(FieldReader &r, int64_t layers,
-                                        bool allowLinear);
+                                        bool allowLinear,
+                                        bool allowChunked = false);
 
 /// Reads a positive sliding window, returning nullopt when absent or null.
 std::optional<int64_t> readWindow(FieldReader &r, llvm::StringRef key,

@@ -73,17 +73,20 @@ void llama3Frequencies(FieldReader &r, FieldReader &scaling,
                              .value_or(8192));
   if (r.failed())
     return;
-  if (high <= low) {
+  // Equal factors (Llama 4) leave no band to interpolate: each frequency
+  // is divided by the factor or kept.
+  if (high < low) {
     scaling.error("high_freq_factor")
         << "field '" << scaling.name("high_freq_factor")
-        << "' must exceed low_freq_factor (" << formatNumber(low) << ")";
+        << "' must be at least low_freq_factor (" << formatNumber(low)
+        << ")";
     return;
   }
   double lowWavelen = oldCtx / low, highWavelen = oldCtx / high;
   for (double &f : base) {
     double wavelen = 2 * M_PI / f;
     double scaled = wavelen > lowWavelen ? f / rope.factor : f;
-    if (!(wavelen < highWavelen) && !(wavelen > lowWavelen)) {
+    if (high > low && !(wavelen < highWavelen) && !(wavelen > lowWavelen)) {
       double smooth = (oldCtx / wavelen - low) / (high - low);
       scaled = (1 - smooth) * scaled / rope.factor + smooth * scaled;
     }

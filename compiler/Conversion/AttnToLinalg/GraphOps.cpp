@@ -363,6 +363,39 @@ static Value lowerOp(RopeOp rope, GenericBuilder &g) {
   return result;
 }
 
+static Value lowerOp(TemperatureScaleOp op, GenericBuilder &g) {
+  OpBuilder &ob = g.b;
+  auto resTy = cast<RankedTensorType>(op->getResult(0).getType());
+  Type elt = resTy.getElementType();
+  Value x = op.getInput(), pos = op.getPositions();
+  int64_t floorScale = op.getFloorScale();
+  double attnScale = op.getAttnScale().convertToDouble();
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0; i < 4; ++i)
+    sizes.push_back(g.dim(x, i));
+  AffineMap id = AffineMap::getMultiDimIdentityMap(4, ob.getContext());
+  Type f64 = ob.getF64Type();
+  return g.generic(
+      {x, pos}, g.empty(sizes, elt), {id, g.map(4, {g.d(0), g.d(2)}), id},
+      SmallVector<IteratorType>(4, kPar),
+      [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        // log1p(floor((p + 1) / floor_scale)) * attn_scale + 1, in f64.
+        Value p = a[1];
+        Type it = p.getType();
+        Value one = arith::ConstantOp::create(b, l, IntegerAttr::get(it, 1));
+        Value fs =
+            arith::ConstantOp::create(b, l, IntegerAttr::get(it, floorScale));
+        Value q = arith::FloorDivSIOp::create(
+            b, l, arith::AddIOp::create(b, l, p, one), fs);
+        Value qf = arith::SIToFPOp::create(b, l, f64, q);
+        Value t = math::Log1pOp::create(b, l, qf);
+        t = arith::MulFOp::create(b, l, t, fconst(b, l, f64, attnScale));
+        t = arith::AddFOp::create(b, l, t, fconst(b, l, f64, 1.0));
+        t = arith::TruncFOp::create(b, l, elt, t);
+        return arith::MulFOp::create(b, l, a[0], t);
+      });
+}
+
 static Value lowerOp(AddOp add, GenericBuilder &g) {
   auto resTy = cast<RankedTensorType>(add->getResult(0).getType());
   Type elt = resTy.getElementType();
@@ -399,6 +432,7 @@ void mlir::attn::to_linalg::populateGraphOpPatterns(RewritePatternSet &patterns)
                LowerToLinalg<SplitHeadsOp>,
                LowerToLinalg<MergeHeadsOp>,
                LowerToLinalg<RopeOp>,
+               LowerToLinalg<TemperatureScaleOp>,
                LowerToLinalg<AddOp>,
                LowerToLinalg<SigmoidGateOp>, LowerToLinalg<GatedMLPOp>,
                LowerToLinalg<MLPOp>>(patterns.getContext());

@@ -87,6 +87,19 @@ Value ScoreMath::apply(OpBuilder &b, Location loc, Value s, Value qPos, Value kP
     both(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, kPos,
                                lowest));
   }
+  if (mask == MaskKind::chunked) {
+    // The key in the query's chunk: j >= q - (q mod chunk), the mod
+    // non-negative (with j <= q above, the same chunk).
+    Value c = iconst(b, loc, *window);
+    Value rem = arith::RemSIOp::create(b, loc, qPos, c);
+    Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, rem,
+                                      iconst(b, loc, 0));
+    Value fixed = arith::AddIOp::create(b, loc, rem, c);
+    rem = arith::SelectOp::create(b, loc, neg, fixed, rem);
+    Value start = arith::SubIOp::create(b, loc, qPos, rem);
+    both(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, kPos,
+                               start));
+  }
   if (kvLimit)
     both(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, kPos,
                                kvLimit));

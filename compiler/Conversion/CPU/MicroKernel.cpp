@@ -298,6 +298,25 @@ struct Emitter {
                                              kPos, lowest);
       ok = arith::AndIOp::create(b, loc, ok, inWindow);
     }
+    if (op.getMask() == MaskKind::chunked) {
+      // In the query's chunk: k >= q - (q mod chunk), the mod non-negative.
+      Value c = splat(arith::ConstantOp::create(
+                          b, loc, b.getI32Type(),
+                          b.getI32IntegerAttr(*op.getWindow())),
+                      vi32);
+      Value zero = splat(arith::ConstantOp::create(b, loc, b.getI32Type(),
+                                                   b.getI32IntegerAttr(0)),
+                         vi32);
+      Value rem = arith::RemSIOp::create(b, loc, qPos, c);
+      Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                        rem, zero);
+      Value fixed = arith::AddIOp::create(b, loc, rem, c);
+      rem = arith::SelectOp::create(b, loc, neg, fixed, rem);
+      Value start = arith::SubIOp::create(b, loc, qPos, rem);
+      Value inChunk = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
+                                            kPos, start);
+      ok = arith::AndIOp::create(b, loc, ok, inChunk);
+    }
     return ok;
   }
 

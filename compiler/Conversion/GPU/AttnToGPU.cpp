@@ -148,6 +148,9 @@ struct ConvertAttnToGPUPass
                                 "the block table");
         src.pageTable = rows.getSource();
       }
+      if (oa.getMask() == MaskKind::chunked)
+        return oa.emitOpError("chunked local attention is not supported by "
+                              "the GPU backend yet; compile for the CPU");
       if (oa.getMask() != MaskKind::none) {
         src.mask = oa.getMask();
         src.window = oa.getWindow();

@@ -95,7 +95,8 @@ void mlir::attn::writeKernelHeader(const ModelSpec &spec,
     }
     os << "\n/* " << n << ": Hq=" << l.numHeads << " Hkv=" << l.numKVHeads
        << " D=" << l.headDimQK << " Dv=" << l.headDimV
-       << (l.causal ? (l.window ? " sliding window " + std::to_string(*l.window)
+       << (l.causal ? (l.chunk ? " chunked " + std::to_string(*l.chunk)
+                       : l.window ? " sliding window " + std::to_string(*l.window)
                                 : std::string(" causal"))
                     : std::string(" bidirectional"))
        << " */\n";

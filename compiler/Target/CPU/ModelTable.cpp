@@ -43,7 +43,7 @@ public:
                                        f64, f64, i32, ptr, i64, ptr, i32,
                                        ptr, i64, i32, ptr, i64, ptr, ptr,
                                        i64, i64, ptr, ptr, ptr, ptr, ptr,
-                                       ptr, i32},
+                                       ptr, i32, i64},
                                       "attn_rt_kind");
     modelTy = llvm::StructType::create(
         ctx, {i32, ptr, i64, ptr, ptr, i64, i64, ptr, i32, ptr},
@@ -131,7 +131,7 @@ bool TableBuilder::checkLayout(std::string &error) const {
         offsetof(attn_rt_kind, latent_block),
         offsetof(attn_rt_kind, latent_layer),
         offsetof(attn_rt_kind, mla_paged_part),
-        offsetof(attn_rt_kind, has_sinks)}},
+        offsetof(attn_rt_kind, has_sinks), offsetof(attn_rt_kind, chunk)}},
       {modelTy,
        sizeof(attn_rt_model),
        {offsetof(attn_rt_model, abi_version), offsetof(attn_rt_model, family),
@@ -273,7 +273,7 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
     if (!kind.isLinear() && !latent) {
       if (l.role == LayerRole::CrossAttention)
         blockInputs |= ATTN_RT_BLOCK_MEMORY;
-      if (l.position == PositionKind::Rope)
+      if (l.takesPositions())
         blockInputs |= ATTN_RT_BLOCK_POSITIONS;
       if (takesKeyLengths(l))
         blockInputs |= ATTN_RT_BLOCK_KEY_LENGTHS;
@@ -370,7 +370,8 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
          t.c64(latent ? l.latent.kvLoraRank : 0),
          t.c64(latent ? l.latent.ropeDim : 0), mla, mlaReference, mlaPaged,
          latentBlock, latentLayer, mlaPagedPart,
-         t.c32(l.sinks.empty() ? 0 : 1)}));
+         t.c32(l.sinks.empty() ? 0 : 1),
+         t.c64(l.causal && l.chunk ? *l.chunk : 0)}));
   }
 
   llvm::Constant *kindArray = t.global(

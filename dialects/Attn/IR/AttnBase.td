@@ -49,7 +49,8 @@ def Attn_Dialect : Dialect {
 def Attn_MaskKind : I32EnumAttr<"MaskKind", "attention mask kind", [
     I32EnumAttrCase<"none", 0>,
     I32EnumAttrCase<"causal", 1>,
-    I32EnumAttrCase<"sliding_window", 2>
+    I32EnumAttrCase<"sliding_window", 2>,
+    I32EnumAttrCase<"chunked", 3>
   ]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::attn";
@@ -59,6 +60,9 @@ def Attn_MaskKind : I32EnumAttr<"MaskKind", "attention mask kind", [
     * `sliding_window`: causal, and additionally i + offset - j < window, so a
       query sees at most `window` keys, itself included (the convention of
       Mistral, Gemma 2/3 and Qwen in Hugging Face transformers).
+    * `chunked`: causal, and key j in the query's own chunk of `window`
+      positions: floor(j / window) == floor((i + offset) / window) (Llama
+      4's chunked local attention, `window` = attention_chunk_size).
   }];
 }
 

@@ -572,6 +572,27 @@ LogicalResult SoftmaxOp::verify() {
   return success();
 }
 
+LogicalResult TemperatureScaleOp::verify() {
+  RankedTensorType x = getInput().getType();
+  if (x != getResult().getType())
+    return emitOpError() << "expects the result type to equal the input type";
+  if (failed(expectRank(*this, getInput(), 4,
+                        "an input [batch, heads, seq, head_dim]")) ||
+      failed(expectRank(*this, getPositions(), 2, "positions [batch, seq]")))
+    return failure();
+  ShapedType pos = tensorOf(getPositions());
+  if (failed(expectDimsAgree(*this, pos, 0, "positions batch", x, 0,
+                             "input batch")) ||
+      failed(expectDimsAgree(*this, pos, 1, "positions seq", x, 2,
+                             "input seq")))
+    return failure();
+  if (getFloorScale() <= 0)
+    return emitOpError() << "expects a positive floor_scale, got "
+                         << getFloorScale();
+  return verifyPositiveFinite(*this, getAttnScale().convertToDouble(),
+                              "attn_scale");
+}
+
 LogicalResult SinkSoftmaxOp::verify() {
   if (getInput().getType() != getResult().getType())
     return emitOpError() << "expects the result type to equal the input type";

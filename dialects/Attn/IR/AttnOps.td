@@ -275,6 +275,29 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Attn_TemperatureScaleOp : Attn_Op<"temperature_scale", [Pure]> {
+  let summary = "scale queries by their position (attention temperature)";
+  let description = [{
+    Llama 4's attention temperature tuning on its NoPE layers: each query
+    row of `input` (`[batch, heads, seq, head_dim]`) at position `p`
+    (`positions` `[batch, seq]`) is multiplied by
+    `log1p(floor((p + 1) / floor_scale)) · attn_scale + 1`, which is 1 for
+    positions below `floor_scale - 1` and grows slowly past them.
+
+    ```mlir
+    %q2 = attn.temperature_scale %q, %pos {attn_scale = 1.0e-01 : f64, floor_scale = 8192 : i64}
+        : (tensor<?x40x?x128xf32>, tensor<?x?xi64>) -> tensor<?x40x?x128xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, Attn_IntTensor:$positions,
+                       I64Attr:$floor_scale, F64Attr:$attn_scale);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $positions attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Attn_SplitHeadsOp : Attn_Op<"split_heads", [Pure]> {
   let summary = "[batch, seq, heads·d] -> [batch, heads, seq, d]";
   let description = [{

@@ -131,13 +131,19 @@ LogicalResult verify::expectShape(Operation *op, ShapedType t,
 /// Verifies mask kind / window consistency, shared by mask and sdpa.
 LogicalResult verify::verifyMaskAttrs(Operation *op, MaskKind kind,
                               std::optional<int64_t> window) {
-  if (kind == MaskKind::sliding_window && !window)
-    return op->emitOpError()
-           << "expects a 'window' attribute with a sliding_window mask";
-  if (kind != MaskKind::sliding_window && window)
+  bool takesWindow =
+      kind == MaskKind::sliding_window || kind == MaskKind::chunked;
+  if (takesWindow && !window)
+    return op->emitOpError() << "expects a 'window' attribute with a "
+                             << stringifyMaskKind(kind) << " mask"
+                             << (kind == MaskKind::chunked
+                                     ? " (the chunk size)"
+                                     : "");
+  if (!takesWindow && window)
     return op->emitOpError() << "has a 'window' attribute but mask kind '"
                              << stringifyMaskKind(kind)
-                             << "'; only sliding_window takes a window";
+                             << "'; only sliding_window and chunked take a "
+                                "window";
   if (window && *window <= 0)
     return op->emitOpError() << "expects a positive window, got " << *window;
   return success();

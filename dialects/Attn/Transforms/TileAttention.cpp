@@ -301,6 +301,31 @@ KeyRange SDPATiler::keyRange(OpBuilder &b, Location loc, Value bIdx, Value q0,
     Value firstPos = n.add(q0, offset);
     r.fullHi = n.clamp(n.add(firstPos, n.c(1)), zero, r.hi);
   }
+  if (op.mask == MaskKind::chunked) {
+    // Chunked local attention: the rows see keys from their chunk's start.
+    // Rows of one chunk share [start, first row's position] (unmasked);
+    // a block spanning a chunk boundary masks all of [first row's start,
+    // hi).
+    Value c = n.c(op.window.getInt());
+    auto chunkStart = [&](Value pos) {
+      Value rem = arith::RemSIOp::create(b, loc, pos, c);
+      Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                        rem, zero);
+      rem = arith::SelectOp::create(b, loc, neg, n.add(rem, c), rem);
+      return n.sub(pos, rem);
+    };
+    Value firstPos = n.add(q0, offset);
+    Value lastPos = n.add(firstPos, n.sub(qn, n.c(1)));
+    Value firstStart = chunkStart(firstPos);
+    Value lastStart = chunkStart(lastPos);
+    r.lo = n.clamp(firstStart, zero, r.hi);
+    r.fullLo = r.lo;
+    Value oneChunk = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                           firstStart, lastStart);
+    r.fullHi = arith::SelectOp::create(b, loc, oneChunk,
+                                       n.clamp(r.fullHi, r.lo, r.hi), r.lo);
+    return r;
+  }
   if (op.window) {
     Value w = n.c(op.window.getInt());
     Value firstPos = n.add(q0, offset);

@@ -557,7 +557,7 @@ func.func @f56(%s: tensor<?x4x?x?xf32>) {
 // -----
 
 func.func @f57(%s: tensor<?x4x?x?xf32>) {
-  // expected-error @+1 {{has a 'window' attribute but mask kind 'causal'; only sliding_window takes a window}}
+  // expected-error @+1 {{has a 'window' attribute but mask kind 'causal'; only sliding_window and chunked take a window}}
   %0 = attn.mask %s {kind = #attn.mask<causal>, window = 8 : i64} : tensor<?x4x?x?xf32>
   return
 }
@@ -806,7 +806,7 @@ func.func @f87(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x
 // -----
 
 func.func @f88(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) {
-  // expected-error @+1 {{has a 'window' attribute but mask kind 'none'; only sliding_window takes a window}}
+  // expected-error @+1 {{has a 'window' attribute but mask kind 'none'; only sliding_window and chunked take a window}}
   %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x?x16xf32>) {scale = 0.25 : f64, window = 16 : i64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
   return
 }
@@ -1594,5 +1594,21 @@ func.func @sink_softmax_rank(%s: tensor<?x8x?x?xf32>, %sinks: tensor<8x1xf32>) {
 func.func @sdpa_sinks_type(%q: tensor<?x8x?x16xf32>, %k: tensor<?x2x?x16xf32>, %sinks: tensor<8xf16>, %init: tensor<?x8x?x16xf32>) {
   // expected-error @+1 {{expects sinks of the query's element type 'f32', got 'f16'}}
   %0 = attn.sdpa %q, %k, %k sinks(%sinks : tensor<8xf16>) outs(%init : tensor<?x8x?x16xf32>) {scale = 0.25 : f64} : (tensor<?x8x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x8x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @chunked_no_window(%q: tensor<?x8x?x16xf32>, %k: tensor<?x2x?x16xf32>, %init: tensor<?x8x?x16xf32>) {
+  // expected-error @+1 {{expects a 'window' attribute with a chunked mask (the chunk size)}}
+  %0 = attn.sdpa %q, %k, %k outs(%init : tensor<?x8x?x16xf32>) {mask = #attn.mask<chunked>, scale = 0.25 : f64} : (tensor<?x8x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x8x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @temperature_floor(%q: tensor<?x8x?x16xf32>, %p: tensor<?x?xi64>) {
+  // expected-error @+1 {{expects a positive floor_scale, got 0}}
+  %0 = attn.temperature_scale %q, %p {floor_scale = 0 : i64, attn_scale = 0.1 : f64} : (tensor<?x8x?x16xf32>, tensor<?x?xi64>) -> tensor<?x8x?x16xf32>
   return
 }

@@ -300,3 +300,13 @@ func.func @sinks(%s: tensor<?x8x?x?xf32>, %sinks: tensor<8xf32>, %q: tensor<?x8x
   %o = attn.sdpa %q, %k, %k sinks(%sinks : tensor<8xf32>) outs(%init : tensor<?x8x?x16xf32>) {mask = #attn.mask<causal>, scale = 0.25 : f64} : (tensor<?x8x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x8x?x16xf32>
   return %p, %o : tensor<?x8x?x?xf32>, tensor<?x8x?x16xf32>
 }
+
+// Llama 4: chunked local attention and the attention temperature.
+// CHECK-LABEL: func.func @llama4
+func.func @llama4(%q: tensor<?x8x?x16xf32>, %k: tensor<?x2x?x16xf32>, %p: tensor<?x?xi64>, %init: tensor<?x8x?x16xf32>) -> tensor<?x8x?x16xf32> {
+  // CHECK: attn.temperature_scale %{{.*}}, %{{.*}} {attn_scale = 1.000000e-01 : f64, floor_scale = 8192 : i64}
+  %t = attn.temperature_scale %q, %p {floor_scale = 8192 : i64, attn_scale = 0.1 : f64} : (tensor<?x8x?x16xf32>, tensor<?x?xi64>) -> tensor<?x8x?x16xf32>
+  // CHECK: attn.sdpa {{.*}} {mask = #attn.mask<chunked>, scale = 2.500000e-01 : f64, window = 8 : i64}
+  %o = attn.sdpa %t, %k, %k outs(%init : tensor<?x8x?x16xf32>) {mask = #attn.mask<chunked>, window = 8 : i64, scale = 0.25 : f64} : (tensor<?x8x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x8x?x16xf32>
+  return %o : tensor<?x8x?x16xf32>
+}

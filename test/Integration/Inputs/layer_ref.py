@@ -71,7 +71,7 @@ from block_ref import rope  # noqa: E402
 
 ROPE_FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen3",
                  "qwen3_moe", "qwen3_next", "glm4_moe", "gpt_oss", "olmo2",
-                 "minimax_m2", "cohere2",
+                 "minimax_m2", "cohere2", "llama4",
                  "gemma2", "gemma3", "phi3")
 
 
@@ -80,9 +80,32 @@ ROPE_FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen3",
 # ---------------------------------------------------------------------------
 
 def text_config(cfg):
-    if cfg.get("model_type") == "gemma3" and "text_config" in cfg:
+    if cfg.get("model_type") in ("gemma3", "llama4") and "text_config" in cfg:
         return cfg["text_config"], "language_model.model.layers.{i}."
     return cfg, "model.layers.{i}."
+
+
+def family(cfg):
+    fam = cfg["model_type"]
+    return "llama4" if fam == "llama4_text" else fam
+
+
+def llama3_inv_freq(theta, dim, rs):
+    """transformers' _compute_llama3_parameters: wavelengths past the old
+    context divided by factor, those under old/high kept, the band between
+    interpolated (none when the two factors are equal)."""
+    inv = 1.0 / theta ** (np.arange(0, dim, 2) / dim)
+    factor, low, high = rs["factor"], rs["low_freq_factor"], \
+        rs["high_freq_factor"]
+    old = rs["original_max_position_embeddings"]
+    wavelen = 2 * math.pi / inv
+    out = np.where(wavelen > old / low, inv / factor, inv)
+    if high > low:
+        smooth = (old / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * out / factor + smooth * out
+        medium = ~(wavelen < old / high) & ~(wavelen > old / low)
+        out = np.where(medium, smoothed, out)
+    return out
 
 
 def yarn_inv_freq(theta, dim, rs, max_pos):
@@ -125,21 +148,23 @@ def rope_layer(cfg, fam, L):
     c, prefix = text_config(cfg)
     H = c.get("hidden_size", 2304 if fam.startswith("gemma") else
               2048 if fam == "qwen3_moe" else 2880 if fam == "gpt_oss"
-              else 3072 if fam == "minimax_m2" else 4096)
+              else 3072 if fam == "minimax_m2" else
+              5120 if fam == "llama4" else 4096)
     hq = c.get("num_attention_heads", 8 if fam.startswith("gemma") else
                96 if fam == "glm4_moe" else 64 if fam == "gpt_oss" else
-               48 if fam == "minimax_m2" else 32)
+               48 if fam == "minimax_m2" else 40 if fam == "llama4" else 32)
     hkv = c.get("num_key_value_heads",
                 {"gemma2": 4, "gemma3": 4, "mistral": 8, "mixtral": 8,
                  "qwen3_moe": 4, "glm4_moe": 8, "gpt_oss": 8,
-                 "minimax_m2": 8}.get(fam, hq))
+                 "minimax_m2": 8, "llama4": 8}.get(fam, hq))
     dflt_d = {"qwen3": 128, "qwen3_next": 256, "gemma2": 256,
               "gemma3": 256, "glm4_moe": 128, "gpt_oss": 64,
-              "minimax_m2": 128}.get(fam, H // hq)
+              "minimax_m2": 128, "llama4": 128}.get(fam, H // hq)
     d = c.get("head_dim") or dflt_d
     n = c.get("num_hidden_layers", 26 if fam.startswith("gemma") else
               24 if fam == "qwen3_moe" else 46 if fam == "glm4_moe" else
-              36 if fam == "gpt_oss" else 62 if fam == "minimax_m2" else 32)
+              36 if fam == "gpt_oss" else 62 if fam == "minimax_m2" else
+              48 if fam == "llama4" else 32)
     # Layer types, as each config class derives them.
     types = c.get("layer_types")
     window = c.get("sliding_window")
@@ -174,6 +199,8 @@ def rope_layer(cfg, fam, L):
                         4 if fam == "cohere2" else 6)
             types = ["sliding_attention" if (i + 1) % pat else
                      "full_attention" for i in range(n)]
+        elif fam == "llama4":
+            pass  # from no_rope_layers below
         elif fam == "qwen3_next":
             k = c.get("full_attention_interval", 4)
             types = ["linear_attention" if (i + 1) % k else "full_attention"
@@ -182,6 +209,17 @@ def rope_layer(cfg, fam, L):
             types = ["full_attention"] * n
     elif window is None and fam in ("gemma2", "gemma3", "mistral", "cohere2"):
         window = 4096
+    use_rope = True
+    if fam == "llama4":
+        # Llama4TextConfig: no_rope_layers (1: RoPE), default every 4th
+        # layer NoPE; layer_types: chunked on RoPE layers, full on NoPE.
+        nr = c.get("no_rope_layers") or [
+            int((i + 1) % c.get("no_rope_layer_interval", 4) != 0)
+            for i in range(n)]
+        use_rope = bool(nr[L])
+        if types is None:
+            types = ["chunked_attention" if r else "full_attention"
+                     for r in nr]
     t = types[L]
     gemma = fam in ("gemma2", "gemma3")
     if t == "linear_attention":
@@ -195,7 +233,8 @@ def rope_layer(cfg, fam, L):
     theta = c.get("rope_theta",
                   1e6 if fam in ("gemma3", "mixtral") else
                   150000.0 if fam == "gpt_oss" else
-                  5e6 if fam == "minimax_m2" else 10000.0)
+                  5e6 if fam == "minimax_m2" else
+                  500000.0 if fam == "llama4" else 10000.0)
     if fam == "gemma3" and t == "sliding_attention":
         theta = c.get("rope_local_base_freq", 10000.0)
     prf = c.get("partial_rotary_factor", 0.25 if fam == "qwen3_next" else
@@ -215,6 +254,9 @@ def rope_layer(cfg, fam, L):
         inv, attn = yarn_inv_freq(theta, rd, rs, c.get(
             "max_position_embeddings", 131072))
         longrope = dict(short=None, long=None, inv=inv, orig=None, attn=attn)
+    if rs.get("rope_type", rs.get("type")) == "llama3":
+        longrope = dict(short=None, long=None, orig=None, attn=1.0,
+                        inv=llama3_inv_freq(theta, rd, rs))
     if rs.get("rope_type", rs.get("type")) in ("longrope", "su"):
         # _compute_longrope_parameters: the top-level
         # original_max_position_embeddings first (Phi-3), factor by default
@@ -236,13 +278,24 @@ def rope_layer(cfg, fam, L):
         softcap=(c.get("attn_logit_softcapping", 50.0) if fam == "gemma2"
                  else c.get("attn_logit_softcapping") if fam == "gemma3"
                  else None),
-        rope=(None if fam == "cohere2" and t != "sliding_attention"
-              else (theta, int(d * prf))),
-        # Cohere2: rotate_half over (x[2i], x[2i+1]) pairs.
-        interleaved=fam == "cohere2", longrope=longrope,
+        rope=(None if (fam == "cohere2" and t != "sliding_attention") or
+              not use_rope else (theta, int(d * prf))),
+        # Cohere2: rotate_half over (x[2i], x[2i+1]) pairs; Llama 4: the
+        # complex pairs (x[2i], x[2i+1]) likewise.
+        interleaved=fam in ("cohere2", "llama4"),
+        longrope=longrope if use_rope else None,
+        # Llama 4: chunked attention, the weightless L2 norm on RoPE
+        # layers, the temperature on NoPE ones.
+        chunk=(c.get("attention_chunk_size", 8192)
+               if fam == "llama4" and t == "chunked_attention" else None),
+        l2_qk=fam == "llama4" and use_rope and c.get("use_qk_norm", True),
+        temperature=((c.get("floor_scale", 8192), c.get("attn_scale", 0.1))
+                     if fam == "llama4" and not use_rope and
+                     c.get("attn_temperature_tuning", True) else None),
         eps=(c.get("layer_norm_eps", 1e-5) if fam == "cohere2" else
              c.get("rms_norm_eps",
-                   1e-5 if fam in ("phi3", "mixtral", "glm4_moe", "olmo2")
+                   1e-5 if fam in ("phi3", "mixtral", "glm4_moe", "olmo2",
+                                   "llama4")
                    else 1e-6)),
         # Cohere2LayerNorm: mean-centred, weight only.
         norm="rms1" if gemma or fam == "qwen3_next" else
@@ -397,7 +450,7 @@ def encdec_layer(cfg, fam, L):
 
 
 def layer_desc(cfg, L):
-    fam = cfg["model_type"]
+    fam = family(cfg)
     if fam in ROPE_FAMILIES:
         return rope_layer(cfg, fam, L)
     if fam == "gpt2":
@@ -421,7 +474,7 @@ ACT = {"silu": "silu", "swish": "silu", "gelu": "gelu", "relu": "relu",
 
 
 def ffn_desc(cfg, desc, L):
-    fam = cfg["model_type"]
+    fam = family(cfg)
     H = desc["H"]
     if fam in ROPE_FAMILIES:
         c, _ = text_config(cfg)
@@ -433,7 +486,7 @@ def ffn_desc(cfg, desc, L):
             "llama": 11008, "mistral": 14336, "mixtral": 14336,
             "qwen2": 22016, "qwen3": 22016, "qwen3_moe": 6144,
             "glm4_moe": 10944, "olmo2": 11008, "minimax_m2": 1536,
-            "cohere2": 22528,
+            "cohere2": 22528, "llama4": 8192,
             "gemma2": 9216, "gemma3": 9216,
             "phi3": 8192, "qwen3_next": 5632}[fam])
         act = ACT[c.get("hidden_activation", "gelu_pytorch_tanh") if gemma
@@ -443,6 +496,22 @@ def ffn_desc(cfg, desc, L):
                   and c.get("num_experts", 512 if next_ else 128) > 0
                   and (L + 1) % c.get("decoder_sparse_step", 1) == 0
                   and L not in (c.get("mlp_only_layers") or []))
+        if fam == "llama4":
+            # Llama4TextDecoderLayer: a SwiGLU of intermediate_size_mlp off
+            # moe_layers (its mixture of experts is not compiled).
+            step = c.get("interleave_moe_layer_step", 1)
+            moe_layers = c.get("moe_layers") or list(
+                range(step - 1, c.get("num_hidden_layers", 48), step))
+            if L in moe_layers:
+                raise SystemExit("layer_ref: Llama 4's mixture of experts "
+                                 "is not compiled: take a dense layer")
+            m = pre + "feed_forward."
+            return dict(kind="gated", act=act, norm="rms", placement="pre",
+                        norm_w=pre + "post_attention_layernorm.weight",
+                        inter=c.get("intermediate_size_mlp", 16384),
+                        gate=dict(w=m + "gate_proj.weight"),
+                        up=dict(w=m + "up_proj.weight"),
+                        down=dict(w=m + "down_proj.weight"))
         if fam == "minimax_m2":
             # MiniMaxM2SparseMoeBlock: sigmoid scores, the selection by
             # scores + e_score_correction_bias, the k scores / their sum.
@@ -868,6 +937,8 @@ def attention(q, k, v, desc, lens):
             vis = vis & (j <= i)
         if desc["window"]:
             vis = vis & (j > i - desc["window"])
+        if desc.get("chunk"):  # the query's own chunk
+            vis = vis & (j // desc["chunk"] == i // desc["chunk"])
         for h in range(hq):
             s = q[b, h] @ k[b, h // group].T * desc["scale"]
             if desc["softcap"]:
@@ -938,42 +1009,49 @@ def block(desc, t, x, mem, lens, with_normed=False):
     if desc.get("qk_norm") and not desc.get("qk_flat"):
         q = norm(q, desc["qk_norm"], t[desc["q_norm"]], 0.0, desc["eps"])
         k = norm(k, desc["qk_norm"], t[desc["k_norm"]], 0.0, desc["eps"])
-    if desc.get("longrope"):
-        # longrope_frequency_update: the long factors for the whole call
-        # once max(position_ids) + 1 > original_max_position_embeddings.
-        lr = desc["longrope"]
+    if desc.get("rope"):
         theta, rd = desc["rope"]
-        if lr["inv"] is not None:
-            inv = lr["inv"]
-        else:
+        lr, attn = desc.get("longrope"), 1.0
+        if lr and lr["inv"] is not None:  # yarn, llama3: one table
+            inv, attn = lr["inv"], lr["attn"]
+        elif lr:
+            # longrope_frequency_update: the long factors for the whole
+            # call once max(position_ids) + 1 > original_max_pos.
             ext = np.array(lr["long"] if S > lr["orig"] else lr["short"])
-            inv = 1.0 / (ext * theta ** (np.arange(0, rd, 2) / rd))
+            inv, attn = 1.0 / (ext * theta ** (np.arange(0, rd, 2) / rd)), \
+                lr["attn"]
+        else:
+            inv = 1.0 / theta ** (np.arange(0, rd, 2) / rd)
         ang = np.arange(S)[:, None] * inv[None, :]
-        cos = np.concatenate([np.cos(ang)] * 2, -1) * lr["attn"]
-        sin = np.concatenate([np.sin(ang)] * 2, -1) * lr["attn"]
+        if desc.get("interleaved"):
+            # Pairs (x[2i], x[2i+1]) (Cohere's rotate_half, Llama 4's
+            # complex view).
+            cos = np.repeat(np.cos(ang), 2, -1) * attn
+            sin = np.repeat(np.sin(ang), 2, -1) * attn
+        else:
+            cos = np.concatenate([np.cos(ang)] * 2, -1) * attn
+            sin = np.concatenate([np.sin(ang)] * 2, -1) * attn
 
         def rot(x):
             xr, xp = x[..., :rd], x[..., rd:]
-            h = rd // 2
-            turned = np.concatenate([-xr[..., h:], xr[..., :h]], -1)
+            if desc.get("interleaved"):
+                turned = np.stack([-xr[..., 1::2], xr[..., ::2]],
+                                  -1).reshape(xr.shape)
+            else:
+                h = rd // 2
+                turned = np.concatenate([-xr[..., h:], xr[..., :h]], -1)
             return np.concatenate([xr * cos + turned * sin, xp], -1)
         q, k = rot(q), rot(k)
-    elif desc.get("rope") and desc.get("interleaved"):
-        theta, rd = desc["rope"]
-        inv = 1.0 / theta ** (np.arange(0, rd, 2) / rd)
-        ang = np.arange(S)[:, None] * inv[None, :]
-        cos = np.repeat(np.cos(ang), 2, -1)
-        sin = np.repeat(np.sin(ang), 2, -1)
-
-        def rot_il(x):
-            xr, xp = x[..., :rd], x[..., rd:]
-            turned = np.stack([-xr[..., 1::2], xr[..., ::2]], -1).reshape(
-                xr.shape)
-            return np.concatenate([xr * cos + turned * sin, xp], -1)
-        q, k = rot_il(q), rot_il(k)
-    elif desc.get("rope"):
-        theta, rd = desc["rope"]
-        q, k = rope(q, theta, rd), rope(k, theta, rd)
+    if desc.get("l2_qk"):  # Llama4TextL2Norm after RoPE: no weight
+        l2 = lambda x: x / np.sqrt((x * x).mean(-1, keepdims=True)
+                                   + desc["eps"])
+        q, k = l2(q), l2(k)
+    if desc.get("temperature"):
+        # log1p(floor((pos + 1) / floor_scale)) * attn_scale + 1 per row.
+        fs, sc = desc["temperature"]
+        pos = np.arange(S)
+        q = q * (np.log1p(np.floor((pos + 1) / fs)) * sc + 1.0)[
+            None, None, :, None]
     if desc.get("t5"):
         desc = dict(desc, table=t[desc["t5"]["table"]])
     if desc.get("sinks"):
