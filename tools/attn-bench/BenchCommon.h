@@ -171,7 +171,7 @@ struct Options {
   /// the libraries it sampled); default a temporary folder, removed.
   std::string keepDir;
   bool longSeq = false, openblasInfo = false, linear = false, layers = false,
-       mla = false, sinks = false;
+       mla = false, variants = false;
   /// --layers: the prefill's tokens, and a config to measure instead of
   /// the built-in models.
   int64_t layerSeq = 512;
@@ -367,9 +367,12 @@ bool benchLayers(const Options &o, const Machine &mc, const std::string &dir);
 /// decode (contiguous and paged, OpenBLAS unfused, the expanded form on the
 /// same step) and expanded prefill (LatentBench.cpp).
 bool benchLatent(const Options &o, const Machine &mc, const std::string &dir);
-/// attn-bench --sinks: gpt-oss's attention with its sinks next to the same
-/// kernels without, prefill and decode (SinksBench.cpp).
-bool benchSinks(const Options &o, const Machine &mc, const std::string &dir);
+/// attn-bench --variants: gpt-oss's attention with its sinks next to the
+/// same kernels without, prefill and decode, and Llama 4's chunked
+/// attention next to the causal kernel of the same work
+/// (VariantsBench.cpp).
+bool benchVariants(const Options &o, const Machine &mc,
+                   const std::string &dir);
 /// Reads and checks --config (a JSON object; num_experts_per_tok, when
 /// present, a non-negative integer) into `o`; false with `error` set.
 bool readLayerConfig(Options &o, std::string &error);

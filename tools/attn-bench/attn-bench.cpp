@@ -287,8 +287,8 @@ int parseArgs(int argc, char **argv, Options &o) {
       o.layers = true;
     else if (a == "--mla")
       o.mla = true;
-    else if (a == "--sinks")
-      o.sinks = true;
+    else if (a == "--variants")
+      o.variants = true;
     else if (a == "--config")
       o.layerConfig = next();
     else if (a == "--seq")
@@ -304,7 +304,7 @@ int parseArgs(int argc, char **argv, Options &o) {
           "usage: attn-bench [--threads T] [--repeats R] [--csv FILE] "
           "[--shape P1|P2|P3|P4|D1|D2] [--long] [--linear [--svg FILE]] "
           "[--layers [--seq S] [--shape MODEL | --config FILE]] "
-          "[--mla [--shape M1|M2|M3|M4|MP]] [--sinks [--shape S1..S5]] "
+          "[--mla [--shape M1|M2|M3|M4|MP]] [--variants [--shape S1..S5|C1]] "
           "[--openblas-core NAME|auto] [--cpu CPU] [--keep DIR]\n"
           "  --cpu: attn-compile --cpu for the kernels (default "
           "native; e.g. x86-64-v3 runs the AVX2 kernels here)\n"
@@ -335,10 +335,12 @@ int parseArgs(int argc, char **argv, Options &o) {
           "batch 1 and 8 (M1-M4; contiguous, pages of 64, OpenBLAS "
           "unfused, the expanded form on the same step), expanded prefill "
           "S = 4096 (MP); CSV default attn-bench-mla.csv\n"
-          "  --sinks: gpt-oss-20b's attention with its attention sinks next "
-          "to the same kernels without (full and window-128 layers; prefill "
-          "S = 4096, decode over 32k keys at batch 1 and 4k at batch 8); CSV "
-          "default attn-bench-sinks.csv\n");
+          "  --variants: gpt-oss-20b's attention with its attention sinks "
+          "next to the same kernels without (full and window-128 layers; "
+          "prefill S = 4096, decode over 32k keys at batch 1 and 4k at batch "
+          "8: S1-S5), Llama 4's chunked attention (chunks of 2k over 8k "
+          "tokens) next to the causal kernel of the same work (C1); CSV "
+          "default attn-bench-variants.csv\n");
       return a == "--help" ? 0 : 2;
     }
   }
@@ -646,11 +648,11 @@ int main(int argc, char **argv) {
               mc.avx512 ? "AVX-512" : "AVX2", o.threads, mc.peak,
               mc.bandwidth, blas.c_str());
 
-  if (o.linear || o.layers || o.mla || o.sinks) {
-    bool ok = o.linear  ? benchLinear(o, mc, dir)
-              : o.mla   ? benchLatent(o, mc, dir)
-              : o.sinks ? benchSinks(o, mc, dir)
-                        : benchLayers(o, mc, dir);
+  if (o.linear || o.layers || o.mla || o.variants) {
+    bool ok = o.linear     ? benchLinear(o, mc, dir)
+              : o.mla      ? benchLatent(o, mc, dir)
+              : o.variants ? benchVariants(o, mc, dir)
+                           : benchLayers(o, mc, dir);
     removeDir();
     return ok ? 0 : 1;
   }

@@ -1,13 +1,18 @@
-//===- SinksBench.cpp - attn-bench --sinks: attention sinks' cost ---------===//
+//===- VariantsBench.cpp - attn-bench --variants: sinks, chunks ----------===//
 //
+// The attention variants of today's models next to the kernels they vary,
+// in one run, alternating, each as % of the FMA peak the harness measures.
 // gpt-oss-20b's attention (64 query heads of 64 over 8 KV heads; its
 // sliding layers' window of 128 and its full layers) with attention sinks,
 // next to the same kernels without them (a llama config of the same heads
 // for the full layers, a mistral one with the same window for the sliding
-// ones), in one run, alternating, each as % of the FMA peak the harness
-// measures: causal prefill of 4096 tokens, decode over 32k cached tokens
+// ones): causal prefill of 4096 tokens, decode over 32k cached tokens
 // (batch 1: split-K, whose merge counts the sinks once) and batch 8 over
 // 4k. The sinks cost the kernels one initialization of each row's state.
+// Llama 4's chunked local attention (chunks of 2048 over 8192 tokens: four
+// causal chunks) next to the causal kernel over batch 4 of 2048 tokens,
+// the same work. (A NoPE layer's kernel is the causal one: only its block
+// differs.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +28,15 @@ namespace attn_bench {
 namespace {
 
 constexpr int64_t kHq = 64, kHkv = 8, kD = 64, kWindow = 128;
+
+/// Llama 4's chunked layers at gpt-oss's head shape (a RoPE layer, then a
+/// NoPE one).
+std::string chunkedConfig() {
+  return "{\"model_type\": \"llama4_text\", \"hidden_size\": 2880, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 64, "
+         "\"num_key_value_heads\": 8, \"head_dim\": 64, "
+         "\"attention_chunk_size\": 2048, \"no_rope_layers\": [1, 0]}";
+}
 
 std::string sinksConfig() {
   return "{\"model_type\": \"gpt_oss\", \"hidden_size\": 2880, "
@@ -59,16 +73,16 @@ const attn_rt_kind *kindNamed(const attn_rt_model *m, const char *name) {
 
 } // namespace
 
-bool benchSinks(const Options &o, const Machine &mc, const std::string &dir) {
+bool benchVariants(const Options &o, const Machine &mc, const std::string &dir) {
   if (!o.only.empty() && o.only != "S1" && o.only != "S2" &&
-      o.only != "S3" && o.only != "S4" && o.only != "S5") {
-    std::fprintf(stderr, "attn-bench: error: --sinks --shape %s: accepted: "
-                         "S1, S2, S3, S4, S5\n",
+      o.only != "S3" && o.only != "S4" && o.only != "S5" && o.only != "C1") {
+    std::fprintf(stderr, "attn-bench: error: --variants --shape %s: "
+                         "accepted: S1, S2, S3, S4, S5, C1\n",
                  o.only.c_str());
     return false;
   }
   std::string csvPath =
-      o.csv == Options().csv ? std::string("attn-bench-sinks.csv") : o.csv;
+      o.csv == Options().csv ? std::string("attn-bench-variants.csv") : o.csv;
   std::ofstream csv(csvPath);
   csv << "shape,layer,batch,sq,kv_len,method,ms,gflops,pct_peak,"
          "sinks_over_plain\n";
@@ -155,6 +169,71 @@ bool benchSinks(const Options &o, const Machine &mc, const std::string &dir) {
     };
     row("without sinks", mp);
     row("with sinks", mw);
+  }
+  if (o.only.empty() || o.only == "C1") {
+    // Chunked: B=1, 8192 tokens in chunks of 2048 against the causal kernel
+    // over B=4 x 2048 (the same visible pairs).
+    void *h4 = nullptr;
+    const attn_rt_model *chunked = loadModel(
+        compileConfig(dir, "llama4_chunked", chunkedConfig(),
+                      {"--entries=sdpa"}),
+        h4);
+    if (!chunked)
+      return false;
+    const attn_rt_kind *ck = kindNamed(chunked, "chunked_attention");
+    if (!ck || ck->chunk != 2048) {
+      std::fprintf(stderr, "attn-bench: error: no chunked kind in %s\n",
+                   "llama4_chunked");
+      return false;
+    }
+    std::mt19937 rng(13);
+    struct Run {
+      int64_t b, s;
+      attn_rt::Buf<float> q, k, v, out;
+      std::vector<int64_t> lens;
+    };
+    auto make = [&](int64_t b, int64_t s) {
+      Run r{b, s, normal(rng, size_t(b * kHq * s * kD)),
+            normal(rng, size_t(b * kHkv * s * kD)),
+            normal(rng, size_t(b * kHkv * s * kD)),
+            attn_rt::Buf<float>(size_t(b * kHq * s * kD)),
+            std::vector<int64_t>(b, s)};
+      return r;
+    };
+    Run rc = make(1, 8192), rp = make(4, 2048);
+    auto call = [&](Run &r, void (*fn)(void)) {
+      attn_rt_memref_f32_4 dOut = view4(r.out.data(), r.b, kHq, r.s, kD),
+                           dq = view4(r.q.data(), r.b, kHq, r.s, kD),
+                           dk = view4(r.k.data(), r.b, kHkv, r.s, kD),
+                           dv = view4(r.v.data(), r.b, kHkv, r.s, kD);
+      attn_rt_memref_i64_1 dl{r.lens.data(), r.lens.data(), 0, {r.b}, {1}};
+      reinterpret_cast<attn_rt_sdpa_fn>(fn)(&dOut, &dq, &dk, &dv, &dl);
+    };
+    double flopsC = 2.0 * kHq * (2 * kD) *
+                    attn_rt_visible_pairs_chunked(8192, 8192, 2048);
+    double flopsP =
+        attn_rt_attention_flops(4, kHq, 2048, 2048, kD, kD, 1, 0);
+    std::vector<double> tc, tp;
+    for (int round = 0; round < 3; ++round) {
+      tp.push_back(inChild(o.repeats, [&] {
+                     call(rp, plainKinds[0]->fused);
+                   }).ms);
+      tc.push_back(inChild(o.repeats, [&] { call(rc, ck->fused); }).ms);
+    }
+    double mc2 = median(tc), mp = median(tp);
+    auto row = [&](const char *method, int64_t b, int64_t s, double ms,
+                   double flops) {
+      double gf = flops / ms / 1e6;
+      std::printf("%-6s %-8s %5lld %5lld %7lld %-14s %10.3f %10.1f %6.1f%% "
+                  "%7.3fx\n",
+                  "C1", "chunked", (long long)b, (long long)s, (long long)s,
+                  method, ms, gf, 100 * gf / mc.peak, ms / mp);
+      csv << "C1,chunked," << b << "," << s << "," << s << "," << method
+          << "," << ms << "," << gf << "," << 100 * gf / mc.peak << ","
+          << ms / mp << "\n";
+    };
+    row("causal B=4x2k", 4, 2048, mp, flopsP);
+    row("chunks of 2k", 1, 8192, mc2, flopsC);
   }
   std::printf("CSV: %s\n", csvPath.c_str());
   return true;
