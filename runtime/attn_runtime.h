@@ -83,7 +83,23 @@ typedef struct {
   const char *pattern;
   int64_t rank;
   int64_t shape[3];
+  /* How the tensor `pattern` names becomes this weight (ATTN_RT_WEIGHT_*). */
+  int64_t source;
 } attn_rt_weight;
+
+/* attn_rt_weight.source: as stored, or a part of gpt-oss's fused experts.
+ * GATE/UP_OF_GATE_UP: [E, I, H] from gate_up_proj, stored [E, H, 2I] (x·W)
+ * with gate and up interleaved (features 0::2 and 1::2), or as its MXFP4
+ * '<name>_blocks'/'<name>_scales' ([E, 2I, H], rows interleaved);
+ * EXPERTS_IN_OUT: [E, out, in] from a tensor stored [E, in, out] (x·W), or
+ * its MXFP4 blocks ([E, out, in] as dequantized); GATE/UP_OF_BIAS: [E, I]
+ * from gate_up_proj_bias [E, 2I]. */
+#define ATTN_RT_WEIGHT_AS_STORED 0
+#define ATTN_RT_WEIGHT_GATE_OF_GATE_UP 1
+#define ATTN_RT_WEIGHT_UP_OF_GATE_UP 2
+#define ATTN_RT_WEIGHT_EXPERTS_IN_OUT 3
+#define ATTN_RT_WEIGHT_GATE_OF_BIAS 4
+#define ATTN_RT_WEIGHT_UP_OF_BIAS 5
 
 /* block(x [B, S, hidden], memory [B, Sm, hidden], positions [B, S],
  * key_lengths [B], weights...) written into the caller's contiguous `y`

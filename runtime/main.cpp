@@ -272,6 +272,72 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
 
 } // namespace
 
+/// A part of gpt-oss's fused expert tensors (attn_rt_weight.source), in
+/// the layout the kernels take: [E, I, H] gate or up (even or odd features
+/// of gate_up_proj), [E, out, in] from a tensor stored x·W, [E, I] gate or
+/// up biases. The fused tensors are read as BF16/F32 (stored x·W) or as
+/// their MXFP4 blocks (stored [E, out, in]).
+static bool readFusedExperts(const SafeTensors &st, const std::string &name,
+                             int64_t source, const std::vector<int64_t> &shape,
+                             Buf<float> &out, std::string &err) {
+  bool mxfp4 = !st.has(name) && st.has(name + "_blocks");
+  Buf<float> full;
+  if (source == ATTN_RT_WEIGHT_GATE_OF_BIAS ||
+      source == ATTN_RT_WEIGHT_UP_OF_BIAS) {
+    int64_t E = shape[0], I = shape[1];
+    if (!st.readF32(name, {E, 2 * I}, full, err))
+      return false;
+    int64_t par = source == ATTN_RT_WEIGHT_UP_OF_BIAS;
+    out.resize(size_t(E * I));
+    for (int64_t e = 0; e < E; ++e)
+      for (int64_t r = 0; r < I; ++r)
+        out[e * I + r] = full[(e * 2 * I) + 2 * r + par];
+    return true;
+  }
+  if (shape.size() != 3) {
+    err = name + ": a fused expert weight must be [experts, ., .]";
+    return false;
+  }
+  int64_t E = shape[0], R = shape[1], C = shape[2];
+  if (source == ATTN_RT_WEIGHT_EXPERTS_IN_OUT) {
+    if (mxfp4)
+      return st.readMXFP4(name, {E, R, C}, out, err);
+    if (!st.readF32(name, {E, C, R}, full, err))
+      return false;
+    out.resize(size_t(E * R * C));
+    for (int64_t e = 0; e < E; ++e)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t r = 0; r < R; ++r)
+          out[(e * R + r) * C + c] = full[(e * C + c) * R + r];
+    return true;
+  }
+  if (source != ATTN_RT_WEIGHT_GATE_OF_GATE_UP &&
+      source != ATTN_RT_WEIGHT_UP_OF_GATE_UP) {
+    err = name + ": unknown weight source " + std::to_string(source) +
+          " (a model table of another runtime version?)";
+    return false;
+  }
+  int64_t par = source == ATTN_RT_WEIGHT_UP_OF_GATE_UP;
+  out.resize(size_t(E * R * C));
+  if (mxfp4) { // [E, 2I, H], rows interleaved
+    if (!st.readMXFP4(name, {E, 2 * R, C}, full, err))
+      return false;
+    for (int64_t e = 0; e < E; ++e)
+      for (int64_t r = 0; r < R; ++r)
+        std::copy_n(&full[(e * 2 * R + 2 * r + par) * C], C,
+                    &out[(e * R + r) * C]);
+    return true;
+  }
+  // Stored x·W: [E, H, 2I], gate and up interleaved along the last dim.
+  if (!st.readF32(name, {E, C, 2 * R}, full, err))
+    return false;
+  for (int64_t e = 0; e < E; ++e)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t r = 0; r < R; ++r)
+        out[(e * R + r) * C + c] = full[(e * C + c) * 2 * R + 2 * r + par];
+  return true;
+}
+
 BlockWeights::BlockWeights(const attn_rt_kind &kind, int64_t layerInStack,
                            const std::string &path, int64_t count)
     : data(count), d1(count), d2(count), d3(count), ptrs(count) {
@@ -289,7 +355,10 @@ BlockWeights::BlockWeights(const attn_rt_kind &kind, int64_t layerInStack,
     const attn_rt_weight &w = kind.weights[i];
     std::string name = substitute(w.pattern, "{i}", layerInStack);
     std::vector<int64_t> shape(w.shape, w.shape + w.rank);
-    if (name.find("{e}") == std::string::npos) {
+    if (w.source != ATTN_RT_WEIGHT_AS_STORED) {
+      if (!readFusedExperts(st, name, w.source, shape, data[i], err))
+        fail(err);
+    } else if (name.find("{e}") == std::string::npos) {
       if (!st.readF32(name, shape, data[i], err))
         fail(err);
     } else {

@@ -216,6 +216,88 @@ bool SafeTensors::readF32(const std::string &name,
   return true;
 }
 
+bool SafeTensors::readU8(const std::string &name,
+                         const std::vector<int64_t> &shape,
+                         std::vector<uint8_t> &out, std::string &error) const {
+  auto it = entries.find(name);
+  if (it == entries.end()) {
+    error = path + ": no tensor '" + name + "' (expected U8 " +
+            shapeStr(shape) + ")";
+    return false;
+  }
+  const Entry &e = it->second;
+  if (e.dtype != "U8" || e.shape != shape) {
+    error = path + ": tensor '" + name + "' is " + e.dtype + " " +
+            shapeStr(e.shape) + ", expected U8 " + shapeStr(shape);
+    return false;
+  }
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) {
+      error = path + ": tensor '" + name + "' has an impossible shape " +
+              shapeStr(shape);
+      return false;
+    }
+  if (e.end - e.begin != uint64_t(n)) {
+    error = path + ": tensor '" + name + "' holds " +
+            std::to_string(e.end - e.begin) + " bytes, its shape needs " +
+            std::to_string(n);
+    return false;
+  }
+  if (!fitsInMemory((unsigned __int128)n, path + ": tensor '" + name + "'",
+                    error))
+    return false;
+  out.resize(size_t(n));
+  if (n == 0)
+    return true;
+  std::istream &in = *file;
+  in.clear();
+  in.seekg(std::streamoff(dataStart + e.begin));
+  if (!in || !in.read(reinterpret_cast<char *>(out.data()), std::streamsize(n))) {
+    error = path + ": cannot read tensor '" + name + "' (" +
+            std::strerror(errno) + ")";
+    return false;
+  }
+  return true;
+}
+
+bool SafeTensors::readMXFP4(const std::string &name,
+                            const std::vector<int64_t> &shape, Buf<float> &out,
+                            std::string &error) const {
+  if (shape.empty() || shape.back() % 32 != 0) {
+    error = path + ": tensor '" + name + "' is MXFP4 but " + shapeStr(shape) +
+            " does not end in a multiple of 32 (its blocks)";
+    return false;
+  }
+  std::vector<int64_t> groups(shape.begin(), shape.end() - 1);
+  groups.push_back(shape.back() / 32);
+  std::vector<int64_t> blockShape = groups;
+  blockShape.push_back(16);
+  std::vector<uint8_t> blocks, scales;
+  if (!readU8(name + "_blocks", blockShape, blocks, error) ||
+      !readU8(name + "_scales", groups, scales, error))
+    return false;
+  if (!fitsInMemory((unsigned __int128)blocks.size() * 8,
+                    path + ": tensor '" + name + "' (MXFP4, as float32)",
+                    error))
+    return false;
+  // FP4 E2M1: sign, 2 exponent bits, 1 mantissa bit.
+  static const float kFP4[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,
+                                 4.0f,  6.0f,  -0.0f, -0.5f, -1.0f, -1.5f,
+                                 -2.0f, -3.0f, -4.0f, -6.0f};
+  out.resize(blocks.size() * 2);
+  for (size_t gi = 0; gi < scales.size(); ++gi) {
+    float scale = std::ldexp(1.0f, int(scales[gi]) - 127);
+    const uint8_t *blk = &blocks[gi * 16];
+    float *dst = &out[gi * 32];
+    for (int j = 0; j < 16; ++j) {
+      dst[2 * j] = kFP4[blk[j] & 0xf] * scale;
+      dst[2 * j + 1] = kFP4[blk[j] >> 4] * scale;
+    }
+  }
+  return true;
+}
+
 float attn_rt::e4m3Value(uint8_t bits) {
   // OCP FP8 E4M3 ("e4m3fn"): sign, 4 exponent bits (bias 7), 3 mantissa
   // bits; no infinities, S.1111.111 is NaN; subnormals m/8 · 2^-6.

@@ -41,6 +41,18 @@ public:
   /// what was found and what is expected.
   bool readF32(const std::string &name, const std::vector<int64_t> &shape,
                Buf<float> &out, std::string &error) const;
+  /// The raw bytes of a U8 tensor of `shape`.
+  bool readU8(const std::string &name, const std::vector<int64_t> &shape,
+              std::vector<uint8_t> &out, std::string &error) const;
+  /// True if the file holds tensor `name`.
+  bool has(const std::string &name) const { return entries.count(name); }
+  /// Reads an MXFP4 tensor stored as '<name>_blocks' (U8 [..., G, 16]: 32
+  /// FP4 E2M1 values per block, the low nibble first) and '<name>_scales'
+  /// (U8 [..., G]: each block's E8M0 exponent, 2^(s - 127)), as gpt-oss's
+  /// checkpoints store their experts, into float32 of `shape` ([..., 32 G]);
+  /// false with a message naming the file, the tensors and what is expected.
+  bool readMXFP4(const std::string &name, const std::vector<int64_t> &shape,
+                 Buf<float> &out, std::string &error) const;
   /// Every tensor's name and shape, as the header lists them.
   std::vector<std::pair<std::string, std::vector<int64_t>>>
   tensorShapes() const {

@@ -273,6 +273,17 @@ ojson feedForwardJson(const FFNSpec &f) {
                                          ? "top2_sum"
                                          : "max"}};
     j["routed_scaling_factor"] = f.routedScale;
+    if (!f.router.bias.empty())
+      j["router_bias"] = true;
+    if (!f.expertGateUpBias.empty())
+      j["expert_biases"] = true;
+    if (f.swigluLimit)
+      j["clamped_swiglu"] = {{"limit", *f.swigluLimit},
+                             {"alpha", f.swigluAlpha}};
+    if (f.fusedExperts)
+      j["experts_stored"] =
+          "fused gate_up_proj (gate, up interleaved) and down_proj, x·W or "
+          "MXFP4 blocks";
     j["shared_expert_gate"] = !f.sharedExpertGate.weight.empty();
   }
   j["compiled"] = f.unsupported.empty();

@@ -1100,7 +1100,9 @@ Value Emitter::feedForward(Location loc, const LayerSpec &l, const Weights &w,
         get("ffn_experts_up_weight"), get("ffn_experts_down_weight"),
         get("ffn_shared_gate_weight"), get("ffn_shared_up_weight"),
         get("ffn_shared_down_weight"), get("ffn_shared_expert_gate_weight"),
-        act, b.getI64IntegerAttr(f.topK), unit(f.normTopK),
+        get("ffn_router_bias"), get("ffn_experts_gate_bias"),
+        get("ffn_experts_up_bias"), get("ffn_experts_down_bias"), act,
+        b.getI64IntegerAttr(f.topK), unit(f.normTopK),
         b.getF64FloatAttr(f.normEpsilon),
         RouterScoringAttr::get(ctx, f.scoring == ExpertScoring::Sigmoid
                                         ? attn::RouterScoring::sigmoid
@@ -1109,7 +1111,9 @@ Value Emitter::feedForward(Location loc, const LayerSpec &l, const Weights &w,
         GroupScoreAttr::get(ctx, f.groupScore == ExpertGroupScore::TopTwoSum
                                      ? attn::GroupScore::top2_sum
                                      : attn::GroupScore::max),
-        b.getF64FloatAttr(f.routedScale));
+        b.getF64FloatAttr(f.routedScale),
+        f.swigluLimit ? b.getF64FloatAttr(*f.swigluLimit) : FloatAttr(),
+        b.getF64FloatAttr(f.swigluAlpha));
   } else if (f.kind == FFNKind::Gated) {
     Value gate = get("ffn_gate_weight"), up = get("ffn_up_weight");
     if (Value gateUp = get("ffn_gate_up_weight")) {

@@ -622,9 +622,11 @@ bool readRoutedFamily(FieldReader &r, ModelSpec &spec) {
   return true;
 }
 
-/// gpt-oss (GptOssMLP): the router with its bias, top-k logits softmaxed,
-/// each expert's interleaved gate_up_proj with biases and the clamped
-/// SwiGLU. Described; not compiled yet: the layer entries report why.
+/// gpt-oss (GptOssMLP): the router with its bias, its top-k logits
+/// softmaxed (the softmax over all experts renormalized over the k: the
+/// same weights), each expert's gate_up_proj (gate and up interleaved) and
+/// down_proj with biases, stored x·W or as MXFP4 blocks, and the SwiGLU
+/// clamped at swiglu_limit: (clamp(up) + 1) · g · sigmoid(1.702 g).
 bool readGptOss(FieldReader &r, ModelSpec &spec) {
   FFNSpec moe;
   moe.kind = FFNKind::MoE;
@@ -634,7 +636,10 @@ bool readGptOss(FieldReader &r, ModelSpec &spec) {
   moe.numExperts =
       r.optInt({"num_local_experts"}, 1, 1 << 20, 128).value_or(128);
   moe.topK = r.optInt({"num_experts_per_tok"}, 1, 1 << 20, 4).value_or(4);
-  double limit = r.optNum({"swiglu_limit"}, 0.0, 1e6, 7.0).value_or(7.0);
+  moe.swigluLimit =
+      r.optNum({"swiglu_limit"}, 1e-6, 1e6, 7.0).value_or(7.0);
+  moe.swigluAlpha =
+      r.optNum({"swiglu_alpha"}, 1e-6, 1e6, 1.702).value_or(1.702);
   if (r.failed())
     return false;
   if (moe.topK > moe.numExperts) {
@@ -643,20 +648,20 @@ bool readGptOss(FieldReader &r, ModelSpec &spec) {
         << moe.numExperts << "); accepted: 1 to num_local_experts";
     return false;
   }
-  moe.unsupported =
-      "gpt-oss's mixture of experts (a router with a bias whose top-" +
-      std::to_string(moe.topK) +
-      " logits are softmaxed, experts with interleaved gate_up_proj and "
-      "biases, the SwiGLU clamped at swiglu_limit " +
-      formatNumber(limit) +
-      " with (up + 1) and alpha 1.702, MXFP4 expert weights) is not "
-      "compiled yet; the attention block is";
+  moe.scoring = ExpertScoring::Softmax;
+  moe.normTopK = true;
+  moe.fusedExperts = true;
   for (LayerSpec &l : spec.layers) {
     std::string p = prefixOf(l.normW.weight, "input_layernorm.weight");
+    std::string m = p + "mlp.";
     FFNSpec lf = moe;
     lf.placement = FFNPlacement::Pre;
     lf.norm.weight = p + "post_attention_layernorm.weight";
-    lf.router = {p + "mlp.router.weight", p + "mlp.router.bias"};
+    lf.router = {m + "router.weight", m + "router.bias"};
+    lf.gate.weight = lf.up.weight = m + "experts.gate_up_proj";
+    lf.down.weight = m + "experts.down_proj";
+    lf.expertGateUpBias = m + "experts.gate_up_proj_bias";
+    lf.expertDownBias = m + "experts.down_proj_bias";
     l.ffn = lf;
   }
   return true;

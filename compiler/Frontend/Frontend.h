@@ -58,11 +58,25 @@ OwningOpRef<ModuleOp> emitKernelModule(const ModelSpec &spec,
 
 /// A weight argument of a layer-kind function: its role, its shape and its
 /// checkpoint name in this layer.
+/// How the runtime reads a weight (the values of attn_rt_weight.source,
+/// runtime/attn_runtime.h's ATTN_RT_WEIGHT_*; ModelTable.cpp checks them).
+enum WeightSource : int {
+  kWeightAsStored = 0,
+  kWeightGateOfGateUp = 1,
+  kWeightUpOfGateUp = 2,
+  kWeightExpertsInOut = 3,
+  kWeightGateOfBias = 4,
+  kWeightUpOfBias = 5,
+};
+
 struct WeightArg {
   std::string role;
   std::vector<int64_t> shape;
   std::string tensor;
   bool shared = false; ///< the same tensor for every layer (T5's table).
+  /// How the runtime reads it (ATTN_RT_WEIGHT_*: as stored, or a part of
+  /// gpt-oss's fused expert tensors).
+  int source = 0;
 };
 
 /// The width of a layer's query projection: heads · head_dim, twice that

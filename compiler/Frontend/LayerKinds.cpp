@@ -30,9 +30,9 @@ struct WeightList {
   bool transposed; ///< linear weights stored [in, out] (GPT-2's Conv1D)
 
   void add(const std::string &role, std::vector<int64_t> shape,
-           const std::string &tensor, bool shared = false) {
+           const std::string &tensor, bool shared = false, int source = 0) {
     if (!tensor.empty())
-      w.push_back({role, std::move(shape), tensor, shared});
+      w.push_back({role, std::move(shape), tensor, shared, source});
   }
   /// `<role>_weight` [out, in] (or [in, out]) and `<role>_bias` [out].
   void linear(const std::string &role, const Proj &p, int64_t out,
@@ -131,10 +131,22 @@ std::vector<WeightArg> mlir::attn::ffnWeights(const ModelSpec &spec,
   if (f.kind == FFNKind::MoE) {
     int64_t e = f.numExperts, s = f.sharedIntermediate;
     w.add("ffn_router_weight", {e, h}, f.router.weight);
+    w.add("ffn_router_bias", {e}, f.router.bias);
     w.add("ffn_score_bias", {e}, f.scoreBias);
-    w.add("ffn_experts_gate_weight", {e, n, h}, f.gate.weight);
-    w.add("ffn_experts_up_weight", {e, n, h}, f.up.weight);
-    w.add("ffn_experts_down_weight", {e, h, n}, f.down.weight);
+    // gpt-oss's fused experts: gate and up are the even and odd features
+    // of gate_up_proj, down_proj is stored x·W (or all as MXFP4 blocks).
+    bool fused = f.fusedExperts;
+    w.add("ffn_experts_gate_weight", {e, n, h}, f.gate.weight, false,
+          fused ? kWeightGateOfGateUp : 0);
+    w.add("ffn_experts_up_weight", {e, n, h}, f.up.weight, false,
+          fused ? kWeightUpOfGateUp : 0);
+    w.add("ffn_experts_down_weight", {e, h, n}, f.down.weight, false,
+          fused ? kWeightExpertsInOut : 0);
+    w.add("ffn_experts_gate_bias", {e, n}, f.expertGateUpBias, false,
+          kWeightGateOfBias);
+    w.add("ffn_experts_up_bias", {e, n}, f.expertGateUpBias, false,
+          kWeightUpOfBias);
+    w.add("ffn_experts_down_bias", {e, h}, f.expertDownBias);
     w.add("ffn_shared_gate_weight", {s, h}, f.sharedGate.weight);
     w.add("ffn_shared_up_weight", {s, h}, f.sharedUp.weight);
     w.add("ffn_shared_down_weight", {h, s}, f.sharedDown.weight);
@@ -235,9 +247,11 @@ std::string kindKey(const ModelSpec &spec, const LayerSpec &l) {
      << '|' << f.numExperts << ',' << f.topK << ',' << f.normTopK << ','
      << f.sharedIntermediate << '|' << int(f.scoring) << ',' << f.numGroups
      << ',' << f.topKGroups << ',' << int(f.groupScore) << ','
-     << hexDouble(f.routedScale) << ',' << hexDouble(f.normEpsilon) << '|';
+     << hexDouble(f.routedScale) << ',' << hexDouble(f.normEpsilon) << '|'
+     << (f.swigluLimit ? hexDouble(*f.swigluLimit) : std::string("-")) << ','
+     << hexDouble(f.swigluAlpha) << ',' << f.fusedExperts << '|';
   for (const WeightArg &w : ffnWeights(spec, l))
-    os << w.role << ',';
+    os << w.role << ',' << w.source << ',';
   return os.str();
 }
 

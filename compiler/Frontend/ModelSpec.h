@@ -146,6 +146,18 @@ struct FFNSpec {
   int64_t numGroups = 1, topKGroups = 1;
   ExpertGroupScore groupScore = ExpertGroupScore::Max;
   double routedScale = 1.0, normEpsilon = 0.0;
+  /// gpt-oss: a bias on the router's logits, biases on each expert's
+  /// projections (stored fused: see WeightArg::source), and the clamped
+  /// SwiGLU (swiglu_limit, alpha).
+  Proj routerBias;
+  std::string expertGateUpBias, expertDownBias;
+  std::optional<double> swigluLimit;
+  double swigluAlpha = 1.702;
+  /// The experts stored fused and as x·W (gpt-oss's gate_up_proj [E, H,
+  /// 2I] with gate and up interleaved, down_proj [E, I, H], or their MXFP4
+  /// blocks): gate/up/down name those tensors, read through
+  /// WeightArg::source.
+  bool fusedExperts = false;
   /// Why the layer's feed-forward network is not compiled (empty: it is).
   std::string unsupported;
 };

@@ -167,10 +167,11 @@ bool normalize::readQuantization(FieldReader &r, ModelSpec &spec) {
   }
   if (method == "mxfp4") {
     spec.notes.push_back(
-        "quantization_config: MXFP4 weights (blocks of 32 4-bit values with "
-        "an e8m0 scale) are not read; gpt-oss keeps its attention "
-        "unquantized (modules_to_not_convert), which block reads from the "
-        "checkpoint as stored (BF16)");
+        "quantization_config: MXFP4 experts (blocks of 32 FP4 E2M1 values "
+        "with an E8M0 scale, '<name>_blocks' and '<name>_scales'): layer and "
+        "model read them as stored and dequantize them to float32 as they "
+        "load; the attention and the router stay unquantized "
+        "(modules_to_not_convert)");
     return true;
   }
   spec.notes.push_back(

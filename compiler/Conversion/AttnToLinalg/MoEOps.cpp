@@ -79,7 +79,8 @@ static Value lowerOp(MoEOp op, GenericBuilder &g) {
 
   // Router scores p [T, E]: softmax over the experts, or each logit's
   // sigmoid.
-  Value logits = linearOf(g, x2, op.getRouterWeight(), Value(), false);
+  Value logits = linearOf(g, x2, op.getRouterWeight(), op.getRouterBias(),
+                         false);
   AffineMap id2 = g.map(2, {g.d(0), g.d(1)}), row = g.map(2, {g.d(0)});
   OpFoldResult E = g.dim(logits, 1);
   SmallVector<OpFoldResult> te = {T, E};
@@ -318,6 +319,16 @@ static Value lowerOp(MoEOp op, GenericBuilder &g) {
     return tensor::ExtractSliceOp::create(b, loc, sliceTy, stacked, offsets,
                                           sizes, strides);
   };
+  // Row e of a stacked bias [E, N].
+  auto biasOf = [&](Value stacked, Value e) -> Value {
+    auto st = cast<RankedTensorType>(stacked.getType());
+    auto rowTy = RankedTensorType::get({st.getDimSize(1)}, elt);
+    SmallVector<OpFoldResult> offsets = {e, b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), g.dim(stacked, 1)};
+    SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+    return tensor::ExtractSliceOp::create(b, loc, rowTy, stacked, offsets,
+                                          sizes, strides);
+  };
   auto expertLoop = scf::ForOp::create(b, loc, c0, experts, c1, ValueRange{acc});
   fillLoop(b, expertLoop, [&](Value e, ValueRange iter) -> SmallVector<Value> {
     Value accIn = iter[0];
@@ -380,7 +391,45 @@ static Value lowerOp(MoEOp op, GenericBuilder &g) {
       Value eGate = weightOf(gateW, e);
       Value eUp = weightOf(upW, e);
       Value eDown = weightOf(downW, e);
-      Value ye = gatedNetwork(g, xs, eGate, eUp, eDown, act);
+      Value ye;
+      if (op.getExpertGateBias() || op.getSwigluLimit()) {
+        // gpt-oss's experts: biased projections and, with swiglu_limit,
+        // the clamped SwiGLU (up + 1) · g · sigmoid(alpha · g).
+        Value bGate, bUp, bDown;
+        if (op.getExpertGateBias()) {
+          bGate = biasOf(op.getExpertGateBias(), e);
+          bUp = biasOf(op.getExpertUpBias(), e);
+          bDown = biasOf(op.getExpertDownBias(), e);
+        }
+        Value gv = linearOf(g, xs, eGate, bGate, false);
+        Value uv = linearOf(g, xs, eUp, bUp, false);
+        std::optional<double> limit;
+        if (std::optional<APFloat> l = op.getSwigluLimit())
+          limit = l->convertToDouble();
+        double alpha = op.getSwigluAlpha().convertToDouble();
+        Value h = elementwise(
+            g, {gv, uv}, elt,
+            [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+              if (!limit) {
+                Value act0 = activate(nb, l, act, a[0]);
+                return arith::MulFOp::create(nb, l, act0, a[1]);
+              }
+              Value lim = fconst(nb, l, elt, *limit);
+              Value nlim = fconst(nb, l, elt, -*limit);
+              Value gc = arith::MinimumFOp::create(nb, l, a[0], lim);
+              Value uc = arith::MaximumFOp::create(
+                  nb, l, arith::MinimumFOp::create(nb, l, a[1], lim), nlim);
+              Value ag = arith::MulFOp::create(nb, l, gc,
+                                               fconst(nb, l, elt, alpha));
+              Value glu = arith::MulFOp::create(nb, l, gc, sigmoid(nb, l, ag));
+              Value up1 = arith::AddFOp::create(nb, l, uc,
+                                                fconst(nb, l, elt, 1.0));
+              return arith::MulFOp::create(nb, l, up1, glu);
+            });
+        ye = linearOf(g, h, eDown, bDown, false);
+      } else {
+        ye = gatedNetwork(g, xs, eGate, eUp, eDown, act);
+      }
       // Each row back to its token, scaled by its routing weight.
       auto scatter = scf::ForOp::create(b, loc, c0, n, c1, ValueRange{accIn});
       fillLoop(b, scatter, [&](Value i, ValueRange it) -> SmallVector<Value> {

@@ -36,7 +36,8 @@ public:
         i32(llvm::Type::getInt32Ty(ctx)), i64(llvm::Type::getInt64Ty(ctx)),
         f64(llvm::Type::getDoubleTy(ctx)) {
     weightTy = llvm::StructType::create(
-        ctx, {ptr, ptr, i64, llvm::ArrayType::get(i64, 3)}, "attn_rt_weight");
+        ctx, {ptr, ptr, i64, llvm::ArrayType::get(i64, 3), i64},
+        "attn_rt_weight");
     kindTy = llvm::StructType::create(ctx,
                                       {ptr, i64, i64, i64, i64, i32, i64, i64,
                                        ptr, i64, ptr, ptr, ptr, ptr, i64, f64,
@@ -92,6 +93,14 @@ public:
   llvm::StructType *weightTy, *kindTy, *modelTy;
 };
 
+static_assert(kWeightAsStored == ATTN_RT_WEIGHT_AS_STORED &&
+                  kWeightGateOfGateUp == ATTN_RT_WEIGHT_GATE_OF_GATE_UP &&
+                  kWeightUpOfGateUp == ATTN_RT_WEIGHT_UP_OF_GATE_UP &&
+                  kWeightExpertsInOut == ATTN_RT_WEIGHT_EXPERTS_IN_OUT &&
+                  kWeightGateOfBias == ATTN_RT_WEIGHT_GATE_OF_BIAS &&
+                  kWeightUpOfBias == ATTN_RT_WEIGHT_UP_OF_BIAS,
+              "WeightSource must match runtime/attn_runtime.h");
+
 bool TableBuilder::checkLayout(std::string &error) const {
   const llvm::DataLayout &dl = m.getDataLayout();
   struct Expect {
@@ -103,7 +112,8 @@ bool TableBuilder::checkLayout(std::string &error) const {
       {weightTy,
        sizeof(attn_rt_weight),
        {offsetof(attn_rt_weight, role), offsetof(attn_rt_weight, pattern),
-        offsetof(attn_rt_weight, rank), offsetof(attn_rt_weight, shape)}},
+        offsetof(attn_rt_weight, rank), offsetof(attn_rt_weight, shape),
+        offsetof(attn_rt_weight, source)}},
       {kindTy,
        sizeof(attn_rt_kind),
        {offsetof(attn_rt_kind, name), offsetof(attn_rt_kind, num_heads),
@@ -339,7 +349,7 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
             llvm::ConstantArray::get(llvm::ArrayType::get(t.i64, 3), dims);
         wv.push_back(llvm::ConstantStruct::get(
             t.weightTy, {t.string(w.role), t.string(pattern),
-                         t.c64(w.shape.size()), shape}));
+                         t.c64(w.shape.size()), shape, t.c64(w.source)}));
       }
       weights = t.global(
           llvm::ConstantArray::get(llvm::ArrayType::get(t.weightTy, wv.size()),

@@ -194,6 +194,30 @@ LogicalResult MoEOp::verify() {
     if (failed(expectShape(*this, tensorOf(bias), {router.getDimSize(0)},
                            "a score_bias [experts]")))
       return failure();
+  if (Value bias = getRouterBias())
+    if (failed(expectShape(*this, tensorOf(bias), {router.getDimSize(0)},
+                           "a router_bias [experts]")))
+      return failure();
+  if (bool(getExpertGateBias()) != bool(getExpertUpBias()) ||
+      bool(getExpertGateBias()) != bool(getExpertDownBias()))
+    return emitOpError() << "expects the three expert biases together";
+  if (getExpertGateBias() &&
+      (failed(expectShape(*this, tensorOf(getExpertGateBias()),
+                          {g.getDimSize(0), g.getDimSize(1)},
+                          "an expert_gate_bias [experts, intermediate]")) ||
+       failed(expectShape(*this, tensorOf(getExpertUpBias()),
+                          {g.getDimSize(0), g.getDimSize(1)},
+                          "an expert_up_bias [experts, intermediate]")) ||
+       failed(expectShape(*this, tensorOf(getExpertDownBias()),
+                          {d.getDimSize(0), d.getDimSize(1)},
+                          "an expert_down_bias [experts, hidden]"))))
+    return failure();
+  if (std::optional<APFloat> limit = getSwigluLimit())
+    if (failed(verifyPositiveFinite(*this, limit->convertToDouble(),
+                                    "swiglu_limit")) ||
+        failed(verifyPositiveFinite(
+            *this, getSwigluAlpha().convertToDouble(), "swiglu_alpha")))
+      return failure();
   if (failed(expectStatic(*this, router, 0, "router_weight experts")))
     return failure();
   int64_t experts = router.getDimSize(0), groups = getNumGroups(),

@@ -135,6 +135,13 @@ def Attn_MoEOp : Attn_Op<"moe", [Pure, AttrSizedOperandSegments]> {
       `(act(x·W_gate[e]ᵀ) ⊙ (x·W_up[e]ᵀ))·W_down[e]ᵀ`, computed only for the
       tokens routed to it (gathered, so each expert's weights are read once
       per call), its outputs scaled by their weights and summed;
+    * with `router_bias(...)` (`[E]`), a bias added to the router logits
+      (gpt-oss);
+    * with `expert_biases(%gate_b, %up_b, %down_b)` (`[E, I]`, `[E, I]`,
+      `[E, H]`), each expert's projections biased; with `swiglu_limit` L,
+      the expert's activation is gpt-oss's clamped SwiGLU
+      `(clamp(up, -L, L) + 1) · g · sigmoid(swiglu_alpha · g)`,
+      `g = min(gate, L)`, instead of `act(gate) · up`;
     * with `shared(...)`, a shared expert (a gated network of its own size,
       DeepSeek's n_shared_experts together) on every token, added; with
       `shared_gate(...)` scaled first by `sigmoid(x·W_shared_gateᵀ)`
@@ -169,6 +176,10 @@ def Attn_MoEOp : Attn_Op<"moe", [Pure, AttrSizedOperandSegments]> {
                        Optional<Attn_FloatTensor>:$shared_up_weight,
                        Optional<Attn_FloatTensor>:$shared_down_weight,
                        Optional<Attn_FloatTensor>:$shared_expert_gate_weight,
+                       Optional<Attn_FloatTensor>:$router_bias,
+                       Optional<Attn_FloatTensor>:$expert_gate_bias,
+                       Optional<Attn_FloatTensor>:$expert_up_bias,
+                       Optional<Attn_FloatTensor>:$expert_down_bias,
                        Attn_ActivationAttr:$activation, I64Attr:$top_k,
                        UnitAttr:$norm_topk_prob,
                        DefaultValuedAttr<F64Attr, "0.0">:$norm_topk_epsilon,
@@ -178,16 +189,21 @@ def Attn_MoEOp : Attn_Op<"moe", [Pure, AttrSizedOperandSegments]> {
                        DefaultValuedAttr<I64Attr, "1">:$topk_groups,
                        DefaultValuedAttr<Attn_GroupScoreAttr,
                            "::mlir::attn::GroupScore::max">:$group_score,
-                       DefaultValuedAttr<F64Attr, "1.0">:$routed_scaling_factor);
+                       DefaultValuedAttr<F64Attr, "1.0">:$routed_scaling_factor,
+                       OptionalAttr<F64Attr>:$swiglu_limit,
+                       DefaultValuedAttr<F64Attr, "1.702">:$swiglu_alpha);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
     $activation $input `,` $router_weight
+    (`router_bias` `(` $router_bias^ `)`)?
     (`score_bias` `(` $score_bias^ `)`)?
     `experts` `(` $expert_gate_weight `,` $expert_up_weight `,`
     $expert_down_weight `)`
     (`shared` `(` $shared_gate_weight^ `,` $shared_up_weight `,`
      $shared_down_weight `)`)?
     (`shared_gate` `(` $shared_expert_gate_weight^ `)`)?
+    (`expert_biases` `(` $expert_gate_bias^ `,` $expert_up_bias `,`
+     $expert_down_bias `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

@@ -1612,3 +1612,19 @@ func.func @temperature_floor(%q: tensor<?x8x?x16xf32>, %p: tensor<?x?xi64>) {
   %0 = attn.temperature_scale %q, %p {floor_scale = 0 : i64, attn_scale = 0.1 : f64} : (tensor<?x8x?x16xf32>, tensor<?x?xi64>) -> tensor<?x8x?x16xf32>
   return
 }
+
+// -----
+
+func.func @moe_router_bias(%x: tensor<?x8xf32>, %r: tensor<4x8xf32>, %rb: tensor<5xf32>, %g: tensor<4x6x8xf32>, %d: tensor<4x8x6xf32>) {
+  // expected-error @+1 {{expects a router_bias [experts] = [4], got 'tensor<5xf32>'}}
+  %0 = attn.moe <silu> %x, %r router_bias(%rb) experts(%g, %g, %d) {top_k = 2 : i64} : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<4x8x6xf32>, tensor<5xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @moe_expert_bias(%x: tensor<?x8xf32>, %r: tensor<4x8xf32>, %g: tensor<4x6x8xf32>, %d: tensor<4x8x6xf32>, %bg: tensor<4x6xf32>, %bd: tensor<4x6xf32>) {
+  // expected-error @+1 {{expects an expert_down_bias [experts, hidden] = [4, 8], got 'tensor<4x6xf32>'}}
+  %0 = attn.moe <silu> %x, %r experts(%g, %g, %d) expert_biases(%bg, %bg, %bd) {top_k = 2 : i64, swiglu_limit = 7.0 : f64} : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<4x8x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<?x8xf32>
+  return
+}

@@ -486,7 +486,7 @@ def ffn_desc(cfg, desc, L):
             "llama": 11008, "mistral": 14336, "mixtral": 14336,
             "qwen2": 22016, "qwen3": 22016, "qwen3_moe": 6144,
             "glm4_moe": 10944, "olmo2": 11008, "minimax_m2": 1536,
-            "cohere2": 22528, "llama4": 8192,
+            "cohere2": 22528, "llama4": 8192, "gpt_oss": 2880,
             "gemma2": 9216, "gemma3": 9216,
             "phi3": 8192, "qwen3_next": 5632}[fam])
         act = ACT[c.get("hidden_activation", "gelu_pytorch_tanh") if gemma
@@ -496,6 +496,22 @@ def ffn_desc(cfg, desc, L):
                   and c.get("num_experts", 512 if next_ else 128) > 0
                   and (L + 1) % c.get("decoder_sparse_step", 1) == 0
                   and L not in (c.get("mlp_only_layers") or []))
+        if fam == "gpt_oss":
+            # GptOssMLP: router with bias, top-k logits softmaxed; experts
+            # gate_up_proj [E, H, 2I] (gate, up interleaved) and down_proj
+            # [E, I, H] (x @ W) with biases; the clamped SwiGLU.
+            m = pre + "mlp."
+            return dict(kind="gptoss", norm="rms", placement="pre",
+                        norm_w=pre + "post_attention_layernorm.weight",
+                        experts=c.get("num_local_experts", 128),
+                        top_k=c.get("num_experts_per_tok", 4), inter=inter,
+                        limit=c.get("swiglu_limit", 7.0),
+                        alpha=c.get("swiglu_alpha", 1.702),
+                        router=m + "router.weight", router_b=m + "router.bias",
+                        gate_up=m + "experts.gate_up_proj",
+                        gate_up_b=m + "experts.gate_up_proj_bias",
+                        down=m + "experts.down_proj",
+                        down_b=m + "experts.down_proj_bias")
         if fam == "llama4":
             # Llama4TextDecoderLayer: a SwiGLU of intermediate_size_mlp off
             # moe_layers (its mixture of experts is not compiled).
@@ -687,6 +703,17 @@ def make_ffn_weights(desc, f, rng):
         t[f["norm_b"]] = vec(H)
     if f.get("post_norm_w"):
         t[f["post_norm_w"]] = vec(H)
+    if f["kind"] == "gptoss":
+        E = f["experts"]
+        t[f["router"]] = mat(E, H)
+        t[f["router_b"]] = vec(E, 1.0)
+        # x @ W layouts; gate/up large enough that the clamp at swiglu_limit
+        # bites on some features.
+        t[f["gate_up"]] = rng.standard_normal((E, H, 2 * n)) * 6 / np.sqrt(H)
+        t[f["gate_up_b"]] = vec((E, 2 * n), 1.0)
+        t[f["down"]] = rng.standard_normal((E, n, H)) / np.sqrt(n)
+        t[f["down_b"]] = vec((E, H), 0.5)
+        return t
     if f["kind"] == "moe":
         t[f["router"]] = mat(f["experts"], H)
         for e in range(f["experts"]):
@@ -799,6 +826,66 @@ def moe(f, t, h):
     return out.reshape(h.shape)
 
 
+FP4 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
+                -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])
+
+
+def mxfp4(rng, shape, scale_lo=122, scale_hi=127):
+    """Random MXFP4 [.., C] (C a multiple of 32): the blocks (U8 [.., C/32,
+    16], two FP4 E2M1 codes a byte, the low nibble first), the E8M0 scales
+    (U8 [.., C/32]) and the values they stand for (float64 [.., C])."""
+    *lead, C = shape
+    codes = rng.integers(0, 16, size=(*lead, C // 32, 32))
+    scales = rng.integers(scale_lo, scale_hi + 1, size=(*lead, C // 32))
+    values = FP4[codes] * np.ldexp(1.0, scales - 127)[..., None]
+    blocks = (codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8)
+    return blocks, scales.astype(np.uint8), values.reshape(*lead, C)
+
+
+def to_mxfp4(f, t, rng):
+    """gpt-oss's experts stored as the MXFP4 checkpoints store them
+    (gate_up_proj_blocks [E, 2I, H/32, 16]: rows interleaved gate/up;
+    down_proj_blocks [E, H, I/32, 16]); the reference takes their values
+    in transformers' layout ([E, H, 2I], [E, I, H])."""
+    E, H, n2 = t[f["gate_up"]].shape
+    n = n2 // 2
+    views = {}
+    for name, rows, cols in ((f["gate_up"], 2 * n, H), (f["down"], H, n)):
+        blocks, scales, values = mxfp4(rng, (E, rows, cols))
+        del t[name]
+        t[name + "_blocks"], t[name + "_scales"] = blocks, scales
+        views[name] = values.transpose(0, 2, 1)  # the reference's view
+    return views
+
+
+def gptoss_moe(f, t, h):
+    """transformers' GptOssMLP (GptOssTopKRouter, GptOssExperts) in
+    float64: top-k router logits softmaxed over the k (the first expert on
+    ties), each chosen expert's (clamp(up) + 1) * g * sigmoid(alpha g),
+    g = min(gate, limit), weighted."""
+    tok = h.reshape(-1, h.shape[-1])
+    logits = tok @ t[f["router"]].T + t[f["router_b"]]
+    out = np.zeros_like(tok)
+    counts = [0] * f["experts"]
+    ROUTING.append(counts)
+    lim, alpha = f["limit"], f["alpha"]
+    for i in range(tok.shape[0]):
+        idx = np.argsort(-logits[i], kind="stable")[: f["top_k"]]
+        top = logits[i, idx]
+        w = np.exp(top - top.max())
+        w /= w.sum()
+        for e, we in zip(idx, w):
+            counts[e] += 1
+            gu = tok[i] @ t[f["gate_up"]][e] + t[f["gate_up_b"]][e]
+            g, u = gu[::2], gu[1::2]
+            g = np.minimum(g, lim)
+            u = np.clip(u, -lim, lim)
+            glu = g / (1.0 + np.exp(-g * alpha))
+            y = ((u + 1) * glu) @ t[f["down"]][e] + t[f["down_b"]][e]
+            out[i] += we * y
+    return out.reshape(h.shape)
+
+
 def ffn(desc, f, t, x, h_attn, r):
     """The layer's output from the attention block's output r (x: the
     layer's input, h_attn: the attention's normed input)."""
@@ -817,7 +904,9 @@ def ffn(desc, f, t, x, h_attn, r):
         y = inp @ w if p.get("conv1d") else inp @ w.T
         return y + (t[p["b"]] if p.get("b") else 0.0)
 
-    if f["kind"] == "moe":
+    if f["kind"] == "gptoss":
+        y = gptoss_moe(f, t, h)
+    elif f["kind"] == "moe":
         y = moe(f, t, h)
     elif f["kind"] == "gated":
         if "gate_up" in f:
@@ -1093,8 +1182,12 @@ def write_safetensors(path, tensors, dtype):
     """Writes `tensors` as `dtype`; returns their stored values (float64)."""
     header, blobs, offset, stored = {}, [], 0, {}
     for name, arr in tensors.items():
-        stored[name], data = round_to(arr, dtype)
-        header[name] = {"dtype": dtype, "shape": list(arr.shape),
+        if arr.dtype == np.uint8:  # MXFP4 blocks and scales, as they are
+            data, kind = arr.tobytes(), "U8"
+        else:
+            stored[name], data = round_to(arr, dtype)
+            kind = dtype
+        header[name] = {"dtype": kind, "shape": list(arr.shape),
                         "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
@@ -1138,6 +1231,8 @@ def main():
     p.add_argument("--tol", type=float, default=1e-5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--keep", help="also write the weights file here")
+    p.add_argument("--mxfp4", action="store_true",
+                   help="gpt-oss: store the experts as MXFP4 blocks")
     p.add_argument("--degenerate-routing", action="store_true",
                    help="MoE: the first top_k experts take every token, "
                         "the others none")
@@ -1151,7 +1246,7 @@ def main():
     else:
         layers = list(range(a.layer, a.to + 1))
     rng = np.random.default_rng(a.seed + 101 * a.layer + 7)
-    steps, t = [], {}
+    steps, t, views = [], {}, {}
     for L in layers:
         desc = layer_desc(cfg, L)
         f = ffn_desc(cfg, desc, L) if a.mode != "block" else None
@@ -1162,6 +1257,8 @@ def main():
             t.update(make_weights(desc, rng))
         if f:
             t.update(make_ffn_weights(desc, f, rng))
+            if a.mxfp4 and f["kind"] == "gptoss":
+                views.update(to_mxfp4(f, t, rng))
             if a.degenerate_routing and f["kind"] == "moe":
                 # Only feature 0 survives the (1 + w) norm; x's feature 0
                 # is large and positive, so every token's router logits are
@@ -1186,6 +1283,7 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         path = lambda n: os.path.join(work, n)
         stored = write_safetensors(path("w.safetensors"), t, a.weights_dtype)
+        stored.update(views)  # MXFP4 tensors: the values their blocks hold
         if a.keep:
             write_safetensors(a.keep, t, a.weights_dtype)
         np.save(path("x.npy"), x)
