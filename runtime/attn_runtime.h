@@ -100,6 +100,10 @@ typedef struct {
 #define ATTN_RT_WEIGHT_EXPERTS_IN_OUT 3
 #define ATTN_RT_WEIGHT_GATE_OF_BIAS 4
 #define ATTN_RT_WEIGHT_UP_OF_BIAS 5
+/* GATE/UP_OF_GATE_UP_HALVES: as GATE/UP_OF_GATE_UP, gate and up the first
+ * and second halves of gate_up_proj's 2I features (Llama 4). */
+#define ATTN_RT_WEIGHT_GATE_OF_GATE_UP_HALVES 6
+#define ATTN_RT_WEIGHT_UP_OF_GATE_UP_HALVES 7
 
 /* block(x [B, S, hidden], memory [B, Sm, hidden], positions [B, S],
  * key_lengths [B], weights...) written into the caller's contiguous `y`

@@ -311,30 +311,38 @@ static bool readFusedExperts(const SafeTensors &st, const std::string &name,
           out[(e * R + r) * C + c] = full[(e * C + c) * R + r];
     return true;
   }
-  if (source != ATTN_RT_WEIGHT_GATE_OF_GATE_UP &&
+  bool halves = source == ATTN_RT_WEIGHT_GATE_OF_GATE_UP_HALVES ||
+                source == ATTN_RT_WEIGHT_UP_OF_GATE_UP_HALVES;
+  if (!halves && source != ATTN_RT_WEIGHT_GATE_OF_GATE_UP &&
       source != ATTN_RT_WEIGHT_UP_OF_GATE_UP) {
     err = name + ": unknown weight source " + std::to_string(source) +
           " (a model table of another runtime version?)";
     return false;
   }
-  int64_t par = source == ATTN_RT_WEIGHT_UP_OF_GATE_UP;
+  bool up = source == ATTN_RT_WEIGHT_UP_OF_GATE_UP ||
+            source == ATTN_RT_WEIGHT_UP_OF_GATE_UP_HALVES;
+  // Feature r of gate (or up) among the 2I: interleaved (gpt-oss) or the
+  // two halves (Llama 4).
+  auto feature = [&](int64_t r) {
+    return halves ? r + (up ? R : 0) : 2 * r + (up ? 1 : 0);
+  };
   out.resize(size_t(E * R * C));
-  if (mxfp4) { // [E, 2I, H], rows interleaved
+  if (mxfp4) { // [E, 2I, H]
     if (!st.readMXFP4(name, {E, 2 * R, C}, full, err))
       return false;
     for (int64_t e = 0; e < E; ++e)
       for (int64_t r = 0; r < R; ++r)
-        std::copy_n(&full[(e * 2 * R + 2 * r + par) * C], C,
+        std::copy_n(&full[(e * 2 * R + feature(r)) * C], C,
                     &out[(e * R + r) * C]);
     return true;
   }
-  // Stored x·W: [E, H, 2I], gate and up interleaved along the last dim.
+  // Stored x·W: [E, H, 2I].
   if (!st.readF32(name, {E, C, 2 * R}, full, err))
     return false;
   for (int64_t e = 0; e < E; ++e)
     for (int64_t c = 0; c < C; ++c)
       for (int64_t r = 0; r < R; ++r)
-        out[(e * R + r) * C + c] = full[(e * C + c) * 2 * R + 2 * r + par];
+        out[(e * R + r) * C + c] = full[(e * C + c) * 2 * R + feature(r)];
   return true;
 }
 

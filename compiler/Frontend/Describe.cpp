@@ -282,8 +282,12 @@ ojson feedForwardJson(const FFNSpec &f) {
                              {"alpha", f.swigluAlpha}};
     if (f.fusedExperts)
       j["experts_stored"] =
-          "fused gate_up_proj (gate, up interleaved) and down_proj, x·W or "
-          "MXFP4 blocks";
+          f.halvesGateUp
+              ? "fused gate_up_proj (gate, up its halves) and down_proj, x·W"
+              : "fused gate_up_proj (gate, up interleaved) and down_proj, "
+                "x·W or MXFP4 blocks";
+    if (f.scaleInput)
+      j["routing_weight_scales"] = "the expert's input";
     j["shared_expert_gate"] = !f.sharedExpertGate.weight.empty();
   }
   j["compiled"] = f.unsupported.empty();

@@ -1113,7 +1113,7 @@ Value Emitter::feedForward(Location loc, const LayerSpec &l, const Weights &w,
                                      : attn::GroupScore::max),
         b.getF64FloatAttr(f.routedScale),
         f.swigluLimit ? b.getF64FloatAttr(*f.swigluLimit) : FloatAttr(),
-        b.getF64FloatAttr(f.swigluAlpha));
+        b.getF64FloatAttr(f.swigluAlpha), unit(f.scaleInput));
   } else if (f.kind == FFNKind::Gated) {
     Value gate = get("ffn_gate_weight"), up = get("ffn_up_weight");
     if (Value gateUp = get("ffn_gate_up_weight")) {

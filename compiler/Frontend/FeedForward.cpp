@@ -186,13 +186,21 @@ bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
     moe.topK = topK;
     moe.intermediate = expertInter;
     moe.sharedIntermediate = expertInter;
+    // Llama4TextMoe: the top-k router logits' sigmoids (the others 0)
+    // scale each expert's input; no renormalization; the shared expert
+    // (intermediate_size) on every token, added.
     moe.scoring = ExpertScoring::Sigmoid;
-    moe.unsupported =
-        "Llama 4's mixture of experts (the top-" + std::to_string(topK) +
-        " router's sigmoid scaling each expert's input, not its output, "
-        "experts stored fused as gate_up_proj [E, hidden, 2 x " +
-        std::to_string(expertInter) +
-        "], a shared expert) is not compiled yet; the attention block is";
+    moe.normTopK = false;
+    moe.fusedExperts = true;
+    moe.halvesGateUp = true;
+    moe.scaleInput = true;
+    if (moe.topK > moe.numExperts) {
+      r.error("num_experts_per_tok")
+          << "num_experts_per_tok (" << moe.topK
+          << ") exceeds num_local_experts (" << moe.numExperts
+          << "); accepted: 1 to num_local_experts";
+      return false;
+    }
     llama4MoE = true;
   }
   // Cohere2DecoderLayer: the MLP of the attention's normed input, added
@@ -217,6 +225,11 @@ bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
       std::string m = p + "feed_forward.";
       if (lf.kind == FFNKind::MoE) {
         lf.router.weight = m + "router.weight";
+        lf.gate.weight = lf.up.weight = m + "experts.gate_up_proj";
+        lf.down.weight = m + "experts.down_proj";
+        lf.sharedGate.weight = m + "shared_expert.gate_proj.weight";
+        lf.sharedUp.weight = m + "shared_expert.up_proj.weight";
+        lf.sharedDown.weight = m + "shared_expert.down_proj.weight";
       } else {
         lf.gate.weight = m + "gate_proj.weight";
         lf.up.weight = m + "up_proj.weight";

@@ -67,6 +67,8 @@ enum WeightSource : int {
   kWeightExpertsInOut = 3,
   kWeightGateOfBias = 4,
   kWeightUpOfBias = 5,
+  kWeightGateOfGateUpHalves = 6,
+  kWeightUpOfGateUpHalves = 7,
 };
 
 struct WeightArg {

@@ -136,10 +136,15 @@ std::vector<WeightArg> mlir::attn::ffnWeights(const ModelSpec &spec,
     // gpt-oss's fused experts: gate and up are the even and odd features
     // of gate_up_proj, down_proj is stored x·W (or all as MXFP4 blocks).
     bool fused = f.fusedExperts;
+    int gateSrc = !fused          ? 0
+                  : f.halvesGateUp ? kWeightGateOfGateUpHalves
+                                   : kWeightGateOfGateUp;
+    int upSrc = !fused          ? 0
+                : f.halvesGateUp ? kWeightUpOfGateUpHalves
+                                 : kWeightUpOfGateUp;
     w.add("ffn_experts_gate_weight", {e, n, h}, f.gate.weight, false,
-          fused ? kWeightGateOfGateUp : 0);
-    w.add("ffn_experts_up_weight", {e, n, h}, f.up.weight, false,
-          fused ? kWeightUpOfGateUp : 0);
+          gateSrc);
+    w.add("ffn_experts_up_weight", {e, n, h}, f.up.weight, false, upSrc);
     w.add("ffn_experts_down_weight", {e, h, n}, f.down.weight, false,
           fused ? kWeightExpertsInOut : 0);
     w.add("ffn_experts_gate_bias", {e, n}, f.expertGateUpBias, false,
@@ -249,7 +254,8 @@ std::string kindKey(const ModelSpec &spec, const LayerSpec &l) {
      << ',' << f.topKGroups << ',' << int(f.groupScore) << ','
      << hexDouble(f.routedScale) << ',' << hexDouble(f.normEpsilon) << '|'
      << (f.swigluLimit ? hexDouble(*f.swigluLimit) : std::string("-")) << ','
-     << hexDouble(f.swigluAlpha) << ',' << f.fusedExperts << '|';
+     << hexDouble(f.swigluAlpha) << ',' << f.fusedExperts << f.halvesGateUp
+     << f.scaleInput << '|';
   for (const WeightArg &w : ffnWeights(spec, l))
     os << w.role << ',' << w.source << ',';
   return os.str();

@@ -158,6 +158,10 @@ struct FFNSpec {
   /// blocks): gate/up/down name those tensors, read through
   /// WeightArg::source.
   bool fusedExperts = false;
+  /// Llama 4: gate and up the halves of gate_up_proj (not interleaved),
+  /// and each expert's input scaled by its routing weight (not its output).
+  bool halvesGateUp = false;
+  bool scaleInput = false;
   /// Why the layer's feed-forward network is not compiled (empty: it is).
   std::string unsupported;
 };

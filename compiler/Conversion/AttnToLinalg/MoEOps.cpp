@@ -378,12 +378,17 @@ static Value lowerOp(MoEOp op, GenericBuilder &g) {
       SmallVector<Value> xsDyn = {n};
       if (xsTy.isDynamicDim(1))
         xsDyn.push_back(getValueOrCreateConstantIndexOp(b, loc, H));
+      bool scaleInput = op.getScaleInput();
       Value xs = tensor::GenerateOp::create(
           b, loc, xsTy, xsDyn,
           [&](OpBuilder &nb, Location l, ValueRange ij) {
             Value tok = tensor::ExtractOp::create(nb, l, rows, ij[0]);
             Value v = tensor::ExtractOp::create(nb, l, x2,
                                                 ValueRange{tok, ij[1]});
+            if (scaleInput) { // Llama 4: the expert's input is scaled
+              Value w = tensor::ExtractOp::create(nb, l, we, ValueRange{tok});
+              v = arith::MulFOp::create(nb, l, v, w);
+            }
             tensor::YieldOp::create(nb, l, v);
           });
       // One statement per created op: the IR must not depend on the host
@@ -435,7 +440,10 @@ static Value lowerOp(MoEOp op, GenericBuilder &g) {
       fillLoop(b, scatter, [&](Value i, ValueRange it) -> SmallVector<Value> {
         Value cur = it[0];
         Value tok = tensor::ExtractOp::create(b, loc, rows, ValueRange{i});
-        Value w = tensor::ExtractOp::create(b, loc, we, ValueRange{tok});
+        Value w = scaleInput
+                      ? fconst(b, loc, elt, 1.0)
+                      : tensor::ExtractOp::create(b, loc, we, ValueRange{tok})
+                            .getResult();
         SmallVector<OpFoldResult> rowSizes = {b.getIndexAttr(1), H};
         SmallVector<OpFoldResult> ones(2, b.getIndexAttr(1));
         auto rowTy = RankedTensorType::get(

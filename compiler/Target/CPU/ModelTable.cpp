@@ -98,7 +98,10 @@ static_assert(kWeightAsStored == ATTN_RT_WEIGHT_AS_STORED &&
                   kWeightUpOfGateUp == ATTN_RT_WEIGHT_UP_OF_GATE_UP &&
                   kWeightExpertsInOut == ATTN_RT_WEIGHT_EXPERTS_IN_OUT &&
                   kWeightGateOfBias == ATTN_RT_WEIGHT_GATE_OF_BIAS &&
-                  kWeightUpOfBias == ATTN_RT_WEIGHT_UP_OF_BIAS,
+                  kWeightUpOfBias == ATTN_RT_WEIGHT_UP_OF_BIAS &&
+                  kWeightGateOfGateUpHalves ==
+                      ATTN_RT_WEIGHT_GATE_OF_GATE_UP_HALVES &&
+                  kWeightUpOfGateUpHalves == ATTN_RT_WEIGHT_UP_OF_GATE_UP_HALVES,
               "WeightSource must match runtime/attn_runtime.h");
 
 bool TableBuilder::checkLayout(std::string &error) const {

@@ -142,6 +142,9 @@ def Attn_MoEOp : Attn_Op<"moe", [Pure, AttrSizedOperandSegments]> {
       the expert's activation is gpt-oss's clamped SwiGLU
       `(clamp(up, -L, L) + 1) · g · sigmoid(swiglu_alpha · g)`,
       `g = min(gate, L)`, instead of `act(gate) · up`;
+    * with `scale_input`, each routed expert runs on its tokens scaled by
+      their routing weights, its output added as it is (Llama 4:
+      `expert(w · x)` instead of `w · expert(x)`);
     * with `shared(...)`, a shared expert (a gated network of its own size,
       DeepSeek's n_shared_experts together) on every token, added; with
       `shared_gate(...)` scaled first by `sigmoid(x·W_shared_gateᵀ)`
@@ -191,7 +194,8 @@ def Attn_MoEOp : Attn_Op<"moe", [Pure, AttrSizedOperandSegments]> {
                            "::mlir::attn::GroupScore::max">:$group_score,
                        DefaultValuedAttr<F64Attr, "1.0">:$routed_scaling_factor,
                        OptionalAttr<F64Attr>:$swiglu_limit,
-                       DefaultValuedAttr<F64Attr, "1.702">:$swiglu_alpha);
+                       DefaultValuedAttr<F64Attr, "1.702">:$swiglu_alpha,
+                       UnitAttr:$scale_input);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
     $activation $input `,` $router_weight

@@ -274,6 +274,14 @@ func.func @moe(%x: tensor<?x?x64xf32>, %r: tensor<8x64xf32>, %g: tensor<8x32x64x
   return %1 : tensor<?x?x64xf32>
 }
 
+// Llama 4's: top-1 sigmoid scores scaling each expert's input.
+// CHECK-LABEL: func.func @moe_scale_input
+// CHECK: attn.moe <silu> %{{.*}}, %{{.*}} experts(%{{.*}}, %{{.*}}, %{{.*}}) shared(%{{.*}}, %{{.*}}, %{{.*}}) {scale_input, scoring = #attn.scoring<sigmoid>, top_k = 1 : i64} :
+func.func @moe_scale_input(%x: tensor<?x?x64xf32>, %r: tensor<8x64xf32>, %g: tensor<8x32x64xf32>, %u: tensor<8x32x64xf32>, %d: tensor<8x64x32xf32>, %sg: tensor<32x64xf32>, %su: tensor<32x64xf32>, %sd: tensor<64x32xf32>) -> tensor<?x?x64xf32> {
+  %0 = attn.moe <silu> %x, %r experts(%g, %u, %d) shared(%sg, %su, %sd) {top_k = 1 : i64, scoring = #attn.scoring<sigmoid>, scale_input} : (tensor<?x?x64xf32>, tensor<8x64xf32>, tensor<8x32x64xf32>, tensor<8x32x64xf32>, tensor<8x64x32xf32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<64x32xf32>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
 // DeepSeek-V3's routing: sigmoid scores, a selection bias, groups, scaling,
 // an ungated shared expert.
 // CHECK-LABEL: func.func @moe_routing

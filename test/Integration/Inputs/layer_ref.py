@@ -513,15 +513,22 @@ def ffn_desc(cfg, desc, L):
                         down=m + "experts.down_proj",
                         down_b=m + "experts.down_proj_bias")
         if fam == "llama4":
-            # Llama4TextDecoderLayer: a SwiGLU of intermediate_size_mlp off
-            # moe_layers (its mixture of experts is not compiled).
+            # Llama4TextDecoderLayer: Llama4TextMoe on moe_layers, a SwiGLU
+            # of intermediate_size_mlp on the others.
             step = c.get("interleave_moe_layer_step", 1)
             moe_layers = c.get("moe_layers") or list(
                 range(step - 1, c.get("num_hidden_layers", 48), step))
-            if L in moe_layers:
-                raise SystemExit("layer_ref: Llama 4's mixture of experts "
-                                 "is not compiled: take a dense layer")
             m = pre + "feed_forward."
+            if L in moe_layers:
+                return dict(kind="llama4moe", act=act, norm="rms",
+                            placement="pre",
+                            norm_w=pre + "post_attention_layernorm.weight",
+                            experts=c.get("num_local_experts", 16),
+                            top_k=c.get("num_experts_per_tok", 1),
+                            inter=inter, router=m + "router.weight",
+                            gate_up=m + "experts.gate_up_proj",
+                            down=m + "experts.down_proj",
+                            shared=m + "shared_expert.{p}_proj.weight")
             return dict(kind="gated", act=act, norm="rms", placement="pre",
                         norm_w=pre + "post_attention_layernorm.weight",
                         inter=c.get("intermediate_size_mlp", 16384),
@@ -714,6 +721,14 @@ def make_ffn_weights(desc, f, rng):
         t[f["down"]] = rng.standard_normal((E, n, H)) / np.sqrt(n)
         t[f["down_b"]] = vec((E, H), 0.5)
         return t
+    if f["kind"] == "llama4moe":
+        E = f["experts"]
+        t[f["router"]] = mat(E, H) * 2  # logits spread: sigmoids far from 1/2
+        t[f["gate_up"]] = rng.standard_normal((E, H, 2 * n)) / np.sqrt(H)
+        t[f["down"]] = rng.standard_normal((E, n, H)) / np.sqrt(n)
+        for p, o, i in (("gate", n, H), ("up", n, H), ("down", H, n)):
+            t[f["shared"].replace("{p}", p)] = mat(o, i)
+        return t
     if f["kind"] == "moe":
         t[f["router"]] = mat(f["experts"], H)
         for e in range(f["experts"]):
@@ -886,6 +901,32 @@ def gptoss_moe(f, t, h):
     return out.reshape(h.shape)
 
 
+def llama4_moe(f, t, h):
+    """transformers' Llama4TextMoe in float64: Llama4Router's top-k logits
+    (the first expert on ties) through a sigmoid, the others -inf (0); each
+    expert on its input scaled by that score (gate_up_proj [E, H, 2I]
+    chunked into gate and up halves, down_proj [E, I, H], x @ W); the
+    shared expert (a SwiGLU of intermediate_size) on the unscaled input,
+    added."""
+    tok = h.reshape(-1, h.shape[-1])
+    logits = tok @ t[f["router"]].T
+    counts = [0] * f["experts"]
+    ROUTING.append(counts)
+    n = f["inter"]
+    sw = lambda name: t[f["shared"].replace("{p}", name)]
+    out = (activation(tok @ sw("gate").T, f["act"]) * (tok @ sw("up").T)) \
+        @ sw("down").T
+    for i in range(tok.shape[0]):
+        idx = np.argsort(-logits[i], kind="stable")[: f["top_k"]]
+        for e in idx:
+            counts[e] += 1
+            v = tok[i] / (1.0 + np.exp(-logits[i, e]))
+            gu = v @ t[f["gate_up"]][e]
+            g, u = gu[:n], gu[n:]
+            out[i] += (activation(g, f["act"]) * u) @ t[f["down"]][e]
+    return out.reshape(h.shape)
+
+
 def ffn(desc, f, t, x, h_attn, r):
     """The layer's output from the attention block's output r (x: the
     layer's input, h_attn: the attention's normed input)."""
@@ -906,6 +947,8 @@ def ffn(desc, f, t, x, h_attn, r):
 
     if f["kind"] == "gptoss":
         y = gptoss_moe(f, t, h)
+    elif f["kind"] == "llama4moe":
+        y = llama4_moe(f, t, h)
     elif f["kind"] == "moe":
         y = moe(f, t, h)
     elif f["kind"] == "gated":
