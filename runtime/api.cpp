@@ -16,6 +16,9 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -26,7 +29,22 @@
 struct attn_model {
   const attn_rt_model *table;
   void *library; // dlopen handle, or NULL for the caller's own library
+  /// Each kind's attention sinks (attn_kind_set_sinks; empty: not set).
+  std::vector<std::vector<float>> sinks = {};
 };
+
+namespace attn_rt {
+/// The sinks attn_kind_set_sinks gave kind `kind` of `model` (null: none
+/// set); for attn_decode_paged_mpi (mpi.cpp).
+const std::vector<float> *modelSinks(const attn_model *model, int32_t kind) {
+  if (!model || kind < 0 || size_t(kind) >= model->sinks.size() ||
+      model->sinks[kind].empty())
+    return nullptr;
+  return &model->sinks[kind];
+}
+attn_status sinksForCall(const attn_model *model, int32_t kind,
+                         const char *call, int64_t heads, const float *&out);
+} // namespace attn_rt
 
 namespace {
 
@@ -232,6 +250,43 @@ attn_status getKind(const attn_model *model, int32_t kind, const char *call,
   return ATTN_OK;
 }
 
+/// The sinks of a kind with attention sinks for a call on `heads` query
+/// heads: refused until attn_kind_set_sinks gave them, or for another head
+/// count.
+attn_status kindSinks(const attn_model *model, int32_t kind,
+                      const attn_rt_kind &kd, const char *call, int64_t heads,
+                      const float *&out) {
+  const std::vector<float> *s = attn_rt::modelSinks(model, kind);
+  if (!s)
+    return failWith(ATTN_ERR_ARGUMENT,
+                    std::string(call) + ": kind '" + kd.name +
+                        "' has attention sinks (one learned logit per query "
+                        "head): give them first with attn_kind_set_sinks "
+                        "(the checkpoint's self_attn.sinks)");
+  if (int64_t(s->size()) != heads)
+    return failWith(ATTN_ERR_SHAPE,
+                    std::string(call) + ": the sinks set for kind '" +
+                        kd.name + "' are " + std::to_string(s->size()) +
+                        " values, this call has " + std::to_string(heads) +
+                        " query heads");
+  out = s->data();
+  return ATTN_OK;
+}
+
+} // namespace
+
+attn_status attn_rt::sinksForCall(const attn_model *model, int32_t kind,
+                                  const char *call, int64_t heads,
+                                  const float *&out) {
+  out = nullptr;
+  if (!model || kind < 0 || kind >= model->table->num_kinds ||
+      !model->table->kinds[kind].has_sinks)
+    return ATTN_OK;
+  return kindSinks(model, kind, model->table->kinds[kind], call, heads, out);
+}
+
+namespace {
+
 std::string describeKind(const attn_rt_kind &k) {
   return std::string(" for kind '") + k.name + "' (" +
          (k.op == ATTN_RT_OP_SDPA ? "Hq=" : "Gated DeltaNet, Hv=") +
@@ -295,9 +350,13 @@ attn_status attn_model_open(const char *path, attn_model **model) {
   if (table->device != 0)
     return closeOnError("its kernels run on a GPU (--target=cuda); the C "
                         "API serves CPU libraries (--emit=shared)");
-  auto *m = new (std::nothrow) attn_model{table, library};
-  if (!m)
+  attn_model *m = nullptr;
+  try {
+    m = new attn_model{table, library,
+                       std::vector<std::vector<float>>(table->num_kinds)};
+  } catch (const std::bad_alloc &) {
     return closeOnError("out of memory");
+  }
   *model = m;
   return ATTN_OK;
 }
@@ -308,6 +367,54 @@ void attn_model_close(attn_model *model) {
   if (model->library)
     dlclose(model->library);
   delete model;
+}
+
+attn_status attn_kind_set_sinks(attn_model *model, int32_t kind,
+                                const attn_tensor *sinks) {
+  const attn_rt_kind *kd = nullptr;
+  const char *call = "attn_kind_set_sinks";
+  if (attn_status s = getKind(model, kind, call, ATTN_RT_OP_SDPA, kd))
+    return s;
+  if (!kd->has_sinks)
+    return failWith(ATTN_ERR_UNSUPPORTED,
+                    std::string(call) + ": kind '" + kd->name +
+                        "' has no attention sinks");
+  if (!sinks || !sinks->data)
+    return failWith(ATTN_ERR_ARGUMENT,
+                    std::string(call) + ": sinks " +
+                        (sinks ? "has no data" : "is NULL"));
+  int64_t tp = std::max<int64_t>(1, kd->tensor_parallel);
+  int64_t n = sinks->rank == 1 ? sinks->shape[0] : -1;
+  if (sinks->dtype != ATTN_F32 || sinks->rank != 1 ||
+      (n != kd->num_heads && (tp == 1 || n != kd->num_heads / tp)))
+    return failWith(
+        ATTN_ERR_SHAPE,
+        std::string(call) + ": sinks must be ATTN_F32 [" +
+            std::to_string(kd->num_heads) + "] (one logit per query head" +
+            (tp > 1 ? ", or this rank's " + std::to_string(kd->num_heads / tp) +
+                          " with --tensor-parallel=" + std::to_string(tp)
+                    : std::string()) +
+            "), got " + dtypeName(sinks->dtype) +
+            (sinks->rank == 1 ? " [" + std::to_string(n) + "]"
+                              : " of rank " + std::to_string(sinks->rank)));
+  if (n > 1 && sinks->strides[0] != 1)
+    return failWith(ATTN_ERR_LAYOUT,
+                    std::string(call) + ": sinks must be contiguous (stride "
+                                        "1), got stride " +
+                        std::to_string(sinks->strides[0]));
+  const float *src = static_cast<const float *>(sinks->data);
+  for (int64_t h = 0; h < n; ++h)
+    if (std::isnan(src[h]) || src[h] == INFINITY)
+      return failWith(ATTN_ERR_VALUE,
+                      std::string(call) + ": sinks[" + std::to_string(h) +
+                          "] is " + (std::isnan(src[h]) ? "NaN" : "+inf") +
+                          "; accepted: finite logits or -inf (no sink)");
+  try {
+    model->sinks[kind].assign(src, src + n);
+  } catch (const std::bad_alloc &) {
+    return failWith(ATTN_ERR_MEMORY, std::string(call) + ": out of memory");
+  }
+  return ATTN_OK;
 }
 
 attn_status attn_model_get_info(const attn_model *model,
@@ -395,13 +502,11 @@ attn_status attn_sdpa(const attn_model *model, int32_t kind,
   const attn_rt_kind *kd = nullptr;
   if (attn_status s = getKind(model, kind, "attn_sdpa", ATTN_RT_OP_SDPA, kd))
     return s;
+  const float *sinks = nullptr;
   if (kd->has_sinks)
-    return failWith(ATTN_ERR_UNSUPPORTED,
-                    "attn_sdpa: kind '" + std::string(kd->name) +
-                        "' has attention sinks, which this API version "
-                        "takes no argument for yet: use the executable's "
-                        "sdpa --sinks, or its block command with the "
-                        "checkpoint's weights");
+    if (attn_status s =
+            kindSinks(model, kind, *kd, "attn_sdpa", kd->num_heads, sinks))
+      return s;
   TensorCheck check{"attn_sdpa", describeKind(*kd)};
   if (!check(q, "q", {-1, kd->num_heads, -1, kd->head_dim},
              {"B", "", "Sq", ""}))
@@ -452,7 +557,12 @@ attn_status attn_sdpa(const attn_model *model, int32_t kind,
                        dv = view4(f32(*v), dims(*v));
   auto *lens = const_cast<int64_t *>(kv_lengths);
   attn_rt_memref_i64_1 dl{lens, lens, 0, {b}, {1}};
-  if (bias_table) {
+  if (sinks) {
+    auto *sp = const_cast<float *>(sinks);
+    attn_rt_memref_f32_1 ds{sp, sp, 0, {kd->num_heads}, {1}};
+    reinterpret_cast<attn_rt_sdpa_sinks_fn>(kd->fused)(&dout, &dq, &dk, &dv,
+                                                       &dl, &ds);
+  } else if (bias_table) {
     attn_rt_memref_f32_2 dt =
         attn_rt::cli::view2(f32(*bias_table), dims(*bias_table));
     reinterpret_cast<attn_rt_sdpa_bias_fn>(kd->fused)(&dout, &dq, &dk, &dv,
@@ -617,13 +727,6 @@ static attn_status decodePaged(const attn_model *model, int32_t kind,
   bool part = stats != nullptr || q_pos != nullptr;
   if (attn_status s = getKind(model, kind, call, ATTN_RT_OP_SDPA, kd))
     return s;
-  if (kd->has_sinks)
-    return failWith(ATTN_ERR_UNSUPPORTED,
-                    std::string(call) + ": kind '" + kd->name +
-                        "' has attention sinks, which this API version "
-                        "takes no argument for yet: use the executable's "
-                        "sdpa --sinks, or its block command with the "
-                        "checkpoint's weights");
   if (!kd->paged && kd->kv_lora_rank > 0)
     return failWith(ATTN_ERR_UNSUPPORTED,
                     std::string(call) + ": kind '" + kd->name +
@@ -697,6 +800,20 @@ static attn_status decodePaged(const attn_model *model, int32_t kind,
   attn_rt_memref_i32_2 dt{t, t, 0, {b, maxPages}, {maxPages, 1}};
   auto *lens = const_cast<int64_t *>(kv_lengths);
   attn_rt_memref_i64_1 dl{lens, lens, 0, {b}, {1}};
+  // The whole-cache call counts the kind's sinks; a partial one none
+  // (they are folded in once, after the ranges merge).
+  const float *sinks = nullptr;
+  if (kd->has_sinks && !part)
+    if (attn_status s = kindSinks(model, kind, *kd, call, hq, sinks))
+      return s;
+  if (!part && sinks) {
+    auto *sp = const_cast<float *>(sinks);
+    attn_rt_memref_f32_1 dsk{sp, sp, 0, {hq}, {1}};
+    reinterpret_cast<attn_rt_paged_sinks_fn>(
+        reinterpret_cast<void (*)(void)>(kd->paged))(&dout, &dq, &dk, &dv,
+                                                        &dt, &dl, &dsk);
+    return ATTN_OK;
+  }
   if (!part) {
     kd->paged(&dout, &dq, &dk, &dv, &dt, &dl);
     return ATTN_OK;
@@ -704,6 +821,19 @@ static attn_status decodePaged(const attn_model *model, int32_t kind,
   attn_rt_memref_f32_4 ds = view4(f32(*stats), dims(*stats));
   auto *pos = const_cast<int64_t *>(q_pos);
   attn_rt_memref_i64_1 dp{pos, pos, 0, {b}, {1}};
+  if (kd->has_sinks) {
+    std::vector<float> none;
+    try {
+      none.assign(size_t(hq), -INFINITY);
+    } catch (const std::bad_alloc &) {
+      return failWith(ATTN_ERR_MEMORY, std::string(call) + ": out of memory");
+    }
+    attn_rt_memref_f32_1 dn{none.data(), none.data(), 0, {hq}, {1}};
+    reinterpret_cast<attn_rt_paged_part_sinks_fn>(
+        reinterpret_cast<void (*)(void)>(kd->paged_part))(
+        &dout, &ds, &dq, &dk, &dv, &dt, &dl, &dp, &dn);
+    return ATTN_OK;
+  }
   kd->paged_part(&dout, &ds, &dq, &dk, &dv, &dt, &dl, &dp);
   return ATTN_OK;
 }

@@ -1,4 +1,4 @@
-/*===- attn.h - the attn C API, version 2 ---------------------------------===*
+/*===- attn.h - the attn C API, version 3 ---------------------------------===*
  *
  * The plain C interface to a model compiled with `attn-compile --emit=shared`
  * (every such library exports it): opaque handles, plain pointers, shapes,
@@ -37,7 +37,7 @@
 extern "C" {
 #endif
 
-#define ATTN_API_VERSION 2
+#define ATTN_API_VERSION 3
 
 typedef enum {
   ATTN_OK = 0,
@@ -155,6 +155,18 @@ attn_status attn_kind_get_info(const attn_model *model, int32_t kind,
 /* The kernels' thread count (OpenMP); <= 0 restores the default. */
 void attn_set_num_threads(int32_t threads);
 
+/* Attention sinks (gpt-oss: a kind whose describe_json layers have
+ * "attention_sinks": true): one learned logit per query head (the
+ * checkpoint's self_attn.sinks) that joins every row's softmax as a key of
+ * value 0. `sinks` [num_heads] ATTN_F32 (finite, or -inf for none; with a
+ * --tensor-parallel=T library this rank's num_heads / T) is copied into
+ * `model`; attn_sdpa, attn_decode_paged and attn_decode_paged_mpi of the
+ * kind count them from then on, and refuse the kind (ATTN_ERR_ARGUMENT)
+ * until they are set. Not concurrently with calls on the same model.
+ * ATTN_ERR_UNSUPPORTED for a kind without sinks. */
+attn_status attn_kind_set_sinks(attn_model *model, int32_t kind,
+                                const attn_tensor *sinks);
+
 /* Softmax attention of a kind (ATTN_OP_SDPA), fused and tiled:
  *   q [B, Hq, Sq, D], k [B, Hkv, Skv, D], v [B, Hkv, Skv, Dv] -> out
  *   [B, Hq, Sq, Dv]; q and out ATTN_F32, k and v the kind's kv_dtype
@@ -219,7 +231,10 @@ attn_status attn_decode_paged(const attn_model *model, int32_t kind,
  * Hq, Sq, 2] (ATTN_F32): each row's largest score m and l = Σ exp(s - m)
  * over the range (-inf and 0, with out 0, for a row that saw no key).
  * Ranges merge exactly: M = max_r m_r, o = Σ_r e^(m_r-M)·l_r·o_r /
- * Σ_r e^(m_r-M)·l_r (attn_mpi.h's attn_decode_paged_mpi does it over MPI). */
+ * Σ_r e^(m_r-M)·l_r (attn_mpi.h's attn_decode_paged_mpi does it over MPI).
+ * A kind's attention sinks are not counted in a range: the caller folds
+ * them in once after the merge, as one more range of m = sink, l = 1 and
+ * out 0 (attn_decode_paged_mpi does). */
 attn_status attn_decode_paged_part(const attn_model *model, int32_t kind,
                                    const attn_tensor *q,
                                    const attn_tensor *k_cache,

@@ -271,6 +271,10 @@ Buf<float> randomVec(std::mt19937 &rng, int64_t n, float scale);
 /// large, very negative and -inf ones, heads cycling through them), or
 /// nothing.
 Buf<float> randomExtraInput(const attn_rt_kind &kind, std::mt19937 &rng);
+/// The sinks [Hq] of --sinks S.npy for a kind with attention sinks (fails
+/// when absent or malformed: float32 [Hq], finite or -inf); empty for a
+/// kind without, which refuses --sinks.
+Buf<float> readSinks(const attn_rt_kind &kind, Args &args);
 
 //===- bench.cpp -----------------------------------------------------------===//
 

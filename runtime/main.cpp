@@ -225,30 +225,12 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
                std::to_string(kind.num_heads) + "]");
     table = t.f32;
   }
-  if (kind.has_sinks) {
-    expect(args.count("sinks"),
-           std::string("layer kind '") + kind.name +
-               "' has attention sinks: pass them with --sinks S.npy "
-               "(float32 [" + std::to_string(kind.num_heads) + "], one "
-               "logit per query head)");
-    NpyArray t;
-    if (!readNpy(args["sinks"], t, err))
-      fail(err);
-    expect(t.dtype == "f4" && t.shape.size() == 1 &&
-               t.shape[0] == kind.num_heads,
-           args["sinks"] + ": must be float32 [" +
-               std::to_string(kind.num_heads) + "], one logit per query "
-               "head");
-    for (float s : t.f32)
-      expect(!std::isnan(s) && s != INFINITY,
-             args["sinks"] + ": holds " + (std::isnan(s) ? "NaN" : "+inf") +
-                 "; accepted: finite sinks or -inf (no sink)");
-    table = t.f32;
-  } else {
+  if (kind.has_sinks)
+    table = readSinks(kind, args);
+  else
     expect(!args.count("sinks"),
            std::string("layer kind '") + kind.name +
                "' has no attention sinks: --sinks is not accepted");
-  }
   requireDevice("sdpa");
   Buf<float> out;
   if (kind.kv_dtype == ATTN_RT_KV_F32)
@@ -539,7 +521,8 @@ bool checkPagedKind(const attn_rt_kind &kind, std::mt19937 &rng) {
       attn_rt_memref_i64_1 dl{pl, pl, 0, {b}, {1}};
       if (kind.has_sinks) {
         attn_rt_memref_f32_1 ds{sinks.data(), sinks.data(), 0, {hq}, {1}};
-        reinterpret_cast<attn_rt_paged_sinks_fn>(kind.paged)(
+        reinterpret_cast<attn_rt_paged_sinks_fn>(
+          reinterpret_cast<void (*)(void)>(kind.paged))(
             &dout, &dq, &dk, &dvv, &dt, &dl, &ds);
       } else {
         kind.paged(&dout, &dq, &dk, &dvv, &dt, &dl);

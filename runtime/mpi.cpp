@@ -84,6 +84,28 @@ inline void mergeRow(const float *oa, float ma, float la, float *ob,
   lb = float(s);
 }
 
+/// Folds an attention sink of logit s (one more key, value 0) into a merged
+/// row (o, m, l), once, after every range is merged: o scaled by
+/// e^(m-M)·l / (e^(m-M)·l + e^(s-M)). A row that saw no key stays 0; a
+/// sink of -inf is none.
+inline void foldSink(float *o, float &m, float &l, float s, int64_t dv) {
+  if (!(s > -INFINITY))
+    return;
+  if (!(l > 0)) {
+    std::fill(o, o + dv, 0.0f);
+    m = s;
+    l = 1.0f;
+    return;
+  }
+  double M = std::max<double>(m, s);
+  double wa = std::exp(double(m) - M) * l, ws = std::exp(double(s) - M);
+  float c = float(wa / (wa + ws));
+  for (int64_t e = 0; e < dv; ++e)
+    o[e] *= c;
+  m = float(M);
+  l = float(wa + ws);
+}
+
 /// The MPI operation on packed rows [max, sum, out_0..out_{Dv-1}] (one
 /// element of the row datatype each).
 void mergeOp(void *in, void *inout, int *len, MPI_Datatype *type) {
@@ -118,6 +140,14 @@ struct Partial {
       stats[2 * i] = -INFINITY;
     empty = false;
   }
+  /// The sinks [heads] (null: none) of rows [B, heads, n] folded in.
+  void foldSinks(const float *sinks, int64_t heads, int64_t n) {
+    if (!sinks || empty)
+      return;
+    for (int64_t i = 0; i < rows; ++i)
+      foldSink(&out[i * dv], stats[2 * i], stats[2 * i + 1],
+               sinks[(i / n) % heads], dv);
+  }
   /// Merges another partial of the same rows into this one; the first is
   /// taken over as it is (swapped with the caller's buffers).
   void merge(Buf<float> &o, Buf<float> &st) {
@@ -136,8 +166,12 @@ struct Partial {
 /// Merges every rank's rows into every rank's `out` with one
 /// MPI_Allreduce on rows [max, sum, out...]. Returns the collective's
 /// seconds.
+/// With `sinks` [heads] (rows [B, heads, n]), each row's sink is folded in
+/// once, after the merge.
 double allreduceRows(MPI_Comm comm, int64_t rows, int64_t dv, float *out,
-                     const float *stats, Buf<float> &packed) {
+                     const float *stats, Buf<float> &packed,
+                     const float *sinks = nullptr, int64_t heads = 1,
+                     int64_t n = 1) {
   int64_t w = dv + 2;
   packed.resize(rows * w);
   for (int64_t i = 0; i < rows; ++i) {
@@ -165,6 +199,10 @@ double allreduceRows(MPI_Comm comm, int64_t rows, int64_t dv, float *out,
     MPI_Allreduce(MPI_IN_PLACE, &packed[r0 * w], n, row, op, comm);
   }
   double t = now() - t0;
+  if (sinks)
+    for (int64_t i = 0; i < rows; ++i)
+      foldSink(&packed[i * w + 2], packed[i * w], packed[i * w + 1],
+               sinks[(i / n) % heads], dv);
   for (int64_t i = 0; i < rows; ++i) {
     float *o = out + i * dv;
     // A row no rank saw a key for stays 0 (never NaN).
@@ -174,6 +212,25 @@ double allreduceRows(MPI_Comm comm, int64_t rows, int64_t dv, float *out,
       std::fill(o, o + dv, 0.0f);
   }
   return t;
+}
+
+/// The kind's partial kernel over one key range. Kinds with sinks get
+/// -inf (none) there: the runtime folds the sinks in once, after the
+/// ranges merge (foldSink).
+void runPart(const attn_rt_kind &kind, attn_rt_memref_f32_4 *out,
+             attn_rt_memref_f32_4 *stats, attn_rt_memref_f32_4 *q,
+             attn_rt_memref_f32_4 *k, attn_rt_memref_f32_4 *v,
+             attn_rt_memref_i32_2 *table, attn_rt_memref_i64_1 *lens,
+             attn_rt_memref_i64_1 *qPos) {
+  if (!kind.has_sinks) {
+    kind.paged_part(out, stats, q, k, v, table, lens, qPos);
+    return;
+  }
+  std::vector<float> none(size_t(kind.num_heads), -INFINITY);
+  attn_rt_memref_f32_1 ds{none.data(), none.data(), 0, {kind.num_heads}, {1}};
+  reinterpret_cast<attn_rt_paged_part_sinks_fn>(
+      reinterpret_cast<void (*)(void)>(kind.paged_part))(
+      out, stats, q, k, v, table, lens, qPos, &ds);
 }
 
 //===----------------------------------------------------------------------===//
@@ -242,10 +299,12 @@ struct PagedShard {
   /// The partial kernel of `kind` for q [B, Hq, Sq, D] whose first row sits
   /// at key position qPos[b] of sequence b's range -> out, stats.
   /// With `qPos` null: the kind's whole-cache paged kernel (stats
-  /// untouched; the query is each sequence's last Sq tokens).
+  /// untouched; the query is each sequence's last Sq tokens), with the
+  /// kind's `sinks` [Hq] when it has them; the partial kernel counts none.
   void run(const attn_rt_kind &kind, Buf<float> &q,
            const std::vector<int64_t> &qs, std::vector<int64_t> *qPos,
-           Buf<float> &out, Buf<float> &stats) {
+           Buf<float> &out, Buf<float> &stats,
+           const float *sinks = nullptr) {
     int64_t B = qs[0], Hq = qs[1], Sq = qs[2];
     out.resize(B * Hq * Sq * dv);
     stats.resize(B * Hq * Sq * 2);
@@ -260,12 +319,20 @@ struct PagedShard {
     attn_rt_memref_i32_2 dt{table.data(), table.data(), 0, {B, maxPages},
                             {maxPages, 1}};
     attn_rt_memref_i64_1 dl{len.data(), len.data(), 0, {B}, {1}};
+    if (!qPos && kind.has_sinks) {
+      attn_rt_memref_f32_1 dsk{const_cast<float *>(sinks),
+                               const_cast<float *>(sinks), 0, {Hq}, {1}};
+      reinterpret_cast<attn_rt_paged_sinks_fn>(
+          reinterpret_cast<void (*)(void)>(kind.paged))(
+          &dout, &dq, &dk, &dvv, &dt, &dl, &dsk);
+      return;
+    }
     if (!qPos) {
       kind.paged(&dout, &dq, &dk, &dvv, &dt, &dl);
       return;
     }
     attn_rt_memref_i64_1 dp{qPos->data(), qPos->data(), 0, {B}, {1}};
-    kind.paged_part(&dout, &ds, &dq, &dk, &dvv, &dt, &dl, &dp);
+    runPart(kind, &dout, &ds, &dq, &dk, &dvv, &dt, &dl, &dp);
   }
 };
 
@@ -303,11 +370,11 @@ struct DecodeTimes {
 /// One decode step of q [B, Hq, Sq, D] over sequences of `lens` tokens of
 /// contiguous K/V [B, Hkv, S, D/Dv] (float32, already rounded to the kind's
 /// type), sharded across `comm` by shardRange: `out` [B, Hq, Sq, Dv] on
-/// every rank.
+/// every rank; `sinks` [Hq] (a kind with sinks) counted once.
 DecodeTimes shardedDecode(MPI_Comm comm, const attn_rt_kind &kind,
                           Buf<float> &q, const std::vector<int64_t> &qs,
                           PagedShard *shard, const std::vector<int64_t> &lens,
-                          Buf<float> &out) {
+                          Buf<float> &out, const float *sinks = nullptr) {
   int64_t B = qs[0], Sq = qs[2];
   std::vector<int64_t> qPos(B);
   for (int64_t b = 0; b < B; ++b)
@@ -320,7 +387,7 @@ DecodeTimes shardedDecode(MPI_Comm comm, const attn_rt_kind &kind,
   int64_t rows = B * qs[1] * Sq;
   t.bytes = rows * (kind.head_dim_v + 2) * int64_t(sizeof(float));
   t.collective = allreduceRows(comm, rows, kind.head_dim_v, out.data(),
-                               stats.data(), packed);
+                               stats.data(), packed, sinks, qs[1], Sq);
   return t;
 }
 
@@ -413,7 +480,8 @@ RingTimes ringAttention(MPI_Comm comm, const attn_rt_kind &kind,
                         const RingLayout &L, Buf<float> qc[2],
                         const Buf<unsigned char> &kOwn,
                         const Buf<unsigned char> &vOwn, RingState &st,
-                        bool computeOff = false) {
+                        bool computeOff = false,
+                        const float *sinks = nullptr) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -487,7 +555,7 @@ RingTimes ringAttention(MPI_Comm comm, const attn_rt_kind &kind,
                                 {pages, 1}};
         attn_rt_memref_i64_1 dl{lens.data(), lens.data(), 0, {B}, {1}};
         attn_rt_memref_i64_1 dp{qPos.data(), qPos.data(), 0, {B}, {1}};
-        kind.paged_part(&dout, &ds, &dq, &dk, &dvv, &dt, &dl, &dp);
+        runPart(kind, &dout, &ds, &dq, &dk, &dvv, &dt, &dl, &dp);
         acc[qw].merge(out, stats);
         // Let the transfers progress between kernels (no progress thread).
         if (nreq) {
@@ -505,8 +573,10 @@ RingTimes ringAttention(MPI_Comm comm, const attn_rt_kind &kind,
       std::swap(vPool, vRecv);
     }
   }
-  for (int w = 0; w < 2 && !computeOff; ++w)
+  for (int w = 0; w < 2 && !computeOff; ++w) {
     acc[w].finish();
+    acc[w].foldSinks(sinks, Hq, L.length(L.chunk(rank, w)));
+  }
   t.total = now() - t0;
   MPI_Type_free(&kPage);
   MPI_Type_free(&vPage);
@@ -577,7 +647,7 @@ RingLayout ringLayout(const attn_rt_kind &kind, int64_t B, int64_t S,
 RingTimes ringPrefill(MPI_Comm comm, const attn_rt_kind &kind,
                       const Buf<float> &q, const Buf<float> &k,
                       const Buf<float> &v, int64_t B, int64_t S, int64_t P,
-                      Buf<float> &out) {
+                      Buf<float> &out, const float *sinks = nullptr) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -588,7 +658,8 @@ RingTimes ringPrefill(MPI_Comm comm, const attn_rt_kind &kind,
       vPool(L.maxPoolPages() * L.pageBytes(L.dv));
   fillRingPools(kind, L, rank, k, v, kPool, vPool);
   RingState st;
-  RingTimes t = ringAttention(comm, kind, L, qc, kPool, vPool, st);
+  RingTimes t =
+      ringAttention(comm, kind, L, qc, kPool, vPool, st, false, sinks);
   gatherRing(comm, L, kind.num_heads, st.acc, 0, out);
   return t;
 }
@@ -674,6 +745,13 @@ struct Topology {
       std::memcpy(&out[b * hn * S * D], &x[((b * H) + h0) * S * D],
                   hn * S * D * sizeof(float));
     return out;
+  }
+  /// This rank's share of a kind's sinks [Hq] (empty: none).
+  Buf<float> sliceSinks(const Buf<float> &sinks) const {
+    if (sinks.empty() || T == 1)
+      return sinks;
+    int64_t hn = int64_t(sinks.size()) / T;
+    return Buf<float>(sinks.begin() + t * hn, sinks.begin() + (t + 1) * hn);
   }
   /// The head shards' outputs [B, Hq/T, rows, Dv] of context shard 0 into
   /// out [B, Hq, rows, Dv] on world rank 0.
@@ -912,7 +990,11 @@ int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
                  v = randomVec(rng, B * Hkv * S * Dv, 1.0f);
       roundToKV(kind, k);
       roundToKV(kind, v);
+      // Sinks: ordinary, very large, very negative and -inf ones.
+      Buf<float> sinks =
+          kind.has_sinks ? randomExtraInput(kind, rng) : Buf<float>();
       Topology tp(kind, w);
+      Buf<float> lsinks = tp.sliceSinks(sinks);
       std::vector<double> weights;
       if (c.unequal)
         for (int r = 0; r < tp.C; ++r)
@@ -922,7 +1004,8 @@ int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
           tp.slice(v, B, Hkv, S, Dv), B, S, c.lens, P, weights);
       Buf<float> qt = tp.slice(q, B, Hq, c.sq, D), part, out;
       std::vector<int64_t> qts = {B, tp.local.num_heads, c.sq, D};
-      shardedDecode(tp.ctx, tp.local, qt, qts, &shard, c.lens, part);
+      shardedDecode(tp.ctx, tp.local, qt, qts, &shard, c.lens, part,
+                    lsinks.empty() ? nullptr : lsinks.data());
       tp.gather(part, B, Hq, c.sq, Dv, out);
       if (w.rank == 0) {
         // The single-process kernel over the whole cache (the partial
@@ -931,12 +1014,13 @@ int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
         std::vector<int64_t> zero(B, 0);
         PagedShard whole(kind, k, v, B, S, zero, c.lens, P);
         Buf<float> kOut, unused, ref;
-        whole.run(kind, q, qs, /*qPos=*/nullptr, kOut, unused);
+        whole.run(kind, q, qs, /*qPos=*/nullptr, kOut, unused, sinks.data());
         std::vector<int64_t> qStart(B);
         for (int64_t b = 0; b < B; ++b)
           qStart[b] = c.lens[b] - c.sq;
         referenceF64(kind, q, qs, k, {B, Hkv, S, D}, v, {B, Hkv, S, Dv},
-                     c.lens, kind.scale, kind.softcap, ref, &qStart);
+                     c.lens, kind.scale, kind.softcap, ref, &qStart,
+                     kind.has_sinks ? &sinks : nullptr);
         std::string lensStr;
         for (int64_t l : c.lens)
           lensStr += (lensStr.empty() ? "" : ",") + std::to_string(l);
@@ -955,20 +1039,23 @@ int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
                  v = randomVec(rng, B * Hkv * S * Dv, 1.0f);
       roundToKV(kind, k);
       roundToKV(kind, v);
+      Buf<float> sinks =
+          kind.has_sinks ? randomExtraInput(kind, rng) : Buf<float>();
       Topology tp(kind, w);
-      Buf<float> part, out;
+      Buf<float> part, out, lsinks = tp.sliceSinks(sinks);
       ringPrefill(tp.ctx, tp.local, tp.slice(q, B, Hq, S, D),
                   tp.slice(k, B, Hkv, S, D), tp.slice(v, B, Hkv, S, Dv), B, S,
-                  P, part);
+                  P, part, lsinks.empty() ? nullptr : lsinks.data());
       tp.gather(part, B, Hq, S, Dv, out);
       if (w.rank == 0) {
         std::vector<int64_t> lens(B, S);
         Buf<float> kOut, ref;
         Buf<float> qq = q, kk = k, vv = v;
         run(kind.fused, kind, qq, qs, kk, {B, Hkv, S, D}, vv,
-            {B, Hkv, S, Dv}, lens, nullptr, kOut);
+            {B, Hkv, S, Dv}, lens, kind.has_sinks ? &sinks : nullptr, kOut);
         referenceF64(kind, q, qs, k, {B, Hkv, S, D}, v, {B, Hkv, S, Dv}, lens,
-                     kind.scale, kind.softcap, ref);
+                     kind.scale, kind.softcap, ref, nullptr,
+                     kind.has_sinks ? &sinks : nullptr);
         report("ring prefill B=" + std::to_string(B) +
                    " S=" + std::to_string(S) + (kind.causal ? " causal" : " bidirectional"),
                out, kOut, ref);
@@ -1019,7 +1106,7 @@ Buf<float> readArray(const attn_rt_kind &kind, const std::string &path,
 int cmdSdpa(const attn_rt_model *m, const World &w, int argc, char **argv) {
   Args args = parseArgs(argc, argv, 2,
                         {"layer", "q", "k", "v", "out", "kv-lengths", "mode",
-                         "page-size", "threads"});
+                         "page-size", "threads", "sinks"});
   for (const char *req : {"layer", "q", "k", "v", "out", "mode"})
     if (!args.count(req))
       fail(std::string("sdpa needs --") + req +
@@ -1051,6 +1138,7 @@ int cmdSdpa(const attn_rt_model *m, const World &w, int argc, char **argv) {
          std::to_string(kind.head_dim) + "], v [B, " +
          std::to_string(kind.num_kv_heads) + ", Skv, " +
          std::to_string(kind.head_dim_v) + "]");
+  Buf<float> sinks = readSinks(kind, args);
   Buf<float> out;
   std::vector<int64_t> outShape = {B, kind.num_heads, qs[2], kind.head_dim_v};
   if (mode == "decode") {
@@ -1083,7 +1171,9 @@ int cmdSdpa(const attn_rt_model *m, const World &w, int argc, char **argv) {
         {});
     Buf<float> qt = tp.slice(q, B, kind.num_heads, qs[2], qs[3]), part;
     std::vector<int64_t> qts = {B, tp.local.num_heads, qs[2], qs[3]};
-    shardedDecode(tp.ctx, tp.local, qt, qts, &shard, lens, part);
+    Buf<float> lsinks = tp.sliceSinks(sinks);
+    shardedDecode(tp.ctx, tp.local, qt, qts, &shard, lens, part,
+                  lsinks.empty() ? nullptr : lsinks.data());
     tp.gather(part, B, kind.num_heads, qs[2], kind.head_dim_v, out);
   } else {
     if (qs[2] != S)
@@ -1091,12 +1181,12 @@ int cmdSdpa(const attn_rt_model *m, const World &w, int argc, char **argv) {
            " rows and K/V " + std::to_string(S) +
            ": ring attention shards one sequence of S tokens (Sq = Skv)");
     Topology tp(kind, w);
-    Buf<float> part;
+    Buf<float> part, lsinks = tp.sliceSinks(sinks);
     ringPrefill(tp.ctx, tp.local,
                 tp.slice(q, B, kind.num_heads, S, kind.head_dim),
                 tp.slice(k, B, kind.num_kv_heads, S, kind.head_dim),
                 tp.slice(v, B, kind.num_kv_heads, S, kind.head_dim_v), B, S, P,
-                part);
+                part, lsinks.empty() ? nullptr : lsinks.data());
     tp.gather(part, B, kind.num_heads, S, kind.head_dim_v, out);
   }
   int ok = 1;
@@ -1190,6 +1280,11 @@ int cmdBench(const attn_rt_model *m, const World &w, int argc, char **argv) {
   const attn_rt_kind &lk = tp.local;
   int64_t lHq = lk.num_heads, lHkv = lk.num_kv_heads;
   std::mt19937 rng(7);
+  // A kind with sinks runs with its rank's share of random ones (folded
+  // into the merged rows, as serving does).
+  Buf<float> sinks = tp.sliceSinks(kind.has_sinks ? randomExtraInput(kind, rng)
+                                                  : Buf<float>());
+  const float *sk = sinks.empty() ? nullptr : sinks.data();
   double bandwidth = probeReadBandwidth();
   if (w.rank == 0) {
     std::string cpu = "unknown CPU";
@@ -1227,7 +1322,7 @@ int cmdBench(const attn_rt_model *m, const World &w, int argc, char **argv) {
     RingTimes t{};
     for (int64_t r = 0; r <= repeats; ++r) {
       MPI_Barrier(MPI_COMM_WORLD);
-      t = ringAttention(tp.ctx, lk, L, qc, kPool, vPool, st);
+      t = ringAttention(tp.ctx, lk, L, qc, kPool, vPool, st, false, sk);
       double tt = maxOverRanks(t.total), tc = maxOverRanks(t.compute),
              tw = maxOverRanks(t.exposedWait);
       MPI_Barrier(MPI_COMM_WORLD);
@@ -1276,8 +1371,7 @@ int cmdBench(const attn_rt_model *m, const World &w, int argc, char **argv) {
     for (int64_t r = 0; r <= repeats; ++r) {
       MPI_Barrier(MPI_COMM_WORLD);
       double t0 = now();
-      t = shardedDecode(tp.ctx, lk, q, qs, &shard, lens,
-                        out);
+      t = shardedDecode(tp.ctx, lk, q, qs, &shard, lens, out, sk);
       double total = now() - t0;
       double slowKernel = maxOverRanks(t.kernel);
       if (r == 0)
@@ -1348,6 +1442,14 @@ extern "C" int attn_rt_mpi_main(const attn_rt_model *m, int argc,
   return rc;
 }
 
+namespace attn_rt {
+/// api.cpp: the sinks of a kind with attention sinks for a call on `heads`
+/// query heads (null for a kind without; an error until
+/// attn_kind_set_sinks gave them).
+attn_status sinksForCall(const attn_model *model, int32_t kind,
+                         const char *call, int64_t heads, const float *&out);
+} // namespace attn_rt
+
 namespace {
 
 /// The collective of attn_decode_paged_mpi and attn_decode_latent_mpi:
@@ -1366,6 +1468,11 @@ attn_status decodeOverRanks(const char *call, const attn_model *model,
     status = ATTN_ERR_ARGUMENT;
   else
     status = attn_kind_get_info(model, kind, &info);
+  // A kind's sinks, folded into the merged rows once (the partial kernels
+  // count none): set for out's query heads.
+  const float *sinks = nullptr;
+  if (status == ATTN_OK && !latent && out->rank == 4)
+    status = attn_rt::sinksForCall(model, kind, call, out->shape[1], sinks);
   Buf<float> part, stats;
   int64_t rows = 0, dv = 0;
   if (status == ATTN_OK) {
@@ -1428,7 +1535,8 @@ attn_status decodeOverRanks(const char *call, const attn_model *model,
     return attn_status(worst);
   }
   Buf<float> packed;
-  allreduceRows(comm, rows, dv, part.data(), stats.data(), packed);
+  allreduceRows(comm, rows, dv, part.data(), stats.data(), packed, sinks,
+                out->shape[1], out->shape[2]);
   std::memcpy(out->data, part.data(), part.size() * sizeof(float));
   return ATTN_OK;
 }

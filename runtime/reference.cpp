@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cli.h"
+#include "npy.h"
 
 #include <algorithm>
 #include <cmath>
@@ -89,6 +90,31 @@ Buf<float> randomExtraInput(const attn_rt_kind &kind, std::mt19937 &rng) {
     if (h % 6 != 5)
       s[h] = h % 6 == 0 ? s[h] : kinds[h % 6];
   return s;
+}
+
+Buf<float> readSinks(const attn_rt_kind &kind, Args &args) {
+  if (!kind.has_sinks) {
+    if (args.count("sinks"))
+      fail(std::string("layer kind '") + kind.name +
+           "' has no attention sinks: --sinks is not accepted");
+    return {};
+  }
+  if (!args.count("sinks"))
+    fail(std::string("layer kind '") + kind.name +
+         "' has attention sinks: pass them with --sinks S.npy (float32 [" +
+         std::to_string(kind.num_heads) + "], one logit per query head)");
+  NpyArray t;
+  std::string err;
+  if (!readNpy(args["sinks"], t, err))
+    fail(err);
+  if (t.dtype != "f4" || t.shape.size() != 1 || t.shape[0] != kind.num_heads)
+    fail(args["sinks"] + ": must be float32 [" +
+         std::to_string(kind.num_heads) + "], one logit per query head");
+  for (float s : t.f32)
+    if (std::isnan(s) || s == INFINITY)
+      fail(args["sinks"] + ": holds " + (std::isnan(s) ? "NaN" : "+inf") +
+           "; accepted: finite sinks or -inf (no sink)");
+  return Buf<float>(t.f32.begin(), t.f32.end());
 }
 
 Buf<float> randomVec(std::mt19937 &rng, int64_t n, float scale) {

@@ -202,15 +202,12 @@ bool Emitter::checkSupported(const LayerSpec &l) {
            "--distributed";
     return false;
   }
-  if (!l.sinks.empty() && (spec.gpu || spec.distributed)) {
+  if (!l.sinks.empty() && spec.gpu) {
     emitError(src.loc("/model_type"))
         << "layer " << l.index << " has attention sinks ('"
-        << spec.modelType << "'), which "
-        << (spec.gpu ? "the CUDA kernels (--target=cuda)"
-                     : "the context-parallel runtime (--distributed=mpi)")
-        << " do not take yet; accepted: the CPU target without "
-           "--distributed (its kernels, paged and split-K ones included, "
-           "count the sinks)";
+        << spec.modelType << "'), which the CUDA kernels (--target=cuda) "
+        << "do not take yet; accepted: the CPU target (its kernels, paged, "
+           "split-K and context-parallel ones included, count the sinks)";
     return false;
   }
   if (l.position == PositionKind::Rope && !l.rope.unsupported.empty()) {

@@ -28,7 +28,7 @@ import os
 
 import numpy as np
 
-API_VERSION = 2
+API_VERSION = 3
 F32, BF16, F16, I64, I32 = 0, 1, 2, 3, 4
 OP_SDPA, OP_GATED_DELTA = 0, 1
 _MAX_RANK = 4
@@ -227,6 +227,17 @@ class Model:
         if not getattr(self, "_handle", None):
             raise Error(1, f"{self.path}: the model is closed")
         return self._handle
+
+    def set_sinks(self, sinks, layer=None, kind=None):
+        """A kind's attention sinks (gpt-oss): one float32 logit per query
+        head (finite, or -inf for none), the checkpoint's self_attn.sinks;
+        sdpa and decode of the kind count them from then on (and refuse
+        the kind until they are set)."""
+        kd = self._kind(layer, kind)
+        ts, keep = _tensor("sinks", sinks)
+        self._check(self._lib.attn_kind_set_sinks(
+            self._handle_or_raise(), ctypes.c_int32(kd.index),
+            ctypes.byref(ts)))
 
     def sdpa(self, q, k, v, layer=None, kind=None, kv_lengths=None,
              bias_table=None, out=None):

@@ -3,8 +3,9 @@
  * page-aligned range of two sequences in its own paged cache (pages handed
  * out in reverse order), and runs one decode step with
  * attn_decode_paged_mpi; the result is compared with attn_decode_paged over
- * the whole cache in one process. Then a bad call on one rank: every rank
- * gets the error, nothing is written.
+ * the whole cache in one process (with a kind's attention sinks set: the
+ * partial kernels count none, the merged rows fold them in once). Then a
+ * bad call on one rank: every rank gets the error, nothing is written.
  *
  *   mpirun -np N use_api_mpi LIBRARY.so */
 #include "attn_mpi.h"
@@ -106,6 +107,17 @@ int main(int argc, char **argv) {
   float *out = calloc(B * Hq * Dv, sizeof(float)),
         *ref = calloc(B * Hq * Dv, sizeof(float));
   attn_tensor to = attn_tensor_contiguous(out, ATTN_F32, 4, oShape);
+  /* A kind with attention sinks (gpt-oss) gets them first: one near the
+   * scores, very large, very negative and none (-inf), cycling. */
+  float *sinks = malloc(sizeof(float) * Hq);
+  for (int64_t h = 0; h < Hq; ++h)
+    sinks[h] = h % 4 == 0 ? 0.3f : h % 4 == 1 ? 1e4f : h % 4 == 2 ? -1e4f
+                                                                  : -INFINITY;
+  int64_t sShape1[1] = {Hq};
+  attn_tensor tsk = attn_tensor_contiguous(sinks, ATTN_F32, 1, sShape1);
+  attn_status hasSinks = attn_kind_set_sinks(m, kind, &tsk);
+  if (rank == 0)
+    printf("sinks: %s\n", hasSinks == ATTN_OK ? "set" : attn_last_error());
   attn_status s = attn_decode_paged_mpi(m, kind, MPI_COMM_WORLD, &tq, &tk,
                                         &tv, &tt, local, qPos, &to);
   if (s != ATTN_OK) {
