@@ -313,6 +313,11 @@ attn_status attn_model_open(const char *path, attn_model **model) {
   *model = nullptr;
   const attn_rt_model *table = nullptr;
   void *library = nullptr;
+  if (path && !*path)
+    return failWith(ATTN_ERR_ARGUMENT,
+                    "attn_model_open: path is empty; pass a library's path, "
+                    "or NULL for the model compiled into the calling "
+                    "library");
   if (!path) {
     table = attn_rt_get_model();
   } else {

@@ -9,6 +9,7 @@
 #include "cli.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
@@ -49,12 +50,32 @@ int64_t intArg(const Args &args, const std::string &name, int64_t dflt,
   auto it = args.find(name);
   if (it == args.end())
     return dflt;
+  const char *str = it->second.c_str();
   char *end = nullptr;
-  long long v = std::strtoll(it->second.c_str(), &end, 10);
-  if (!end || *end || v < lo || v > hi)
+  errno = 0;
+  long long v = std::strtoll(str, &end, 10);
+  if (!end || end == str || *end || errno == ERANGE || v < lo || v > hi)
     fail("--" + name + " must be an integer in [" + std::to_string(lo) +
          ", " + std::to_string(hi) + "], got '" + it->second + "'");
   return v;
+}
+
+std::vector<std::string> inputsOf(const Args &args,
+                                  const std::vector<std::string> &outputs) {
+  std::vector<std::string> in;
+  for (const auto &[name, value] : args)
+    if (std::find(outputs.begin(), outputs.end(), name) == outputs.end())
+      in.push_back(value);
+  return in;
+}
+
+void writeOut(Args &args, const std::string &key,
+              const std::vector<int64_t> &shape, const float *data) {
+  NpyOutputs outs;
+  outs.add(args[key], shape, data);
+  std::string err;
+  if (!outs.commit(inputsOf(args, {key}), err))
+    fail(err);
 }
 
 const attn_rt_kind &kindOfLayer(const attn_rt_model *m, int64_t layer) {

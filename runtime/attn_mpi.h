@@ -11,6 +11,14 @@
 #ifndef ATTN_MPI_H
 #define ATTN_MPI_H
 
+/* Open MPI's and MPICH's C++ bindings (deprecated, and what g++ builds
+ * would otherwise need at link time: MPI::Comm::Comm()) stay out. */
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 
 #include "attn.h"

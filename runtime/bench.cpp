@@ -152,7 +152,9 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
   int64_t sq = intArg(args, "seq", 512, 1, 1 << 24);
   int64_t skv = intArg(args, "kv-len", sq, 1, 1 << 24);
   int64_t repeats = intArg(args, "repeats", 5, 1, 10000);
-  int64_t page = intArg(args, "page-size", 0, 0, 1 << 20);
+  // --page-size 0 is no page size, not the contiguous benchmark.
+  int64_t page =
+      args.count("page-size") ? intArg(args, "page-size", 1, 1, 1 << 20) : 0;
   if (args.count("threads"))
     if (omp_set_num_threads)
       omp_set_num_threads(int(intArg(args, "threads", 1, 1, 4096)));

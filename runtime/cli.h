@@ -313,11 +313,28 @@ void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,
 int cmdGdn(const attn_rt_model *m, int argc, char **argv);
 /// A Gated DeltaNet layer's `fn` (its block, or its whole layer): its
 /// states from --conv-state-in and --state-in (zeros without), y computed
-/// and the new states written to --conv-state-out and --state-out when
-/// asked (the caller writes y).
+/// and the new states returned for --conv-state-out and --state-out (the
+/// caller writes them with y: addLinearStates).
+/// A linear block's new states (the caller writes them with its output).
+struct LinearStates {
+  Buf<float> conv, state;
+  std::vector<int64_t> convShape, stateShape;
+};
 void runLinearBlock(const attn_rt_kind &kind, attn_rt_linear_block_fn fn,
                     Args &args, attn_rt_memref_f32_3 &y,
-                    attn_rt_memref_f32_3 &x, BlockWeights &weights);
+                    attn_rt_memref_f32_3 &x, BlockWeights &weights,
+                    LinearStates &states);
+/// --conv-state-out and --state-out (when given) of `states` into `outs`.
+void addLinearStates(Args &args, const LinearStates &states,
+                     NpyOutputs &outs);
+/// The values of every option but `outputs`: what a command's outputs may
+/// not overwrite.
+std::vector<std::string> inputsOf(const Args &args,
+                                  const std::vector<std::string> &outputs);
+/// Writes the command's one output --`key` (fails naming the file, or an
+/// output that is also an input).
+void writeOut(Args &args, const std::string &key,
+              const std::vector<int64_t> &shape, const float *data);
 
 //===- latent.cpp ----------------------------------------------------------===//
 

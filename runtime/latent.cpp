@@ -405,8 +405,7 @@ int cmdMla(const attn_rt_model *m, int argc, char **argv) {
   attn_rt_memref_f32_3 dc = view3(cp, c.shape);
   attn_rt_memref_i64_1 dl{lens.data(), lens.data(), 0, {q.shape[0]}, {1}};
   kind.mla(&dout, &dq, &dc, &dl);
-  if (!writeNpyF32(args["out"], os, out.data(), err))
-    fail(err);
+  writeOut(args, "out", os, out.data());
   return 0;
 }
 

@@ -243,6 +243,7 @@ int cli::cmdLayer(const attn_rt_model *m, int argc, char **argv, bool model) {
     blockLengths(kindOfLayer(m, i), args, shape, mem);
   Buf<float> cur = std::move(x.f32), next(cur.size()), cache;
   std::vector<int64_t> cacheShape;
+  LinearStates states;
   for (int64_t i = first; i <= last; ++i) {
     const attn_rt_kind &kind = kindOfLayer(m, i);
     bool closes = closesLayer(m, i);
@@ -255,7 +256,7 @@ int cli::cmdLayer(const attn_rt_model *m, int argc, char **argv, bool model) {
     } else if (kind.op == ATTN_RT_OP_GATED_DELTA) {
       attn_rt_memref_f32_3 dx = view3(cur.data(), shape);
       attn_rt_memref_f32_3 dy = view3(next.data(), shape);
-      runLinearBlock(kind, kind.linear_layer, args, dy, dx, weights);
+      runLinearBlock(kind, kind.linear_layer, args, dy, dx, weights, states);
     } else {
       callBlock(kind, closes ? kind.layer : kind.block, weights, args, cur,
                 shape, mem, next);
@@ -263,10 +264,14 @@ int cli::cmdLayer(const attn_rt_model *m, int argc, char **argv, bool model) {
     std::swap(cur, next);
   }
   std::string err;
-  if (!writeNpyF32(args["out"], shape, cur.data(), err))
-    fail(err);
-  if (args.count("cache-out") &&
-      !writeNpyF32(args["cache-out"], cacheShape, cache.data(), err))
+  NpyOutputs outs;
+  outs.add(args["out"], shape, cur.data());
+  if (args.count("cache-out") && !cache.empty())
+    outs.add(args["cache-out"], cacheShape, cache.data());
+  addLinearStates(args, states, outs);
+  if (!outs.commit(
+          inputsOf(args, {"out", "cache-out", "conv-state-out", "state-out"}),
+          err))
     fail(err);
   return 0;
 }

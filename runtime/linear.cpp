@@ -382,17 +382,19 @@ int cmdGdn(const attn_rt_model *m, int argc, char **argv) {
   }
   Buf<float> out, state;
   runGdn(kind.fused, sh, in, out, state);
-  if (!writeNpyF32(args["out"], sh.v, out.data(), err))
-    fail(err);
-  if (args.count("state-out") &&
-      !writeNpyF32(args["state-out"], sh.state, state.data(), err))
+  NpyOutputs outs;
+  outs.add(args["out"], sh.v, out.data());
+  if (args.count("state-out"))
+    outs.add(args["state-out"], sh.state, state.data());
+  if (!outs.commit(inputsOf(args, {"out", "state-out"}), err))
     fail(err);
   return 0;
 }
 
 void runLinearBlock(const attn_rt_kind &kind, attn_rt_linear_block_fn fn,
                     Args &args, attn_rt_memref_f32_3 &y,
-                    attn_rt_memref_f32_3 &x, BlockWeights &weights) {
+                    attn_rt_memref_f32_3 &x, BlockWeights &weights,
+                    LinearStates &states) {
   int64_t b = x.sizes[0];
   int64_t conv = 2 * kind.num_kv_heads * kind.head_dim +
                  kind.num_heads * kind.head_dim_v;
@@ -423,12 +425,18 @@ void runLinearBlock(const attn_rt_kind &kind, attn_rt_linear_block_fn fn,
   attn_rt_memref_f32_4 dsi = view4(stateIn.data(), sh.state),
                        dso = view4(stateOut.data(), sh.state);
   fn(&y, &dco, &dso, &x, &dci, &dsi, weights.ptrs.data());
-  if (args.count("conv-state-out") &&
-      !writeNpyF32(args["conv-state-out"], convShape, convOut.data(), err))
-    fail(err);
-  if (args.count("state-out") &&
-      !writeNpyF32(args["state-out"], sh.state, stateOut.data(), err))
-    fail(err);
+  states.conv = std::move(convOut);
+  states.state = std::move(stateOut);
+  states.convShape = convShape;
+  states.stateShape = sh.state;
+}
+
+void addLinearStates(Args &args, const LinearStates &states,
+                     NpyOutputs &outs) {
+  if (args.count("conv-state-out") && !states.conv.empty())
+    outs.add(args["conv-state-out"], states.convShape, states.conv.data());
+  if (args.count("state-out") && !states.state.empty())
+    outs.add(args["state-out"], states.stateShape, states.state.data());
 }
 
 void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,

@@ -247,8 +247,7 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
         .call(kind.fused, kind);
   std::vector<int64_t> outShape = {q.shape[0], q.shape[1], q.shape[2],
                                    v.shape[3]};
-  if (!writeNpyF32(args["out"], outShape, out.data(), err))
-    fail(err);
+  writeOut(args, "out", outShape, out.data());
   return 0;
 }
 
@@ -426,20 +425,25 @@ int cmdBlock(const attn_rt_model *m, int argc, char **argv) {
                        kind.num_weights);
   Buf<float> yv(b * s * m->hidden_size), cache;
   std::vector<int64_t> cacheShape;
+  LinearStates states;
   if (kind.latent_block) {
     cache = runLatentBlock(kind, kind.latent_block, args, x.f32, shape, yv,
                            weights, cacheShape);
   } else if (linear) {
     attn_rt_memref_f32_3 dx = view3(x.f32.data(), shape);
     attn_rt_memref_f32_3 y = view3(yv.data(), shape);
-    runLinearBlock(kind, kind.linear_block, args, y, dx, weights);
+    runLinearBlock(kind, kind.linear_block, args, y, dx, weights, states);
   } else {
     callBlock(kind, kind.block, weights, args, x.f32, shape, mem, yv);
   }
-  if (!writeNpyF32(args["out"], shape, yv.data(), err))
-    fail(err);
-  if (args.count("cache-out") &&
-      !writeNpyF32(args["cache-out"], cacheShape, cache.data(), err))
+  NpyOutputs outs;
+  outs.add(args["out"], shape, yv.data());
+  if (args.count("cache-out") && !cache.empty())
+    outs.add(args["cache-out"], cacheShape, cache.data());
+  addLinearStates(args, states, outs);
+  if (!outs.commit(
+          inputsOf(args, {"out", "cache-out", "conv-state-out", "state-out"}),
+          err))
     fail(err);
   return 0;
 }

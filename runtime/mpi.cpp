@@ -1192,7 +1192,9 @@ int cmdSdpa(const attn_rt_model *m, const World &w, int argc, char **argv) {
   int ok = 1;
   if (w.rank == 0) {
     std::string err;
-    if (!writeNpyF32(args["out"], outShape, out.data(), err)) {
+    NpyOutputs outs;
+    outs.add(args["out"], outShape, out.data());
+    if (!outs.commit(inputsOf(args, {"out"}), err)) {
       std::fprintf(stderr, "error: %s\n", err.c_str());
       ok = 0;
     }

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <climits>
 #include <cstring>
 #include <fstream>
 
@@ -359,9 +360,18 @@ bool resolveOutput(const std::string &path, OutputTarget &t,
 
 } // namespace
 
-bool attn_rt::writeNpyF32(const std::string &path,
-                          const std::vector<int64_t> &shape, const float *data,
-                          std::string &error) {
+namespace {
+
+/// A written output not yet in place: its temporary and where it goes
+/// (a device or FIFO was written straight through: nothing to rename).
+struct Staged {
+  std::string tmp, target;
+};
+
+/// Writes the array to a unique temporary next to `path`'s target (or
+/// straight into a device or FIFO); `commit` renames it over the target.
+bool stageNpy(const std::string &path, const std::vector<int64_t> &shape,
+              const float *data, Staged &staged, std::string &error) {
   std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
   for (size_t i = 0; i < shape.size(); ++i)
     dict += std::to_string(shape[i]) + (shape.size() == 1 || i + 1 < shape.size() ? ", " : "");
@@ -415,13 +425,86 @@ bool attn_rt::writeNpyF32(const std::string &path,
             std::fwrite(dict.data(), 1, dict.size(), f) == dict.size() &&
             std::fwrite(data, 4, size_t(n), f) == size_t(n);
   ok = (std::fclose(f) == 0) && ok;
-  if (ok && !target.direct)
-    ok = std::rename(tmp.c_str(), target.path.c_str()) == 0;
   if (!ok) {
     if (!tmp.empty())
       std::remove(tmp.c_str());
     error = path + ": write failed (" + std::strerror(errno) + ")";
     return false;
   }
+  staged.tmp = tmp;
+  staged.target = target.path;
+  return true;
+}
+
+} // namespace
+
+bool attn_rt::writeNpyF32(const std::string &path,
+                          const std::vector<int64_t> &shape, const float *data,
+                          std::string &error) {
+  NpyOutputs outs;
+  outs.add(path, shape, data);
+  return outs.commit({}, error);
+}
+
+void attn_rt::NpyOutputs::add(const std::string &path,
+                              std::vector<int64_t> shape, const float *data) {
+  items.push_back({path, std::move(shape), data});
+}
+
+bool attn_rt::NpyOutputs::commit(const std::vector<std::string> &inputs,
+                                 std::string &error) {
+  // No output may be an input, nor two outputs one file.
+  // One file: the same inode, or (not there yet) the same name in the
+  // same directory.
+  auto canonical = [](const std::string &p) {
+    size_t slash = p.rfind('/');
+    std::string dir = slash == std::string::npos ? "." : p.substr(0, slash + 1);
+    char buf[PATH_MAX];
+    if (!realpath(dir.c_str(), buf))
+      return p;
+    return std::string(buf) + "/" +
+           (slash == std::string::npos ? p : p.substr(slash + 1));
+  };
+  auto same = [&](const std::string &a, const std::string &b) {
+    struct stat sa, sb;
+    if (stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0)
+      return S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev &&
+             sa.st_ino == sb.st_ino;
+    return a == b || canonical(a) == canonical(b);
+  };
+  for (size_t i = 0; i < items.size(); ++i) {
+    for (const std::string &in : inputs)
+      if (same(items[i].path, in)) {
+        error = items[i].path + ": is also an input of this command; an "
+                "output may not overwrite an input";
+        return false;
+      }
+    for (size_t j = 0; j < i; ++j)
+      if (same(items[i].path, items[j].path)) {
+        error = items[i].path + ": named for two outputs";
+        return false;
+      }
+  }
+  // Every output to its temporary first; all renamed once all are written,
+  // none left when one fails.
+  std::vector<Staged> staged(items.size());
+  auto discard = [&] {
+    for (const Staged &st : staged)
+      if (!st.tmp.empty())
+        std::remove(st.tmp.c_str());
+  };
+  for (size_t i = 0; i < items.size(); ++i)
+    if (!stageNpy(items[i].path, items[i].shape, items[i].data, staged[i],
+                  error)) {
+      discard();
+      return false;
+    }
+  for (size_t i = 0; i < items.size(); ++i)
+    if (!staged[i].tmp.empty() &&
+        std::rename(staged[i].tmp.c_str(), staged[i].target.c_str()) != 0) {
+      error = items[i].path + ": write failed (" + std::strerror(errno) + ")";
+      discard();
+      return false;
+    }
   return true;
 }

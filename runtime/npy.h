@@ -52,6 +52,26 @@ bool readNpy(std::istream &in, const std::string &name, NpyArray &out,
 bool writeNpyF32(const std::string &path, const std::vector<int64_t> &shape,
                  const float *data, std::string &error);
 
+/// A command's float32 outputs, written together: `commit` refuses an
+/// output that is one of `inputs` (the same file) or named twice, writes
+/// every output to its temporary, and renames them all only when all are
+/// written; on failure none is left (an earlier output included). The data
+/// must stay alive until commit.
+class NpyOutputs {
+public:
+  void add(const std::string &path, std::vector<int64_t> shape,
+           const float *data);
+  bool commit(const std::vector<std::string> &inputs, std::string &error);
+
+private:
+  struct Item {
+    std::string path;
+    std::vector<int64_t> shape;
+    const float *data;
+  };
+  std::vector<Item> items;
+};
+
 } // namespace attn_rt
 
 #endif // ATTN_RUNTIME_NPY_H

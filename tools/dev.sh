@@ -113,6 +113,12 @@ case "$cmd" in
     fi
     ninja -C "$GCC_DIR" -j "$JOBS" attn-compile
     "$ROOT/tools/check-host-compiler.sh" "$BUILD_DIR" "$GCC_DIR"
+    # The g++ build's runtime links the executables it compiles: MPI ones
+    # (runtime/mpi.cpp, built by g++) included.
+    if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
+      ninja -C "$GCC_DIR" -j "$JOBS" attn_runtime attn_runtime_mpi attn-opt
+      PATH="$LLVM_PREFIX/bin:$PATH" lit -q "$GCC_DIR/test/Integration/mpi.test"
+    fi
     ;;
   test)
     build

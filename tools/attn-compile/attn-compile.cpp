@@ -374,12 +374,33 @@ std::string headerPath() {
          llvm::sys::path::stem(outputPath).str() + ".h";
 }
 
+/// Whether `a` and `b` name one file: the same path, or two names of an
+/// existing file (a link, ./x).
+bool sameFile(llvm::StringRef a, llvm::StringRef b) {
+  llvm::SmallString<256> na(a), nb(b);
+  llvm::sys::path::remove_dots(na, /*remove_dot_dot=*/true);
+  llvm::sys::path::remove_dots(nb, /*remove_dot_dot=*/true);
+  bool same = false;
+  return na == nb || (!llvm::sys::fs::equivalent(a, b, same) && same);
+}
+
 /// Checks the options that depend on each other. Prints the error.
 bool checkOptions(Stage stage, bool building) {
   auto fail = [](const llvm::Twine &msg) {
     llvm::errs() << "attn-compile: error: " << msg << "\n";
     return false;
   };
+  // No output may be an input: -o (or the header next to it) naming the
+  // config would overwrite the user's config.
+  if (outputPath != "-" && inputPath != "-" && sameFile(outputPath, inputPath))
+    return fail("-o " + outputPath + " is the input config " + inputPath +
+                ": writing it would overwrite the config; name the output "
+                "differently");
+  if (building && emit != Emit::Exe && inputPath != "-" &&
+      sameFile(headerPath(), inputPath))
+    return fail("--emit=" + llvm::Twine(emit == Emit::Shared ? "shared" : "obj") +
+                " writes its C header to " + headerPath() +
+                ", which is the input config: name -o differently");
   bool cuda = target == Target::CUDA;
   bool gpuStage = stage == Stage::GPU || stage == Stage::PTX;
   if (building && outputPath == "-")
@@ -638,9 +659,17 @@ int compileCPU(MLIRContext &context, const attn::ModelSpec &spec,
   if (!emitHost(module, kind, buffer, linking ? &spec : nullptr))
     return 1;
   if (linking) {
-    if (linkBuild(buffer, emit == Emit::Shared, /*cuda=*/false))
+    // A library's header first, so that a header that cannot be written
+    // leaves no library; a failed link removes the header again.
+    bool shared = emit == Emit::Shared;
+    if (shared && !writeHeader(spec))
       return 1;
-    return emit == Emit::Shared && !writeHeader(spec) ? 1 : 0;
+    if (linkBuild(buffer, shared, /*cuda=*/false)) {
+      if (shared)
+        llvm::sys::fs::remove(headerPath());
+      return 1;
+    }
+    return 0;
   }
   // An object goes out like any stage; with --emit=obj, its header after it.
   if (building)
