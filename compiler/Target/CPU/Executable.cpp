@@ -66,6 +66,8 @@ void mlir::attn::writeKernelHeader(const ModelSpec &spec,
         "attn_rt_memref_i64_1;\n"
      << "typedef struct { float *allocated; float *aligned; int64_t offset; "
         "int64_t sizes[3]; int64_t strides[3]; } attn_rt_memref_f32_3;\n"
+     << "typedef struct { float *allocated; float *aligned; int64_t offset; "
+        "int64_t sizes[1]; int64_t strides[1]; } attn_rt_memref_f32_1;\n"
      << "typedef struct { int32_t *allocated; int32_t *aligned; int64_t "
         "offset; int64_t sizes[2]; int64_t strides[2]; } "
         "attn_rt_memref_i32_2;\n"
@@ -83,14 +85,17 @@ void mlir::attn::writeKernelHeader(const ModelSpec &spec,
          << " dv=" << l.headDimV
          << ". out [B, Hv, S, dv], state_out [B, Hv, dk, dv], q and k\n"
             " * [B, Hk, S, dk], v [B, Hv, S, dv], g and beta [B, Hv, S],\n"
-            " * state_in [B, Hv, dk, dv]; the _reference variant is the\n"
-            " * token-by-token recurrence. */\n";
+            " * state_in [B, Hv, dk, dv], lengths int64 [B] (row b's first\n"
+            " * lengths[b] tokens; padding leaves the state, outputs 0); the\n"
+            " * _reference variant is the token-by-token recurrence\n"
+            " * (runtime/attn_runtime.h: attn_rt_gdn_fn). */\n";
       for (const char *suffix : suffixes)
         os << "void _mlir_ciface_" << n << "_gdn" << suffix
            << "(attn_rt_memref_f32_4 *out, attn_rt_memref_f32_4 *state_out, "
               "attn_rt_memref_f32_4 *q, attn_rt_memref_f32_4 *k, "
               "attn_rt_memref_f32_4 *v, attn_rt_memref_f32_3 *g, "
-              "attn_rt_memref_f32_3 *beta, attn_rt_memref_f32_4 *state_in);\n";
+              "attn_rt_memref_f32_3 *beta, attn_rt_memref_f32_4 *state_in, "
+              "attn_rt_memref_i64_1 *lengths);\n";
       continue;
     }
     os << "\n/* " << n << ": Hq=" << l.numHeads << " Hkv=" << l.numKVHeads
@@ -110,6 +115,28 @@ void mlir::attn::writeKernelHeader(const ModelSpec &spec,
                  : "")
          << (l.sinks.empty() ? "" : ", attn_rt_memref_f32_1 *sinks")
          << ");\n";
+    // The paged kernels (attn_rt_paged_fn, attn_rt_paged_part_fn): pools
+    // [num_pages, Hkv, page_size, D] (HND), block_table int32 [B,
+    // max_pages]; the partial form's stats [B, Hq, Sq, 2] and q_pos [B].
+    bool paged = spec.entries.paged && !spec.gpu && !l.isLatent() &&
+                 l.position != PositionKind::T5Bias;
+    const char *sinksArg =
+        l.sinks.empty() ? "" : ", attn_rt_memref_f32_1 *sinks";
+    if (paged)
+      os << "void _mlir_ciface_" << n << "_paged"
+         << "(attn_rt_memref_f32_4 *out, attn_rt_memref_f32_4 *q, "
+            "attn_rt_memref_f32_4 *k_cache, attn_rt_memref_f32_4 *v_cache, "
+            "attn_rt_memref_i32_2 *block_table, attn_rt_memref_i64_1 "
+            "*kv_lengths"
+         << sinksArg << ");\n";
+    if (paged && spec.distributed)
+      os << "void _mlir_ciface_" << n << "_paged_part"
+         << "(attn_rt_memref_f32_4 *out, attn_rt_memref_f32_4 *stats, "
+            "attn_rt_memref_f32_4 *q, attn_rt_memref_f32_4 *k_cache, "
+            "attn_rt_memref_f32_4 *v_cache, attn_rt_memref_i32_2 "
+            "*block_table, attn_rt_memref_i64_1 *kv_lengths, "
+            "attn_rt_memref_i64_1 *q_pos"
+         << sinksArg << ");\n";
     if (l.isLatent() && !spec.gpu) {
       const LatentSpec &m = l.latent;
       os << "/* " << n << "'s absorbed form (multi-head latent attention):\n"
