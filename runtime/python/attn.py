@@ -134,11 +134,31 @@ def _tensor(name, x, writable=False, dtype=F32):
     return t, a
 
 
+def _int(name, x, lo, hi):
+    """`x` as a Python int in [lo, hi]: an int or NumPy integer (not a
+    bool, a float or a string), never wrapped or truncated."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise TypeError(f"{name}: {x!r} is not an integer")
+    v = int(x)
+    if not lo <= v <= hi:
+        raise ValueError(f"{name}: {v} is outside [{lo}, {hi}]")
+    return v
+
+
+_INT64_MAX = 2 ** 63 - 1
+
+
 def _lengths(name, x, batch):
     """Per-batch lengths as a pointer to `batch` int64 (or None)."""
     if x is None:
         return None, None
-    a = np.ascontiguousarray(np.asarray(x, dtype=np.int64))
+    a = np.asarray(x)
+    if a.dtype.kind not in "iu" or a.dtype == np.bool_:
+        raise TypeError(f"{name}: dtype {a.dtype}; lengths must be integers "
+                        "(int64), not truncated from floats")
+    if a.size and a.dtype.kind == "u" and int(a.max()) > _INT64_MAX:
+        raise ValueError(f"{name}: {int(a.max())} does not fit in int64")
+    a = np.ascontiguousarray(a.astype(np.int64))
     if a.shape != (batch,):
         raise ValueError(f"{name}: shape {a.shape}; it must be ({batch},), "
                          "one length per batch row")
@@ -199,13 +219,17 @@ class Model:
 
     def kind_of_layer(self, layer):
         """The Kind of layer `layer`."""
+        layer = _int("layer", layer, 0, self.num_layers - 1)
         kind = ctypes.c_int32()
         self._check(self._lib.attn_kind_by_layer(
-            self._handle, ctypes.c_int64(layer), ctypes.byref(kind)))
+            self._handle_or_raise(), ctypes.c_int64(layer),
+            ctypes.byref(kind)))
         return self.kinds[kind.value]
 
     def set_num_threads(self, threads):
-        """The kernels' thread count; 0 restores the default."""
+        """The kernels' thread count in [1, 4096]; 0 restores the
+        default."""
+        threads = _int("threads", threads, 0, 4096)
         self._lib.attn_set_num_threads(ctypes.c_int32(threads))
 
     def _kind(self, layer, kind):
@@ -221,7 +245,7 @@ class Model:
                     return k
             raise ValueError(f"no kind {kind!r}; kinds: "
                              f"{[k.name for k in self.kinds]}")
-        return self.kinds[kind]
+        return self.kinds[_int("kind", kind, 0, len(self.kinds) - 1)]
 
     def _handle_or_raise(self):
         if not getattr(self, "_handle", None):
@@ -393,10 +417,16 @@ def empty(shape, dtype=np.float32, align=64):
     kernels (AVX-512) spans two cache lines: decode over such an f32 cache
     ran 8-22% slower than over one from here (README, "C API and Python
     module"). CPU PyTorch tensors are 64-byte aligned already."""
-    if align <= 0 or align & (align - 1):
+    align = _int("align", align, 1, 1 << 30)
+    if align & (align - 1):
         raise ValueError(f"align: {align}; it must be a power of two")
     dt = np.dtype(dtype)
     shape = (shape,) if np.isscalar(shape) else tuple(shape)
+    shape = tuple(_int(f"shape[{i}]", n, 0, _INT64_MAX)
+                  for i, n in enumerate(shape))
+    if int(np.prod([max(n, 1) for n in shape], dtype=object)) * dt.itemsize \
+            > _INT64_MAX:
+        raise ValueError(f"shape {shape}: too large")
     nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
     raw = np.empty(nbytes + align, np.uint8)
     skip = -raw.ctypes.data % align

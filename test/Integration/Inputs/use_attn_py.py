@@ -267,7 +267,7 @@ expect_error("wrong head dim", lambda: qwen.sdpa(q[..., :32], k, k, layer=3))
 expect_error("lengths of 2 rows", lambda: qwen.sdpa(q, k, k, layer=3, kv_lengths=[8, 8]), ValueError)
 expect_error("length past the keys", lambda: qwen.sdpa(q, k, k, layer=3, kv_lengths=[9]))
 expect_error("sdpa of a linear layer", lambda: qwen.sdpa(q, k, k, layer=0))
-expect_error("layer 7", lambda: qwen.sdpa(q, k, k, layer=7))
+expect_error("layer 7", lambda: qwen.sdpa(q, k, k, layer=7), ValueError)
 ro_out = np.zeros((1, fk.num_heads, 4, fk.head_dim), np.float32)
 ro_out.flags.writeable = False
 expect_error("read-only out", lambda: qwen.sdpa(q, k, k, layer=3, out=ro_out), ValueError)
