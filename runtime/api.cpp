@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include <cstdio>
 #include <cstring>
@@ -44,7 +45,10 @@ const std::vector<float> *modelSinks(const attn_model *model, int32_t kind) {
 }
 attn_status sinksForCall(const attn_model *model, int32_t kind,
                          const char *call, int64_t heads, const float *&out);
+attn_status guardCall(const char *call,
+                      const std::function<attn_status()> &body);
 } // namespace attn_rt
+using attn_rt::guardCall;
 
 namespace {
 
@@ -127,18 +131,25 @@ struct TensorCheck {
       return fail(ATTN_ERR_SHAPE, at + " has rank " + std::to_string(t->rank) +
                                       "; it must be " +
                                       dimsStr(want, names) + kindDesc);
-    unsigned __int128 numel = 1;
+    // The element count, and the product of the dims counting an empty
+    // one as 1 (an empty tensor's other dims size the loops and buffers
+    // around it): both at most 2^60, checked before any product can wrap.
+    const int64_t limit = int64_t(1) << 60;
+    int64_t numel = 1, extent = 1;
     for (int32_t i = 0; i < rank; ++i) {
       if (t->shape[i] < 0 || (want[i] >= 0 && t->shape[i] != want[i]))
         return fail(ATTN_ERR_SHAPE, at + " has shape " + shapeOf(*t) +
                                         "; it must be " +
                                         dimsStr(want, names) + kindDesc);
-      numel *= (unsigned __int128)t->shape[i];
+      int64_t d = std::max<int64_t>(t->shape[i], 1);
+      if (d > limit / extent)
+        return fail(ATTN_ERR_SHAPE,
+                    at + " has shape " + shapeOf(*t) +
+                        ": more elements than any machine's memory (at "
+                        "most 2^60, counting an empty dim as 1)");
+      extent *= d;
+      numel *= t->shape[i];
     }
-    if (numel > ((unsigned __int128)1 << 60))
-      return fail(ATTN_ERR_SHAPE,
-                  at + " has shape " + shapeOf(*t) + ": more elements than "
-                                                     "any machine's memory");
     // (An empty tensor has no element to place: any strides.)
     int64_t stride = 1;
     for (int32_t i = rank - 1; i >= 0 && numel != 0; --i) {
@@ -275,6 +286,35 @@ attn_status kindSinks(const attn_model *model, int32_t kind,
 
 } // namespace
 
+/// Runs the body of C entry point `call`: no exception crosses the C
+/// boundary (out of memory is ATTN_ERR_MEMORY, anything else
+/// ATTN_ERR_ARGUMENT), each with its message.
+attn_status attn_rt::guardCall(const char *call,
+                               const std::function<attn_status()> &body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    lastError.clear();
+    try {
+      lastError = std::string(call) + ": out of memory";
+    } catch (...) {
+    }
+    return ATTN_ERR_MEMORY;
+  } catch (const std::exception &e) {
+    try {
+      lastError = std::string(call) + ": " + e.what();
+    } catch (...) {
+    }
+    return ATTN_ERR_ARGUMENT;
+  } catch (...) {
+    try {
+      lastError = std::string(call) + ": an internal error";
+    } catch (...) {
+    }
+    return ATTN_ERR_ARGUMENT;
+  }
+}
+
 attn_status attn_rt::sinksForCall(const attn_model *model, int32_t kind,
                                   const char *call, int64_t heads,
                                   const float *&out) {
@@ -308,6 +348,7 @@ int32_t attn_api_version(void) { return ATTN_API_VERSION; }
 const char *attn_last_error(void) { return lastError.c_str(); }
 
 attn_status attn_model_open(const char *path, attn_model **model) {
+  return guardCall("attn_model_open", [&]() -> attn_status {
   if (!model)
     return failWith(ATTN_ERR_ARGUMENT, "attn_model_open: model is NULL");
   *model = nullptr;
@@ -364,6 +405,7 @@ attn_status attn_model_open(const char *path, attn_model **model) {
   }
   *model = m;
   return ATTN_OK;
+});
 }
 
 void attn_model_close(attn_model *model) {
@@ -376,6 +418,7 @@ void attn_model_close(attn_model *model) {
 
 attn_status attn_kind_set_sinks(attn_model *model, int32_t kind,
                                 const attn_tensor *sinks) {
+  return guardCall("attn_kind_set_sinks", [&]() -> attn_status {
   const attn_rt_kind *kd = nullptr;
   const char *call = "attn_kind_set_sinks";
   if (attn_status s = getKind(model, kind, call, ATTN_RT_OP_SDPA, kd))
@@ -420,10 +463,12 @@ attn_status attn_kind_set_sinks(attn_model *model, int32_t kind,
     return failWith(ATTN_ERR_MEMORY, std::string(call) + ": out of memory");
   }
   return ATTN_OK;
+});
 }
 
 attn_status attn_model_get_info(const attn_model *model,
                                 attn_model_info *info) {
+  return guardCall("attn_model_get_info", [&]() -> attn_status {
   if (!model || !info)
     return failWith(ATTN_ERR_ARGUMENT, std::string("attn_model_get_info: ") +
                                            (model ? "info" : "model") +
@@ -432,10 +477,12 @@ attn_status attn_model_get_info(const attn_model *model,
   *info = attn_model_info{t->family, t->num_layers, int32_t(t->num_kinds),
                           t->hidden_size, t->describe_json};
   return ATTN_OK;
+});
 }
 
 attn_status attn_kind_by_layer(const attn_model *model, int64_t layer,
                                int32_t *kind) {
+  return guardCall("attn_kind_by_layer", [&]() -> attn_status {
   if (!model || !kind)
     return failWith(ATTN_ERR_ARGUMENT, std::string("attn_kind_by_layer: ") +
                                            (model ? "kind" : "model") +
@@ -452,10 +499,12 @@ attn_status attn_kind_by_layer(const attn_model *model, int64_t layer,
                         " is not compiled in this library");
   *kind = int32_t(t->layer_kind[layer]);
   return ATTN_OK;
+});
 }
 
 attn_status attn_kind_get_info(const attn_model *model, int32_t kind,
                                attn_kind_info *info) {
+  return guardCall("attn_kind_get_info", [&]() -> attn_status {
   if (!model || !info)
     return failWith(ATTN_ERR_ARGUMENT, std::string("attn_kind_get_info: ") +
                                            (model ? "info" : "model") +
@@ -473,6 +522,7 @@ attn_status attn_kind_get_info(const attn_model *model, int32_t kind,
                          k.layers,       kvDtype(k),     k.paged != nullptr,
                          k.kv_lora_rank, k.rope_head_dim};
   return ATTN_OK;
+});
 }
 
 void attn_set_num_threads(int32_t threads) {
@@ -504,6 +554,7 @@ attn_status attn_sdpa(const attn_model *model, int32_t kind,
                       const attn_tensor *q, const attn_tensor *k,
                       const attn_tensor *v, const int64_t *kv_lengths,
                       const attn_tensor *bias_table, attn_tensor *out) {
+  return guardCall("attn_sdpa", [&]() -> attn_status {
   const attn_rt_kind *kd = nullptr;
   if (attn_status s = getKind(model, kind, "attn_sdpa", ATTN_RT_OP_SDPA, kd))
     return s;
@@ -560,7 +611,10 @@ attn_status attn_sdpa(const attn_model *model, int32_t kind,
                        dq = view4(f32(*q), dims(*q)),
                        dk = view4(f32(*k), dims(*k)),
                        dv = view4(f32(*v), dims(*v));
-  auto *lens = const_cast<int64_t *>(kv_lengths);
+  // The lengths read once, before anything is written: an `out` that
+  // overlaps the caller's array cannot change them under the kernel.
+  std::vector<int64_t> lensCopy(kv_lengths, kv_lengths + b);
+  int64_t *lens = lensCopy.data();
   attn_rt_memref_i64_1 dl{lens, lens, 0, {b}, {1}};
   if (sinks) {
     auto *sp = const_cast<float *>(sinks);
@@ -576,6 +630,7 @@ attn_status attn_sdpa(const attn_model *model, int32_t kind,
     reinterpret_cast<attn_rt_sdpa_fn>(kd->fused)(&dout, &dq, &dk, &dv, &dl);
   }
   return ATTN_OK;
+});
 }
 
 attn_status attn_gated_delta(const attn_model *model, int32_t kind,
@@ -585,6 +640,7 @@ attn_status attn_gated_delta(const attn_model *model, int32_t kind,
                              const attn_tensor *state_in,
                              const int64_t *lengths, attn_tensor *out,
                              attn_tensor *state_out) {
+  return guardCall("attn_gated_delta", [&]() -> attn_status {
   const attn_rt_kind *kd = nullptr;
   if (attn_status s =
           getKind(model, kind, "attn_gated_delta", ATTN_RT_OP_GATED_DELTA, kd))
@@ -615,13 +671,21 @@ attn_status attn_gated_delta(const attn_model *model, int32_t kind,
                    {state_in, "state_in"}})) ||
       !checkLengths(check, lengths, b, s, "lengths", "S"))
     return check.status;
-  if (b == 0)
+  // No token and no state asked for: nothing to compute.
+  if (b == 0 || (s == 0 && !state_out))
     return ATTN_OK;
   // What the caller leaves out: zeros in, a scratch state out, full
-  // lengths; a state updated in place is read from a copy.
+  // lengths; a state updated in place is read from a copy. The states of
+  // b rows must fit a machine before any is allocated.
+  int64_t perRow = hv * kd->head_dim * kd->head_dim_v;
+  if (b > (int64_t(1) << 60) / std::max<int64_t>(perRow, 1))
+    return failWith(ATTN_ERR_MEMORY,
+                    "attn_gated_delta: the states of " + std::to_string(b) +
+                        " batch rows (" + std::to_string(perRow) +
+                        " floats each) are more than any machine's memory");
   attn_rt::Buf<float> zeros, scratch, copyIn;
   std::vector<int64_t> full;
-  int64_t stateElems = b * hv * kd->head_dim * kd->head_dim_v;
+  int64_t stateElems = b * perRow;
   try {
     if (!state_in)
       zeros.assign(stateElems, 0.0f);
@@ -632,7 +696,7 @@ attn_status attn_gated_delta(const attn_model *model, int32_t kind,
                     static_cast<float *>(state_in->data) + stateElems);
     if (!lengths)
       full.assign(b, s);
-  } catch (const std::bad_alloc &) {
+  } catch (const std::exception &) {
     return failWith(ATTN_ERR_MEMORY,
                     "attn_gated_delta: out of memory for a state of " +
                         std::to_string(4 * stateElems) + " bytes");
@@ -642,7 +706,11 @@ attn_status attn_gated_delta(const attn_model *model, int32_t kind,
                         : static_cast<float *>(state_in->data);
   float *s1 = state_out ? static_cast<float *>(state_out->data)
                         : scratch.data();
-  auto *lens = const_cast<int64_t *>(lengths ? lengths : full.data());
+  // The lengths read once, before anything is written (see attn_sdpa).
+  std::vector<int64_t> lensCopy;
+  if (lengths)
+    lensCopy.assign(lengths, lengths + b);
+  int64_t *lens = lengths ? lensCopy.data() : full.data();
   using attn_rt::cli::view4;
   attn_rt_memref_f32_4 dout = view4(f32(*out), dims(*out)),
                        dq = view4(f32(*q), dims(*q)),
@@ -656,6 +724,7 @@ attn_status attn_gated_delta(const attn_model *model, int32_t kind,
   reinterpret_cast<attn_rt_gdn_fn>(kd->fused)(&dout, &ds1, &dq, &dk, &dv, &dg,
                                               &db, &ds0, &dl);
   return ATTN_OK;
+});
 }
 
 /// Checks a paged cache's pools (of the kind's kv_dtype) and block table
@@ -803,7 +872,11 @@ static attn_status decodePaged(const attn_model *model, int32_t kind,
   // indexes it by 2-byte elements.)
   auto *t = static_cast<int32_t *>(block_table->data);
   attn_rt_memref_i32_2 dt{t, t, 0, {b, maxPages}, {maxPages, 1}};
-  auto *lens = const_cast<int64_t *>(kv_lengths);
+  // The lengths and positions read once, before anything is written.
+  std::vector<int64_t> lensCopy(kv_lengths, kv_lengths + b), posCopy;
+  if (q_pos)
+    posCopy.assign(q_pos, q_pos + b);
+  int64_t *lens = lensCopy.data();
   attn_rt_memref_i64_1 dl{lens, lens, 0, {b}, {1}};
   // The whole-cache call counts the kind's sinks; a partial one none
   // (they are folded in once, after the ranges merge).
@@ -824,7 +897,7 @@ static attn_status decodePaged(const attn_model *model, int32_t kind,
     return ATTN_OK;
   }
   attn_rt_memref_f32_4 ds = view4(f32(*stats), dims(*stats));
-  auto *pos = const_cast<int64_t *>(q_pos);
+  int64_t *pos = posCopy.data();
   attn_rt_memref_i64_1 dp{pos, pos, 0, {b}, {1}};
   if (kd->has_sinks) {
     std::vector<float> none;
@@ -848,8 +921,10 @@ attn_status attn_decode_paged(const attn_model *model, int32_t kind,
                               const attn_tensor *v_cache,
                               const attn_tensor *block_table,
                               const int64_t *kv_lengths, attn_tensor *out) {
+  return guardCall("attn_decode_paged", [&]() -> attn_status {
   return decodePaged(model, kind, "attn_decode_paged", q, k_cache, v_cache,
                      block_table, kv_lengths, nullptr, out, nullptr);
+});
 }
 
 attn_status attn_decode_paged_part(const attn_model *model, int32_t kind,
@@ -860,12 +935,14 @@ attn_status attn_decode_paged_part(const attn_model *model, int32_t kind,
                                    const int64_t *kv_lengths,
                                    const int64_t *q_pos, attn_tensor *out,
                                    attn_tensor *stats) {
+  return guardCall("attn_decode_paged_part", [&]() -> attn_status {
   if (!stats)
     return failWith(ATTN_ERR_ARGUMENT,
                     "attn_decode_paged_part: stats is NULL; pass a [B, Hq, "
                     "Sq, 2] ATTN_F32 tensor for each row's (max, sum)");
   return decodePaged(model, kind, "attn_decode_paged_part", q, k_cache,
                      v_cache, block_table, kv_lengths, q_pos, out, stats);
+});
 }
 
 attn_status attn_append_kv(const attn_model *model, int32_t kind,
@@ -874,6 +951,7 @@ attn_status attn_append_kv(const attn_model *model, int32_t kind,
                            const int64_t *start, const int64_t *counts,
                            const attn_tensor *k_new,
                            const attn_tensor *v_new) {
+  return guardCall("attn_append_kv", [&]() -> attn_status {
   const attn_rt_kind *kd = nullptr;
   if (attn_status s =
           getKind(model, kind, "attn_append_kv", ATTN_RT_OP_SDPA, kd))
@@ -928,6 +1006,9 @@ attn_status attn_append_kv(const attn_model *model, int32_t kind,
   const int32_t *table = static_cast<const int32_t *>(block_table->data);
   int64_t hkv = kd->num_kv_heads;
   int64_t eb = elementBytes(dt);
+  // The starts read once, before the caches are written (a cache that
+  // overlaps the caller's array cannot move them).
+  std::vector<int64_t> first(start, start + b);
   for (auto [cache, src, d] :
        {std::tuple<attn_tensor *, const attn_tensor *, int64_t>{
             k_cache, k_new, kd->head_dim},
@@ -936,8 +1017,8 @@ attn_status attn_append_kv(const attn_model *model, int32_t kind,
     const char *in = static_cast<const char *>(src->data);
     for (int64_t i = 0; i < b; ++i)
       for (int64_t h = 0; h < hkv; ++h)
-        for (int64_t t = 0; t < end[i] - start[i]; ++t) {
-          int64_t pos = start[i] + t;
+        for (int64_t t = 0; t < end[i] - first[i]; ++t) {
+          int64_t pos = first[i] + t;
           int64_t page = table[i * maxPages + pos / pageSize];
           std::memcpy(
               pool + ((page * hkv + h) * pageSize + pos % pageSize) * d * eb,
@@ -945,6 +1026,7 @@ attn_status attn_append_kv(const attn_model *model, int32_t kind,
         }
   }
   return ATTN_OK;
+});
 }
 
 /// A latent kind (kv_lora_rank > 0) with its absorbed paged kernel.
@@ -1059,8 +1141,10 @@ attn_status attn_decode_latent(const attn_model *model, int32_t kind,
                                const attn_tensor *latent_cache,
                                const attn_tensor *block_table,
                                const int64_t *kv_lengths, attn_tensor *out) {
+  return guardCall("attn_decode_latent", [&]() -> attn_status {
   return decodeLatent(model, kind, "attn_decode_latent", q, latent_cache,
                       block_table, kv_lengths, nullptr, out, nullptr);
+});
 }
 
 attn_status attn_decode_latent_part(const attn_model *model, int32_t kind,
@@ -1070,6 +1154,7 @@ attn_status attn_decode_latent_part(const attn_model *model, int32_t kind,
                                     const int64_t *kv_lengths,
                                     const int64_t *q_pos, attn_tensor *out,
                                     attn_tensor *stats) {
+  return guardCall("attn_decode_latent_part", [&]() -> attn_status {
   if (!stats)
     return failWith(ATTN_ERR_ARGUMENT,
                     "attn_decode_latent_part: stats is NULL; pass a [B, H, "
@@ -1077,6 +1162,7 @@ attn_status attn_decode_latent_part(const attn_model *model, int32_t kind,
   return decodeLatent(model, kind, "attn_decode_latent_part", q,
                       latent_cache, block_table, kv_lengths, q_pos, out,
                       stats);
+});
 }
 
 attn_status attn_append_latent(const attn_model *model, int32_t kind,
@@ -1084,6 +1170,7 @@ attn_status attn_append_latent(const attn_model *model, int32_t kind,
                                const attn_tensor *block_table,
                                const int64_t *start, const int64_t *counts,
                                const attn_tensor *rows_new) {
+  return guardCall("attn_append_latent", [&]() -> attn_status {
   const char *call = "attn_append_latent";
   const attn_rt_kind *kd = nullptr;
   if (attn_status s = getLatentKind(model, kind, call, kd))
@@ -1148,6 +1235,7 @@ attn_status attn_append_latent(const attn_model *model, int32_t kind,
                   in + (i * n + t) * row * eb, row * eb);
     }
   return ATTN_OK;
+});
 }
 
 } // extern "C"

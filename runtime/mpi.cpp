@@ -36,6 +36,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -1450,7 +1451,10 @@ namespace attn_rt {
 /// attn_kind_set_sinks gave them).
 attn_status sinksForCall(const attn_model *model, int32_t kind,
                          const char *call, int64_t heads, const float *&out);
+attn_status guardCall(const char *call,
+                      const std::function<attn_status()> &body);
 } // namespace attn_rt
+using attn_rt::guardCall;
 
 namespace {
 
@@ -1552,12 +1556,14 @@ attn_decode_paged_mpi(const attn_model *model, int32_t kind, MPI_Comm comm,
                       const attn_tensor *block_table,
                       const int64_t *kv_lengths, const int64_t *q_pos,
                       attn_tensor *out) {
+  return guardCall("attn_decode_paged_mpi", [&]() -> attn_status {
   return decodeOverRanks(
       "attn_decode_paged_mpi", model, kind, comm, out, /*latent=*/false,
       [&](attn_tensor *o, attn_tensor *s) {
         return attn_decode_paged_part(model, kind, q, k_cache, v_cache,
                                       block_table, kv_lengths, q_pos, o, s);
       });
+});
 }
 
 extern "C" attn_status
@@ -1566,10 +1572,12 @@ attn_decode_latent_mpi(const attn_model *model, int32_t kind, MPI_Comm comm,
                        const attn_tensor *block_table,
                        const int64_t *kv_lengths, const int64_t *q_pos,
                        attn_tensor *out) {
+  return guardCall("attn_decode_latent_mpi", [&]() -> attn_status {
   return decodeOverRanks(
       "attn_decode_latent_mpi", model, kind, comm, out, /*latent=*/true,
       [&](attn_tensor *o, attn_tensor *s) {
         return attn_decode_latent_part(model, kind, q, latent_cache,
                                        block_table, kv_lengths, q_pos, o, s);
       });
+});
 }
