@@ -61,8 +61,10 @@ NpyArray cli::readHiddenStates(Args &args, const std::string &opt,
   if (a.shape[0] > kMaxBatch)
     fail(args[opt] + ": batch " + std::to_string(a.shape[0]) + " exceeds " +
          std::to_string(kMaxBatch));
+  // Rows of no token still cost their loops and per-row state: each
+  // batch row counts as at least one token.
   if (!fitsInMemory((unsigned __int128)(8 * hidden + 8) * a.shape[0] *
-                        a.shape[1],
+                        std::max<int64_t>(a.shape[1], 1),
                     "the outputs and positions for " + args[opt] + " [" +
                         std::to_string(a.shape[0]) + ", " +
                         std::to_string(a.shape[1]) + ", " +
@@ -244,6 +246,12 @@ int cli::cmdLayer(const attn_rt_model *m, int argc, char **argv, bool model) {
   Buf<float> cur = std::move(x.f32), next(cur.size()), cache;
   std::vector<int64_t> cacheShape;
   LinearStates states;
+  if (shape[1] == 0 && !args.count("state-out") &&
+      !args.count("conv-state-out") && !args.count("cache-out")) {
+    // No token and no state asked for: the output is empty, nothing runs.
+    writeOut(args, "out", shape, cur.data());
+    return 0;
+  }
   for (int64_t i = first; i <= last; ++i) {
     const attn_rt_kind &kind = kindOfLayer(m, i);
     bool closes = closesLayer(m, i);

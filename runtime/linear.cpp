@@ -401,6 +401,15 @@ void runLinearBlock(const attn_rt_kind &kind, attn_rt_linear_block_fn fn,
   std::vector<int64_t> convShape = {b, conv, kind.conv_kernel - 1};
   GdnShapes sh(kind, b, x.sizes[1]);
   std::string err;
+  // The states in and out, checked before any is allocated.
+  unsigned __int128 stateBytes =
+      (unsigned __int128)8 * (NpyArray::numelOf(convShape) +
+                              NpyArray::numelOf(sh.state));
+  if (!fitsInMemory(stateBytes,
+                    "the states of " + std::to_string(b) + " sequences (" +
+                        kind.name + ")",
+                    err))
+    fail(err);
   // A state from --<name>, or zeros (a fresh sequence).
   auto state = [&](const char *name, const std::vector<int64_t> &shape,
                    const char *what) {

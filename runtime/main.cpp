@@ -426,6 +426,13 @@ int cmdBlock(const attn_rt_model *m, int argc, char **argv) {
   Buf<float> yv(b * s * m->hidden_size), cache;
   std::vector<int64_t> cacheShape;
   LinearStates states;
+  if (s == 0 && !args.count("state-out") && !args.count("conv-state-out") &&
+      !args.count("cache-out")) {
+    // No token and no state asked for: the output is empty, nothing runs
+    // (rows of no token would only loop).
+    writeOut(args, "out", shape, yv.data());
+    return 0;
+  }
   if (kind.latent_block) {
     cache = runLatentBlock(kind, kind.latent_block, args, x.f32, shape, yv,
                            weights, cacheShape);

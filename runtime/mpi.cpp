@@ -29,6 +29,7 @@
 #include "cli.h"
 #include "narrow.h"
 #include "npy.h"
+#include "resources.h"
 
 #include <algorithm>
 #include <chrono>
@@ -1282,6 +1283,26 @@ int cmdBench(const attn_rt_model *m, const World &w, int argc, char **argv) {
   // Each rank's heads: the ring and the decode shards run within tp.ctx.
   const attn_rt_kind &lk = tp.local;
   int64_t lHq = lk.num_heads, lHkv = lk.num_kv_heads;
+  // What each rank allocates, checked before any of it: the prefill's q,
+  // K/V and their pools and outputs; the decode's contiguous K/V and its
+  // paged copy.
+  {
+    std::string err;
+    unsigned __int128 prefill =
+        (unsigned __int128)4 * B * S * (3 * lHq * (D + Dv) + 3 * lHkv * (D + Dv));
+    unsigned __int128 decode =
+        (unsigned __int128)4 * B * (N + P) * lHkv * (D + Dv) * 2;
+    int bad = !fitsInMemory(prefill, "bench's prefill of --seq " +
+                                         std::to_string(S) + " tokens",
+                            err) ||
+              !fitsInMemory(decode, "bench's decode over --kv-len " +
+                                        std::to_string(N) + " tokens",
+                            err);
+    int any = 0;
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any)
+      fail(bad ? err : "another rank cannot hold bench's tensors");
+  }
   std::mt19937 rng(7);
   // A kind with sinks runs with its rank's share of random ones (folded
   // into the merged rows, as serving does).

@@ -65,7 +65,25 @@ bool SafeTensors::open(std::unique_ptr<std::istream> stream,
     error = path + ": truncated safetensors header";
     return false;
   }
-  json h = json::parse(header, nullptr, /*allow_exceptions=*/false);
+  // The header is {name: {dtype, shape: [...], data_offsets: [a, b]},
+  // __metadata__: {key: value}}: three levels. Anything deeper is refused
+  // as it is parsed, never stored (a header of nested objects would
+  // otherwise cost ~30x its size in memory before its error).
+  constexpr int kMaxHeaderDepth = 3;
+  bool tooDeep = false;
+  json::parser_callback_t limitDepth = [&](int depth, json::parse_event_t,
+                                           json &) {
+    if (depth > kMaxHeaderDepth)
+      tooDeep = true;
+    return !tooDeep;
+  };
+  json h = json::parse(header, limitDepth, /*allow_exceptions=*/false);
+  if (tooDeep) {
+    error = path + ": the safetensors header nests deeper than " +
+            std::to_string(kMaxHeaderDepth) +
+            " levels; accepted: {name: {dtype, shape, data_offsets}}";
+    return false;
+  }
   if (h.is_discarded() || !h.is_object()) {
     error = path + ": the safetensors header is not a JSON object";
     return false;

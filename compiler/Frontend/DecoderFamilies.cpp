@@ -486,6 +486,20 @@ bool readLinear(FieldReader &r, Common &c) {
         << "): each query/key head serves a whole group of value heads";
     return false;
   }
+  // The recurrent state every sequence carries through each linear layer:
+  // Hv x d_k x d_v floats (Qwen3-Next: 2 MB). Past 4 GiB per sequence and
+  // layer no machine serves a batch of them (check and bench would run out
+  // of memory instead).
+  int64_t stateBytes = 4 * c.linValueHeads * c.linKeyDim * c.linValueDim;
+  if (stateBytes > (int64_t(1) << 32)) {
+    r.error("linear_num_value_heads")
+        << "the linear layers' recurrent state, linear_num_value_heads x "
+           "linear_key_head_dim x linear_value_head_dim = "
+        << c.linValueHeads << " x " << c.linKeyDim << " x " << c.linValueDim
+        << " floats, is " << stateBytes / (1 << 20)
+        << " MiB per sequence and layer; accepted: at most 4096 MiB";
+    return false;
+  }
   return true;
 }
 
