@@ -1141,6 +1141,34 @@ int cmdSdpa(const attn_rt_model *m, const World &w, int argc, char **argv) {
          std::to_string(kind.num_kv_heads) + ", Skv, " +
          std::to_string(kind.head_dim_v) + "]");
   Buf<float> sinks = readSinks(kind, args);
+  // Every rank must hold the same inputs: their shapes and a hash of their
+  // values agree, or every rank stops with the same error (a rank given
+  // other files would abort inside MPI or merge a wrong result).
+  {
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&](const void *p, size_t n) {
+      auto *c = static_cast<const unsigned char *>(p);
+      for (size_t i = 0; i < n; ++i)
+        h = (h ^ c[i]) * 1099511628211ull;
+    };
+    for (const Buf<float> *a : {&q, &k, &v, &sinks})
+      mix(a->data(), a->size() * sizeof(float));
+    std::vector<int64_t> sig = qs;
+    sig.insert(sig.end(), ks.begin(), ks.end());
+    sig.insert(sig.end(), vs.begin(), vs.end());
+    sig.push_back(int64_t(h & 0x7fffffffffffffffull));
+    sig.push_back(int64_t(args.count("kv-lengths") ? 1 : 0));
+    std::vector<int64_t> lo(sig.size()), hi(sig.size());
+    MPI_Allreduce(sig.data(), lo.data(), int(sig.size()), MPI_INT64_T, MPI_MIN,
+                  MPI_COMM_WORLD);
+    MPI_Allreduce(sig.data(), hi.data(), int(sig.size()), MPI_INT64_T, MPI_MAX,
+                  MPI_COMM_WORLD);
+    if (lo != hi)
+      fail("the ranks were given different inputs (--q, --k, --v or "
+           "--sinks differ in shape or values between ranks; this rank's q " +
+           shapeStr(qs) + ", k " + shapeStr(ks) + ", v " + shapeStr(vs) +
+           "): every rank reads the same arrays");
+  }
   Buf<float> out;
   std::vector<int64_t> outShape = {B, kind.num_heads, qs[2], kind.head_dim_v};
   if (mode == "decode") {

@@ -374,6 +374,18 @@ bool readLayerKinds(FieldReader &r, const DecoderFamily &fam, int64_t layers,
   if (types.empty())
     for (int64_t i = 0; i < layers; ++i)
       types.push_back(slides(i) ? other : "full_attention");
+  // Qwen3-Next's layers are linear or full (Qwen3NextConfig): it reads no
+  // sliding_window, so a sliding layer is not a missing window.
+  if (fam.layers == LayerPattern::LinearInterval)
+    for (int64_t i = 0; i < layers; ++i)
+      if (types[i] == "sliding_attention") {
+        r.error("layer_types")
+            << "layer " << i << " is a sliding_attention layer, which "
+            << fam.name
+            << " does not have (its attention takes no sliding_window); "
+               "accepted: linear_attention and full_attention";
+        return false;
+      }
   for (int64_t i = 0; i < layers; ++i)
     if (types[i] == "sliding_attention" && !window) {
       r.error("layer_types")
