@@ -982,9 +982,10 @@ attn_status attn_append_kv(const attn_model *model, int32_t kind,
                             std::to_string(n) + "]");
     if (start[i] < 0 || start[i] > capacity(maxPages, pageSize) - c)
       return failWith(ATTN_ERR_VALUE,
-                        "attn_append_kv: tokens [" + std::to_string(start[i]) +
-                            ", " + std::to_string(start[i] + c) +
-                            ") of sequence " + std::to_string(i) +
+                        "attn_append_kv: " + std::to_string(c) +
+                            " tokens from start[" + std::to_string(i) +
+                            "] = " + std::to_string(start[i]) +
+                            " of sequence " + std::to_string(i) +
                             " do not fit in its max_pages * page_size = " +
                             std::to_string(capacity(maxPages, pageSize)) +
                             " tokens");

@@ -11,15 +11,25 @@
 # Targets: attn-fuzz-config (bytes -> normalize, describe, emit IR, verify),
 # attn-fuzz-ir (MLIR text -> parse, verify, print, parse), attn-fuzz-npy
 # (.npy read/write round trip), attn-fuzz-safetensors (open, read every
-# tensor). Corpora grow in build-asan/corpus/<target>; crash reproducers go
+# tensor), attn-fuzz-capi (sequences of C API calls with fuzzed shapes,
+# strides, dtypes, NULLs, lengths and aliasing on a Qwen3-Next library this
+# script compiles with the sanitizer build's attn-compile). Corpora grow in build-asan/corpus/<target>; crash reproducers go
 # to build-asan/crashes/<target>.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SECONDS_EACH="${1:-60}"
 B="${FUZZ_BUILD_DIR:-$ROOT/build-asan}"
 
-TARGETS=(attn-fuzz-config attn-fuzz-ir attn-fuzz-npy attn-fuzz-safetensors)
-ASAN_BUILD_DIR="$B" "$ROOT/tools/dev.sh" asan-build "${TARGETS[@]}"
+TARGETS=(attn-fuzz-config attn-fuzz-ir attn-fuzz-npy attn-fuzz-safetensors
+         attn-fuzz-capi)
+ASAN_BUILD_DIR="$B" "$ROOT/tools/dev.sh" asan-build "${TARGETS[@]}" \
+  attn-compile attn_runtime
+# The C API target's library: a Gated DeltaNet kind and a softmax kind with
+# paged kernels, compiled (and instrumented) by the sanitizer build.
+mkdir -p "$B/fuzz-capi"
+"$B/bin/attn-compile" "$ROOT/test/Integration/Inputs/qwen3-next-gdn-r2-d40.json" \
+  --entries=paged --emit=shared -o "$B/fuzz-capi/libq.so"
+export ATTN_FUZZ_CAPI_LIB="$B/fuzz-capi/libq.so"
 
 # Seed corpora from the test suite (copied once; the fuzzer adds to them).
 seed() {
@@ -38,6 +48,7 @@ np.save(d + "/a.npy", np.arange(24, dtype=np.float32).reshape(2, 3, 4))
 np.save(d + "/b.npy", np.zeros((1, 4, 3, 40), np.float32))
 np.save(d + "/c.npy", np.array([3, 5], np.int64))
 np.save(d + "/s.npy", np.float32(1.5))'
+seed attn-fuzz-capi true
 seed attn-fuzz-safetensors /usr/bin/python3 -c '
 import sys, json, numpy as np
 d = sys.argv[1]
