@@ -11,7 +11,11 @@
 #include "compiler/Conversion/Passes.h"
 #include "compiler/Pipelines/Pipelines.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Index/IR/IndexDialect.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
@@ -54,6 +58,11 @@ void mlir::attn::registerAllDialects(DialectRegistry &registry) {
                   memref::MemRefDialect, omp::OpenMPDialect, scf::SCFDialect,
                   tensor::TensorDialect, vector::VectorDialect,
                   x86vector::X86VectorDialect>();
+  // What the later stages print (affine.apply from the strided metadata,
+  // cf after scf-to-cf, index and ub from the upstream lowerings): every
+  // dialect a pipeline stage prints parses back in attn-opt.
+  registry.insert<affine::AffineDialect, cf::ControlFlowDialect,
+                  index::IndexDialect, ub::UBDialect>();
   // Bufferization of the upstream ops the tiled form uses.
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
