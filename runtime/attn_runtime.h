@@ -4,6 +4,9 @@
  * linked into its executables. Plain C; no MLIR or LLVM headers. Generated
  * kernels take and return MLIR memref descriptors through their C interface
  * (`_mlir_ciface_<kind>_sdpa`); the generated model table describes them.
+ * Each kernel entry has a function type (attn_rt_<entry>_t) and its
+ * pointer (attn_rt_<entry>_fn): the --emit=obj/shared header attn-compile
+ * writes embeds this file and declares every entry with these types.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -141,18 +144,20 @@ typedef void (*attn_rt_linear_block_fn)(attn_rt_memref_f32_3 *y,
 /* attention(q [B,Hq,Sq,D], k [B,Hkv,Skv,D], v [B,Hkv,Skv,Dv],
  * kv_lengths [B]) written into `out` [B,Hq,Sq,Dv], a contiguous buffer the
  * caller allocates (and may reuse across calls). */
-typedef void (*attn_rt_sdpa_fn)(attn_rt_memref_f32_4 *out,
-                                attn_rt_memref_f32_4 *q,
-                                attn_rt_memref_f32_4 *k,
-                                attn_rt_memref_f32_4 *v,
-                                attn_rt_memref_i64_1 *kv_lengths);
+typedef void attn_rt_sdpa_t(attn_rt_memref_f32_4 *out,
+                            attn_rt_memref_f32_4 *q,
+                            attn_rt_memref_f32_4 *k,
+                            attn_rt_memref_f32_4 *v,
+                            attn_rt_memref_i64_1 *kv_lengths);
+typedef attn_rt_sdpa_t *attn_rt_sdpa_fn;
 /* The same with T5's relative-bias table [num_buckets, Hq]. */
-typedef void (*attn_rt_sdpa_bias_fn)(attn_rt_memref_f32_4 *out,
-                                     attn_rt_memref_f32_4 *q,
-                                     attn_rt_memref_f32_4 *k,
-                                     attn_rt_memref_f32_4 *v,
-                                     attn_rt_memref_i64_1 *kv_lengths,
-                                     attn_rt_memref_f32_2 *table);
+typedef void attn_rt_sdpa_bias_t(attn_rt_memref_f32_4 *out,
+                                 attn_rt_memref_f32_4 *q,
+                                 attn_rt_memref_f32_4 *k,
+                                 attn_rt_memref_f32_4 *v,
+                                 attn_rt_memref_i64_1 *kv_lengths,
+                                 attn_rt_memref_f32_2 *table);
+typedef attn_rt_sdpa_bias_t *attn_rt_sdpa_bias_fn;
 
 /* Attention over a paged KV cache: q [B,Hq,Sq,D], the page pools
  * k_cache [num_pages, Hkv, page_size, D] and v_cache [num_pages, Hkv,
@@ -162,12 +167,13 @@ typedef void (*attn_rt_sdpa_bias_fn)(attn_rt_memref_f32_4 *out,
  * its last Sq tokens) -> out [B,Hq,Sq,Dv]. The caller checks that every
  * page a sequence uses is in the pool and that kv_lengths[b] <=
  * max_pages * page_size: the kernel reads what the table says. */
-typedef void (*attn_rt_paged_fn)(attn_rt_memref_f32_4 *out,
-                                 attn_rt_memref_f32_4 *q,
-                                 attn_rt_memref_f32_4 *k_cache,
-                                 attn_rt_memref_f32_4 *v_cache,
-                                 attn_rt_memref_i32_2 *block_table,
-                                 attn_rt_memref_i64_1 *kv_lengths);
+typedef void attn_rt_paged_t(attn_rt_memref_f32_4 *out,
+                             attn_rt_memref_f32_4 *q,
+                             attn_rt_memref_f32_4 *k_cache,
+                             attn_rt_memref_f32_4 *v_cache,
+                             attn_rt_memref_i32_2 *block_table,
+                             attn_rt_memref_i64_1 *kv_lengths);
+typedef attn_rt_paged_t *attn_rt_paged_fn;
 
 /* The partial form over one key range of each sequence (context
  * parallelism, attn-compile --distributed=mpi): as attn_rt_paged_fn, but
@@ -178,14 +184,15 @@ typedef void (*attn_rt_paged_fn)(attn_rt_memref_f32_4 *out,
  * Σ exp(s - m) (-inf and 0, with out 0, for a row that saw no key).
  * Results over disjoint ranges merge exactly: M = max_r m_r,
  * o = Σ_r e^(m_r-M)·l_r·o_r / Σ_r e^(m_r-M)·l_r. */
-typedef void (*attn_rt_paged_part_fn)(attn_rt_memref_f32_4 *out,
-                                      attn_rt_memref_f32_4 *stats,
-                                      attn_rt_memref_f32_4 *q,
-                                      attn_rt_memref_f32_4 *k_cache,
-                                      attn_rt_memref_f32_4 *v_cache,
-                                      attn_rt_memref_i32_2 *block_table,
-                                      attn_rt_memref_i64_1 *kv_lengths,
-                                      attn_rt_memref_i64_1 *q_pos);
+typedef void attn_rt_paged_part_t(attn_rt_memref_f32_4 *out,
+                                  attn_rt_memref_f32_4 *stats,
+                                  attn_rt_memref_f32_4 *q,
+                                  attn_rt_memref_f32_4 *k_cache,
+                                  attn_rt_memref_f32_4 *v_cache,
+                                  attn_rt_memref_i32_2 *block_table,
+                                  attn_rt_memref_i64_1 *kv_lengths,
+                                  attn_rt_memref_i64_1 *q_pos);
+typedef attn_rt_paged_part_t *attn_rt_paged_part_fn;
 
 /* Gated DeltaNet (linear attention): out [B,Hv,S,dv] and the final state
  * state_out [B,Hv,dk,dv] written into contiguous caller buffers from
@@ -194,15 +201,16 @@ typedef void (*attn_rt_paged_part_fn)(attn_rt_memref_f32_4 *out,
  * lengths [B] (sequence b is its first lengths[b] tokens, clamped to
  * [0, S]; the rest is padding that leaves the state as it is and whose
  * outputs are 0; S for every row when all are whole). */
-typedef void (*attn_rt_gdn_fn)(attn_rt_memref_f32_4 *out,
-                               attn_rt_memref_f32_4 *state_out,
-                               attn_rt_memref_f32_4 *q,
-                               attn_rt_memref_f32_4 *k,
-                               attn_rt_memref_f32_4 *v,
-                               attn_rt_memref_f32_3 *g,
-                               attn_rt_memref_f32_3 *beta,
-                               attn_rt_memref_f32_4 *state_in,
-                               attn_rt_memref_i64_1 *lengths);
+typedef void attn_rt_gdn_t(attn_rt_memref_f32_4 *out,
+                           attn_rt_memref_f32_4 *state_out,
+                           attn_rt_memref_f32_4 *q,
+                           attn_rt_memref_f32_4 *k,
+                           attn_rt_memref_f32_4 *v,
+                           attn_rt_memref_f32_3 *g,
+                           attn_rt_memref_f32_3 *beta,
+                           attn_rt_memref_f32_4 *state_in,
+                           attn_rt_memref_i64_1 *lengths);
+typedef attn_rt_gdn_t *attn_rt_gdn_fn;
 
 /* Multi-head latent attention's block (or whole layer): x [B, S, hidden]
  * at positions [B, S], after the P tokens whose latent rows cache_in
@@ -223,30 +231,33 @@ typedef void (*attn_rt_latent_block_fn)(attn_rt_memref_f32_3 *y,
  * cache [B, Skv, r + dr] (elements of attn_rt_kind.kv_dtype) whose rows'
  * first r features are the values, kv_lengths [B] (query row i of batch b
  * at key position kv_lengths[b] - Sq + i, causal) -> out [B, H, Sq, r]. */
-typedef void (*attn_rt_mla_fn)(attn_rt_memref_f32_4 *out,
-                               attn_rt_memref_f32_4 *q,
-                               attn_rt_memref_f32_3 *cache,
-                               attn_rt_memref_i64_1 *kv_lengths);
+typedef void attn_rt_mla_t(attn_rt_memref_f32_4 *out,
+                           attn_rt_memref_f32_4 *q,
+                           attn_rt_memref_f32_3 *cache,
+                           attn_rt_memref_i64_1 *kv_lengths);
+typedef attn_rt_mla_t *attn_rt_mla_fn;
 /* The same over a paged latent cache: pool [num_pages, page_size, r + dr],
  * block_table [B, max_pages] (int32), kv_lengths [B]; the caller checks
  * the table's pages and lengths as for attn_rt_paged_fn. */
-typedef void (*attn_rt_mla_paged_fn)(attn_rt_memref_f32_4 *out,
-                                     attn_rt_memref_f32_4 *q,
-                                     attn_rt_memref_f32_3 *pool,
-                                     attn_rt_memref_i32_2 *block_table,
-                                     attn_rt_memref_i64_1 *kv_lengths);
+typedef void attn_rt_mla_paged_t(attn_rt_memref_f32_4 *out,
+                                 attn_rt_memref_f32_4 *q,
+                                 attn_rt_memref_f32_3 *pool,
+                                 attn_rt_memref_i32_2 *block_table,
+                                 attn_rt_memref_i64_1 *kv_lengths);
+typedef attn_rt_mla_paged_t *attn_rt_mla_paged_fn;
 
 /* Its partial form over one key range of each sequence (attn-compile
  * --distributed=mpi), as attn_rt_paged_part_fn: query row i of sequence b
  * at key position q_pos[b] + i of the range, each row's (m, l) in stats
  * [B, H, Sq, 2]. */
-typedef void (*attn_rt_mla_paged_part_fn)(attn_rt_memref_f32_4 *out,
-                                          attn_rt_memref_f32_4 *stats,
-                                          attn_rt_memref_f32_4 *q,
-                                          attn_rt_memref_f32_3 *pool,
-                                          attn_rt_memref_i32_2 *block_table,
-                                          attn_rt_memref_i64_1 *kv_lengths,
-                                          attn_rt_memref_i64_1 *q_pos);
+typedef void attn_rt_mla_paged_part_t(attn_rt_memref_f32_4 *out,
+                                      attn_rt_memref_f32_4 *stats,
+                                      attn_rt_memref_f32_4 *q,
+                                      attn_rt_memref_f32_3 *pool,
+                                      attn_rt_memref_i32_2 *block_table,
+                                      attn_rt_memref_i64_1 *kv_lengths,
+                                      attn_rt_memref_i64_1 *q_pos);
+typedef attn_rt_mla_paged_part_t *attn_rt_mla_paged_part_fn;
 
 /* Kinds with attention sinks (attn_rt_kind.has_sinks: gpt-oss): each
  * softmax attention entry takes one more operand last, sinks [Hq] (float32,
@@ -254,25 +265,31 @@ typedef void (*attn_rt_mla_paged_part_fn)(attn_rt_memref_f32_4 *out,
  * whose probability is dropped). The partial form counts the sinks in its
  * (m, l) like one more key: a caller merging ranges passes the real sinks
  * to one range and -inf (no sink) to the others. */
-typedef void (*attn_rt_sdpa_sinks_fn)(attn_rt_memref_f32_4 *out,
-                                      attn_rt_memref_f32_4 *q,
-                                      attn_rt_memref_f32_4 *k,
-                                      attn_rt_memref_f32_4 *v,
-                                      attn_rt_memref_i64_1 *kv_lengths,
-                                      attn_rt_memref_f32_1 *sinks);
-typedef void (*attn_rt_paged_sinks_fn)(attn_rt_memref_f32_4 *out,
-                                       attn_rt_memref_f32_4 *q,
-                                       attn_rt_memref_f32_4 *k_cache,
-                                       attn_rt_memref_f32_4 *v_cache,
-                                       attn_rt_memref_i32_2 *block_table,
-                                       attn_rt_memref_i64_1 *kv_lengths,
-                                       attn_rt_memref_f32_1 *sinks);
-typedef void (*attn_rt_paged_part_sinks_fn)(
-    attn_rt_memref_f32_4 *out, attn_rt_memref_f32_4 *stats,
-    attn_rt_memref_f32_4 *q, attn_rt_memref_f32_4 *k_cache,
-    attn_rt_memref_f32_4 *v_cache, attn_rt_memref_i32_2 *block_table,
-    attn_rt_memref_i64_1 *kv_lengths, attn_rt_memref_i64_1 *q_pos,
-    attn_rt_memref_f32_1 *sinks);
+typedef void attn_rt_sdpa_sinks_t(attn_rt_memref_f32_4 *out,
+                                  attn_rt_memref_f32_4 *q,
+                                  attn_rt_memref_f32_4 *k,
+                                  attn_rt_memref_f32_4 *v,
+                                  attn_rt_memref_i64_1 *kv_lengths,
+                                  attn_rt_memref_f32_1 *sinks);
+typedef attn_rt_sdpa_sinks_t *attn_rt_sdpa_sinks_fn;
+typedef void attn_rt_paged_sinks_t(attn_rt_memref_f32_4 *out,
+                                   attn_rt_memref_f32_4 *q,
+                                   attn_rt_memref_f32_4 *k_cache,
+                                   attn_rt_memref_f32_4 *v_cache,
+                                   attn_rt_memref_i32_2 *block_table,
+                                   attn_rt_memref_i64_1 *kv_lengths,
+                                   attn_rt_memref_f32_1 *sinks);
+typedef attn_rt_paged_sinks_t *attn_rt_paged_sinks_fn;
+typedef void attn_rt_paged_part_sinks_t(attn_rt_memref_f32_4 *out,
+                                        attn_rt_memref_f32_4 *stats,
+                                        attn_rt_memref_f32_4 *q,
+                                        attn_rt_memref_f32_4 *k_cache,
+                                        attn_rt_memref_f32_4 *v_cache,
+                                        attn_rt_memref_i32_2 *block_table,
+                                        attn_rt_memref_i64_1 *kv_lengths,
+                                        attn_rt_memref_i64_1 *q_pos,
+                                        attn_rt_memref_f32_1 *sinks);
+typedef attn_rt_paged_part_sinks_t *attn_rt_paged_part_sinks_fn;
 
 /* What a kind's kernels compute (attn_rt_kind.op). */
 #define ATTN_RT_OP_SDPA 0       /* softmax attention: attn_rt_sdpa_fn */

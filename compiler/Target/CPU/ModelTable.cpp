@@ -194,6 +194,48 @@ llvm::Function *TableBuilder::blockThunk(llvm::Function *entry,
 
 } // namespace
 
+std::vector<KernelEntry> mlir::attn::kernelEntries(const ModelSpec &spec,
+                                                   const std::string &n,
+                                                   const LayerSpec &l,
+                                                   bool linear, bool cuda) {
+  bool sinks = !l.sinks.empty();
+  const char *fusedType = linear   ? "attn_rt_gdn_t"
+                          : sinks  ? "attn_rt_sdpa_sinks_t"
+                          : l.position == PositionKind::T5Bias
+                              ? "attn_rt_sdpa_bias_t"
+                              : "attn_rt_sdpa_t";
+  std::string entry = "_mlir_ciface_" + n + (linear ? "_gdn" : "_sdpa");
+  std::vector<KernelEntry> e = {{KernelEntry::Fused, entry, fusedType}};
+  if (cuda)
+    return e;
+  const EntrySet &want = spec.entries;
+  if (want.reference)
+    e.push_back({KernelEntry::Reference, entry + "_reference", fusedType});
+  std::string base = "_mlir_ciface_" + n;
+  if (want.paged && hasPagedKernel(l)) {
+    e.push_back({KernelEntry::Paged, base + "_paged",
+                 sinks ? "attn_rt_paged_sinks_t" : "attn_rt_paged_t"});
+    if (spec.distributed)
+      e.push_back({KernelEntry::PagedPart, base + "_paged_part",
+                   sinks ? "attn_rt_paged_part_sinks_t"
+                         : "attn_rt_paged_part_t"});
+  }
+  if (l.isLatent()) {
+    e.push_back({KernelEntry::Mla, base + "_mla", "attn_rt_mla_t"});
+    if (want.reference)
+      e.push_back({KernelEntry::MlaReference, base + "_mla_reference",
+                   "attn_rt_mla_t"});
+    if (want.paged) {
+      e.push_back(
+          {KernelEntry::MlaPaged, base + "_mla_paged", "attn_rt_mla_paged_t"});
+      if (spec.distributed)
+        e.push_back({KernelEntry::MlaPagedPart, base + "_mla_paged_part",
+                     "attn_rt_mla_paged_part_t"});
+    }
+  }
+  return e;
+}
+
 bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
                                const std::string &describeJson, bool cuda,
                                bool bf16, std::string &error) {
@@ -222,63 +264,30 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
   // the CUDA target: attn-compile clears the entries); an entry left out
   // is NULL in the table.
   bool blocks = spec.entries.blocks;
-  bool withReference = spec.entries.reference;
-  bool withPaged = spec.entries.paged;
   std::vector<llvm::Constant *> kindValues;
   for (const LayerKind &kind : kinds) {
     const std::string &n = kind.name;
     const LayerSpec &l = *kind.first;
-    const char *entryName = kind.isLinear() ? "_gdn" : "_sdpa";
-    llvm::Function *fused = function("_mlir_ciface_" + n + entryName);
-    llvm::Function *reference =
-        withReference
-            ? function("_mlir_ciface_" + n + entryName + "_reference")
-            : nullptr;
-    if (!fused || (withReference && !reference))
-      return false;
-    llvm::Constant *paged = t.null();
-    if (withPaged && hasPagedKernel(l)) {
-      llvm::Function *fn = function("_mlir_ciface_" + n + "_paged");
-      if (!fn)
-        return false;
-      paged = fn;
-    }
-    llvm::Constant *pagedPart = t.null();
-    if (withPaged && spec.distributed && hasPagedKernel(l)) {
-      llvm::Function *fn = function("_mlir_ciface_" + n + "_paged_part");
-      if (!fn)
-        return false;
-      pagedPart = fn;
-    }
-    // Multi-head latent attention: the absorbed form's kernels.
+    // The kernels, from the one entry list the --emit header uses too.
     bool latent = l.isLatent();
-    llvm::Constant *mla = t.null(), *mlaReference = t.null(),
-                   *mlaPaged = t.null(), *mlaPagedPart = t.null();
-    if (latent && !cuda) {
-      llvm::Function *fn = function("_mlir_ciface_" + n + "_mla");
+    llvm::Constant *slots[8];
+    for (llvm::Constant *&c : slots)
+      c = t.null();
+    for (const KernelEntry &e :
+         kernelEntries(spec, n, l, kind.isLinear(), cuda)) {
+      llvm::Function *fn = function(e.symbol);
       if (!fn)
         return false;
-      mla = fn;
-      if (withReference) {
-        llvm::Function *ref = function("_mlir_ciface_" + n + "_mla_reference");
-        if (!ref)
-          return false;
-        mlaReference = ref;
-      }
-      if (withPaged) {
-        llvm::Function *paged = function("_mlir_ciface_" + n + "_mla_paged");
-        if (!paged)
-          return false;
-        mlaPaged = paged;
-        if (spec.distributed) {
-          llvm::Function *part =
-              function("_mlir_ciface_" + n + "_mla_paged_part");
-          if (!part)
-            return false;
-          mlaPagedPart = part;
-        }
-      }
+      slots[e.slot] = fn;
     }
+    llvm::Constant *fused = slots[KernelEntry::Fused],
+                   *reference = slots[KernelEntry::Reference],
+                   *paged = slots[KernelEntry::Paged],
+                   *pagedPart = slots[KernelEntry::PagedPart],
+                   *mla = slots[KernelEntry::Mla],
+                   *mlaReference = slots[KernelEntry::MlaReference],
+                   *mlaPaged = slots[KernelEntry::MlaPaged],
+                   *mlaPagedPart = slots[KernelEntry::MlaPagedPart];
     llvm::Constant *block = t.null(), *linearBlock = t.null(),
                    *latentBlock = t.null(), *latentLayer = t.null(),
                    *weights = t.null();
@@ -367,8 +376,7 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
          t.c64(l.causal && l.window ? *l.window : 0),
          t.c64(l.position == PositionKind::T5Bias ? l.t5.numBuckets : 0),
          t.int64s(kind.layers, "attn_rt.layers." + n),
-         t.c64(kind.layers.size()), fused,
-         reference ? (llvm::Constant *)reference : t.null(), block, weights,
+         t.c64(kind.layers.size()), fused, reference, block, weights,
          t.c64(numBlockWeights), t.f(l.scale), t.f(l.softcap.value_or(0.0)),
          // The gated-delta kernel is fp32 whatever the precision.
          t.f(bf16 && !kind.isLinear() ? 2e-2 : 1e-5),

@@ -12,6 +12,7 @@
 #include "compiler/Frontend/ModelSpec.h"
 
 #include <string>
+#include <vector>
 
 namespace llvm {
 class Module;
@@ -19,6 +20,33 @@ class Module;
 
 namespace mlir {
 namespace attn {
+
+/// The kernel entries of one layer kind, the one list the model table's
+/// slots and the --emit header's declarations are made from: each entry's
+/// slot, its symbol (`_mlir_ciface_<kind><suffix>`) and its function type
+/// in runtime/attn_runtime.h (attn_rt_<entry>_t).
+struct KernelEntry {
+  enum Slot {
+    Fused,
+    Reference,
+    Paged,
+    PagedPart,
+    Mla,
+    MlaReference,
+    MlaPaged,
+    MlaPagedPart
+  };
+  Slot slot;
+  std::string symbol;
+  const char *abiType;
+};
+/// The entries the kernels' module holds for `kind` (of `spec`, first
+/// layer `l`): the fused kernel always, the others as spec.entries and the
+/// kind's features say (none but the fused one for `cuda`).
+std::vector<KernelEntry> kernelEntries(const ModelSpec &spec,
+                                       const std::string &kindName,
+                                       const LayerSpec &l, bool linear,
+                                       bool cuda);
 
 /// Adds to `m` (the kernels translated to LLVM IR, with their
 /// `_mlir_ciface_` entries) the attn_rt_model of `spec`: its kinds, their
