@@ -13,7 +13,8 @@
 # (.npy read/write round trip), attn-fuzz-safetensors (open, read every
 # tensor), attn-fuzz-capi (sequences of C API calls with fuzzed shapes,
 # strides, dtypes, NULLs, lengths and aliasing on a Qwen3-Next library this
-# script compiles with the sanitizer build's attn-compile). Corpora grow in build-asan/corpus/<target>; crash reproducers go
+# script compiles with the sanitizer build's attn-compile); then
+# tools/fuzz/python_args.py (random arguments through the Python module). Corpora grow in build-asan/corpus/<target>; crash reproducers go
 # to build-asan/crashes/<target>.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -114,4 +115,19 @@ for t in "${TARGETS[@]}"; do
     grep -m5 -E "ERROR|SUMMARY|runtime error" "$log" >&2 || true
   fi
 done
+# The Python module's argument checks (tools/fuzz/python_args.py): random
+# arguments for SECONDS on a library of the regular build (Python cannot
+# load an ASan-instrumented one), when that build exists.
+PLAIN="${PLAIN_BUILD_DIR:-$ROOT/build}"
+if [ -x "$PLAIN/bin/attn-compile" ] && /usr/bin/python3 -c "import numpy" 2>/dev/null; then
+  mkdir -p "$B/fuzz-python"
+  "$PLAIN/bin/attn-compile" "$ROOT/test/Integration/Inputs/qwen3-next-gdn-r2-d40.json" \
+    --entries=paged --emit=shared -o "$B/fuzz-python/libq.so"
+  if ! PYTHONPATH="$ROOT/runtime/python" /usr/bin/python3 \
+      "$ROOT/tools/fuzz/python_args.py" "$B/fuzz-python/libq.so" \
+      "$SECONDS_EACH" "${FUZZ_SEED:-$RANDOM}"; then
+    echo "fuzz: python_args found a call that escaped the argument checks" >&2
+    status=1
+  fi
+fi
 exit "$status"
