@@ -1,0 +1,71 @@
+//===- Passes.td - the pipelines' own codegen passes -------*- tablegen -*-===//
+//
+// The passes buildAttnPipeline runs between upstream ones that are not
+// about the attn dialect: bufferization's constants in a stable order,
+// elementwise fusion that keeps the GEMMs whole, the graph's linalg ops in
+// parallel loops, and a workaround of LLVM 22's expand-strided-metadata.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_PIPELINES_PASSES_TD
+#define ATTN_PIPELINES_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def NameConstantGlobalsPass : Pass<"attn-name-constant-globals", "ModuleOp"> {
+  let summary = "Name bufferization's constant globals by first use, in that order";
+  let description = [{
+    Names the constant globals bufferization creates (`__constant_*`) by
+    their first use in module order, and places them in that order. One-Shot
+    Module Bufferize visits functions that do not call each other in the
+    iteration order of a pointer-keyed map, so two constants of one type
+    (Gemma 3's local and global RoPE frequencies) got their names and places
+    in an order that changed from run to run and between host compilers.
+  }];
+  let dependentDialects = ["memref::MemRefDialect"];
+}
+
+def FuseElementwiseKeepMatmulsPass : Pass<"attn-fuse-elementwise-keep-matmuls", "func::FuncOp"> {
+  let summary = "linalg-fuse-elementwise-ops that leaves linalg.matmul whole";
+  let description = [{
+    linalg-fuse-elementwise-ops with the matmuls left whole: upstream's pass
+    would push the tokens' expand_shape into each projection's matmul (a
+    rank-4 linalg.generic no GEMM kernel recognizes) and may fuse a norm
+    into it (recomputed for every output feature). Elementwise ops still
+    fuse with each other and with the tiles' ops.
+  }];
+  let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect"];
+}
+
+def ParallelizeOuterLinalgPass : Pass<"attn-parallelize-outer-linalg", "func::FuncOp"> {
+  let summary = "Lower linalg ops outside parallel loops to scf.parallel";
+  let description = [{
+    The linalg ops outside any parallel loop (the graph's norms, RoPE, head
+    layout, activations, residuals; the reference path's steps) as loops
+    whose leading parallel ones (at most two) are one scf.parallel, which
+    OpenMP then runs on every core (all parallel dims in one collapsed
+    loop cost a dynamic-schedule dispatch per element: 60x slower; the
+    innermost loop stays sequential); ops already inside a parallel loop are left to
+    convert-linalg-to-loops (a nested parallel region would only add a
+    fork per tile). Before this, every such op ran on one core while the
+    others waited: Qwen3-Next-80B's full-attention projections (S = 512)
+    took 110-125 ms, 97-109 ms after (A/B in one session, attn-bench
+    --layers).
+  }];
+  let dependentDialects = ["arith::ArithDialect", "scf::SCFDialect"];
+}
+
+def ExpandShapeToReinterpretCastPass : Pass<"attn-expand-shape-to-reinterpret-cast", "ModuleOp"> {
+  let summary = "memref.expand_shape as memref.reinterpret_cast (LLVM 22's expand-strided-metadata crashes on two dynamic sizes in a group)";
+  let description = [{
+    Rewrites each memref.expand_shape as a memref.reinterpret_cast of its
+    source's base buffer: LLVM 22's expand-strided-metadata crashes on an
+    expand_shape whose group has two dynamic sizes ([B·S, n] -> [B, S, n],
+    how the projections' rows go back to tokens). Each group's innermost dim
+    keeps the source dim's stride; each outer one is the next one's times its
+    size.
+  }];
+  let dependentDialects = ["arith::ArithDialect", "memref::MemRefDialect"];
+}
+
+#endif // ATTN_PIPELINES_PASSES_TD
