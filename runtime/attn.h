@@ -23,8 +23,7 @@
  * output may not overlap an input. Any alignment of the element type is
  * taken, but K/V caches on a 64-byte boundary (aligned_alloc(64, ...)) read
  * faster: malloc puts large buffers 16 bytes past a cache line, where every
- * 64-byte vector load of a row spans two lines (README, "C API and Python
- * module": decode 8-22% slower over an f32 cache).
+ * 64-byte vector load of a row spans two lines (docs/c-api-python.md: decode 8-22% slower over an f32 cache).
  *
  *===----------------------------------------------------------------------===*/
 

@@ -4,7 +4,7 @@
 // read from .npy and safetensors files) start on a cache line. glibc's
 // malloc puts large blocks 16 bytes past a line, so a plain std::vector's
 // 512-bit row loads each span two lines: measured on the seed model's f32
-// decode (65,536 keys, README "Align K/V caches to 64 bytes"), `bench` took
+// decode (65,536 keys, docs/c-api-python.md, "Align K/V caches to 64 bytes"), `bench` took
 // 23.49 ms with such buffers and 20.55 ms with aligned ones.
 //
 //===----------------------------------------------------------------------===//

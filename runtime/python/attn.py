@@ -415,8 +415,7 @@ def empty(shape, dtype=np.float32, align=64):
     `align`-byte boundary (a power of two). NumPy places large arrays 16
     bytes past a 64-byte line, so every 64-byte row load of the CPU
     kernels (AVX-512) spans two cache lines: decode over such an f32 cache
-    ran 8-22% slower than over one from here (README, "C API and Python
-    module"). CPU PyTorch tensors are 64-byte aligned already."""
+    ran 8-22% slower than over one from here (docs/c-api-python.md). CPU PyTorch tensors are 64-byte aligned already."""
     align = _int("align", align, 1, 1 << 30)
     if align & (align - 1):
         raise ValueError(f"align: {align}; it must be a power of two")
