@@ -94,6 +94,8 @@ config.substitutions.append(("%attn_runtime_lib",
     os.path.join(config.attn_obj_root, "lib", "libattn_runtime.a")))
 config.substitutions.append(("%llvm_lib_dir",
     os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")))
+config.substitutions.append(("%llvm_include_dir",
+    os.path.join(os.path.dirname(config.llvm_tools_dir), "include")))
 config.substitutions.append(("%mla_ref", sys.executable + " " +
     os.path.join(config.test_source_root, "Integration", "Inputs", "mla_ref.py")))
 config.substitutions.append(("%layer_ref", sys.executable + " " +
