@@ -43,10 +43,6 @@ const std::vector<float> *modelSinks(const attn_model *model, int32_t kind) {
     return nullptr;
   return &model->sinks[kind];
 }
-attn_status sinksForCall(const attn_model *model, int32_t kind,
-                         const char *call, int64_t heads, const float *&out);
-attn_status guardCall(const char *call,
-                      const std::function<attn_status()> &body);
 } // namespace attn_rt
 using attn_rt::guardCall;
 

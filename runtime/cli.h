@@ -10,6 +10,7 @@
 #ifndef ATTN_RT_CLI_H
 #define ATTN_RT_CLI_H
 
+#include "attn.h"
 #include "attn_runtime.h"
 #include "npy.h"
 
@@ -17,6 +18,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -32,6 +34,15 @@ namespace attn_rt {
 /// Sets attn_last_error()'s message of this thread (api.cpp), for C API
 /// entry points defined elsewhere (mpi.cpp).
 void setLastError(std::string msg);
+/// The sinks of a kind with attention sinks for a C API call on `heads`
+/// query heads (null for a kind without; an error until attn_kind_set_sinks
+/// gave them) (api.cpp).
+attn_status sinksForCall(const attn_model *model, int32_t kind,
+                         const char *call, int64_t heads, const float *&out);
+/// Runs the body of C entry point `call`: no exception crosses the C
+/// boundary (api.cpp).
+attn_status guardCall(const char *call,
+                      const std::function<attn_status()> &body);
 
 namespace cli {
 
@@ -324,9 +335,12 @@ void runLinearBlock(const attn_rt_kind &kind, attn_rt_linear_block_fn fn,
                     Args &args, attn_rt_memref_f32_3 &y,
                     attn_rt_memref_f32_3 &x, BlockWeights &weights,
                     LinearStates &states);
-/// --conv-state-out and --state-out (when given) of `states` into `outs`.
-void addLinearStates(Args &args, const LinearStates &states,
-                     NpyOutputs &outs);
+/// `block`/`layer`/`model`'s outputs, committed together: y to --out, the
+/// latent cache to --cache-out and a linear layer's states to
+/// --conv-state-out/--state-out when asked (fails naming the file).
+void writeBlockOutputs(Args &args, const std::vector<int64_t> &shape,
+                       const float *y, const std::vector<int64_t> &cacheShape,
+                       const Buf<float> &cache, const LinearStates &states);
 /// The values of every option but `outputs`: what a command's outputs may
 /// not overwrite.
 std::vector<std::string> inputsOf(const Args &args,

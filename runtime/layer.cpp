@@ -271,15 +271,6 @@ int cli::cmdLayer(const attn_rt_model *m, int argc, char **argv, bool model) {
     }
     std::swap(cur, next);
   }
-  std::string err;
-  NpyOutputs outs;
-  outs.add(args["out"], shape, cur.data());
-  if (args.count("cache-out") && !cache.empty())
-    outs.add(args["cache-out"], cacheShape, cache.data());
-  addLinearStates(args, states, outs);
-  if (!outs.commit(
-          inputsOf(args, {"out", "cache-out", "conv-state-out", "state-out"}),
-          err))
-    fail(err);
+  writeBlockOutputs(args, shape, cur.data(), cacheShape, cache, states);
   return 0;
 }

@@ -440,12 +440,22 @@ void runLinearBlock(const attn_rt_kind &kind, attn_rt_linear_block_fn fn,
   states.stateShape = sh.state;
 }
 
-void addLinearStates(Args &args, const LinearStates &states,
-                     NpyOutputs &outs) {
+void writeBlockOutputs(Args &args, const std::vector<int64_t> &shape,
+                       const float *y, const std::vector<int64_t> &cacheShape,
+                       const Buf<float> &cache, const LinearStates &states) {
+  NpyOutputs outs;
+  outs.add(args["out"], shape, y);
+  if (args.count("cache-out") && !cache.empty())
+    outs.add(args["cache-out"], cacheShape, cache.data());
   if (args.count("conv-state-out") && !states.conv.empty())
     outs.add(args["conv-state-out"], states.convShape, states.conv.data());
   if (args.count("state-out") && !states.state.empty())
     outs.add(args["state-out"], states.stateShape, states.state.data());
+  std::string err;
+  if (!outs.commit(
+          inputsOf(args, {"out", "cache-out", "conv-state-out", "state-out"}),
+          err))
+    fail(err);
 }
 
 void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,

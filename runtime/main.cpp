@@ -412,7 +412,6 @@ int cmdBlock(const attn_rt_model *m, int argc, char **argv) {
              " caches no latent rows");
   int inputs = linear ? 0 : kind.block_inputs;
   checkBlockOptions(args, inputs, inputs, where, m->hidden_size);
-  std::string err;
   NpyArray x = readHiddenStates(args, "x", m->hidden_size, "the hidden states");
   NpyArray mem;
   if (inputs & ATTN_RT_BLOCK_MEMORY)
@@ -443,15 +442,7 @@ int cmdBlock(const attn_rt_model *m, int argc, char **argv) {
   } else {
     callBlock(kind, kind.block, weights, args, x.f32, shape, mem, yv);
   }
-  NpyOutputs outs;
-  outs.add(args["out"], shape, yv.data());
-  if (args.count("cache-out") && !cache.empty())
-    outs.add(args["cache-out"], cacheShape, cache.data());
-  addLinearStates(args, states, outs);
-  if (!outs.commit(
-          inputsOf(args, {"out", "cache-out", "conv-state-out", "state-out"}),
-          err))
-    fail(err);
+  writeBlockOutputs(args, shape, yv.data(), cacheShape, cache, states);
   return 0;
 }
 

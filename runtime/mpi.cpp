@@ -1494,15 +1494,6 @@ extern "C" int attn_rt_mpi_main(const attn_rt_model *m, int argc,
   return rc;
 }
 
-namespace attn_rt {
-/// api.cpp: the sinks of a kind with attention sinks for a call on `heads`
-/// query heads (null for a kind without; an error until
-/// attn_kind_set_sinks gave them).
-attn_status sinksForCall(const attn_model *model, int32_t kind,
-                         const char *call, int64_t heads, const float *&out);
-attn_status guardCall(const char *call,
-                      const std::function<attn_status()> &body);
-} // namespace attn_rt
 using attn_rt::guardCall;
 
 namespace {
