@@ -516,7 +516,7 @@ attn_status attn_kind_get_info(const attn_model *model, int32_t kind,
                          k.causal,       k.window,       k.bias_buckets,
                          k.scale,        k.softcap,      k.num_layers,
                          k.layers,       kvDtype(k),     k.paged != nullptr,
-                         k.kv_lora_rank, k.rope_head_dim};
+                         k.kv_lora_rank, k.rope_head_dim, k.chunk};
   return ATTN_OK;
 });
 }
@@ -784,14 +784,16 @@ static bool checkPagesUsed(TensorCheck &check, const attn_tensor *table,
   return true;
 }
 
-/// attn_decode_paged and, with `qPos` and `stats`, attn_decode_paged_part.
+/// attn_decode_paged and, with `q_pos` and `stats` (and `range_start`),
+/// attn_decode_paged_part.
 static attn_status decodePaged(const attn_model *model, int32_t kind,
                                const char *call, const attn_tensor *q,
                                const attn_tensor *k_cache,
                                const attn_tensor *v_cache,
                                const attn_tensor *block_table,
                                const int64_t *kv_lengths,
-                               const int64_t *q_pos, attn_tensor *out,
+                               const int64_t *q_pos,
+                               const int64_t *range_start, attn_tensor *out,
                                attn_tensor *stats) {
   const attn_rt_kind *kd = nullptr;
   bool part = stats != nullptr || q_pos != nullptr;
@@ -841,6 +843,16 @@ static attn_status decodePaged(const attn_model *model, int32_t kind,
                     std::string(call) + ": q_pos is NULL; pass each "
                                         "sequence's position of its first "
                                         "query row in the cache's range");
+  // Only the chunked mask depends on where the range starts in its
+  // sequence: without range_start its chunks would be cut at the range's
+  // own positions, silently wrong on every range but the first.
+  if (part && !range_start && kd->chunk > 0 && b > 0)
+    return failWith(ATTN_ERR_ARGUMENT,
+                    std::string(call) + ": kind '" + kd->name +
+                        "' has chunked attention (chunks of " +
+                        std::to_string(kd->chunk) +
+                        " tokens) and range_start is NULL; pass each "
+                        "sequence's position of the range's first key");
   std::vector<std::pair<const attn_tensor *, const char *>> ins = {
       {q, "q"},
       {k_cache, "k_cache"},
@@ -869,9 +881,12 @@ static attn_status decodePaged(const attn_model *model, int32_t kind,
   auto *t = static_cast<int32_t *>(block_table->data);
   attn_rt_memref_i32_2 dt{t, t, 0, {b, maxPages}, {maxPages, 1}};
   // The lengths and positions read once, before anything is written.
-  std::vector<int64_t> lensCopy(kv_lengths, kv_lengths + b), posCopy;
+  std::vector<int64_t> lensCopy(kv_lengths, kv_lengths + b), posCopy,
+      startCopy(size_t(b), 0);
   if (q_pos)
     posCopy.assign(q_pos, q_pos + b);
+  if (range_start)
+    startCopy.assign(range_start, range_start + b);
   int64_t *lens = lensCopy.data();
   attn_rt_memref_i64_1 dl{lens, lens, 0, {b}, {1}};
   // The whole-cache call counts the kind's sinks; a partial one none
@@ -893,8 +908,9 @@ static attn_status decodePaged(const attn_model *model, int32_t kind,
     return ATTN_OK;
   }
   attn_rt_memref_f32_4 ds = view4(f32(*stats), dims(*stats));
-  int64_t *pos = posCopy.data();
-  attn_rt_memref_i64_1 dp{pos, pos, 0, {b}, {1}};
+  int64_t *pos = posCopy.data(), *start = startCopy.data();
+  attn_rt_memref_i64_1 dp{pos, pos, 0, {b}, {1}},
+      dr{start, start, 0, {b}, {1}};
   if (kd->has_sinks) {
     std::vector<float> none;
     try {
@@ -905,10 +921,10 @@ static attn_status decodePaged(const attn_model *model, int32_t kind,
     attn_rt_memref_f32_1 dn{none.data(), none.data(), 0, {hq}, {1}};
     reinterpret_cast<attn_rt_paged_part_sinks_fn>(
         reinterpret_cast<void (*)(void)>(kd->paged_part))(
-        &dout, &ds, &dq, &dk, &dv, &dt, &dl, &dp, &dn);
+        &dout, &ds, &dq, &dk, &dv, &dt, &dl, &dp, &dr, &dn);
     return ATTN_OK;
   }
-  kd->paged_part(&dout, &ds, &dq, &dk, &dv, &dt, &dl, &dp);
+  kd->paged_part(&dout, &ds, &dq, &dk, &dv, &dt, &dl, &dp, &dr);
   return ATTN_OK;
 }
 
@@ -919,7 +935,8 @@ attn_status attn_decode_paged(const attn_model *model, int32_t kind,
                               const int64_t *kv_lengths, attn_tensor *out) {
   return guardCall("attn_decode_paged", [&]() -> attn_status {
   return decodePaged(model, kind, "attn_decode_paged", q, k_cache, v_cache,
-                     block_table, kv_lengths, nullptr, out, nullptr);
+                     block_table, kv_lengths, nullptr, nullptr, out,
+                     nullptr);
 });
 }
 
@@ -929,15 +946,17 @@ attn_status attn_decode_paged_part(const attn_model *model, int32_t kind,
                                    const attn_tensor *v_cache,
                                    const attn_tensor *block_table,
                                    const int64_t *kv_lengths,
-                                   const int64_t *q_pos, attn_tensor *out,
-                                   attn_tensor *stats) {
+                                   const int64_t *q_pos,
+                                   const int64_t *range_start,
+                                   attn_tensor *out, attn_tensor *stats) {
   return guardCall("attn_decode_paged_part", [&]() -> attn_status {
   if (!stats)
     return failWith(ATTN_ERR_ARGUMENT,
                     "attn_decode_paged_part: stats is NULL; pass a [B, Hq, "
                     "Sq, 2] ATTN_F32 tensor for each row's (max, sum)");
   return decodePaged(model, kind, "attn_decode_paged_part", q, k_cache,
-                     v_cache, block_table, kv_lengths, q_pos, out, stats);
+                     v_cache, block_table, kv_lengths, q_pos, range_start,
+                     out, stats);
 });
 }
 

@@ -1,4 +1,4 @@
-/*===- attn.h - the attn C API, version 3 ---------------------------------===*
+/*===- attn.h - the attn C API, version 4 ---------------------------------===*
  *
  * The plain C interface to a model compiled with `attn-compile --emit=shared`
  * (every such library exports it): opaque handles, plain pointers, shapes,
@@ -36,7 +36,7 @@
 extern "C" {
 #endif
 
-#define ATTN_API_VERSION 3
+#define ATTN_API_VERSION 4
 
 typedef enum {
   ATTN_OK = 0,
@@ -129,6 +129,10 @@ typedef struct {
    * rows r + dr wide (attn_decode_latent, attn_append_latent); num_heads H,
    * head_dim and head_dim_v the expanded form's (attn_sdpa). */
   int64_t latent_rank, rope_head_dim;
+  /* Chunked local attention (Llama 4's attention_chunk_size; since API
+   * version 4): a causal query sees the keys of its own chunk of `chunk`
+   * positions; 0: none. */
+  int64_t chunk;
 } attn_kind_info;
 
 /* The API version of the library (ATTN_API_VERSION it was built with). */
@@ -226,7 +230,11 @@ attn_status attn_decode_paged(const attn_model *model, int32_t kind,
  * each sequence's tokens, numbered from 0 (kv_lengths[b] of them), and
  * q_pos[b] (B int64, any value) is the position of sequence b's first query
  * row in those numbers (the causal and window masks use it; negative when
- * the query precedes the range). Writes out [B, Hq, Sq, Dv] and stats [B,
+ * the query precedes the range), and range_start[b] (B int64, or NULL for
+ * 0) the position in sequence b of the range's first key: a kind with
+ * chunked attention (Llama 4) cuts its chunks at multiples of the chunk in
+ * the sequence's positions and needs it (NULL is refused there); other
+ * kinds ignore it. Writes out [B, Hq, Sq, Dv] and stats [B,
  * Hq, Sq, 2] (ATTN_F32): each row's largest score m and l = Σ exp(s - m)
  * over the range (-inf and 0, with out 0, for a row that saw no key).
  * Ranges merge exactly: M = max_r m_r, o = Σ_r e^(m_r-M)·l_r·o_r /
@@ -240,8 +248,9 @@ attn_status attn_decode_paged_part(const attn_model *model, int32_t kind,
                                    const attn_tensor *v_cache,
                                    const attn_tensor *block_table,
                                    const int64_t *kv_lengths,
-                                   const int64_t *q_pos, attn_tensor *out,
-                                   attn_tensor *stats);
+                                   const int64_t *q_pos,
+                                   const int64_t *range_start,
+                                   attn_tensor *out, attn_tensor *stats);
 
 /* Writes new tokens into the paged cache: k_new [B, Hkv, n, D] and v_new
  * [B, Hkv, n, Dv]; sequence b's first counts[b] of them (counts NULL: all

@@ -34,7 +34,9 @@ extern "C" {
  * a rank that holds none), q_pos[b] is the position of the query's first
  * row in this rank's numbering of its range (the sequence's total length
  * - Sq - the range's first token: negative never happens for decode, as
- * the query follows every key). Collective: every rank of `comm` calls it
+ * the query follows every key), range_start[b] the range's first token
+ * (NULL: 0; needed by a kind with chunked attention, see
+ * attn_decode_paged_part). Collective: every rank of `comm` calls it
  * with the same q [B, Hq, Sq, D] and gets the exact attention over the
  * whole cache in out [B, Hq, Sq, Dv]: each rank runs the partial kernel
  * (attn_decode_paged_part) on its range, and one MPI_Allreduce with a
@@ -52,7 +54,9 @@ attn_status attn_decode_paged_mpi(const attn_model *model, int32_t kind,
                                   const attn_tensor *v_cache,
                                   const attn_tensor *block_table,
                                   const int64_t *kv_lengths,
-                                  const int64_t *q_pos, attn_tensor *out);
+                                  const int64_t *q_pos,
+                                  const int64_t *range_start,
+                                  attn_tensor *out);
 
 /* The same for a multi-head latent attention kind (attn_decode_latent):
  * each rank holds a contiguous range of every sequence's latent rows in its

@@ -216,23 +216,24 @@ double allreduceRows(MPI_Comm comm, int64_t rows, int64_t dv, float *out,
   return t;
 }
 
-/// The kind's partial kernel over one key range. Kinds with sinks get
-/// -inf (none) there: the runtime folds the sinks in once, after the
-/// ranges merge (foldSink).
+/// The kind's partial kernel over one key range (`rangeStart`: each
+/// sequence's position of the range's first key, which a chunked kind's
+/// mask needs). Kinds with sinks get -inf (none) there: the runtime folds
+/// the sinks in once, after the ranges merge (foldSink).
 void runPart(const attn_rt_kind &kind, attn_rt_memref_f32_4 *out,
              attn_rt_memref_f32_4 *stats, attn_rt_memref_f32_4 *q,
              attn_rt_memref_f32_4 *k, attn_rt_memref_f32_4 *v,
              attn_rt_memref_i32_2 *table, attn_rt_memref_i64_1 *lens,
-             attn_rt_memref_i64_1 *qPos) {
+             attn_rt_memref_i64_1 *qPos, attn_rt_memref_i64_1 *rangeStart) {
   if (!kind.has_sinks) {
-    kind.paged_part(out, stats, q, k, v, table, lens, qPos);
+    kind.paged_part(out, stats, q, k, v, table, lens, qPos, rangeStart);
     return;
   }
   std::vector<float> none(size_t(kind.num_heads), -INFINITY);
   attn_rt_memref_f32_1 ds{none.data(), none.data(), 0, {kind.num_heads}, {1}};
   reinterpret_cast<attn_rt_paged_part_sinks_fn>(
       reinterpret_cast<void (*)(void)>(kind.paged_part))(
-      out, stats, q, k, v, table, lens, qPos, &ds);
+      out, stats, q, k, v, table, lens, qPos, rangeStart, &ds);
 }
 
 //===----------------------------------------------------------------------===//
@@ -333,8 +334,9 @@ struct PagedShard {
       kind.paged(&dout, &dq, &dk, &dvv, &dt, &dl);
       return;
     }
-    attn_rt_memref_i64_1 dp{qPos->data(), qPos->data(), 0, {B}, {1}};
-    runPart(kind, &dout, &ds, &dq, &dk, &dvv, &dt, &dl, &dp);
+    attn_rt_memref_i64_1 dp{qPos->data(), qPos->data(), 0, {B}, {1}},
+        dr{start.data(), start.data(), 0, {B}, {1}};
+    runPart(kind, &dout, &ds, &dq, &dk, &dvv, &dt, &dl, &dp, &dr);
   }
 };
 
@@ -505,7 +507,7 @@ RingTimes ringAttention(MPI_Comm comm, const attn_rt_kind &kind,
     acc[w].reset(B * Hq * L.length(L.chunk(rank, w)), L.dv);
   Buf<float> &out = st.out, &stats = st.stats;
   std::vector<int32_t> table;
-  std::vector<int64_t> lens(B), qPos(B);
+  std::vector<int64_t> lens(B), qPos(B), rangeStart(B);
   RingTimes t;
   double t0 = now();
   int next = (rank + 1) % size, prev = (rank + size - 1) % size;
@@ -533,6 +535,10 @@ RingTimes ringAttention(MPI_Comm comm, const attn_rt_kind &kind,
         if (kn == 0 || (kind.causal && offset + qn - 1 < 0) ||
             (kind.window > 0 && kind.causal && kn - 1 <= offset - kind.window))
           continue;
+        // Chunked: keys all before the chunk of the first row.
+        if (kind.chunk > 0 && kind.causal &&
+            L.lo(kChunk) + kn <= L.lo(qChunk) - L.lo(qChunk) % kind.chunk)
+          continue;
         int64_t pages = L.pages(src, kw);
         table.assign(B * pages, 0);
         for (int64_t b = 0; b < B; ++b) {
@@ -540,6 +546,7 @@ RingTimes ringAttention(MPI_Comm comm, const attn_rt_kind &kind,
             table[b * pages + p] = int32_t(L.firstPage(src, kw, b) + p);
           lens[b] = kn;
           qPos[b] = offset;
+          rangeStart[b] = L.lo(kChunk);
         }
         std::vector<int64_t> qs = {B, Hq, qn, L.d};
         int64_t pool = int64_t(kPool.size()) / L.pageBytes(L.d);
@@ -556,8 +563,9 @@ RingTimes ringAttention(MPI_Comm comm, const attn_rt_kind &kind,
         attn_rt_memref_i32_2 dt{table.data(), table.data(), 0, {B, pages},
                                 {pages, 1}};
         attn_rt_memref_i64_1 dl{lens.data(), lens.data(), 0, {B}, {1}};
-        attn_rt_memref_i64_1 dp{qPos.data(), qPos.data(), 0, {B}, {1}};
-        runPart(kind, &dout, &ds, &dq, &dk, &dvv, &dt, &dl, &dp);
+        attn_rt_memref_i64_1 dp{qPos.data(), qPos.data(), 0, {B}, {1}},
+            dr{rangeStart.data(), rangeStart.data(), 0, {B}, {1}};
+        runPart(kind, &dout, &ds, &dq, &dk, &dvv, &dt, &dl, &dp, &dr);
         acc[qw].merge(out, stats);
         // Let the transfers progress between kernels (no progress thread).
         if (nreq) {
@@ -1595,13 +1603,14 @@ attn_decode_paged_mpi(const attn_model *model, int32_t kind, MPI_Comm comm,
                       const attn_tensor *v_cache,
                       const attn_tensor *block_table,
                       const int64_t *kv_lengths, const int64_t *q_pos,
-                      attn_tensor *out) {
+                      const int64_t *range_start, attn_tensor *out) {
   return guardCall("attn_decode_paged_mpi", [&]() -> attn_status {
   return decodeOverRanks(
       "attn_decode_paged_mpi", model, kind, comm, out, /*latent=*/false,
       [&](attn_tensor *o, attn_tensor *s) {
         return attn_decode_paged_part(model, kind, q, k_cache, v_cache,
-                                      block_table, kv_lengths, q_pos, o, s);
+                                      block_table, kv_lengths, q_pos,
+                                      range_start, o, s);
       });
 });
 }

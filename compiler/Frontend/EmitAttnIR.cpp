@@ -152,8 +152,10 @@ private:
   /// `<kind>_paged(q, k_cache, v_cache, block_table, kv_lengths) -> out`:
   /// one attn.paged_sdpa. With `part` (context parallelism),
   /// `<kind>_paged_part(q, k_cache, v_cache, block_table, kv_lengths,
-  /// q_pos) -> (out, stats)`: the attention of the query over the cache's
-  /// key range and each row's (max, sum), to merge with other ranges.
+  /// q_pos, range_start) -> (out, stats)`: the attention of the query over
+  /// the cache's key range and each row's (max, sum), to merge with other
+  /// ranges (range_start, the sequence position of the range's first key,
+  /// matters to the chunked mask only).
   func::FuncOp emitPagedKernel(const std::string &name, const LayerSpec &l,
                                bool part = false);
   /// `<kind>_gdn(q, k, v, g, beta, state_in, lengths) -> (out, state_out)`:
@@ -192,14 +194,12 @@ static bool rejectAlibi(const ConfigSource &src, const LayerSpec &l) {
 bool Emitter::checkSupported(const LayerSpec &l) {
   if (rejectAlibi(src, l))
     return false;
-  if (l.chunk && (spec.gpu || spec.distributed)) {
+  if (l.chunk && spec.gpu) {
     emitError(src.loc("/model_type"))
         << "layer " << l.index << " has chunked local attention "
-        << "(attention_chunk_size " << *l.chunk << "), which "
-        << (spec.gpu ? "the CUDA kernels (--target=cuda)"
-                     : "the context-parallel runtime (--distributed=mpi)")
-        << " do not take yet; accepted: the CPU target without "
-           "--distributed";
+        << "(attention_chunk_size " << *l.chunk << "), which the CUDA "
+        << "kernels (--target=cuda) do not take yet; accepted: the CPU "
+           "target (--distributed=mpi included)";
     return false;
   }
   if (!l.sinks.empty() && spec.gpu) {
@@ -339,9 +339,10 @@ func::FuncOp Emitter::emitPagedKernel(const std::string &name,
   SmallVector<Type> results = {outTy};
   if (part) {
     inputs.push_back(RankedTensorType::get({kDyn}, b.getI64Type()));
+    inputs.push_back(RankedTensorType::get({kDyn}, b.getI64Type()));
     results.push_back(statsTy);
   }
-  // The sinks last: (.., kv_lengths[, q_pos], sinks).
+  // The sinks last: (.., kv_lengths[, q_pos, range_start], sinks).
   bool sinks = !l.sinks.empty();
   if (sinks)
     inputs.push_back(tensor({l.numHeads}));
@@ -364,7 +365,8 @@ func::FuncOp Emitter::emitPagedKernel(const std::string &name,
       b, loc, outTy, part ? Type(statsTy) : Type(), q, entry->getArgument(1),
       entry->getArgument(2), entry->getArgument(3), entry->getArgument(4),
       part ? entry->getArgument(5) : Value(),
-      sinks ? entry->getArgument(part ? 6 : 5) : Value(), init, statsInit,
+      part && kind == MaskKind::chunked ? entry->getArgument(6) : Value(),
+      sinks ? entry->getArgument(part ? 7 : 5) : Value(), init, statsInit,
       b.getF64FloatAttr(l.scale), MaskKindAttr::get(ctx, kind), window,
       l.softcap ? b.getF64FloatAttr(*l.softcap) : FloatAttr());
   func::ReturnOp::create(b, loc, op->getResults());
@@ -996,7 +998,8 @@ func::FuncOp Emitter::emitLatentPagedKernel(const std::string &name,
   auto op = PagedSDPAOp::create(
       b, loc, outTy, part ? Type(statsTy) : Type(), q, kc, vc,
       entry->getArgument(2), entry->getArgument(3),
-      part ? entry->getArgument(4) : Value(), /*sinks=*/Value(), init,
+      part ? entry->getArgument(4) : Value(), /*range_start=*/Value(),
+      /*sinks=*/Value(), init,
       statsInit, b.getF64FloatAttr(l.scale),
       MaskKindAttr::get(ctx, l.causal ? MaskKind::causal : MaskKind::none),
       IntegerAttr(), FloatAttr());

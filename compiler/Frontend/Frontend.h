@@ -44,7 +44,8 @@ OwningOpRef<ModuleOp> emitAttnModule(const ModelSpec &spec,
 /// k_cache [pages,Hkv,page_size,D], v_cache [pages,Hkv,page_size,Dv],
 /// block_table [B, max_pages] i32, kv_lengths [B])`, one attn.paged_sdpa,
 /// and with spec.distributed `@<kind>_paged_part(out, stats [B,Hq,Sq,2], q,
-/// k_cache, v_cache, block_table, kv_lengths, q_pos [B])`, its partial form
+/// k_cache, v_cache, block_table, kv_lengths, q_pos [B], range_start [B])`,
+/// its partial form
 /// over a rank's share of the heads (spec.tensorParallel);
 /// for each linear-attention (Gated DeltaNet) kind
 /// `@<kind>_gdn(out [B,Hv,S,dv], state_out [B,Hv,dk,dv], q [B,Hk,S,dk],

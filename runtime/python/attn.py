@@ -28,7 +28,7 @@ import os
 
 import numpy as np
 
-API_VERSION = 3
+API_VERSION = 4
 F32, BF16, F16, I64, I32 = 0, 1, 2, 3, 4
 OP_SDPA, OP_GATED_DELTA = 0, 1
 _MAX_RANK = 4
@@ -69,14 +69,15 @@ class _KindInfo(ctypes.Structure):
                 ("layers", ctypes.POINTER(ctypes.c_int64)),
                 ("kv_dtype", ctypes.c_int), ("paged", ctypes.c_int32),
                 ("latent_rank", ctypes.c_int64),
-                ("rope_head_dim", ctypes.c_int64)]
+                ("rope_head_dim", ctypes.c_int64),
+                ("chunk", ctypes.c_int64)]
 
 
 class Kind:
     """One layer kind: ``name``, ``op`` (OP_SDPA or OP_GATED_DELTA),
     ``num_heads``, ``num_kv_heads``, ``head_dim``, ``head_dim_v``,
-    ``causal``, ``window``, ``bias_buckets``, ``scale``, ``softcap`` and
-    ``layers``. For Gated DeltaNet: heads are value heads Hv, kv heads the
+    ``causal``, ``window``, ``bias_buckets``, ``scale``, ``softcap``,
+    ``chunk`` (chunked local attention's chunk, 0: none) and ``layers``. For Gated DeltaNet: heads are value heads Hv, kv heads the
     query/key heads Hk, head dims d_k and d_v."""
 
     def __init__(self, index, info):
@@ -84,7 +85,7 @@ class Kind:
         self.name = info.name.decode()
         self.op = info.op
         for f in ("num_heads", "num_kv_heads", "head_dim", "head_dim_v",
-                  "window", "bias_buckets", "scale", "softcap"):
+                  "window", "bias_buckets", "scale", "softcap", "chunk"):
             setattr(self, f, getattr(info, f))
         self.causal = bool(info.causal)
         self.layers = [info.layers[i] for i in range(info.num_layers)]

@@ -295,3 +295,23 @@ func.func @paged_bf16(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x?x64xbf16>, %vc:
   %0 = attn.paged_sdpa %q, %kc, %vc, %table, %lens outs(%init : tensor<?x8x?x64xf32>) {scale = 0.125 : f64} : (tensor<?x8x?x64xf32>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x64xf32>
   return %0 : tensor<?x8x?x64xf32>
 }
+
+// -----
+
+// Chunked attention over a range that starts at token range_start[b] of its
+// sequence: the chunk of a row at range position p starts at p - ((p +
+// range_start) mod 40), and the masked tiles carry range_start to the
+// micro-kernel's per-key test; the unmasked ones need none.
+// CHECK-LABEL: func.func @paged_part_chunked(
+// CHECK-SAME: %[[START:[^:]*]]: tensor<?xi64>, %{{[^:]*}}: tensor<?x8x?x64xf32>, %{{[^:]*}}: tensor<?x8x?x2xf32>
+// CHECK: scf.forall (%[[B:[^,]*]],
+// CHECK: %[[RS:.*]] = tensor.extract %[[START]][%[[B]]] : tensor<?xi64>
+// CHECK: %[[ORIGIN:.*]] = arith.index_cast %[[RS]] : i64 to index
+// CHECK: %[[ABS:.*]] = arith.addi %[[FIRST:.*]], %[[ORIGIN]] : index
+// CHECK: %[[REM:.*]] = arith.remsi %[[ABS]], %c40 : index
+// CHECK: attn.online_attention {{.*}} range_start(%[[ORIGIN]]) {mask = #attn.mask<chunked>, scale = 1.250000e-01 : f64, window = 40 : i64}
+// CHECK: attn.online_attention {{.*}} pages({{[^)]*}}) {scale = 1.250000e-01 : f64}
+func.func @paged_part_chunked(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x?x64xf32>, %vc: tensor<?x2x?x64xf32>, %table: tensor<?x?xi32>, %lens: tensor<?xi64>, %pos: tensor<?xi64>, %start: tensor<?xi64>, %init: tensor<?x8x?x64xf32>, %sinit: tensor<?x8x?x2xf32>) -> (tensor<?x8x?x64xf32>, tensor<?x8x?x2xf32>) {
+  %0, %1 = attn.paged_sdpa %q, %kc, %vc, %table, %lens q_pos(%pos : tensor<?xi64>) range_start(%start : tensor<?xi64>) outs(%init : tensor<?x8x?x64xf32>, %sinit : tensor<?x8x?x2xf32>) {mask = #attn.mask<chunked>, window = 40 : i64, scale = 0.125 : f64} : (tensor<?x8x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x64xf32>, tensor<?x8x?x2xf32>
+  return %0, %1 : tensor<?x8x?x64xf32>, tensor<?x8x?x2xf32>
+}

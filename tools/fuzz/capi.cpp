@@ -320,9 +320,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else {
       attn_tensor *st = T({B, hq, Sq, 2});
       const int64_t *pos = fuzzInts(in, arena, B, S);
+      const int64_t *start = fuzzInts(in, arena, B, S);
       if (ok)
-        checkStatus(
-            a.decodePart(a.model, kind, q, kc, vc, table, lens, pos, o, st));
+        checkStatus(a.decodePart(a.model, kind, q, kc, vc, table, lens, pos,
+                                 start, o, st));
     }
     break;
   }

@@ -91,7 +91,10 @@ Value ScoreMath::apply(OpBuilder &b, Location loc, Value s, Value qPos, Value kP
     // The key in the query's chunk: j >= q - (q mod chunk), the mod
     // non-negative (with j <= q above, the same chunk).
     Value c = iconst(b, loc, *window);
-    Value rem = arith::RemSIOp::create(b, loc, qPos, c);
+    Value abs = qPos;
+    if (origin) // key 0 is the sequence's token `origin`
+      abs = arith::AddIOp::create(b, loc, qPos, origin);
+    Value rem = arith::RemSIOp::create(b, loc, abs, c);
     Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, rem,
                                       iconst(b, loc, 0));
     Value fixed = arith::AddIOp::create(b, loc, rem, c);

@@ -125,6 +125,9 @@ struct ScoreMath {
   Value table;
   MaskKind mask = MaskKind::none;
   std::optional<int64_t> window;
+  /// The sequence position of key 0 (index), or null: the chunked mask's
+  /// chunks are multiples of `window` from there.
+  Value origin;
 
   /// The transformed score `s`; `kvLimit` (optional) hides keys at or past
   /// it.

@@ -73,6 +73,7 @@ Value onlineScores(OnlineAttentionOp op, Value k, GenericBuilder &g,
   math.table = op.getBiasTable();
   math.mask = op.getMask();
   math.window = op.getWindow();
+  math.origin = op.getRangeStart();
   Value qPos = op.getQPos(), kPos = op.getKvPos(),
         headOff = op.getHeadOffset();
   unsigned nS = dm.lead + 2;

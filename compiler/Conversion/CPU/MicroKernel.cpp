@@ -307,7 +307,12 @@ struct Emitter {
       Value zero = splat(arith::ConstantOp::create(b, loc, b.getI32Type(),
                                                    b.getI32IntegerAttr(0)),
                          vi32);
-      Value rem = arith::RemSIOp::create(b, loc, qPos, c);
+      // With range_start, the chunks are multiples in the sequence's
+      // positions: (q + range_start) mod chunk.
+      Value abs = qPos;
+      if (Value origin = op.getRangeStart())
+        abs = arith::AddIOp::create(b, loc, qPos, splat(toI32(origin), vi32));
+      Value rem = arith::RemSIOp::create(b, loc, abs, c);
       Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
                                         rem, zero);
       Value fixed = arith::AddIOp::create(b, loc, rem, c);

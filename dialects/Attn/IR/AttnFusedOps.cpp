@@ -245,6 +245,19 @@ LogicalResult PagedSDPAOp::verify() {
                                "query batch")))
       return failure();
   }
+  if (Value start = getRangeStart()) {
+    if (!getQPos())
+      return emitOpError() << "expects range_start only with q_pos (the "
+                              "query's position in the range)";
+    ShapedType p = tensorOf(start);
+    if (p.getRank() != 1)
+      return emitOpError()
+             << "expects range_start of rank 1 ([batch]), got rank "
+             << p.getRank();
+    if (failed(expectDimsAgree(*this, p, 0, "range_start size", q, 0,
+                               "query batch")))
+      return failure();
+  }
   if (failed(verifySinks(*this, getSinks(), getQuery())))
     return failure();
   if (bool(getStatsInit()) != bool(getStats()))

@@ -813,7 +813,12 @@ def Attn_PagedSDPAOp : Attn_Op<"paged_sdpa", [Pure, AttrSizedOperandSegments,
     before every key of the cache sees none of them under a causal mask):
     the cache then holds a range of the sequence that need not end at the
     query, as a shard of a context-parallel KV cache does, its keys
-    numbered from 0 at the range's first token. With a second destination
+    numbered from 0 at the range's first token. With `range_start` too
+    (`[batch]`, integer, only with `q_pos`), the range's first key is token
+    `range_start[b]` of its sequence: the chunked mask, the one mask not
+    invariant under a shift of both positions, cuts its chunks at multiples
+    of `window` in the sequence's own positions (key j of the range is
+    token `range_start[b] + j`) rather than the range's. With a second destination
     `stats_init` (`[batch, Hq, q_len, 2]`, f32, like the query), the op
     also returns each row's softmax statistics `stats[..., 0] = m`, the
     largest score it saw, and `stats[..., 1] = l = Σ_j exp(s_j - m)` (`-inf`
@@ -849,6 +854,7 @@ def Attn_PagedSDPAOp : Attn_Op<"paged_sdpa", [Pure, AttrSizedOperandSegments,
                        Attn_IntTensor:$block_table,
                        Attn_IntTensor:$kv_lengths,
                        Optional<Attn_IntTensor>:$q_pos,
+                       Optional<Attn_IntTensor>:$range_start,
                        Optional<Attn_FloatTensor>:$sinks,
                        Attn_FloatTensor:$init,
                        Optional<Attn_FloatTensor>:$stats_init,
@@ -862,6 +868,7 @@ def Attn_PagedSDPAOp : Attn_Op<"paged_sdpa", [Pure, AttrSizedOperandSegments,
   let assemblyFormat = [{
     $query `,` $key_cache `,` $value_cache `,` $block_table `,` $kv_lengths
     (`q_pos` `(` $q_pos^ `:` type($q_pos) `)`)?
+    (`range_start` `(` $range_start^ `:` type($range_start) `)`)?
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     `outs` `(` $init `:` type($init)
     (`,` $stats_init^ `:` type($stats_init))? `)`
@@ -1032,7 +1039,12 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [
 
     Query row m sits at position `q_pos + m` and key n at `kv_pos + n`, both
     in key coordinates (the causal alignment offset is already added to
-    `q_pos`); `mask`/`window` mask keys as in `attn.mask`. Key padding
+    `q_pos`); `mask`/`window` mask keys as in `attn.mask`. With
+    `range_start`, key coordinate 0 is the sequence's token `range_start`
+    (a context-parallel shard of a sequence): the chunked mask's chunks
+    start at multiples of `window` in the sequence's positions
+    (`range_start + q_pos + m`); the other masks and the bias depend on the
+    difference of the positions only and ignore it. Key padding
     never reaches this op: the tiling pass cuts the key loop at the
     sequence's length. With `mask = none` the op needs no mask arithmetic at
     all, which is how fully visible tiles are expressed. With `relative_bias`,
@@ -1081,6 +1093,7 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [
                        Optional<Index>:$head_offset,
                        Optional<Attn_IntShaped>:$pages,
                        Optional<Index>:$num_keys,
+                       Optional<Index>:$range_start,
                        F64Attr:$scale,
                        OptionalAttr<Attn_RelativeBiasAttr>:$relative_bias,
                        DefaultValuedAttr<Attn_MaskKindAttr,
@@ -1093,6 +1106,7 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [
     $kv_pos
     (`bias_table` `(` $bias_table^ `:` type($bias_table) `,` $head_offset `)`)?
     (`pages` `(` $pages^ `:` type($pages) `,` $num_keys `)`)?
+    (`range_start` `(` $range_start^ `)`)?
     attr-dict `:` `(` type($query) `,` type($key) `,`
     type($value) `,` type($acc) `,` type($max) `,` type($sum) `)`
     (`->` `(` type($results)^ `)`)?

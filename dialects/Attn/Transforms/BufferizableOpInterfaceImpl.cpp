@@ -48,7 +48,7 @@ struct OnlineAttentionBufferization
         rewriter, op->getLoc(), TypeRange{}, buffers[0], buffers[1],
         buffers[2], buffers[3], buffers[4], buffers[5], oa.getQPos(),
         oa.getKvPos(), buffers[6], oa.getHeadOffset(), buffers[7],
-        oa.getNumKeys(), oa.getScaleAttr(),
+        oa.getNumKeys(), oa.getRangeStart(), oa.getScaleAttr(),
         oa.getRelativeBiasAttr(), oa.getMaskAttr(), oa.getWindowAttr(),
         oa.getSoftcapAttr());
     replaceOpWithBufferizedValues(rewriter, op,

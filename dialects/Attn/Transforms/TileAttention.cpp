@@ -81,6 +81,9 @@ struct TileSizes {
 /// and the offset of its batch row (query row i sits at key i + offset).
 struct KeyRange {
   Value lo, fullLo, fullHi, hi, offset;
+  /// The sequence position of key 0 (paged with range_start; else null):
+  /// the chunked mask's chunks are multiples of the window from there.
+  Value origin;
 };
 
 /// What the tiler reads of attn.sdpa or attn.paged_sdpa. For the paged op,
@@ -94,6 +97,9 @@ struct AttentionOperands {
   /// Paged: each row's query position (q_pos [batch]) and the row
   /// statistics' destination, or null.
   Value rowQPos, statsInit;
+  /// Paged: each row's position of the range's first key (range_start
+  /// [batch]), or null.
+  Value rowRangeStart;
   FloatAttr scale, softcap;
   IntegerAttr window;
   MaskKind mask;
@@ -113,6 +119,7 @@ struct AttentionOperands {
         value(s.getValueCache()), kvLengths(s.getKvLengths()),
         init(s.getInit()), blockTable(s.getBlockTable()),
         sinks(s.getSinks()), rowQPos(s.getQPos()), statsInit(s.getStatsInit()),
+        rowRangeStart(s.getRangeStart()),
         scale(s.getScaleAttr()), softcap(s.getSoftcapAttr()),
         window(s.getWindowAttr()), mask(s.getMask()) {}
   bool paged() const { return blockTable != Value(); }
@@ -131,14 +138,15 @@ private:
   SmallVector<Value> keyLoop(OpBuilder &b, Location loc, Value start,
                              Value end, Value step, bool masked,
                              ValueRange state, Value qTile, Value bIdx,
-                             Value gIdx, Value qPos);
+                             Value gIdx, Value qPos, Value origin);
   /// Folds the keys [kb, kb + kn) of K/V tiles `kt`, `vt` into `iter`;
   /// with `pages`, `kt`/`vt` are the KV head's page pools and the tile is
   /// `numKeys` keys read through those pages.
   SmallVector<Value> foldTile(OpBuilder &b, Location loc, Value kt, Value vt,
                               Value kb, bool masked, ValueRange iter,
                               Value qTile, Value gIdx, Value qPos,
-                              Value pages = {}, Value numKeys = {});
+                              Value origin, Value pages = {},
+                              Value numKeys = {});
   /// The key range of the query block [q0, q0 + qn) of batch `bIdx`.
   KeyRange keyRange(OpBuilder &b, Location loc, Value bIdx, Value q0,
                     Value qn);
@@ -183,7 +191,7 @@ private:
 SmallVector<Value> SDPATiler::foldTile(OpBuilder &b, Location loc, Value kt,
                                       Value vt, Value kb, bool masked,
                                       ValueRange iter, Value qTile,
-                                      Value gIdx, Value qPos,
+                                      Value gIdx, Value qPos, Value origin,
                                       Value pages, Value numKeys) {
   IndexMath n{b, loc};
   Value headOffset;
@@ -192,7 +200,8 @@ SmallVector<Value> SDPATiler::foldTile(OpBuilder &b, Location loc, Value kt,
   MLIRContext *ctx = b.getContext();
   auto oa = OnlineAttentionOp::create(
       b, loc, iter.getTypes(), qTile, kt, vt, iter[0], iter[1], iter[2], qPos,
-      kb, op.biasTable, headOffset, pages, numKeys, op.scale,
+      kb, op.biasTable, headOffset, pages, numKeys,
+      masked && op.mask == MaskKind::chunked ? origin : Value(), op.scale,
       op.relativeBias,
       MaskKindAttr::get(ctx, masked ? op.mask : MaskKind::none),
       masked ? op.window : IntegerAttr(), op.softcap);
@@ -202,7 +211,8 @@ SmallVector<Value> SDPATiler::foldTile(OpBuilder &b, Location loc, Value kt,
 SmallVector<Value> SDPATiler::keyLoop(OpBuilder &b, Location loc, Value start,
                                       Value end, Value step, bool masked,
                                       ValueRange state, Value qTile,
-                                      Value bIdx, Value gIdx, Value qPos) {
+                                      Value bIdx, Value gIdx, Value qPos,
+                                      Value origin) {
   // A tile of rows [r0, r0 + kn) of K/V (contiguous: batch row bIdx; paged:
   // the pool's page `page`).
   auto tile = [&](OpBuilder &nb, Location nloc, Value src, Value first,
@@ -225,7 +235,7 @@ SmallVector<Value> SDPATiler::keyLoop(OpBuilder &b, Location loc, Value start,
           Value vt = tile(nb, nloc, op.value, bIdx, kb, kn, headDimV);
           scf::YieldOp::create(nb, nloc,
                                foldTile(nb, nloc, kt, vt, kb, masked, iter,
-                                        qTile, gIdx, qPos));
+                                        qTile, gIdx, qPos, origin));
         });
     return SmallVector<Value>(loop.getResults());
   }
@@ -268,7 +278,8 @@ SmallVector<Value> SDPATiler::keyLoop(OpBuilder &b, Location loc, Value start,
             offs, sizes, strides);
         scf::YieldOp::create(nb, nloc,
                              foldTile(nb, nloc, kPool, vPool, kb, masked,
-                                      iter, qTile, gIdx, qPos, pages, kn));
+                                      iter, qTile, gIdx, qPos, origin, pages,
+                                      kn));
       });
   return SmallVector<Value>(loop.getResults());
 }
@@ -295,7 +306,7 @@ KeyRange SDPATiler::keyRange(OpBuilder &b, Location loc, Value bIdx, Value q0,
   } else if (op.paged()) {
     offset = n.sub(kvLimit, qLen);
   }
-  KeyRange r{zero, zero, kvLimit, kvLimit, offset};
+  KeyRange r{zero, zero, kvLimit, kvLimit, offset, Value()};
   if (op.mask != MaskKind::none) {
     r.hi = n.clamp(n.add(n.add(q0, qn), offset), zero, kvLimit);
     Value firstPos = n.add(q0, offset);
@@ -306,9 +317,19 @@ KeyRange SDPATiler::keyRange(OpBuilder &b, Location loc, Value bIdx, Value q0,
     // Rows of one chunk share [start, first row's position] (unmasked);
     // a block spanning a chunk boundary masks all of [first row's start,
     // hi).
+    // With range_start, key 0 is the sequence's token `origin` and the
+    // chunks are multiples of the window in the sequence's positions.
     Value c = n.c(op.window.getInt());
+    if (op.rowRangeStart) {
+      r.origin = tensor::ExtractOp::create(b, loc, op.rowRangeStart,
+                                           ValueRange{bIdx});
+      if (!r.origin.getType().isIndex())
+        r.origin =
+            arith::IndexCastOp::create(b, loc, b.getIndexType(), r.origin);
+    }
     auto chunkStart = [&](Value pos) {
-      Value rem = arith::RemSIOp::create(b, loc, pos, c);
+      Value abs = r.origin ? n.add(pos, r.origin) : pos;
+      Value rem = arith::RemSIOp::create(b, loc, abs, c);
       Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
                                         rem, zero);
       rem = arith::SelectOp::create(b, loc, neg, n.add(rem, c), rem);
@@ -392,12 +413,12 @@ SmallVector<Value> SDPATiler::foldKeys(OpBuilder &b, Location loc, Value bIdx,
   Value qPos = n.add(q0, range.offset);
   if (op.window)
     state = keyLoop(b, loc, range.lo, range.fullLo, step, /*masked=*/true,
-                    state, qTile, bIdx, gIdx, qPos);
+                    state, qTile, bIdx, gIdx, qPos, range.origin);
   state = keyLoop(b, loc, range.fullLo, range.fullHi, step, /*masked=*/false,
-                  state, qTile, bIdx, gIdx, qPos);
+                  state, qTile, bIdx, gIdx, qPos, range.origin);
   if (op.mask != MaskKind::none)
     state = keyLoop(b, loc, range.fullHi, range.hi, step, /*masked=*/true,
-                    state, qTile, bIdx, gIdx, qPos);
+                    state, qTile, bIdx, gIdx, qPos, range.origin);
   return state;
 }
 

@@ -1628,3 +1628,19 @@ func.func @moe_expert_bias(%x: tensor<?x8xf32>, %r: tensor<4x8xf32>, %g: tensor<
   %0 = attn.moe <silu> %x, %r experts(%g, %g, %d) expert_biases(%bg, %bg, %bd) {top_k = 2 : i64, swiglu_limit = 7.0 : f64} : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>, tensor<4x8x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<?x8xf32>
   return
 }
+
+// -----
+
+func.func @paged_range_start_without_qpos(%q: tensor<2x8x1x64xf32>, %kc: tensor<?x2x16x64xf32>, %vc: tensor<?x2x16x64xf32>, %table: tensor<2x?xi32>, %lens: tensor<2xi64>, %start: tensor<2xi64>, %init: tensor<2x8x1x64xf32>) {
+  // expected-error @+1 {{expects range_start only with q_pos (the query's position in the range)}}
+  %0 = attn.paged_sdpa %q, %kc, %vc, %table, %lens range_start(%start : tensor<2xi64>) outs(%init : tensor<2x8x1x64xf32>) {mask = #attn.mask<chunked>, window = 8 : i64, scale = 0.125 : f64} : (tensor<2x8x1x64xf32>, tensor<?x2x16x64xf32>, tensor<?x2x16x64xf32>, tensor<2x?xi32>, tensor<2xi64>) -> tensor<2x8x1x64xf32>
+  return
+}
+
+// -----
+
+func.func @paged_range_start_batch(%q: tensor<2x8x1x64xf32>, %kc: tensor<?x2x16x64xf32>, %vc: tensor<?x2x16x64xf32>, %table: tensor<2x?xi32>, %lens: tensor<2xi64>, %pos: tensor<2xi64>, %start: tensor<3xi64>, %init: tensor<2x8x1x64xf32>) {
+  // expected-error @+1 {{range_start size (3) does not match query batch (2)}}
+  %0 = attn.paged_sdpa %q, %kc, %vc, %table, %lens q_pos(%pos : tensor<2xi64>) range_start(%start : tensor<3xi64>) outs(%init : tensor<2x8x1x64xf32>) {mask = #attn.mask<chunked>, window = 8 : i64, scale = 0.125 : f64} : (tensor<2x8x1x64xf32>, tensor<?x2x16x64xf32>, tensor<?x2x16x64xf32>, tensor<2x?xi32>, tensor<2xi64>) -> tensor<2x8x1x64xf32>
+  return
+}

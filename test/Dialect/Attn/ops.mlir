@@ -234,6 +234,14 @@ func.func @paged_part(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x16x64xbf16>, %vc
   return %o, %st : tensor<?x8x?x32xf32>, tensor<?x8x?x2xf32>
 }
 
+// A shard that starts at token range_start[b] of its sequence (chunked).
+// CHECK-LABEL: func.func @paged_part_range_start
+func.func @paged_part_range_start(%q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x16x64xf32>, %vc: tensor<?x2x16x64xf32>, %table: tensor<?x?xi32>, %lens: tensor<?xi64>, %pos: tensor<?xi64>, %start: tensor<?xi64>, %init: tensor<?x8x?x64xf32>, %sinit: tensor<?x8x?x2xf32>) -> (tensor<?x8x?x64xf32>, tensor<?x8x?x2xf32>) {
+  // CHECK: attn.paged_sdpa %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} q_pos(%{{.*}} : tensor<?xi64>) range_start(%{{.*}} : tensor<?xi64>) outs(
+  %o, %st = attn.paged_sdpa %q, %kc, %vc, %table, %lens q_pos(%pos : tensor<?xi64>) range_start(%start : tensor<?xi64>) outs(%init : tensor<?x8x?x64xf32>, %sinit : tensor<?x8x?x2xf32>) {mask = #attn.mask<chunked>, window = 40 : i64, scale = 0.125 : f64} : (tensor<?x8x?x64xf32>, tensor<?x2x16x64xf32>, tensor<?x2x16x64xf32>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x64xf32>, tensor<?x8x?x2xf32>
+  return %o, %st : tensor<?x8x?x64xf32>, tensor<?x8x?x2xf32>
+}
+
 // attn.online_attention over bf16 key/value tiles with an f32 query and
 // state (a narrow KV cache).
 // CHECK-LABEL: func.func @online_bf16

@@ -119,7 +119,7 @@ int main(int argc, char **argv) {
   if (rank == 0)
     printf("sinks: %s\n", hasSinks == ATTN_OK ? "set" : attn_last_error());
   attn_status s = attn_decode_paged_mpi(m, kind, MPI_COMM_WORLD, &tq, &tk,
-                                        &tv, &tt, local, qPos, &to);
+                                        &tv, &tt, local, qPos, lo, &to);
   if (s != ATTN_OK) {
     fprintf(stderr, "rank %d: %s\n", rank, attn_last_error());
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -153,7 +153,7 @@ int main(int argc, char **argv) {
   out[0] = 42.0f;
   s = attn_decode_paged_mpi(m, kind, MPI_COMM_WORLD,
                             rank == size - 1 ? &bad : &tq, &tk, &tv, &tt,
-                            local, qPos, &to);
+                            local, qPos, lo, &to);
   int untouched = out[0] == 42.0f;
   /* Rank 0 prints every rank's line: the lines of ranks that print for
    * themselves reach mpirun's output in no fixed order. */
@@ -174,15 +174,24 @@ int main(int argc, char **argv) {
   float *st = calloc(B * Hq * 2, sizeof(float));
   attn_tensor ts = attn_tensor_contiguous(st, ATTN_F32, 4, sShape);
   attn_status noStats = attn_decode_paged_part(m, kind, &tq, &tk, &tv, &tt,
-                                               local, qPos, &to, NULL);
+                                               local, qPos, lo, &to, NULL);
   if (rank == 0)
     printf("part without stats: status %d: %s\n", (int)noStats,
            attn_last_error());
   attn_status noPos = attn_decode_paged_part(m, kind, &tq, &tk, &tv, &tt,
-                                             local, NULL, &to, &ts);
+                                             local, NULL, lo, &to, &ts);
   if (rank == 0)
     printf("part without q_pos: status %d: %s\n", (int)noPos,
            attn_last_error());
+  /* A chunked kind (Llama 4) cannot place its chunks without the range's
+   * start in its sequence. */
+  if (ki.chunk > 0) {
+    attn_status noStart = attn_decode_paged_part(
+        m, kind, &tq, &tk, &tv, &tt, local, qPos, NULL, &to, &ts);
+    if (rank == 0)
+      printf("chunk %lld, part without range_start: status %d: %s\n",
+             (long long)ki.chunk, (int)noStart, attn_last_error());
+  }
   attn_model_close(m);
   MPI_Finalize();
   return 0;
