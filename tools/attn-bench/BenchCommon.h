@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <cerrno>
 #include <fstream>
 #include <random>
@@ -182,10 +183,73 @@ struct Options {
   std::string svg = "attn-bench-linear.svg";
 };
 
-/// The machine's figures every row is quoted against.
+/// The machine's figures every row is quoted against, and the machine
+/// itself: its CPU's model name (/proc/cpuinfo) and the run's date (UTC).
 struct Machine {
   bool avx512 = false;
   double peak = 0, bandwidth = 0;
+  std::string cpu, date;
+};
+
+/// The CPU as /proc/cpuinfo gives it: its model name and, since a VM's
+/// name may be as bare as "AMD EPYC", its family and model numbers (which
+/// name the microarchitecture: AMD family 26 is Zen 5).
+inline std::string cpuModelName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, name = "unknown CPU", family, model;
+  auto value = [&] {
+    std::string v = line.substr(line.find(':') + 1);
+    v.erase(0, v.find_first_not_of(" \t"));
+    return v;
+  };
+  while (std::getline(in, line) && line.find(':') != std::string::npos) {
+    if (line.rfind("model name", 0) == 0)
+      name = value();
+    else if (line.rfind("cpu family", 0) == 0)
+      family = value();
+    else if (line.rfind("model\t", 0) == 0 || line.rfind("model ", 0) == 0)
+      model = value();
+  }
+  if (!family.empty())
+    name += " (family " + family + " model " + model + ")";
+  return name;
+}
+
+/// Today's date (UTC), YYYY-MM-DD.
+inline std::string utcDate() {
+  std::time_t t = std::time(nullptr);
+  char buf[16];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d", std::gmtime(&t));
+  return buf;
+}
+
+/// A benchmark's CSV: every row starts with the machine it was measured on
+/// (date, cpu, threads, the FMA peak and read bandwidth of the same run),
+/// so that rows of different machines can sit in one data file
+/// (docs/bench-data/, rendered by tools/render-benchmarks.py).
+class CsvFile {
+public:
+  CsvFile(const std::string &path, const std::string &columns,
+          const Machine &mc, int threads)
+      : out(path) {
+    out << "date,cpu,threads,peak_gflops,bandwidth_gbs," << columns << "\n";
+    std::string cpu = mc.cpu;
+    for (char &c : cpu)
+      if (c == '"')
+        c = '\'';
+    char figures[64];
+    std::snprintf(figures, sizeof(figures), "%.1f,%.1f,", mc.peak,
+                  mc.bandwidth);
+    prefix = mc.date + ",\"" + cpu + "\"," + std::to_string(threads) + "," +
+             figures;
+  }
+  /// The stream at a new row, its machine columns written.
+  std::ostream &row() { return out << prefix; }
+  explicit operator bool() const { return bool(out); }
+
+private:
+  std::ofstream out;
+  std::string prefix;
 };
 
 /// Runs `argv[0]` with the arguments `argv` (no shell: no string of the

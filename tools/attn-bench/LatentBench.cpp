@@ -87,9 +87,10 @@ void unfusedAbsorbed(const float *q, const float *cache, int64_t skv,
 bool benchLatent(const Options &o, const Machine &mc, const std::string &dir) {
   std::string csvPath =
       o.csv == Options().csv ? std::string("attn-bench-mla.csv") : o.csv;
-  std::ofstream csv(csvPath);
-  csv << "shape,batch,kv_len,method,ms,gflops,pct_peak,vs_absorbed,"
-         "peak_rss_mb\n";
+  CsvFile csv(csvPath,
+              "shape,batch,kv_len,method,ms,gflops,pct_peak,vs_absorbed,"
+              "peak_rss_mb",
+              mc, o.threads);
   std::string lib = compileConfig(dir, "deepseek_v3_mla",
                                   latentConfig(kHeads),
                                   {"--kv-dtype=bf16", "--entries=paged"});
@@ -123,7 +124,7 @@ bool benchLatent(const Options &o, const Machine &mc, const std::string &dir) {
                 "%9.1f\n",
                 shape, (long long)b, (long long)kv, method.c_str(), r.ms, gf,
                 100 * gf / mc.peak, ratio, r.rssKb / 1024.0);
-    csv << shape << "," << b << "," << kv << ",\"" << method << "\"," << r.ms
+    csv.row() << shape << "," << b << "," << kv << ",\"" << method << "\"," << r.ms
         << "," << gf << "," << 100 * gf / mc.peak << "," << ratio << ","
         << r.rssKb / 1024.0 << "\n";
   };

@@ -317,11 +317,12 @@ bool readLayerConfig(Options &o, std::string &error) {
 bool benchLayers(const Options &o, const Machine &mc, const std::string &dir) {
   std::string csvPath =
       o.csv == Options().csv ? std::string("attn-bench-layers.csv") : o.csv;
-  std::ofstream csv(csvPath);
-  csv << "model,kind,phase,tokens,layer_ms,attention_ms,projections_ms,"
-         "ffn_ms,projection_gflops,projection_pct_peak,ffn_gflops,"
-         "ffn_pct_peak,openblas_projection_ms,openblas_ffn_ms,"
-         "projection_gbps,ffn_gbps\n";
+  CsvFile csv(csvPath,
+              "model,kind,phase,tokens,layer_ms,attention_ms,projections_ms,"
+              "ffn_ms,projection_gflops,projection_pct_peak,ffn_gflops,"
+              "ffn_pct_peak,openblas_projection_ms,openblas_ffn_ms,"
+              "projection_gbps,ffn_gbps",
+              mc, o.threads);
   std::vector<LayerModel> models;
   if (!o.layerConfig.empty()) {
     // The user's model, read and checked by main (readLayerConfig).
@@ -383,7 +384,7 @@ bool benchLayers(const Options &o, const Machine &mc, const std::string &dir) {
         };
         rate("projections", proj, projMs, r.blasProj);
         rate("feed-forward", ffn, ffnMs, r.blasFfn);
-        csv << lm.name << "," << k.name << "," << phase << "," << s << ","
+        csv.row() << lm.name << "," << k.name << "," << phase << "," << s << ","
             << r.layer << "," << r.kernel << "," << projMs << "," << ffnMs
             << "," << proj.flops / projMs / 1e6 << ","
             << 100 * proj.flops / projMs / 1e6 / mc.peak << ","

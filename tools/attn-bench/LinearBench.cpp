@@ -178,9 +178,10 @@ void writeSvg(const std::string &path, const std::string &title,
 } // namespace
 
 bool benchLinear(const Options &o, const Machine &mc, const std::string &dir) {
-  std::ofstream csv(o.csv);
-  csv << "model,kind,phase,tokens,ms,gflops,pct_peak,us_per_token,"
-         "unfused_ms,fused_over_unfused,gbps,pct_read_bw\n";
+  CsvFile csv(o.csv,
+              "model,kind,phase,tokens,ms,gflops,pct_peak,us_per_token,"
+              "unfused_ms,fused_over_unfused,gbps,pct_read_bw",
+              mc, o.threads);
   std::printf("%-15s %-8s %-8s %7s %10s %9s %7s %10s %10s %8s\n", "model",
               "kind", "phase", "tokens", "ms", "GFLOP/s", "%peak", "us/token",
               "unfused", "speedup");
@@ -224,7 +225,7 @@ bool benchLinear(const Options &o, const Machine &mc, const std::string &dir) {
         std::printf("%10s %8s\n", "-", "-");
       else
         std::printf("%10.2f %7.2fx\n", unfusedMs, unfusedMs / ms);
-      csv << m.name << "," << kind << "," << phase << "," << tokens << ","
+      csv.row() << m.name << "," << kind << "," << phase << "," << tokens << ","
           << ms << "," << gf << "," << 100 * gf / mc.peak << "," << usPerToken
           << "," << unfusedMs << "," << unfusedMs / ms << "," << gbps << ","
           << (std::isnan(gbps) ? NAN : 100 * gbps / mc.bandwidth) << "\n";

@@ -83,9 +83,10 @@ bool benchVariants(const Options &o, const Machine &mc, const std::string &dir) 
   }
   std::string csvPath =
       o.csv == Options().csv ? std::string("attn-bench-variants.csv") : o.csv;
-  std::ofstream csv(csvPath);
-  csv << "shape,layer,batch,sq,kv_len,method,ms,gflops,pct_peak,"
-         "sinks_over_plain\n";
+  CsvFile csv(csvPath,
+              "shape,layer,batch,sq,kv_len,method,ms,gflops,pct_peak,"
+              "sinks_over_plain",
+              mc, o.threads);
   void *h1 = nullptr, *h2 = nullptr, *h3 = nullptr;
   const attn_rt_model *withSinks = loadModel(
       compileConfig(dir, "gpt_oss_sinks", sinksConfig(), {"--entries=sdpa"}),
@@ -163,7 +164,7 @@ bool benchVariants(const Options &o, const Machine &mc, const std::string &dir) 
                   c.name, c.sliding ? "sliding" : "full", (long long)b,
                   (long long)c.sq, (long long)c.skv, method, ms, gf,
                   100 * gf / mc.peak, ms / mp);
-      csv << c.name << "," << (c.sliding ? "sliding" : "full") << "," << b
+      csv.row() << c.name << "," << (c.sliding ? "sliding" : "full") << "," << b
           << "," << c.sq << "," << c.skv << "," << method << "," << ms << ","
           << gf << "," << 100 * gf / mc.peak << "," << ms / mp << "\n";
     };
@@ -228,7 +229,7 @@ bool benchVariants(const Options &o, const Machine &mc, const std::string &dir) 
                   "%7.3fx\n",
                   "C1", "chunked", (long long)b, (long long)s, (long long)s,
                   method, ms, gf, 100 * gf / mc.peak, ms / mp);
-      csv << "C1,chunked," << b << "," << s << "," << s << "," << method
+      csv.row() << "C1,chunked," << b << "," << s << "," << s << "," << method
           << "," << ms << "," << gf << "," << 100 * gf / mc.peak << ","
           << ms / mp << "\n";
     };

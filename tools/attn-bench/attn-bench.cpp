@@ -453,7 +453,7 @@ void printTiles(const Shape &s, const attn_rt_model *m) {
 /// rate, contiguous and paged) and the OpenBLAS unfused baseline; print and
 /// append to the CSV.
 bool benchShape(const Shape &s, const Options &o, const Machine &mc,
-                const std::string &dir, std::ofstream &out) {
+                const std::string &dir, CsvFile &out) {
   std::string lib = compileShared(dir, s);
   void *h = nullptr;
   const attn_rt_model *m = loadModel(lib, h);
@@ -512,7 +512,7 @@ bool benchShape(const Shape &s, const Options &o, const Machine &mc,
                     ? "-"
                     : (std::to_string(speedup).substr(0, 5) + "x").c_str(),
                 r.rssKb / 1024.0);
-    out << s.name << "," << s.hq << "," << s.hkv << "," << s.sq << ","
+    out.row() << s.name << "," << s.hq << "," << s.hkv << "," << s.sq << ","
         << s.skv << "," << s.d << "," << s.causal << "," << methods[which]
         << "," << r.ms << "," << gf << "," << 100 * gf / mc.peak << ","
         << speedup << "," << r.rssKb / 1024.0 << "\n";
@@ -527,7 +527,7 @@ bool benchShape(const Shape &s, const Options &o, const Machine &mc,
                 "", kv[0], 100 * kv[2], kv[1], o.threads);
     // method fused_kv_read: gflops column = GB/s, pct_peak = % of the
     // measured read bandwidth.
-    out << s.name << "," << s.hq << "," << s.hkv << "," << s.sq << ","
+    out.row() << s.name << "," << s.hq << "," << s.hkv << "," << s.sq << ","
         << s.skv << "," << s.d << "," << s.causal << ",fused_kv_read,"
         << rf.ms << "," << kv[0] << "," << 100 * kv[2] << ",,"
         << rf.rssKb / 1024.0 << "\n";
@@ -536,7 +536,7 @@ bool benchShape(const Shape &s, const Options &o, const Machine &mc,
                   "%5.1f%% of the read bandwidth (%.1f GB/s); x%.2f the fp32 "
                   "contiguous time\n",
                   "", rb.ms, kvb[0], 100 * kvb[2], kvb[1], rb.ms / rf.ms);
-      out << s.name << "," << s.hq << "," << s.hkv << "," << s.sq << ","
+      out.row() << s.name << "," << s.hq << "," << s.hkv << "," << s.sq << ","
           << s.skv << "," << s.d << "," << s.causal << ",fused_bf16_kv_read,"
           << rb.ms << "," << kvb[0] << "," << 100 * kvb[2] << ","
           << rb.ms / rf.ms << "," << rb.rssKb / 1024.0 << "\n";
@@ -565,7 +565,7 @@ bool benchShape(const Shape &s, const Options &o, const Machine &mc,
                     "GB/s); x%.2f the fp32 contiguous time\n",
                     "", dt.c_str(), (long long)page, rp.ms, pk[0],
                     100 * pk[2], pk[1], rp.ms / rf.ms);
-        out << s.name << "," << s.hq << "," << s.hkv << "," << s.sq << ","
+        out.row() << s.name << "," << s.hq << "," << s.hkv << "," << s.sq << ","
             << s.skv << "," << s.d << "," << s.causal << ",paged_" << dt
             << "_p" << page << "_kv_read," << rp.ms << "," << pk[0] << ","
             << 100 * pk[2] << "," << rp.ms / rf.ms << ","
@@ -641,6 +641,8 @@ int main(int argc, char **argv) {
   omp_set_num_threads(o.threads);
   openblas_set_num_threads(o.threads);
   Machine mc;
+  mc.cpu = cpuModelName();
+  mc.date = utcDate();
   mc.peak = fmaPeak(o.threads, mc.avx512);
   mc.bandwidth = readBandwidth(o.threads, mc.avx512);
   std::printf("FMA peak (%s, %d threads): %.1f GFLOP/s; read bandwidth: "
@@ -661,9 +663,10 @@ int main(int argc, char **argv) {
     for (int64_t s : {8192, 16384, 32768, 65536})
       shapes.push_back({"L" + std::to_string(s / 1024) + "k", 8, 2, s, s, 128,
                         true});
-  std::ofstream out(o.csv);
-  out << "shape,hq,hkv,sq,skv,d,causal,method,ms,gflops,pct_peak,"
-         "fused_over_unfused,peak_rss_mb\n";
+  CsvFile out(o.csv,
+              "shape,hq,hkv,sq,skv,d,causal,method,ms,gflops,pct_peak,"
+              "fused_over_unfused,peak_rss_mb",
+              mc, o.threads);
   std::printf("%-6s %-32s %-8s %10s %10s %8s %10s %10s\n", "shape",
               "Hq/Hkv Sq x Skv D", "method", "ms", "GFLOP/s", "%peak",
               "speedup", "RSS MB");
