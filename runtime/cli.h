@@ -12,6 +12,7 @@
 
 #include "attn.h"
 #include "attn_runtime.h"
+#include "descriptors.h"
 #include "npy.h"
 
 #include <algorithm>
@@ -24,26 +25,7 @@
 #include <string>
 #include <vector>
 
-// Weak: CUDA executables do not link the OpenMP runtime (a GPU machine may
-// have none); CPU executables do, and the kernels' threads follow these.
-extern "C" __attribute__((weak)) void omp_set_num_threads(int);
-extern "C" __attribute__((weak)) int omp_get_max_threads(void);
-
 namespace attn_rt {
-
-/// Sets attn_last_error()'s message of this thread (api.cpp), for C API
-/// entry points defined elsewhere (mpi.cpp).
-void setLastError(std::string msg);
-/// The sinks of a kind with attention sinks for a C API call on `heads`
-/// query heads (null for a kind without; an error until attn_kind_set_sinks
-/// gave them) (api.cpp).
-attn_status sinksForCall(const attn_model *model, int32_t kind,
-                         const char *call, int64_t heads, const float *&out);
-/// Runs the body of C entry point `call`: no exception crosses the C
-/// boundary (api.cpp).
-attn_status guardCall(const char *call,
-                      const std::function<attn_status()> &body);
-
 namespace cli {
 
 using Args = std::map<std::string, std::string>;
@@ -96,11 +78,6 @@ void describeDevice();
 /// Exits with the reason when the CUDA kernels cannot run here.
 void requireDevice(const char *command);
 
-/// A descriptor of a contiguous [d0, d1, d2, d3] ([d0, d1, d2], [d0, d1])
-/// buffer.
-attn_rt_memref_f32_4 view4(float *data, const std::vector<int64_t> &s);
-attn_rt_memref_f32_3 view3(float *data, const std::vector<int64_t> &s);
-attn_rt_memref_f32_2 view2(float *data, const std::vector<int64_t> &s);
 
 /// Whether the kind's kernels read K/V as IEEE half (true) or bfloat16
 /// (false); meaningful when kind.kv_dtype is not ATTN_RT_KV_F32.

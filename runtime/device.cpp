@@ -13,35 +13,6 @@
 namespace attn_rt {
 namespace cli {
 
-namespace {
-/// A contiguous (row-major) descriptor of rank N over `data`.
-template <typename Desc, int N>
-Desc contiguousView(float *data, const std::vector<int64_t> &s) {
-  Desc d;
-  d.allocated = d.aligned = data;
-  d.offset = 0;
-  int64_t stride = 1;
-  for (int i = N - 1; i >= 0; --i) {
-    d.sizes[i] = s[i];
-    d.strides[i] = stride;
-    stride *= s[i];
-  }
-  return d;
-}
-} // namespace
-
-attn_rt_memref_f32_4 view4(float *data, const std::vector<int64_t> &s) {
-  return contiguousView<attn_rt_memref_f32_4, 4>(data, s);
-}
-
-attn_rt_memref_f32_3 view3(float *data, const std::vector<int64_t> &s) {
-  return contiguousView<attn_rt_memref_f32_3, 3>(data, s);
-}
-
-attn_rt_memref_f32_2 view2(float *data, const std::vector<int64_t> &s) {
-  return contiguousView<attn_rt_memref_f32_2, 2>(data, s);
-}
-
 bool gCuda = false;
 DeviceInfo gDevice;
 

@@ -9,6 +9,7 @@
 
 #include "attn_mpi.h"
 #include "mpi_internal.h"
+#include "capi_internal.h"
 
 #include "cli.h"
 #include "narrow.h"

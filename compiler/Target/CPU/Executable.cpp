@@ -225,12 +225,14 @@ bool mlir::attn::linkExecutable(const std::string &objectPath,
     argv.push_back(ATTN_SANITIZE_LINK_FLAGS);
   argv.insert(argv.end(), {"-lm", "-ldl", "-o", tmp});
   if (shared) {
-    // The C API (runtime/api.cpp, attn.h) is what a library is for: pulled
-    // from the archive although nothing in the kernels calls it; its calls
-    // bind to this library's own model table even when another model's
-    // library is loaded into the same process.
+    // The C API (attn.h: runtime/api.cpp, api_paged.cpp, api_latent.cpp)
+    // is what a library is for: pulled from the archive (one symbol of each
+    // file) although nothing in the kernels calls it; its calls bind to
+    // this library's own model table even when another model's library is
+    // loaded into the same process.
     argv.insert(argv.end(), {"-shared", "-fPIC", "-Wl,-u,attn_model_open",
-                             "-Wl,-Bsymbolic"});
+                             "-Wl,-u,attn_decode_paged",
+                             "-Wl,-u,attn_decode_latent", "-Wl,-Bsymbolic"});
   }
   std::string msg;
   int rc = llvm::sys::ExecuteAndWait(paths.cxx, argv, std::nullopt, {}, 0, 0,

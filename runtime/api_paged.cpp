@@ -1,0 +1,285 @@
+//===- api_paged.cpp - the C API over a paged KV cache ---------------------===//
+//
+// attn_decode_paged, attn_decode_paged_part and attn_append_kv (attn.h):
+// every argument checked against the kind (capi_internal.h) before the
+// kind's paged kernel runs over the caller's pools and block table.
+//
+//===----------------------------------------------------------------------===//
+
+#include "capi_internal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+using namespace attn_rt::capi;
+using attn_rt::guardCall;
+
+extern "C" {
+
+/// attn_decode_paged and, with `q_pos` and `stats` (and `range_start`),
+/// attn_decode_paged_part.
+attn_status decodePaged(const attn_model *model, int32_t kind,
+                               const char *call, const attn_tensor *q,
+                               const attn_tensor *k_cache,
+                               const attn_tensor *v_cache,
+                               const attn_tensor *block_table,
+                               const int64_t *kv_lengths,
+                               const int64_t *q_pos,
+                               const int64_t *range_start, attn_tensor *out,
+                               attn_tensor *stats) {
+  const attn_rt_kind *kd = nullptr;
+  bool part = stats != nullptr || q_pos != nullptr;
+  if (attn_status s = getKind(model, kind, call, ATTN_RT_OP_SDPA, kd))
+    return s;
+  if (!kd->paged && kd->kv_lora_rank > 0)
+    return failWith(ATTN_ERR_UNSUPPORTED,
+                    std::string(call) + ": kind '" + kd->name +
+                        "' is multi-head latent attention, whose paged cache "
+                        "holds latent rows: use attn_decode_latent");
+  if (!kd->paged)
+    return failWith(ATTN_ERR_UNSUPPORTED,
+                    std::string(call) + ": kind '" + kd->name +
+                        "' has no paged kernel (T5's relative bias, a GPU "
+                        "library, or one compiled with --entries without "
+                        "paged)");
+  if (part && !kd->paged_part)
+    return failWith(ATTN_ERR_UNSUPPORTED,
+                    std::string(call) + ": kind '" + kd->name +
+                        "' has no partial paged kernel: compile the model "
+                        "with attn-compile --distributed=mpi");
+  // The partial kernel takes one rank's share of the heads
+  // (--tensor-parallel).
+  int64_t tp = part && kd->tensor_parallel > 1 ? kd->tensor_parallel : 1;
+  int64_t hq = kd->num_heads / tp, hkv = kd->num_kv_heads / tp;
+  TensorCheck check{call, describeKind(*kd) +
+                              (tp > 1 ? ", each rank its " +
+                                            std::to_string(hq) + " query and " +
+                                            std::to_string(hkv) +
+                                            " KV heads (--tensor-parallel=" +
+                                            std::to_string(tp) + ")"
+                                      : std::string())};
+  if (!check(q, "q", {-1, hq, -1, kd->head_dim}, {"B", "", "Sq", ""}))
+    return check.status;
+  int64_t b = q->shape[0], sq = q->shape[2], pages, pageSize, maxPages;
+  if (!checkPaged(check, kd, k_cache, v_cache, block_table, b, pages,
+                  pageSize, maxPages, hkv) ||
+      !check(out, "out", {b, hq, sq, kd->head_dim_v}, {}) ||
+      (part && !check(stats, "stats", {b, hq, sq, 2}, {})))
+    return check.status;
+  if (!kv_lengths && b > 0)
+    return failWith(ATTN_ERR_ARGUMENT,
+                    std::string(call) + ": kv_lengths is NULL; pass each "
+                                        "sequence's length in tokens");
+  if (part && !q_pos && b > 0)
+    return failWith(ATTN_ERR_ARGUMENT,
+                    std::string(call) + ": q_pos is NULL; pass each "
+                                        "sequence's position of its first "
+                                        "query row in the cache's range");
+  // Only the chunked mask depends on where the range starts in its
+  // sequence: without range_start its chunks would be cut at the range's
+  // own positions, silently wrong on every range but the first.
+  if (part && !range_start && kd->chunk > 0 && b > 0)
+    return failWith(ATTN_ERR_ARGUMENT,
+                    std::string(call) + ": kind '" + kd->name +
+                        "' has chunked attention (chunks of " +
+                        std::to_string(kd->chunk) +
+                        " tokens) and range_start is NULL; pass each "
+                        "sequence's position of the range's first key");
+  std::vector<std::pair<const attn_tensor *, const char *>> ins = {
+      {q, "q"},
+      {k_cache, "k_cache"},
+      {v_cache, "v_cache"},
+      {block_table, "block_table"}};
+  if (!noOverlap(check, *out, "out", ins) ||
+      (part && !noOverlap(check, *stats, "stats", ins)) ||
+      !checkLengths(check, kv_lengths, b, capacity(maxPages, pageSize),
+                    "kv_lengths",
+                    "max_pages * page_size") ||
+      !checkPagesUsed(check, block_table, nullptr, kv_lengths, b, pages,
+                      pageSize))
+    return check.status;
+  if (part && overlaps(*stats, *out))
+    return failWith(ATTN_ERR_LAYOUT,
+                    std::string(call) + ": stats overlaps out");
+  if (numelOf(*out) == 0)
+    return ATTN_OK;
+  using attn_rt::view4;
+  attn_rt_memref_f32_4 dout = view4(f32(*out), dims(*out)),
+                       dq = view4(f32(*q), dims(*q)),
+                       dk = view4(f32(*k_cache), dims(*k_cache)),
+                       dv = view4(f32(*v_cache), dims(*v_cache));
+  // (A bf16/f16 cache's descriptor holds the same addresses; the kernel
+  // indexes it by 2-byte elements.)
+  auto *t = static_cast<int32_t *>(block_table->data);
+  attn_rt_memref_i32_2 dt{t, t, 0, {b, maxPages}, {maxPages, 1}};
+  // The lengths and positions read once, before anything is written.
+  std::vector<int64_t> lensCopy(kv_lengths, kv_lengths + b), posCopy,
+      startCopy(size_t(b), 0);
+  if (q_pos)
+    posCopy.assign(q_pos, q_pos + b);
+  if (range_start)
+    startCopy.assign(range_start, range_start + b);
+  int64_t *lens = lensCopy.data();
+  attn_rt_memref_i64_1 dl{lens, lens, 0, {b}, {1}};
+  // The whole-cache call counts the kind's sinks; a partial one none
+  // (they are folded in once, after the ranges merge).
+  const float *sinks = nullptr;
+  if (kd->has_sinks && !part)
+    if (attn_status s = kindSinks(model, kind, *kd, call, hq, sinks))
+      return s;
+  if (!part && sinks) {
+    auto *sp = const_cast<float *>(sinks);
+    attn_rt_memref_f32_1 dsk{sp, sp, 0, {hq}, {1}};
+    reinterpret_cast<attn_rt_paged_sinks_fn>(
+        reinterpret_cast<void (*)(void)>(kd->paged))(&dout, &dq, &dk, &dv,
+                                                        &dt, &dl, &dsk);
+    return ATTN_OK;
+  }
+  if (!part) {
+    kd->paged(&dout, &dq, &dk, &dv, &dt, &dl);
+    return ATTN_OK;
+  }
+  attn_rt_memref_f32_4 ds = view4(f32(*stats), dims(*stats));
+  int64_t *pos = posCopy.data(), *start = startCopy.data();
+  attn_rt_memref_i64_1 dp{pos, pos, 0, {b}, {1}},
+      dr{start, start, 0, {b}, {1}};
+  if (kd->has_sinks) {
+    std::vector<float> none;
+    try {
+      none.assign(size_t(hq), -INFINITY);
+    } catch (const std::bad_alloc &) {
+      return failWith(ATTN_ERR_MEMORY, std::string(call) + ": out of memory");
+    }
+    attn_rt_memref_f32_1 dn{none.data(), none.data(), 0, {hq}, {1}};
+    reinterpret_cast<attn_rt_paged_part_sinks_fn>(
+        reinterpret_cast<void (*)(void)>(kd->paged_part))(
+        &dout, &ds, &dq, &dk, &dv, &dt, &dl, &dp, &dr, &dn);
+    return ATTN_OK;
+  }
+  kd->paged_part(&dout, &ds, &dq, &dk, &dv, &dt, &dl, &dp, &dr);
+  return ATTN_OK;
+}
+
+attn_status attn_decode_paged(const attn_model *model, int32_t kind,
+                              const attn_tensor *q, const attn_tensor *k_cache,
+                              const attn_tensor *v_cache,
+                              const attn_tensor *block_table,
+                              const int64_t *kv_lengths, attn_tensor *out) {
+  return guardCall("attn_decode_paged", [&]() -> attn_status {
+  return decodePaged(model, kind, "attn_decode_paged", q, k_cache, v_cache,
+                     block_table, kv_lengths, nullptr, nullptr, out,
+                     nullptr);
+});
+}
+
+attn_status attn_decode_paged_part(const attn_model *model, int32_t kind,
+                                   const attn_tensor *q,
+                                   const attn_tensor *k_cache,
+                                   const attn_tensor *v_cache,
+                                   const attn_tensor *block_table,
+                                   const int64_t *kv_lengths,
+                                   const int64_t *q_pos,
+                                   const int64_t *range_start,
+                                   attn_tensor *out, attn_tensor *stats) {
+  return guardCall("attn_decode_paged_part", [&]() -> attn_status {
+  if (!stats)
+    return failWith(ATTN_ERR_ARGUMENT,
+                    "attn_decode_paged_part: stats is NULL; pass a [B, Hq, "
+                    "Sq, 2] ATTN_F32 tensor for each row's (max, sum)");
+  return decodePaged(model, kind, "attn_decode_paged_part", q, k_cache,
+                     v_cache, block_table, kv_lengths, q_pos, range_start,
+                     out, stats);
+});
+}
+
+attn_status attn_append_kv(const attn_model *model, int32_t kind,
+                           attn_tensor *k_cache, attn_tensor *v_cache,
+                           const attn_tensor *block_table,
+                           const int64_t *start, const int64_t *counts,
+                           const attn_tensor *k_new,
+                           const attn_tensor *v_new) {
+  return guardCall("attn_append_kv", [&]() -> attn_status {
+  const attn_rt_kind *kd = nullptr;
+  if (attn_status s =
+          getKind(model, kind, "attn_append_kv", ATTN_RT_OP_SDPA, kd))
+    return s;
+  TensorCheck check{"attn_append_kv", describeKind(*kd)};
+  // New rows are stored as they come: of the cache's element type.
+  attn_dtype dt = kvDtype(*kd);
+  if (!check(k_new, "k_new", {-1, kd->num_kv_heads, -1, kd->head_dim},
+             {"B", "", "n", ""}, dt))
+    return check.status;
+  int64_t b = k_new->shape[0], n = k_new->shape[2], pages, pageSize, maxPages;
+  if (!check(v_new, "v_new", {b, kd->num_kv_heads, n, kd->head_dim_v}, {},
+             dt) ||
+      !checkPaged(check, kd, k_cache, v_cache, block_table, b, pages,
+                  pageSize, maxPages))
+    return check.status;
+  if (!start && b > 0)
+    return failWith(ATTN_ERR_ARGUMENT,
+                    "attn_append_kv: start is NULL; pass each sequence's "
+                    "position of its first new token");
+  std::vector<int64_t> end(b);
+  for (int64_t i = 0; i < b; ++i) {
+    int64_t c = counts ? counts[i] : n;
+    if (c < 0 || c > n)
+      return failWith(ATTN_ERR_VALUE,
+                        "attn_append_kv: counts[" + std::to_string(i) +
+                            "] = " + std::to_string(c) + " is outside [0, n = " +
+                            std::to_string(n) + "]");
+    if (start[i] < 0 || start[i] > capacity(maxPages, pageSize) - c)
+      return failWith(ATTN_ERR_VALUE,
+                        "attn_append_kv: " + std::to_string(c) +
+                            " tokens from start[" + std::to_string(i) +
+                            "] = " + std::to_string(start[i]) +
+                            " of sequence " + std::to_string(i) +
+                            " do not fit in its max_pages * page_size = " +
+                            std::to_string(capacity(maxPages, pageSize)) +
+                            " tokens");
+    end[i] = start[i] + c;
+  }
+  for (auto [cache, name] :
+       {std::pair<attn_tensor *, const char *>{k_cache, "k_cache"},
+        {v_cache, "v_cache"}})
+    if (!noOverlap(check, *cache, name,
+                   {{k_new, "k_new"}, {v_new, "v_new"},
+                    {block_table, "block_table"}}))
+      return check.status;
+  if (overlaps(*k_cache, *v_cache))
+    return failWith(ATTN_ERR_LAYOUT,
+                      "attn_append_kv: k_cache overlaps v_cache");
+  if (!checkPagesUsed(check, block_table, start, end.data(), b, pages,
+                      pageSize))
+    return check.status;
+  const int32_t *table = static_cast<const int32_t *>(block_table->data);
+  int64_t hkv = kd->num_kv_heads;
+  int64_t eb = elementBytes(dt);
+  // The starts read once, before the caches are written (a cache that
+  // overlaps the caller's array cannot move them).
+  std::vector<int64_t> first(start, start + b);
+  for (auto [cache, src, d] :
+       {std::tuple<attn_tensor *, const attn_tensor *, int64_t>{
+            k_cache, k_new, kd->head_dim},
+        {v_cache, v_new, kd->head_dim_v}}) {
+    char *pool = static_cast<char *>(cache->data);
+    const char *in = static_cast<const char *>(src->data);
+    for (int64_t i = 0; i < b; ++i)
+      for (int64_t h = 0; h < hkv; ++h)
+        for (int64_t t = 0; t < end[i] - first[i]; ++t) {
+          int64_t pos = first[i] + t;
+          int64_t page = table[i * maxPages + pos / pageSize];
+          std::memcpy(
+              pool + ((page * hkv + h) * pageSize + pos % pageSize) * d * eb,
+              in + ((i * hkv + h) * n + t) * d * eb, d * eb);
+        }
+  }
+  return ATTN_OK;
+});
+}
+
+} // extern "C"

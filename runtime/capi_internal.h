@@ -1,0 +1,202 @@
+/*===- capi_internal.h - the C API's shared checks ---------------*- C++ -*-===*
+ *
+ * What the C API's files share (api.cpp: models, kinds, attn_sdpa and
+ * attn_gated_delta; api_paged.cpp: the paged KV cache; api_latent.cpp: the
+ * latent cache; capi_checks.cpp: the checks themselves) and what the MPI
+ * collectives (mpi_api.cpp) use: the opaque model, the last error, the
+ * argument checks every call runs before any kernel. Internal to the
+ * runtime: not installed. It depends on the ABI and the C API headers
+ * alone (not on the executables' commands).
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef ATTN_RT_CAPI_INTERNAL_H
+#define ATTN_RT_CAPI_INTERNAL_H
+
+#include "attn.h"
+#include "attn_runtime.h"
+#include "descriptors.h"
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+struct attn_model {
+  const attn_rt_model *table;
+  void *library; // dlopen handle, or NULL for the caller's own library
+  /// Each kind's attention sinks (attn_kind_set_sinks; empty: not set).
+  std::vector<std::vector<float>> sinks = {};
+};
+
+namespace attn_rt {
+
+/// The sinks attn_kind_set_sinks gave kind `kind` of `model` (null: none
+/// set).
+const std::vector<float> *modelSinks(const attn_model *model, int32_t kind);
+/// Sets attn_last_error()'s message of this thread.
+void setLastError(std::string msg);
+/// The sinks of a kind with attention sinks for a C API call on `heads`
+/// query heads (null for a kind without; an error until attn_kind_set_sinks
+/// gave them).
+attn_status sinksForCall(const attn_model *model, int32_t kind,
+                         const char *call, int64_t heads, const float *&out);
+/// Runs the body of C entry point `call`: no exception crosses the C
+/// boundary (out of memory is ATTN_ERR_MEMORY, anything else
+/// ATTN_ERR_ARGUMENT), each with its message.
+attn_status guardCall(const char *call,
+                      const std::function<attn_status()> &body);
+
+namespace capi {
+
+/// This thread's last error message (attn_last_error).
+std::string &lastError();
+/// Records `msg` as this thread's last error and returns `status`.
+attn_status failWith(attn_status status, std::string msg);
+const char *dtypeName(attn_dtype t);
+std::string shapeOf(const attn_tensor &t);
+std::string dimsStr(const std::vector<int64_t> &want,
+                    const std::vector<const char *> &names);
+/// The element type of a kind's paged cache.
+attn_dtype kvDtype(const attn_rt_kind &k);
+int64_t elementBytes(attn_dtype t);
+
+/// Checks one tensor argument: present, of `dtype` (f32 unless said), rank
+/// and shape as `want` (-1: any size, named by `names`), row-major
+/// contiguous, data present unless empty.
+struct TensorCheck {
+  const char *call;
+  std::string kindDesc;
+  attn_status status = ATTN_OK;
+
+  bool operator()(const attn_tensor *t, const char *name,
+                  const std::vector<int64_t> &want,
+                  const std::vector<const char *> &names,
+                  attn_dtype dtype = ATTN_F32) {
+    if (status != ATTN_OK)
+      return false;
+    std::string at = std::string(call) + ": " + name;
+    if (!t)
+      return fail(ATTN_ERR_ARGUMENT, at + " is NULL");
+    if (t->dtype != dtype)
+      return fail(ATTN_ERR_DTYPE,
+                  at + " has dtype " + dtypeName(t->dtype) + "; " +
+                      (dtype == ATTN_F32
+                           ? "this kind's kernels take f32 (ATTN_F32)"
+                           : std::string("it must be ") + dtypeName(dtype)));
+    int32_t rank = int32_t(want.size());
+    if (t->rank != rank)
+      return fail(ATTN_ERR_SHAPE, at + " has rank " + std::to_string(t->rank) +
+                                      "; it must be " +
+                                      dimsStr(want, names) + kindDesc);
+    // The element count, and the product of the dims counting an empty
+    // one as 1 (an empty tensor's other dims size the loops and buffers
+    // around it): both at most 2^60, checked before any product can wrap.
+    const int64_t limit = int64_t(1) << 60;
+    int64_t numel = 1, extent = 1;
+    for (int32_t i = 0; i < rank; ++i) {
+      if (t->shape[i] < 0 || (want[i] >= 0 && t->shape[i] != want[i]))
+        return fail(ATTN_ERR_SHAPE, at + " has shape " + shapeOf(*t) +
+                                        "; it must be " +
+                                        dimsStr(want, names) + kindDesc);
+      int64_t d = std::max<int64_t>(t->shape[i], 1);
+      if (d > limit / extent)
+        return fail(ATTN_ERR_SHAPE,
+                    at + " has shape " + shapeOf(*t) +
+                        ": more elements than any machine's memory (at "
+                        "most 2^60, counting an empty dim as 1)");
+      extent *= d;
+      numel *= t->shape[i];
+    }
+    // (An empty tensor has no element to place: any strides.)
+    int64_t stride = 1;
+    for (int32_t i = rank - 1; i >= 0 && numel != 0; --i) {
+      if (t->shape[i] != 1 && t->strides[i] != stride)
+        return fail(ATTN_ERR_LAYOUT,
+                    at + " has strides [" + stridesOf(*t) +
+                        "] (elements) for shape " + shapeOf(*t) +
+                        "; the kernels take row-major contiguous tensors "
+                        "(strides [" + contiguousStrides(*t) + "])");
+      stride *= t->shape[i];
+    }
+    if (!t->data && numel != 0)
+      return fail(ATTN_ERR_ARGUMENT, at + " has a NULL data pointer");
+    return true;
+  }
+
+  bool fail(attn_status s, const std::string &msg) {
+    status = failWith(s, msg);
+    return false;
+  }
+
+  static std::string stridesOf(const attn_tensor &t) {
+    std::string s;
+    for (int32_t i = 0; i < t.rank; ++i)
+      s += (i ? ", " : "") + std::to_string(t.strides[i]);
+    return s;
+  }
+  static std::string contiguousStrides(const attn_tensor &t) {
+    std::vector<int64_t> st(t.rank);
+    int64_t stride = 1;
+    for (int32_t i = t.rank - 1; i >= 0; --i) {
+      st[i] = stride;
+      stride *= t.shape[i];
+    }
+    std::string s;
+    for (int32_t i = 0; i < t.rank; ++i)
+      s += (i ? ", " : "") + std::to_string(st[i]);
+    return s;
+  }
+};
+
+int64_t numelOf(const attn_tensor &t);
+/// True when the bytes of `a` and `b` overlap (both checked contiguous).
+bool overlaps(const attn_tensor &a, const attn_tensor &b);
+/// Fails with "CALL: OUT overlaps IN" when it does.
+bool noOverlap(TensorCheck &check, const attn_tensor &out, const char *outName,
+               const std::vector<std::pair<const attn_tensor *, const char *>>
+                   &inputs);
+/// Lengths in [0, limit], one per batch row.
+bool checkLengths(TensorCheck &check, const int64_t *lengths, int64_t b,
+                  int64_t limit, const char *name, const char *limitName);
+std::vector<int64_t> dims(const attn_tensor &t);
+inline float *f32(const attn_tensor &t) { return static_cast<float *>(t.data); }
+/// Kind `kind` of `model`, which must compute `op` (ATTN_RT_OP_*).
+attn_status getKind(const attn_model *model, int32_t kind, const char *call,
+                    int op, const attn_rt_kind *&out);
+/// The sinks of a kind with attention sinks for a call on `heads` query
+/// heads: refused until attn_kind_set_sinks gave them, or for another head
+/// count.
+attn_status kindSinks(const attn_model *model, int32_t kind,
+                      const attn_rt_kind &kd, const char *call, int64_t heads,
+                      const float *&out);
+/// " for kind 'NAME' (Hq=.., Hkv=.., D=.., Dv=..)", for messages.
+std::string describeKind(const attn_rt_kind &k);
+/// K and V (or their caches) of the kind's --kv-dtype, else an error that
+/// says which element type this library's kernels read.
+bool checkKVDtype(
+    TensorCheck &check, const attn_rt_kind &kd,
+    std::initializer_list<std::pair<const attn_tensor *, const char *>>
+        tensors);
+/// Checks a paged cache's pools (of the kind's kv_dtype) and block table
+/// for `kd` (its KV heads, or `hkv`); sets `pages`, `pageSize` and
+/// `maxPages`.
+bool checkPaged(TensorCheck &check, const attn_rt_kind *kd,
+                const attn_tensor *kCache, const attn_tensor *vCache,
+                const attn_tensor *table, int64_t batch, int64_t &pages,
+                int64_t &pageSize, int64_t &maxPages, int64_t hkv = -1);
+/// The tokens a block table can hold, max_pages · page_size (saturated: the
+/// shapes of hostile input may multiply past int64).
+int64_t capacity(int64_t maxPages, int64_t pageSize);
+/// The pages that the tokens [lo, hi) of every row use must be in the
+/// pool [0, pages).
+bool checkPagesUsed(TensorCheck &check, const attn_tensor *table,
+                    const int64_t *lo, const int64_t *hi, int64_t batch,
+                    int64_t pages, int64_t pageSize);
+
+} // namespace capi
+} // namespace attn_rt
+
+#endif // ATTN_RT_CAPI_INTERNAL_H
