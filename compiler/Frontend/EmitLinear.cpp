@@ -1,0 +1,163 @@
+//===- EmitLinear.cpp - Gated DeltaNet kinds as attn IR -------------------===//
+//
+// The emitter's Gated DeltaNet parts: a linear-attention kind's block (its
+// short convolution, gates, attn.gated_delta_rule, gated norm and output
+// projection) and its kernel entry `<kind>_gdn`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Frontend/Emitter.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace mlir::attn::emit {
+
+func::FuncOp Emitter::emitLinearKernel(const std::string &name,
+                                       const LayerSpec &l) {
+  Location loc = NameLoc::get(b.getStringAttr(name),
+                              FileLineColLoc::get(ctx, spec.configPath, 1, 1));
+  int64_t hv = l.numHeads, hk = l.numKVHeads, dk = l.headDimQK,
+          dv = l.headDimV;
+  RankedTensorType outTy = headsType(hv, dv),
+                   stateTy = tensor({kDyn, hv, dk, dv}),
+                   gateTy = tensor({kDyn, hv, kDyn});
+  SmallVector<Type> inputs = {headsType(hk, dk), headsType(hk, dk), outTy,
+                              gateTy, gateTy, stateTy,
+                              RankedTensorType::get({kDyn}, b.getI64Type())};
+  auto fn = func::FuncOp::create(loc, name + "_gdn",
+                                 b.getFunctionType(inputs, {outTy, stateTy}));
+  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value v = entry->getArgument(2);
+  Value batch = tensor::DimOp::create(b, loc, v, 0);
+  Value seq = tensor::DimOp::create(b, loc, v, 2);
+  Value outInit = tensor::EmptyOp::create(b, loc, outTy, ValueRange{batch, seq});
+  Value stateInit =
+      tensor::EmptyOp::create(b, loc, stateTy, ValueRange{batch});
+  auto op = GatedDeltaRuleOp::create(
+      b, loc, TypeRange{outTy, stateTy}, entry->getArgument(0),
+      entry->getArgument(1), v, entry->getArgument(3), entry->getArgument(4),
+      entry->getArgument(5), entry->getArgument(6), outInit, stateInit,
+      b.getF64FloatAttr(l.scale));
+  func::ReturnOp::create(b, loc, op.getResults());
+  return fn;
+}
+
+func::FuncOp Emitter::emitLinearKind(const std::string &name,
+                                     const LayerSpec &l, bool withState,
+                                     bool withFFN) {
+  Location loc = NameLoc::get(b.getStringAttr(name),
+                              FileLineColLoc::get(ctx, spec.configPath, 1, 1));
+  int64_t h = spec.hiddenSize, hk = l.numKVHeads, hv = l.numHeads,
+          dk = l.headDimQK, dv = l.headDimV, r = hv / hk, K = l.convKernel,
+          conv = 2 * hk * dk + hv * dv;
+  RankedTensorType xTy = hiddenType(h);
+  RankedTensorType convStateTy = tensor({kDyn, conv, K - 1}),
+                   stateTy = tensor({kDyn, hv, dk, dv});
+  std::vector<WeightArg> weights = layerWeights(spec, l);
+  if (withFFN)
+    llvm::append_range(weights, ffnWeights(spec, l));
+  SmallVector<Type> inputs = {xTy}, results = {xTy};
+  if (withState) {
+    inputs.append({convStateTy, stateTy});
+    results.append({convStateTy, stateTy});
+  }
+  unsigned first = inputs.size();
+  for (const WeightArg &w : weights)
+    inputs.push_back(tensor(w.shape));
+  auto fn =
+      func::FuncOp::create(loc, name, b.getFunctionType(inputs, results));
+  for (auto [i, w] : llvm::enumerate(weights))
+    fn.setArgAttr(first + i, "attn.tensor",
+                  b.getStringAttr(tensorPattern(w.tensor, l.layerInStack)));
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value x = entry->getArgument(0);
+  Value convState = withState ? entry->getArgument(1) : Value();
+  Value state = withState ? entry->getArgument(2) : Value();
+  Weights w;
+  for (auto [i, arg] : llvm::enumerate(weights))
+    w[arg.role] = entry->getArgument(first + i);
+  auto linearTo = [&](Value in, llvm::StringRef role, int64_t out) {
+    return LinearOp::create(b, loc, hiddenType(out), in, w.lookup(role),
+                            Value(), UnitAttr())
+        .getResult();
+  };
+  Value hIn = norm(loc, l, x, w.lookup("norm_weight"), Value());
+  // in_proj_qkvz holds, per key head, [q (dk), k (dk), v (r·dv), z (r·dv)]
+  // and in_proj_ba [b (r), a (r)] (fix_query_key_value_ordering).
+  Value qkvz = linearTo(hIn, "in_proj_qkvz_weight", 2 * hk * dk + 2 * hv * dv);
+  Value ba = linearTo(hIn, "in_proj_ba_weight", 2 * hv);
+  int64_t per = 2 * dk + 2 * r * dv;
+  Value q = sliceHeads(loc, qkvz, hk, per, 0, dk, 1);
+  Value k = sliceHeads(loc, qkvz, hk, per, dk, dk, 1);
+  Value v = sliceHeads(loc, qkvz, hk, per, 2 * dk, r * dv, 1);
+  Value z = sliceHeads(loc, qkvz, hk, per, 2 * dk + r * dv, r * dv, 1);
+  Value bb = sliceHeads(loc, ba, hk, 2 * r, 0, r, 1);
+  Value a = sliceHeads(loc, ba, hk, 2 * r, r, r, 1);
+  // The short causal convolution over [q | k | v], then SiLU.
+  Value mixed = tensor::ConcatOp::create(b, loc, hiddenType(conv), 2,
+                                         ValueRange{q, k, v});
+  Value convW = tensor::CollapseShapeOp::create(
+      b, loc, tensor({conv, K}), w.lookup("conv1d_weight"),
+      SmallVector<ReassociationIndices>{{0, 1}, {2}});
+  auto convOp = CausalConv1dOp::create(
+      b, loc, TypeRange{hiddenType(conv), convStateTy}, mixed, convW,
+      convState);
+  Value y = convOp.getResult();
+  Value qh = SplitHeadsOp::create(b, loc, headsType(hk, dk),
+                                  sliceHeads(loc, y, 1, conv, 0, hk * dk, 1));
+  Value kh = SplitHeadsOp::create(
+      b, loc, headsType(hk, dk), sliceHeads(loc, y, 1, conv, hk * dk, hk * dk, 1));
+  Value vh = SplitHeadsOp::create(
+      b, loc, headsType(hv, dv),
+      sliceHeads(loc, y, 1, conv, 2 * hk * dk, hv * dv, 1));
+  FloatAttr l2eps = b.getF64FloatAttr(1e-6);
+  qh = L2NormOp::create(b, loc, qh, l2eps);
+  kh = L2NormOp::create(b, loc, kh, l2eps);
+  RankedTensorType gateTy = tensor({kDyn, hv, kDyn});
+  auto gates = GatedDeltaGatesOp::create(b, loc, TypeRange{gateTy, gateTy}, a,
+                                         bb, w.lookup("A_log"),
+                                         w.lookup("dt_bias"));
+  Value batch = tensor::DimOp::create(b, loc, vh, 0);
+  Value seq = tensor::DimOp::create(b, loc, vh, 2);
+  RankedTensorType oTy = headsType(hv, dv);
+  Value oInit = tensor::EmptyOp::create(b, loc, oTy, ValueRange{batch, seq});
+  Value sInit = tensor::EmptyOp::create(b, loc, stateTy, ValueRange{batch});
+  auto rule = GatedDeltaRuleOp::create(
+      b, loc, TypeRange{oTy, stateTy}, qh, kh, vh, gates.getGate(),
+      gates.getBeta(), state, /*lengths=*/Value(), oInit, sInit,
+      b.getF64FloatAttr(l.scale));
+  // The gated RMSNorm per value head, then out_proj and the residual.
+  Value m = MergeHeadsOp::create(b, loc, hiddenType(hv * dv), rule.getOutput());
+  SmallVector<ReassociationIndices> re = {{0}, {1}, {2, 3}};
+  auto perHead = [&](Value t) -> Value {
+    SmallVector<OpFoldResult> shape = {
+        tensor::DimOp::create(b, loc, t, 0).getResult(),
+        tensor::DimOp::create(b, loc, t, 1).getResult(), b.getIndexAttr(hv),
+        b.getIndexAttr(dv)};
+    return tensor::ExpandShapeOp::create(b, loc, tensor({kDyn, kDyn, hv, dv}),
+                                         t, re, shape);
+  };
+  Value m4 = perHead(m);
+  Value z4 = perHead(z);
+  Value normed = GatedRMSNormOp::create(
+      b, loc, tensor({kDyn, kDyn, hv, dv}), m4, z4,
+      w.lookup("gated_norm_weight"), b.getF64FloatAttr(l.normEps));
+  Value flat = tensor::CollapseShapeOp::create(b, loc, hiddenType(hv * dv),
+                                               normed, re);
+  Value out = linearTo(flat, "out_proj_weight", h);
+  Value res = AddOp::create(b, loc, x, out);
+  if (withFFN)
+    res = feedForward(loc, l, w, x, hIn, res);
+  if (withState)
+    func::ReturnOp::create(
+        b, loc, ValueRange{res, convOp.getFinalState(), rule.getFinalState()});
+  else
+    func::ReturnOp::create(b, loc, ValueRange{res});
+  return fn;
+}
+
+} // namespace mlir::attn::emit
