@@ -27,6 +27,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/Attn/Transforms/TileAttention.h"
+
 #include "dialects/Attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -43,150 +45,9 @@ namespace attn {
 using namespace mlir;
 using namespace mlir::attn;
 
-namespace {
+using namespace mlir::attn::tiling;
 
-constexpr int64_t kDyn = ShapedType::kDynamic;
-
-/// Small arith helpers on index values.
-struct IndexMath {
-  OpBuilder &b;
-  Location loc;
-  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
-  Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
-  Value clamp(Value x, Value lo, Value hi) { return min(max(x, lo), hi); }
-  Value ceilDiv(Value x, Value y) {
-    return arith::CeilDivSIOp::create(b, loc, x, y);
-  }
-  Value dim(Value t, int64_t i) { return tensor::DimOp::create(b, loc, t, i); }
-};
-
-struct TileSizes {
-  int64_t qBlock, kvBlock, decodeKvBlock, splitTarget, splitMinKeys;
-  /// Rows per block over the group (q-block = blockRows / G); 0: unused.
-  int64_t blockRows = 0;
-  /// CPU defaults: q-block = CPUTileDefaults::qBlockFor(G, d, dv) (at
-  /// least minGroupRows rows over the group, at most maxGroupBytes of
-  /// them); false with --q-block or --block-rows.
-  bool cpuDefaultRows = false;
-  /// GPU: the (batch, KV head, query block) forall is mapped to the grid,
-  /// #gpu.block<z, y, x> (so canonicalization keeps its unit dims).
-  bool gridMapping = false;
-};
-
-/// The key range of one query block, in the three parts described above,
-/// and the offset of its batch row (query row i sits at key i + offset).
-struct KeyRange {
-  Value lo, fullLo, fullHi, hi, offset;
-  /// The sequence position of key 0 (paged with range_start; else null):
-  /// the chunked mask's chunks are multiples of the window from there.
-  Value origin;
-};
-
-/// What the tiler reads of attn.sdpa or attn.paged_sdpa. For the paged op,
-/// `key` and `value` are page pools [num_pages, Hkv, page_size, d] and
-/// `blockTable` maps a row's page index to its page.
-struct AttentionOperands {
-  Operation *op;
-  Value query, key, value, kvLengths, biasTable, qPos, init, blockTable;
-  /// Attention sinks [Hq], or null.
-  Value sinks;
-  /// Paged: each row's query position (q_pos [batch]) and the row
-  /// statistics' destination, or null.
-  Value rowQPos, statsInit;
-  /// Paged: each row's position of the range's first key (range_start
-  /// [batch]), or null.
-  Value rowRangeStart;
-  FloatAttr scale, softcap;
-  IntegerAttr window;
-  MaskKind mask;
-  RelativeBiasAttr relativeBias;
-  CausalAlignment align = CausalAlignment::bottom_right;
-
-  explicit AttentionOperands(SDPAOp s)
-      : op(s), query(s.getQuery()), key(s.getKey()), value(s.getValue()),
-        kvLengths(s.getKvLengths()), biasTable(s.getBiasTable()),
-        qPos(s.getQPos()), init(s.getInit()), sinks(s.getSinks()),
-        scale(s.getScaleAttr()),
-        softcap(s.getSoftcapAttr()), window(s.getWindowAttr()),
-        mask(s.getMask()), relativeBias(s.getRelativeBiasAttr()),
-        align(s.getAlign()) {}
-  explicit AttentionOperands(PagedSDPAOp s)
-      : op(s), query(s.getQuery()), key(s.getKeyCache()),
-        value(s.getValueCache()), kvLengths(s.getKvLengths()),
-        init(s.getInit()), blockTable(s.getBlockTable()),
-        sinks(s.getSinks()), rowQPos(s.getQPos()), statsInit(s.getStatsInit()),
-        rowRangeStart(s.getRangeStart()),
-        scale(s.getScaleAttr()), softcap(s.getSoftcapAttr()),
-        window(s.getWindowAttr()), mask(s.getMask()) {}
-  bool paged() const { return blockTable != Value(); }
-};
-
-class SDPATiler {
-public:
-  SDPATiler(AttentionOperands op, TileSizes sizes) : op(op), sizes(sizes) {}
-
-  void run();
-
-private:
-  /// One loop over keys [start, end) in tiles of `step` (paged: one tile
-  /// per page, clipped to the range), folding each tile into the state
-  /// with the given mask; returns the new state.
-  SmallVector<Value> keyLoop(OpBuilder &b, Location loc, Value start,
-                             Value end, Value step, bool masked,
-                             ValueRange state, Value qTile, Value bIdx,
-                             Value gIdx, Value qPos, Value origin);
-  /// Folds the keys [kb, kb + kn) of K/V tiles `kt`, `vt` into `iter`;
-  /// with `pages`, `kt`/`vt` are the KV head's page pools and the tile is
-  /// `numKeys` keys read through those pages.
-  SmallVector<Value> foldTile(OpBuilder &b, Location loc, Value kt, Value vt,
-                              Value kb, bool masked, ValueRange iter,
-                              Value qTile, Value gIdx, Value qPos,
-                              Value origin, Value pages = {},
-                              Value numKeys = {});
-  /// The key range of the query block [q0, q0 + qn) of batch `bIdx`.
-  KeyRange keyRange(OpBuilder &b, Location loc, Value bIdx, Value q0,
-                    Value qn);
-  /// The online-softmax state of the group's rows [q0, q0 + qn) over the
-  /// keys of `range` that lie in [clipLo, clipHi) (all when null); with
-  /// sinks, part `part` 0 (or the only part, when null) counts its heads'
-  /// sinks.
-  SmallVector<Value> foldKeys(OpBuilder &b, Location loc, Value bIdx,
-                              Value gIdx, Value q0, Value qn, KeyRange range,
-                              Value clipLo, Value clipHi, Value part);
-  /// The initial max and sum [G, qn] of the group's rows: -inf and 0, or
-  /// with sinks (when `counts`) its heads' sinks and 1 (0 for a sink of
-  /// -inf).
-  std::pair<Value, Value> initialRowState(OpBuilder &b, Location loc,
-                                          Value gIdx, Value qn, Value counts);
-  /// One parallel iteration per (batch, KV head, query block, part): with
-  /// one part each block is normalized into `init` (result 0); with split
-  /// (one query block, `nSplit` parts of its key range) each part's state
-  /// goes to the workspace (results 1-3: acc, max, sum).
-  SmallVector<Value> partsForall(OpBuilder &b, Location loc, Value init,
-                                 Value split, Value nSplit);
-  /// Merges the parts by log-sum-exp into the output (and the row
-  /// statistics `stats` when the op returns them); no iteration (both pass
-  /// through) without split.
-  SmallVector<Value> mergeForall(OpBuilder &b, Location loc, ValueRange parts,
-                                 Value stats, Value split, Value nSplit);
-  /// Inserts a group's row statistics, max and sum [G, rows], into the
-  /// stats destination [B, Hq, Sq, 2] at (bIdx, h0, q0).
-  void insertStats(OpBuilder &b, Location loc, Value max, Value sum,
-                   Value dest, Value bIdx, Value h0, OpFoldResult q0,
-                   Value rows);
-  Value splat(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, double v,
-              ValueRange dyn);
-
-  AttentionOperands op;
-  TileSizes sizes;
-  int64_t groupSize = 1, headDim = 0, headDimV = 0, hkv = 1;
-  Type accType, elt, kvElt;
-  Value batch, qLen, kvLen, offset;
-};
+namespace mlir::attn::tiling {
 
 SmallVector<Value> SDPATiler::foldTile(OpBuilder &b, Location loc, Value kt,
                                       Value vt, Value kb, bool masked,
@@ -595,136 +456,6 @@ SmallVector<Value> SDPATiler::partsForall(OpBuilder &b, Location loc,
   return SmallVector<Value>(forall.getResults());
 }
 
-void SDPATiler::insertStats(OpBuilder &b, Location loc, Value max, Value sum,
-                            Value dest, Value bIdx, Value h0, OpFoldResult q0,
-                            Value rows) {
-  OpFoldResult one = b.getIndexAttr(1);
-  Value parts[2] = {max, sum};
-  for (int64_t i = 0; i < 2; ++i) {
-    Value v = parts[i];
-    SmallVector<OpFoldResult> offs = {bIdx, h0, q0, b.getIndexAttr(i)};
-    SmallVector<OpFoldResult> sizes = {one, b.getIndexAttr(groupSize), rows,
-                                       one};
-    SmallVector<OpFoldResult> strides(4, one);
-    tensor::ParallelInsertSliceOp::create(b, loc, v, dest, offs, sizes,
-                                          strides);
-  }
-}
-
-SmallVector<Value> SDPATiler::mergeForall(OpBuilder &b, Location loc,
-                                          ValueRange parts, Value stats,
-                                          Value split, Value nSplit) {
-  IndexMath m{b, loc};
-  MLIRContext *ctx = b.getContext();
-  // Merge per (batch, KV head): M = max_s m_s, w_s = exp(m_s - M) (0 for a
-  // part that saw no key), O = Σ w_s acc_s / Σ w_s l_s (0 for a row that saw
-  // no key at all).
-  // No iteration without split: the output passes through.
-  Value mergeBatch = arith::SelectOp::create(b, loc, split, batch, m.c(0));
-  SmallVector<OpFoldResult> mubs = {mergeBatch, b.getIndexAttr(hkv)};
-  SmallVector<Value> mergeOuts = {parts[0]};
-  if (stats)
-    mergeOuts.push_back(stats);
-  auto merge = scf::ForallOp::create(b, loc, mubs, mergeOuts,
-                                     /*mapping=*/std::nullopt);
-  merge->setAttr("attn.split_k_merge", b.getUnitAttr());
-  OpBuilder::InsertionGuard g(b);
-  Block *body = merge.getBody();
-  b.setInsertionPoint(body->getTerminator());
-  Value bIdx = body->getArgument(0), gIdx = body->getArgument(1);
-  IndexMath n{b, loc};
-  OpFoldResult one = b.getIndexAttr(1), z = b.getIndexAttr(0),
-               G = b.getIndexAttr(groupSize);
-  auto part = [&](Value ws, bool isAcc) -> Value {
-    SmallVector<OpFoldResult> offs = {bIdx, gIdx, z, z, z};
-    SmallVector<OpFoldResult> sz = {one, one, nSplit, G, qLen};
-    SmallVector<int64_t> shape = {kDyn, groupSize, kDyn};
-    if (isAcc) {
-      offs.push_back(z);
-      sz.push_back(b.getIndexAttr(headDimV));
-      shape.push_back(headDimV);
-    }
-    SmallVector<OpFoldResult> strides(offs.size(), one);
-    return tensor::ExtractSliceOp::create(
-        b, loc, RankedTensorType::get(shape, accType), ws, offs, sz, strides);
-  };
-  Value accP = part(parts[1], true);
-  Value maxP = part(parts[2], false);
-  Value sumP = part(parts[3], false);
-
-  auto map = [&](ArrayRef<unsigned> dims, unsigned rank) {
-    SmallVector<AffineExpr> e;
-    for (unsigned d : dims)
-      e.push_back(getAffineDimExpr(d, ctx));
-    return AffineMap::get(rank, 0, e, ctx);
-  };
-  using IT = utils::IteratorType;
-  auto fconst = [&](OpBuilder &nb, Location l, double v) -> Value {
-    return arith::ConstantOp::create(nb, l, accType,
-                                     nb.getFloatAttr(accType, v));
-  };
-  double inf = std::numeric_limits<double>::infinity();
-  // Row state [G, q_len] and row output [G, q_len, dv].
-  Value rowMax = splat(b, loc, {groupSize, kDyn}, -inf, qLen);
-  Value mx =
-      linalg::GenericOp::create(
-          b, loc, rowMax.getType(), ValueRange{maxP}, ValueRange{rowMax},
-          ArrayRef<AffineMap>{map({0, 1, 2}, 3), map({1, 2}, 3)},
-          ArrayRef<IT>{IT::reduction, IT::parallel, IT::parallel},
-          [&](OpBuilder &nb, Location l, ValueRange a) {
-            linalg::YieldOp::create(
-                nb, l, Value(arith::MaximumFOp::create(nb, l, a[0], a[1])));
-          })
-          .getResult(0);
-  auto weight = [&](OpBuilder &nb, Location l, Value ms, Value M) -> Value {
-    Value none = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, ms,
-                                       fconst(nb, l, -inf));
-    Value w = math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, ms, M));
-    return arith::SelectOp::create(nb, l, none, fconst(nb, l, 0.0), w);
-  };
-  // Σ_s w_s · x_s over the parts for x = the sums (L) and the accumulators
-  // (O); maps: max, x, M, the result.
-  auto weightedSum = [&](Value x, Value init, ArrayRef<AffineMap> maps,
-                         ArrayRef<IT> iterators) -> Value {
-    return linalg::GenericOp::create(
-               b, loc, init.getType(), ValueRange{maxP, x, mx},
-               ValueRange{init}, maps, iterators,
-               [&](OpBuilder &nb, Location l, ValueRange a) {
-                 Value w = weight(nb, l, a[0], a[2]);
-                 linalg::YieldOp::create(
-                     nb, l,
-                     Value(arith::AddFOp::create(
-                         nb, l, a[3], arith::MulFOp::create(nb, l, w, a[1]))));
-               })
-        .getResult(0);
-  };
-  Value L = weightedSum(
-      sumP, splat(b, loc, {groupSize, kDyn}, 0.0, qLen),
-      {map({0, 1, 2}, 3), map({0, 1, 2}, 3), map({1, 2}, 3), map({1, 2}, 3)},
-      {IT::reduction, IT::parallel, IT::parallel});
-  Value O = weightedSum(
-      accP, splat(b, loc, {groupSize, kDyn, headDimV}, 0.0, qLen),
-      {map({0, 1, 2}, 4), map({0, 1, 2, 3}, 4), map({1, 2}, 4),
-       map({1, 2, 3}, 4)},
-      {IT::reduction, IT::parallel, IT::parallel, IT::parallel});
-  // acc / sum with the finalize op's rule (a row with sum 0 gives 0).
-  Value mergedOut = tensor::EmptyOp::create(
-      b, loc, ArrayRef<int64_t>{groupSize, kDyn, headDimV}, elt,
-      ValueRange{qLen});
-  Value result =
-      OnlineFinalizeOp::create(b, loc, mergedOut.getType(), O, L, mergedOut);
-  Value h0 = n.mul(gIdx, n.c(groupSize));
-  b.setInsertionPointToStart(merge.getTerminator().getBody());
-  SmallVector<OpFoldResult> oOffs = {bIdx, h0, z, z};
-  SmallVector<OpFoldResult> oSizes = {one, G, qLen,
-                                      b.getIndexAttr(headDimV)};
-  SmallVector<OpFoldResult> ones(4, one);
-  tensor::ParallelInsertSliceOp::create(b, loc, result, body->getArgument(2),
-                                        oOffs, oSizes, ones);
-  if (stats)
-    insertStats(b, loc, mx, L, body->getArgument(3), bIdx, h0, z, qLen);
-  return SmallVector<Value>(merge.getResults());
-}
 
 void SDPATiler::run() {
   OpBuilder b(op.op);
@@ -806,6 +537,10 @@ void SDPATiler::run() {
     op.op->getResult(i).replaceAllUsesWith(r);
   op.op->erase();
 }
+
+} // namespace mlir::attn::tiling
+
+namespace {
 
 struct TileAttentionPass
     : attn::impl::TileAttentionPassBase<TileAttentionPass> {
