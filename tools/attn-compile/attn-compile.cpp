@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Files.h"
+
 #include "compiler/Conversion/CPU/MicroKernel.h"
 #include "compiler/Frontend/Diagnostics.h"
 #include "compiler/Frontend/Frontend.h"
@@ -38,6 +40,8 @@
 
 using namespace mlir;
 namespace cl = llvm::cl;
+using attn_compile::sameFile;
+using attn_compile::writeFile;
 
 namespace {
 
@@ -308,25 +312,6 @@ nlohmann::ordered_json entryNames(const attn::EntrySet &entries) {
 /// code generation and the link, each timed.
 TimingScope *timingRoot = nullptr;
 
-/// Writes `path` with `write`, then closes it and checks the stream: an
-/// error (at open, or a full disk found at close) sets `error`, naming the
-/// file, and returns false.
-bool writeFile(const std::string &path,
-               llvm::function_ref<void(llvm::raw_ostream &)> write,
-               std::string &error) {
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (!ec) {
-    write(os);
-    os.close();
-    ec = os.error();
-    os.clear_error();
-  }
-  if (ec)
-    error = "cannot write '" + path + "': " + ec.message();
-  return !ec;
-}
-
 /// Writes the kernels object (model table included) to a temporary
 /// directory and links it with the runtime into `outputPath` (an executable,
 /// or with `shared` a library; `cuda`: host code launching GPU kernels,
@@ -372,16 +357,6 @@ std::string headerPath() {
   llvm::StringRef dir = llvm::sys::path::parent_path(outputPath);
   return (dir.empty() ? std::string() : (dir + "/").str()) +
          llvm::sys::path::stem(outputPath).str() + ".h";
-}
-
-/// Whether `a` and `b` name one file: the same path, or two names of an
-/// existing file (a link, ./x).
-bool sameFile(llvm::StringRef a, llvm::StringRef b) {
-  llvm::SmallString<256> na(a), nb(b);
-  llvm::sys::path::remove_dots(na, /*remove_dot_dot=*/true);
-  llvm::sys::path::remove_dots(nb, /*remove_dot_dot=*/true);
-  bool same = false;
-  return na == nb || (!llvm::sys::fs::equivalent(a, b, same) && same);
 }
 
 /// Checks the options that depend on each other. Prints the error.

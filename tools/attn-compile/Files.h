@@ -1,0 +1,31 @@
+//===- Files.h - attn-compile's output files --------------------*- C++ -*-===//
+//
+// How the driver writes its outputs and tells two names of one file apart.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_TOOLS_ATTN_COMPILE_FILES_H
+#define ATTN_TOOLS_ATTN_COMPILE_FILES_H
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace attn_compile {
+
+/// Writes `path` with `write`, then closes it and checks the stream: an
+/// error (at open, or a full disk found at close) sets `error`, naming the
+/// file, and returns false.
+bool writeFile(const std::string &path,
+               llvm::function_ref<void(llvm::raw_ostream &)> write,
+               std::string &error);
+
+/// Whether `a` and `b` name one file: the same path, or two names of an
+/// existing file (a link, ./x).
+bool sameFile(llvm::StringRef a, llvm::StringRef b);
+
+} // namespace attn_compile
+
+#endif // ATTN_TOOLS_ATTN_COMPILE_FILES_H
