@@ -26,20 +26,36 @@ def ConvertAttnToLinalgPass : Pass<"convert-attn-to-linalg", "func::FuncOp"> {
     // becomes linalg.generic ops: S = Q·Kᵀ (reduction over d), scale and
     // mask by position, row max, exp, row sum, acc·alpha + P·V.
     ```
+
+    A tile op that a target chose for its own kernels (the typed attribute
+    `attn.kernel`, e.g. `#attn.cpu_kernel<lanes = 16>` from
+    `attn-cpu-select-kernels`) is left alone: it bufferizes to its buffer
+    form, which that target's pass lowers. The conversion reads no target's
+    heuristics.
   }];
-  let options = [
-    Option<"microKernelLanes", "micro-kernel-lanes", "int64_t", /*default=*/"0",
-           "f32 vector lanes of the CPU micro-kernel (16: AVX-512, 8: AVX2, "
-           "4: SSE). When set, the attn.online_attention ops it handles (f32, "
-           "static head dims, no relative bias table) are kept; they "
-           "bufferize to their buffer form, which attn-cpu-micro-kernel "
-           "lowers; 0 lowers every op to linalg">
-  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect"];
+}
+
+def CPUSelectKernelsPass : Pass<"attn-cpu-select-kernels", "func::FuncOp"> {
+  let summary = "Mark the tile ops the CPU micro-kernels take (attn.kernel)";
+  let description = [{
+    The CPU target's kernel choice, before `convert-attn-to-linalg`: each
+    `attn.online_attention` and `attn.gated_delta_chunk` op that the CPU
+    micro-kernels handle (f32 state, static head dims, no relative bias
+    table; Gated DeltaNet's chunk of f32) gets the discardable attribute
+    `attn.kernel = #attn.cpu_kernel<lanes = N>`, which the generic
+    conversion leaves alone and `attn-cpu-micro-kernel` lowers after
+    bufferization; every other op is lowered to linalg as usual.
+  }];
+  let options = [
+    Option<"lanes", "lanes", "int64_t", /*default=*/"16",
+           "f32 vector lanes of the micro-kernels: 16 (AVX-512), 8 (AVX2) "
+           "or 4 (SSE)">
+  ];
 }
 
 def CPUMicroKernelPass : Pass<"attn-cpu-micro-kernel", "ModuleOp"> {

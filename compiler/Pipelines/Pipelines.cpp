@@ -81,12 +81,17 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
     return success();
 
   // CPU: tile and score ops to linalg on tensors, bufferize, loops.
-  // Tiles the micro-kernel handles stay attn.online_attention, bufferize to
-  // its buffer form and become register-tiled vector code
-  // (attn-cpu-micro-kernel); the rest become linalg.generic.
-  ConvertAttnToLinalgPassOptions toLinalg;
-  toLinalg.microKernelLanes = options.vectorLanes;
-  pm.addNestedPass<func::FuncOp>(createConvertAttnToLinalgPass(toLinalg));
+  // The tiles the micro-kernels take (the CPU target's choice,
+  // attn-cpu-select-kernels: attn.kernel) stay attn.online_attention /
+  // attn.gated_delta_chunk, bufferize to their buffer form and become
+  // register-tiled vector code (attn-cpu-micro-kernel); the rest become
+  // linalg.generic.
+  if (options.vectorLanes > 0) {
+    CPUSelectKernelsPassOptions select;
+    select.lanes = options.vectorLanes;
+    pm.addNestedPass<func::FuncOp>(createCPUSelectKernelsPass(select));
+  }
+  pm.addNestedPass<func::FuncOp>(createConvertAttnToLinalgPass());
   // Fold the elementwise steps (scale, mask, exp, rescale) into their
   // producers and consumers: fewer passes over each tile, fewer buffers.
   pm.addNestedPass<func::FuncOp>(

@@ -38,7 +38,7 @@ func.func @softmax_rank3(%s: tensor<2x3x5xf32>) -> tensor<2x3x5xf32> {
 // -----
 
 // The tiled gated-delta chunk has no linalg lowering: only the CPU kernel
-// (micro-kernel-lanes > 0, after bufferization) takes it.
+// (chosen by attn-cpu-select-kernels, after bufferization) takes it.
 func.func @gated_delta_chunk(%q: tensor<8x16xf32>, %g: tensor<8xf32>, %s: tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<16x16xf32>) {
   // expected-error @+1 {{failed to legalize operation 'attn.gated_delta_chunk' that was explicitly marked illegal}}
   %o, %t = attn.gated_delta_chunk %q, %q, %q, %g, %g, %q, %s {scale = 0.25 : f64} : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<16x16xf32>)

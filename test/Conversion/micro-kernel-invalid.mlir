@@ -1,5 +1,5 @@
 // RUN: not attn-opt %s -split-input-file -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -attn-cpu-micro-kernel 2>&1 | FileCheck %s --check-prefix=ELIGIBLE
-// RUN: not attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=16" -one-shot-bufferize="bufferize-function-boundaries" -attn-cpu-micro-kernel 2>&1 | FileCheck %s --check-prefix=STRIDE
+// RUN: not attn-opt %s -split-input-file -attn-cpu-select-kernels -convert-attn-to-linalg -one-shot-bufferize="bufferize-function-boundaries" -attn-cpu-micro-kernel 2>&1 | FileCheck %s --check-prefix=STRIDE
 // RUN: not attn-opt %s -split-input-file -attn-cpu-micro-kernel=lanes=12 2>&1 | FileCheck %s --check-prefix=LANES
 
 // A tile the micro-kernel does not take (a T5 bias table) reaching it on

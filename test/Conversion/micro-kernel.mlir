@@ -1,15 +1,15 @@
-// RUN: attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=16" | FileCheck %s --check-prefix=KEEP
-// RUN: attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=16" -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" | FileCheck %s --check-prefix=BUFFER
-// RUN: attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=16" -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -attn-cpu-micro-kernel | FileCheck %s
-// RUN: attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=16" -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -attn-cpu-micro-kernel | FileCheck %s --check-prefix=DECODE
-// RUN: attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=8" -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -attn-cpu-micro-kernel=lanes=8 | FileCheck %s --check-prefix=AVX2
-// RUN: not attn-opt %s -split-input-file -convert-attn-to-linalg="micro-kernel-lanes=12" 2>&1 | FileCheck %s --check-prefix=LANES
+// RUN: attn-opt %s -split-input-file -attn-cpu-select-kernels -convert-attn-to-linalg | FileCheck %s --check-prefix=KEEP
+// RUN: attn-opt %s -split-input-file -attn-cpu-select-kernels -convert-attn-to-linalg -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" | FileCheck %s --check-prefix=BUFFER
+// RUN: attn-opt %s -split-input-file -attn-cpu-select-kernels -convert-attn-to-linalg -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -attn-cpu-micro-kernel | FileCheck %s
+// RUN: attn-opt %s -split-input-file -attn-cpu-select-kernels -convert-attn-to-linalg -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -attn-cpu-micro-kernel | FileCheck %s --check-prefix=DECODE
+// RUN: attn-opt %s -split-input-file -attn-cpu-select-kernels=lanes=8 -convert-attn-to-linalg -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -attn-cpu-micro-kernel=lanes=8 | FileCheck %s --check-prefix=AVX2
+// RUN: not attn-opt %s -split-input-file -attn-cpu-select-kernels=lanes=12 -convert-attn-to-linalg 2>&1 | FileCheck %s --check-prefix=LANES
 
 // The micro-kernel takes f32 tiles with static head dims: the op stays for
 // it; bufferization gives its buffer form (the state updated in place, no
 // results), which attn-cpu-micro-kernel turns into register-tiled code.
 // KEEP-LABEL: func.func @step(
-// KEEP: attn.online_attention
+// KEEP: attn.online_attention {{.*}} {attn.kernel = #attn.cpu_kernel<lanes = 16>, mask = #attn.mask<causal>
 // KEEP-NOT: linalg.generic
 // BUFFER-LABEL: func.func @step(
 // BUFFER: attn.online_attention {{.*}} : (memref<4x?x64xf32{{.*}}>, memref<?x64xf32{{.*}}>, memref<?x64xf32{{.*}}>, memref<4x?x64xf32{{.*}}>, memref<4x?xf32{{.*}}>, memref<4x?xf32{{.*}}>){{$}}
@@ -115,7 +115,7 @@
 // AVX2-COUNT-7: vector.fma {{.*}} : vector<8xf32>
 // AVX2: arith.shli {{.*}} : vector<8xi32>
 // AVX2: arith.bitcast {{.*}} : vector<8xi32> to vector<8xf32>
-// LANES: error: convert-attn-to-linalg: micro-kernel-lanes must be 0, 4, 8 or 16, not 12
+// LANES: error: attn-cpu-select-kernels: lanes must be 4, 8 or 16 (SSE, AVX2, AVX-512 f32 lanes), not 12
 func.func @step(%q: tensor<4x?x64xf32>, %k: tensor<?x64xf32>, %v: tensor<?x64xf32>,
                 %acc: tensor<4x?x64xf32>, %m: tensor<4x?xf32>, %l: tensor<4x?xf32>,
                 %qp: index, %kp: index)

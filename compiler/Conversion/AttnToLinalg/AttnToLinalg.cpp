@@ -4,14 +4,13 @@
 // every attn op is illegal, lowered by the patterns of its family (TiledOps,
 // GraphOps, ScoreOps) into linalg.generic ops on tensors. An attn op without
 // a pattern is an error at that op ("failed to legalize"), never left
-// behind. The one exception: with micro-kernel-lanes, the
-// attn.online_attention ops the CPU micro-kernel handles stay; they
-// bufferize to their buffer form, which attn-cpu-micro-kernel lowers.
+// behind. The one exception: a tile op a target chose for its own kernels
+// (attn.kernel, set by attn-cpu-select-kernels) stays; it bufferizes to its
+// buffer form, which that target's pass lowers.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Conversion/AttnToLinalg/LinalgBuilder.h"
-#include "compiler/Conversion/CPU/MicroKernel.h"
 #include "compiler/Conversion/Passes.h"
 
 namespace mlir {
@@ -30,24 +29,15 @@ struct ConvertAttnToLinalgPass
     : attn::impl::ConvertAttnToLinalgPassBase<ConvertAttnToLinalgPass> {
   using Base::Base;
   void runOnOperation() override {
-    int64_t lanes = microKernelLanes;
-    if (lanes != 0 && lanes != 4 && lanes != 8 && lanes != 16) {
-      emitError(getOperation().getLoc())
-          << "convert-attn-to-linalg: micro-kernel-lanes must be 0, 4, 8 or "
-             "16, not "
-          << lanes;
-      return signalPassFailure();
-    }
     MLIRContext *ctx = &getContext();
     ConversionTarget target(*ctx);
     target.addIllegalDialect<AttnDialect>();
-    // The tiles the micro-kernel takes stay for it (after bufferization).
-    target.addDynamicallyLegalOp<OnlineAttentionOp>([&](Operation *op) {
-      return lanes > 0 && microKernelHandles(op);
-    });
-    target.addDynamicallyLegalOp<GatedDeltaChunkOp>([&](Operation *op) {
-      return lanes > 0 && gatedDeltaKernelHandles(op);
-    });
+    // The tiles a target chose for its kernels stay for it (after
+    // bufferization).
+    target.addDynamicallyLegalOp<OnlineAttentionOp, GatedDeltaChunkOp>(
+        [](Operation *op) {
+          return op->hasAttrOfType<CPUKernelAttr>(CPUKernelAttr::kAttrName);
+        });
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(ctx);
     to_linalg::populateTiledOpPatterns(patterns);

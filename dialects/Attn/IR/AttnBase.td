@@ -175,6 +175,32 @@ def Attn_RelativeBiasAttr : AttrDef<Attn_Dialect, "RelativeBias"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+def Attn_CPUKernelAttr : AttrDef<Attn_Dialect, "CPUKernel"> {
+  let mnemonic = "cpu_kernel";
+  let summary = "a tile op the CPU micro-kernels take, and their vector width";
+  let description = [{
+    The CPU target's choice for one tile op (`attn.online_attention`,
+    `attn.gated_delta_chunk`), set by `attn-cpu-select-kernels` as the
+    discardable attribute `attn.kernel`: the op is lowered by the CPU
+    micro-kernels (`attn-cpu-micro-kernel`, after bufferization) with
+    vectors of `lanes` f32 lanes (16: AVX-512, 8: AVX2, 4: SSE) instead of
+    by `convert-attn-to-linalg`, which leaves such ops alone. The generic
+    conversion thus needs no knowledge of any target: a target says which
+    ops it takes.
+
+    ```mlir
+    attn.online_attention ... {attn.kernel = #attn.cpu_kernel<lanes = 16>,
+                               mask = #attn.mask<causal>, scale = 0.125 : f64}
+    ```
+  }];
+  let parameters = (ins "int64_t":$lanes);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let extraClassDeclaration = [{
+    /// The discardable attribute's name on a tile op.
+    static constexpr ::llvm::StringLiteral kAttrName = "attn.kernel";
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Type constraints
 //===----------------------------------------------------------------------===//
