@@ -144,6 +144,7 @@ void benchPaged(const attn_rt_kind &kind, int64_t b, int64_t sq, int64_t skv,
 } // namespace
 
 int cmdBench(const attn_rt_model *m, int argc, char **argv) {
+  // Long: bench's report, one section per kind, in the order it prints.
   auto args = parseArgs(argc, argv, 2,
                         {"layer", "batch", "seq", "kv-len", "threads",
                          "repeats", "page-size"},

@@ -89,6 +89,7 @@ double probeReadBandwidth() {
 } // namespace
 
 int cmdBench(const attn_rt_model *m, const World &w, int argc, char **argv) {
+  // Long: bench's report over ranks, rows in the order they print.
   Args args = parseArgs(argc, argv, 2,
                         {"layer", "kv-len", "batch", "seq", "page-size",
                          "repeats", "threads"});

@@ -112,6 +112,7 @@ Defaults gemmaDefaults(int64_t maxPos, double theta) {
 }
 
 std::vector<DecoderFamily> makeFamilies() {
+  // Long: a table, one entry per decoder family.
   std::vector<DecoderFamily> f;
   f.push_back(DecoderFamily("llama", defaults(2048)));
   {

@@ -393,6 +393,7 @@ ojson layerJson(const LayerSpec &l,
 } // namespace
 
 ojson mlir::attn::describeModel(const ModelSpec &spec) {
+  // Long: --describe's JSON, key after key in the order it prints.
   ojson out;
   out["config"] = spec.configPath;
   out["model_type"] = spec.modelType;

@@ -59,6 +59,7 @@ std::string prefixOf(const std::string &name, llvm::StringRef suffix) {
 }
 
 bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
+  // Long: every decoder family's fields, each checked where it is read.
   const std::string &fam = spec.family;
   bool gemma = fam == "gemma2" || fam == "gemma3";
   int64_t dflt = fam == "llama" || fam == "olmo2"       ? 11008
@@ -456,6 +457,7 @@ bool readEncoderDecoder(FieldReader &r, ModelSpec &spec) {
 /// groups scored by their best two experts, V2's by softmax, greedy or with
 /// groups scored by their best expert.
 bool readRoutedFamily(FieldReader &r, ModelSpec &spec) {
+  // Long: every MoE family's routing fields, each checked where read.
   bool glm = spec.family == "glm4_moe";
   bool v3 = spec.family == "deepseek_v3" || glm;
   /// Each family's class defaults (DeepseekV2Config, DeepseekV3Config,

@@ -85,6 +85,7 @@ void unfusedAbsorbed(const float *q, const float *cache, int64_t skv,
 } // namespace
 
 bool benchLatent(const Options &o, const Machine &mc, const std::string &dir) {
+  // Long: one benchmark table, rows measured in the order they print.
   std::string csvPath =
       o.csv == Options().csv ? std::string("attn-bench-mla.csv") : o.csv;
   CsvFile csv(csvPath,

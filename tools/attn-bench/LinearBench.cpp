@@ -178,6 +178,7 @@ void writeSvg(const std::string &path, const std::string &title,
 } // namespace
 
 bool benchLinear(const Options &o, const Machine &mc, const std::string &dir) {
+  // Long: one benchmark table, rows measured in the order they print.
   CsvFile csv(o.csv,
               "model,kind,phase,tokens,ms,gflops,pct_peak,us_per_token,"
               "unfused_ms,fused_over_unfused,gbps,pct_read_bw",

@@ -74,6 +74,7 @@ const attn_rt_kind *kindNamed(const attn_rt_model *m, const char *name) {
 } // namespace
 
 bool benchVariants(const Options &o, const Machine &mc, const std::string &dir) {
+  // Long: one benchmark table, rows measured in the order they print.
   if (!o.only.empty() && o.only != "S1" && o.only != "S2" &&
       o.only != "S3" && o.only != "S4" && o.only != "S5" && o.only != "C1") {
     std::fprintf(stderr, "attn-bench: error: --variants --shape %s: "

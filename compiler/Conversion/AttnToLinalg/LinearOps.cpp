@@ -43,6 +43,7 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
   LogicalResult
   matchAndRewrite(GatedDeltaRuleOp op, OpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    // Long: transformers' chunked algorithm, step by step in its order.
     Location loc = op.getLoc();
     RankedTensorType kTy = op.getKey().getType(),
                      vTy = op.getValue().getType();

@@ -104,6 +104,7 @@ LogicalResult readSource(scf::ForallOp forall, GatedDeltaSource &s) {
 } // namespace
 
 LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
+  // Long: one kernel body in program order; its parts share many values.
   GatedDeltaSource s;
   if (failed(readSource(forall, s)))
     return failure();

@@ -239,6 +239,7 @@ std::vector<KernelEntry> mlir::attn::kernelEntries(const ModelSpec &spec,
 bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
                                const std::string &describeJson, bool cuda,
                                bool bf16, std::string &error) {
+  // Long: one global per attn_rt_model field, in the struct's order.
   TableBuilder t(m);
   if (!t.checkLayout(error))
     return false;
