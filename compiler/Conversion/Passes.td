@@ -40,6 +40,40 @@ def ConvertAttnToLinalgPass : Pass<"convert-attn-to-linalg", "func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def CPUSelectTilesPass : Pass<"attn-cpu-select-tiles", "func::FuncOp"> {
+  let summary = "Choose each attention op's CPU tile sizes (attn.tiles)";
+  let description = [{
+    The CPU target's tile choice, before `attn-tile-attention`: each
+    `attn.sdpa` and `attn.paged_sdpa` (outside `attn.reference` functions)
+    gets `attn.tiles = #attn.tiles<...>`: q-block rows per head of 64,
+    raised to 256 rows over the G query heads of its GQA group and lowered
+    (not below that) so that the group's query rows and accumulators keep
+    within 512 KiB (half an L2; `CPUTileDefaults` in `TileChoice.h`), 64
+    keys per tile, 1024 keys per tile in decode (a tile of at most 16 rows),
+    split-K below 16 (batch × KV heads) with 512 keys per part at least.
+    Each option, when set, replaces its heuristic for every op.
+
+    ```mlir
+    attn.sdpa %q, %k, %v outs(%o : tensor<1x32x?x128xf32>)
+        {attn.tiles = #attn.tiles<q_block = 64, kv_block = 64,
+         decode_kv_block = 1024, split_target = 16, split_min_keys = 512>,
+         mask = #attn.mask<causal>, scale = 0.088 : f64} : ...
+    ```
+  }];
+  let options = [
+    Option<"qBlock", "q-block", "int64_t", /*default=*/"0",
+           "Query rows per tile and head (0: the heuristic above)">,
+    Option<"kvBlock", "kv-block", "int64_t", /*default=*/"0",
+           "Keys per tile (0: 64)">,
+    Option<"decodeKvBlock", "decode-kv-block", "int64_t", /*default=*/"0",
+           "Keys per tile in decode (0: 1024)">,
+    Option<"splitTarget", "split-target", "int64_t", /*default=*/"16",
+           "Split-K when batch x KV heads is below this (0: never)">,
+    Option<"splitMinKeys", "split-min-keys", "int64_t", /*default=*/"512",
+           "Fewest keys per split-K part">,
+  ];
+}
+
 def CPUSelectKernelsPass : Pass<"attn-cpu-select-kernels", "func::FuncOp"> {
   let summary = "Mark the tile ops the CPU micro-kernels take (attn.kernel)";
   let description = [{

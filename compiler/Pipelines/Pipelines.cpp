@@ -68,11 +68,16 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   pm.addPass(createCallKernelsPass());
   if (options.reference)
     pm.addPass(createMakeReferencePass());
+  // The CPU's tile choice (attn.tiles on each attention op), then the
+  // generic tiler.
+  CPUSelectTilesPassOptions tiles;
+  tiles.qBlock = options.qBlock;
+  tiles.kvBlock = options.kvBlock;
+  tiles.splitTarget = options.splitTarget;
+  if (options.target == TileTarget::cpu)
+    pm.addNestedPass<func::FuncOp>(createCPUSelectTilesPass(tiles));
   TileAttentionPassOptions tile;
   tile.target = options.target;
-  tile.qBlock = options.qBlock;
-  tile.kvBlock = options.kvBlock;
-  tile.splitTarget = options.splitTarget;
   pm.addNestedPass<func::FuncOp>(createTileAttentionPass(tile));
   pm.addNestedPass<func::FuncOp>(createTileGatedDeltaPass());
   pm.addPass(createCanonicalizerPass());

@@ -5,8 +5,8 @@
 // only, so the merge counts it once.
 // RUN: attn-opt %s -split-input-file -attn-fuse-attention | FileCheck %s --check-prefix=FUSE
 // RUN: attn-opt %s -split-input-file -attn-fuse-attention -attn-decompose-sdpa | FileCheck %s --check-prefix=DECOMPOSE
-// RUN: attn-opt %s -split-input-file -attn-fuse-attention -attn-tile-attention=split-target=0 -cse | FileCheck %s --check-prefix=TILE
-// RUN: attn-opt %s -split-input-file -attn-fuse-attention -attn-tile-attention -cse | FileCheck %s --check-prefix=SPLIT
+// RUN: attn-opt %s -split-input-file -attn-fuse-attention -attn-cpu-select-tiles=split-target=0 -attn-tile-attention -cse | FileCheck %s --check-prefix=TILE
+// RUN: attn-opt %s -split-input-file -attn-fuse-attention -attn-cpu-select-tiles -attn-tile-attention -cse | FileCheck %s --check-prefix=SPLIT
 
 // FUSE-LABEL: func.func @sinks(
 // FUSE-SAME: %[[S:[^:]*]]: tensor<8xf32>

@@ -1,5 +1,6 @@
-// The tiling itself, without split-K and decode's longer key tiles:
-// RUN: attn-opt %s -split-input-file -attn-tile-attention=split-target=0\ decode-kv-block=64 -cse | FileCheck %s
+// The tiling itself with the CPU's tile choice (attn-cpu-select-tiles:
+// #attn.tiles on each op), without split-K and decode's longer key tiles:
+// RUN: attn-opt %s -split-input-file -attn-cpu-select-tiles=split-target=0\ decode-kv-block=64 -attn-tile-attention -cse | FileCheck %s
 // RUN: attn-opt %s -split-input-file -attn-tile-attention=q-block=32\ kv-block=16\ decode-kv-block=16\ split-target=0 -cse | FileCheck %s --check-prefix=SIZES
 // The GPU's tiling: 32 rows per block over the group (q-block 32 / 4 = 8),
 // recorded on the forall for convert-attn-to-gpu, and the forall mapped to
@@ -8,8 +9,8 @@
 // GPU-LABEL: func.func @causal_gqa(
 // GPU: arith.ceildivsi %{{.*}}, %c8
 // GPU: } {attn.q_block = 8 : i64, attn.tiled, mapping = [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]}
-// The defaults (split-K, decode tiles of 1024 keys):
-// RUN: attn-opt %s -split-input-file -attn-tile-attention -cse | FileCheck %s --check-prefix=SPLIT
+// The CPU's defaults (split-K, decode tiles of 1024 keys):
+// RUN: attn-opt %s -split-input-file -attn-cpu-select-tiles -attn-tile-attention -cse | FileCheck %s --check-prefix=SPLIT
 
 // GQA, causal: one forall point per (batch, KV head, query block); the query
 // tile holds the 4 query heads of the group; each K and V tile is extracted

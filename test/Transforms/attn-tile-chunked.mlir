@@ -3,7 +3,7 @@
 // first row are unmasked and the rest masked, a block that spans a chunk
 // boundary masks its whole key range; keys of earlier chunks are never
 // visited.
-// RUN: attn-opt %s -attn-tile-attention=split-target=0 -cse | FileCheck %s
+// RUN: attn-opt %s -attn-cpu-select-tiles=split-target=0 -attn-tile-attention -cse | FileCheck %s
 // CHECK-LABEL: func.func @chunked(
 // CHECK: scf.forall
 // CHECK: %[[C8:.*]] = arith.constant 8 : index

@@ -10,6 +10,7 @@
 #include "Files.h"
 
 #include "compiler/Conversion/CPU/MicroKernel.h"
+#include "compiler/Conversion/CPU/TileChoice.h"
 #include "compiler/Frontend/Diagnostics.h"
 #include "compiler/Frontend/Frontend.h"
 #include "compiler/InitAll.h"

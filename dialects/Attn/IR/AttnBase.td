@@ -175,6 +175,37 @@ def Attn_RelativeBiasAttr : AttrDef<Attn_Dialect, "RelativeBias"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+def Attn_TilesAttr : AttrDef<Attn_Dialect, "Tiles"> {
+  let mnemonic = "tiles";
+  let summary = "a target's tile sizes for one attention op";
+  let description = [{
+    The tile sizes a target chose for one `attn.sdpa` or `attn.paged_sdpa`
+    (the discardable attribute `attn.tiles`, set by `attn-cpu-select-tiles`
+    from the CPU's heuristics: L2, the GQA group, the micro-kernel), which
+    `attn-tile-attention` reads in place of its own options: `q_block`
+    query rows per head and tile, `kv_block` keys per tile,
+    `decode_kv_block` keys per tile when the tile's rows over the group
+    are at most 16 (decode), and split-K (flash-decoding) when the query
+    fits one block and batch × KV heads is below `split_target` (0: never),
+    with at least `split_min_keys` keys per part. The dialect's tiler thus
+    holds no target's heuristics.
+
+    ```mlir
+    attn.sdpa ... {attn.tiles = #attn.tiles<q_block = 64, kv_block = 64,
+        decode_kv_block = 1024, split_target = 16, split_min_keys = 512>,
+        mask = #attn.mask<causal>, scale = 0.125 : f64}
+    ```
+  }];
+  let parameters = (ins "int64_t":$q_block, "int64_t":$kv_block,
+                        "int64_t":$decode_kv_block, "int64_t":$split_target,
+                        "int64_t":$split_min_keys);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let extraClassDeclaration = [{
+    /// The discardable attribute's name on an attention op.
+    static constexpr ::llvm::StringLiteral kAttrName = "attn.tiles";
+  }];
+}
+
 def Attn_CPUKernelAttr : AttrDef<Attn_Dialect, "CPUKernel"> {
   let mnemonic = "cpu_kernel";
   let summary = "a tile op the CPU micro-kernels take, and their vector width";

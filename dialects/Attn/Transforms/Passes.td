@@ -236,6 +236,9 @@ def TileAttentionPass : Pass<"attn-tile-attention", "func::FuncOp"> {
     K/V tile, loaded once for the whole group, into the online-softmax state
     with `attn.online_attention`, then normalizes with
     `attn.online_finalize`. Nothing of size q_len × kv_len is created.
+    The tile sizes of an op are a target's choice when it carries one
+    (`attn.tiles = #attn.tiles<...>`, from `attn-cpu-select-tiles`), else
+    the pass's options: the tiler holds no target's heuristics.
 
     Causal and sliding-window masks come from loop indices: the key range of
     a query block is cut by the loop bounds (fully masked blocks are never
@@ -265,19 +268,18 @@ def TileAttentionPass : Pass<"attn-tile-attention", "func::FuncOp"> {
   let options = [
     Option<"target", "target", "mlir::attn::TileTarget",
            /*default=*/"mlir::attn::TileTarget::cpu",
-           "Target whose default tile sizes apply",
+           "The loop form (an op's sizes come from its #attn.tiles when it "
+           "has one, else from the options below)",
            [{::llvm::cl::values(
-             clEnumValN(mlir::attn::TileTarget::cpu, "cpu", "64 x 64 tiles (at least 256 rows over the group), split-K decode"),
-             clEnumValN(mlir::attn::TileTarget::gpu, "gpu", "128 x 64 tiles, one thread block per tile"))}]>,
+             clEnumValN(mlir::attn::TileTarget::cpu, "cpu", "an scf.forall over threads, split-K decode"),
+             clEnumValN(mlir::attn::TileTarget::gpu, "gpu", "an scf.forall mapped to the grid, one thread block per tile"))}]>,
     Option<"qBlock", "q-block", "int64_t", /*default=*/"0",
-           "Query rows per tile and head (0: the target's default: cpu "
-           "max(64, 256 / G) for G query heads per KV head, gpu 128)">,
+           "Query rows per tile and head (0: 64, gpu 128)">,
     Option<"kvBlock", "kv-block", "int64_t", /*default=*/"0",
-           "Keys per tile (0: the target's default)">,
+           "Keys per tile (0: 64)">,
     Option<"decodeKvBlock", "decode-kv-block", "int64_t", /*default=*/"0",
            "Keys per tile when a query tile has at most 16 rows (all "
-           "heads of the group; decode): 0 for the target's default (cpu "
-           "1024, gpu kv-block)">,
+           "heads of the group; decode): 0 for kv-block">,
     Option<"blockRows", "block-rows", "int64_t", /*default=*/"0",
            "When set (and q-block is not): query rows per block over the "
            "whole group, q-block = max(1, block-rows / G) per attention (the "

@@ -470,9 +470,6 @@ void SDPATiler::run() {
   headDimV = vTy.getDimSize(3);
   if (sizes.blockRows > 0)
     sizes.qBlock = std::max<int64_t>(1, sizes.blockRows / groupSize);
-  if (sizes.cpuDefaultRows)
-    sizes.qBlock =
-        CPUTileDefaults::qBlockFor(groupSize, headDim, headDimV, 0);
   // The state accumulates in f32 at least (bf16/f16 inputs).
   elt = qTy.getElementType();
   kvElt = cast<RankedTensorType>(op.key.getType()).getElementType();
@@ -551,31 +548,31 @@ struct TileAttentionPass
     if (fn->hasAttr("attn.reference"))
       return;
     bool gpu = target == TileTarget::gpu;
+    // The options' sizes (0: the generic defaults, 64 x 64; a target's
+    // choice comes on each op as #attn.tiles, from its select-tiles pass).
     TileSizes sizes;
-    sizes.qBlock = qBlock ? qBlock : (gpu ? 128 : CPUTileDefaults::qBlock);
-    sizes.kvBlock = kvBlock ? kvBlock : CPUTileDefaults::kvBlock;
-    sizes.decodeKvBlock =
-        decodeKvBlock ? decodeKvBlock
-                      : (gpu ? sizes.kvBlock : CPUTileDefaults::decodeKvBlock);
+    sizes.qBlock = qBlock ? qBlock : (gpu ? 128 : 64);
+    sizes.kvBlock = kvBlock ? kvBlock : 64;
+    sizes.decodeKvBlock = decodeKvBlock ? decodeKvBlock : sizes.kvBlock;
     sizes.splitTarget = splitTarget;
     sizes.splitMinKeys = splitMinKeys;
     sizes.blockRows = qBlock ? 0 : blockRows;
-    // CPU: a tile of 256 query rows over the group at least (64 per head
-    // and 4 heads of GQA, 256 of one head of MHA), so that each K/V chunk's
-    // pack and copy serve as many register blocks: with 64 rows, MHA at
-    // d = 64 (P2) spent 8-15% more time (56% -> 61-64% of the FMA peak on a
-    // Zen 5 with 256); and no more than L2 keeps (qBlockFor).
-    sizes.cpuDefaultRows = !gpu && !qBlock && !blockRows;
     sizes.gridMapping = gpu;
-    if (sizes.qBlock <= 0 || sizes.kvBlock <= 0 || sizes.decodeKvBlock <= 0 ||
-        sizes.splitTarget < 0 || sizes.splitMinKeys <= 0) {
-      fn.emitError() << "attn-tile-attention: tile sizes must be positive, "
-                        "got q-block="
-                     << sizes.qBlock << " kv-block=" << sizes.kvBlock
-                     << " decode-kv-block=" << sizes.decodeKvBlock
-                     << " split-min-keys=" << sizes.splitMinKeys
-                     << " (split-target " << sizes.splitTarget
-                     << ": 0 or more)";
+    auto invalid = [](const TileSizes &s) {
+      return s.qBlock <= 0 || s.kvBlock <= 0 || s.decodeKvBlock <= 0 ||
+             s.splitTarget < 0 || s.splitMinKeys <= 0;
+    };
+    auto describe = [](InFlightDiagnostic &d, const TileSizes &s) {
+      d << "q-block=" << s.qBlock << " kv-block=" << s.kvBlock
+        << " decode-kv-block=" << s.decodeKvBlock
+        << " split-min-keys=" << s.splitMinKeys << " (split-target "
+        << s.splitTarget << ": 0 or more)";
+    };
+    if (invalid(sizes)) {
+      InFlightDiagnostic d = fn.emitError()
+                             << "attn-tile-attention: tile sizes must be "
+                                "positive, got ";
+      describe(d, sizes);
       return signalPassFailure();
     }
     SmallVector<Operation *> ops;
@@ -584,10 +581,27 @@ struct TileAttentionPass
         ops.push_back(op);
     });
     for (Operation *op : ops) {
+      // A target's choice for this op (#attn.tiles) replaces the options.
+      TileSizes opSizes = sizes;
+      if (auto t = op->getAttrOfType<TilesAttr>(TilesAttr::kAttrName)) {
+        opSizes.qBlock = t.getQBlock();
+        opSizes.kvBlock = t.getKvBlock();
+        opSizes.decodeKvBlock = t.getDecodeKvBlock();
+        opSizes.splitTarget = t.getSplitTarget();
+        opSizes.splitMinKeys = t.getSplitMinKeys();
+        opSizes.blockRows = 0;
+        if (invalid(opSizes)) {
+          InFlightDiagnostic d = op->emitOpError()
+                                 << "has tile sizes (attn.tiles) that are "
+                                    "not positive: ";
+          describe(d, opSizes);
+          return signalPassFailure();
+        }
+      }
       if (auto sdpa = dyn_cast<SDPAOp>(op))
-        SDPATiler(AttentionOperands(sdpa), sizes).run();
+        SDPATiler(AttentionOperands(sdpa), opSizes).run();
       else
-        SDPATiler(AttentionOperands(cast<PagedSDPAOp>(op)), sizes).run();
+        SDPATiler(AttentionOperands(cast<PagedSDPAOp>(op)), opSizes).run();
     }
   }
 };

@@ -36,10 +36,6 @@ struct TileSizes {
   int64_t qBlock, kvBlock, decodeKvBlock, splitTarget, splitMinKeys;
   /// Rows per block over the group (q-block = blockRows / G); 0: unused.
   int64_t blockRows = 0;
-  /// CPU defaults: q-block = CPUTileDefaults::qBlockFor(G, d, dv) (at
-  /// least minGroupRows rows over the group, at most maxGroupBytes of
-  /// them); false with --q-block or --block-rows.
-  bool cpuDefaultRows = false;
   /// GPU: the (batch, KV head, query block) forall is mapped to the grid,
   /// #gpu.block<z, y, x> (so canonicalization keeps its unit dims).
   bool gridMapping = false;
