@@ -147,6 +147,27 @@ def CPUMicroKernelPass : Pass<"attn-cpu-micro-kernel", "ModuleOp"> {
                            "::mlir::x86vector::X86VectorDialect"];
 }
 
+def GPUSelectTilesPass : Pass<"attn-gpu-select-tiles", "func::FuncOp"> {
+  let summary = "Choose each attention op's GPU tile sizes (attn.tiles)";
+  let description = [{
+    The CUDA target's tile choice, before `attn-tile-attention=target=gpu`:
+    each `attn.sdpa` and `attn.paged_sdpa` (outside `attn.reference`
+    functions) gets `attn.tiles = #attn.tiles<...>`: `block-rows` query rows
+    per thread block over its GQA group (32 for the fp32 kernel, 64 for the
+    tensor-core kernels: 4 warps of 16), so `q_block = max(1, block-rows /
+    G)` rows per head (or `q-block`), `kv-block` keys per tile (64), no
+    split-K. `convert-attn-to-gpu` reads the sizes off the tiled loop nest.
+  }];
+  let options = [
+    Option<"qBlock", "q-block", "int64_t", /*default=*/"0",
+           "Query rows per tile and head (0: block-rows / G)">,
+    Option<"kvBlock", "kv-block", "int64_t", /*default=*/"0",
+           "Keys per tile (0: 64)">,
+    Option<"blockRows", "block-rows", "int64_t", /*default=*/"32",
+           "Query rows per thread block over the group">,
+  ];
+}
+
 def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "func::FuncOp"> {
   let summary = "Lower the tiled form of kernel entries to gpu.launch";
   let description = [{

@@ -178,10 +178,12 @@ LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
   // The tiled form the GPU lowering consumes: one block per (batch, KV
   // head, query block) of 32 rows (fp32) or 64 (bf16: 4 warps of 16) over
   // the group's heads, no split-K yet.
+  GPUSelectTilesPassOptions tiles;
+  tiles.qBlock = options.qBlock;
+  tiles.blockRows = options.precision == GPUPrecision::fp32 ? 32 : 64;
+  pm.addNestedPass<func::FuncOp>(createGPUSelectTilesPass(tiles));
   TileAttentionPassOptions tile;
   tile.target = TileTarget::gpu;
-  tile.qBlock = options.qBlock;
-  tile.blockRows = options.precision == GPUPrecision::fp32 ? 32 : 64;
   tile.splitTarget = 0;
   pm.addNestedPass<func::FuncOp>(createTileAttentionPass(tile));
   // Gated DeltaNet: the same (batch, value head) forall as on the CPU; its

@@ -8,7 +8,7 @@
 // RUN: attn-opt %s -split-input-file -attn-tile-attention=target=gpu\ block-rows=32\ split-target=0 -cse | FileCheck %s --check-prefix=GPU
 // GPU-LABEL: func.func @causal_gqa(
 // GPU: arith.ceildivsi %{{.*}}, %c8
-// GPU: } {attn.q_block = 8 : i64, attn.tiled, mapping = [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]}
+// GPU: } {attn.tiles = #attn.tiles<q_block = 8, kv_block = 64, decode_kv_block = 64, split_target = 0, split_min_keys = 512>, mapping = [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]}
 // The CPU's defaults (split-K, decode tiles of 1024 keys):
 // RUN: attn-opt %s -split-input-file -attn-cpu-select-tiles -attn-tile-attention -cse | FileCheck %s --check-prefix=SPLIT
 
@@ -77,7 +77,7 @@
 // SPLIT-NEXT: tensor.parallel_insert_slice {{.*}}[%[[B]], %[[G]], %[[S]], 0, 0, 0]
 // SPLIT-NEXT: tensor.parallel_insert_slice {{.*}}[%[[B]], %[[G]], %[[S]], 0, 0]
 // SPLIT-NEXT: tensor.parallel_insert_slice {{.*}}[%[[B]], %[[G]], %[[S]], 0, 0]
-// SPLIT: } {attn.q_block = 64 : i64, attn.tiled}
+// SPLIT: } {attn.tiles = #attn.tiles<q_block = 64, kv_block = 64, decode_kv_block = 1024, split_target = 16, split_min_keys = 512>}
 // SPLIT: %[[MB:.*]] = arith.select %[[SPLIT]], %{{.*}}, %c0
 // SPLIT: scf.forall ({{.*}}) in (%[[MB]], 8)
 // SPLIT: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "parallel"]

@@ -101,7 +101,7 @@ struct ConvertAttnToGPUPass
       return signalPassFailure();
     SmallVector<scf::ForallOp> foralls, gatedDelta;
     fn.walk([&](scf::ForallOp f) {
-      if (f->hasAttr("attn.tiled"))
+      if (f->hasAttrOfType<TilesAttr>(TilesAttr::kAttrName))
         foralls.push_back(f);
       if (f->hasAttr("attn.gated_delta"))
         gatedDelta.push_back(f);
@@ -120,10 +120,10 @@ struct ConvertAttnToGPUPass
   LogicalResult readTiled(scf::ForallOp forall, TiledSource &src,
                           OnlineAttentionOp &first) {
     src.forall = forall;
-    auto qBlock = forall->getAttrOfType<IntegerAttr>("attn.q_block");
-    if (!qBlock)
-      return forall.emitOpError("a tiled forall without attn.q_block");
-    src.qBlock = qBlock.getInt();
+    auto tiles = forall->getAttrOfType<TilesAttr>(TilesAttr::kAttrName);
+    if (!tiles)
+      return forall.emitOpError("a tiled forall without attn.tiles");
+    src.qBlock = tiles.getQBlock();
     SmallVector<scf::ForOp> loops;
     for (Operation &o : forall.getBody()->without_terminator()) {
       if (auto e = dyn_cast<tensor::ExtractOp>(o))

@@ -371,8 +371,12 @@ SmallVector<Value> SDPATiler::partsForall(OpBuilder &b, Location loc,
          gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)});
   }
   auto forall = scf::ForallOp::create(b, loc, ubs, outs, mapping);
-  forall->setAttr("attn.tiled", b.getUnitAttr());
-  forall->setAttr("attn.q_block", b.getI64IntegerAttr(sizes.qBlock));
+  // The tiled loop nest carries the sizes it was built with (a target's
+  // later lowering, convert-attn-to-gpu, reads them there).
+  forall->setAttr(TilesAttr::kAttrName,
+                  TilesAttr::get(b.getContext(), sizes.qBlock, sizes.kvBlock,
+                                 sizes.decodeKvBlock, sizes.splitTarget,
+                                 sizes.splitMinKeys));
 
   OpBuilder::InsertionGuard g(b);
   Block *body = forall.getBody();
