@@ -83,31 +83,16 @@ static attn_status decodeLatent(const attn_model *model, int32_t kind,
       (part && !check(stats, "stats", {b, h, sq, 2}, {})))
     return check.status;
   int64_t maxPages = block_table->shape[1];
-  if (!kv_lengths && b > 0)
-    return failWith(ATTN_ERR_ARGUMENT,
-                    std::string(call) + ": kv_lengths is NULL; pass each "
-                                        "sequence's length in tokens");
-  if (part && !qPos && b > 0)
-    return failWith(ATTN_ERR_ARGUMENT,
-                    std::string(call) + ": q_pos is NULL; pass each "
-                                        "sequence's position of its first "
-                                        "query row in the cache's range");
+  std::vector<std::pair<const attn_tensor *, const char *>> ins = {
+      {q, "q"}, {latent_cache, "latent_cache"}, {block_table, "block_table"}};
+  if (attn_status s = checkPagedDecode(check, kv_lengths, qPos, part, *out,
+                                       stats, ins, block_table, b, pages,
+                                       pageSize))
+    return s;
   // The lengths and positions, read once: the kernel reads these copies,
   // so an output that shares their memory cannot change them under it.
   std::vector<int64_t> lens(kv_lengths, kv_lengths + b);
   std::vector<int64_t> pos(part ? qPos : nullptr, part ? qPos + b : nullptr);
-  std::vector<std::pair<const attn_tensor *, const char *>> ins = {
-      {q, "q"}, {latent_cache, "latent_cache"}, {block_table, "block_table"}};
-  if (!noOverlap(check, *out, "out", ins) ||
-      (part && !noOverlap(check, *stats, "stats", ins)) ||
-      !checkLengths(check, lens.data(), b, capacity(maxPages, pageSize),
-                    "kv_lengths", "max_pages * page_size") ||
-      !checkPagesUsed(check, block_table, nullptr, lens.data(), b, pages,
-                      pageSize))
-    return check.status;
-  if (part && overlaps(*stats, *out))
-    return failWith(ATTN_ERR_LAYOUT,
-                    std::string(call) + ": stats overlaps out");
   if (numelOf(*out) == 0)
     return ATTN_OK;
   using attn_rt::view4;

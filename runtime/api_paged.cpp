@@ -71,15 +71,15 @@ attn_status decodePaged(const attn_model *model, int32_t kind,
       !check(out, "out", {b, hq, sq, kd->head_dim_v}, {}) ||
       (part && !check(stats, "stats", {b, hq, sq, 2}, {})))
     return check.status;
-  if (!kv_lengths && b > 0)
-    return failWith(ATTN_ERR_ARGUMENT,
-                    std::string(call) + ": kv_lengths is NULL; pass each "
-                                        "sequence's length in tokens");
-  if (part && !q_pos && b > 0)
-    return failWith(ATTN_ERR_ARGUMENT,
-                    std::string(call) + ": q_pos is NULL; pass each "
-                                        "sequence's position of its first "
-                                        "query row in the cache's range");
+  std::vector<std::pair<const attn_tensor *, const char *>> ins = {
+      {q, "q"},
+      {k_cache, "k_cache"},
+      {v_cache, "v_cache"},
+      {block_table, "block_table"}};
+  if (attn_status s =
+          checkPagedDecode(check, kv_lengths, q_pos, part, *out, stats, ins,
+                           block_table, b, pages, pageSize))
+    return s;
   // Only the chunked mask depends on where the range starts in its
   // sequence: without range_start its chunks would be cut at the range's
   // own positions, silently wrong on every range but the first.
@@ -90,22 +90,6 @@ attn_status decodePaged(const attn_model *model, int32_t kind,
                         std::to_string(kd->chunk) +
                         " tokens) and range_start is NULL; pass each "
                         "sequence's position of the range's first key");
-  std::vector<std::pair<const attn_tensor *, const char *>> ins = {
-      {q, "q"},
-      {k_cache, "k_cache"},
-      {v_cache, "v_cache"},
-      {block_table, "block_table"}};
-  if (!noOverlap(check, *out, "out", ins) ||
-      (part && !noOverlap(check, *stats, "stats", ins)) ||
-      !checkLengths(check, kv_lengths, b, capacity(maxPages, pageSize),
-                    "kv_lengths",
-                    "max_pages * page_size") ||
-      !checkPagesUsed(check, block_table, nullptr, kv_lengths, b, pages,
-                      pageSize))
-    return check.status;
-  if (part && overlaps(*stats, *out))
-    return failWith(ATTN_ERR_LAYOUT,
-                    std::string(call) + ": stats overlaps out");
   if (numelOf(*out) == 0)
     return ATTN_OK;
   using attn_rt::view4;
@@ -119,11 +103,14 @@ attn_status decodePaged(const attn_model *model, int32_t kind,
   attn_rt_memref_i32_2 dt{t, t, 0, {b, maxPages}, {maxPages, 1}};
   // The lengths and positions read once, before anything is written.
   std::vector<int64_t> lensCopy(kv_lengths, kv_lengths + b), posCopy,
-      startCopy(size_t(b), 0);
-  if (q_pos)
+      startCopy;
+  if (part) {
     posCopy.assign(q_pos, q_pos + b);
-  if (range_start)
-    startCopy.assign(range_start, range_start + b);
+    if (range_start)
+      startCopy.assign(range_start, range_start + b);
+    else
+      startCopy.assign(size_t(b), 0);
+  }
   int64_t *lens = lensCopy.data();
   attn_rt_memref_i64_1 dl{lens, lens, 0, {b}, {1}};
   // The whole-cache call counts the kind's sinks; a partial one none

@@ -274,6 +274,33 @@ bool checkPagesUsed(TensorCheck &check, const attn_tensor *table,
   return true;
 }
 
+attn_status checkPagedDecode(
+    TensorCheck &check, const int64_t *kvLengths, const int64_t *qPos,
+    bool part, const attn_tensor &out, const attn_tensor *stats,
+    const std::vector<std::pair<const attn_tensor *, const char *>> &ins,
+    const attn_tensor *table, int64_t batch, int64_t pages, int64_t pageSize) {
+  std::string call = check.call;
+  if (!kvLengths && batch > 0)
+    return failWith(ATTN_ERR_ARGUMENT, call + ": kv_lengths is NULL; pass "
+                                              "each sequence's length in "
+                                              "tokens");
+  if (part && !qPos && batch > 0)
+    return failWith(ATTN_ERR_ARGUMENT,
+                    call + ": q_pos is NULL; pass each sequence's position "
+                           "of its first query row in the cache's range");
+  int64_t maxPages = table->shape[1];
+  if (!noOverlap(check, out, "out", ins) ||
+      (part && !noOverlap(check, *stats, "stats", ins)) ||
+      !checkLengths(check, kvLengths, batch, capacity(maxPages, pageSize),
+                    "kv_lengths", "max_pages * page_size") ||
+      !checkPagesUsed(check, table, nullptr, kvLengths, batch, pages,
+                      pageSize))
+    return check.status;
+  if (part && overlaps(*stats, out))
+    return failWith(ATTN_ERR_LAYOUT, call + ": stats overlaps out");
+  return ATTN_OK;
+}
+
 } // namespace attn_rt::capi
 
 

@@ -195,6 +195,16 @@ int64_t capacity(int64_t maxPages, int64_t pageSize);
 bool checkPagesUsed(TensorCheck &check, const attn_tensor *table,
                     const int64_t *lo, const int64_t *hi, int64_t batch,
                     int64_t pages, int64_t pageSize);
+/// What a decode over a paged cache (attn_decode_paged, attn_decode_latent
+/// and their partial forms) checks once the shapes are right: kv_lengths
+/// (and, for a partial call, q_pos) given; `out` (and `stats`) overlapping
+/// no input of `ins` nor each other; every length within the table's
+/// max_pages · page_size and every page it uses in the pool.
+attn_status checkPagedDecode(
+    TensorCheck &check, const int64_t *kvLengths, const int64_t *qPos,
+    bool part, const attn_tensor &out, const attn_tensor *stats,
+    const std::vector<std::pair<const attn_tensor *, const char *>> &ins,
+    const attn_tensor *table, int64_t batch, int64_t pages, int64_t pageSize);
 
 } // namespace capi
 } // namespace attn_rt

@@ -144,6 +144,25 @@ void storeRow(const attn_rt_kind &kind, Buf<unsigned char> &pool,
     o[e] = narrowBits(src[e], half);
 }
 
+void pagesFromEnd(const std::vector<int64_t> &len, int64_t P,
+                  int64_t &numPages, int64_t &maxPages,
+                  std::vector<int32_t> &table) {
+  int64_t B = int64_t(len.size());
+  numPages = 0;
+  maxPages = 1;
+  std::vector<int64_t> pages(B);
+  for (int64_t b = 0; b < B; ++b) {
+    pages[b] = ceilDiv(len[b], P);
+    numPages += pages[b];
+    maxPages = std::max(maxPages, pages[b]);
+  }
+  table.assign(B * maxPages, 0);
+  int64_t next = numPages;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t p = 0; p < pages[b]; ++p)
+      table[b * maxPages + p] = int32_t(--next);
+}
+
 std::pair<int64_t, int64_t> shardRange(int64_t len, int ranks, int r,
                                        int64_t P,
                                        const std::vector<double> &weights) {

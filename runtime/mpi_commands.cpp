@@ -95,18 +95,8 @@ struct LatentShard {
       : pageSize(P), row(kind.kv_lora_rank + kind.rope_head_dim),
         start(std::move(starts)), len(std::move(lens)) {
     int64_t eb = kind.kv_dtype == ATTN_RT_KV_F32 ? 4 : 2;
-    std::vector<int64_t> pages(B);
-    for (int64_t b = 0; b < B; ++b) {
-      pages[b] = ceilDiv(len[b], P);
-      numPages += pages[b];
-      maxPages = std::max(maxPages, pages[b]);
-    }
+    pagesFromEnd(len, P, numPages, maxPages, table);
     pool.assign(std::max<int64_t>(numPages, 1) * P * row * eb, 0);
-    table.assign(B * maxPages, 0);
-    int64_t next = numPages;
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t p = 0; p < pages[b]; ++p)
-        table[b * maxPages + p] = int32_t(--next);
     for (int64_t b = 0; b < B; ++b)
       for (int64_t j = 0; j < len[b]; ++j)
         storeRow(kind, pool, &cache[(b * S + start[b] + j) * row],

@@ -157,6 +157,14 @@ void storeRow(const attn_rt_kind &kind, Buf<unsigned char> &pool,
 /// each sequence of contiguous K/V [B, Hkv, S, D], pages [numPages, Hkv, P,
 /// D] of the kind's K/V element type, page ids handed out from the end of
 /// the pool (so that the block table is not the identity).
+/// The block table [B, maxPages] of sequences of `len` tokens in pages of
+/// P: page ids handed out from the end of the pool (so that the table is
+/// not the identity); sets `numPages` (all of them) and `maxPages` (at
+/// least 1).
+void pagesFromEnd(const std::vector<int64_t> &len, int64_t P,
+                  int64_t &numPages, int64_t &maxPages,
+                  std::vector<int32_t> &table);
+
 struct PagedShard {
   int64_t pageSize = 16, numPages = 0, maxPages = 1, eltBytes = 4;
   int64_t hkv = 0, d = 0, dv = 0;
@@ -170,20 +178,10 @@ struct PagedShard {
       : pageSize(P), hkv(kind.num_kv_heads), d(kind.head_dim),
         dv(kind.head_dim_v), start(std::move(starts)), len(std::move(lens)) {
     eltBytes = kind.kv_dtype == ATTN_RT_KV_F32 ? 4 : 2;
-    std::vector<int64_t> pages(B);
-    for (int64_t b = 0; b < B; ++b) {
-      pages[b] = ceilDiv(len[b], P);
-      numPages += pages[b];
-      maxPages = std::max(maxPages, pages[b]);
-    }
+    pagesFromEnd(len, P, numPages, maxPages, table);
     int64_t alloc = std::max<int64_t>(numPages, 1);
     k.assign(alloc * hkv * P * d * eltBytes, 0);
     v.assign(alloc * hkv * P * dv * eltBytes, 0);
-    table.assign(B * maxPages, 0);
-    int64_t next = numPages;
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t p = 0; p < pages[b]; ++p)
-        table[b * maxPages + p] = int32_t(--next);
     for (int64_t b = 0; b < B; ++b)
       for (int64_t j = 0; j < len[b]; ++j) {
         int64_t page = table[b * maxPages + j / P], row = j % P;

@@ -363,6 +363,16 @@ OwningOpRef<ModuleOp> Emitter::kernels() {
   return module;
 }
 
+void Emitter::nameWeightArgs(func::FuncOp fn, unsigned first,
+                             ArrayRef<WeightArg> weights,
+                             const LayerSpec &l) {
+  for (auto [i, w] : llvm::enumerate(weights))
+    fn.setArgAttr(first + i, "attn.tensor",
+                  b.getStringAttr(w.shared ? w.tensor
+                                           : tensorPattern(w.tensor,
+                                                           l.layerInStack)));
+}
+
 Value Emitter::linear(Location loc, const LayerSpec &l, const Weights &w,
                       Value in, llvm::StringRef role, int64_t out) {
   return LinearOp::create(b, loc, hiddenType(out), in,
@@ -496,11 +506,7 @@ func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l,
     inputs.push_back(tensor(w.shape));
   auto fn = func::FuncOp::create(loc, name, b.getFunctionType(inputs, {xTy}));
   unsigned first = 1 + cross + rope + lengths;
-  for (auto [i, w] : llvm::enumerate(weights))
-    fn.setArgAttr(first + i, "attn.tensor",
-                  b.getStringAttr(w.shared ? w.tensor
-                                           : tensorPattern(w.tensor,
-                                                           l.layerInStack)));
+  nameWeightArgs(fn, first, weights, l);
 
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);

@@ -74,9 +74,7 @@ func::FuncOp Emitter::emitLatentKind(const std::string &name,
   if (withCache)
     results.push_back(cacheTy);
   auto fn = func::FuncOp::create(loc, name, b.getFunctionType(inputs, results));
-  for (auto [i, w] : llvm::enumerate(weights))
-    fn.setArgAttr(first + i, "attn.tensor",
-                  b.getStringAttr(tensorPattern(w.tensor, l.layerInStack)));
+  nameWeightArgs(fn, first, weights, l);
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value x = entry->getArgument(0);

@@ -69,9 +69,7 @@ func::FuncOp Emitter::emitLinearKind(const std::string &name,
     inputs.push_back(tensor(w.shape));
   auto fn =
       func::FuncOp::create(loc, name, b.getFunctionType(inputs, results));
-  for (auto [i, w] : llvm::enumerate(weights))
-    fn.setArgAttr(first + i, "attn.tensor",
-                  b.getStringAttr(tensorPattern(w.tensor, l.layerInStack)));
+  nameWeightArgs(fn, first, weights, l);
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value x = entry->getArgument(0);

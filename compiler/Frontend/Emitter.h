@@ -121,6 +121,11 @@ private:
   /// attention's normed input (Falcon's parallel MLP reads them).
   Value feedForward(Location loc, const LayerSpec &l, const Weights &w,
                     Value x, Value hIn, Value r);
+  /// Names the checkpoint tensor of each weight argument of `fn` (from
+  /// argument `first` on): `attn.tensor`, the layer's pattern (or the
+  /// tensor's own name for a tensor shared by the layers).
+  void nameWeightArgs(func::FuncOp fn, unsigned first,
+                      ArrayRef<WeightArg> weights, const LayerSpec &l);
   Value linear(Location loc, const LayerSpec &l, const Weights &w, Value in,
                llvm::StringRef role, int64_t out);
   /// q, k, v ([B, S, heads·d]) and Qwen3-Next's output gate (or null) from

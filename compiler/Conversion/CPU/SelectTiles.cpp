@@ -26,22 +26,13 @@ namespace {
 
 /// Query heads per KV head and the head dims (d, dv) of an attention op.
 std::array<int64_t, 3> groupAndDims(Operation *op) {
-  Value q, k, v;
-  if (auto s = dyn_cast<SDPAOp>(op)) {
-    q = s.getQuery();
-    k = s.getKey();
-    v = s.getValue();
-  } else {
-    auto p = cast<PagedSDPAOp>(op);
-    q = p.getQuery();
-    k = p.getKeyCache();
-    v = p.getValueCache();
-  }
-  auto qt = cast<ShapedType>(q.getType()), kt = cast<ShapedType>(k.getType()),
-       vt = cast<ShapedType>(v.getType());
-  int64_t hq = qt.getDimSize(1), hkv = kt.getDimSize(1);
-  int64_t group = hq > 0 && hkv > 0 ? hq / hkv : 0;
-  return {group, qt.getDimSize(3), vt.getDimSize(3)};
+  auto dim3 = [](Value t) {
+    return cast<ShapedType>(t.getType()).getDimSize(3);
+  };
+  if (auto s = dyn_cast<SDPAOp>(op))
+    return {s.getGroupSize(), dim3(s.getQuery()), dim3(s.getValue())};
+  auto p = cast<PagedSDPAOp>(op);
+  return {p.getGroupSize(), dim3(p.getQuery()), dim3(p.getValueCache())};
 }
 
 struct CPUSelectTilesPass
