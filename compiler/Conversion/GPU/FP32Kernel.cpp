@@ -43,7 +43,6 @@ KernelEmitter::Launch KernelEmitter::beginLaunch(Value k, Value lens,
                                one, /*dynamicSharedMemorySize=*/Value(),
                                /*asyncTokenType=*/Type(),
                                /*asyncDependencies=*/ValueRange(), tileTypes);
-  L.op->setAttr("attn.kernel", b.getUnitAttr());
   b.setInsertionPointToStart(&L.op.getBody().front());
   L.qb = L.op.getBlockIds().x;
   L.g = L.op.getBlockIds().y;

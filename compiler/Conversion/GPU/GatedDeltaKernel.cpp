@@ -156,7 +156,6 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
       b, loc, gridX, batch, one, blockX, one, one,
       /*dynamicSharedMemorySize=*/Value(), /*asyncTokenType=*/Type(),
       /*asyncDependencies=*/ValueRange(), TypeRange{qkTy, redTy, redTy});
-  launch->setAttr("attn.kernel", b.getUnitAttr());
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&launch.getBody().front());
