@@ -57,8 +57,8 @@ Value linearOf(GenericBuilder &g, Value x, Value weight, Value bias,
   return fromRows(g, y, x, re);
 }
 
-static Value lowerOp(LinearOp lin, GenericBuilder &g) {
-  return linearOf(g, lin.getInput(), lin.getWeight(), lin.getBias(),
+static Value lowerOp(LinearOp lin, LinearOp::Adaptor a, GenericBuilder &g) {
+  return linearOf(g, a.getInput(), a.getWeight(), a.getBias(),
                   lin.getTransposeWeight());
 }
 
@@ -122,38 +122,37 @@ Value gatedNetwork(GenericBuilder &g, Value x, Value gateW, Value upW,
   return linearOf(g, h, downW, Value(), false);
 }
 
-static Value lowerOp(GatedMLPOp mlp, GenericBuilder &g) {
-  return gatedNetwork(g, mlp.getInput(), mlp.getGateWeight(),
-                      mlp.getUpWeight(), mlp.getDownWeight(),
-                      mlp.getActivation());
+static Value lowerOp(GatedMLPOp mlp, GatedMLPOp::Adaptor a, GenericBuilder &g) {
+  return gatedNetwork(g, a.getInput(), a.getGateWeight(), a.getUpWeight(),
+                      a.getDownWeight(), mlp.getActivation());
 }
 
-static Value lowerOp(MLPOp mlp, GenericBuilder &g) {
+static Value lowerOp(MLPOp mlp, MLPOp::Adaptor a, GenericBuilder &g) {
   Type elt = mlp.getResult().getType().getElementType();
   bool t = mlp.getTransposeWeight();
-  Value up = linearOf(g, mlp.getInput(), mlp.getUpWeight(), mlp.getUpBias(), t);
+  Value up = linearOf(g, a.getInput(), a.getUpWeight(), a.getUpBias(), t);
   Activation act = mlp.getActivation();
   Value h = elementwise(g, {up}, elt,
                         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
                           return activate(b, l, act, a[0]);
                         });
-  return linearOf(g, h, mlp.getDownWeight(), mlp.getDownBias(), t);
+  return linearOf(g, h, a.getDownWeight(), a.getDownBias(), t);
 }
 
-static Value lowerOp(RMSNormOp rms, GenericBuilder &g) {
+static Value lowerOp(RMSNormOp rms, RMSNormOp::Adaptor a, GenericBuilder &g) {
   OpBuilder &ob = g.b;
   auto resTy = cast<RankedTensorType>(rms->getResult(0).getType());
   Type elt = resTy.getElementType();
   int64_t r = resTy.getRank();
   Value result;
-  Value x = rms.getInput();
+  Value x = a.getInput();
   int64_t n = resTy.getDimSize(r - 1);
   Value ss = rowSumOfSquares(g, x);
   double eps = rms.getEpsilon().convertToDouble();
   bool offset = rms.getUnitOffset();
   AffineMap id = AffineMap::getMultiDimIdentityMap(r, ob.getContext());
   result = g.generic(
-      {x, ss, rms.getWeight()}, g.empty(g.sizes(x), elt),
+      {x, ss, a.getWeight()}, g.empty(g.sizes(x), elt),
       {id, rowMap(g, r), g.map(r, {g.d(r - 1)}), id},
       SmallVector<IteratorType>(r, kPar),
       [&](OpBuilder &b, Location l, ValueRange a) -> Value {
@@ -170,27 +169,28 @@ static Value lowerOp(RMSNormOp rms, GenericBuilder &g) {
   return result;
 }
 
-static Value lowerOp(LayerNormOp ln, GenericBuilder &g) {
+static Value lowerOp(LayerNormOp ln, LayerNormOp::Adaptor a,
+                     GenericBuilder &g) {
   OpBuilder &ob = g.b;
   auto resTy = cast<RankedTensorType>(ln->getResult(0).getType());
   Type elt = resTy.getElementType();
   int64_t r = resTy.getRank();
   Value result;
-  Value x = ln.getInput();
+  Value x = a.getInput();
   int64_t n = resTy.getDimSize(r - 1);
   Value sum = rowSum(g, x, [](OpBuilder &, Location, Value v) { return v; });
   Value sq = rowSumOfSquares(g, x);
   double eps = ln.getEpsilon().convertToDouble();
   AffineMap id = AffineMap::getMultiDimIdentityMap(r, ob.getContext());
   AffineMap lastMap = g.map(r, {g.d(r - 1)});
-  SmallVector<Value> ins = {x, sum, sq, ln.getWeight()};
+  SmallVector<Value> ins = {x, sum, sq, a.getWeight()};
   SmallVector<AffineMap> maps = {id, rowMap(g, r), rowMap(g, r), lastMap};
-  if (ln.getBias()) {
-    ins.push_back(ln.getBias());
+  if (a.getBias()) {
+    ins.push_back(a.getBias());
     maps.push_back(lastMap);
   }
   maps.push_back(id);
-  bool hasBias = ln.getBias() != nullptr;
+  bool hasBias = a.getBias() != nullptr;
   result = g.generic(
       ins, g.empty(g.sizes(x), elt), maps, SmallVector<IteratorType>(r, kPar),
       [&](OpBuilder &b, Location l, ValueRange a) -> Value {
@@ -211,13 +211,14 @@ static Value lowerOp(LayerNormOp ln, GenericBuilder &g) {
   return result;
 }
 
-static Value lowerOp(SplitHeadsOp split, GenericBuilder &g) {
+static Value lowerOp(SplitHeadsOp split, SplitHeadsOp::Adaptor a,
+                     GenericBuilder &g) {
   OpBuilder &ob = g.b;
   auto resTy = cast<RankedTensorType>(split->getResult(0).getType());
   Type elt = resTy.getElementType();
   Value result;
   // out[b, h, s, d] = x[b, s, h * D + d].
-  Value x = split.getInput();
+  Value x = a.getInput();
   int64_t d = resTy.getDimSize(3);
   SmallVector<OpFoldResult> sizes = {g.dim(x, 0),
                                      ob.getIndexAttr(resTy.getDimSize(1)),
@@ -230,13 +231,14 @@ static Value lowerOp(SplitHeadsOp split, GenericBuilder &g) {
   return result;
 }
 
-static Value lowerOp(MergeHeadsOp merge, GenericBuilder &g) {
+static Value lowerOp(MergeHeadsOp merge, MergeHeadsOp::Adaptor a,
+                     GenericBuilder &g) {
   OpBuilder &ob = g.b;
   auto resTy = cast<RankedTensorType>(merge->getResult(0).getType());
   Type elt = resTy.getElementType();
   Value result;
   // out[b, s, c] = x[b, c / D, s, c % D].
-  Value x = merge.getInput();
+  Value x = a.getInput();
   int64_t d = cast<RankedTensorType>(x.getType()).getDimSize(3);
   SmallVector<OpFoldResult> sizes = {g.dim(x, 0), g.dim(x, 2),
                                      ob.getIndexAttr(resTy.getDimSize(2))};
@@ -250,7 +252,7 @@ static Value lowerOp(MergeHeadsOp merge, GenericBuilder &g) {
   return result;
 }
 
-static Value lowerOp(RopeOp rope, GenericBuilder &g) {
+static Value lowerOp(RopeOp rope, RopeOp::Adaptor a, GenericBuilder &g) {
   OpBuilder &ob = g.b;
   Location loc = g.loc;
   auto resTy = cast<RankedTensorType>(rope->getResult(0).getType());
@@ -258,7 +260,7 @@ static Value lowerOp(RopeOp rope, GenericBuilder &g) {
   Value result;
   // Angles in f64 (positions up to 1e6 keep their precision), cos/sin
   // times attention_factor, rotate the pairs, pass features >= rotary_dim.
-  Value x = rope.getInput(), pos = rope.getPositions();
+  Value x = a.getInput(), pos = a.getPositions();
   int64_t rd = rope.getRotaryDim(), half = rd / 2;
   std::vector<double> freqs;
   if (std::optional<ArrayRef<double>> f = rope.getInvFreq())
@@ -363,11 +365,12 @@ static Value lowerOp(RopeOp rope, GenericBuilder &g) {
   return result;
 }
 
-static Value lowerOp(TemperatureScaleOp op, GenericBuilder &g) {
+static Value lowerOp(TemperatureScaleOp op, TemperatureScaleOp::Adaptor a,
+                     GenericBuilder &g) {
   OpBuilder &ob = g.b;
   auto resTy = cast<RankedTensorType>(op->getResult(0).getType());
   Type elt = resTy.getElementType();
-  Value x = op.getInput(), pos = op.getPositions();
+  Value x = a.getInput(), pos = a.getPositions();
   int64_t floorScale = op.getFloorScale();
   double attnScale = op.getAttnScale().convertToDouble();
   SmallVector<OpFoldResult> sizes;
@@ -396,11 +399,11 @@ static Value lowerOp(TemperatureScaleOp op, GenericBuilder &g) {
       });
 }
 
-static Value lowerOp(AddOp add, GenericBuilder &g) {
+static Value lowerOp(AddOp add, AddOp::Adaptor a, GenericBuilder &g) {
   auto resTy = cast<RankedTensorType>(add->getResult(0).getType());
   Type elt = resTy.getElementType();
   Value result;
-  result = elementwise(g, {add.getLhs(), add.getRhs()}, elt,
+  result = elementwise(g, {a.getLhs(), a.getRhs()}, elt,
                        [](OpBuilder &b, Location l, ValueRange a) {
                          return arith::AddFOp::create(b, l, a[0], a[1])
                              .getResult();
@@ -408,16 +411,16 @@ static Value lowerOp(AddOp add, GenericBuilder &g) {
   return result;
 }
 
-static Value lowerOp(SigmoidGateOp gate, GenericBuilder &g) {
+static Value lowerOp(SigmoidGateOp gate, SigmoidGateOp::Adaptor a,
+                     GenericBuilder &g) {
   auto resTy = cast<RankedTensorType>(gate->getResult(0).getType());
   Type elt = resTy.getElementType();
   Value result;
-  result = elementwise(
-      g, {gate.getInput(), gate.getGate()}, elt,
-      [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-        Value sig = sigmoid(b, l, a[1]);
-        return arith::MulFOp::create(b, l, a[0], sig);
-      });
+  result = elementwise(g, {a.getInput(), a.getGate()}, elt,
+                       [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                         Value sig = sigmoid(b, l, a[1]);
+                         return arith::MulFOp::create(b, l, a[0], sig);
+                       });
   return result;
 }
 

@@ -201,18 +201,21 @@ Value activate(OpBuilder &b, Location l, Activation act, Value x);
 Value gatedNetwork(GenericBuilder &g, Value x, Value gate, Value up,
                    Value down, Activation act);
 
-/// Lowers `OpT` through `Value lowerOp(OpT, GenericBuilder &)` (the family files
-/// define those overloads): one linalg-on-tensors value replaces the op's
-/// result; a null value is a failure already reported at the op.
+/// Lowers `OpT` through `Value lowerOp(OpT, OpT::Adaptor, GenericBuilder &)`
+/// (the family files define those overloads): one linalg-on-tensors value
+/// replaces the op's result; a null value is a failure already reported at
+/// the op. The overloads build from the adaptor's operands (the values the
+/// conversion has already rewritten) and read only types and attributes of
+/// the op.
 template <typename OpT>
 struct LowerToLinalg : OpConversionPattern<OpT> {
   using OpConversionPattern<OpT>::OpConversionPattern;
   LogicalResult
-  matchAndRewrite(OpT op, typename OpT::Adaptor,
+  matchAndRewrite(OpT op, typename OpT::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto resTy = cast<RankedTensorType>(op->getResult(0).getType());
     GenericBuilder g{rewriter, op.getLoc(), resTy.getElementType()};
-    Value result = lowerOp(op, g);
+    Value result = lowerOp(op, adaptor, g);
     if (!result)
       return failure();
     rewriter.replaceOp(op, castToType(rewriter, op.getLoc(), result, resTy));

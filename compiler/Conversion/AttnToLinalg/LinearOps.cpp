@@ -41,7 +41,7 @@ constexpr int64_t kEagerChunk = 64;
 struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
-  matchAndRewrite(GatedDeltaRuleOp op, OpAdaptor,
+  matchAndRewrite(GatedDeltaRuleOp op, OpAdaptor a,
                   ConversionPatternRewriter &rewriter) const override {
     // Long: transformers' chunked algorithm, step by step in its order.
     Location loc = op.getLoc();
@@ -52,23 +52,23 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
     OpBuilder &b = rewriter;
     int64_t hk = kTy.getDimSize(1), hv = vTy.getDimSize(1), r = hv / hk;
     int64_t dk = kTy.getDimSize(3), dv = vTy.getDimSize(3);
-    OpFoldResult batch = g.dim(op.getValue(), 0);
-    Value seq = tensor::DimOp::create(b, loc, op.getValue(), 2);
+    OpFoldResult batch = g.dim(a.getValue(), 0);
+    Value seq = tensor::DimOp::create(b, loc, a.getValue(), 2);
     OpFoldResult H = b.getIndexAttr(hv), HK = b.getIndexAttr(hk),
                  DK = b.getIndexAttr(dk), DV = b.getIndexAttr(dv),
                  one = b.getIndexAttr(1), zero = b.getIndexAttr(0);
     SmallVector<OpFoldResult> stateSizes = {batch, H, DK, DV};
-    Value state = op.getInitialState();
+    Value state = a.getInitialState();
     if (state)
       state = castToType(b, loc, state, g.tensor(stateSizes, elt));
     else
       state = g.fill(stateSizes, 0.0);
-    Value out = castToType(b, loc, op.getOutInit(),
-                           g.tensor({batch, H, g.dim(op.getValue(), 2), DV},
-                                    elt));
+    Value out =
+        castToType(b, loc, a.getOutInit(),
+                   g.tensor({batch, H, g.dim(a.getValue(), 2), DV}, elt));
     // With lengths, token t of row b is padding when t >= lengths[b]:
     // `x` ([B, Hv, S, ...], t its dim 2) with padding entries 0.
-    Value lengths = op.getLengths();
+    Value lengths = a.getLengths();
     auto maskPadding = [&](Value x) -> Value {
       if (!lengths)
         return x;
@@ -87,8 +87,8 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
             return arith::SelectOp::create(nb, nl, valid, a[0], z);
           });
     };
-    Value gate = maskPadding(op.getGate());
-    Value beta = maskPadding(op.getBeta());
+    Value gate = maskPadding(a.getGate());
+    Value beta = maskPadding(a.getBeta());
     double scale = op.getScale().convertToDouble();
 
     // One op per statement: the IR must not depend on the host compiler's
@@ -120,9 +120,8 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
                                               offs, sizes, strides)
             .getResult();
       };
-      Value q = chunkOf(op.getQuery()), k = chunkOf(op.getKey()),
-            v = chunkOf(op.getValue()), gt = chunkOf(gate),
-            bt = chunkOf(beta);
+      Value q = chunkOf(a.getQuery()), k = chunkOf(a.getKey()),
+            v = chunkOf(a.getValue()), gt = chunkOf(gate), bt = chunkOf(beta);
       AffineExpr B = g.d(0), Hd = g.d(1), I = g.d(2), J = g.d(3), X = g.d(4);
       AffineExpr Hq = Hd.floorDiv(r);
       SmallVector<IteratorType> par3(3, kPar), par4(4, kPar);
@@ -345,10 +344,10 @@ Value silu(OpBuilder &b, Location loc, Value x) {
 struct LowerCausalConv1d : OpConversionPattern<CausalConv1dOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
-  matchAndRewrite(CausalConv1dOp op, OpAdaptor,
+  matchAndRewrite(CausalConv1dOp op, OpAdaptor a,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Value x = op.getInput();
+    Value x = a.getInput();
     auto xTy = cast<RankedTensorType>(x.getType());
     Type elt = xTy.getElementType();
     GenericBuilder g{rewriter, loc, elt};
@@ -366,7 +365,7 @@ struct LowerCausalConv1d : OpConversionPattern<CausalConv1dOp> {
     SmallVector<IteratorType> par3(3, kPar);
     // The K − 1 inputs before the sequence, as rows [B, K − 1, C].
     Value head;
-    if (Value state = op.getState())
+    if (Value state = a.getState())
       head = g.generic({state}, g.empty({batch, K1, C}, elt),
                        {g.map(3, {B, Cd, S}), id3}, par3,
                        [](OpBuilder &, Location, ValueRange a) { return a[0]; });
@@ -385,10 +384,9 @@ struct LowerCausalConv1d : OpConversionPattern<CausalConv1dOp> {
                                        SmallVector<OpFoldResult>{batch, seq, C},
                                        strides);
     Value acc = g.generic(
-        {xs, op.getWeight()}, g.fill({batch, seq, C}, 0.0),
+        {xs, a.getWeight()}, g.fill({batch, seq, C}, 0.0),
         {g.map(4, {B, S + J, Cd}), g.map(4, {Cd, J}), g.map(4, {B, S, Cd})},
-        {kPar, kPar, kPar, kRed},
-        [](OpBuilder &nb, Location nl, ValueRange a) {
+        {kPar, kPar, kPar, kRed}, [](OpBuilder &nb, Location nl, ValueRange a) {
           return fma(nb, nl, a[0], a[1], a[2]);
         });
     Value y = elementwise(g, {acc}, elt,
@@ -416,10 +414,10 @@ struct LowerCausalConv1d : OpConversionPattern<CausalConv1dOp> {
 struct LowerGatedDeltaGates : OpConversionPattern<GatedDeltaGatesOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
-  matchAndRewrite(GatedDeltaGatesOp op, OpAdaptor,
+  matchAndRewrite(GatedDeltaGatesOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Value a = op.getA();
+    Value a = adaptor.getA();
     auto aTy = cast<RankedTensorType>(a.getType());
     Type elt = aTy.getElementType();
     GenericBuilder g{rewriter, loc, elt};
@@ -429,7 +427,7 @@ struct LowerGatedDeltaGates : OpConversionPattern<GatedDeltaGatesOp> {
               out = g.map(3, {B, H, S});
     SmallVector<IteratorType> par3(3, kPar);
     Value gate = g.generic(
-        {a, op.getALog(), op.getDtBias()}, g.empty(sizes, elt),
+        {a, adaptor.getALog(), adaptor.getDtBias()}, g.empty(sizes, elt),
         {tok, head, head, out}, par3,
         [&](OpBuilder &nb, Location nl, ValueRange v) -> Value {
           Value x = arith::AddFOp::create(nb, nl, v[0], v[2]);
@@ -442,11 +440,10 @@ struct LowerGatedDeltaGates : OpConversionPattern<GatedDeltaGatesOp> {
           Value prod = arith::MulFOp::create(nb, nl, decay, sp);
           return arith::NegFOp::create(nb, nl, prod);
         });
-    Value beta = g.generic(
-        {op.getB()}, g.empty(sizes, elt), {tok, out}, par3,
-        [&](OpBuilder &nb, Location nl, ValueRange v) {
-          return sigmoid(nb, nl, v[0]);
-        });
+    Value beta = g.generic({adaptor.getB()}, g.empty(sizes, elt), {tok, out},
+                           par3, [&](OpBuilder &nb, Location nl, ValueRange v) {
+                             return sigmoid(nb, nl, v[0]);
+                           });
     rewriter.replaceOp(op, {castToType(rewriter, loc, gate, op.getGate().getType()),
                             castToType(rewriter, loc, beta,
                                        op.getBeta().getType())});
@@ -462,8 +459,8 @@ namespace to_linalg {
 
 // Found by argument-dependent lookup from LowerToLinalg<OpT>.
 
-static Value lowerOp(L2NormOp op, GenericBuilder &g) {
-  Value x = op.getInput();
+static Value lowerOp(L2NormOp op, L2NormOp::Adaptor a, GenericBuilder &g) {
+  Value x = a.getInput();
   auto ty = cast<RankedTensorType>(x.getType());
   Type elt = ty.getElementType();
   int64_t r = ty.getRank();
@@ -480,8 +477,9 @@ static Value lowerOp(L2NormOp op, GenericBuilder &g) {
                    });
 }
 
-static Value lowerOp(GatedRMSNormOp op, GenericBuilder &g) {
-  Value x = op.getInput();
+static Value lowerOp(GatedRMSNormOp op, GatedRMSNormOp::Adaptor a,
+                     GenericBuilder &g) {
+  Value x = a.getInput();
   auto ty = cast<RankedTensorType>(x.getType());
   Type elt = ty.getElementType();
   int64_t r = ty.getRank(), n = ty.getDimSize(r - 1);
@@ -489,7 +487,7 @@ static Value lowerOp(GatedRMSNormOp op, GenericBuilder &g) {
   double eps = op.getEpsilon().convertToDouble();
   AffineMap id = AffineMap::getMultiDimIdentityMap(r, g.b.getContext());
   return g.generic(
-      {x, ss, op.getWeight(), op.getGate()}, g.empty(g.sizes(x), elt),
+      {x, ss, a.getWeight(), a.getGate()}, g.empty(g.sizes(x), elt),
       {id, rowMap(g, r), g.map(r, {g.d(r - 1)}), id, id},
       SmallVector<IteratorType>(r, kPar),
       [&](OpBuilder &b, Location l, ValueRange a) -> Value {

@@ -66,7 +66,7 @@ namespace {
 /// expert, then each routed expert on its tokens.
 class MoELowering {
 public:
-  MoELowering(MoEOp op, GenericBuilder &g);
+  MoELowering(MoEOp op, MoEOp::Adaptor a, GenericBuilder &g);
   /// The op's result.
   Value run();
 
@@ -116,6 +116,8 @@ private:
   Value biasOf(Value stacked, Value e);
 
   MoEOp op;
+  /// The operands, as the conversion has rewritten them.
+  MoEOp::Adaptor a;
   GenericBuilder &g;
   OpBuilder &b;
   Location loc;
@@ -131,8 +133,8 @@ private:
   AffineMap id2, row;
 };
 
-MoELowering::MoELowering(MoEOp op, GenericBuilder &g)
-    : op(op), g(g), b(g.b), loc(g.loc), x(op.getInput()),
+MoELowering::MoELowering(MoEOp op, MoEOp::Adaptor a, GenericBuilder &g)
+    : op(op), a(a), g(g), b(g.b), loc(g.loc), x(a.getInput()),
       elt(cast<RankedTensorType>(x.getType()).getElementType()),
       idxTy(b.getIndexType()), i64(b.getI64Type()), k(op.getTopK()),
       act(op.getActivation()) {
@@ -148,14 +150,13 @@ MoELowering::MoELowering(MoEOp op, GenericBuilder &g)
 }
 
 Value MoELowering::run() {
-  Value logits = linearOf(g, x2, op.getRouterWeight(), op.getRouterBias(),
-                         false);
+  Value logits = linearOf(g, x2, a.getRouterWeight(), a.getRouterBias(), false);
   E = g.dim(logits, 1);
   te = {T, E};
   Value probs = routerProbs(logits);
   // The selection's scores c: p plus the per-expert bias.
   Value choice = probs;
-  if (Value bias = op.getScoreBias())
+  if (Value bias = a.getScoreBias())
     choice = g.generic({probs, bias}, g.empty(te, elt),
                        {id2, g.map(2, {g.d(1)}), id2}, {kPar, kPar},
                        [](OpBuilder &nb, Location l, ValueRange a) {
@@ -172,7 +173,7 @@ Value MoELowering::run() {
 
 Value MoELowering::routerProbs(Value logits) {
   Value probs;
-  if (op.getScoring() == RouterScoring::sigmoid) {
+  if (a.getScoring() == RouterScoring::sigmoid) {
     probs = elementwise(g, {logits}, elt,
                         [](OpBuilder &nb, Location l, ValueRange a) {
                           return sigmoid(nb, l, a[0]);
@@ -280,7 +281,7 @@ Value MoELowering::limitGroups(Value choice, Value logits) {
         linalg::YieldOp::create(nb, l, ValueRange{first, second});
       });
   Value groupScore = best.getResult(0);
-  if (op.getGroupScore() == GroupScore::top2_sum)
+  if (a.getGroupScore() == GroupScore::top2_sum)
     groupScore = elementwise(g, {best.getResult(0), best.getResult(1)}, elt,
                              [](OpBuilder &nb, Location l, ValueRange a) {
                                return arith::AddFOp::create(nb, l, a[0],
@@ -365,10 +366,10 @@ std::pair<Value, Value> MoELowering::topK(Value choice, Value probs) {
 
 Value MoELowering::sharedExpert() {
   Value acc;
-  if (Value sg = op.getSharedGateWeight()) {
-    acc = gatedNetwork(g, x2, sg, op.getSharedUpWeight(),
-                       op.getSharedDownWeight(), act);
-    if (Value sgate = op.getSharedExpertGateWeight()) {
+  if (Value sg = a.getSharedGateWeight()) {
+    acc = gatedNetwork(g, x2, sg, a.getSharedUpWeight(),
+                       a.getSharedDownWeight(), act);
+    if (Value sgate = a.getSharedExpertGateWeight()) {
       Value gate = linearOf(g, x2, sgate, Value(), false); // [T, 1]
       acc = g.generic(
           {acc, gate}, g.empty({T, H}, elt),
@@ -462,22 +463,22 @@ Value MoELowering::gatherRows(Value n, Value rows, Value we) {
 }
 
 Value MoELowering::expertOn(Value xs, Value e) {
-  Value gateW = op.getExpertGateWeight(), upW = op.getExpertUpWeight(),
-        downW = op.getExpertDownWeight();
+  Value gateW = a.getExpertGateWeight(), upW = a.getExpertUpWeight(),
+        downW = a.getExpertDownWeight();
   // One statement per created op: the IR must not depend on the host
   // compiler's order of argument evaluation.
   Value eGate = weightOf(gateW, e);
   Value eUp = weightOf(upW, e);
   Value eDown = weightOf(downW, e);
   Value ye;
-  if (op.getExpertGateBias() || op.getSwigluLimit()) {
+  if (a.getExpertGateBias() || op.getSwigluLimit()) {
     // gpt-oss's experts: biased projections and, with swiglu_limit,
     // the clamped SwiGLU (up + 1) · g · sigmoid(alpha · g).
     Value bGate, bUp, bDown;
-    if (op.getExpertGateBias()) {
-      bGate = biasOf(op.getExpertGateBias(), e);
-      bUp = biasOf(op.getExpertUpBias(), e);
-      bDown = biasOf(op.getExpertDownBias(), e);
+    if (a.getExpertGateBias()) {
+      bGate = biasOf(a.getExpertGateBias(), e);
+      bUp = biasOf(a.getExpertUpBias(), e);
+      bDown = biasOf(a.getExpertDownBias(), e);
     }
     Value gv = linearOf(g, xs, eGate, bGate, false);
     Value uv = linearOf(g, xs, eUp, bUp, false);
@@ -548,7 +549,7 @@ Value MoELowering::scatterRows(Value acc, Value ye, Value rows, Value n,
 
 Value MoELowering::routedExperts(Value acc, Value topIdx, Value topW) {
   // Each expert on its tokens only.
-  Value experts = tensor::DimOp::create(b, loc, op.getRouterWeight(), 0);
+  Value experts = tensor::DimOp::create(b, loc, a.getRouterWeight(), 0);
   auto expertLoop = scf::ForOp::create(b, loc, c0, experts, c1, ValueRange{acc});
   fillLoop(b, expertLoop, [&](Value e, ValueRange iter) -> SmallVector<Value> {
     Value accIn = iter[0];
@@ -574,8 +575,8 @@ Value MoELowering::routedExperts(Value acc, Value topIdx, Value topW) {
 
 } // namespace
 
-static Value lowerOp(MoEOp op, GenericBuilder &g) {
-  return MoELowering(op, g).run();
+static Value lowerOp(MoEOp op, MoEOp::Adaptor a, GenericBuilder &g) {
+  return MoELowering(op, a, g).run();
 }
 
 void populateMoEOpPatterns(RewritePatternSet &patterns) {

@@ -35,30 +35,29 @@ static Value queryOffset(OpBuilder &b, Location loc, Value s, Value qPos,
 
 // Found by argument-dependent lookup from LowerToLinalg<OpT>.
 
-static Value lowerOp(QKOp qk, GenericBuilder &g) {
+static Value lowerOp(QKOp qk, QKOp::Adaptor a, GenericBuilder &g) {
 
   Value result;
   int64_t group = qk.getQuery().getType().getDimSize(1) /
                   qk.getKey().getType().getDimSize(1);
-  SmallVector<OpFoldResult> sizes = {g.dim(qk.getQuery(), 0),
-                                     g.dim(qk.getQuery(), 1),
-                                     g.dim(qk.getQuery(), 2),
-                                     g.dim(qk.getKey(), 2)};
-  result = groupedContraction(g, qk.getQuery(), qk.getKey(),
-                              g.fill(sizes, 0.0), /*qk=*/true, group);
+  SmallVector<OpFoldResult> sizes = {
+      g.dim(a.getQuery(), 0), g.dim(a.getQuery(), 1), g.dim(a.getQuery(), 2),
+      g.dim(a.getKey(), 2)};
+  result = groupedContraction(g, a.getQuery(), a.getKey(), g.fill(sizes, 0.0),
+                              /*qk=*/true, group);
   return result;
 }
 
-static Value lowerOp(PVOp pv, GenericBuilder &g) {
+static Value lowerOp(PVOp pv, PVOp::Adaptor a, GenericBuilder &g) {
 
   Value result;
   int64_t group = pv.getProbs().getType().getDimSize(1) /
                   pv.getValue().getType().getDimSize(1);
   SmallVector<OpFoldResult> sizes = {
-      g.dim(pv.getProbs(), 0), g.dim(pv.getProbs(), 1),
-      g.dim(pv.getProbs(), 2), g.dim(pv.getValue(), 3)};
-  result = groupedContraction(g, pv.getProbs(), pv.getValue(),
-                              g.fill(sizes, 0.0), /*qk=*/false, group);
+      g.dim(a.getProbs(), 0), g.dim(a.getProbs(), 1), g.dim(a.getProbs(), 2),
+      g.dim(a.getValue(), 3)};
+  result = groupedContraction(g, a.getProbs(), a.getValue(), g.fill(sizes, 0.0),
+                              /*qk=*/false, group);
   return result;
 }
 
@@ -72,19 +71,20 @@ static Value scoreMap(GenericBuilder &g, Value input, const ScoreMath &m) {
                      });
 }
 
-static Value lowerOp(ScaleOp sc, GenericBuilder &g) {
+static Value lowerOp(ScaleOp sc, ScaleOp::Adaptor a, GenericBuilder &g) {
   ScoreMath m;
   m.scale = sc.getScale().convertToDouble();
-  return scoreMap(g, sc.getInput(), m);
+  return scoreMap(g, a.getInput(), m);
 }
 
-static Value lowerOp(SoftcapOp cap, GenericBuilder &g) {
+static Value lowerOp(SoftcapOp cap, SoftcapOp::Adaptor a, GenericBuilder &g) {
   ScoreMath m;
   m.softcap = cap.getCap().convertToDouble();
-  return scoreMap(g, cap.getInput(), m);
+  return scoreMap(g, a.getInput(), m);
 }
 
-static Value lowerOp(RelativePositionBiasOp rb, GenericBuilder &g) {
+static Value lowerOp(RelativePositionBiasOp rb,
+                     RelativePositionBiasOp::Adaptor a, GenericBuilder &g) {
   OpBuilder &ob = g.b;
   Location loc = g.loc;
   Operation *op = rb;
@@ -92,11 +92,10 @@ static Value lowerOp(RelativePositionBiasOp rb, GenericBuilder &g) {
   ScoreMath m;
   m.rel = RelativeBiasAttr::get(op->getContext(), rb.getNumBuckets(),
                                 rb.getMaxDistance(), rb.getBidirectional());
-  m.table = rb.getTable();
-  Value in = rb.getInput();
+  m.table = a.getTable();
+  Value in = a.getInput();
   Value offset =
-      queryOffset(ob, loc, in, rb.getQPos(), /*positional=*/true,
-                  rb.getAlign());
+      queryOffset(ob, loc, in, a.getQPos(), /*positional=*/true, a.getAlign());
   result = scoresMap(g, in,
                      [&](OpBuilder &b, Location l, Value x, ValueRange i) {
                        Value qp = arith::AddIOp::create(b, l, i[2], offset);
@@ -105,17 +104,17 @@ static Value lowerOp(RelativePositionBiasOp rb, GenericBuilder &g) {
   return result;
 }
 
-static Value lowerOp(MaskOp mk, GenericBuilder &g) {
+static Value lowerOp(MaskOp mk, MaskOp::Adaptor a, GenericBuilder &g) {
   OpBuilder &ob = g.b;
   Location loc = g.loc;
   Value result;
   ScoreMath m;
   m.mask = mk.getKind();
   m.window = mk.getWindow();
-  Value in = mk.getInput();
-  Value offset = queryOffset(ob, loc, in, mk.getQPos(),
-                             mk.getKind() != MaskKind::none, mk.getAlign());
-  Value lens = mk.getKvLengths();
+  Value in = a.getInput();
+  Value offset = queryOffset(ob, loc, in, a.getQPos(),
+                             mk.getKind() != MaskKind::none, a.getAlign());
+  Value lens = a.getKvLengths();
   result = scoresMap(g, in, [&](OpBuilder &b, Location l, Value x,
                                 ValueRange i) {
     Value limit;
@@ -199,12 +198,13 @@ static Value softmaxRows(Operation *op, Value s, Value sinks,
                    });
 }
 
-static Value lowerOp(SoftmaxOp sm, GenericBuilder &g) {
-  return softmaxRows(sm, sm.getInput(), Value(), g);
+static Value lowerOp(SoftmaxOp sm, SoftmaxOp::Adaptor a, GenericBuilder &g) {
+  return softmaxRows(sm, a.getInput(), Value(), g);
 }
 
-static Value lowerOp(SinkSoftmaxOp sm, GenericBuilder &g) {
-  return softmaxRows(sm, sm.getInput(), sm.getSinks(), g);
+static Value lowerOp(SinkSoftmaxOp sm, SinkSoftmaxOp::Adaptor a,
+                     GenericBuilder &g) {
+  return softmaxRows(sm, a.getInput(), a.getSinks(), g);
 }
 
 } // namespace to_linalg

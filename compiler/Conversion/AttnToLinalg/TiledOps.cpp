@@ -27,7 +27,7 @@ struct OnlineDims {
   SmallVector<OpFoldResult> rows, sSizes; ///< [lead..., M], [lead..., M, N]
   SmallVector<AffineExpr> rowE, sE;       ///< (lead..., m), (lead..., m, n)
 
-  OnlineDims(OnlineAttentionOp op, Value k, GenericBuilder &g) {
+  OnlineDims(OnlineAttentionOp::Adaptor op, Value k, GenericBuilder &g) {
     Value q = op.getQuery();
     r = cast<ShapedType>(q.getType()).getRank();
     lead = r - 2;
@@ -47,7 +47,7 @@ struct OnlineDims {
 
 /// The tile's scores: S = Q · Kᵀ, then scale, softcap, relative bias and
 /// the position mask.
-Value onlineScores(OnlineAttentionOp op, Value k, GenericBuilder &g,
+Value onlineScores(OnlineAttentionOp::Adaptor op, Value k, GenericBuilder &g,
                    const OnlineDims &dm, Type acc) {
   Value q = op.getQuery();
   SmallVector<AffineExpr> qE(dm.rowE);
@@ -97,7 +97,7 @@ Value onlineScores(OnlineAttentionOp op, Value k, GenericBuilder &g,
 /// A paged tile's keys (or values) as a tile [num_keys, d]: key n is row
 /// (kv_pos + n) % P of page pages[(kv_pos + n) / P - kv_pos / P] of `pool`
 /// [num_pages, P, d].
-Value gatherPages(OpBuilder &b, Location loc, OnlineAttentionOp op,
+Value gatherPages(OpBuilder &b, Location loc, OnlineAttentionOp::Adaptor op,
                   Value pool) {
   auto ty = cast<RankedTensorType>(pool.getType());
   Value pageSize = tensor::DimOp::create(b, loc, pool, 1);
@@ -123,20 +123,22 @@ Value gatherPages(OpBuilder &b, Location loc, OnlineAttentionOp op,
       });
 }
 
-SmallVector<Value> lowerOnlineAttention(OnlineAttentionOp op, OpBuilder &ob) {
+SmallVector<Value> lowerOnlineAttention(OnlineAttentionOp op,
+                                        OnlineAttentionOp::Adaptor a,
+                                        OpBuilder &ob) {
   Type acc = cast<ShapedType>(op.getAcc().getType()).getElementType();
   GenericBuilder g{ob, op.getLoc(), acc};
-  Value k = op.getKey(), v = op.getValue();
+  Value k = a.getKey(), v = a.getValue();
   if (op.isPaged()) {
-    k = gatherPages(ob, op.getLoc(), op, k);
-    v = gatherPages(ob, op.getLoc(), op, v);
+    k = gatherPages(ob, op.getLoc(), a, k);
+    v = gatherPages(ob, op.getLoc(), a, v);
   }
-  OnlineDims dm(op, k, g);
+  OnlineDims dm(a, k, g);
   int64_t r = dm.r, lead = dm.lead;
   unsigned nDim = dm.nDim;
   const SmallVector<OpFoldResult> &rows = dm.rows, &sSizes = dm.sSizes;
   const SmallVector<AffineExpr> &rowE = dm.rowE, &sE = dm.sE;
-  Value s = onlineScores(op, k, g, dm, acc);
+  Value s = onlineScores(a, k, g, dm, acc);
   unsigned nS = lead + 2;
   SmallVector<IteratorType> par(nS, kPar);
 
@@ -144,7 +146,7 @@ SmallVector<Value> lowerOnlineAttention(OnlineAttentionOp op, OpBuilder &ob) {
   SmallVector<IteratorType> redN(lead + 1, kPar);
   redN.push_back(kRed);
   AffineMap sMap = g.map(nS, sE), rowMap = g.map(nS, rowE);
-  Value newMax = g.generic({s}, op.getMax(), {sMap, rowMap}, redN,
+  Value newMax = g.generic({s}, a.getMax(), {sMap, rowMap}, redN,
                            [&](OpBuilder &b, Location l, ValueRange a) {
                              return arith::MaximumFOp::create(b, l, a[0], a[1])
                                  .getResult();
@@ -160,18 +162,19 @@ SmallVector<Value> lowerOnlineAttention(OnlineAttentionOp op, OpBuilder &ob) {
   unsigned nR = lead + 1;
   AffineMap rowId = AffineMap::getMultiDimIdentityMap(nR, ob.getContext());
   SmallVector<IteratorType> parR(nR, kPar);
-  Value alpha = g.generic(
-      {op.getMax(), newMax}, g.empty(rows, acc), {rowId, rowId, rowId}, parR,
-      [&](OpBuilder &b, Location l, ValueRange a) {
-        Value diff = arith::SubFOp::create(b, l, a[0], safeMax(b, l, a[1]));
-        return math::ExpOp::create(b, l, diff).getResult();
-      });
+  Value alpha =
+      g.generic({a.getMax(), newMax}, g.empty(rows, acc), {rowId, rowId, rowId},
+                parR, [&](OpBuilder &b, Location l, ValueRange a) {
+                  Value diff =
+                      arith::SubFOp::create(b, l, a[0], safeMax(b, l, a[1]));
+                  return math::ExpOp::create(b, l, diff).getResult();
+                });
   // sum' = sum · alpha + rowsum(p).
-  Value sumScaled = g.generic(
-      {op.getSum(), alpha}, g.empty(rows, acc), {rowId, rowId, rowId}, parR,
-      [&](OpBuilder &b, Location l, ValueRange a) {
-        return arith::MulFOp::create(b, l, a[0], a[1]).getResult();
-      });
+  Value sumScaled =
+      g.generic({a.getSum(), alpha}, g.empty(rows, acc), {rowId, rowId, rowId},
+                parR, [&](OpBuilder &b, Location l, ValueRange a) {
+                  return arith::MulFOp::create(b, l, a[0], a[1]).getResult();
+                });
   Value newSum = g.generic({p}, sumScaled, {sMap, rowMap}, redN,
                            [&](OpBuilder &b, Location l, ValueRange a) {
                              return arith::AddFOp::create(b, l, a[0], a[1],
@@ -180,15 +183,15 @@ SmallVector<Value> lowerOnlineAttention(OnlineAttentionOp op, OpBuilder &ob) {
                            });
   // acc' = acc · alpha + P · V: loop dims lead..., m, e, n.
   SmallVector<OpFoldResult> accSizes(rows);
-  accSizes.push_back(g.dim(op.getAcc(), r - 1));
+  accSizes.push_back(g.dim(a.getAcc(), r - 1));
   AffineMap accId = AffineMap::getMultiDimIdentityMap(r, ob.getContext());
   SmallVector<IteratorType> parA(r, kPar);
-  Value accScaled = g.generic(
-      {op.getAcc(), alpha}, g.empty(accSizes, acc),
-      {accId, g.map(r, rowE), accId}, parA,
-      [&](OpBuilder &b, Location l, ValueRange a) {
-        return arith::MulFOp::create(b, l, a[0], a[1]).getResult();
-      });
+  Value accScaled =
+      g.generic({a.getAcc(), alpha}, g.empty(accSizes, acc),
+                {accId, g.map(r, rowE), accId}, parA,
+                [&](OpBuilder &b, Location l, ValueRange a) {
+                  return arith::MulFOp::create(b, l, a[0], a[1]).getResult();
+                });
   // Loops (lead..., m, j, e): e innermost, so that acc[.., m, :] +=
   // p[.., m, j] * v[j, :] runs along contiguous rows of V and acc.
   unsigned jDim = nDim, eDim = nDim + 1;
@@ -209,7 +212,8 @@ SmallVector<Value> lowerOnlineAttention(OnlineAttentionOp op, OpBuilder &ob) {
 }
 
 /// acc / sum per row, 0 where sum is 0 (a row that saw no key).
-Value lowerOnlineFinalize(OnlineFinalizeOp op, OpBuilder &ob) {
+Value lowerOnlineFinalize(OnlineFinalizeOp op, OnlineFinalizeOp::Adaptor a,
+                          OpBuilder &ob) {
   Type acc = cast<ShapedType>(op.getAcc().getType()).getElementType();
   GenericBuilder g{ob, op.getLoc(), acc};
   RankedTensorType outTy = op.getType();
@@ -220,8 +224,8 @@ Value lowerOnlineFinalize(OnlineFinalizeOp op, OpBuilder &ob) {
     rowE.push_back(g.d(i));
   Type outElt = outTy.getElementType();
   Value out = g.generic(
-      {op.getAcc(), op.getSum()}, op.getInit(),
-      {id, g.map(r, rowE), id}, SmallVector<IteratorType>(r, kPar),
+      {a.getAcc(), a.getSum()}, a.getInit(), {id, g.map(r, rowE), id},
+      SmallVector<IteratorType>(r, kPar),
       [&](OpBuilder &b, Location l, ValueRange a) -> Value {
         Value zero = fconst(b, l, acc, 0.0);
         Value isZero =
@@ -238,9 +242,9 @@ Value lowerOnlineFinalize(OnlineFinalizeOp op, OpBuilder &ob) {
 struct OnlineAttentionLowering : OpConversionPattern<OnlineAttentionOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
-  matchAndRewrite(OnlineAttentionOp op, OpAdaptor,
+  matchAndRewrite(OnlineAttentionOp op, OpAdaptor a,
                   ConversionPatternRewriter &rewriter) const override {
-    SmallVector<Value> state = lowerOnlineAttention(op, rewriter);
+    SmallVector<Value> state = lowerOnlineAttention(op, a, rewriter);
     for (auto [value, result] : llvm::zip(state, op.getResults()))
       value = castToType(rewriter, op.getLoc(), value, result.getType());
     rewriter.replaceOp(op, state);
@@ -251,10 +255,10 @@ struct OnlineAttentionLowering : OpConversionPattern<OnlineAttentionOp> {
 struct OnlineFinalizeLowering : OpConversionPattern<OnlineFinalizeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
-  matchAndRewrite(OnlineFinalizeOp op, OpAdaptor,
+  matchAndRewrite(OnlineFinalizeOp op, OpAdaptor a,
                   ConversionPatternRewriter &rewriter) const override {
     rewriter.replaceOp(op, castToType(rewriter, op.getLoc(),
-                                      lowerOnlineFinalize(op, rewriter),
+                                      lowerOnlineFinalize(op, a, rewriter),
                                       op.getType()));
     return success();
   }
