@@ -63,7 +63,7 @@ config.substitutions.append(("%python", sys.executable))
 import shutil
 mpirun = shutil.which("mpirun")
 if mpirun and shutil.which("mpicc") and os.access(os.path.join(config.attn_obj_root, "lib",
-                                     "libattn_runtime_mpi.a"), os.R_OK):
+                                     "libattn_mpi.a"), os.R_OK):
     config.available_features.add("mpi")
     root = " --allow-run-as-root" if os.geteuid() == 0 else ""
     config.substitutions.append(("%mpirun", mpirun + " --oversubscribe" +
@@ -90,6 +90,13 @@ config.substitutions.append(("%asan_no_quarantine",
     if "asan" in config.available_features else ""))
 config.substitutions.append(("%sanitize_flags",
     "-fsanitize=" + config.attn_sanitize if config.attn_sanitize else ""))
+# The runtime's public headers, as a C/C++ user's -I flags (installed, they
+# are all in PREFIX/include/attn).
+config.substitutions.append(("%attn_runtime_includes", " ".join(
+    "-I" + os.path.join(config.attn_src_root, "runtime", d)
+    for d in ("abi", "io", "capi", "distributed"))))
+config.substitutions.append(("%attn_io_lib",
+    os.path.join(config.attn_obj_root, "lib", "libattn_io.a")))
 config.substitutions.append(("%attn_runtime_lib",
     os.path.join(config.attn_obj_root, "lib", "libattn_runtime.a")))
 config.substitutions.append(("%llvm_lib_dir",

@@ -24,7 +24,7 @@ B="${FUZZ_BUILD_DIR:-$ROOT/build-asan}"
 TARGETS=(attn-fuzz-config attn-fuzz-ir attn-fuzz-npy attn-fuzz-safetensors
          attn-fuzz-capi)
 ASAN_BUILD_DIR="$B" "$ROOT/tools/dev.sh" asan-build "${TARGETS[@]}" \
-  attn-compile attn_runtime
+  attn-compile
 # The C API target's library: a Gated DeltaNet kind and a softmax kind with
 # paged kernels, compiled (and instrumented) by the sanitizer build.
 mkdir -p "$B/fuzz-capi"

@@ -44,5 +44,5 @@ echo "== attn-compile -o $OUT/seed-model (native CPU): the executable of the mod
 "$BUILD_DIR/bin/attn-compile" "$CONFIG" -o "$OUT/seed-model"
 echo "== $OUT/seed-model check"
 "$OUT/seed-model" check
-echo "== $OUT/seed-model bench --seq 512 --repeats 3 (median ms; FLOPs 2*(D+Dv)*Hq per visible (query, key) pair, runtime/flops.h)"
+echo "== $OUT/seed-model bench --seq 512 --repeats 3 (median ms; FLOPs 2*(D+Dv)*Hq per visible (query, key) pair, runtime/run/flops.h)"
 "$OUT/seed-model" bench --seq 512 --repeats 3

@@ -129,7 +129,7 @@ uint64_t linearDecodeFlops(const LayerSpec &l) {
 }
 
 /// Gated DeltaNet's prefill FLOPs per token, chunkwise form with chunks of
-/// 64 (runtime/flops.h's formula): linear in the context.
+/// 64 (runtime/run/flops.h's formula): linear in the context.
 double linearPrefillFlopsPerToken(const LayerSpec &l) {
   double c = 64, k = double(l.headDimQK), v = double(l.headDimV);
   return double(l.numHeads) *

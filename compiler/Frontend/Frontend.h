@@ -60,7 +60,7 @@ OwningOpRef<ModuleOp> emitKernelModule(const ModelSpec &spec,
 /// A weight argument of a layer-kind function: its role, its shape and its
 /// checkpoint name in this layer.
 /// How the runtime reads a weight (the values of attn_rt_weight.source,
-/// runtime/attn_runtime.h's ATTN_RT_WEIGHT_*; ModelTable.cpp checks them).
+/// runtime/abi/attn_runtime.h's ATTN_RT_WEIGHT_*; ModelTable.cpp checks them).
 enum WeightSource : int {
   kWeightAsStored = 0,
   kWeightGateOfGateUp = 1,

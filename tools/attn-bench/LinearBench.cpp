@@ -7,7 +7,7 @@
 // read bandwidth:
 //
 //   - linear prefill at S = 256 .. 64k: median ms, GFLOP/s of the chunked
-//     algorithm's count (runtime/flops.h), % of the FMA peak, µs per token,
+//     algorithm's count (runtime/run/flops.h), % of the FMA peak, µs per token,
 //     and the compiled eager chunked algorithm (the unfused reference) up
 //     to 4k;
 //   - linear decode (one token against the state), one step over every

@@ -19,7 +19,7 @@ namespace mlir {
 namespace attn {
 
 /// Writes the C header of the kernels' entry points (self-contained: the
-/// memref descriptor types of runtime/attn_runtime.h and one prototype per
+/// memref descriptor types of runtime/abi/attn_runtime.h and one prototype per
 /// kernel), for --emit=obj and --emit=shared.
 void writeKernelHeader(const ModelSpec &spec, llvm::raw_ostream &os);
 
@@ -31,8 +31,9 @@ void writeKernelHeader(const ModelSpec &spec, llvm::raw_ostream &os);
 /// `hostOnly` (CUDA executables): no OpenMP runtime, libstdc++ and libgcc
 /// linked statically, so that the executable runs on a GPU machine with
 /// nothing but the driver installed.
-/// `mpi` (--distributed=mpi): also the runtime's MPI part
-/// (libattn_runtime_mpi.a: context-parallel commands and C API) and the MPI
+/// `mpi` (--distributed=mpi): also the runtime's MPI libraries
+/// (libattn_mpi.a: the algorithms and the C API's collectives; for an
+/// executable libattn_run_mpi.a, its commands over ranks) and the MPI
 /// library; an error when attn-compile was built without MPI.
 bool linkExecutable(const std::string &objectPath,
                     const std::string &outputPath, bool shared,

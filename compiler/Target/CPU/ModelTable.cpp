@@ -1,6 +1,6 @@
 //===- ModelTable.cpp - the model table as LLVM globals --------------------===//
 //
-// This file builds the runtime's model table (runtime/attn_runtime.h:
+// This file builds the runtime's model table (runtime/abi/attn_runtime.h:
 // attn_rt_model, attn_rt_kind, attn_rt_weight) as constant LLVM globals in
 // the kernels' module, with `attn_rt_get_model` returning it and one thunk per
 // block entry. Nothing is generated as source text: strings from the user
@@ -102,7 +102,7 @@ static_assert(kWeightAsStored == ATTN_RT_WEIGHT_AS_STORED &&
                   kWeightGateOfGateUpHalves ==
                       ATTN_RT_WEIGHT_GATE_OF_GATE_UP_HALVES &&
                   kWeightUpOfGateUpHalves == ATTN_RT_WEIGHT_UP_OF_GATE_UP_HALVES,
-              "WeightSource must match runtime/attn_runtime.h");
+              "WeightSource must match runtime/abi/attn_runtime.h");
 
 bool TableBuilder::checkLayout(std::string &error) const {
   const llvm::DataLayout &dl = m.getDataLayout();
@@ -163,7 +163,7 @@ bool TableBuilder::checkLayout(std::string &error) const {
     if (!same) {
       error = "internal error: the model table's " +
               e.type->getName().str() +
-              " does not match runtime/attn_runtime.h";
+              " does not match runtime/abi/attn_runtime.h";
       return false;
     }
   }

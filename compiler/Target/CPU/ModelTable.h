@@ -1,7 +1,7 @@
 //===- ModelTable.h - the model table as LLVM globals -------------*- C++ -*-===//
 //
 // This file declares the model table of compiled executables and libraries:
-// what runtime/attn_runtime.h's attn_rt_get_model returns, built as constant
+// what runtime/abi/attn_runtime.h's attn_rt_get_model returns, built as constant
 // LLVM globals in the kernels' module (no generated source).
 //
 //===----------------------------------------------------------------------===//
@@ -24,7 +24,7 @@ namespace attn {
 /// The kernel entries of one layer kind, the one list the model table's
 /// slots and the --emit header's declarations are made from: each entry's
 /// slot, its symbol (`_mlir_ciface_<kind><suffix>`) and its function type
-/// in runtime/attn_runtime.h (attn_rt_<entry>_t).
+/// in runtime/abi/attn_runtime.h (attn_rt_<entry>_t).
 struct KernelEntry {
   enum Slot {
     Fused,

@@ -1,4 +1,4 @@
-/* memrefCopy (runtime/memref.cpp), which generated code calls for
+/* memrefCopy (runtime/abi/memref.cpp), which generated code calls for
  * memref.copy between strided buffers, against an element-by-element copy
  * over random shapes of rank 0 to 6: unit dimensions anywhere (the
  * front end's [B, S, 16, 768, 1] head views), slices of larger buffers

@@ -257,7 +257,7 @@ void mgpuStreamDestroy(CUstream stream) {
 }
 
 //===----------------------------------------------------------------------===//
-// The runtime's side (runtime/attn_runtime.h)
+// The runtime's side (runtime/abi/attn_runtime.h)
 //===----------------------------------------------------------------------===//
 
 int attn_rt_cuda_init(char *why, int whySize) {

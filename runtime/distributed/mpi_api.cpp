@@ -11,7 +11,6 @@
 #include "mpi_internal.h"
 #include "capi_internal.h"
 
-#include "cli.h"
 #include "narrow.h"
 #include "npy.h"
 #include "resources.h"

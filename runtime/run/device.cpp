@@ -2,7 +2,7 @@
 //
 // This file implements how the executables' commands call a compiled kernel:
 // on host buffers for CPU executables, through device copies (DeviceBuffer,
-// DeviceCall over runtime/cuda.cpp) for CUDA ones, and the GPU's description
+// DeviceCall over runtime/abi/cuda.cpp) for CUDA ones, and the GPU's description
 // and peaks.
 //
 //===----------------------------------------------------------------------===//

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn_mpi.h"
-#include "mpi_internal.h"
+#include "mpi_cli.h"
 
 #include "cli.h"
 #include "narrow.h"
@@ -25,6 +25,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,8 +41,8 @@ void pickThreads(const Args &args) {
     threads = int(intArg(args, "threads", 1, 1, 4096));
   } else {
     MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
-                        MPI_INFO_NULL, &node);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
+                        &node);
     int local = 1;
     MPI_Comm_size(node, &local);
     MPI_Comm_free(&node);
@@ -90,8 +91,8 @@ struct LatentShard {
   Buf<unsigned char> pool;
   std::vector<int32_t> table;
   LatentShard(const attn_rt_kind &kind, const Buf<float> &cache, int64_t B,
-              int64_t S, std::vector<int64_t> starts,
-              std::vector<int64_t> lens, int64_t P)
+              int64_t S, std::vector<int64_t> starts, std::vector<int64_t> lens,
+              int64_t P)
       : pageSize(P), row(kind.kv_lora_rank + kind.rope_head_dim),
         start(std::move(starts)), len(std::move(lens)) {
     int64_t eb = kind.kv_dtype == ATTN_RT_KV_F32 ? 4 : 2;
@@ -115,8 +116,8 @@ struct LatentShard {
     attn_rt_memref_f32_3 dp =
         view3(reinterpret_cast<float *>(pool.data()),
               {std::max<int64_t>(numPages, 1), pageSize, row});
-    attn_rt_memref_i32_2 dt{table.data(), table.data(), 0, {B, maxPages},
-                            {maxPages, 1}};
+    attn_rt_memref_i32_2 dt{
+        table.data(), table.data(), 0, {B, maxPages}, {maxPages, 1}};
     attn_rt_memref_i64_1 dl{len.data(), len.data(), 0, {B}, {1}};
     if (!qPos) {
       kind.mla_paged(&dout, &dq, &dp, &dt, &dl);
@@ -275,9 +276,9 @@ int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
       if (c.unequal)
         for (int r = 0; r < tp.C; ++r)
           weights.push_back(r + 1.0);
-      PagedShard shard = makeDecodeShard(
-          tp.ctx, tp.local, tp.slice(k, B, Hkv, S, D),
-          tp.slice(v, B, Hkv, S, Dv), B, S, c.lens, P, weights);
+      PagedShard shard =
+          makeDecodeShard(tp.ctx, tp.local, tp.slice(k, B, Hkv, S, D),
+                          tp.slice(v, B, Hkv, S, Dv), B, S, c.lens, P, weights);
       Buf<float> qt = tp.slice(q, B, Hq, c.sq, D), part, out;
       std::vector<int64_t> qts = {B, tp.local.num_heads, c.sq, D};
       shardedDecode(tp.ctx, tp.local, qt, qts, &shard, c.lens, part,
@@ -294,8 +295,8 @@ int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
         std::vector<int64_t> qStart(B);
         for (int64_t b = 0; b < B; ++b)
           qStart[b] = c.lens[b] - c.sq;
-        referenceF64(kind, q, qs, k, {B, Hkv, S, D}, v, {B, Hkv, S, Dv},
-                     c.lens, kind.scale, kind.softcap, ref, &qStart,
+        referenceF64(kind, q, qs, k, {B, Hkv, S, D}, v, {B, Hkv, S, Dv}, c.lens,
+                     kind.scale, kind.softcap, ref, &qStart,
                      kind.has_sinks ? &sinks : nullptr);
         std::string lensStr;
         for (int64_t l : c.lens)
@@ -327,13 +328,14 @@ int cmdCheck(const attn_rt_model *m, const World &w, int argc, char **argv) {
         std::vector<int64_t> lens(B, S);
         Buf<float> kOut, ref;
         Buf<float> qq = q, kk = k, vv = v;
-        run(kind.fused, kind, qq, qs, kk, {B, Hkv, S, D}, vv,
-            {B, Hkv, S, Dv}, lens, kind.has_sinks ? &sinks : nullptr, kOut);
+        run(kind.fused, kind, qq, qs, kk, {B, Hkv, S, D}, vv, {B, Hkv, S, Dv},
+            lens, kind.has_sinks ? &sinks : nullptr, kOut);
         referenceF64(kind, q, qs, k, {B, Hkv, S, D}, v, {B, Hkv, S, Dv}, lens,
                      kind.scale, kind.softcap, ref, nullptr,
                      kind.has_sinks ? &sinks : nullptr);
         report("ring prefill B=" + std::to_string(B) +
-                   " S=" + std::to_string(S) + (kind.causal ? " causal" : " bidirectional"),
+                   " S=" + std::to_string(S) +
+                   (kind.causal ? " causal" : " bidirectional"),
                out, kOut, ref);
       }
     }
@@ -453,9 +455,9 @@ int cmdSdpa(const attn_rt_model *m, const World &w, int argc, char **argv) {
       if (!readNpy(args["kv-lengths"], l, err))
         fail(err);
       if (l.dtype != "i8" || l.shape != std::vector<int64_t>{B})
-        fail(args["kv-lengths"] + ": --kv-lengths must be int64 [B = " +
-             std::to_string(B) + "], got " + l.dtypeName() + " " +
-             shapeStr(l.shape));
+        fail(args["kv-lengths"] +
+             ": --kv-lengths must be int64 [B = " + std::to_string(B) +
+             "], got " + l.dtypeName() + " " + shapeStr(l.shape));
       lens = l.i64;
       for (int64_t b = 0; b < B; ++b)
         if (lens[b] < qs[2] || lens[b] > S)
@@ -465,7 +467,8 @@ int cmdSdpa(const attn_rt_model *m, const World &w, int argc, char **argv) {
                std::to_string(S) + "] (its query rows are its last Sq tokens)");
     } else if (qs[2] > S) {
       fail("q has " + std::to_string(qs[2]) + " rows and K/V " +
-           std::to_string(S) + " tokens: decode's query rows are the "
+           std::to_string(S) +
+           " tokens: decode's query rows are the "
            "sequence's last Sq tokens");
     }
     Topology tp(kind, w);
@@ -481,8 +484,8 @@ int cmdSdpa(const attn_rt_model *m, const World &w, int argc, char **argv) {
     tp.gather(part, B, kind.num_heads, qs[2], kind.head_dim_v, out);
   } else {
     if (qs[2] != S)
-      fail("--mode ring: q has " + std::to_string(qs[2]) +
-           " rows and K/V " + std::to_string(S) +
+      fail("--mode ring: q has " + std::to_string(qs[2]) + " rows and K/V " +
+           std::to_string(S) +
            ": ring attention shards one sequence of S tokens (Sq = Skv)");
     Topology tp(kind, w);
     Buf<float> part, lsinks = tp.sliceSinks(sinks);
@@ -512,8 +515,7 @@ int cmdSdpa(const attn_rt_model *m, const World &w, int argc, char **argv) {
 
 using namespace attn_rt::mpi;
 
-extern "C" int attn_rt_mpi_main(const attn_rt_model *m, int argc,
-                                char **argv) {
+extern "C" int attn_rt_mpi_main(const attn_rt_model *m, int argc, char **argv) {
   int provided;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   // The kernels allocate their tiles' scratch at each call. In an MPI
@@ -529,12 +531,18 @@ extern "C" int attn_rt_mpi_main(const attn_rt_model *m, int argc,
   MPI_Comm_size(MPI_COMM_WORLD, &w.size);
   std::string cmd = argv[1];
   int rc;
-  if (cmd == "check")
-    rc = cmdCheck(m, w, argc, argv);
-  else if (cmd == "sdpa")
-    rc = cmdSdpa(m, w, argc, argv);
-  else
-    rc = cmdBench(m, w, argc, argv);
+  // The distributed library reports what it cannot do by throwing (every
+  // rank throws alike: its checks read what every rank shares).
+  try {
+    if (cmd == "check")
+      rc = cmdCheck(m, w, argc, argv);
+    else if (cmd == "sdpa")
+      rc = cmdSdpa(m, w, argc, argv);
+    else
+      rc = cmdBench(m, w, argc, argv);
+  } catch (const std::exception &e) {
+    fail(e.what());
+  }
   MPI_Finalize();
   return rc;
 }

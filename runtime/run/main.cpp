@@ -633,7 +633,7 @@ int cmdCheck(const attn_rt_model *m, int argc, char **argv) {
 
 } // namespace
 
-// Executables compiled with --distributed=mpi link runtime/mpi.cpp, whose
+// Executables compiled with --distributed=mpi link runtime/distributed/mpi.cpp, whose
 // sdpa, check and bench run over MPI ranks.
 extern "C" __attribute__((weak)) int
 attn_rt_mpi_main(const attn_rt_model *m, int argc, char **argv);

@@ -2,7 +2,7 @@
 //
 // This file implements `bench`: the median time of the fused kernel and of
 // the unfused reference (or, on a GPU, the fused kernel against the device's
-// peaks), with the FLOPs of runtime/flops.h, as text or JSON.
+// peaks), with the FLOPs of runtime/run/flops.h, as text or JSON.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,7 +1,7 @@
 //===- mpi.cpp - context-parallel attention over MPI ----------------------===//
 //
 // This file implements what `attn-compile --distributed=mpi` links into
-// executables and libraries (libattn_runtime_mpi.a): attention whose
+// executables and libraries (libattn_mpi.a): attention whose
 // sequence is sharded across MPI ranks, over the kernels' partial form
 // (`<kind>_paged_part`: out and each row's (max, sum) over one key range,
 // with the query at any position relative to the range).
@@ -26,7 +26,6 @@
 #include "attn_mpi.h"
 #include "mpi_internal.h"
 
-#include "cli.h"
 #include "narrow.h"
 #include "npy.h"
 #include "resources.h"
@@ -39,6 +38,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -71,9 +71,8 @@ void mergeOp(void *in, void *inout, int *len, MPI_Datatype *type) {
 } // namespace
 
 double allreduceRows(MPI_Comm comm, int64_t rows, int64_t dv, float *out,
-                     const float *stats, Buf<float> &packed,
-                     const float *sinks, int64_t heads,
-                     int64_t n) {
+                     const float *stats, Buf<float> &packed, const float *sinks,
+                     int64_t heads, int64_t n) {
   int64_t w = dv + 2;
   packed.resize(rows * w);
   for (int64_t i = 0; i < rows; ++i) {
@@ -144,9 +143,8 @@ void storeRow(const attn_rt_kind &kind, Buf<unsigned char> &pool,
     o[e] = narrowBits(src[e], half);
 }
 
-void pagesFromEnd(const std::vector<int64_t> &len, int64_t P,
-                  int64_t &numPages, int64_t &maxPages,
-                  std::vector<int32_t> &table) {
+void pagesFromEnd(const std::vector<int64_t> &len, int64_t P, int64_t &numPages,
+                  int64_t &maxPages, std::vector<int32_t> &table) {
   int64_t B = int64_t(len.size());
   numPages = 0;
   maxPages = 1;
@@ -163,8 +161,7 @@ void pagesFromEnd(const std::vector<int64_t> &len, int64_t P,
       table[b * maxPages + p] = int32_t(--next);
 }
 
-std::pair<int64_t, int64_t> shardRange(int64_t len, int ranks, int r,
-                                       int64_t P,
+std::pair<int64_t, int64_t> shardRange(int64_t len, int ranks, int r, int64_t P,
                                        const std::vector<double> &weights) {
   int64_t pages = ceilDiv(len, P);
   double total = 0, before = 0;
@@ -176,9 +173,10 @@ std::pair<int64_t, int64_t> shardRange(int64_t len, int ranks, int r,
   }
   double mine = weights.empty() ? 1.0 : weights[r];
   int64_t p0 = int64_t(std::floor(pages * before / total + 1e-9));
-  int64_t p1 = r == ranks - 1
-                   ? pages
-                   : int64_t(std::floor(pages * (before + mine) / total + 1e-9));
+  int64_t p1 =
+      r == ranks - 1
+          ? pages
+          : int64_t(std::floor(pages * (before + mine) / total + 1e-9));
   return {std::min(len, p0 * P), std::min(len, p1 * P)};
 }
 
@@ -220,8 +218,7 @@ PagedShard makeDecodeShard(MPI_Comm comm, const attn_rt_kind &kind,
 
 void fillRingPools(const attn_rt_kind &kind, const RingLayout &L, int64_t r,
                    const Buf<float> &kf, const Buf<float> &vf,
-                   Buf<unsigned char> &k,
-                   Buf<unsigned char> &v) {
+                   Buf<unsigned char> &k, Buf<unsigned char> &v) {
   for (int w = 0; w < 2; ++w) {
     int64_t c = L.chunk(r, w), lo = L.lo(c), n = L.length(c);
     for (int64_t b = 0; b < L.B; ++b)
@@ -242,15 +239,14 @@ RingTimes ringAttention(MPI_Comm comm, const attn_rt_kind &kind,
                         const RingLayout &L, Buf<float> qc[2],
                         const Buf<unsigned char> &kOwn,
                         const Buf<unsigned char> &vOwn, RingState &st,
-                        bool computeOff,
-                        const float *sinks) {
+                        bool computeOff, const float *sinks) {
   int rank, size;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   int64_t Hq = kind.num_heads, B = L.B;
   // The pools travel; this rank's own stay as they are.
   Buf<unsigned char> &kPool = st.k, &vPool = st.v, &kRecv = st.kRecv,
-                             &vRecv = st.vRecv;
+                     &vRecv = st.vRecv;
   kPool = kOwn;
   vPool = vOwn;
   kRecv.resize(kOwn.size());
@@ -270,12 +266,13 @@ RingTimes ringAttention(MPI_Comm comm, const attn_rt_kind &kind,
   double t0 = now();
   int next = (rank + 1) % size, prev = (rank + size - 1) % size;
   for (int step = 0; step < size; ++step) {
-    int src = (rank - step + size) % size;     // whose K/V is at hand
-    int incoming = (src - 1 + size) % size;    // whose K/V arrives
+    int src = (rank - step + size) % size;  // whose K/V is at hand
+    int incoming = (src - 1 + size) % size; // whose K/V arrives
     MPI_Request reqs[4];
     int nreq = 0;
     if (step + 1 < size) {
-      int sendPages = int(L.poolPages(src)), recvPages = int(L.poolPages(incoming));
+      int sendPages = int(L.poolPages(src)),
+          recvPages = int(L.poolPages(incoming));
       MPI_Irecv(kRecv.data(), recvPages, kPage, prev, 0, comm, &reqs[nreq++]);
       MPI_Irecv(vRecv.data(), recvPages, vPage, prev, 1, comm, &reqs[nreq++]);
       MPI_Isend(kPool.data(), sendPages, kPage, next, 0, comm, &reqs[nreq++]);
@@ -315,11 +312,11 @@ RingTimes ringAttention(MPI_Comm comm, const attn_rt_kind &kind,
                              dq = view4(qc[qw].data(), qs),
                              dk = view4(reinterpret_cast<float *>(kPool.data()),
                                         {pool, L.hkv, L.P, L.d}),
-                             dvv = view4(
-                                 reinterpret_cast<float *>(vPool.data()),
-                                 {pool, L.hkv, L.P, L.dv});
-        attn_rt_memref_i32_2 dt{table.data(), table.data(), 0, {B, pages},
-                                {pages, 1}};
+                             dvv =
+                                 view4(reinterpret_cast<float *>(vPool.data()),
+                                       {pool, L.hkv, L.P, L.dv});
+        attn_rt_memref_i32_2 dt{
+            table.data(), table.data(), 0, {B, pages}, {pages, 1}};
         attn_rt_memref_i64_1 dl{lens.data(), lens.data(), 0, {B}, {1}};
         attn_rt_memref_i64_1 dp{qPos.data(), qPos.data(), 0, {B}, {1}},
             dr{rangeStart.data(), rangeStart.data(), 0, {B}, {1}};
@@ -372,10 +369,11 @@ void gatherRing(MPI_Comm comm, const RingLayout &L, int64_t Hq, Partial acc[2],
   std::vector<int> counts(size), displs(size);
   int64_t total = 0;
   for (int r = 0; r < size; ++r) {
-    int64_t n = L.B * Hq *
-                (L.length(L.chunk(r, 0)) + L.length(L.chunk(r, 1))) * L.dv;
+    int64_t n =
+        L.B * Hq * (L.length(L.chunk(r, 0)) + L.length(L.chunk(r, 1))) * L.dv;
     if (n > INT_MAX || total > INT_MAX)
-      fail("ring attention: the output is too large to gather in one call");
+      throw std::length_error(
+          "ring attention: the output is too large to gather in one call");
     counts[r] = int(n);
     displs[r] = int(total);
     total += n;
@@ -396,8 +394,8 @@ void gatherRing(MPI_Comm comm, const RingLayout &L, int64_t Hq, Partial acc[2],
   }
 }
 
-RingLayout ringLayout(const attn_rt_kind &kind, int64_t B, int64_t S,
-                      int size, int64_t P) {
+RingLayout ringLayout(const attn_rt_kind &kind, int64_t B, int64_t S, int size,
+                      int64_t P) {
   return RingLayout{S,
                     size,
                     P,

@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn_mpi.h"
-#include "mpi_internal.h"
+#include "mpi_cli.h"
 
 #include "cli.h"
 #include "narrow.h"

@@ -1,11 +1,11 @@
 //===- mpi_internal.h - the MPI runtime's shared parts ----------*- C++ -*-===//
 //
-// What the parts of libattn_runtime_mpi.a share: the log-sum-exp merge of
-// partial rows, the paged shards of a sequence's K/V and the sharded-KV
-// decode and ring-attention prefill built on the kernels' partial form
-// (mpi.cpp), the ranks' topology and thread choice of the commands
-// (mpi_commands.cpp: check, sdpa; mpi_bench.cpp: bench). The C API's
-// collectives (mpi_api.cpp) use the merge. Internal: not installed.
+// What the distributed library (libattn_mpi.a) shares: the log-sum-exp
+// merge of partial rows, the paged shards of a sequence's K/V and the
+// sharded-KV decode and ring-attention prefill built on the kernels'
+// partial form (mpi.cpp). The C API's collectives (mpi_api.cpp) use the
+// merge; the commands over ranks (runtime/run/mpi_cli.h) use all of it.
+// Internal: not installed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,7 +14,8 @@
 
 #include "attn_mpi.h"
 #include "attn_runtime.h"
-#include "cli.h"
+#include "buffer.h"
+#include "descriptors.h"
 
 #include <climits>
 #include <cmath>
@@ -26,8 +27,6 @@
 
 namespace attn_rt::mpi {
 
-using namespace attn_rt::cli;
-
 //===----------------------------------------------------------------------===//
 // The merge, paged shards, sharded-KV decode and ring prefill (mpi.cpp)
 //===----------------------------------------------------------------------===//
@@ -37,8 +36,8 @@ double now();
 /// Merges a partial row (oa, ma, la) into (ob, mb, lb): M = max(ma, mb),
 /// o = (e^(ma-M)·la·oa + e^(mb-M)·lb·ob) / (e^(ma-M)·la + e^(mb-M)·lb),
 /// in double. A row with sum 0 saw no key and weighs nothing.
-inline void mergeRow(const float *oa, float ma, float la, float *ob,
-                     float &mb, float &lb, int64_t dv) {
+inline void mergeRow(const float *oa, float ma, float la, float *ob, float &mb,
+                     float &lb, int64_t dv) {
   if (!(la > 0))
     return;
   if (!(lb > 0)) {
@@ -121,8 +120,8 @@ struct Partial {
       return;
     }
     for (int64_t i = 0; i < rows; ++i)
-      mergeRow(&o[i * dv], st[2 * i], st[2 * i + 1], &out[i * dv],
-               stats[2 * i], stats[2 * i + 1], dv);
+      mergeRow(&o[i * dv], st[2 * i], st[2 * i + 1], &out[i * dv], stats[2 * i],
+               stats[2 * i + 1], dv);
   }
 };
 
@@ -161,9 +160,8 @@ void storeRow(const attn_rt_kind &kind, Buf<unsigned char> &pool,
 /// P: page ids handed out from the end of the pool (so that the table is
 /// not the identity); sets `numPages` (all of them) and `maxPages` (at
 /// least 1).
-void pagesFromEnd(const std::vector<int64_t> &len, int64_t P,
-                  int64_t &numPages, int64_t &maxPages,
-                  std::vector<int32_t> &table);
+void pagesFromEnd(const std::vector<int64_t> &len, int64_t P, int64_t &numPages,
+                  int64_t &maxPages, std::vector<int32_t> &table);
 
 struct PagedShard {
   int64_t pageSize = 16, numPages = 0, maxPages = 1, eltBytes = 4;
@@ -201,8 +199,7 @@ struct PagedShard {
   /// kind's `sinks` [Hq] when it has them; the partial kernel counts none.
   void run(const attn_rt_kind &kind, Buf<float> &q,
            const std::vector<int64_t> &qs, std::vector<int64_t> *qPos,
-           Buf<float> &out, Buf<float> &stats,
-           const float *sinks = nullptr) {
+           Buf<float> &out, Buf<float> &stats, const float *sinks = nullptr) {
     int64_t B = qs[0], Hq = qs[1], Sq = qs[2];
     out.resize(B * Hq * Sq * dv);
     stats.resize(B * Hq * Sq * 2);
@@ -214,15 +211,14 @@ struct PagedShard {
                                     {pool, hkv, pageSize, d}),
                          dvv = view4(reinterpret_cast<float *>(v.data()),
                                      {pool, hkv, pageSize, dv});
-    attn_rt_memref_i32_2 dt{table.data(), table.data(), 0, {B, maxPages},
-                            {maxPages, 1}};
+    attn_rt_memref_i32_2 dt{
+        table.data(), table.data(), 0, {B, maxPages}, {maxPages, 1}};
     attn_rt_memref_i64_1 dl{len.data(), len.data(), 0, {B}, {1}};
     if (!qPos && kind.has_sinks) {
-      attn_rt_memref_f32_1 dsk{const_cast<float *>(sinks),
-                               const_cast<float *>(sinks), 0, {Hq}, {1}};
-      reinterpret_cast<attn_rt_paged_sinks_fn>(
-          reinterpret_cast<void (*)(void)>(kind.paged))(
-          &dout, &dq, &dk, &dvv, &dt, &dl, &dsk);
+      attn_rt_memref_f32_1 dsk{
+          const_cast<float *>(sinks), const_cast<float *>(sinks), 0, {Hq}, {1}};
+      reinterpret_cast<attn_rt_paged_sinks_fn>(reinterpret_cast<void (*)(void)>(
+          kind.paged))(&dout, &dq, &dk, &dvv, &dt, &dl, &dsk);
       return;
     }
     if (!qPos) {
@@ -238,8 +234,7 @@ struct PagedShard {
 /// Rank r's page-aligned range [lo, hi) of a sequence of `len` tokens over
 /// `ranks` ranks weighted by `weights` (empty: equal): whole pages, so a
 /// short sequence leaves the last ranks empty.
-std::pair<int64_t, int64_t> shardRange(int64_t len, int ranks, int r,
-                                       int64_t P,
+std::pair<int64_t, int64_t> shardRange(int64_t len, int ranks, int r, int64_t P,
                                        const std::vector<double> &weights);
 
 struct DecodeTimes {
@@ -290,8 +285,7 @@ struct RingLayout {
 /// Rank r's pools from contiguous K/V [B, Hkv, S, D/Dv] (float32).
 void fillRingPools(const attn_rt_kind &kind, const RingLayout &L, int64_t r,
                    const Buf<float> &kf, const Buf<float> &vf,
-                   Buf<unsigned char> &k,
-                   Buf<unsigned char> &v);
+                   Buf<unsigned char> &k, Buf<unsigned char> &v);
 
 struct RingTimes {
   double total = 0, compute = 0, exposedWait = 0;
@@ -315,8 +309,7 @@ RingTimes ringAttention(MPI_Comm comm, const attn_rt_kind &kind,
                         const RingLayout &L, Buf<float> qc[2],
                         const Buf<unsigned char> &kOwn,
                         const Buf<unsigned char> &vOwn, RingState &st,
-                        bool computeOff = false,
-                        const float *sinks = nullptr);
+                        bool computeOff = false, const float *sinks = nullptr);
 
 /// This rank's query chunks of q [B, Hq, S, D].
 void ringQueries(const RingLayout &L, int64_t Hq, int rank, const Buf<float> &q,
@@ -326,8 +319,8 @@ void ringQueries(const RingLayout &L, int64_t Hq, int rank, const Buf<float> &q,
 void gatherRing(MPI_Comm comm, const RingLayout &L, int64_t Hq, Partial acc[2],
                 int root, Buf<float> &out);
 
-RingLayout ringLayout(const attn_rt_kind &kind, int64_t B, int64_t S,
-                      int size, int64_t P);
+RingLayout ringLayout(const attn_rt_kind &kind, int64_t B, int64_t S, int size,
+                      int64_t P);
 
 /// Ring prefill of full q [B, Hq, S, D], K/V [B, Hkv, S, D/Dv] (every rank
 /// has them; each keeps its chunks) -> out on rank 0.
@@ -335,99 +328,6 @@ RingTimes ringPrefill(MPI_Comm comm, const attn_rt_kind &kind,
                       const Buf<float> &q, const Buf<float> &k,
                       const Buf<float> &v, int64_t B, int64_t S, int64_t P,
                       Buf<float> &out, const float *sinks = nullptr);
-
-//===----------------------------------------------------------------------===//
-// The commands (mpi_commands.cpp, mpi_bench.cpp)
-//===----------------------------------------------------------------------===//
-
-struct World {
-  int rank = 0, size = 1;
-};
-
-/// One OpenMP thread per core this rank shares with the others of its node
-/// (all of them for one rank), unless --threads says otherwise.
-void pickThreads(const Args &args);
-
-const attn_rt_kind &distributedKind(const attn_rt_model *m, int64_t layer);
-
-/// The ranks as head shards x context shards: rank c·T + t holds head shard
-/// t (KV heads [t·Hkv/T, (t+1)·Hkv/T) and their query heads) of context
-/// shard c; T = the kind's tensor_parallel.
-struct Topology {
-  int T = 1, t = 0, C = 1, c = 0;
-  MPI_Comm ctx = MPI_COMM_NULL;   ///< the C ranks of head shard t
-  MPI_Comm heads = MPI_COMM_NULL; ///< the T ranks of context shard c
-  attn_rt_kind local{};           ///< the kind as a rank sees it: its heads
-  Topology(const attn_rt_kind &kind, const World &w) : local(kind) {
-    T = int(std::max<int64_t>(1, kind.tensor_parallel));
-    if (w.size % T != 0)
-      fail("mpirun -np " + std::to_string(w.size) + ": kind '" + kind.name +
-           "' shards its heads over --tensor-parallel=" + std::to_string(T) +
-           " ranks, so the rank count must be a multiple of " +
-           std::to_string(T) + " (T head shards x context shards)");
-    t = w.rank % T;
-    c = w.rank / T;
-    C = w.size / T;
-    MPI_Comm_split(MPI_COMM_WORLD, t, c, &ctx);
-    MPI_Comm_split(MPI_COMM_WORLD, c, t, &heads);
-    local.num_heads /= T;
-    local.num_kv_heads /= T;
-  }
-  ~Topology() {
-    MPI_Comm_free(&ctx);
-    MPI_Comm_free(&heads);
-  }
-  Topology(const Topology &) = delete;
-  Topology &operator=(const Topology &) = delete;
-  /// This rank's heads [h0, h0 + local heads) of x [B, H, S, D] (H: the
-  /// kind's query or KV head count).
-  Buf<float> slice(const Buf<float> &x, int64_t B, int64_t H, int64_t S,
-                   int64_t D) const {
-    if (T == 1)
-      return x;
-    int64_t hn = H / T, h0 = t * hn;
-    Buf<float> out(B * hn * S * D);
-    for (int64_t b = 0; b < B; ++b)
-      std::memcpy(&out[b * hn * S * D], &x[((b * H) + h0) * S * D],
-                  hn * S * D * sizeof(float));
-    return out;
-  }
-  /// This rank's share of a kind's sinks [Hq] (empty: none).
-  Buf<float> sliceSinks(const Buf<float> &sinks) const {
-    if (sinks.empty() || T == 1)
-      return sinks;
-    int64_t hn = int64_t(sinks.size()) / T;
-    return Buf<float>(sinks.begin() + t * hn, sinks.begin() + (t + 1) * hn);
-  }
-  /// The head shards' outputs [B, Hq/T, rows, Dv] of context shard 0 into
-  /// out [B, Hq, rows, Dv] on world rank 0.
-  void gather(const Buf<float> &part, int64_t B, int64_t Hq, int64_t rows,
-              int64_t Dv, Buf<float> &out) const {
-    if (c != 0)
-      return;
-    if (T == 1) {
-      out = part;
-      return;
-    }
-    int64_t per = B * (Hq / T) * rows * Dv;
-    if (per * T > INT_MAX)
-      fail("gathering the heads: the output is too large for one call");
-    Buf<float> all(t == 0 ? per * T : 0);
-    MPI_Gather(part.data(), int(per), MPI_FLOAT, all.data(), int(per),
-               MPI_FLOAT, 0, heads);
-    if (t != 0)
-      return;
-    int64_t hn = Hq / T, block = hn * rows * Dv;
-    out.assign(B * Hq * rows * Dv, 0.0f);
-    for (int64_t r = 0; r < T; ++r)
-      for (int64_t b = 0; b < B; ++b)
-        std::memcpy(&out[(b * Hq + r * hn) * rows * Dv],
-                    &all[r * per + b * block], block * sizeof(float));
-  }
-};
-
-/// `bench` over MPI ranks (mpi_bench.cpp).
-int cmdBench(const attn_rt_model *m, const World &w, int argc, char **argv);
 
 } // namespace attn_rt::mpi
 

@@ -397,7 +397,7 @@ typedef struct {
    * (linear attention on the CUDA target) */
   const int64_t *layer_kind;
   /* 0: the kernels run on the CPU over host buffers; 1: they launch CUDA
-   * kernels and take device buffers (runtime/cuda.cpp moves the data). */
+   * kernels and take device buffers (runtime/abi/cuda.cpp moves the data). */
   int device;
   /* per layer: its number within its stack, what "{i}" stands for in its
    * weights' checkpoint names (an encoder-decoder model numbers the
@@ -419,7 +419,7 @@ void memrefCopy(int64_t elem_size, attn_rt_unranked_memref *src,
  * object (compiler/Target/CPU/ModelTable.cpp). */
 const attn_rt_model *attn_rt_get_model(void);
 
-/* CUDA (runtime/cuda.cpp, libcuda.so.1 loaded with dlopen): 0 when a
+/* CUDA (runtime/abi/cuda.cpp, libcuda.so.1 loaded with dlopen): 0 when a
  * device is usable, else -1 with the reason in `why` (no driver, no
  * device, the kernels' module failed to load...). */
 int attn_rt_cuda_init(char *why, int why_size);
@@ -432,7 +432,7 @@ void attn_rt_cuda_to_host(void *host, const void *device, int64_t bytes);
 void attn_rt_cuda_describe(char *name, int name_size, int *sms, int *khz,
                            int *major, int *minor);
 
-/* The executable's entry point (runtime/main.cpp). */
+/* The executable's entry point (runtime/run/main.cpp). */
 int attn_rt_main(int argc, char **argv);
 
 #ifdef __cplusplus
