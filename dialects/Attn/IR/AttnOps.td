@@ -1026,7 +1026,10 @@ def Attn_GatedDeltaRuleOp : Attn_Op<"gated_delta_rule", [Pure,
 
 def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [
     AttrSizedOperandSegments, DestinationStyleOpInterface,
-    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    DeclareOpInterfaceMethods<TilingInterface,
+        ["getIterationDomain", "getLoopIteratorTypes",
+         "getTiledImplementation", "getResultTilePosition"]>]> {
   let summary = "fold one key/value tile into an online-softmax state";
   let description = [{
     One step of FlashAttention's online softmax. `query` is `[..., M, d]`:
@@ -1057,6 +1060,15 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [
     buffers (after bufferization) it updates them in place and returns
     nothing. The CPU micro-kernel (`attn-cpu-micro-kernel`) lowers the
     buffer form.
+
+    On tensors the op implements `TilingInterface` over `[lead..., M, N]`:
+    the query's leading dims and rows are parallel, the keys a reduction.
+    Since the op folds its keys into its destinations, a loop over key
+    tiles that carries `acc`, `max` and `sum` (`scf::tileUsingSCF`,
+    `transform.structured.tile_using_for` with a tile size on the last dim)
+    is the online softmax itself. A tile's rows start at `q_pos + m0`, its
+    keys at `kv_pos + n0`, its bias heads at `head_offset + h0`; a paged
+    tile's page list starts at the page of its first key.
 
     For each row: `s = softcap(scale · q·kᵀ)` with invisible keys at -inf,
     `m' = max(max, rowmax(s))`, `p = exp(s - m')`,

@@ -1,4 +1,4 @@
-//===- AttnTiling.cpp - TilingInterface of attn.sdpa ----------------------===//
+//===- AttnTiling.cpp - TilingInterface of attn.sdpa, online_attention ----===//
 //
 // This file implements TilingInterface for attn.sdpa, so that upstream
 // tiling (scf::tileUsingSCF, transform.structured.tile_using_forall) drives
@@ -20,6 +20,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
@@ -130,4 +131,154 @@ SDPAOp::generateResultTileValue(OpBuilder &b, unsigned,
                                 ArrayRef<OpFoldResult> offsets,
                                 ArrayRef<OpFoldResult> sizes) {
   return getTiledImplementation(b, offsets, sizes);
+}
+
+//===----------------------------------------------------------------------===//
+// attn.online_attention
+//===----------------------------------------------------------------------===//
+//
+// The iteration domain is the query's leading dims and rows (parallel),
+// then the keys (a reduction): [lead..., M, N]. The op folds its keys into
+// its destinations (acc, max, sum), so a loop over key tiles that carries
+// them (scf::tileUsingSCF's reduction tiling, `tile_using_for` on the last
+// dim) is FlashAttention's online softmax. A tile of rows [m0, m0 + tm)
+// sits at q_pos + m0, of keys [n0, n0 + tn) at kv_pos + n0; with a bias
+// table the leading dim's tile starts at head head_offset + h0. A paged tile
+// keeps the pools and starts its page list at the page of kv_pos + n0.
+
+/// The size of dim `i` of a tensor or buffer.
+static OpFoldResult mixedSize(OpBuilder &b, Location loc, Value x, int64_t i) {
+  auto ty = cast<ShapedType>(x.getType());
+  if (!ty.isDynamicDim(i))
+    return b.getIndexAttr(ty.getDimSize(i));
+  if (isa<TensorType>(ty))
+    return tensor::DimOp::create(b, loc, x, i).getResult();
+  return memref::DimOp::create(b, loc, x, i).getResult();
+}
+
+SmallVector<utils::IteratorType> OnlineAttentionOp::getLoopIteratorTypes() {
+  int64_t r = cast<ShapedType>(getQuery().getType()).getRank();
+  SmallVector<utils::IteratorType> types(r - 1, utils::IteratorType::parallel);
+  types.push_back(utils::IteratorType::reduction);
+  return types;
+}
+
+SmallVector<Range> OnlineAttentionOp::getIterationDomain(OpBuilder &b) {
+  Location loc = getLoc();
+  int64_t r = cast<ShapedType>(getQuery().getType()).getRank();
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  SmallVector<Range> domain;
+  for (int64_t i = 0; i < r - 1; ++i)
+    domain.push_back(Range{zero, mixedSize(b, loc, getQuery(), i), one});
+  OpFoldResult keys =
+      isPaged() ? OpFoldResult(getNumKeys()) : mixedSize(b, loc, getKey(), 0);
+  domain.push_back(Range{zero, keys, one});
+  return domain;
+}
+
+LogicalResult OnlineAttentionOp::getResultTilePosition(
+    OpBuilder &b, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
+    ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
+    SmallVector<OpFoldResult> &resultSizes) {
+  // Every result spans the rows [lead..., M] of the tile; the accumulator
+  // also every value dim. None depends on the key tile.
+  size_t rows = offsets.size() - 1;
+  resultOffsets.assign(offsets.begin(), offsets.begin() + rows);
+  resultSizes.assign(sizes.begin(), sizes.begin() + rows);
+  if (resultNumber == 0) {
+    resultOffsets.push_back(b.getIndexAttr(0));
+    resultSizes.push_back(mixedSize(b, getLoc(), getAcc(), rows));
+  }
+  return success();
+}
+
+FailureOr<TilingResult>
+OnlineAttentionOp::getTiledImplementation(OpBuilder &b,
+                                          ArrayRef<OpFoldResult> offsets,
+                                          ArrayRef<OpFoldResult> sizes) {
+  if (isBufferForm())
+    return emitOpError("is tiled on tensors (before bufferization) only");
+  Location loc = getLoc();
+  int64_t r = cast<ShapedType>(getQuery().getType()).getRank();
+  OpFoldResult zero = b.getIndexAttr(0);
+  SmallVector<Operation *> slices;
+  auto slice = [&](Value source, ArrayRef<OpFoldResult> offs,
+                   ArrayRef<OpFoldResult> szs) -> Value {
+    SmallVector<OpFoldResult> strides(offs.size(), b.getIndexAttr(1));
+    auto op =
+        tensor::ExtractSliceOp::create(b, loc, source, offs, szs, strides);
+    slices.push_back(op);
+    return op.getResult();
+  };
+  // x + offset, folded where both are constants.
+  AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
+  auto shifted = [&](Value x, OpFoldResult offset) -> Value {
+    return getValueOrCreateConstantIndexOp(
+        b, loc,
+        affine::makeComposedFoldedAffineApply(b, loc, d0 + d1, {x, offset}));
+  };
+  ArrayRef<OpFoldResult> rowOffs = offsets.take_front(r - 1),
+                         rowSizes = sizes.take_front(r - 1);
+  OpFoldResult keyOff = offsets[r - 1], keySize = sizes[r - 1];
+  // The query and accumulator tiles [lead..., M, d]; max and sum [lead..., M].
+  auto rowsWithLast = [&](Value x, bool offsetsOrSizes) {
+    SmallVector<OpFoldResult> v(offsetsOrSizes ? rowOffs : rowSizes);
+    v.push_back(offsetsOrSizes ? zero : mixedSize(b, loc, x, r - 1));
+    return v;
+  };
+  Value q = slice(getQuery(), rowsWithLast(getQuery(), true),
+                  rowsWithLast(getQuery(), false));
+  Value acc = slice(getAcc(), rowsWithLast(getAcc(), true),
+                    rowsWithLast(getAcc(), false));
+  Value max = slice(getMax(), rowOffs, rowSizes);
+  Value sum = slice(getSum(), rowOffs, rowSizes);
+  Value kvPos = shifted(getKvPos(), keyOff);
+  Value k = getKey(), v = getValue(), pages = getPages(),
+        numKeys = getNumKeys();
+  if (!isPaged()) {
+    k = slice(k, {keyOff, zero}, {keySize, mixedSize(b, loc, k, 1)});
+    v = slice(v, {keyOff, zero}, {keySize, mixedSize(b, loc, v, 1)});
+  } else {
+    // The tile's pages start at the one that holds its first key:
+    // (kv_pos + n0) / P - kv_pos / P of the list.
+    Value pageSize =
+        getValueOrCreateConstantIndexOp(b, loc, mixedSize(b, loc, getKey(), 1));
+    Value first = arith::SubIOp::create(
+        b, loc, arith::DivSIOp::create(b, loc, kvPos, pageSize),
+        arith::DivSIOp::create(b, loc, getKvPos(), pageSize));
+    Value listed =
+        getValueOrCreateConstantIndexOp(b, loc, mixedSize(b, loc, pages, 0));
+    Value rest = arith::SubIOp::create(b, loc, listed, first);
+    pages = slice(pages, {OpFoldResult(first)}, {OpFoldResult(rest)});
+    numKeys = getValueOrCreateConstantIndexOp(b, loc, keySize);
+  }
+  Value headOffset = getHeadOffset();
+  if (headOffset && r > 2)
+    headOffset = shifted(headOffset, rowOffs[0]);
+
+  SmallVector<Value> operands(getOperation()->getOperands());
+  auto set = [&](unsigned odsIndex, Value x) {
+    auto [start, length] = getODSOperandIndexAndLength(odsIndex);
+    if (length == 1)
+      operands[start] = x;
+  };
+  // The operands in ODS order: query, key, value, acc, max, sum, q_pos,
+  // kv_pos, bias_table, head_offset, pages, num_keys, range_start.
+  set(0, q);
+  set(1, k);
+  set(2, v);
+  set(3, acc);
+  set(4, max);
+  set(5, sum);
+  set(6, shifted(getQPos(), rowOffs[r - 2]));
+  set(7, kvPos);
+  set(9, headOffset);
+  set(10, pages);
+  set(11, numKeys);
+  Operation *tiled = b.clone(*getOperation());
+  tiled->setOperands(operands);
+  Value inits[] = {acc, max, sum};
+  for (auto [result, init] : llvm::zip(tiled->getResults(), inits))
+    result.setType(init.getType());
+  return TilingResult{{tiled}, SmallVector<Value>(tiled->getResults()), slices};
 }
