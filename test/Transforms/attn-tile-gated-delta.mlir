@@ -23,8 +23,7 @@
 // CHECK: attn.gated_delta_chunk {{.*}} {recurrent, scale = 0.088388347648318433 : f64}
 // CHECK: } else {
 // CHECK: scf.for %[[T:.+]] = %c0 to %[[SEQ]] step %c64 iter_args(%{{.+}} = %{{.+}}, %[[CARRY:.+]] = %[[STATE]])
-// CHECK: %[[LEFT:.+]] = arith.subi %[[SEQ]], %[[T]]
-// CHECK: %[[N:.+]] = arith.minsi %c64, %[[LEFT]]
+// CHECK: %[[N:.+]] = affine.min #{{.+}}(%[[T]])[%[[SEQ]]]
 // CHECK: tensor.extract_slice %[[Q]][%[[BI]], %[[HK]], %[[T]], 0] [1, 1, %[[N]], 128]
 // CHECK: tensor.extract_slice %[[V]][%[[BI]], %[[H]], %[[T]], 0] [1, 1, %[[N]], 64]
 // CHECK: tensor.extract_slice %[[G]][%[[BI]], %[[H]], %[[T]]] [1, 1, %[[N]]]

@@ -1141,7 +1141,10 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [
 
 def Attn_GatedDeltaChunkOp : Attn_Op<"gated_delta_chunk", [
     DestinationStyleOpInterface,
-    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    DeclareOpInterfaceMethods<TilingInterface,
+        ["getIterationDomain", "getLoopIteratorTypes",
+         "getTiledImplementation", "getResultTilePosition"]>]> {
   let summary = "advance one value head's gated-delta state over one chunk";
   let description = [{
     The tiled form of `attn.gated_delta_rule` for one (batch, value head):
@@ -1167,6 +1170,13 @@ def Attn_GatedDeltaChunkOp : Attn_Op<"gated_delta_chunk", [
     the state before the chunk; `out`'s is not read); on buffers it writes
     both in place and returns nothing. The CPU micro-kernel lowers the
     buffer form.
+
+    On tensors the op implements `TilingInterface` over `[n, d_v]`: the
+    tokens are a reduction (a loop over token tiles that carries the state
+    is the chunked recurrence; `attn-tile-gated-delta` builds its chunk
+    loop so, with `scf::tileUsingSCF`), the value dims parallel (each
+    column of the state evolves on its own), tiled by a static size that
+    divides `d_v`.
 
     ```mlir
     %o, %s = attn.gated_delta_chunk %q, %k, %v, %g, %b, %oi, %si

@@ -1,4 +1,4 @@
-//===- AttnTiling.cpp - TilingInterface of attn.sdpa, online_attention ----===//
+//===- AttnTiling.cpp - TilingInterface of the attn ops that tile ---------===//
 //
 // This file implements TilingInterface for attn.sdpa, so that upstream
 // tiling (scf::tileUsingSCF, transform.structured.tile_using_forall) drives
@@ -146,11 +146,21 @@ SDPAOp::generateResultTileValue(OpBuilder &b, unsigned,
 // table the leading dim's tile starts at head head_offset + h0. A paged tile
 // keeps the pools and starts its page list at the page of kv_pos + n0.
 
-/// The size of dim `i` of a tensor or buffer.
+/// The size of dim `i` of a tensor or buffer: a slice's own size operand
+/// where it is one (so that loops over a slice run to the size it was cut
+/// with, not to a tensor.dim of it).
 static OpFoldResult mixedSize(OpBuilder &b, Location loc, Value x, int64_t i) {
   auto ty = cast<ShapedType>(x.getType());
   if (!ty.isDynamicDim(i))
     return b.getIndexAttr(ty.getDimSize(i));
+  if (auto slice = x.getDefiningOp<tensor::ExtractSliceOp>()) {
+    llvm::SmallBitVector dropped = slice.getDroppedDims();
+    SmallVector<OpFoldResult> sizes = slice.getMixedSizes();
+    int64_t kept = -1;
+    for (unsigned d = 0; d < sizes.size(); ++d)
+      if (!dropped[d] && ++kept == i)
+        return sizes[d];
+  }
   if (isa<TensorType>(ty))
     return tensor::DimOp::create(b, loc, x, i).getResult();
   return memref::DimOp::create(b, loc, x, i).getResult();
@@ -280,5 +290,82 @@ OnlineAttentionOp::getTiledImplementation(OpBuilder &b,
   Value inits[] = {acc, max, sum};
   for (auto [result, init] : llvm::zip(tiled->getResults(), inits))
     result.setType(init.getType());
+  return TilingResult{{tiled}, SmallVector<Value>(tiled->getResults()), slices};
+}
+
+//===----------------------------------------------------------------------===//
+// attn.gated_delta_chunk
+//===----------------------------------------------------------------------===//
+//
+// The iteration domain is [n tokens, d_v]: the tokens are a reduction (the
+// state carries the recurrence from one to the next, so a loop over token
+// tiles that passes the state on is the chunked algorithm), the value dims
+// are parallel (each column of the state, the values and the outputs
+// evolves on its own). d_v tiles must be static (the op's d_v is): a size
+// that divides d_v.
+
+SmallVector<utils::IteratorType> GatedDeltaChunkOp::getLoopIteratorTypes() {
+  return {utils::IteratorType::reduction, utils::IteratorType::parallel};
+}
+
+SmallVector<Range> GatedDeltaChunkOp::getIterationDomain(OpBuilder &b) {
+  Location loc = getLoc();
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  return {Range{zero, mixedSize(b, loc, getValue(), 0), one},
+          Range{zero, mixedSize(b, loc, getValue(), 1), one}};
+}
+
+LogicalResult GatedDeltaChunkOp::getResultTilePosition(
+    OpBuilder &b, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
+    ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
+    SmallVector<OpFoldResult> &resultSizes) {
+  // The outputs of the tile's tokens and value dims; the state's value dims
+  // (every key dim).
+  if (resultNumber == 0) {
+    resultOffsets.assign(offsets.begin(), offsets.end());
+    resultSizes.assign(sizes.begin(), sizes.end());
+    return success();
+  }
+  resultOffsets = {b.getIndexAttr(0), offsets[1]};
+  resultSizes = {mixedSize(b, getLoc(), getState(), 0), sizes[1]};
+  return success();
+}
+
+FailureOr<TilingResult>
+GatedDeltaChunkOp::getTiledImplementation(OpBuilder &b,
+                                          ArrayRef<OpFoldResult> offsets,
+                                          ArrayRef<OpFoldResult> sizes) {
+  if (isBufferForm())
+    return emitOpError("is tiled on tensors (before bufferization) only");
+  int64_t dv = cast<ShapedType>(getValue().getType()).getDimSize(1);
+  std::optional<int64_t> dvTile = getConstantIntValue(sizes[1]);
+  if (!dvTile || *dvTile <= 0 || dv % *dvTile != 0)
+    return emitOpError() << "tiles d_v = " << dv
+                         << " by a static size that divides it";
+  Location loc = getLoc();
+  OpFoldResult zero = b.getIndexAttr(0);
+  SmallVector<Operation *> slices;
+  auto slice = [&](Value source, ArrayRef<OpFoldResult> offs,
+                   ArrayRef<OpFoldResult> szs) -> Value {
+    SmallVector<OpFoldResult> strides(offs.size(), b.getIndexAttr(1));
+    auto op =
+        tensor::ExtractSliceOp::create(b, loc, source, offs, szs, strides);
+    slices.push_back(op);
+    return op.getResult();
+  };
+  OpFoldResult t0 = offsets[0], tn = sizes[0], v0 = offsets[1], vn = sizes[1];
+  Value q =
+      slice(getQuery(), {t0, zero}, {tn, mixedSize(b, loc, getQuery(), 1)});
+  Value k = slice(getKey(), {t0, zero}, {tn, mixedSize(b, loc, getKey(), 1)});
+  Value v = slice(getValue(), {t0, v0}, {tn, vn});
+  Value g = slice(getGate(), {t0}, {tn});
+  Value beta = slice(getBeta(), {t0}, {tn});
+  Value out = slice(getOut(), {t0, v0}, {tn, vn});
+  Value state =
+      slice(getState(), {zero, v0}, {mixedSize(b, loc, getState(), 0), vn});
+  auto tiled = GatedDeltaChunkOp::create(
+      b, loc, TypeRange{out.getType(), state.getType()}, q, k, v, g, beta, out,
+      state, getScaleAttr(), getRecurrentAttr());
+  tiled->setDiscardableAttrs(getOperation()->getDiscardableAttrDictionary());
   return TilingResult{{tiled}, SmallVector<Value>(tiled->getResults()), slices};
 }

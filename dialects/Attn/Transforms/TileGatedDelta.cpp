@@ -6,9 +6,11 @@
 // body carries the head's state [d_k, d_v], held in the final-state
 // destination, through the sequence:
 //
-//   - seq > recurrent-max: an scf.for over chunks of `chunk` tokens (the last
-//     one shorter), each an attn.gated_delta_chunk in the chunkwise-parallel
-//     (WY/UT) form, the state passed from chunk to chunk;
+//   - seq > recurrent-max: one attn.gated_delta_chunk in the
+//     chunkwise-parallel (WY/UT) form over the sequence, whose tokens
+//     upstream tiling (scf::tileUsingSCF, through the op's TilingInterface)
+//     cuts into an scf.for over chunks of `chunk` tokens (the last one
+//     shorter) that passes the state from chunk to chunk;
 //   - seq <= recurrent-max (decode, a few tokens): one
 //     attn.gated_delta_chunk {recurrent} over the whole sequence, token by
 //     token.
@@ -22,6 +24,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir {
 namespace attn {
@@ -41,7 +47,7 @@ public:
       : op(op), b(op), loc(op.getLoc()), chunk(chunk),
         recurrentMax(recurrentMax) {}
 
-  void run();
+  LogicalResult run();
 
 private:
   Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
@@ -74,9 +80,8 @@ private:
                                           strides);
   }
   /// One gated_delta_chunk over tokens [s0, s0 + n) of head (bIdx, h).
-  std::pair<Value, Value> chunkOp(Value bIdx, Value h, Value hk, Value s0,
-                                  Value n, Value outChunk, Value state,
-                                  bool recurrent) {
+  GatedDeltaChunkOp chunkOp(Value bIdx, Value h, Value hk, Value s0, Value n,
+                            Value outChunk, Value state, bool recurrent) {
     // One slice per statement: the IR must not depend on the host
     // compiler's order of evaluating arguments.
     Value q = tokens(op.getQuery(), bIdx, hk, s0, n);
@@ -84,12 +89,15 @@ private:
     Value v = tokens(op.getValue(), bIdx, h, s0, n);
     Value g = tokens(op.getGate(), bIdx, h, s0, n);
     Value beta = tokens(op.getBeta(), bIdx, h, s0, n);
-    auto chunkOp = GatedDeltaChunkOp::create(
+    return GatedDeltaChunkOp::create(
         b, loc, TypeRange{outChunk.getType(), state.getType()}, q, k, v, g,
         beta, outChunk, state, op.getScaleAttr(),
         recurrent ? b.getUnitAttr() : UnitAttr());
-    return {chunkOp.getResult(0), chunkOp.getResult(1)};
   }
+  /// `whole`'s tokens in chunks: an scf.for that carries the state (the
+  /// op's TilingInterface), its slices of slices merged into one each.
+  /// Returns (outputs, state) after the loop.
+  FailureOr<std::pair<Value, Value>> chunkLoop(GatedDeltaChunkOp whole);
 
   GatedDeltaRuleOp op;
   OpBuilder b;
@@ -98,7 +106,28 @@ private:
   int64_t dk = 0, dv = 0;
 };
 
-void GatedDeltaTiler::run() {
+FailureOr<std::pair<Value, Value>>
+GatedDeltaTiler::chunkLoop(GatedDeltaChunkOp whole) {
+  IRRewriter rewriter(b);
+  rewriter.setInsertionPoint(whole);
+  scf::SCFTilingOptions options;
+  options.setTileSizes({b.getIndexAttr(chunk), b.getIndexAttr(0)});
+  options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
+  FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+      rewriter, cast<TilingInterface>(whole.getOperation()), options);
+  if (failed(tiled))
+    return failure();
+  rewriter.replaceOp(whole, tiled->replacements);
+  Operation *loop = tiled->loops.front();
+  RewritePatternSet patterns(b.getContext());
+  tensor::populateMergeConsecutiveInsertExtractSlicePatterns(patterns);
+  if (failed(applyPatternsGreedily(loop, std::move(patterns))))
+    return failure();
+  b.setInsertionPointAfter(loop);
+  return std::pair<Value, Value>(loop->getResult(0), loop->getResult(1));
+}
+
+LogicalResult GatedDeltaTiler::run() {
   RankedTensorType kTy = op.getKey().getType(), vTy = op.getValue().getType();
   int64_t hk = kTy.getDimSize(1), hv = vTy.getDimSize(1), ratio = hv / hk;
   dk = kTy.getDimSize(3);
@@ -149,41 +178,33 @@ void GatedDeltaTiler::run() {
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    if (len == seq) {
-      auto [o, s] = chunkOp(bIdx, h, hkIdx, zero, seq, out, state,
-                            /*recurrent=*/true);
-      scf::YieldOp::create(b, loc, ValueRange{o, s});
-    } else {
-      SmallVector<OpFoldResult> offs = {attr(0), attr(0)},
-                                sizes = {len, attr(dv)},
-                                strides = {attr(1), attr(1)};
-      Value outChunk =
-          tensor::ExtractSliceOp::create(b, loc, out, offs, sizes, strides);
-      auto [o, s] = chunkOp(bIdx, h, hkIdx, zero, len, outChunk, state,
-                            /*recurrent=*/true);
-      Value whole =
-          tensor::InsertSliceOp::create(b, loc, o, out, offs, sizes, strides);
-      scf::YieldOp::create(b, loc, ValueRange{whole, s});
-    }
-    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-    auto loop = scf::ForOp::create(b, loc, zero, len, c(chunk),
-                                   ValueRange{out, state});
-    b.setInsertionPointToStart(loop.getBody());
-    Value s0 = loop.getInductionVar();
-    Value left = arith::SubIOp::create(b, loc, len, s0);
-    Value n = arith::MinSIOp::create(b, loc, c(chunk), left);
-    Value outIter = loop.getRegionIterArg(0);
-    SmallVector<OpFoldResult> offs = {s0, attr(0)}, sizes = {n, attr(dv)},
+    // The sequence's own tokens [0, len) of the outputs (all of them
+    // without lengths), as one op: token by token (then), or chunked
+    // (else).
+    SmallVector<OpFoldResult> offs = {attr(0), attr(0)},
+                              sizes = {len, attr(dv)},
                               strides = {attr(1), attr(1)};
-    Value outChunk =
-        tensor::ExtractSliceOp::create(b, loc, outIter, offs, sizes, strides);
-    auto [oc, sc] = chunkOp(bIdx, h, hkIdx, s0, n, outChunk,
-                            loop.getRegionIterArg(1), /*recurrent=*/false);
-    Value outNext = tensor::InsertSliceOp::create(b, loc, oc, outIter, offs,
-                                                  sizes, strides);
-    scf::YieldOp::create(b, loc, ValueRange{outNext, sc});
-    b.setInsertionPointAfter(loop);
-    scf::YieldOp::create(b, loc, loop.getResults());
+    auto own = [&]() -> Value {
+      if (len == seq)
+        return out;
+      return tensor::ExtractSliceOp::create(b, loc, out, offs, sizes, strides);
+    };
+    auto yieldWhole = [&](Value o, Value s) {
+      if (len != seq)
+        o = tensor::InsertSliceOp::create(b, loc, o, out, offs, sizes, strides);
+      scf::YieldOp::create(b, loc, ValueRange{o, s});
+    };
+    GatedDeltaChunkOp recurrent =
+        chunkOp(bIdx, h, hkIdx, zero, len, own(), state, /*recurrent=*/true);
+    yieldWhole(recurrent.getResult(0), recurrent.getResult(1));
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    GatedDeltaChunkOp whole = chunkOp(bIdx, h, hkIdx, zero, len, own(), state,
+                                      /*recurrent=*/false);
+    FailureOr<std::pair<Value, Value>> chunked = chunkLoop(whole);
+    if (failed(chunked))
+      return op.emitOpError("attn-tile-gated-delta could not tile the "
+                            "sequence into chunks");
+    yieldWhole(chunked->first, chunked->second);
   }
   Value headOut = ifOp.getResult(0);
   if (len != seq) {
@@ -212,6 +233,7 @@ void GatedDeltaTiler::run() {
       ArrayRef<OpFoldResult>{attr(1), attr(1), attr(dk), attr(dv)}, ones);
   op.replaceAllUsesWith(forall.getResults());
   op.erase();
+  return success();
 }
 
 struct TileGatedDeltaPass
@@ -231,7 +253,8 @@ struct TileGatedDeltaPass
     SmallVector<GatedDeltaRuleOp> ops;
     fn.walk([&](GatedDeltaRuleOp op) { ops.push_back(op); });
     for (GatedDeltaRuleOp op : ops)
-      GatedDeltaTiler(op, chunk, recurrentMax).run();
+      if (failed(GatedDeltaTiler(op, chunk, recurrentMax).run()))
+        return signalPassFailure();
   }
 };
 
