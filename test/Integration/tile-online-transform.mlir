@@ -19,6 +19,18 @@
 // RUN: attn-opt %t/paged-run.mlir -transform-preload-library=transform-library-paths=%t/keys.mlir -transform-interpreter -attn-pipeline='stop-after=llvm-dialect reference=false' | %mlir_runner | %python %S/Inputs/paged_online_ref.py | FileCheck %s --check-prefix=OK
 // RUN: attn-opt %t/paged-run.mlir -transform-preload-library=transform-library-paths=%t/schedule.mlir -transform-interpreter -attn-pipeline='stop-after=llvm-dialect reference=false' | %mlir_runner | %python %S/Inputs/paged_online_ref.py | FileCheck %s --check-prefix=OK
 // RUN: attn-opt %t/paged-run.mlir -attn-pipeline='stop-after=llvm-dialect reference=false' | %mlir_runner | %python %S/Inputs/paged_online_ref.py | FileCheck %s --check-prefix=OK
+//
+// Split-K through the op's PartialReductionOpInterface (attn-split-keys:
+// upstream tileUsingSCF, outer-parallel partial reduction): 3 parts of the
+// 23 keys, 4 parts of the 37 paged keys (each part starting its page list
+// at its own first key's page), 2 parts of each of two ops over keys
+// [0, 10) and [10, 23) (the second merge folding the first op's state),
+// then the log-sum-exp merge.
+// RUN: attn-opt %t/online.mlir -attn-split-keys=splits=3 | FileCheck %s --check-prefix=SPLIT
+// RUN: attn-opt %t/online.mlir -attn-split-keys=splits=3 -attn-pipeline='stop-after=llvm-dialect reference=false' | %mlir_runner | %python %S/Inputs/tiled_sdpa_ref.py --shape 1,2,1,17,23,8,8 --scale 0.35 --causal --window 9 | FileCheck %s --check-prefix=OK
+// RUN: attn-opt %t/paged-run.mlir -attn-split-keys=splits=4 -attn-pipeline='stop-after=llvm-dialect reference=false' | %mlir_runner | %python %S/Inputs/paged_online_ref.py | FileCheck %s --check-prefix=OK
+// RUN: attn-opt %t/chain.mlir -attn-split-keys=splits=2 -attn-pipeline='stop-after=llvm-dialect reference=false' | %mlir_runner | %python %S/Inputs/tiled_sdpa_ref.py --shape 1,2,1,17,23,8,8 --scale 0.35 --causal --window 9 | FileCheck %s --check-prefix=OK
+// RUN: not attn-opt %t/online.mlir -attn-split-keys=splits=1 2>&1 | FileCheck %s --check-prefix=ONE
 // RUN: not attn-opt %t/buffers.mlir -transform-preload-library=transform-library-paths=%t/keys.mlir -transform-interpreter 2>&1 | FileCheck %s --check-prefix=BUFFERS
 
 // OK: OK
@@ -54,6 +66,21 @@
 // PAGED: %[[FIRST:.*]] = arith.subi %[[P1]], %[[P0]]
 // PAGED: %[[LIST:.*]] = tensor.extract_slice %[[PAGES]][%[[FIRST]]]
 // PAGED: attn.online_attention %{{.*}}, %[[POOLK]], %[[POOLV]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[POS]] pages(%[[LIST]] : tensor<?xi32>, %[[NK]])
+
+// Each part's state [2, 17, (8)] starts from the identity and lands in
+// its row of the partial states (the part first: each part contiguous); the merge takes the parts' largest max
+// with the op's own, then weighs every state by e^(max - M) (0 for -inf).
+// SPLIT-LABEL: func.func @attn(
+// SPLIT: %[[PACC:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<3x2x17x8xf32>)
+// SPLIT: %[[PMAX:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<3x2x17xf32>)
+// SPLIT: %[[PARTS:.*]]:3 = scf.forall (%[[S:.*]]) in (3) shared_outs(%{{.*}} = %[[PACC]], %{{.*}} = %[[PMAX]], %{{.*}} = %{{.*}})
+// SPLIT: attn.online_attention {{.*}} : (tensor<2x17x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<2x17x8xf32>, tensor<2x17xf32>, tensor<2x17xf32>)
+// SPLIT: tensor.parallel_insert_slice %{{.*}}#0 into %{{.*}}[%[[S]], 0, 0, 0] [1, 2, 17, 8]
+// SPLIT: %[[M:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[PARTS]]#1 : tensor<3x2x17xf32>)
+// SPLIT: arith.maximumf
+// SPLIT: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[PARTS]]#0, %[[PARTS]]#1, %[[M]] :
+// SPLIT: attn.online_finalize
+// ONE: error: attn-split-keys: splits must be 2 or more, got 1
 
 // BUFFERS: error: 'attn.online_attention' op is tiled on tensors (before bufferization) only
 
@@ -93,6 +120,95 @@ func.func @attn(%q4: tensor<1x2x17x8xf32>, %k4: tensor<1x1x23x8xf32>, %v4: tenso
   %a, %m, %l = attn.online_attention %q, %k, %v, %acc, %max, %sum, %qpos, %kvpos
       {mask = #attn.mask<sliding_window>, window = 9 : i64, scale = 0.35 : f64}
       : (tensor<2x17x8xf32>, tensor<23x8xf32>, tensor<23x8xf32>, tensor<2x17x8xf32>, tensor<2x17xf32>, tensor<2x17xf32>)
+      -> (tensor<2x17x8xf32>, tensor<2x17xf32>, tensor<2x17xf32>)
+  %o = attn.online_finalize %a, %l outs(%e3 : tensor<2x17x8xf32>) : (tensor<2x17x8xf32>, tensor<2x17xf32>) -> tensor<2x17x8xf32>
+  %o4 = tensor.expand_shape %o [[0, 1], [2], [3]] output_shape [1, 2, 17, 8] : tensor<2x17x8xf32> into tensor<1x2x17x8xf32>
+  return %o4 : tensor<1x2x17x8xf32>
+}
+func.func @main() {
+  %c0_37 = arith.constant 0.37 : f64
+  %c0_1 = arith.constant 0.1 : f64
+  %c0_23 = arith.constant 0.23 : f64
+  %c0_2 = arith.constant 0.2 : f64
+  %c0_11 = arith.constant 0.11 : f64
+  %c0_5 = arith.constant 0.5 : f64
+  %c0_7 = arith.constant 0.7 : f64
+  %c0_0 = arith.constant 0.0 : f64
+  %c1_0 = arith.constant 1.0 : f64
+  %c2_0 = arith.constant 2.0 : f64
+  %q = tensor.generate {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %n = affine.apply affine_map<(d0, d1, d2, d3) -> (d0 * 272 + d1 * 136 + d2 * 8 + d3 * 1)>(%i0, %i1, %i2, %i3)
+    %ni = arith.index_cast %n : index to i64
+    %nf = arith.sitofp %ni : i64 to f64
+    %x = arith.mulf %nf, %c0_37 : f64
+    %y = arith.addf %x, %c0_1 : f64
+    %s = math.sin %y : f64
+    %m = arith.mulf %s, %c1_0 : f64
+    %t = arith.truncf %m : f64 to f32
+    tensor.yield %t : f32
+  } : tensor<1x2x17x8xf32>
+  %k = tensor.generate {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %n = affine.apply affine_map<(d0, d1, d2, d3) -> (d0 * 184 + d1 * 184 + d2 * 8 + d3 * 1)>(%i0, %i1, %i2, %i3)
+    %ni = arith.index_cast %n : index to i64
+    %nf = arith.sitofp %ni : i64 to f64
+    %x = arith.mulf %nf, %c0_23 : f64
+    %y = arith.addf %x, %c0_2 : f64
+    %s = math.cos %y : f64
+    %m = arith.mulf %s, %c1_0 : f64
+    %t = arith.truncf %m : f64 to f32
+    tensor.yield %t : f32
+  } : tensor<1x1x23x8xf32>
+  %v = tensor.generate {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    %n = affine.apply affine_map<(d0, d1, d2, d3) -> (d0 * 184 + d1 * 184 + d2 * 8 + d3 * 1)>(%i0, %i1, %i2, %i3)
+    %ni = arith.index_cast %n : index to i64
+    %nf = arith.sitofp %ni : i64 to f64
+    %x = arith.mulf %nf, %c0_11 : f64
+    %y = arith.addf %x, %c0_5 : f64
+    %s = math.sin %y : f64
+    %m = arith.mulf %s, %c2_0 : f64
+    %t = arith.truncf %m : f64 to f32
+    tensor.yield %t : f32
+  } : tensor<1x1x23x8xf32>
+  %o = func.call @attn(%q, %k, %v) : (tensor<1x2x17x8xf32>, tensor<1x1x23x8xf32>, tensor<1x1x23x8xf32>) -> tensor<1x2x17x8xf32>
+  %buf = bufferization.to_buffer %o : tensor<1x2x17x8xf32> to memref<1x2x17x8xf32>
+  %u = memref.cast %buf : memref<1x2x17x8xf32> to memref<*xf32>
+  func.call @printMemrefF32(%u) : (memref<*xf32>) -> ()
+  return
+}
+func.func private @printMemrefF32(memref<*xf32>)
+//--- chain.mlir
+// The same attention as two ops: the second one's merge folds the
+// first one's state (not the identity) in.
+func.func @attn(%q4: tensor<1x2x17x8xf32>, %k4: tensor<1x1x23x8xf32>, %v4: tensor<1x1x23x8xf32>) -> tensor<1x2x17x8xf32> {
+  %q = tensor.collapse_shape %q4 [[0, 1], [2], [3]] : tensor<1x2x17x8xf32> into tensor<2x17x8xf32>
+  %k = tensor.collapse_shape %k4 [[0, 1, 2], [3]] : tensor<1x1x23x8xf32> into tensor<23x8xf32>
+  %v = tensor.collapse_shape %v4 [[0, 1, 2], [3]] : tensor<1x1x23x8xf32> into tensor<23x8xf32>
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e3 = tensor.empty() : tensor<2x17x8xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e3 : tensor<2x17x8xf32>) -> tensor<2x17x8xf32>
+  %e2 = tensor.empty() : tensor<2x17xf32>
+  %max = linalg.fill ins(%ninf : f32) outs(%e2 : tensor<2x17xf32>) -> tensor<2x17xf32>
+  %sum = linalg.fill ins(%zero : f32) outs(%e2 : tensor<2x17xf32>) -> tensor<2x17xf32>
+  // Bottom-right: query row 0 at key 23 - 17.
+  %qpos = arith.constant 6 : index
+  %kvpos = arith.constant 0 : index
+  // Keys [0, 10), then [10, 23) folded into that state.
+  %k1 = tensor.extract_slice %k[0, 0] [10, 8] [1, 1] : tensor<23x8xf32> to tensor<10x8xf32>
+  %v1 = tensor.extract_slice %v[0, 0] [10, 8] [1, 1] : tensor<23x8xf32> to tensor<10x8xf32>
+  %k2 = tensor.extract_slice %k[10, 0] [13, 8] [1, 1] : tensor<23x8xf32> to tensor<13x8xf32>
+  %v2 = tensor.extract_slice %v[10, 0] [13, 8] [1, 1] : tensor<23x8xf32> to tensor<13x8xf32>
+  %c10 = arith.constant 10 : index
+  %a1, %m1, %l1 = attn.online_attention %q, %k1, %v1, %acc, %max, %sum, %qpos, %kvpos
+      {mask = #attn.mask<sliding_window>, window = 9 : i64, scale = 0.35 : f64}
+      : (tensor<2x17x8xf32>, tensor<10x8xf32>, tensor<10x8xf32>, tensor<2x17x8xf32>, tensor<2x17xf32>, tensor<2x17xf32>)
+      -> (tensor<2x17x8xf32>, tensor<2x17xf32>, tensor<2x17xf32>)
+  %a, %m, %l = attn.online_attention %q, %k2, %v2, %a1, %m1, %l1, %qpos, %c10
+      {mask = #attn.mask<sliding_window>, window = 9 : i64, scale = 0.35 : f64}
+      : (tensor<2x17x8xf32>, tensor<13x8xf32>, tensor<13x8xf32>, tensor<2x17x8xf32>, tensor<2x17xf32>, tensor<2x17xf32>)
       -> (tensor<2x17x8xf32>, tensor<2x17xf32>, tensor<2x17xf32>)
   %o = attn.online_finalize %a, %l outs(%e3 : tensor<2x17x8xf32>) : (tensor<2x17x8xf32>, tensor<2x17xf32>) -> tensor<2x17x8xf32>
   %o4 = tensor.expand_shape %o [[0, 1], [2], [3]] output_shape [1, 2, 17, 8] : tensor<2x17x8xf32> into tensor<1x2x17x8xf32>

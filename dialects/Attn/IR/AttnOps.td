@@ -1029,7 +1029,10 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
     DeclareOpInterfaceMethods<TilingInterface,
         ["getIterationDomain", "getLoopIteratorTypes",
-         "getTiledImplementation", "getResultTilePosition"]>]> {
+         "getTiledImplementation", "getResultTilePosition"]>,
+    DeclareOpInterfaceMethods<PartialReductionOpInterface,
+        ["generateInitialTensorForPartialReduction", "tileToPartialReduction",
+         "mergeReductions", "getPartialResultTilePosition"]>]> {
   let summary = "fold one key/value tile into an online-softmax state";
   let description = [{
     One step of FlashAttention's online softmax. `query` is `[..., M, d]`:
@@ -1068,7 +1071,13 @@ def Attn_OnlineAttentionOp : Attn_Op<"online_attention", [
     `transform.structured.tile_using_for` with a tile size on the last dim)
     is the online softmax itself. A tile's rows start at `q_pos + m0`, its
     keys at `kv_pos + n0`, its bias heads at `head_offset + h0`; a paged
-    tile's page list starts at the page of its first key.
+    tile's page list starts at the page of its first key. It also
+    implements `PartialReductionOpInterface` for split-K
+    (`transform.structured.tile_reduction_using_forall`, the
+    outer-parallel strategy): each split folds its keys into a state of its
+    own from the identity (acc 0, max -inf, sum 0; the partial states carry
+    the split as their last dim), and a log-sum-exp merge folds the splits'
+    states and the op's destinations into its results.
 
     For each row: `s = softcap(scale · q·kᵀ)` with invisible keys at -inf,
     `m' = max(max, rowmax(s))`, `p = exp(s - m')`,

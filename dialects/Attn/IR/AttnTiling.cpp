@@ -20,9 +20,13 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -202,14 +206,17 @@ LogicalResult OnlineAttentionOp::getResultTilePosition(
   return success();
 }
 
-FailureOr<TilingResult>
-OnlineAttentionOp::getTiledImplementation(OpBuilder &b,
+/// The tile [offsets, offsets + sizes) of `op`'s domain: its destinations
+/// the slices of acc, max and sum of the tile's rows, or `inits` when given
+/// (a split's partial state).
+static FailureOr<TilingResult> tileOnline(OnlineAttentionOp op, OpBuilder &b,
                                           ArrayRef<OpFoldResult> offsets,
-                                          ArrayRef<OpFoldResult> sizes) {
-  if (isBufferForm())
-    return emitOpError("is tiled on tensors (before bufferization) only");
-  Location loc = getLoc();
-  int64_t r = cast<ShapedType>(getQuery().getType()).getRank();
+                                          ArrayRef<OpFoldResult> sizes,
+                                          ValueRange inits = {}) {
+  if (op.isBufferForm())
+    return op.emitOpError("is tiled on tensors (before bufferization) only");
+  Location loc = op.getLoc();
+  int64_t r = cast<ShapedType>(op.getQuery().getType()).getRank();
   OpFoldResult zero = b.getIndexAttr(0);
   SmallVector<Operation *> slices;
   auto slice = [&](Value source, ArrayRef<OpFoldResult> offs,
@@ -236,39 +243,46 @@ OnlineAttentionOp::getTiledImplementation(OpBuilder &b,
     v.push_back(offsetsOrSizes ? zero : mixedSize(b, loc, x, r - 1));
     return v;
   };
-  Value q = slice(getQuery(), rowsWithLast(getQuery(), true),
-                  rowsWithLast(getQuery(), false));
-  Value acc = slice(getAcc(), rowsWithLast(getAcc(), true),
-                    rowsWithLast(getAcc(), false));
-  Value max = slice(getMax(), rowOffs, rowSizes);
-  Value sum = slice(getSum(), rowOffs, rowSizes);
-  Value kvPos = shifted(getKvPos(), keyOff);
-  Value k = getKey(), v = getValue(), pages = getPages(),
-        numKeys = getNumKeys();
-  if (!isPaged()) {
+  Value q = slice(op.getQuery(), rowsWithLast(op.getQuery(), true),
+                  rowsWithLast(op.getQuery(), false));
+  Value acc, max, sum;
+  if (!inits.empty()) {
+    acc = inits[0];
+    max = inits[1];
+    sum = inits[2];
+  } else {
+    acc = slice(op.getAcc(), rowsWithLast(op.getAcc(), true),
+                rowsWithLast(op.getAcc(), false));
+    max = slice(op.getMax(), rowOffs, rowSizes);
+    sum = slice(op.getSum(), rowOffs, rowSizes);
+  }
+  Value kvPos = shifted(op.getKvPos(), keyOff);
+  Value k = op.getKey(), v = op.getValue(), pages = op.getPages(),
+        numKeys = op.getNumKeys();
+  if (!op.isPaged()) {
     k = slice(k, {keyOff, zero}, {keySize, mixedSize(b, loc, k, 1)});
     v = slice(v, {keyOff, zero}, {keySize, mixedSize(b, loc, v, 1)});
   } else {
     // The tile's pages start at the one that holds its first key:
     // (kv_pos + n0) / P - kv_pos / P of the list.
-    Value pageSize =
-        getValueOrCreateConstantIndexOp(b, loc, mixedSize(b, loc, getKey(), 1));
+    Value pageSize = getValueOrCreateConstantIndexOp(
+        b, loc, mixedSize(b, loc, op.getKey(), 1));
     Value first = arith::SubIOp::create(
         b, loc, arith::DivSIOp::create(b, loc, kvPos, pageSize),
-        arith::DivSIOp::create(b, loc, getKvPos(), pageSize));
+        arith::DivSIOp::create(b, loc, op.getKvPos(), pageSize));
     Value listed =
         getValueOrCreateConstantIndexOp(b, loc, mixedSize(b, loc, pages, 0));
     Value rest = arith::SubIOp::create(b, loc, listed, first);
     pages = slice(pages, {OpFoldResult(first)}, {OpFoldResult(rest)});
     numKeys = getValueOrCreateConstantIndexOp(b, loc, keySize);
   }
-  Value headOffset = getHeadOffset();
+  Value headOffset = op.getHeadOffset();
   if (headOffset && r > 2)
     headOffset = shifted(headOffset, rowOffs[0]);
 
-  SmallVector<Value> operands(getOperation()->getOperands());
+  SmallVector<Value> operands(op.getOperation()->getOperands());
   auto set = [&](unsigned odsIndex, Value x) {
-    auto [start, length] = getODSOperandIndexAndLength(odsIndex);
+    auto [start, length] = op.getODSOperandIndexAndLength(odsIndex);
     if (length == 1)
       operands[start] = x;
   };
@@ -280,17 +294,24 @@ OnlineAttentionOp::getTiledImplementation(OpBuilder &b,
   set(3, acc);
   set(4, max);
   set(5, sum);
-  set(6, shifted(getQPos(), rowOffs[r - 2]));
+  set(6, shifted(op.getQPos(), rowOffs[r - 2]));
   set(7, kvPos);
   set(9, headOffset);
   set(10, pages);
   set(11, numKeys);
-  Operation *tiled = b.clone(*getOperation());
+  Operation *tiled = b.clone(*op.getOperation());
   tiled->setOperands(operands);
-  Value inits[] = {acc, max, sum};
-  for (auto [result, init] : llvm::zip(tiled->getResults(), inits))
-    result.setType(init.getType());
+  Value state[] = {acc, max, sum};
+  for (auto [result, dest] : llvm::zip(tiled->getResults(), state))
+    result.setType(dest.getType());
   return TilingResult{{tiled}, SmallVector<Value>(tiled->getResults()), slices};
+}
+
+FailureOr<TilingResult>
+OnlineAttentionOp::getTiledImplementation(OpBuilder &b,
+                                          ArrayRef<OpFoldResult> offsets,
+                                          ArrayRef<OpFoldResult> sizes) {
+  return tileOnline(*this, b, offsets, sizes);
 }
 
 //===----------------------------------------------------------------------===//
@@ -368,4 +389,222 @@ GatedDeltaChunkOp::getTiledImplementation(OpBuilder &b,
       state, getScaleAttr(), getRecurrentAttr());
   tiled->setDiscardableAttrs(getOperation()->getDiscardableAttrDictionary());
   return TilingResult{{tiled}, SmallVector<Value>(tiled->getResults()), slices};
+}
+
+//===----------------------------------------------------------------------===//
+// attn.online_attention: split-K (PartialReductionOpInterface)
+//===----------------------------------------------------------------------===//
+//
+// Split-K is the outer-parallel partial reduction of the keys: S splits of
+// the key range, each folding its keys into its own state from the
+// identity (acc 0, max -inf, sum 0), then one log-sum-exp merge of the S
+// states and the op's own destinations. The partial states carry the split
+// as their first dim, so that each split's state is contiguous (as the CPU
+// micro-kernel needs): acc [S, lead..., M, dv], max and sum [S, lead..., M].
+
+/// The one reduction dim (the keys), or failure.
+static LogicalResult onlyKeys(OnlineAttentionOp op,
+                              const SetVector<unsigned> &reductionDims) {
+  int64_t r = cast<ShapedType>(op.getQuery().getType()).getRank();
+  if (reductionDims.size() != 1 || reductionDims[0] != unsigned(r - 1))
+    return op.emitOpError("splits its key dim (") << r - 1 << ") only";
+  return success();
+}
+
+FailureOr<SmallVector<Value>>
+OnlineAttentionOp::generateInitialTensorForPartialReduction(
+    OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+    const SetVector<unsigned> &reductionDims) {
+  if (isBufferForm() || failed(onlyKeys(*this, reductionDims)))
+    return failure();
+  int64_t r = cast<ShapedType>(getQuery().getType()).getRank();
+  SmallVector<OpFoldResult> rows(sizes.take_front(r - 1));
+  OpFoldResult splits = sizes[r - 1];
+  auto filled = [&](SmallVector<OpFoldResult> shape, Value like,
+                    double v) -> Value {
+    Type elt = cast<ShapedType>(like.getType()).getElementType();
+    Value empty = tensor::EmptyOp::create(b, loc, shape, elt);
+    Value c = arith::ConstantOp::create(b, loc, elt, b.getFloatAttr(elt, v));
+    return linalg::FillOp::create(b, loc, ValueRange{c}, ValueRange{empty})
+        .getResult(0);
+  };
+  SmallVector<OpFoldResult> accShape = {splits}, rowShape = {splits};
+  accShape.append(rows.begin(), rows.end());
+  accShape.push_back(mixedSize(b, loc, getAcc(), r - 1));
+  rowShape.append(rows.begin(), rows.end());
+  return SmallVector<Value>{
+      filled(accShape, getAcc(), 0.0),
+      filled(rowShape, getMax(), -std::numeric_limits<double>::infinity()),
+      filled(rowShape, getSum(), 0.0)};
+}
+
+/// Where split `split`'s state of the tile's rows sits in the partial
+/// states: [split, rows..., (dv)], the split's dim of size 1 (dropped from
+/// the tile's own type).
+static void partialPosition(OpBuilder &b, OnlineAttentionOp op,
+                            unsigned resultNumber,
+                            ArrayRef<OpFoldResult> offsets,
+                            ArrayRef<OpFoldResult> sizes, OpFoldResult split,
+                            SmallVector<OpFoldResult> &resultOffsets,
+                            SmallVector<OpFoldResult> &resultSizes) {
+  size_t rows = offsets.size() - 1;
+  resultOffsets = {split};
+  resultSizes = {b.getIndexAttr(1)};
+  resultOffsets.append(offsets.begin(), offsets.begin() + rows);
+  resultSizes.append(sizes.begin(), sizes.begin() + rows);
+  if (resultNumber == 0) {
+    // dv from the values: upstream tiling may hand over a clone whose
+    // destinations are already the partial states.
+    Value v = op.getValue();
+    resultOffsets.push_back(b.getIndexAttr(0));
+    resultSizes.push_back(mixedSize(
+        b, op.getLoc(), v, cast<ShapedType>(v.getType()).getRank() - 1));
+  }
+}
+
+LogicalResult OnlineAttentionOp::getPartialResultTilePosition(
+    OpBuilder &b, unsigned resultNumber, ReductionTilingStrategy strategy,
+    ArrayRef<OpFoldResult> offsets, ArrayRef<OpFoldResult> sizes,
+    const SetVector<unsigned> &reductionDims,
+    ArrayRef<OpFoldResult> splitReductionIvs,
+    SmallVector<OpFoldResult> &resultOffsets,
+    SmallVector<OpFoldResult> &resultSizes) {
+  if (strategy != ReductionTilingStrategy::PartialReductionOuterParallel ||
+      failed(onlyKeys(*this, reductionDims)))
+    return failure();
+  partialPosition(b, *this, resultNumber, offsets, sizes, splitReductionIvs[0],
+                  resultOffsets, resultSizes);
+  return success();
+}
+
+FailureOr<TilingResult> OnlineAttentionOp::tileToPartialReduction(
+    OpBuilder &b, Location loc, ReductionTilingStrategy strategy,
+    ValueRange init, ArrayRef<OpFoldResult> offsets,
+    ArrayRef<OpFoldResult> sizes, const SetVector<unsigned> &reductionDims,
+    ArrayRef<OpFoldResult> splitReductionIvs) {
+  if (strategy != ReductionTilingStrategy::PartialReductionOuterParallel)
+    return emitOpError("splits its keys as an outer-parallel partial "
+                       "reduction (split-K) only");
+  if (failed(onlyKeys(*this, reductionDims)))
+    return failure();
+  // The split's state of the tile's rows, from the partial states.
+  SmallVector<Value> state;
+  SmallVector<Operation *> slices;
+  for (unsigned i = 0; i < 3; ++i) {
+    SmallVector<OpFoldResult> offs, szs;
+    partialPosition(b, *this, i, offsets, sizes, splitReductionIvs[0], offs,
+                    szs);
+    SmallVector<int64_t> shape;
+    for (OpFoldResult s : ArrayRef<OpFoldResult>(szs).drop_front())
+      shape.push_back(getConstantIntValue(s).value_or(ShapedType::kDynamic));
+    auto type = RankedTensorType::get(
+        shape, cast<ShapedType>(init[i].getType()).getElementType());
+    SmallVector<OpFoldResult> strides(offs.size(), b.getIndexAttr(1));
+    auto slice = tensor::ExtractSliceOp::create(b, loc, type, init[i], offs,
+                                                szs, strides);
+    slices.push_back(slice);
+    state.push_back(slice);
+  }
+  FailureOr<TilingResult> tiled = tileOnline(*this, b, offsets, sizes, state);
+  if (failed(tiled))
+    return failure();
+  tiled->generatedSlices.append(slices.begin(), slices.end());
+  return tiled;
+}
+
+FailureOr<MergeResult>
+OnlineAttentionOp::mergeReductions(OpBuilder &b, Location loc,
+                                   ValueRange partial,
+                                   const SetVector<unsigned> &reductionDims) {
+  if (failed(onlyKeys(*this, reductionDims)))
+    return failure();
+  // Over the rows [lead..., M] (and the acc's dv): M = max(max, max_s...);
+  // a state of max m weighs e^(m - M), 0 for m = -inf (it saw no key);
+  // sum = Σ weight · sum, acc = Σ weight · acc over the op's own state and
+  // the splits'.
+  int64_t r = cast<ShapedType>(getQuery().getType()).getRank();
+  unsigned rows = r - 1;
+  MLIRContext *ctx = b.getContext();
+  auto ids = [&](unsigned n, ArrayRef<unsigned> dims) {
+    SmallVector<AffineExpr> e;
+    for (unsigned d : dims)
+      e.push_back(getAffineDimExpr(d, ctx));
+    return AffineMap::get(n, 0, e, ctx);
+  };
+  auto range = [](unsigned lo, unsigned hi) {
+    SmallVector<unsigned> v;
+    for (unsigned i = lo; i < hi; ++i)
+      v.push_back(i);
+    return v;
+  };
+  using utils::IteratorType;
+  auto weight = [](OpBuilder &nb, Location l, Value m, Value top) -> Value {
+    Type t = m.getType();
+    Value ninf = arith::ConstantOp::create(
+        nb, l, t, nb.getFloatAttr(t, -std::numeric_limits<double>::infinity()));
+    Value none =
+        arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, m, ninf);
+    Value w = math::ExpOp::create(
+        nb, l, arith::SubFOp::create(nb, l, m, top).getResult());
+    Value zero = arith::ConstantOp::create(nb, l, t, nb.getFloatAttr(t, 0.0));
+    return arith::SelectOp::create(nb, l, none, zero, w);
+  };
+  SmallVector<Operation *> ops;
+  // The split's dim `n` first, then the dims 0..n-1 (rows, dv).
+  auto splitFirst = [&](unsigned n, unsigned upTo) {
+    SmallVector<unsigned> dims = {n};
+    dims.append(range(0, upTo));
+    return dims;
+  };
+  // M over the rows (dims 0..rows-1) and the splits (dim rows).
+  SmallVector<IteratorType> rowsRed(rows, IteratorType::parallel);
+  rowsRed.push_back(IteratorType::reduction);
+  auto top = linalg::GenericOp::create(
+      b, loc, getMax().getType(), ValueRange{partial[1]}, ValueRange{getMax()},
+      SmallVector<AffineMap>{ids(rows + 1, splitFirst(rows, rows)),
+                             ids(rows + 1, range(0, rows))},
+      rowsRed, [&](OpBuilder &nb, Location l, ValueRange a) {
+        linalg::YieldOp::create(
+            nb, l, ValueRange{arith::MaximumFOp::create(nb, l, a[0], a[1])});
+      });
+  ops.push_back(top);
+  Value newMax = top.getResult(0);
+  // Folds `own` (the op's state, weighed by its max) and the splits'
+  // `parts` (weighed by theirs) into one value per element; `n` dims, the
+  // row dims first, `parts` with the split first.
+  auto merged = [&](Value own, Value parts, unsigned n) -> Value {
+    SmallVector<IteratorType> par(n, IteratorType::parallel);
+    auto scaled = linalg::GenericOp::create(
+        b, loc, own.getType(), ValueRange{own, getMax(), newMax},
+        ValueRange{tensor::EmptyOp::create(
+            b, loc, tensor::getMixedSizes(b, loc, own),
+            cast<ShapedType>(own.getType()).getElementType())},
+        SmallVector<AffineMap>{ids(n, range(0, n)), ids(n, range(0, rows)),
+                               ids(n, range(0, rows)), ids(n, range(0, n))},
+        par, [&](OpBuilder &nb, Location l, ValueRange a) {
+          Value w = weight(nb, l, a[1], a[2]);
+          linalg::YieldOp::create(
+              nb, l, ValueRange{arith::MulFOp::create(nb, l, a[0], w)});
+        });
+    SmallVector<IteratorType> red(par);
+    red.push_back(IteratorType::reduction);
+    auto sum = linalg::GenericOp::create(
+        b, loc, own.getType(), ValueRange{parts, partial[1], newMax},
+        ValueRange{scaled.getResult(0)},
+        SmallVector<AffineMap>{
+            ids(n + 1, splitFirst(n, n)), ids(n + 1, splitFirst(n, rows)),
+            ids(n + 1, range(0, rows)), ids(n + 1, range(0, n))},
+        red, [&](OpBuilder &nb, Location l, ValueRange a) {
+          Value w = weight(nb, l, a[1], a[2]);
+          Value x = arith::MulFOp::create(nb, l, a[0], w);
+          linalg::YieldOp::create(
+              nb, l, ValueRange{arith::AddFOp::create(nb, l, a[3], x)});
+        });
+    ops.push_back(scaled);
+    ops.push_back(sum);
+    return sum.getResult(0);
+  };
+  Value newAcc = merged(getAcc(), partial[0], rows + 1);
+  Value newSum = merged(getSum(), partial[2], rows);
+  return MergeResult{ops, {newAcc, newMax, newSum}};
 }

@@ -300,6 +300,40 @@ def TileAttentionPass : Pass<"attn-tile-attention", "func::FuncOp"> {
                            "::mlir::gpu::GPUDialect"];
 }
 
+def SplitKeysPass : Pass<"attn-split-keys", "func::FuncOp"> {
+  let summary = "Split the keys of each attn.online_attention into parallel parts merged by log-sum-exp (split-K)";
+  let description = [{
+    Each `attn.online_attention` on tensors becomes an `scf.forall` of
+    `splits` parts, each folding an equal share of the keys (the last one
+    shorter) into a state of its own from the identity (acc 0, max -inf,
+    sum 0), then a log-sum-exp merge of the parts' states and the op's own
+    destinations (linalg.generic ops): upstream tiling
+    (`scf::tileUsingSCF`, the outer-parallel partial-reduction strategy)
+    through the op's `PartialReductionOpInterface`. The split of
+    `attn-tile-attention` (split-target) is built by that pass for the
+    attention it tiles; this one serves ops written in the online form.
+
+    ```mlir
+    // attn-opt -attn-split-keys=splits=4
+    %a, %m, %l = attn.online_attention %q, %k, %v, %acc, %max, %sum, %qp, %kp
+        {scale = 0.125 : f64} : (...) -> (...)
+    // becomes
+    %parts:3 = scf.forall (%s) in (4) shared_outs(...) {
+      ... attn.online_attention on the part's keys into its state ...
+    }
+    // then the merge of %parts into (%acc, %max, %sum)
+    ```
+  }];
+  let options = [
+    Option<"splits", "splits", "int64_t", /*default=*/"2",
+           "Number of parallel parts of each op's keys (2 or more)">,
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def TileGatedDeltaPass : Pass<"attn-tile-gated-delta", "func::FuncOp"> {
   let summary = "Tile attn.gated_delta_rule into per-head chunk loops carrying the state";
   let description = [{
