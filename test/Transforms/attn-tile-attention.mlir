@@ -31,13 +31,20 @@
 // CHECK: %[[QPOS:.*]] = arith.addi %[[Q0]], %[[OFF]]
 // CHECK: %[[H0:.*]] = arith.muli %[[G]], %c4
 // CHECK: %[[QT:.*]] = tensor.extract_slice %[[Q]][%[[B]], %[[H0]], %[[Q0]], 0] [1, 4, %[[QN]], 128] [1, 1, 1, 1] : tensor<?x32x?x128xf32> to tensor<4x?x128xf32>
-// CHECK: %[[R0:.*]]:3 = scf.for %[[KB:.*]] = %c0 to %[[FULLHI:.*]] step %[[C64]] iter_args
-// CHECK: %[[KT:.*]] = tensor.extract_slice %[[K]][%[[B]], %[[G]], %[[KB]], 0] [1, 1, %{{.*}}, 128] [1, 1, 1, 1] : tensor<?x8x?x128xf32> to tensor<?x128xf32>
+// Each key range is one attn.online_attention whose keys upstream tiling
+// (its TilingInterface) cuts into a loop over [0, end - start) carrying the
+// state; a tile's keys start at start + kb.
+// CHECK: %[[N0:.*]] = arith.subi %[[FULLHI:.*]], %c0
+// CHECK: %[[R0:.*]]:3 = scf.for %[[KB:.*]] = %c0 to %[[N0]] step %[[C64]] iter_args
+// CHECK: %[[KN:.*]] = affine.min #{{.*}}(%[[KB]])[%[[N0]]]
+// CHECK: %[[KT:.*]] = tensor.extract_slice %[[K]][%[[B]], %[[G]], %[[KB]], 0] [1, 1, %[[KN]], 128] [1, 1, 1, 1] : tensor<?x8x?x128xf32> to tensor<?x128xf32>
 // CHECK: %[[VT:.*]] = tensor.extract_slice %[[V]][%[[B]], %[[G]], %[[KB]], 0]
 // CHECK-NOT: tensor.extract_slice %[[K]]
 // CHECK: attn.online_attention %[[QT]], %[[KT]], %[[VT]], {{.*}}, %[[QPOS]], %[[KB]] {scale = 0.088388347648318{{[0-9]*}} : f64} : (tensor<4x?x128xf32>, tensor<?x128xf32>, tensor<?x128xf32>, tensor<4x?x128xf32>, tensor<4x?xf32>, tensor<4x?xf32>)
-// CHECK: %[[R1:.*]]:3 = scf.for %{{.*}} = %[[FULLHI]] to %[[HI:.*]] step %[[C64]] iter_args({{.*}} = %[[R0]]#0, {{.*}} = %[[R0]]#1, {{.*}} = %[[R0]]#2)
-// CHECK: attn.online_attention {{.*}} {mask = #attn.mask<causal>, scale = 0.088388347648318{{[0-9]*}} : f64}
+// CHECK: %[[N1:.*]] = arith.subi %[[HI:.*]], %[[FULLHI]]
+// CHECK: %[[R1:.*]]:3 = scf.for %[[KB1:.*]] = %c0 to %[[N1]] step %[[C64]] iter_args({{.*}} = %[[R0]]#0, {{.*}} = %[[R0]]#1, {{.*}} = %[[R0]]#2)
+// CHECK: %[[KP1:.*]] = affine.apply #{{.*}}(%[[FULLHI]], %[[KB1]])
+// CHECK: attn.online_attention %[[QT]], {{.*}}, %[[KP1]] {mask = #attn.mask<causal>, scale = 0.088388347648318{{[0-9]*}} : f64}
 // CHECK: %[[OT:.*]] = attn.online_finalize %[[R1]]#0, %[[R1]]#2 outs(%{{.*}} : tensor<4x?x128xf32>) : (tensor<4x?x128xf32>, tensor<4x?xf32>) -> tensor<4x?x128xf32>
 // CHECK: scf.forall.in_parallel
 // CHECK-NEXT: tensor.parallel_insert_slice %[[OT]] into %{{.*}}[%[[B]], %[[H0]], %[[Q0]], 0] [1, 4, %[[QN]], 128]
@@ -115,8 +122,10 @@ func.func @causal_gqa(%q: tensor<?x32x?x128xf32>, %k: tensor<?x8x?x128xf32>, %v:
 // CHECK: %[[F2:.*]] = arith.addi %[[F]], %c1
 // CHECK: %[[F3:.*]] = arith.maxsi %[[F2]], %c0
 // CHECK: %[[FH:.*]] = arith.minsi %[[F3]], %[[HI]]
-// CHECK: scf.for %{{.*}} = %c0 to %[[FH]]
-// CHECK: scf.for %{{.*}} = %[[FH]] to %[[HI]]
+// CHECK: %[[N0:.*]] = arith.subi %[[FH]], %c0
+// CHECK: scf.for %{{.*}} = %c0 to %[[N0]]
+// CHECK: %[[N1:.*]] = arith.subi %[[HI]], %[[FH]]
+// CHECK: scf.for %{{.*}} = %c0 to %[[N1]]
 func.func @causal_bounds(%q: tensor<1x2x?x16xf32>, %k: tensor<1x2x?x16xf32>, %v: tensor<1x2x?x16xf32>) -> tensor<1x2x?x16xf32> {
   %o = attn.sdpa %q, %k, %v outs(%q : tensor<1x2x?x16xf32>) {mask = #attn.mask<causal>, scale = 0.25 : f64}
       : (tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>) -> tensor<1x2x?x16xf32>
@@ -128,11 +137,11 @@ func.func @causal_bounds(%q: tensor<1x2x?x16xf32>, %k: tensor<1x2x?x16xf32>, %v:
 // Sliding window: three loops, the window's lower edge and the diagonal
 // masked, the middle unmasked; keys before lo are never visited.
 // CHECK-LABEL: func.func @sliding(
-// CHECK: scf.for %{{.*}} = %[[LO:.*]] to %[[FL:.*]] step
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step
 // CHECK: attn.online_attention {{.*}} {mask = #attn.mask<sliding_window>, scale = 1.250000e-01 : f64, window = 4096 : i64}
-// CHECK: scf.for %{{.*}} = %[[FL]] to %[[FH:.*]] step
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step
 // CHECK: attn.online_attention {{.*}} {scale = 1.250000e-01 : f64}
-// CHECK: scf.for %{{.*}} = %[[FH]] to %{{.*}} step
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step
 // CHECK: attn.online_attention {{.*}} {mask = #attn.mask<sliding_window>, scale = 1.250000e-01 : f64, window = 4096 : i64}
 func.func @sliding(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32> {
   %o = attn.sdpa %q, %k, %v outs(%q : tensor<?x8x?x64xf32>) {mask = #attn.mask<sliding_window>, window = 4096 : i64, scale = 0.125 : f64}
@@ -153,7 +162,8 @@ func.func @sliding(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tenso
 // CHECK: %[[LENI:.*]] = arith.index_cast %[[LEN]] : i32 to index
 // CHECK: %[[M:.*]] = arith.maxsi %[[LENI]], %c0
 // CHECK: %[[LIM:.*]] = arith.minsi %[[M]], %{{.*}}
-// CHECK: scf.for %{{.*}} = %c0 to %[[LIM]] step
+// CHECK: %[[N:.*]] = arith.subi %[[LIM]], %c0
+// CHECK: scf.for %{{.*}} = %c0 to %[[N]] step
 // CHECK: attn.online_attention {{.*}} {scale = 1.250000e-01 : f64} : (tensor<1x?x64xf32>, tensor<?x64xf32>, tensor<?x32xf32>, tensor<1x?x32xf32>
 // CHECK-NOT: scf.for
 // CHECK: attn.online_finalize
@@ -221,10 +231,11 @@ func.func @kept_reference(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v
 // attn.paged_sdpa: the same loop nest; each row's offset is its own
 // kv_lengths[b] - q_len (the query is the row's last tokens, the rows' key
 // limit its length), and each key loop runs over tiles of keys like the
-// contiguous one, each tile reading the KV head's page pools through the
-// row's block table from page kb / P (the page of its first key) to the
-// range's last page ceil(end / P): a tile spans pages, and the pages past
-// it are there to prefetch from.
+// contiguous one: the range's op lists the pages from its first key's to
+// the range's last page ceil(end / P), and each tile (tiling shifts the
+// list) reads the KV head's page pools from the page of its own first key
+// kb / P: a tile spans pages, and the pages past it are there to prefetch
+// from.
 // CHECK-LABEL: func.func @paged(
 // CHECK-SAME: %[[Q:[^:]*]]: tensor<?x8x?x64xf32>, %[[KC:[^:]*]]: tensor<?x2x?x64xf32>, %[[VC:[^:]*]]: tensor<?x2x?x64xf32>, %[[T:[^:]*]]: tensor<?x?xi32>, %[[L:[^:]*]]: tensor<?xi64>
 // CHECK-DAG: %[[QLEN:.*]] = tensor.dim %[[Q]], %c2
@@ -234,17 +245,20 @@ func.func @kept_reference(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v
 // CHECK: %[[LENI:.*]] = arith.index_cast %[[LEN]] : i64 to index
 // CHECK: %[[LIM:.*]] = arith.minsi %{{.*}}, %{{.*}}
 // CHECK: %[[OFF:.*]] = arith.subi %[[LIM]], %[[QLEN]] : index
-// CHECK: %[[ANY:.*]] = arith.cmpi slt, %{{.*}}, %[[END:.*]] : index
+// CHECK: %[[COUNT:.*]] = arith.subi %[[END:.*]], %c0 : index
+// CHECK: %[[ANY:.*]] = arith.cmpi slt, %c0, %[[END]] : index
 // CHECK: %[[CEIL:.*]] = arith.ceildivsi %[[END]], %[[P]] : index
 // CHECK: %[[PEND:.*]] = arith.select %[[ANY]], %[[CEIL]], %c0 : index
 // CHECK: %[[KP:.*]] = tensor.extract_slice %[[KC]][0, %[[G]], 0, 0] [%{{.*}}, 1, %[[P]], 64] [1, 1, 1, 1] : tensor<?x2x?x64xf32> to tensor<?x?x64xf32>
 // CHECK: %[[VP:.*]] = tensor.extract_slice %[[VC]][0, %[[G]], 0, 0] [%{{.*}}, 1, %[[P]], 64] [1, 1, 1, 1] : tensor<?x2x?x64xf32> to tensor<?x?x64xf32>
-// CHECK: scf.for %[[KB:.*]] = %{{.*}} to %[[END]] step %c64
-// CHECK: %[[REST:.*]] = arith.subi %[[END]], %[[KB]] : index
-// CHECK: %[[KN:.*]] = arith.minsi %c64, %[[REST]] : index
+// CHECK: %[[NUM:.*]] = arith.subi %[[PEND]], %[[FIRST0:.*]] : index
+// CHECK: scf.for %[[KB:.*]] = %c0 to %[[COUNT]] step %c64
+// CHECK: %[[KN:.*]] = affine.min #{{.*}}(%[[KB]])[%[[COUNT]]]
 // CHECK: %[[FIRST:.*]] = arith.divsi %[[KB]], %[[P]] : index
-// CHECK: %[[NUM:.*]] = arith.subi %[[PEND]], %[[FIRST]] : index
-// CHECK: %[[PAGES:.*]] = tensor.extract_slice %[[T]][%[[B]], %[[FIRST]]] [1, %[[NUM]]] [1, 1] : tensor<?x?xi32> to tensor<?xi32>
+// CHECK: %[[SKIP:.*]] = arith.subi %[[FIRST]], %{{.*}} : index
+// CHECK: %[[LEFT:.*]] = arith.subi %[[NUM]], %[[SKIP]] : index
+// CHECK: %[[AT:.*]] = affine.apply #{{.*}}()[%[[SKIP]], %[[FIRST0]]]
+// CHECK: %[[PAGES:.*]] = tensor.extract_slice %[[T]][%[[B]], %[[AT]]] [1, %[[LEFT]]] [1, 1] : tensor<?x?xi32> to tensor<?xi32>
 // CHECK: attn.online_attention %{{.*}}, %[[KP]], %[[VP]], {{.*}}, %[[KB]] pages(%[[PAGES]] : tensor<?xi32>, %[[KN]]) {scale = 1.250000e-01 : f64} : (tensor<4x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>,
 // CHECK: scf.for
 // CHECK: attn.online_attention {{.*}} pages({{.*}}) {mask = #attn.mask<causal>, scale = 1.250000e-01 : f64}

@@ -115,8 +115,9 @@ struct ConvertAttnToGPUPass
   }
 
   /// Reads what the kernel needs off the tiled forall: its query tile, its
-  /// key loops (their range and the mask of their attn.online_attention),
-  /// the batch's key length, the attention's parameters.
+  /// key ranges (one attn.online_attention each, untiled on the GPU: its
+  /// range, mask and pages), the batch's key length, the attention's
+  /// parameters.
   LogicalResult readTiled(scf::ForallOp forall, TiledSource &src,
                           OnlineAttentionOp &first) {
     src.forall = forall;
@@ -124,18 +125,14 @@ struct ConvertAttnToGPUPass
     if (!tiles)
       return forall.emitOpError("a tiled forall without attn.tiles");
     src.qBlock = tiles.getQBlock();
-    SmallVector<scf::ForOp> loops;
+    SmallVector<OnlineAttentionOp> ranges;
     for (Operation &o : forall.getBody()->without_terminator()) {
       if (auto e = dyn_cast<tensor::ExtractOp>(o))
         src.kvLength = e;
-      if (auto loop = dyn_cast<scf::ForOp>(o))
-        loops.push_back(loop);
+      if (auto oa = dyn_cast<OnlineAttentionOp>(o))
+        ranges.push_back(oa);
     }
-    for (scf::ForOp loop : loops) {
-      OnlineAttentionOp oa;
-      loop.getBody()->walk([&](OnlineAttentionOp op) { oa = op; });
-      if (!oa)
-        return loop.emitOpError("a key loop without attn.online_attention");
+    for (OnlineAttentionOp oa : ranges) {
       if (!first)
         first = oa;
       if (oa.getBiasTable() || oa.getRelativeBiasAttr())
@@ -160,10 +157,36 @@ struct ConvertAttnToGPUPass
       src.qPos = oa.getQPos();
     }
     if (!first)
-      return forall.emitOpError("a tiled forall without key loops");
-    // The loops partition the block's key range in order.
-    src.lo = loops.front().getLowerBound();
-    src.hi = loops.back().getUpperBound();
+      return forall.emitOpError("a tiled forall without attn.online_attention "
+                                "over its key ranges");
+    // The ops fold the block's key ranges in order, each [kv_pos, kv_pos +
+    // count): the block's keys run from the first one's kv_pos to the last
+    // one's end (`end` itself where the count is end - kv_pos, as the tiler
+    // writes it).
+    OnlineAttentionOp last = ranges.back();
+    OpFoldResult count = last.getNumKeys();
+    if (!last.isPaged()) {
+      auto keys = last.getKey().getDefiningOp<tensor::ExtractSliceOp>();
+      if (!keys || keys.getMixedSizes().size() != 4)
+        return last.emitOpError("expects its keys as a slice [1, 1, n, d] of "
+                                "the sequence's K (attn-tile-attention)");
+      count = keys.getMixedSizes()[2];
+    }
+    src.lo = first.getKvPos();
+    auto sub = dyn_cast_if_present<Value>(count)
+                   ? cast<Value>(count).getDefiningOp<arith::SubIOp>()
+                   : nullptr;
+    if (sub && sub.getRhs() == last.getKvPos()) {
+      src.hi = sub.getLhs();
+    } else {
+      OpBuilder eb(last);
+      Value n = getValueOrCreateConstantIndexOp(eb, last.getLoc(), count);
+      src.hi =
+          matchPattern(last.getKvPos(), m_Zero())
+              ? n
+              : arith::AddIOp::create(eb, last.getLoc(), last.getKvPos(), n)
+                    .getResult();
+    }
     auto qTile = first.getQuery().getDefiningOp<tensor::ExtractSliceOp>();
     if (!qTile || qTile->getParentOp() != forall)
       return first.emitOpError("the query tile is not a slice in the forall");

@@ -243,8 +243,17 @@ static FailureOr<TilingResult> tileOnline(OnlineAttentionOp op, OpBuilder &b,
     v.push_back(offsetsOrSizes ? zero : mixedSize(b, loc, x, r - 1));
     return v;
   };
-  Value q = slice(op.getQuery(), rowsWithLast(op.getQuery(), true),
-                  rowsWithLast(op.getQuery(), false));
+  // A tile of every row (a key loop) reads the query itself: the same
+  // value in each key loop of a query block, which lets the CPU
+  // micro-kernel share its scratch and packed query rows between them.
+  bool everyRow = true;
+  for (int64_t i = 0; i < r - 1; ++i)
+    everyRow &= isZeroInteger(rowOffs[i]) &&
+                isEqualConstantIntOrValue(rowSizes[i],
+                                          mixedSize(b, loc, op.getQuery(), i));
+  Value q = everyRow ? op.getQuery()
+                     : slice(op.getQuery(), rowsWithLast(op.getQuery(), true),
+                             rowsWithLast(op.getQuery(), false));
   Value acc, max, sum;
   if (!inits.empty()) {
     acc = inits[0];

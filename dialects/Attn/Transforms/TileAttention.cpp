@@ -16,14 +16,19 @@
 // j > i + offset - W):
 //
 //   hi     = min(kvLimit, q0 + qn + offset)           causal: last row's end
-//   lo     = max(0, q0 + offset - W + 1)               window: first row's start
-//   fullHi = min(hi, q0 + offset + 1)                  visible to the first row
-//   fullLo = max(lo, q0 + qn + offset - W)             visible to the last row
+//   lo     = max(0, q0 + offset - W + 1)               window: first row's
+//   start fullHi = min(hi, q0 + offset + 1)                  visible to the
+//   first row fullLo = max(lo, q0 + qn + offset - W)             visible to the
+//   last row
 //
 // Keys outside [lo, hi) are never visited. [fullLo, fullHi) is visible to
-// every row of the block and is tiled with mask = none; [lo, fullLo) and
-// [fullHi, hi) are tiled with the position mask. All bounds are clamped so
-// the three ranges partition [lo, hi) even for tiny or empty blocks.
+// every row of the block and is folded with mask = none; [lo, fullLo) and
+// [fullHi, hi) with the position mask. All bounds are clamped so the three
+// ranges partition [lo, hi) even for tiny or empty blocks. Each range is
+// one attn.online_attention; upstream tiling (scf::tileUsingSCF, through
+// the op's TilingInterface) cuts its keys into the kv-block loop that
+// carries the online-softmax state. The GPU target keeps the untiled ops:
+// convert-attn-to-gpu reads their ranges and builds its own loop.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,7 +38,10 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir {
 namespace attn {
@@ -49,24 +57,23 @@ using namespace mlir::attn::tiling;
 
 namespace mlir::attn::tiling {
 
-SmallVector<Value> SDPATiler::foldTile(OpBuilder &b, Location loc, Value kt,
+OnlineAttentionOp SDPATiler::foldTile(OpBuilder &b, Location loc, Value kt,
                                       Value vt, Value kb, bool masked,
-                                      ValueRange iter, Value qTile,
-                                      Value gIdx, Value qPos, Value origin,
-                                      Value pages, Value numKeys) {
+                                      ValueRange iter, Value qTile, Value gIdx,
+                                      Value qPos, Value origin, Value pages,
+                                      Value numKeys) {
   IndexMath n{b, loc};
   Value headOffset;
   if (op.biasTable)
     headOffset = n.mul(gIdx, n.c(groupSize));
   MLIRContext *ctx = b.getContext();
-  auto oa = OnlineAttentionOp::create(
+  return OnlineAttentionOp::create(
       b, loc, iter.getTypes(), qTile, kt, vt, iter[0], iter[1], iter[2], qPos,
       kb, op.biasTable, headOffset, pages, numKeys,
       masked && op.mask == MaskKind::chunked ? origin : Value(), op.scale,
       op.relativeBias,
       MaskKindAttr::get(ctx, masked ? op.mask : MaskKind::none),
       masked ? op.window : IntegerAttr(), op.softcap);
-  return SmallVector<Value>(oa.getResults());
 }
 
 SmallVector<Value> SDPATiler::keyLoop(OpBuilder &b, Location loc, Value start,
@@ -74,75 +81,89 @@ SmallVector<Value> SDPATiler::keyLoop(OpBuilder &b, Location loc, Value start,
                                       ValueRange state, Value qTile,
                                       Value bIdx, Value gIdx, Value qPos,
                                       Value origin) {
-  // A tile of rows [r0, r0 + kn) of K/V (contiguous: batch row bIdx; paged:
-  // the pool's page `page`).
-  auto tile = [&](OpBuilder &nb, Location nloc, Value src, Value first,
-                  Value r0, Value kn, int64_t d) -> Value {
-    SmallVector<OpFoldResult> offs = {first, gIdx, r0, nb.getIndexAttr(0)};
-    SmallVector<OpFoldResult> sizes = {nb.getIndexAttr(1), nb.getIndexAttr(1),
-                                       kn, nb.getIndexAttr(d)};
-    SmallVector<OpFoldResult> strides(4, nb.getIndexAttr(1));
-    return tensor::ExtractSliceOp::create(
-        nb, nloc, RankedTensorType::get({kDyn, d}, kvElt), src, offs, sizes,
-        strides);
-  };
-  if (!op.paged()) {
-    auto loop = scf::ForOp::create(
-        b, loc, start, end, step, state,
-        [&](OpBuilder &nb, Location nloc, Value kb, ValueRange iter) {
-          IndexMath n{nb, nloc};
-          Value kn = n.min(step, n.sub(end, kb));
-          Value kt = tile(nb, nloc, op.key, bIdx, kb, kn, headDim);
-          Value vt = tile(nb, nloc, op.value, bIdx, kb, kn, headDimV);
-          scf::YieldOp::create(nb, nloc,
-                               foldTile(nb, nloc, kt, vt, kb, masked, iter,
-                                        qTile, gIdx, qPos, origin));
-        });
-    return SmallVector<Value>(loop.getResults());
-  }
-  // Paged: tiles of `step` keys [kb, kb + kn) like the contiguous loop, each
-  // reading one KV head's page pools through the row's block table from
-  // page kb / P (the page holding key kb) to the range's last page: a tile
-  // spans pages (a page of 16 keys per tile made the per-tile softmax and
-  // rescale 1.5x the contiguous kernel's time), and the pages listed past
-  // its end are the ones the kernel prefetches from.
+  // One attn.online_attention folds the keys [start, end) into the state;
+  // upstream tiling (scf::tileUsingSCF, through the op's TilingInterface)
+  // then cuts its keys into tiles of `step`: the scf.for that carries the
+  // state is the online softmax. The GPU backend reads the untiled op (its
+  // key range, mask and pages) and builds its own key loop.
   IndexMath m{b, loc};
-  Value pageSize = m.dim(op.key, 2), zero = m.c(0);
-  Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, start,
-                                    end);
-  Value pagesEnd = arith::SelectOp::create(b, loc, any,
-                                           m.ceilDiv(end, pageSize), zero);
-  auto pool = [&](Value src, int64_t d) -> Value {
-    SmallVector<OpFoldResult> offs = {b.getIndexAttr(0), gIdx,
-                                      b.getIndexAttr(0), b.getIndexAttr(0)};
-    SmallVector<OpFoldResult> sizes = {m.dim(src, 0), b.getIndexAttr(1),
-                                       pageSize, b.getIndexAttr(d)};
-    SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
-    return tensor::ExtractSliceOp::create(
-        b, loc, RankedTensorType::get({kDyn, kDyn, d}, kvElt), src, offs,
+  Value count = m.sub(end, start);
+  OnlineAttentionOp whole;
+  if (!op.paged()) {
+    // Keys [start, end) of K/V at batch row bIdx, KV head gIdx.
+    auto rows = [&](Value src, int64_t d) -> Value {
+      SmallVector<OpFoldResult> offs = {bIdx, gIdx, start, b.getIndexAttr(0)};
+      SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(1),
+                                         count, b.getIndexAttr(d)};
+      SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
+      return tensor::ExtractSliceOp::create(
+          b, loc, RankedTensorType::get({kDyn, d}, kvElt), src, offs, sizes,
+          strides);
+    };
+    Value kt = rows(op.key, headDim);
+    Value vt = rows(op.value, headDimV);
+    whole = foldTile(b, loc, kt, vt, start, masked, state, qTile, gIdx, qPos,
+                     origin);
+  } else {
+    // Paged: the KV head's page pools, read through the row's block table
+    // from page start / P (the page holding key `start`) to the range's
+    // last page (an empty range lists none); a tile spans pages (a page of
+    // 16 keys per tile made the per-tile softmax and rescale 1.5x the
+    // contiguous kernel's time), and the pages listed past a tile's end are
+    // the ones the kernel prefetches from.
+    Value pageSize = m.dim(op.key, 2), zero = m.c(0);
+    Value any =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, start, end);
+    Value pagesEnd =
+        arith::SelectOp::create(b, loc, any, m.ceilDiv(end, pageSize), zero);
+    Value first = arith::SelectOp::create(
+        b, loc, any, arith::DivSIOp::create(b, loc, start, pageSize), zero);
+    auto pool = [&](Value src, int64_t d) -> Value {
+      SmallVector<OpFoldResult> offs = {b.getIndexAttr(0), gIdx,
+                                        b.getIndexAttr(0), b.getIndexAttr(0)};
+      SmallVector<OpFoldResult> sizes = {m.dim(src, 0), b.getIndexAttr(1),
+                                         pageSize, b.getIndexAttr(d)};
+      SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
+      return tensor::ExtractSliceOp::create(
+          b, loc, RankedTensorType::get({kDyn, kDyn, d}, kvElt), src, offs,
+          sizes, strides);
+    };
+    Value kPool = pool(op.key, headDim), vPool = pool(op.value, headDimV);
+    Type tableElt = cast<ShapedType>(op.blockTable.getType()).getElementType();
+    SmallVector<OpFoldResult> offs = {bIdx, first};
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1),
+                                       m.sub(pagesEnd, first)};
+    SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+    Value pages = tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({kDyn}, tableElt), op.blockTable, offs,
         sizes, strides);
-  };
-  Value kPool = pool(op.key, headDim), vPool = pool(op.value, headDimV);
-  Type tableElt = cast<ShapedType>(op.blockTable.getType()).getElementType();
-  auto loop = scf::ForOp::create(
-      b, loc, start, end, step, state,
-      [&](OpBuilder &nb, Location nloc, Value kb, ValueRange iter) {
-        IndexMath n{nb, nloc};
-        Value kn = n.min(step, n.sub(end, kb));
-        Value first = arith::DivSIOp::create(nb, nloc, kb, pageSize);
-        SmallVector<OpFoldResult> offs = {bIdx, first};
-        SmallVector<OpFoldResult> sizes = {nb.getIndexAttr(1),
-                                           n.sub(pagesEnd, first)};
-        SmallVector<OpFoldResult> strides(2, nb.getIndexAttr(1));
-        Value pages = tensor::ExtractSliceOp::create(
-            nb, nloc, RankedTensorType::get({kDyn}, tableElt), op.blockTable,
-            offs, sizes, strides);
-        scf::YieldOp::create(nb, nloc,
-                             foldTile(nb, nloc, kPool, vPool, kb, masked,
-                                      iter, qTile, gIdx, qPos, origin, pages,
-                                      kn));
-      });
-  return SmallVector<Value>(loop.getResults());
+    whole = foldTile(b, loc, kPool, vPool, start, masked, state, qTile, gIdx,
+                     qPos, origin, pages, count);
+  }
+  if (sizes.gridMapping)
+    return SmallVector<Value>(whole.getResults());
+  IRRewriter rewriter(b);
+  rewriter.setInsertionPoint(whole);
+  scf::SCFTilingOptions options;
+  options.setTileSizes({b.getIndexAttr(0), b.getIndexAttr(0), step});
+  options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
+  FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+      rewriter, cast<TilingInterface>(whole.getOperation()), options);
+  if (failed(tiled)) {
+    op.op->emitOpError("attn-tile-attention could not tile the keys of its "
+                       "attn.online_attention");
+    tilingFailed = true;
+    return SmallVector<Value>(whole.getResults());
+  }
+  rewriter.replaceOp(whole, tiled->replacements);
+  Operation *loop = tiled->loops.front();
+  // One slice per operand (the tile's keys of the sequence's K/V, not a
+  // slice of the range's slice).
+  RewritePatternSet patterns(b.getContext());
+  tensor::populateMergeConsecutiveInsertExtractSlicePatterns(patterns);
+  (void)applyPatternsGreedily(loop, std::move(patterns));
+  b.setInsertionPointAfter(loop);
+  return SmallVector<Value>(loop->getResults());
 }
 
 KeyRange SDPATiler::keyRange(OpBuilder &b, Location loc, Value bIdx, Value q0,
@@ -460,8 +481,7 @@ SmallVector<Value> SDPATiler::partsForall(OpBuilder &b, Location loc,
   return SmallVector<Value>(forall.getResults());
 }
 
-
-void SDPATiler::run() {
+LogicalResult SDPATiler::run() {
   OpBuilder b(op.op);
   Location loc = op.op->getLoc();
   IndexMath m{b, loc};
@@ -534,9 +554,12 @@ void SDPATiler::run() {
     results.push_back(stats);
   if (sizes.splitTarget > 1)
     results = mergeForall(b, loc, parts, stats, split, nSplit);
+  if (tilingFailed)
+    return failure();
   for (auto [i, r] : llvm::enumerate(results))
     op.op->getResult(i).replaceAllUsesWith(r);
   op.op->erase();
+  return success();
 }
 
 } // namespace mlir::attn::tiling
@@ -602,10 +625,13 @@ struct TileAttentionPass
           return signalPassFailure();
         }
       }
-      if (auto sdpa = dyn_cast<SDPAOp>(op))
-        SDPATiler(AttentionOperands(sdpa), opSizes).run();
-      else
-        SDPATiler(AttentionOperands(cast<PagedSDPAOp>(op)), opSizes).run();
+      LogicalResult tiled =
+          isa<SDPAOp>(op)
+              ? SDPATiler(AttentionOperands(cast<SDPAOp>(op)), opSizes).run()
+              : SDPATiler(AttentionOperands(cast<PagedSDPAOp>(op)), opSizes)
+                    .run();
+      if (failed(tiled))
+        return signalPassFailure();
     }
   }
 };

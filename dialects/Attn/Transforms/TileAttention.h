@@ -93,24 +93,26 @@ class SDPATiler {
 public:
   SDPATiler(AttentionOperands op, TileSizes sizes) : op(op), sizes(sizes) {}
 
-  void run();
+  /// Tiles the op (and erases it); failure when upstream tiling failed
+  /// (reported at the op).
+  LogicalResult run();
 
 private:
-  /// One loop over keys [start, end) in tiles of `step` (paged: one tile
-  /// per page, clipped to the range), folding each tile into the state
-  /// with the given mask; returns the new state.
+  /// The keys [start, end) folded into the state with the given mask: one
+  /// attn.online_attention whose keys upstream tiling cuts into tiles of
+  /// `step` (an scf.for carrying the state; the GPU keeps the one op);
+  /// returns the new state, empty on failure.
   SmallVector<Value> keyLoop(OpBuilder &b, Location loc, Value start,
                              Value end, Value step, bool masked,
                              ValueRange state, Value qTile, Value bIdx,
                              Value gIdx, Value qPos, Value origin);
-  /// Folds the keys [kb, kb + kn) of K/V tiles `kt`, `vt` into `iter`;
-  /// with `pages`, `kt`/`vt` are the KV head's page pools and the tile is
-  /// `numKeys` keys read through those pages.
-  SmallVector<Value> foldTile(OpBuilder &b, Location loc, Value kt, Value vt,
-                              Value kb, bool masked, ValueRange iter,
-                              Value qTile, Value gIdx, Value qPos,
-                              Value origin, Value pages = {},
-                              Value numKeys = {});
+  /// The op folding the keys [kb, kb + kn) of K/V tiles `kt`, `vt` into
+  /// `iter`; with `pages`, `kt`/`vt` are the KV head's page pools and the
+  /// tile is `numKeys` keys read through those pages.
+  OnlineAttentionOp foldTile(OpBuilder &b, Location loc, Value kt, Value vt,
+                             Value kb, bool masked, ValueRange iter,
+                             Value qTile, Value gIdx, Value qPos, Value origin,
+                             Value pages = {}, Value numKeys = {});
   /// The key range of the query block [q0, q0 + qn) of batch `bIdx`.
   KeyRange keyRange(OpBuilder &b, Location loc, Value bIdx, Value q0,
                     Value qn);
@@ -150,6 +152,7 @@ private:
   int64_t groupSize = 1, headDim = 0, headDimV = 0, hkv = 1;
   Type accType, elt, kvElt;
   Value batch, qLen, kvLen, offset;
+  bool tilingFailed = false;
 };
 
 } // namespace mlir::attn::tiling
