@@ -31,6 +31,24 @@
 using namespace mlir;
 using namespace mlir::attn;
 
+namespace {
+/// Unit-stride slices for a tiled implementation, remembered as the
+/// TilingResult's generated slices.
+struct Slicer {
+  OpBuilder &b;
+  Location loc;
+  SmallVector<Operation *> slices;
+  Value operator()(Value source, ArrayRef<OpFoldResult> offsets,
+                   ArrayRef<OpFoldResult> sizes) {
+    SmallVector<OpFoldResult> strides(offsets.size(), b.getIndexAttr(1));
+    auto op =
+        tensor::ExtractSliceOp::create(b, loc, source, offsets, sizes, strides);
+    slices.push_back(op);
+    return op.getResult();
+  }
+};
+} // namespace
+
 SmallVector<utils::IteratorType> SDPAOp::getLoopIteratorTypes() {
   return SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel);
 }
@@ -76,15 +94,7 @@ SDPAOp::getTiledImplementation(OpBuilder &b, ArrayRef<OpFoldResult> offsets,
   OpFoldResult kvHead0 = affine::makeComposedFoldedAffineApply(
       b, loc, d0.floorDiv(group), {offsets[1]});
   OpFoldResult zero = b.getIndexAttr(0);
-  SmallVector<Operation *> slices;
-  auto slice = [&](Value source, ArrayRef<OpFoldResult> offs,
-                   ArrayRef<OpFoldResult> szs) -> Value {
-    SmallVector<OpFoldResult> strides(offs.size(), b.getIndexAttr(1));
-    auto op = tensor::ExtractSliceOp::create(b, loc, source, offs, szs,
-                                             strides);
-    slices.push_back(op);
-    return op.getResult();
-  };
+  Slicer slice{b, loc, {}};
   auto size = [&](Value t, int64_t i) {
     return tensor::getMixedSize(b, loc, t, i);
   };
@@ -127,7 +137,7 @@ SDPAOp::getTiledImplementation(OpBuilder &b, ArrayRef<OpFoldResult> offsets,
       b, loc, init.getType(), q, k, v, lengths, table, qPos, sinks, init,
       getScaleAttr(), getRelativeBiasAttr(), getMaskAttr(), getWindowAttr(),
       getSoftcapAttr(), getAlignAttr());
-  return TilingResult{{tiled}, {tiled.getResult()}, slices};
+  return TilingResult{{tiled}, {tiled.getResult()}, slice.slices};
 }
 
 FailureOr<TilingResult>
@@ -218,15 +228,7 @@ static FailureOr<TilingResult> tileOnline(OnlineAttentionOp op, OpBuilder &b,
   Location loc = op.getLoc();
   int64_t r = cast<ShapedType>(op.getQuery().getType()).getRank();
   OpFoldResult zero = b.getIndexAttr(0);
-  SmallVector<Operation *> slices;
-  auto slice = [&](Value source, ArrayRef<OpFoldResult> offs,
-                   ArrayRef<OpFoldResult> szs) -> Value {
-    SmallVector<OpFoldResult> strides(offs.size(), b.getIndexAttr(1));
-    auto op =
-        tensor::ExtractSliceOp::create(b, loc, source, offs, szs, strides);
-    slices.push_back(op);
-    return op.getResult();
-  };
+  Slicer slice{b, loc, {}};
   // x + offset, folded where both are constants.
   AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1);
   auto shifted = [&](Value x, OpFoldResult offset) -> Value {
@@ -313,7 +315,8 @@ static FailureOr<TilingResult> tileOnline(OnlineAttentionOp op, OpBuilder &b,
   Value state[] = {acc, max, sum};
   for (auto [result, dest] : llvm::zip(tiled->getResults(), state))
     result.setType(dest.getType());
-  return TilingResult{{tiled}, SmallVector<Value>(tiled->getResults()), slices};
+  return TilingResult{
+      {tiled}, SmallVector<Value>(tiled->getResults()), slice.slices};
 }
 
 FailureOr<TilingResult>
@@ -374,15 +377,7 @@ GatedDeltaChunkOp::getTiledImplementation(OpBuilder &b,
                          << " by a static size that divides it";
   Location loc = getLoc();
   OpFoldResult zero = b.getIndexAttr(0);
-  SmallVector<Operation *> slices;
-  auto slice = [&](Value source, ArrayRef<OpFoldResult> offs,
-                   ArrayRef<OpFoldResult> szs) -> Value {
-    SmallVector<OpFoldResult> strides(offs.size(), b.getIndexAttr(1));
-    auto op =
-        tensor::ExtractSliceOp::create(b, loc, source, offs, szs, strides);
-    slices.push_back(op);
-    return op.getResult();
-  };
+  Slicer slice{b, loc, {}};
   OpFoldResult t0 = offsets[0], tn = sizes[0], v0 = offsets[1], vn = sizes[1];
   Value q =
       slice(getQuery(), {t0, zero}, {tn, mixedSize(b, loc, getQuery(), 1)});
@@ -397,7 +392,8 @@ GatedDeltaChunkOp::getTiledImplementation(OpBuilder &b,
       b, loc, TypeRange{out.getType(), state.getType()}, q, k, v, g, beta, out,
       state, getScaleAttr(), getRecurrentAttr());
   tiled->setDiscardableAttrs(getOperation()->getDiscardableAttrDictionary());
-  return TilingResult{{tiled}, SmallVector<Value>(tiled->getResults()), slices};
+  return TilingResult{
+      {tiled}, SmallVector<Value>(tiled->getResults()), slice.slices};
 }
 
 //===----------------------------------------------------------------------===//

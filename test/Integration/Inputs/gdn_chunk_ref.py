@@ -10,15 +10,11 @@ recurrence's definition, token by token:
 S <- S exp(g_t); S <- S + k_t (beta_t (v_t - S^T k_t))^T; o_t = S^T (scale q_t).
 Prints "OK <max error>" when both are within 1e-5 (1 + max |ref|).
 """
-import re
 import sys
 
 import numpy as np
 
-
-def gen(shape, f):
-    n = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
-    return f(n).astype(np.float32).astype(np.float64)
+from runner_output import check, gen
 
 
 def main():
@@ -34,25 +30,7 @@ def main():
         S = S * np.exp(g[t])
         S = S + np.outer(k[t], beta[t] * (v[t] - S.T @ k[t]))
         out[t] = S.T @ (scale * q[t])
-    parts = sys.stdin.read().split("data =")[1:]
-    if len(parts) != 2:
-        print("FAIL: %d arrays printed, 2 expected" % len(parts))
-        sys.exit(1)
-    worst = 0.0
-    for text, ref in zip(parts, (out, S)):
-        text = text.split("Unranked")[0]
-        got = np.array([float(x) for x in re.findall(
-            r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|-?nan|-?inf", text)])
-        if got.size != ref.size:
-            print("FAIL: %d values printed, %d expected" % (got.size, ref.size))
-            sys.exit(1)
-        err = np.abs(got.reshape(ref.shape) - ref).max()
-        if not err <= 1e-5 * (1 + np.abs(ref).max()):
-            print("FAIL: max error %.3e" % err)
-            sys.exit(1)
-        worst = max(worst, err)
-    print("OK %.3e" % worst)
-
+    check(sys.stdin.read(), [out, S])
 
 if __name__ == "__main__":
     main()

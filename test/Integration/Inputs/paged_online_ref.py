@@ -8,15 +8,11 @@ row-major linear index; pools [10, 16, 8]): the 37 keys at positions
 [7, 2, 9]; query row m at position 40 + m, causal, scale 0.35. Prints
 "OK <max error>" when max |out - ref| <= 1e-5 (1 + max |ref|).
 """
-import re
 import sys
 
 import numpy as np
 
-
-def gen(shape, f):
-    n = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
-    return f(n).astype(np.float32).astype(np.float64)
+from runner_output import check, gen
 
 
 def main():
@@ -37,21 +33,7 @@ def main():
                           for j, p in enumerate(positions)])
             e = np.exp(s - s.max())
             ref[h, m] = (e / e.sum()) @ v
-    text = sys.stdin.read()
-    data = text[text.index("data =") + len("data ="):]
-    got = np.array([float(x) for x in
-                    re.findall(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|-?nan|-?inf",
-                               data)])
-    if got.size != ref.size:
-        print("FAIL: %d values printed, %d expected" % (got.size, ref.size))
-        sys.exit(1)
-    err = np.abs(got.reshape(ref.shape) - ref).max()
-    bound = 1e-5 * (1 + np.abs(ref).max())
-    if not err <= bound:
-        print("FAIL: max error %.3e > %.3e" % (err, bound))
-        sys.exit(1)
-    print("OK %.3e" % err)
-
+    check(sys.stdin.read(), [ref])
 
 if __name__ == "__main__":
     main()
