@@ -788,7 +788,10 @@ def Attn_SDPAOp : Attn_Op<"sdpa", [Pure, AttrSizedOperandSegments,
 }
 
 def Attn_PagedSDPAOp : Attn_Op<"paged_sdpa", [Pure, AttrSizedOperandSegments,
-    DestinationStyleOpInterface]> {
+    DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<TilingInterface,
+        ["getIterationDomain", "getLoopIteratorTypes",
+         "getTiledImplementation", "getResultTilePosition"]>]> {
   let summary = "fused attention over a paged KV cache";
   let description = [{
     `attn.sdpa` whose keys and values live in pages of a pool, as serving
@@ -831,6 +834,12 @@ def Attn_PagedSDPAOp : Attn_Op<"paged_sdpa", [Pure, AttrSizedOperandSegments,
     head's sink logit (`attn.sink_softmax`), once: in `stats` the sink is
     part of (m, l) like one more key, so a caller that merges ranges passes
     the real sinks to one range and -inf (no sink) to the others.
+
+    The op implements `TilingInterface` over the result's dims (batch,
+    query heads, query rows, value dims; all parallel), as `attn.sdpa`: a
+    tile reads the whole caches through its rows of the block table, the
+    KV heads of its query heads' group(s), and keeps its rows' positions (a
+    tile of some of the rows gets `q_pos` = its first row's position).
 
     ```mlir
     %o = attn.paged_sdpa %q, %kc, %vc, %table, %lens

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Attn/IR/AttnOps.h"
+#include "dialects/Attn/IR/AttnTilingUtils.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -30,24 +31,6 @@
 
 using namespace mlir;
 using namespace mlir::attn;
-
-namespace {
-/// Unit-stride slices for a tiled implementation, remembered as the
-/// TilingResult's generated slices.
-struct Slicer {
-  OpBuilder &b;
-  Location loc;
-  SmallVector<Operation *> slices;
-  Value operator()(Value source, ArrayRef<OpFoldResult> offsets,
-                   ArrayRef<OpFoldResult> sizes) {
-    SmallVector<OpFoldResult> strides(offsets.size(), b.getIndexAttr(1));
-    auto op =
-        tensor::ExtractSliceOp::create(b, loc, source, offsets, sizes, strides);
-    slices.push_back(op);
-    return op.getResult();
-  }
-};
-} // namespace
 
 SmallVector<utils::IteratorType> SDPAOp::getLoopIteratorTypes() {
   return SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel);
@@ -76,20 +59,9 @@ SDPAOp::getTiledImplementation(OpBuilder &b, ArrayRef<OpFoldResult> offsets,
                                ArrayRef<OpFoldResult> sizes) {
   Location loc = getLoc();
   int64_t group = getGroupSize();
-  std::optional<int64_t> headTile = getConstantIntValue(sizes[1]);
-  if (!headTile)
-    return emitOpError("tiling the query heads needs a static tile size "
-                       "(one that divides the head count)");
-  int64_t kvHeads;
-  if (*headTile % group == 0)
-    kvHeads = *headTile / group;
-  else if (group % *headTile == 0)
-    kvHeads = 1;
-  else
-    return emitOpError() << "a tile of " << *headTile
-                         << " query heads straddles GQA groups of " << group
-                         << "; tile the heads by a multiple or a divisor of "
-                         << group;
+  FailureOr<int64_t> kvHeads = kvHeadsOfTile(*this, group, sizes[1]);
+  if (failed(kvHeads))
+    return failure();
   AffineExpr d0 = b.getAffineDimExpr(0);
   OpFoldResult kvHead0 = affine::makeComposedFoldedAffineApply(
       b, loc, d0.floorDiv(group), {offsets[1]});
@@ -99,7 +71,7 @@ SDPAOp::getTiledImplementation(OpBuilder &b, ArrayRef<OpFoldResult> offsets,
     return tensor::getMixedSize(b, loc, t, i);
   };
   OpFoldResult kvLen = size(getKey(), 2);
-  OpFoldResult kvHeadsAttr = b.getIndexAttr(kvHeads);
+  OpFoldResult kvHeadsAttr = b.getIndexAttr(*kvHeads);
   Value q = slice(getQuery(), {offsets[0], offsets[1], offsets[2], zero},
                   {sizes[0], sizes[1], sizes[2], size(getQuery(), 3)});
   Value k = slice(getKey(), {offsets[0], kvHead0, zero, zero},
@@ -159,26 +131,6 @@ SDPAOp::generateResultTileValue(OpBuilder &b, unsigned,
 // sits at q_pos + m0, of keys [n0, n0 + tn) at kv_pos + n0; with a bias
 // table the leading dim's tile starts at head head_offset + h0. A paged tile
 // keeps the pools and starts its page list at the page of kv_pos + n0.
-
-/// The size of dim `i` of a tensor or buffer: a slice's own size operand
-/// where it is one (so that loops over a slice run to the size it was cut
-/// with, not to a tensor.dim of it).
-static OpFoldResult mixedSize(OpBuilder &b, Location loc, Value x, int64_t i) {
-  auto ty = cast<ShapedType>(x.getType());
-  if (!ty.isDynamicDim(i))
-    return b.getIndexAttr(ty.getDimSize(i));
-  if (auto slice = x.getDefiningOp<tensor::ExtractSliceOp>()) {
-    llvm::SmallBitVector dropped = slice.getDroppedDims();
-    SmallVector<OpFoldResult> sizes = slice.getMixedSizes();
-    int64_t kept = -1;
-    for (unsigned d = 0; d < sizes.size(); ++d)
-      if (!dropped[d] && ++kept == i)
-        return sizes[d];
-  }
-  if (isa<TensorType>(ty))
-    return tensor::DimOp::create(b, loc, x, i).getResult();
-  return memref::DimOp::create(b, loc, x, i).getResult();
-}
 
 SmallVector<utils::IteratorType> OnlineAttentionOp::getLoopIteratorTypes() {
   int64_t r = cast<ShapedType>(getQuery().getType()).getRank();
