@@ -28,12 +28,7 @@ SmallVector<utils::IteratorType> PagedSDPAOp::getLoopIteratorTypes() {
 }
 
 SmallVector<Range> PagedSDPAOp::getIterationDomain(OpBuilder &b) {
-  SmallVector<Range> domain;
-  for (int64_t i = 0; i < 4; ++i)
-    domain.push_back(Range{b.getIndexAttr(0),
-                           tensor::getMixedSize(b, getLoc(), getInit(), i),
-                           b.getIndexAttr(1)});
-  return domain;
+  return resultDomain(b, getLoc(), getInit());
 }
 
 LogicalResult PagedSDPAOp::getResultTilePosition(

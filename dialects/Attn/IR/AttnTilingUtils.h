@@ -51,6 +51,18 @@ inline OpFoldResult mixedSize(OpBuilder &b, Location loc, Value x, int64_t i) {
   return memref::DimOp::create(b, loc, x, i).getResult();
 }
 
+/// The iteration domain of an op tiled over its result's dims: [0, size)
+/// of each dim of its destination `init`.
+inline SmallVector<Range> resultDomain(OpBuilder &b, Location loc, Value init) {
+  SmallVector<Range> domain;
+  for (int64_t i = 0, e = cast<ShapedType>(init.getType()).getRank(); i < e;
+       ++i)
+    domain.push_back(Range{b.getIndexAttr(0),
+                           tensor::getMixedSize(b, loc, init, i),
+                           b.getIndexAttr(1)});
+  return domain;
+}
+
 /// The KV heads a tile of `headTile` query heads reads in GQA groups of
 /// `group`: headTile / group when the group divides it, 1 when it divides
 /// the group; otherwise (or a dynamic tile) an error at `op`.
