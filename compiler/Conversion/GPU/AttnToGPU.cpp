@@ -161,8 +161,8 @@ struct ConvertAttnToGPUPass
                                 "over its key ranges");
     // The ops fold the block's key ranges in order, each [kv_pos, kv_pos +
     // count): the block's keys run from the first one's kv_pos to the last
-    // one's end (`end` itself where the count is end - kv_pos, as the tiler
-    // writes it).
+    // one's end (folded to `end` itself, as the tiler writes the count as
+    // end - kv_pos).
     OnlineAttentionOp last = ranges.back();
     OpFoldResult count = last.getNumKeys();
     if (!last.isPaged()) {
@@ -173,20 +173,10 @@ struct ConvertAttnToGPUPass
       count = keys.getMixedSizes()[2];
     }
     src.lo = first.getKvPos();
-    auto sub = dyn_cast_if_present<Value>(count)
-                   ? cast<Value>(count).getDefiningOp<arith::SubIOp>()
-                   : nullptr;
-    if (sub && sub.getRhs() == last.getKvPos()) {
-      src.hi = sub.getLhs();
-    } else {
-      OpBuilder eb(last);
-      Value n = getValueOrCreateConstantIndexOp(eb, last.getLoc(), count);
-      src.hi =
-          matchPattern(last.getKvPos(), m_Zero())
-              ? n
-              : arith::AddIOp::create(eb, last.getLoc(), last.getKvPos(), n)
-                    .getResult();
-    }
+    OpBuilder eb(last);
+    src.hi = eb.createOrFold<arith::AddIOp>(
+        last.getLoc(), last.getKvPos(),
+        getValueOrCreateConstantIndexOp(eb, last.getLoc(), count));
     auto qTile = first.getQuery().getDefiningOp<tensor::ExtractSliceOp>();
     if (!qTile || qTile->getParentOp() != forall)
       return first.emitOpError("the query tile is not a slice in the forall");

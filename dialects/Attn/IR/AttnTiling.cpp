@@ -147,19 +147,40 @@ SmallVector<Range> OnlineAttentionOp::getIterationDomain(OpBuilder &b) {
   return domain;
 }
 
+/// The value dim (dv) of an online_attention's accumulator, read from its
+/// values: upstream tiling may ask a clone whose destinations are already
+/// tiles or partial states.
+static OpFoldResult valueDim(OpBuilder &b, OnlineAttentionOp op) {
+  Value v = op.getValue();
+  return mixedSize(b, op.getLoc(), v,
+                   cast<ShapedType>(v.getType()).getRank() - 1);
+}
+
+/// Where result `resultNumber` of the tile [offsets, offsets + sizes) sits
+/// in the state: the tile's rows [lead..., M], and for the accumulator
+/// every value dim. None depends on the key tile.
+static void statePosition(OpBuilder &b, OnlineAttentionOp op,
+                          unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
+                          ArrayRef<OpFoldResult> sizes,
+                          SmallVector<OpFoldResult> &resultOffsets,
+                          SmallVector<OpFoldResult> &resultSizes) {
+  size_t rows = offsets.size() - 1;
+  resultOffsets.append(offsets.begin(), offsets.begin() + rows);
+  resultSizes.append(sizes.begin(), sizes.begin() + rows);
+  if (resultNumber == 0) {
+    resultOffsets.push_back(b.getIndexAttr(0));
+    resultSizes.push_back(valueDim(b, op));
+  }
+}
+
 LogicalResult OnlineAttentionOp::getResultTilePosition(
     OpBuilder &b, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
     ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
     SmallVector<OpFoldResult> &resultSizes) {
-  // Every result spans the rows [lead..., M] of the tile; the accumulator
-  // also every value dim. None depends on the key tile.
-  size_t rows = offsets.size() - 1;
-  resultOffsets.assign(offsets.begin(), offsets.begin() + rows);
-  resultSizes.assign(sizes.begin(), sizes.begin() + rows);
-  if (resultNumber == 0) {
-    resultOffsets.push_back(b.getIndexAttr(0));
-    resultSizes.push_back(mixedSize(b, getLoc(), getAcc(), rows));
-  }
+  resultOffsets.clear();
+  resultSizes.clear();
+  statePosition(b, *this, resultNumber, offsets, sizes, resultOffsets,
+                resultSizes);
   return success();
 }
 
@@ -238,27 +259,23 @@ static FailureOr<TilingResult> tileOnline(OnlineAttentionOp op, OpBuilder &b,
   if (headOffset && r > 2)
     headOffset = shifted(headOffset, rowOffs[0]);
 
-  SmallVector<Value> operands(op.getOperation()->getOperands());
-  auto set = [&](unsigned odsIndex, Value x) {
-    auto [start, length] = op.getODSOperandIndexAndLength(odsIndex);
-    if (length == 1)
-      operands[start] = x;
-  };
-  // The operands in ODS order: query, key, value, acc, max, sum, q_pos,
-  // kv_pos, bias_table, head_offset, pages, num_keys, range_start.
-  set(0, q);
-  set(1, k);
-  set(2, v);
-  set(3, acc);
-  set(4, max);
-  set(5, sum);
-  set(6, shifted(op.getQPos(), rowOffs[r - 2]));
-  set(7, kvPos);
-  set(9, headOffset);
-  set(10, pages);
-  set(11, numKeys);
-  Operation *tiled = b.clone(*op.getOperation());
-  tiled->setOperands(operands);
+  Value qPos = shifted(op.getQPos(), rowOffs[r - 2]);
+  // A clone with the tile's operands (the same optional ones present).
+  auto tiled = cast<OnlineAttentionOp>(b.clone(*op.getOperation()));
+  tiled.getQueryMutable().assign(q);
+  tiled.getKeyMutable().assign(k);
+  tiled.getValueMutable().assign(v);
+  tiled.getAccMutable().assign(acc);
+  tiled.getMaxMutable().assign(max);
+  tiled.getSumMutable().assign(sum);
+  tiled.getQPosMutable().assign(qPos);
+  tiled.getKvPosMutable().assign(kvPos);
+  if (headOffset)
+    tiled.getHeadOffsetMutable().assign(headOffset);
+  if (pages) {
+    tiled.getPagesMutable().assign(pages);
+    tiled.getNumKeysMutable().assign(numKeys);
+  }
   Value state[] = {acc, max, sum};
   for (auto [result, dest] : llvm::zip(tiled->getResults(), state))
     result.setType(dest.getType());
@@ -382,7 +399,7 @@ OnlineAttentionOp::generateInitialTensorForPartialReduction(
   };
   SmallVector<OpFoldResult> accShape = {splits}, rowShape = {splits};
   accShape.append(rows.begin(), rows.end());
-  accShape.push_back(mixedSize(b, loc, getAcc(), r - 1));
+  accShape.push_back(valueDim(b, *this));
   rowShape.append(rows.begin(), rows.end());
   return SmallVector<Value>{
       filled(accShape, getAcc(), 0.0),
@@ -399,19 +416,10 @@ static void partialPosition(OpBuilder &b, OnlineAttentionOp op,
                             ArrayRef<OpFoldResult> sizes, OpFoldResult split,
                             SmallVector<OpFoldResult> &resultOffsets,
                             SmallVector<OpFoldResult> &resultSizes) {
-  size_t rows = offsets.size() - 1;
   resultOffsets = {split};
   resultSizes = {b.getIndexAttr(1)};
-  resultOffsets.append(offsets.begin(), offsets.begin() + rows);
-  resultSizes.append(sizes.begin(), sizes.begin() + rows);
-  if (resultNumber == 0) {
-    // dv from the values: upstream tiling may hand over a clone whose
-    // destinations are already the partial states.
-    Value v = op.getValue();
-    resultOffsets.push_back(b.getIndexAttr(0));
-    resultSizes.push_back(mixedSize(
-        b, op.getLoc(), v, cast<ShapedType>(v.getType()).getRank() - 1));
-  }
+  statePosition(b, op, resultNumber, offsets, sizes, resultOffsets,
+                resultSizes);
 }
 
 LogicalResult OnlineAttentionOp::getPartialResultTilePosition(

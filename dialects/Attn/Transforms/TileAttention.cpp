@@ -15,11 +15,10 @@
 // query row i sees key j iff j <= i + offset, and with a window W also
 // j > i + offset - W):
 //
-//   hi     = min(kvLimit, q0 + qn + offset)           causal: last row's end
-//   lo     = max(0, q0 + offset - W + 1)               window: first row's
-//   start fullHi = min(hi, q0 + offset + 1)                  visible to the
-//   first row fullLo = max(lo, q0 + qn + offset - W)             visible to the
-//   last row
+//   hi     = min(kvLimit, q0 + qn + offset)   causal: last row's end
+//   lo     = max(0, q0 + offset - W + 1)       window: first row's start
+//   fullHi = min(hi, q0 + offset + 1)          visible to the first row
+//   fullLo = max(lo, q0 + qn + offset - W)     visible to the last row
 //
 // Keys outside [lo, hi) are never visited. [fullLo, fullHi) is visible to
 // every row of the block and is folded with mask = none; [lo, fullLo) and
@@ -38,10 +37,9 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
-#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
-#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "dialects/Attn/Transforms/TileLoops.h"
+
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir {
 namespace attn {
@@ -142,28 +140,16 @@ SmallVector<Value> SDPATiler::keyLoop(OpBuilder &b, Location loc, Value start,
   }
   if (sizes.gridMapping)
     return SmallVector<Value>(whole.getResults());
-  IRRewriter rewriter(b);
-  rewriter.setInsertionPoint(whole);
-  scf::SCFTilingOptions options;
-  options.setTileSizes({b.getIndexAttr(0), b.getIndexAttr(0), step});
-  options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
-  FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
-      rewriter, cast<TilingInterface>(whole.getOperation()), options);
-  if (failed(tiled)) {
+  FailureOr<Operation *> loop =
+      tileIntoLoops(b, cast<TilingInterface>(whole.getOperation()),
+                    {b.getIndexAttr(0), b.getIndexAttr(0), step});
+  if (failed(loop)) {
     op.op->emitOpError("attn-tile-attention could not tile the keys of its "
                        "attn.online_attention");
     tilingFailed = true;
     return SmallVector<Value>(whole.getResults());
   }
-  rewriter.replaceOp(whole, tiled->replacements);
-  Operation *loop = tiled->loops.front();
-  // One slice per operand (the tile's keys of the sequence's K/V, not a
-  // slice of the range's slice).
-  RewritePatternSet patterns(b.getContext());
-  tensor::populateMergeConsecutiveInsertExtractSlicePatterns(patterns);
-  (void)applyPatternsGreedily(loop, std::move(patterns));
-  b.setInsertionPointAfter(loop);
-  return SmallVector<Value>(loop->getResults());
+  return SmallVector<Value>((*loop)->getResults());
 }
 
 KeyRange SDPATiler::keyRange(OpBuilder &b, Location loc, Value bIdx, Value q0,

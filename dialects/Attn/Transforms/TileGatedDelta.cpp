@@ -25,9 +25,7 @@
 
 #include "dialects/Attn/Transforms/Passes.h"
 
-#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
-#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "dialects/Attn/Transforms/TileLoops.h"
 
 namespace mlir {
 namespace attn {
@@ -94,9 +92,8 @@ private:
         beta, outChunk, state, op.getScaleAttr(),
         recurrent ? b.getUnitAttr() : UnitAttr());
   }
-  /// `whole`'s tokens in chunks: an scf.for that carries the state (the
-  /// op's TilingInterface), its slices of slices merged into one each.
-  /// Returns (outputs, state) after the loop.
+  /// `whole`'s tokens in chunks: an scf.for that carries the state
+  /// (tileIntoLoops). Returns (outputs, state) after the loop.
   FailureOr<std::pair<Value, Value>> chunkLoop(GatedDeltaChunkOp whole);
 
   GatedDeltaRuleOp op;
@@ -108,23 +105,12 @@ private:
 
 FailureOr<std::pair<Value, Value>>
 GatedDeltaTiler::chunkLoop(GatedDeltaChunkOp whole) {
-  IRRewriter rewriter(b);
-  rewriter.setInsertionPoint(whole);
-  scf::SCFTilingOptions options;
-  options.setTileSizes({b.getIndexAttr(chunk), b.getIndexAttr(0)});
-  options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
-  FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
-      rewriter, cast<TilingInterface>(whole.getOperation()), options);
-  if (failed(tiled))
+  FailureOr<Operation *> loop =
+      tileIntoLoops(b, cast<TilingInterface>(whole.getOperation()),
+                    {b.getIndexAttr(chunk), b.getIndexAttr(0)});
+  if (failed(loop))
     return failure();
-  rewriter.replaceOp(whole, tiled->replacements);
-  Operation *loop = tiled->loops.front();
-  RewritePatternSet patterns(b.getContext());
-  tensor::populateMergeConsecutiveInsertExtractSlicePatterns(patterns);
-  if (failed(applyPatternsGreedily(loop, std::move(patterns))))
-    return failure();
-  b.setInsertionPointAfter(loop);
-  return std::pair<Value, Value>(loop->getResult(0), loop->getResult(1));
+  return std::pair<Value, Value>((*loop)->getResult(0), (*loop)->getResult(1));
 }
 
 LogicalResult GatedDeltaTiler::run() {
