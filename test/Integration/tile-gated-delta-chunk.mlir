@@ -15,6 +15,7 @@
 // RUN: attn-opt %t/gdn.mlir -transform-preload-library=transform-library-paths=%t/values.mlir -transform-interpreter -attn-pipeline='stop-after=llvm-dialect reference=false' | %mlir_runner | %python %S/Inputs/gdn_chunk_ref.py | FileCheck %s --check-prefix=OK
 // RUN: attn-opt %t/gdn.mlir -attn-pipeline='stop-after=llvm-dialect reference=false' | %mlir_runner | %python %S/Inputs/gdn_chunk_ref.py | FileCheck %s --check-prefix=OK
 // RUN: not attn-opt %t/gdn.mlir -transform-preload-library=transform-library-paths=%t/bad.mlir -transform-interpreter 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not attn-opt %t/buffers.mlir -transform-preload-library=transform-library-paths=%t/tokens.mlir -transform-interpreter 2>&1 | FileCheck %s --check-prefix=BUFFERS
 
 // OK: OK
 
@@ -30,6 +31,7 @@
 // TILED: attn.gated_delta_chunk {{.*}}, %[[ST]] {scale = 3.500000e-01 : f64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?x8xf32>, tensor<8x8xf32>) -> (tensor<?x8xf32>, tensor<8x8xf32>)
 
 // BAD: error: 'attn.gated_delta_chunk' op tiles d_v = 16 by a static size that divides it
+// BUFFERS: error: 'attn.gated_delta_chunk' op is tiled on tensors (before bufferization) only
 
 //--- both.mlir
 module attributes {transform.with_named_sequence} {
@@ -164,3 +166,11 @@ func.func @main() {
   return
 }
 func.func private @printMemrefF32(memref<*xf32>)
+//--- buffers.mlir
+func.func @buffers(%q: memref<20x8xf32>, %k: memref<20x8xf32>, %v: memref<20x16xf32>, %g: memref<20xf32>,
+                   %beta: memref<20xf32>, %o: memref<20x16xf32>, %s: memref<8x16xf32>) {
+  attn.gated_delta_chunk %q, %k, %v, %g, %beta, %o, %s {scale = 0.35 : f64}
+      : (memref<20x8xf32>, memref<20x8xf32>, memref<20x16xf32>, memref<20xf32>, memref<20xf32>,
+         memref<20x16xf32>, memref<8x16xf32>)
+  return
+}
