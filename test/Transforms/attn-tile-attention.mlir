@@ -18,30 +18,34 @@
 // Keys visible to every row of the block take the unmasked loop; the
 // diagonal block takes the masked loop; keys past the diagonal are never
 // visited (the loop ends at hi).
+// CHECK-DAG: #[[H0MAP:.*]] = affine_map<(d0) -> (d0 * 4)>
+// CHECK-DAG: #[[POSMAP:.*]] = affine_map<(d0)[s0, s1] -> (d0 + s0 - s1)>
 // CHECK-LABEL: func.func @causal_gqa(
 // CHECK-SAME: %[[Q:[^:]*]]: tensor<?x32x?x128xf32>, %[[K:[^:]*]]: tensor<?x8x?x128xf32>, %[[V:[^:]*]]: tensor<?x8x?x128xf32>
 // CHECK-DAG: %[[QLEN:.*]] = tensor.dim %[[Q]], %c2
-// CHECK-DAG: %[[KVLEN:.*]] = tensor.dim %[[K]], %c2
 // CHECK-DAG: %[[C64:.*]] = arith.constant 64 : index
-// CHECK-DAG: %[[OFF:.*]] = arith.subi %[[KVLEN]], %[[QLEN]]
 // CHECK: %[[NQB:.*]] = arith.ceildivsi %[[QLEN]], %[[C64]]
 // CHECK: scf.forall (%[[B:.*]], %[[G:.*]], %[[QB:.*]]) in (%{{.*}}, 8, %[[NQB]])
 // CHECK: %[[Q0:.*]] = arith.muli %[[QB]], %[[C64]]
-// CHECK: %[[QN:.*]] = arith.minsi %[[C64]], %{{.*}}
-// CHECK: %[[QPOS:.*]] = arith.addi %[[Q0]], %[[OFF]]
-// CHECK: %[[H0:.*]] = arith.muli %[[G]], %c4
+// CHECK: %[[QN:.*]] = arith.minsi %{{.*}}, %[[C64]]
+// CHECK: %[[H0:.*]] = affine.apply #[[H0MAP]](%[[G]])
+// The tile's first row sits at q0 + kv_len - q_len (bottom-right causal):
+// CHECK: %[[KVLEN:.*]] = tensor.dim %[[K]], %c2
+// CHECK: %[[QPOS:.*]] = affine.apply #[[POSMAP]](%[[Q0]])[%[[KVLEN]], %[[QLEN]]]
 // CHECK: %[[QT:.*]] = tensor.extract_slice %[[Q]][%[[B]], %[[H0]], %[[Q0]], 0] [1, 4, %[[QN]], 128] [1, 1, 1, 1] : tensor<?x32x?x128xf32> to tensor<4x?x128xf32>
-// Each key range is one attn.online_attention whose keys upstream tiling
-// (its TilingInterface) cuts into a loop over [0, end - start) carrying the
+// The key range is cut into one attn.online_attention per part (keys seen
+// by every row, then the diagonal), whose keys upstream tiling (its
+// TilingInterface) cuts into a loop over [0, end - start) carrying the
 // state; a tile's keys start at start + kb.
-// CHECK: %[[N0:.*]] = arith.subi %[[FULLHI:.*]], %c0
-// CHECK: %[[R0:.*]]:3 = scf.for %[[KB:.*]] = %c0 to %[[N0]] step %[[C64]] iter_args
-// CHECK: %[[KN:.*]] = affine.min #{{.*}}(%[[KB]])[%[[N0]]]
+// CHECK: %[[HI:.*]] = arith.minsi %{{.*}}, %[[KVLEN]] : index
+// CHECK: %[[FULLHI:.*]] = arith.minsi %{{.*}}, %[[HI]] : index
+// CHECK: %[[R0:.*]]:3 = scf.for %[[KB:.*]] = %c0 to %[[FULLHI]] step %[[C64]] iter_args
+// CHECK: %[[KN:.*]] = affine.min #{{.*}}(%[[KB]])[%[[FULLHI]]]
 // CHECK: %[[KT:.*]] = tensor.extract_slice %[[K]][%[[B]], %[[G]], %[[KB]], 0] [1, 1, %[[KN]], 128] [1, 1, 1, 1] : tensor<?x8x?x128xf32> to tensor<?x128xf32>
 // CHECK: %[[VT:.*]] = tensor.extract_slice %[[V]][%[[B]], %[[G]], %[[KB]], 0]
 // CHECK-NOT: tensor.extract_slice %[[K]]
 // CHECK: attn.online_attention %[[QT]], %[[KT]], %[[VT]], {{.*}}, %[[QPOS]], %[[KB]] {scale = 0.088388347648318{{[0-9]*}} : f64} : (tensor<4x?x128xf32>, tensor<?x128xf32>, tensor<?x128xf32>, tensor<4x?x128xf32>, tensor<4x?xf32>, tensor<4x?xf32>)
-// CHECK: %[[N1:.*]] = arith.subi %[[HI:.*]], %[[FULLHI]]
+// CHECK: %[[N1:.*]] = arith.subi %[[HI]], %[[FULLHI]]
 // CHECK: %[[R1:.*]]:3 = scf.for %[[KB1:.*]] = %c0 to %[[N1]] step %[[C64]] iter_args({{.*}} = %[[R0]]#0, {{.*}} = %[[R0]]#1, {{.*}} = %[[R0]]#2)
 // CHECK: %[[KP1:.*]] = affine.apply #{{.*}}(%[[FULLHI]], %[[KB1]])
 // CHECK: attn.online_attention %[[QT]], {{.*}}, %[[KP1]] {mask = #attn.mask<causal>, scale = 0.088388347648318{{[0-9]*}} : f64}
@@ -106,24 +110,22 @@ func.func @causal_gqa(%q: tensor<?x32x?x128xf32>, %k: tensor<?x8x?x128xf32>, %v:
 
 // -----
 
-// The loop bounds skip masked blocks: hi = clamp(q0 + qn + offset, 0, kv_len)
-// ends the key range at the diagonal, fullHi = clamp(q0 + offset + 1, 0, hi)
-// ends the unmasked range.
+// The loop bounds skip masked blocks: with the block's first row at
+// p = q0 + kv_len - q_len, hi = clamp(p + qn, 0, kv_len) ends the key range
+// at the diagonal, fullHi = clamp(p + 1, 0, hi) ends the unmasked range.
 // CHECK-LABEL: func.func @causal_bounds(
-// CHECK: %[[OFF:.*]] = arith.subi %[[KVLEN:.*]], %[[QLEN:.*]] : index
 // CHECK: scf.forall
 // CHECK: %[[Q0:.*]] = arith.muli
 // CHECK: %[[QN:.*]] = arith.minsi
-// CHECK: %[[E:.*]] = arith.addi %[[Q0]], %[[QN]]
-// CHECK: %[[E2:.*]] = arith.addi %[[E]], %[[OFF]]
-// CHECK: %[[E3:.*]] = arith.maxsi %[[E2]], %c0
+// CHECK: %[[KVLEN:.*]] = tensor.dim %{{.*}}, %c2 : tensor<1x2x?x16xf32>
+// CHECK: %[[P:.*]] = affine.apply #{{.*}}(%[[Q0]])[%[[KVLEN]], %{{.*}}]
+// CHECK: %[[E:.*]] = arith.addi %[[P]], %[[QN]]
+// CHECK: %[[E3:.*]] = arith.maxsi %[[E]], %c0
 // CHECK: %[[HI:.*]] = arith.minsi %[[E3]], %[[KVLEN]]
-// CHECK: %[[F:.*]] = arith.addi %[[Q0]], %[[OFF]]
-// CHECK: %[[F2:.*]] = arith.addi %[[F]], %c1
-// CHECK: %[[F3:.*]] = arith.maxsi %[[F2]], %c0
+// CHECK: %[[F:.*]] = arith.addi %[[P]], %c1
+// CHECK: %[[F3:.*]] = arith.maxsi %[[F]], %c0
 // CHECK: %[[FH:.*]] = arith.minsi %[[F3]], %[[HI]]
-// CHECK: %[[N0:.*]] = arith.subi %[[FH]], %c0
-// CHECK: scf.for %{{.*}} = %c0 to %[[N0]]
+// CHECK: scf.for %{{.*}} = %c0 to %[[FH]]
 // CHECK: %[[N1:.*]] = arith.subi %[[HI]], %[[FH]]
 // CHECK: scf.for %{{.*}} = %c0 to %[[N1]]
 func.func @causal_bounds(%q: tensor<1x2x?x16xf32>, %k: tensor<1x2x?x16xf32>, %v: tensor<1x2x?x16xf32>) -> tensor<1x2x?x16xf32> {
@@ -162,8 +164,7 @@ func.func @sliding(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tenso
 // CHECK: %[[LENI:.*]] = arith.index_cast %[[LEN]] : i32 to index
 // CHECK: %[[M:.*]] = arith.maxsi %[[LENI]], %c0
 // CHECK: %[[LIM:.*]] = arith.minsi %[[M]], %{{.*}}
-// CHECK: %[[N:.*]] = arith.subi %[[LIM]], %c0
-// CHECK: scf.for %{{.*}} = %c0 to %[[N]] step
+// CHECK: scf.for %{{.*}} = %c0 to %[[LIM]] step
 // CHECK: attn.online_attention {{.*}} {scale = 1.250000e-01 : f64} : (tensor<1x?x64xf32>, tensor<?x64xf32>, tensor<?x32xf32>, tensor<1x?x32xf32>
 // CHECK-NOT: scf.for
 // CHECK: attn.online_finalize
@@ -188,12 +189,13 @@ func.func @top_left(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tens
 // -----
 
 // Softcap and T5's relative bias travel to every tile; the bias table is
-// indexed from the group's first head (g * G).
+// the group's heads' columns [g * G, g * G + G).
 // CHECK-LABEL: func.func @softcap_bias(
 // CHECK-SAME: %[[T:[^:]*]]: tensor<32x8xf32>
 // CHECK: scf.forall (%{{.*}}, %[[G:.*]], %{{.*}}) in
-// CHECK: %[[H0:.*]] = arith.muli %[[G]], %c2
-// CHECK: attn.online_attention {{.*}} bias_table(%[[T]] : tensor<32x8xf32>, %[[H0]]) {relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = false>, scale = 1.000000e+00 : f64, softcap = 3.000000e+01 : f64}
+// CHECK: %[[H0:.*]] = affine.apply #{{.*}}(%[[G]])
+// CHECK: %[[TT:.*]] = tensor.extract_slice %[[T]][0, %[[H0]]] [32, 2] [1, 1] : tensor<32x8xf32> to tensor<32x2xf32>
+// CHECK: attn.online_attention {{.*}} bias_table(%[[TT]] : tensor<32x2xf32>, %c0) {relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = false>, scale = 1.000000e+00 : f64, softcap = 3.000000e+01 : f64}
 func.func @softcap_bias(%q: tensor<?x8x?x64xf32>, %k: tensor<?x4x?x64xf32>, %v: tensor<?x4x?x64xf32>, %t: tensor<32x8xf32>) -> tensor<?x8x?x64xf32> {
   %o = attn.sdpa %q, %k, %v bias_table(%t : tensor<32x8xf32>) outs(%q : tensor<?x8x?x64xf32>) {mask = #attn.mask<causal>, scale = 1.0 : f64, softcap = 30.0 : f64,
        relative_bias = #attn.relative_bias<num_buckets = 32, max_distance = 128, bidirectional = false>}
@@ -228,38 +230,37 @@ func.func @kept_reference(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v
 
 // -----
 
-// attn.paged_sdpa: the same loop nest; each row's offset is its own
-// kv_lengths[b] - q_len (the query is the row's last tokens, the rows' key
-// limit its length), and each key loop runs over tiles of keys like the
-// contiguous one: the range's op lists the pages from its first key's to
-// the range's last page ceil(end / P), and each tile (tiling shifts the
-// list) reads the KV head's page pools from the page of its own first key
-// kb / P: a tile spans pages, and the pages past it are there to prefetch
-// from.
+// attn.paged_sdpa: the same loop nest; each row's query sits at its own
+// kv_lengths[b] - q_len (the query is the row's last tokens; the tile's
+// q_pos, from the op's TilingInterface), the rows' key limit is its length,
+// and each key loop runs over tiles of keys like the contiguous one: the
+// row's op lists its pages up to ceil(limit / P), and each tile (tiling
+// shifts the list) reads the KV head's page pools from the page of its own
+// first key kb / P: a tile spans pages, and the pages past it are there to
+// prefetch from.
 // CHECK-LABEL: func.func @paged(
 // CHECK-SAME: %[[Q:[^:]*]]: tensor<?x8x?x64xf32>, %[[KC:[^:]*]]: tensor<?x2x?x64xf32>, %[[VC:[^:]*]]: tensor<?x2x?x64xf32>, %[[T:[^:]*]]: tensor<?x?xi32>, %[[L:[^:]*]]: tensor<?xi64>
 // CHECK-DAG: %[[QLEN:.*]] = tensor.dim %[[Q]], %c2
 // CHECK-DAG: %[[P:.*]] = tensor.dim %[[KC]], %c2
 // CHECK: scf.forall (%[[B:.*]], %[[G:.*]], %{{.*}}) in (%{{.*}}, 2, %{{.*}})
+// CHECK: %[[Q0:.*]] = arith.muli
+// CHECK: %[[SHIFT:.*]] = arith.subi %[[Q0]], %[[QLEN]] : index
 // CHECK: %[[LEN:.*]] = tensor.extract %[[L]][%[[B]]] : tensor<?xi64>
 // CHECK: %[[LENI:.*]] = arith.index_cast %[[LEN]] : i64 to index
 // CHECK: %[[LIM:.*]] = arith.minsi %{{.*}}, %{{.*}}
-// CHECK: %[[OFF:.*]] = arith.subi %[[LIM]], %[[QLEN]] : index
-// CHECK: %[[COUNT:.*]] = arith.subi %[[END:.*]], %c0 : index
-// CHECK: %[[ANY:.*]] = arith.cmpi slt, %c0, %[[END]] : index
-// CHECK: %[[CEIL:.*]] = arith.ceildivsi %[[END]], %[[P]] : index
-// CHECK: %[[PEND:.*]] = arith.select %[[ANY]], %[[CEIL]], %c0 : index
+// CHECK: %[[QP:.*]] = arith.index_cast %{{.*}} : i64 to index
 // CHECK: %[[KP:.*]] = tensor.extract_slice %[[KC]][0, %[[G]], 0, 0] [%{{.*}}, 1, %[[P]], 64] [1, 1, 1, 1] : tensor<?x2x?x64xf32> to tensor<?x?x64xf32>
-// CHECK: %[[VP:.*]] = tensor.extract_slice %[[VC]][0, %[[G]], 0, 0] [%{{.*}}, 1, %[[P]], 64] [1, 1, 1, 1] : tensor<?x2x?x64xf32> to tensor<?x?x64xf32>
-// CHECK: %[[NUM:.*]] = arith.subi %[[PEND]], %[[FIRST0:.*]] : index
-// CHECK: scf.for %[[KB:.*]] = %c0 to %[[COUNT]] step %c64
-// CHECK: %[[KN:.*]] = affine.min #{{.*}}(%[[KB]])[%[[COUNT]]]
+// CHECK: %[[VP:.*]] = tensor.extract_slice %[[VC]][0, %[[G]], 0, 0] [%{{.*}}, 1, %{{.*}}, 64] [1, 1, 1, 1] : tensor<?x2x?x64xf32> to tensor<?x?x64xf32>
+// CHECK: %[[PEND:.*]] = arith.ceildivsi %[[LIM]], %[[P]] : index
+// CHECK: %[[NUM:.*]] = arith.subi %[[PEND]], %{{.*}} : index
+// CHECK: scf.for %[[KB:.*]] = %c0 to %{{.*}} step %c64
+// CHECK: %[[KN:.*]] = affine.min #{{.*}}(%[[KB]])
 // CHECK: %[[FIRST:.*]] = arith.divsi %[[KB]], %[[P]] : index
 // CHECK: %[[SKIP:.*]] = arith.subi %[[FIRST]], %{{.*}} : index
 // CHECK: %[[LEFT:.*]] = arith.subi %[[NUM]], %[[SKIP]] : index
-// CHECK: %[[AT:.*]] = affine.apply #{{.*}}()[%[[SKIP]], %[[FIRST0]]]
+// CHECK: %[[AT:.*]] = affine.apply #{{.*}}()[%[[SKIP]], %{{.*}}]
 // CHECK: %[[PAGES:.*]] = tensor.extract_slice %[[T]][%[[B]], %[[AT]]] [1, %[[LEFT]]] [1, 1] : tensor<?x?xi32> to tensor<?xi32>
-// CHECK: attn.online_attention %{{.*}}, %[[KP]], %[[VP]], {{.*}}, %[[KB]] pages(%[[PAGES]] : tensor<?xi32>, %[[KN]]) {scale = 1.250000e-01 : f64} : (tensor<4x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>,
+// CHECK: attn.online_attention %{{.*}}, %[[KP]], %[[VP]], {{.*}}, %[[QP]], %[[KB]] pages(%[[PAGES]] : tensor<?xi32>, %[[KN]]) {scale = 1.250000e-01 : f64} : (tensor<4x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>,
 // CHECK: scf.for
 // CHECK: attn.online_attention {{.*}} pages({{.*}}) {mask = #attn.mask<causal>, scale = 1.250000e-01 : f64}
 // CHECK: attn.online_finalize

@@ -5,8 +5,8 @@
 // visited.
 // RUN: attn-opt %s -attn-cpu-select-tiles=split-target=0 -attn-tile-attention -cse | FileCheck %s
 // CHECK-LABEL: func.func @chunked(
-// CHECK: scf.forall
 // CHECK: %[[C8:.*]] = arith.constant 8 : index
+// CHECK: scf.forall
 // CHECK: %[[REM:.*]] = arith.remsi %{{.*}}, %[[C8]] : index
 // CHECK: arith.cmpi slt, %[[REM]],
 // CHECK: %[[SAME:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : index

@@ -1,6 +1,8 @@
 //===- AttnTilingUtils.h - what the ops' TilingInterfaces share -*- C++ -*-===//
 //
-// Internal to dialects/Attn/IR (AttnTiling.cpp, AttnPagedTiling.cpp).
+// Internal to the attn dialect: its TilingInterfaces (AttnTiling.cpp,
+// AttnPagedTiling.cpp) and the tilers that build on them
+// (dialects/Attn/Transforms: the online form, the key-range cut).
 //
 //===----------------------------------------------------------------------===//
 

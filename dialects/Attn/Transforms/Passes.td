@@ -229,24 +229,36 @@ def CallKernelsPass : Pass<"attn-call-kernels", "ModuleOp"> {
 def TileAttentionPass : Pass<"attn-tile-attention", "func::FuncOp"> {
   let summary = "Tile attn.sdpa into online-softmax loops sharing K/V tiles across each GQA group";
   let description = [{
-    Lowers each `attn.sdpa` (outside `attn.reference` functions) to an
-    `scf.forall` over (batch, KV head, query block) whose body holds the
-    query tile of all `Hq/Hkv` query heads of the group (`[G, rows, d]`) and
-    walks the key range in blocks of `kv-block` with `scf.for`, folding each
-    K/V tile, loaded once for the whole group, into the online-softmax state
-    with `attn.online_attention`, then normalizes with
-    `attn.online_finalize`. Nothing of size q_len × kv_len is created.
-    The tile sizes of an op are a target's choice when it carries one
-    (`attn.tiles = #attn.tiles<...>`, from `attn-cpu-select-tiles`), else
-    the pass's options: the tiler holds no target's heuristics.
+    Lowers each `attn.sdpa` and `attn.paged_sdpa` (outside `attn.reference`
+    functions) in four steps, each an upstream mechanism or a step that
+    stands on its own:
 
-    Causal and sliding-window masks come from loop indices: the key range of
-    a query block is cut by the loop bounds (fully masked blocks are never
-    visited), and split into up to three loops: keys visible to every row
-    of the block (`mask = none`: no mask arithmetic), and the diagonal and
-    window-edge blocks (masked by position). Key padding (`kv_lengths`)
-    shortens the range. Sequence lengths are dynamic: the last query and key
-    tiles are smaller (`min(block, remaining)`), never assumed away.
+    1. Upstream tiling (`scf::tileUsingSCF`, through the op's
+       `TilingInterface`) builds an `scf.forall` over (batch, KV head, query
+       block): the tile holds the query rows of all `Hq/Hkv` query heads of
+       one KV head (`[1, G, rows, d]`), so each K/V tile is loaded once per
+       group. The forall counts tiles (its induction variables are tile
+       indices), so that a GPU target can map it to the grid.
+    2. The tile's online form: one `attn.online_attention` over the row's
+       keys (`kv_lengths` shortens them) from the initial state, then
+       `attn.online_finalize`.
+    3. The key-range cut (`attn-cut-key-ranges`): a masked op is cut by its
+       rows' positions into the keys visible to every row of the block
+       (`mask = none`: no mask arithmetic) and the diagonal and window-edge
+       keys (masked by position); fully masked keys are never visited.
+    4. On the CPU, upstream tiling cuts each piece's keys into the `scf.for`
+       that carries the online-softmax state (`kv-block` keys per tile). A
+       GPU target keeps the pieces whole and builds its own key loop.
+
+    Split-K (flash decoding, CPU): when the query fits one block and
+    batch x KV heads is small, the forall gets a fourth dimension of parts,
+    each folding its share of the block's key range into a workspace, and a
+    second forall merges the parts by log-sum-exp. Nothing of size q_len x
+    kv_len is created. The tile sizes of an op are a target's choice when it
+    carries one (`attn.tiles = #attn.tiles<...>`, from
+    `attn-cpu-select-tiles`), else the pass's options: the tiler holds no
+    target's heuristics. Sequence lengths are dynamic: the last query and
+    key tiles are smaller (`min(block, remaining)`), never assumed away.
 
     ```mlir
     %o = attn.sdpa %q, %k, %v {mask = #attn.mask<causal>, scale = 0.125 : f64} ...
@@ -298,6 +310,38 @@ def TileAttentionPass : Pass<"attn-tile-attention", "func::FuncOp"> {
                            "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::gpu::GPUDialect"];
+}
+
+def CutKeyRangesPass : Pass<"attn-cut-key-ranges", "func::FuncOp"> {
+  let summary = "Cut each masked attn.online_attention into the keys its rows see, unmasked where every row sees them";
+  let description = [{
+    Each `attn.online_attention` on tensors with a causal, sliding-window or
+    chunked mask is replaced by up to three ops over parts of its keys,
+    computed from its positions (`q_pos`, `kv_pos`, its rows and keys): the
+    window's or chunk's leading edge `[lo, fullLo)` (masked), the keys every
+    row sees `[fullLo, fullHi)` (`mask = none`: no mask arithmetic) and the
+    diagonal `[fullHi, hi)` (masked). Keys no row sees are dropped, so a
+    loop over the pieces' key tiles never visits a fully masked tile. Each
+    piece is the op's tile of those keys (its `TilingInterface`), so paged
+    keys are cut alike. `attn-tile-attention` applies this to every query
+    block it builds.
+
+    ```mlir
+    // attn-opt -attn-cut-key-ranges
+    %a:3 = attn.online_attention %q, %k, %v, %acc, %max, %sum, %qp, %c0
+        {mask = #attn.mask<causal>, scale = 0.125 : f64} : (...) -> (...)
+    // becomes, with hi = clamp(qp + rows, 0, n) and
+    // fullHi = clamp(qp + 1, 0, hi):
+    %a0:3 = attn.online_attention %q, %k0, %v0, %acc, %max, %sum, %qp, %c0
+        {scale = 0.125 : f64} ...               // keys [0, fullHi)
+    %a1:3 = attn.online_attention %q, %k1, %v1, %a0#0, %a0#1, %a0#2, %qp,
+        %fullHi {mask = #attn.mask<causal>, scale = 0.125 : f64} ...
+                                                // keys [fullHi, hi)
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def SplitKeysPass : Pass<"attn-split-keys", "func::FuncOp"> {

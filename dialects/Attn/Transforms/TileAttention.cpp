@@ -1,33 +1,27 @@
 //===- TileAttention.cpp - attn.sdpa -> online-softmax loops --------------===//
 //
-// This file implements attn-tile-attention. Each attn.sdpa becomes an
-// scf.forall over (batch, KV head, query block). A query tile holds the rows
-// of all G = Hq/Hkv query heads of one KV head ([G, rows, d]), so each K/V
-// tile is extracted once per group and folded into the online-softmax state
-// of every head of the group by attn.online_attention. attn.paged_sdpa is
-// tiled the same way, its tiles reading the KV head's page pools through
-// the row's block table (attn.online_attention's pages(...): a tile spans
-// pages) and its offset per row (kv_lengths[b] - q_len).
+// This file implements attn-tile-attention. Each attn.sdpa and
+// attn.paged_sdpa is built in four steps:
 //
-// The key range of a query block [q0, q0 + qn) is derived from positions
-// (offset = kv_len - q_len for bottom-right alignment, 0 for top-left, q_pos
-// when the op has one; a
-// query row i sees key j iff j <= i + offset, and with a window W also
-// j > i + offset - W):
+//  1. upstream tiling (scf::tileUsingSCF, through the op's TilingInterface)
+//     builds an scf.forall over (batch, KV head, query block) with the op's
+//     tile in it: the query rows of all G = Hq/Hkv query heads of one KV
+//     head ([1, G, rows, d]), so that each K/V tile is read once per group.
+//     The loop header is ours (a custom loop): its induction variables count
+//     tiles, which a GPU grid maps, and split-K adds its part dimension and
+//     workspaces there;
+//  2. the tile's online form (OnlineForm.cpp): one attn.online_attention
+//     over the row's keys from the initial state, then attn.online_finalize;
+//  3. the key-range cut (KeyRanges.cpp): a masked op becomes the keys its
+//     rows see, unmasked where every row sees them; with split-K each part
+//     keeps its share of them;
+//  4. the write-back where the op's TilingInterface puts the tile's results
+//     (or the part's state into the workspaces), and on the CPU the key
+//     loop of each piece, by upstream tiling of its key dimension. The GPU
+//     target keeps the pieces whole: convert-attn-to-gpu reads their ranges
+//     and builds its own loop.
 //
-//   hi     = min(kvLimit, q0 + qn + offset)   causal: last row's end
-//   lo     = max(0, q0 + offset - W + 1)       window: first row's start
-//   fullHi = min(hi, q0 + offset + 1)          visible to the first row
-//   fullLo = max(lo, q0 + qn + offset - W)     visible to the last row
-//
-// Keys outside [lo, hi) are never visited. [fullLo, fullHi) is visible to
-// every row of the block and is folded with mask = none; [lo, fullLo) and
-// [fullHi, hi) with the position mask. All bounds are clamped so the three
-// ranges partition [lo, hi) even for tiny or empty blocks. Each range is
-// one attn.online_attention; upstream tiling (scf::tileUsingSCF, through
-// the op's TilingInterface) cuts its keys into the kv-block loop that
-// carries the online-softmax state. The GPU target keeps the untiled ops:
-// convert-attn-to-gpu reads their ranges and builds its own loop.
+// The split-K merge is in TileAttentionMerge.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,9 +29,15 @@
 
 #include "dialects/Attn/Transforms/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
+#include "dialects/Attn/Transforms/OnlineForm.h"
 #include "dialects/Attn/Transforms/TileLoops.h"
+
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include "mlir/IR/PatternMatch.h"
 
@@ -55,177 +55,232 @@ using namespace mlir::attn::tiling;
 
 namespace mlir::attn::tiling {
 
-OnlineAttentionOp SDPATiler::foldTile(OpBuilder &b, Location loc, Value kt,
-                                      Value vt, Value kb, bool masked,
-                                      ValueRange iter, Value qTile, Value gIdx,
-                                      Value qPos, Value origin, Value pages,
-                                      Value numKeys) {
-  IndexMath n{b, loc};
-  Value headOffset;
-  if (op.biasTable)
-    headOffset = n.mul(gIdx, n.c(groupSize));
-  MLIRContext *ctx = b.getContext();
-  return OnlineAttentionOp::create(
-      b, loc, iter.getTypes(), qTile, kt, vt, iter[0], iter[1], iter[2], qPos,
-      kb, op.biasTable, headOffset, pages, numKeys,
-      masked && op.mask == MaskKind::chunked ? origin : Value(), op.scale,
-      op.relativeBias,
-      MaskKindAttr::get(ctx, masked ? op.mask : MaskKind::none),
-      masked ? op.window : IntegerAttr(), op.softcap);
+FailureOr<std::pair<scf::ForallOp, Operation *>>
+SDPATiler::tileBlocks(IRRewriter &rewriter, Value split, Value nSplit) {
+  Location loc = op->getLoc();
+  bool maySplit = split != Value();
+  Operation *tiled = nullptr;
+  scf::ForallOp forall;
+  // The loop header: (batch, KV head, query block[, part]), each induction
+  // variable a tile index; the tile at (b, g, qb) is the query heads
+  // [g·G, (g+1)·G) and rows [qb·q-block, ...) of batch row b, all value
+  // dims.
+  auto header = [&](RewriterBase &b, Location l, ArrayRef<Range> domain,
+                    ArrayRef<OpFoldResult>, ValueRange dests)
+      -> FailureOr<scf::SCFTilingOptions::CustomLoopHeaderInfo> {
+    IndexMath m{b, l};
+    Value zero = m.c(0);
+    Value numQBlocks = m.ceilDiv(qLen, m.c(sizes.qBlock));
+    SmallVector<Value> outs(dests.begin(), dests.end());
+    SmallVector<OpFoldResult> ubs = {batch, b.getIndexAttr(hkv), numQBlocks};
+    if (maySplit) {
+      // Workspace of the split parts: per (batch, KV head, part) the
+      // unnormalized state of the group's rows, acc [.., G, q_len, dv],
+      // max and sum [.., G, q_len]; empty (q_len 0) without split.
+      Value wsRows = arith::SelectOp::create(b, l, split, qLen, zero);
+      SmallVector<int64_t> accShape = {kDyn,      hkv,  kDyn,
+                                       groupSize, kDyn, headDimV};
+      SmallVector<int64_t> rowShape = {kDyn, hkv, kDyn, groupSize, kDyn};
+      outs.push_back(tensor::EmptyOp::create(
+          b, l, accShape, accType, ValueRange{batch, nSplit, wsRows}));
+      for (int i = 0; i < 2; ++i)
+        outs.push_back(tensor::EmptyOp::create(
+            b, l, rowShape, accType, ValueRange{batch, nSplit, wsRows}));
+      ubs.push_back(nSplit);
+    }
+    std::optional<ArrayAttr> mapping;
+    if (sizes.gridMapping && !maySplit) {
+      MLIRContext *ctx = b.getContext();
+      mapping = b.getArrayAttr(
+          {gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimZ),
+           gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimY),
+           gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)});
+    }
+    forall = scf::ForallOp::create(b, l, ubs, outs, mapping);
+    // The tiled loop nest carries the sizes it was built with (a target's
+    // later lowering, convert-attn-to-gpu, reads them there).
+    forall->setAttr(TilesAttr::kAttrName,
+                    TilesAttr::get(b.getContext(), sizes.qBlock, sizes.kvBlock,
+                                   sizes.decodeKvBlock, sizes.splitTarget,
+                                   sizes.splitMinKeys));
+    Block *body = forall.getBody();
+    b.setInsertionPoint(body->getTerminator());
+    IndexMath n{b, l};
+    Value q0 = n.mul(body->getArgument(2), n.c(sizes.qBlock));
+    Value qn = n.min(n.c(sizes.qBlock), n.sub(qLen, q0));
+    // (An affine map, so that the tile's KV head, h0 floordiv G, folds
+    // back to the induction variable.)
+    OpFoldResult h0 = affine::makeComposedFoldedAffineApply(
+        b, l, b.getAffineDimExpr(0) * groupSize, {body->getArgument(1)});
+    scf::SCFTilingOptions::CustomLoopHeaderInfo info;
+    info.loops = {cast<LoopLikeOpInterface>(forall.getOperation())};
+    info.tileOffset = {body->getArgument(0), h0, q0, b.getIndexAttr(0)};
+    info.tileSizes = {b.getIndexAttr(1), b.getIndexAttr(groupSize), qn,
+                      domain[3].size};
+    for (size_t i = 0; i < dests.size(); ++i)
+      info.destinationTensors.push_back(forall.getRegionIterArgs()[i]);
+    return info;
+  };
+  // The write-back waits for the tile's online form (buildBlock): here
+  // only where each result goes.
+  auto terminator = [&](RewriterBase &, Location, ArrayRef<LoopLikeOpInterface>,
+                        ValueRange results,
+                        ArrayRef<SmallVector<OpFoldResult>> offsets,
+                        ArrayRef<SmallVector<OpFoldResult>> sizes,
+                        ValueRange) -> LogicalResult {
+    tiled = results.empty() ? nullptr : results.front().getDefiningOp();
+    resultOffsets.assign(offsets.begin(), offsets.end());
+    resultSizes.assign(sizes.begin(), sizes.end());
+    return success();
+  };
+  scf::SCFTilingOptions options;
+  options.setLoopType(scf::SCFTilingOptions::LoopType::CustomOp)
+      .setTileSizes({rewriter.getIndexAttr(1), rewriter.getIndexAttr(groupSize),
+                     rewriter.getIndexAttr(sizes.qBlock),
+                     rewriter.getIndexAttr(0)})
+      .setCustomLoopGenerationFns(header, terminator);
+  rewriter.setInsertionPoint(op);
+  FailureOr<scf::SCFTilingResult> result =
+      scf::tileUsingSCF(rewriter, cast<TilingInterface>(op), options);
+  if (failed(result) || !tiled || !forall)
+    return op->emitOpError("attn-tile-attention could not tile its query "
+                           "blocks");
+  return std::make_pair(forall, tiled);
 }
 
-SmallVector<Value> SDPATiler::keyLoop(OpBuilder &b, Location loc, Value start,
-                                      Value end, Value step, bool masked,
-                                      ValueRange state, Value qTile,
-                                      Value bIdx, Value gIdx, Value qPos,
-                                      Value origin) {
-  // One attn.online_attention folds the keys [start, end) into the state;
-  // upstream tiling (scf::tileUsingSCF, through the op's TilingInterface)
-  // then cuts its keys into tiles of `step`: the scf.for that carries the
-  // state is the online softmax. The GPU backend reads the untiled op (its
-  // key range, mask and pages) and builds its own key loop.
-  IndexMath m{b, loc};
-  Value count = m.sub(end, start);
-  OnlineAttentionOp whole;
-  if (!op.paged()) {
-    // Keys [start, end) of K/V at batch row bIdx, KV head gIdx.
-    auto rows = [&](Value src, int64_t d) -> Value {
-      SmallVector<OpFoldResult> offs = {bIdx, gIdx, start, b.getIndexAttr(0)};
-      SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(1),
-                                         count, b.getIndexAttr(d)};
-      SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
-      return tensor::ExtractSliceOp::create(
-          b, loc, RankedTensorType::get({kDyn, d}, kvElt), src, offs, sizes,
-          strides);
+LogicalResult SDPATiler::buildBlock(IRRewriter &rewriter, scf::ForallOp forall,
+                                    Operation *tile, Value split,
+                                    Value nSplit) {
+  Location loc = tile->getLoc();
+  Block *body = forall.getBody();
+  bool maySplit = split != Value();
+  Value part = maySplit ? body->getArgument(3) : Value();
+  rewriter.setInsertionPoint(tile);
+  IndexMath n{rewriter, loc};
+  // Sinks count in one part only.
+  Value countSinks;
+  if (maySplit)
+    countSinks = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                       part, n.c(0));
+  FailureOr<OnlineForm> form = buildOnlineForm(rewriter, tile, countSinks);
+  if (failed(form))
+    return failure();
+  KeyCut cut = cutKeyRange(rewriter, form->keys);
+  SmallVector<OnlineAttentionOp> pieces = cut.pieces;
+  if (maySplit) {
+    // Part s takes keys [lo + s·per, lo + (s+1)·per) of the block's keys
+    // [lo, hi) (all of them with one part).
+    rewriter.setInsertionPoint(pieces.front());
+    Value lo = cut.lo, hi = cut.hi;
+    Value per = n.ceilDiv(n.sub(hi, lo), nSplit);
+    Value sLo = n.min(n.add(lo, n.mul(part, per)), hi);
+    Value sHi = n.min(n.add(sLo, per), hi);
+    for (OnlineAttentionOp &piece : pieces) {
+      FailureOr<OnlineAttentionOp> mine =
+          keySubrange(rewriter, piece, sLo, sHi);
+      if (failed(mine))
+        return piece.emitOpError("could not take split-K's part of its keys");
+      piece = *mine;
+    }
+  }
+  // The tile's rows and state, for the write-back.
+  rewriter.setInsertionPoint(tile);
+  Value qn = getValueOrCreateConstantIndexOp(rewriter, loc, resultSizes[0][2]);
+  SmallVector<Value> state(pieces.back()->getResults());
+  Value result = form->result, rowMax = state[1], rowSum = state[2];
+  OpFoldResult one = rewriter.getIndexAttr(1), z = rewriter.getIndexAttr(0),
+               G = rewriter.getIndexAttr(groupSize),
+               Dv = rewriter.getIndexAttr(headDimV);
+  Value outRows = qn, partRows;
+  SmallVector<Value> workspace;
+  if (maySplit) {
+    // Exactly one of the two writes has rows: the normalized block into
+    // the output, or the part's state into the workspace.
+    outRows = arith::SelectOp::create(rewriter, loc, split, n.c(0), qn);
+    partRows = n.sub(qn, outRows);
+    auto rows = [&](Value t, Value count, bool withDv) -> Value {
+      SmallVector<OpFoldResult> offs = {z, z}, sz = {G, count};
+      if (withDv) {
+        offs.push_back(z);
+        sz.push_back(Dv);
+      }
+      SmallVector<OpFoldResult> strides(offs.size(), one);
+      return tensor::ExtractSliceOp::create(rewriter, loc, t, offs, sz,
+                                            strides);
     };
-    Value kt = rows(op.key, headDim);
-    Value vt = rows(op.value, headDimV);
-    whole = foldTile(b, loc, kt, vt, start, masked, state, qTile, gIdx, qPos,
-                     origin);
-  } else {
-    // Paged: the KV head's page pools, read through the row's block table
-    // from page start / P (the page holding key `start`) to the range's
-    // last page (an empty range lists none); a tile spans pages (a page of
-    // 16 keys per tile made the per-tile softmax and rescale 1.5x the
-    // contiguous kernel's time), and the pages listed past a tile's end are
-    // the ones the kernel prefetches from.
-    Value pageSize = m.dim(op.key, 2), zero = m.c(0);
-    Value any =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, start, end);
-    Value pagesEnd =
-        arith::SelectOp::create(b, loc, any, m.ceilDiv(end, pageSize), zero);
-    Value first = arith::SelectOp::create(
-        b, loc, any, arith::DivSIOp::create(b, loc, start, pageSize), zero);
-    auto pool = [&](Value src, int64_t d) -> Value {
-      SmallVector<OpFoldResult> offs = {b.getIndexAttr(0), gIdx,
-                                        b.getIndexAttr(0), b.getIndexAttr(0)};
-      SmallVector<OpFoldResult> sizes = {m.dim(src, 0), b.getIndexAttr(1),
-                                         pageSize, b.getIndexAttr(d)};
-      SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
-      return tensor::ExtractSliceOp::create(
-          b, loc, RankedTensorType::get({kDyn, kDyn, d}, kvElt), src, offs,
-          sizes, strides);
-    };
-    Value kPool = pool(op.key, headDim), vPool = pool(op.value, headDimV);
-    Type tableElt = cast<ShapedType>(op.blockTable.getType()).getElementType();
-    SmallVector<OpFoldResult> offs = {bIdx, first};
-    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1),
-                                       m.sub(pagesEnd, first)};
-    SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
-    Value pages = tensor::ExtractSliceOp::create(
-        b, loc, RankedTensorType::get({kDyn}, tableElt), op.blockTable, offs,
-        sizes, strides);
-    whole = foldTile(b, loc, kPool, vPool, start, masked, state, qTile, gIdx,
-                     qPos, origin, pages, count);
+    result = rows(result, outRows, true);
+    if (statsInit) {
+      rowMax = rows(rowMax, outRows, false);
+      rowSum = rows(rowSum, outRows, false);
+    }
+    workspace = {rows(state[0], partRows, true),
+                 rows(state[1], partRows, false),
+                 rows(state[2], partRows, false)};
+  }
+  // Write the group's rows back, where the op's TilingInterface puts them.
+  rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
+  SmallVector<OpFoldResult> oOffs = resultOffsets[0];
+  SmallVector<OpFoldResult> oSizes = resultSizes[0];
+  oSizes[2] = outRows;
+  SmallVector<OpFoldResult> ones(4, one);
+  ValueRange outs = forall.getRegionIterArgs();
+  tensor::ParallelInsertSliceOp::create(rewriter, loc, result, outs[0], oOffs,
+                                        oSizes, ones);
+  Value bIdx = body->getArgument(0), gIdx = body->getArgument(1);
+  if (statsInit)
+    insertStats(
+        rewriter, loc, rowMax, rowSum, outs[1], bIdx,
+        getValueOrCreateConstantIndexOp(rewriter, loc, resultOffsets[1][1]),
+        resultOffsets[1][2], outRows);
+  int64_t wsBase = statsInit ? 2 : 1;
+  for (size_t i = 0; i < workspace.size(); ++i) {
+    SmallVector<OpFoldResult> offs = {bIdx, gIdx, part, z, z};
+    SmallVector<OpFoldResult> sz = {one, one, one, G, partRows};
+    if (i == 0) {
+      offs.push_back(z);
+      sz.push_back(Dv);
+    }
+    SmallVector<OpFoldResult> strides(offs.size(), one);
+    tensor::ParallelInsertSliceOp::create(rewriter, loc, workspace[i],
+                                          outs[wsBase + i], offs, sz, strides);
+  }
+  // The tiled op and its slices are replaced by the online form.
+  SmallVector<Value> operands(tile->getOperands());
+  rewriter.eraseOp(tile);
+  for (Value v : operands)
+    if (Operation *def = v.getDefiningOp();
+        def && isa<tensor::ExtractSliceOp, tensor::GenerateOp>(def) &&
+        def->use_empty() && def->getBlock() == body)
+      rewriter.eraseOp(def);
+  // One slice where tiling and the online form sliced a slice.
+  {
+    RewritePatternSet patterns(forall.getContext());
+    tensor::populateMergeConsecutiveInsertExtractSlicePatterns(patterns);
+    (void)applyPatternsGreedily(forall.getOperation(), std::move(patterns));
   }
   if (sizes.gridMapping)
-    return SmallVector<Value>(whole.getResults());
-  FailureOr<Operation *> loop =
-      tileIntoLoops(b, cast<TilingInterface>(whole.getOperation()),
-                    {b.getIndexAttr(0), b.getIndexAttr(0), step});
-  if (failed(loop)) {
-    op.op->emitOpError("attn-tile-attention could not tile the keys of its "
-                       "attn.online_attention");
-    tilingFailed = true;
-    return SmallVector<Value>(whole.getResults());
-  }
-  return SmallVector<Value>((*loop)->getResults());
-}
-
-KeyRange SDPATiler::keyRange(OpBuilder &b, Location loc, Value bIdx, Value q0,
-                             Value qn) {
-  IndexMath n{b, loc};
-  Value zero = n.c(0);
-  // Keys visible at all: padding limit (paged: the row's length, at most
-  // its block table's pages), then the causal/window cut.
-  Value kvLimit = kvLen;
-  if (Value lens = op.kvLengths) {
-    Value len = tensor::ExtractOp::create(b, loc, lens, ValueRange{bIdx});
-    if (!len.getType().isIndex())
-      len = arith::IndexCastOp::create(b, loc, b.getIndexType(), len);
-    kvLimit = n.clamp(len, zero, kvLen);
-  }
-  // Paged: the query is the row's last q_len tokens, or at q_pos[b].
-  Value offset = this->offset;
-  if (op.rowQPos) {
-    offset = tensor::ExtractOp::create(b, loc, op.rowQPos, ValueRange{bIdx});
-    if (!offset.getType().isIndex())
-      offset = arith::IndexCastOp::create(b, loc, b.getIndexType(), offset);
-  } else if (op.paged()) {
-    offset = n.sub(kvLimit, qLen);
-  }
-  KeyRange r{zero, zero, kvLimit, kvLimit, offset, Value()};
-  if (op.mask != MaskKind::none) {
-    r.hi = n.clamp(n.add(n.add(q0, qn), offset), zero, kvLimit);
-    Value firstPos = n.add(q0, offset);
-    r.fullHi = n.clamp(n.add(firstPos, n.c(1)), zero, r.hi);
-  }
-  if (op.mask == MaskKind::chunked) {
-    // Chunked local attention: the rows see keys from their chunk's start.
-    // Rows of one chunk share [start, first row's position] (unmasked);
-    // a block spanning a chunk boundary masks all of [first row's start,
-    // hi).
-    // With range_start, key 0 is the sequence's token `origin` and the
-    // chunks are multiples of the window in the sequence's positions.
-    Value c = n.c(op.window.getInt());
-    if (op.rowRangeStart) {
-      r.origin = tensor::ExtractOp::create(b, loc, op.rowRangeStart,
-                                           ValueRange{bIdx});
-      if (!r.origin.getType().isIndex())
-        r.origin =
-            arith::IndexCastOp::create(b, loc, b.getIndexType(), r.origin);
+    return success();
+  // CPU: each piece's keys in tiles of kv-block, or decode-kv-block when
+  // the block has few rows (decode, up to 16: one row per head of a group
+  // of 16 query heads per KV head), so that the kernel can stream K and V
+  // ahead of its use inside one tile.
+  for (OnlineAttentionOp piece : pieces) {
+    OpBuilder b(piece);
+    IndexMath m{b, loc};
+    Value step = m.c(sizes.kvBlock);
+    if (sizes.decodeKvBlock != sizes.kvBlock) {
+      Value rows = m.mul(qn, m.c(groupSize));
+      Value few = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, rows,
+                                        m.c(17));
+      step =
+          arith::SelectOp::create(b, loc, few, m.c(sizes.decodeKvBlock), step);
     }
-    auto chunkStart = [&](Value pos) {
-      Value abs = r.origin ? n.add(pos, r.origin) : pos;
-      Value rem = arith::RemSIOp::create(b, loc, abs, c);
-      Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                        rem, zero);
-      rem = arith::SelectOp::create(b, loc, neg, n.add(rem, c), rem);
-      return n.sub(pos, rem);
-    };
-    Value firstPos = n.add(q0, offset);
-    Value lastPos = n.add(firstPos, n.sub(qn, n.c(1)));
-    Value firstStart = chunkStart(firstPos);
-    Value lastStart = chunkStart(lastPos);
-    r.lo = n.clamp(firstStart, zero, r.hi);
-    r.fullLo = r.lo;
-    Value oneChunk = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                           firstStart, lastStart);
-    r.fullHi = arith::SelectOp::create(b, loc, oneChunk,
-                                       n.clamp(r.fullHi, r.lo, r.hi), r.lo);
-    return r;
+    if (failed(tileIntoLoops(b, cast<TilingInterface>(piece.getOperation()),
+                             {b.getIndexAttr(0), b.getIndexAttr(0), step})))
+      return op->emitOpError("attn-tile-attention could not tile the keys "
+                             "of its attn.online_attention");
   }
-  if (op.window) {
-    Value w = n.c(op.window.getInt());
-    Value firstPos = n.add(q0, offset);
-    Value beforeWindow = n.sub(firstPos, w);
-    r.lo = n.clamp(n.add(beforeWindow, n.c(1)), zero, r.hi);
-    r.fullLo = n.clamp(n.sub(n.add(n.add(q0, qn), offset), w), r.lo, r.hi);
-    // Partition [lo, hi) into [lo, fullLo) [fullLo, fullHi) [fullHi, hi)
-    // (fullLo may pass fullHi when the block is taller than the window).
-    r.fullHi = n.clamp(r.fullHi, r.fullLo, r.hi);
-  }
-  return r;
+  return success();
 }
 
 Value SDPATiler::splat(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
@@ -236,278 +291,46 @@ Value SDPATiler::splat(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
   return tensor::SplatOp::create(b, loc, ty, c, dyn);
 }
 
-SmallVector<Value> SDPATiler::foldKeys(OpBuilder &b, Location loc, Value bIdx,
-                                       Value gIdx, Value q0, Value qn,
-                                       KeyRange range, Value clipLo,
-                                       Value clipHi, Value part) {
-  IndexMath n{b, loc};
-  Value h0 = n.mul(gIdx, n.c(groupSize));
-  // The query tile of the whole group: [G, qn, d].
-  SmallVector<OpFoldResult> qOffs = {bIdx, h0, q0, b.getIndexAttr(0)};
-  SmallVector<OpFoldResult> qSizes = {b.getIndexAttr(1),
-                                      b.getIndexAttr(groupSize), qn,
-                                      b.getIndexAttr(headDim)};
-  SmallVector<OpFoldResult> ones(4, b.getIndexAttr(1));
-  Value qTile = tensor::ExtractSliceOp::create(
-      b, loc, RankedTensorType::get({groupSize, kDyn, headDim}, elt),
-      op.query, qOffs, qSizes, ones);
-  if (clipLo) {
-    range.lo = n.clamp(range.lo, clipLo, clipHi);
-    range.fullLo = n.clamp(range.fullLo, clipLo, clipHi);
-    range.fullHi = n.clamp(range.fullHi, clipLo, clipHi);
-    range.hi = n.clamp(range.hi, clipLo, clipHi);
-  }
-  // Few rows per tile (decode, up to 16: one row per head of a group of 16
-  // query heads per KV head): longer key tiles, so that the kernel can
-  // stream K and V ahead of its use inside one tile.
-  Value step = n.c(sizes.kvBlock);
-  if (sizes.decodeKvBlock != sizes.kvBlock) {
-    Value rows = n.mul(qn, n.c(groupSize));
-    Value few = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, rows,
-                                      n.c(17));
-    step = arith::SelectOp::create(b, loc, few, n.c(sizes.decodeKvBlock), step);
-  }
-  // Initial state: acc = 0, max = -inf, sum = 0 (with sinks: the sink as
-  // one more key of value 0, in one part only).
-  Value counts;
-  if (op.sinks)
-    counts = part ? arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                          part, n.c(0))
-                        .getResult()
-                  : arith::ConstantIntOp::create(b, loc, 1, 1).getResult();
-  auto [max0, sum0] = initialRowState(b, loc, gIdx, qn, counts);
-  SmallVector<Value> state = {
-      splat(b, loc, {groupSize, kDyn, headDimV}, 0.0, qn), max0, sum0};
-  Value qPos = n.add(q0, range.offset);
-  if (op.window)
-    state = keyLoop(b, loc, range.lo, range.fullLo, step, /*masked=*/true,
-                    state, qTile, bIdx, gIdx, qPos, range.origin);
-  state = keyLoop(b, loc, range.fullLo, range.fullHi, step, /*masked=*/false,
-                  state, qTile, bIdx, gIdx, qPos, range.origin);
-  if (op.mask != MaskKind::none)
-    state = keyLoop(b, loc, range.fullHi, range.hi, step, /*masked=*/true,
-                    state, qTile, bIdx, gIdx, qPos, range.origin);
-  return state;
-}
-
-std::pair<Value, Value> SDPATiler::initialRowState(OpBuilder &b,
-                                                   Location loc, Value gIdx,
-                                                   Value qn, Value counts) {
-  double inf = std::numeric_limits<double>::infinity();
-  Value max0 = splat(b, loc, {groupSize, kDyn}, -inf, qn);
-  Value sum0 = splat(b, loc, {groupSize, kDyn}, 0.0, qn);
-  if (!op.sinks)
-    return {max0, sum0};
-  IndexMath n{b, loc};
-  SmallVector<OpFoldResult> offs = {n.mul(gIdx, n.c(groupSize))};
-  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(groupSize)};
-  SmallVector<OpFoldResult> strides = {b.getIndexAttr(1)};
-  Type sinkElt = cast<ShapedType>(op.sinks.getType()).getElementType();
-  Value sinks = tensor::ExtractSliceOp::create(
-      b, loc, RankedTensorType::get({groupSize}, sinkElt), op.sinks, offs,
-      sizes, strides);
-  MLIRContext *ctx = b.getContext();
-  AffineMap head = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
-  AffineMap id = AffineMap::getMultiDimIdentityMap(2, ctx);
-  using IT = utils::IteratorType;
-  auto generic = [&](Value init, bool isMax) {
-    return linalg::GenericOp::create(
-               b, loc, init.getType(), ValueRange{sinks}, ValueRange{init},
-               ArrayRef<AffineMap>{head, id},
-               ArrayRef<IT>{IT::parallel, IT::parallel},
-               [&](OpBuilder &nb, Location l, ValueRange a) {
-                 Value s = a[0];
-                 if (s.getType() != accType)
-                   s = arith::ExtFOp::create(nb, l, accType, s);
-                 Value v = s;
-                 if (!isMax) {
-                   // exp(sink - max) with max = sink: 1, or 0 for -inf.
-                   Value ninf = arith::ConstantOp::create(
-                       nb, l, accType, nb.getFloatAttr(accType, -inf));
-                   Value none = arith::CmpFOp::create(
-                       nb, l, arith::CmpFPredicate::OEQ, s, ninf);
-                   v = arith::SelectOp::create(
-                       nb, l, none,
-                       arith::ConstantOp::create(
-                           nb, l, accType, nb.getFloatAttr(accType, 0.0)),
-                       arith::ConstantOp::create(
-                           nb, l, accType, nb.getFloatAttr(accType, 1.0)));
-                 }
-                 linalg::YieldOp::create(
-                     nb, l, Value(arith::SelectOp::create(nb, l, counts, v,
-                                                          a[1])));
-               })
-        .getResult(0);
-  };
-  return {generic(max0, true), generic(sum0, false)};
-}
-
-SmallVector<Value> SDPATiler::partsForall(OpBuilder &b, Location loc,
-                                           Value init, Value split,
-                                           Value nSplit) {
-  IndexMath m{b, loc};
-  Value zero = m.c(0);
-  Value numQBlocks = m.ceilDiv(qLen, m.c(sizes.qBlock));
-  bool maySplit = split != Value();
-  SmallVector<Value> outs = {init};
-  if (op.statsInit)
-    outs.push_back(op.statsInit);
-  int64_t wsBase = outs.size();
-  SmallVector<OpFoldResult> ubs = {batch, b.getIndexAttr(hkv), numQBlocks};
-  if (maySplit) {
-    // Workspace of the split parts: per (batch, KV head, part) the
-    // unnormalized state of the group's rows, acc [.., G, q_len, dv], max
-    // and sum [.., G, q_len]; empty (q_len 0) without split.
-    Value wsRows = arith::SelectOp::create(b, loc, split, qLen, zero);
-    SmallVector<int64_t> accShape = {kDyn,      hkv,  kDyn,
-                                     groupSize, kDyn, headDimV};
-    SmallVector<int64_t> rowShape = {kDyn, hkv, kDyn, groupSize, kDyn};
-    outs.push_back(tensor::EmptyOp::create(b, loc, accShape, accType,
-                                           ValueRange{batch, nSplit, wsRows}));
-    for (int i = 0; i < 2; ++i)
-      outs.push_back(tensor::EmptyOp::create(
-          b, loc, rowShape, accType, ValueRange{batch, nSplit, wsRows}));
-    ubs.push_back(nSplit);
-  }
-  std::optional<ArrayAttr> mapping;
-  if (sizes.gridMapping && !maySplit) {
-    MLIRContext *ctx = b.getContext();
-    mapping = b.getArrayAttr(
-        {gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimZ),
-         gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimY),
-         gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)});
-  }
-  auto forall = scf::ForallOp::create(b, loc, ubs, outs, mapping);
-  // The tiled loop nest carries the sizes it was built with (a target's
-  // later lowering, convert-attn-to-gpu, reads them there).
-  forall->setAttr(TilesAttr::kAttrName,
-                  TilesAttr::get(b.getContext(), sizes.qBlock, sizes.kvBlock,
-                                 sizes.decodeKvBlock, sizes.splitTarget,
-                                 sizes.splitMinKeys));
-
-  OpBuilder::InsertionGuard g(b);
-  Block *body = forall.getBody();
-  b.setInsertionPoint(body->getTerminator());
-  int64_t nIvs = ubs.size();
-  Value bIdx = body->getArgument(0), gIdx = body->getArgument(1),
-        qbIdx = body->getArgument(2);
-  IndexMath n{b, loc};
-  Value q0 = n.mul(qbIdx, n.c(sizes.qBlock));
-  Value blockRows = n.c(sizes.qBlock);
-  Value qn = n.min(blockRows, n.sub(qLen, q0));
-  KeyRange range = keyRange(b, loc, bIdx, q0, qn);
-  Value sIdx, sLo, sHi;
-  if (maySplit) {
-    // Part s takes keys [lo + s·per, lo + (s+1)·per) of [lo, hi) (all of
-    // them with one part).
-    sIdx = body->getArgument(3);
-    Value per = n.ceilDiv(n.sub(range.hi, range.lo), nSplit);
-    sLo = n.min(n.add(range.lo, n.mul(sIdx, per)), range.hi);
-    sHi = n.min(n.add(sLo, per), range.hi);
-  }
-  SmallVector<Value> state =
-      foldKeys(b, loc, bIdx, gIdx, q0, qn, range, sLo, sHi, sIdx);
-  Value blockOut = tensor::EmptyOp::create(
-      b, loc, ArrayRef<int64_t>{groupSize, kDyn, headDimV}, elt,
-      ValueRange{qn});
-  Value result = OnlineFinalizeOp::create(b, loc, blockOut.getType(), state[0],
-                                          state[2], blockOut);
-  Value rowMax = state[1], rowSum = state[2];
-  OpFoldResult one = b.getIndexAttr(1), z = b.getIndexAttr(0),
-               G = b.getIndexAttr(groupSize), Dv = b.getIndexAttr(headDimV);
-  Value outRows = qn, partRows;
-  SmallVector<Value> pieces;
-  if (maySplit) {
-    // Exactly one of the two writes has rows: the normalized block into
-    // the output, or the part's state into the workspace.
-    outRows = arith::SelectOp::create(b, loc, split, n.c(0), qn);
-    partRows = n.sub(qn, outRows);
-    auto rows = [&](Value t, Value count, bool withDv) -> Value {
-      SmallVector<OpFoldResult> offs = {z, z}, sz = {G, count};
-      if (withDv) {
-        offs.push_back(z);
-        sz.push_back(Dv);
-      }
-      SmallVector<OpFoldResult> strides(offs.size(), one);
-      return tensor::ExtractSliceOp::create(b, loc, t, offs, sz, strides);
-    };
-    result = rows(result, outRows, true);
-    if (op.statsInit) {
-      rowMax = rows(rowMax, outRows, false);
-      rowSum = rows(rowSum, outRows, false);
-    }
-    pieces = {rows(state[0], partRows, true), rows(state[1], partRows, false),
-              rows(state[2], partRows, false)};
-  }
-  Value h0 = n.mul(gIdx, n.c(groupSize));
-
-  // Write the group's rows back.
-  b.setInsertionPointToStart(forall.getTerminator().getBody());
-  SmallVector<OpFoldResult> oOffs = {bIdx, h0, q0, z};
-  SmallVector<OpFoldResult> oSizes = {one, G, outRows, Dv};
-  SmallVector<OpFoldResult> ones(4, one);
-  tensor::ParallelInsertSliceOp::create(b, loc, result,
-                                        body->getArgument(nIvs), oOffs, oSizes,
-                                        ones);
-  if (op.statsInit)
-    insertStats(b, loc, rowMax, rowSum, body->getArgument(nIvs + 1), bIdx, h0,
-                q0, outRows);
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    SmallVector<OpFoldResult> offs = {bIdx, gIdx, sIdx, z, z};
-    SmallVector<OpFoldResult> sz = {one, one, one, G, partRows};
-    if (i == 0) {
-      offs.push_back(z);
-      sz.push_back(Dv);
-    }
-    SmallVector<OpFoldResult> strides(offs.size(), one);
-    tensor::ParallelInsertSliceOp::create(b, loc, pieces[i],
-                                          body->getArgument(nIvs + wsBase + i),
-                                          offs, sz, strides);
-  }
-  return SmallVector<Value>(forall.getResults());
-}
-
 LogicalResult SDPATiler::run() {
-  OpBuilder b(op.op);
-  Location loc = op.op->getLoc();
+  IRRewriter rewriter(op->getContext());
+  OpBuilder &b = rewriter;
+  b.setInsertionPoint(op);
+  Location loc = op->getLoc();
   IndexMath m{b, loc};
-  auto qTy = cast<RankedTensorType>(op.query.getType()),
-       vTy = cast<RankedTensorType>(op.value.getType());
+  Value query, key, value, blockTable;
+  if (auto s = dyn_cast<SDPAOp>(op)) {
+    query = s.getQuery();
+    key = s.getKey();
+    value = s.getValue();
+  } else {
+    auto p = cast<PagedSDPAOp>(op);
+    query = p.getQuery();
+    key = p.getKeyCache();
+    value = p.getValueCache();
+    blockTable = p.getBlockTable();
+    statsInit = p.getStatsInit();
+  }
+  auto qTy = cast<RankedTensorType>(query.getType());
   int64_t hq = qTy.getDimSize(1);
-  hkv = cast<RankedTensorType>(op.key.getType()).getDimSize(1);
+  hkv = cast<RankedTensorType>(key.getType()).getDimSize(1);
   groupSize = hq / hkv;
-  headDim = qTy.getDimSize(3);
-  headDimV = vTy.getDimSize(3);
+  headDimV = cast<RankedTensorType>(value.getType()).getDimSize(3);
   if (sizes.blockRows > 0)
     sizes.qBlock = std::max<int64_t>(1, sizes.blockRows / groupSize);
   // The state accumulates in f32 at least (bf16/f16 inputs).
   elt = qTy.getElementType();
-  kvElt = cast<RankedTensorType>(op.key.getType()).getElementType();
   accType = elt.getIntOrFloatBitWidth() < 32 ? b.getF32Type() : elt;
-
-  batch = m.dim(op.query, 0);
-  qLen = m.dim(op.query, 2);
+  batch = m.dim(query, 0);
+  qLen = m.dim(query, 2);
   // Paged: the most keys a row can have (its block table's pages).
   // (One op per statement: argument order would depend on the compiler.)
-  if (op.paged()) {
-    Value maxPages = m.dim(op.blockTable, 1);
-    Value pageSize = m.dim(op.key, 2);
+  if (blockTable) {
+    Value maxPages = m.dim(blockTable, 1);
+    Value pageSize = m.dim(key, 2);
     kvLen = m.mul(maxPages, pageSize);
   } else {
-    kvLen = m.dim(op.key, 2);
+    kvLen = m.dim(key, 2);
   }
-  // Query positions in key coordinates (the causal bounds and T5's relative
-  // positions both use them).
-  // A tile of a longer query (q_pos) keeps the positions of its rows.
-  bool aligned = (op.mask != MaskKind::none || op.relativeBias) &&
-                 op.align == CausalAlignment::bottom_right;
-  if (Value qPos = op.qPos)
-    offset = qPos;
-  else
-    offset = aligned ? m.sub(kvLen, qLen) : m.c(0);
-  // Destination-passing style: the blocks are written into the op's
-  // destination.
-  Value init = op.init;
   // Split-K when the whole query is one block, batch x KV heads gives
   // fewer than split-target parallel iterations and the keys are long
   // enough: parts = min(ceil(target / (B·Hkv)), kv_len / min-keys). One
@@ -529,22 +352,25 @@ LogicalResult SDPATiler::run() {
     split = arith::AndIOp::create(b, loc, oneBlock, worth);
     nSplit = arith::SelectOp::create(b, loc, split, want, m.c(1));
   }
-  SmallVector<Value> parts = partsForall(b, loc, init, split, nSplit);
+  auto blocks = tileBlocks(rewriter, split, nSplit);
+  if (failed(blocks))
+    return failure();
+  auto [forall, tile] = *blocks;
+  if (failed(buildBlock(rewriter, forall, tile, split, nSplit)))
+    return failure();
+  SmallVector<Value> parts(forall.getResults());
   Value stats;
-  if (op.statsInit) {
+  if (statsInit) {
     stats = parts[1];
     parts.erase(parts.begin() + 1);
   }
   SmallVector<Value> results = {parts[0]};
   if (stats)
     results.push_back(stats);
+  b.setInsertionPointAfter(forall);
   if (sizes.splitTarget > 1)
     results = mergeForall(b, loc, parts, stats, split, nSplit);
-  if (tilingFailed)
-    return failure();
-  for (auto [i, r] : llvm::enumerate(results))
-    op.op->getResult(i).replaceAllUsesWith(r);
-  op.op->erase();
+  rewriter.replaceOp(op, results);
   return success();
 }
 
@@ -611,12 +437,7 @@ struct TileAttentionPass
           return signalPassFailure();
         }
       }
-      LogicalResult tiled =
-          isa<SDPAOp>(op)
-              ? SDPATiler(AttentionOperands(cast<SDPAOp>(op)), opSizes).run()
-              : SDPATiler(AttentionOperands(cast<PagedSDPAOp>(op)), opSizes)
-                    .run();
-      if (failed(tiled))
+      if (failed(SDPATiler(op, opSizes).run()))
         return signalPassFailure();
     }
   }
