@@ -246,9 +246,10 @@ static FailureOr<TilingResult> tileOnline(OnlineAttentionOp op, OpBuilder &b,
     // (kv_pos + n0) / P - kv_pos / P of the list.
     Value pageSize = getValueOrCreateConstantIndexOp(
         b, loc, mixedSize(b, loc, op.getKey(), 1));
-    Value first = arith::SubIOp::create(
-        b, loc, arith::DivSIOp::create(b, loc, kvPos, pageSize),
-        arith::DivSIOp::create(b, loc, op.getKvPos(), pageSize));
+    // (One op per statement: argument order would depend on the compiler.)
+    Value tilePage = arith::DivSIOp::create(b, loc, kvPos, pageSize);
+    Value opPage = arith::DivSIOp::create(b, loc, op.getKvPos(), pageSize);
+    Value first = arith::SubIOp::create(b, loc, tilePage, opPage);
     Value listed =
         getValueOrCreateConstantIndexOp(b, loc, mixedSize(b, loc, pages, 0));
     Value rest = arith::SubIOp::create(b, loc, listed, first);

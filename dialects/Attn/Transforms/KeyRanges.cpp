@@ -132,8 +132,8 @@ KeyCut mlir::attn::cutKeyRange(RewriterBase &rewriter, OnlineAttentionOp op) {
     fullHi =
         arith::SelectOp::create(b, loc, oneChunk, n.clamp(fullHi, lo, hi), lo);
   } else if (window) {
-    Value w = n.c(*window);
-    lo = n.clamp(n.add(n.sub(p, w), n.c(1)), k0, hi);
+    Value w = n.c(*window), one = n.c(1);
+    lo = n.clamp(n.add(n.sub(p, w), one), k0, hi);
     fullLo = n.clamp(n.sub(n.add(p, rows), w), lo, hi);
     // fullLo may pass fullHi when the rows outnumber the window.
     fullHi = n.clamp(fullHi, fullLo, hi);

@@ -183,9 +183,15 @@ FailureOr<OnlineForm> mlir::attn::buildOnlineForm(RewriterBase &rewriter,
       getValueOrCreateConstantIndexOp(b, loc, mixedSize(b, loc, op.query, 2));
   // The keys there are (paged: the row's block-table pages), then the
   // row's length.
-  Value kvLen = op.paged() ? n.mul(n.dim(op.blockTable, 1), n.dim(op.key, 2))
-                           : getValueOrCreateConstantIndexOp(
-                                 b, loc, mixedSize(b, loc, op.key, 2));
+  // (One op per statement: argument order would depend on the compiler.)
+  Value kvLen;
+  if (op.paged()) {
+    Value maxPages = n.dim(op.blockTable, 1);
+    kvLen = n.mul(maxPages, n.dim(op.key, 2));
+  } else {
+    kvLen =
+        getValueOrCreateConstantIndexOp(b, loc, mixedSize(b, loc, op.key, 2));
+  }
   Value kvLimit = kvLen;
   if (op.lengths)
     kvLimit = n.clamp(elementAt(b, loc, op.lengths, zero), zero, kvLen);

@@ -107,7 +107,8 @@ SDPATiler::tileBlocks(IRRewriter &rewriter, Value split, Value nSplit) {
     b.setInsertionPoint(body->getTerminator());
     IndexMath n{b, l};
     Value q0 = n.mul(body->getArgument(2), n.c(sizes.qBlock));
-    Value qn = n.min(n.c(sizes.qBlock), n.sub(qLen, q0));
+    Value blockRows = n.c(sizes.qBlock);
+    Value qn = n.min(blockRows, n.sub(qLen, q0));
     // (An affine map, so that the tile's KV head, h0 floordiv G, folds
     // back to the induction variable.)
     OpFoldResult h0 = affine::makeComposedFoldedAffineApply(
