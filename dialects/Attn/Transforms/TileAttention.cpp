@@ -57,7 +57,6 @@ namespace mlir::attn::tiling {
 
 FailureOr<std::pair<scf::ForallOp, Operation *>>
 SDPATiler::tileBlocks(IRRewriter &rewriter, Value split, Value nSplit) {
-  Location loc = op->getLoc();
   bool maySplit = split != Value();
   Operation *tiled = nullptr;
   scf::ForallOp forall;
@@ -265,17 +264,17 @@ LogicalResult SDPATiler::buildBlock(IRRewriter &rewriter, scf::ForallOp forall,
   // the block has few rows (decode, up to 16: one row per head of a group
   // of 16 query heads per KV head), so that the kernel can stream K and V
   // ahead of its use inside one tile.
+  OpBuilder b(pieces.front());
+  IndexMath m{b, loc};
+  Value step = m.c(sizes.kvBlock);
+  if (sizes.decodeKvBlock != sizes.kvBlock) {
+    Value rows = m.mul(qn, m.c(groupSize));
+    Value few =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, rows, m.c(17));
+    step = arith::SelectOp::create(b, loc, few, m.c(sizes.decodeKvBlock), step);
+  }
   for (OnlineAttentionOp piece : pieces) {
-    OpBuilder b(piece);
-    IndexMath m{b, loc};
-    Value step = m.c(sizes.kvBlock);
-    if (sizes.decodeKvBlock != sizes.kvBlock) {
-      Value rows = m.mul(qn, m.c(groupSize));
-      Value few = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, rows,
-                                        m.c(17));
-      step =
-          arith::SelectOp::create(b, loc, few, m.c(sizes.decodeKvBlock), step);
-    }
+    b.setInsertionPoint(piece);
     if (failed(tileIntoLoops(b, cast<TilingInterface>(piece.getOperation()),
                              {b.getIndexAttr(0), b.getIndexAttr(0), step})))
       return op->emitOpError("attn-tile-attention could not tile the keys "
