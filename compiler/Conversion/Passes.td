@@ -268,7 +268,11 @@ def DynamicScheduleLoopsPass : Pass<"attn-dynamic-schedule", "func::FuncOp"> {
     The parallel loop runs over (batch, KV head, query block). With a causal
     mask the last query blocks see the most keys, so a static split hands one
     thread most of the work (for one KV head, the upper half of the blocks).
-    A dynamic schedule (chunk 1) balances the uneven iterations.
+    A dynamic schedule (chunk 1) balances the uneven iterations. A loop
+    whose body calls a tile function with `attn.schedule_chunk = N` (the
+    gated-delta tiles: alike iterations that stream each value head's
+    state) gets chunk N instead, so that each thread reads runs of
+    contiguous heads.
 
     ```mlir
     omp.wsloop { ... }

@@ -1,21 +1,33 @@
 // RUN: attn-opt %s -attn-dynamic-schedule | FileCheck %s
 
 // Causal query blocks carry unequal work: the worksharing loop gets a dynamic
-// schedule; an explicit schedule is kept.
+// schedule; an explicit schedule is kept; a loop whose body calls a tile
+// with attn.schedule_chunk (alike iterations streaming memory: the
+// gated-delta value heads) hands out runs of that many iterations.
 // CHECK-LABEL: func.func @loops
-// CHECK: omp.wsloop schedule(dynamic)
-// CHECK: omp.wsloop schedule(static)
+// CHECK: omp.wsloop schedule(dynamic) {
+// CHECK: omp.wsloop schedule(static) {
+// CHECK: %[[EIGHT:.+]] = arith.constant 8 : i64
+// CHECK: omp.wsloop schedule(dynamic = %[[EIGHT]] : i64) {
+func.func private @tile(index)
 func.func @loops(%n: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   omp.parallel {
     omp.wsloop {
       omp.loop_nest (%i) : index = (%c0) to (%n) step (%c1) {
+        func.call @tile(%i) : (index) -> ()
         omp.yield
       }
     }
     omp.wsloop schedule(static) {
       omp.loop_nest (%i) : index = (%c0) to (%n) step (%c1) {
+        omp.yield
+      }
+    }
+    omp.wsloop {
+      omp.loop_nest (%i) : index = (%c0) to (%n) step (%c1) {
+        func.call @tile(%i) {attn.schedule_chunk = 8 : i64} : (index) -> ()
         omp.yield
       }
     }

@@ -16,6 +16,10 @@
 // RUN: attn-opt %t/gdn.mlir -attn-pipeline='stop-after=llvm-dialect reference=false' | %mlir_runner | %python %S/Inputs/gdn_chunk_ref.py | FileCheck %s --check-prefix=OK
 // RUN: not attn-opt %t/gdn.mlir -transform-preload-library=transform-library-paths=%t/bad.mlir -transform-interpreter 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not attn-opt %t/buffers.mlir -transform-preload-library=transform-library-paths=%t/tokens.mlir -transform-interpreter 2>&1 | FileCheck %s --check-prefix=BUFFERS
+// With initial_state, the value dims are tiled (each tile reads its
+// columns of the initial state) and the tokens refused:
+// RUN: attn-opt %t/init.mlir -transform-preload-library=transform-library-paths=%t/values.mlir -transform-interpreter | FileCheck %s --check-prefix=INIT
+// RUN: not attn-opt %t/init.mlir -transform-preload-library=transform-library-paths=%t/tokens.mlir -transform-interpreter 2>&1 | FileCheck %s --check-prefix=INIT-TOKENS
 
 // OK: OK
 
@@ -32,6 +36,11 @@
 
 // BAD: error: 'attn.gated_delta_chunk' op tiles d_v = 16 by a static size that divides it
 // BUFFERS: error: 'attn.gated_delta_chunk' op is tiled on tensors (before bufferization) only
+// INIT: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %[[S:.*]] = %{{.*}})
+// INIT-DAG: %[[ST:.*]] = tensor.extract_slice %[[S]][0, %[[J]]] [8, 8] [1, 1] : tensor<8x16xf32> to tensor<8x8xf32>
+// INIT-DAG: %[[S0:.*]] = tensor.extract_slice %{{.*}}[0, %[[J]]] [8, 8] [1, 1] : tensor<8x16xf32> to tensor<8x8xf32>
+// INIT: attn.gated_delta_chunk {{.*}}, %[[ST]] initial_state(%[[S0]] : tensor<8x8xf32>) {recurrent,
+// INIT-TOKENS: error: 'attn.gated_delta_chunk' op with initial_state tiles its value dims only
 
 //--- both.mlir
 module attributes {transform.with_named_sequence} {
@@ -68,6 +77,15 @@ module attributes {transform.with_named_sequence} {
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     transform.yield
   }
+}
+//--- init.mlir
+func.func @init(%q: tensor<20x8xf32>, %v: tensor<20x16xf32>, %g: tensor<20xf32>, %s0: tensor<8x16xf32>) -> (tensor<20x16xf32>, tensor<8x16xf32>) {
+  %si = tensor.empty() : tensor<8x16xf32>
+  %oi = tensor.empty() : tensor<20x16xf32>
+  %o, %s = attn.gated_delta_chunk %q, %q, %v, %g, %g, %oi, %si initial_state(%s0 : tensor<8x16xf32>) {recurrent, scale = 0.35 : f64}
+      : (tensor<20x8xf32>, tensor<20x8xf32>, tensor<20x16xf32>, tensor<20xf32>, tensor<20xf32>,
+         tensor<20x16xf32>, tensor<8x16xf32>) -> (tensor<20x16xf32>, tensor<8x16xf32>)
+  return %o, %s : tensor<20x16xf32>, tensor<8x16xf32>
 }
 //--- gdn.mlir
 func.func @gdn(%q: tensor<20x8xf32>, %k: tensor<20x8xf32>, %v: tensor<20x16xf32>, %g: tensor<20xf32>,

@@ -1,8 +1,10 @@
 // attn-tile-gated-delta: one forall point per (batch, value head); value
 // head h reads query/key head h / 2 (a slice of the shared head, never a
-// copy); the head's state lives in the final-state destination (the initial
-// state copied in, or zeros); short sequences take one recurrent chunk op,
-// longer ones a loop over chunks of 64 tokens carrying outputs and state.
+// copy); the head's state lives in the final-state destination; short
+// sequences take one recurrent chunk op that reads the initial state where
+// it is (initial_state) and writes the destination, longer ones copy the
+// initial state into the destination and loop over chunks of 64 tokens
+// carrying outputs and state.
 // RUN: attn-opt %s -split-input-file -attn-tile-gated-delta -cse | FileCheck %s
 // RUN: attn-opt %s -split-input-file -attn-tile-gated-delta=chunk=32\ recurrent-max=4 -cse | FileCheck %s --check-prefix=SIZES
 // RUN: not attn-opt %s -split-input-file -attn-tile-gated-delta=chunk=0 2>&1 | FileCheck %s --check-prefix=BAD
@@ -16,12 +18,13 @@
 // CHECK: %[[HK:.+]] = arith.divui %[[H]], %[[C2]]
 // CHECK: %[[MINE:.+]] = tensor.extract_slice %[[ST]][%[[BI]], %[[H]], 0, 0] [1, 1, 128, 64]
 // CHECK: %[[INIT:.+]] = tensor.extract_slice %[[S0]][%[[BI]], %[[H]], 0, 0] [1, 1, 128, 64]
-// CHECK: %[[STATE:.+]] = linalg.copy ins(%[[INIT]] : tensor<128x64xf32>) outs(%[[MINE]] : tensor<128x64xf32>)
+// CHECK-NOT: linalg.copy
 // CHECK: %[[SHORT:.+]] = arith.cmpi sle, %[[SEQ]], %c16
 // CHECK: scf.if %[[SHORT]]
 // CHECK: tensor.extract_slice %[[Q]][%[[BI]], %[[HK]], %c0, 0] [1, 1, %[[SEQ]], 128]
-// CHECK: attn.gated_delta_chunk {{.*}} {recurrent, scale = 0.088388347648318433 : f64}
+// CHECK: attn.gated_delta_chunk {{.*}}, %[[MINE]] initial_state(%[[INIT]] : tensor<128x64xf32>) {recurrent, scale = 0.088388347648318433 : f64}
 // CHECK: } else {
+// CHECK: %[[STATE:.+]] = linalg.copy ins(%[[INIT]] : tensor<128x64xf32>) outs(%[[MINE]] : tensor<128x64xf32>)
 // CHECK: scf.for %[[T:.+]] = %c0 to %[[SEQ]] step %c64 iter_args(%{{.+}} = %{{.+}}, %[[CARRY:.+]] = %[[STATE]])
 // CHECK: %[[N:.+]] = affine.min #{{.+}}(%[[T]])[%[[SEQ]]]
 // CHECK: tensor.extract_slice %[[Q]][%[[BI]], %[[HK]], %[[T]], 0] [1, 1, %[[N]], 128]

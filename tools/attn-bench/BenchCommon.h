@@ -173,6 +173,9 @@ struct Options {
   std::string keepDir;
   bool longSeq = false, openblasInfo = false, linear = false, layers = false,
        mla = false, variants = false;
+  /// --linear --decode: the linear decode rows only (no prefill, no
+  /// full-attention layer, no crossover), for a baseline script.
+  bool linearDecodeOnly = false;
   /// --layers: the prefill's tokens, and a config to measure instead of
   /// the built-in models.
   int64_t layerSeq = 512;

@@ -235,6 +235,8 @@ bool benchLinear(const Options &o, const Machine &mc, const std::string &dir) {
     attn_rt::Buf<float> s0(size_t(m.hv * m.dk * m.dv), 0.f), s1(s0.size());
     // Linear prefill.
     for (int64_t s : {256, 1024, 4096, 16384, 65536}) {
+      if (o.linearDecodeOnly)
+        break;
       GdnCall call(m, s, rng);
       Result r = inChild(o.repeats, [&] {
         call.run(lin->fused, m, s0.data(), s1.data());
@@ -283,6 +285,10 @@ bool benchLinear(const Options &o, const Machine &mc, const std::string &dir) {
                   100 * median(ratios));
       for (int64_t c : {256, 1024, 4096, 16384, 65536})
         linDecode[c] = 1e3 * perLayer;
+    }
+    if (o.linearDecodeOnly) {
+      dlclose(h);
+      continue;
     }
     // The full-attention layer of the same model.
     for (int64_t s : {256, 512, 1024, 2048, 4096}) {

@@ -283,6 +283,8 @@ int parseArgs(int argc, char **argv, Options &o) {
       o.openblasInfo = true;
     else if (a == "--linear")
       o.linear = true;
+    else if (a == "--decode")
+      o.linearDecodeOnly = true;
     else if (a == "--layers")
       o.layers = true;
     else if (a == "--mla")
@@ -302,7 +304,8 @@ int parseArgs(int argc, char **argv, Options &o) {
     else {
       std::printf(
           "usage: attn-bench [--threads T] [--repeats R] [--csv FILE] "
-          "[--shape P1|P2|P3|P4|D1|D2] [--long] [--linear [--svg FILE]] "
+          "[--shape P1|P2|P3|P4|D1|D2] [--long] [--linear [--svg FILE] "
+          "[--decode]] "
           "[--layers [--seq S] [--shape MODEL | --config FILE]] "
           "[--mla [--shape M1|M2|M3|M4|MP]] [--variants [--shape S1..S5|C1]] "
           "[--openblas-core NAME|auto] [--cpu CPU] [--keep DIR]\n"
@@ -322,7 +325,7 @@ int parseArgs(int argc, char **argv, Options &o) {
           "instead: the seed's and Qwen3-Next-80B's linear layers, "
           "prefill S = 1k..64k and decode, next to their full-"
           "attention layers, the crossover and a plot (default "
-          "attn-bench-linear.svg)\n"
+          "attn-bench-linear.svg; --decode: the decode rows only)\n"
           "  --layers [--seq S]: whole transformer layers instead "
           "(Llama 3.2 1B's, Qwen3-Next-80B's linear and full-"
           "attention ones with 128 experts): prefill of S tokens "

@@ -32,8 +32,14 @@
 // Recurrent form (decode, few tokens): per token and per block of up to 8
 // vectors of state columns (columns are independent), one pass over the
 // rows accumulates Sᵀk, and a second one writes S ← e^g·S + k ⊗ δ with
-// δ = β(v − e^g·Sᵀk) and accumulates o = Sᵀ(scale·q): two reads and one
-// write of the state per token.
+// δ = β(v − e^g·Sᵀk) and accumulates o = Sᵀ(scale·q): two reads (the
+// second from the cache: a head's state is 64 KiB at d 128) and one write
+// of the state per token. The first token reads the op's initial state
+// where it is (no copy into the destination). A one-token call (decode)
+// into an aligned, unpadded state prefetches the rows 8 ahead and writes
+// the new state with non-temporal stores: the state is read from memory
+// once and written once, without the write's read-for-ownership (the
+// next step's state comes after the other layers', out of the caches).
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,6 +76,9 @@ struct GDEmitter {
   SmallVector<Value> s; ///< scratch buffers
   VectorType vt;
   Value state; ///< the state the code works on: the op's, or Sp (padded)
+  /// The op's initial state while the code has not read it yet (null after
+  /// it is copied into Sp or the state, and without one).
+  Value init;
 
   Value idx(int64_t c) { return arith::ConstantIndexOp::create(b, loc, c); }
   Value f32(double c) {
@@ -213,13 +222,15 @@ struct GDEmitter {
     return [this, m](Value i, Value k) { return load(m, {i, k}); };
   }
 
-  /// Copies the state into Sp (padded) or back.
+  /// Copies the state before the chunk (the initial state's, else the
+  /// state's own) into Sp (padded), or Sp back into the state.
   void copyState(bool in) {
     Value st = op.getState(), sp = s[Sp];
+    Value from = in && init ? init : st;
     loop(0, idx(dk), [&](Value i) {
       for (int64_t j0 = 0; j0 < dvp; j0 += W) {
         if (in) {
-          Value x = readRow(st, i, j0, dv);
+          Value x = readRow(from, i, j0, dv);
           vstore(x, sp, {i, idx(j0)});
         } else {
           writeRow(vload(sp, {i, idx(j0)}), st, i, j0, dv);
@@ -241,6 +252,7 @@ struct GDEmitter {
       });
       copyState(/*in=*/true);
       state = s[Sp];
+      init = Value();
     } else {
       state = op.getState();
     }
@@ -248,6 +260,12 @@ struct GDEmitter {
     if (op.getRecurrent())
       recurrent(n);
     else {
+      if (init) {
+        // The chunked form works on the state in place: start it from the
+        // initial state.
+        copyInit();
+        init = Value();
+      }
       Value zero = idx(0), step = idx(kChunk);
       loop(zero, n, step, [&](Value t0) {
         Value left = arith::SubIOp::create(b, loc, n, t0);
@@ -460,54 +478,139 @@ struct GDEmitter {
     });
   }
 
-  /// Token by token, in blocks of up to 8 vectors of state columns.
+  /// Whether a state buffer starts at a multiple of the vector size (its
+  /// rows are multiples of it: d_v is when the state is not padded).
+  Value isAligned(Value m) {
+    auto md = memref::ExtractStridedMetadataOp::create(b, loc, m);
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, m);
+    Value bytes = arith::MulIOp::create(b, loc, md.getOffset(), idx(4));
+    Value addr = arith::AddIOp::create(b, loc, base, bytes);
+    Value rem = arith::RemUIOp::create(b, loc, addr, idx(W * 4));
+    Value zero = idx(0);
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem, zero);
+  }
+
+  /// state ← initial state (unpadded: d_k, d_v multiples of W).
+  void copyInit() {
+    loop(0, idx(dk), [&](Value i) {
+      for (int64_t j0 = 0; j0 < dvp; j0 += W)
+        vstore(vload(init, {i, idx(j0)}), state, {i, idx(j0)});
+    });
+  }
+
+  /// Token by token. With an initial state, the first token reads it (and
+  /// writes the state), the others the state.
   void recurrent(Value n) {
+    if (state != op.getState()) {
+      // Padded: the code works on the scratch copy Sp.
+      recurrentTokens(n);
+      return;
+    }
+    // One token (decode) into a state aligned to the vectors: the new
+    // state is written with non-temporal stores, which skip reading its
+    // lines first (a third of a decode step's memory traffic: the state is
+    // not read again before the next step, the other layers' states in
+    // between).
+    Value one = idx(1);
+    Value single =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, n, one);
+    Value aligned = isAligned(state);
+    Value stream = arith::AndIOp::create(b, loc, single, aligned);
+    auto decode = scf::IfOp::create(b, loc, stream, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&decode.getThenRegion().front());
+    recurrentToken(idx(0), init ? init : state, /*streaming=*/true);
+    b.setInsertionPointToStart(&decode.getElseRegion().front());
+    recurrentTokens(n);
+  }
+
+  /// Tokens [0, n), the first from the initial state if there is one.
+  void recurrentTokens(Value n) {
+    if (!init) {
+      loop(0, n, [&](Value t) { recurrentToken(t, state); });
+      return;
+    }
+    Value zero = idx(0);
+    Value any =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, n, zero);
+    auto first = scf::IfOp::create(b, loc, any, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&first.getThenRegion().front());
+      recurrentToken(zero, init);
+      // No tokens (a padding row of a batch): the state is the initial one.
+      b.setInsertionPointToStart(&first.getElseRegion().front());
+      copyInit();
+    }
+    loop(1, n, [&](Value t) { recurrentToken(t, state); });
+  }
+
+  /// Token t, in blocks of up to 8 vectors of state columns: reads the
+  /// state before the token from `from` and writes the new one to `state`.
+  void recurrentToken(Value t, Value from, bool streaming = false) {
     Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
     Value scale = f32(op.getScale().convertToDouble());
     int64_t vecs = dvp / W;
-    loop(0, n, [&](Value t) {
-      Value e = exp(load(op.getGate(), {t}));
-      Value ev = splat(e);
-      Value beta = splat(load(op.getBeta(), {t}));
-      for (int64_t v0 = 0; v0 < vecs; v0 += 8) {
-        int64_t nv = std::min<int64_t>(8, vecs - v0);
-        SmallVector<Value> init(nv, zeros());
-        Value zero = idx(0), dkEnd = idx(dk);
-        SmallVector<Value> kv =
-            loop(zero, dkEnd, init, [&](Value i, ValueRange a) {
-              Value ki = splat(load(k, {t, i}));
-              SmallVector<Value> next;
-              for (int64_t x = 0; x < nv; ++x) {
-                Value sx = vload(state, {i, idx((v0 + x) * W)});
-                next.push_back(fma(ki, sx, a[x]));
-              }
-              return next;
-            });
-        SmallVector<Value> delta;
-        for (int64_t x = 0; x < nv; ++x) {
-          Value vt_ = readRow(v, t, (v0 + x) * W, dv);
-          Value decayed = fmul(ev, kv[x]);
-          delta.push_back(fmul(fsub(vt_, decayed), beta));
-        }
-        SmallVector<Value> o =
-            loop(zero, dkEnd, init, [&](Value i, ValueRange a) {
-              Value ki = splat(load(k, {t, i}));
-              Value qi = splat(fmul(load(q, {t, i}), scale));
-              SmallVector<Value> next;
-              for (int64_t x = 0; x < nv; ++x) {
-                Value col = idx((v0 + x) * W);
-                Value at[] = {i, col};
-                Value old = fmul(ev, vload(state, at));
-                Value sNew = fma(ki, delta[x], old);
-                vstore(sNew, state, at);
-                next.push_back(fma(qi, sNew, a[x]));
-              }
-              return next;
-            });
-        for (int64_t x = 0; x < nv; ++x)
-          writeRow(o[x], op.getOut(), t, (v0 + x) * W, dv);
+    Value e = exp(load(op.getGate(), {t}));
+    Value ev = splat(e);
+    Value beta = splat(load(op.getBeta(), {t}));
+    for (int64_t v0 = 0; v0 < vecs; v0 += 8) {
+      int64_t nv = std::min<int64_t>(8, vecs - v0);
+      SmallVector<Value> acc0(nv, zeros());
+      Value zero = idx(0), dkEnd = idx(dk);
+      SmallVector<Value> kv =
+          loop(zero, dkEnd, acc0, [&](Value i, ValueRange a) {
+            Value ki = splat(load(k, {t, i}));
+            SmallVector<Value> next;
+            if (streaming) {
+              // The state comes from memory once: fetch 8 rows ahead, a
+              // cache line per prefetch.
+              Value ahead = arith::AddIOp::create(b, loc, i, idx(8));
+              Value last = idx(dk - 1);
+              Value row = arith::MinSIOp::create(b, loc, ahead, last);
+              int64_t perLine = std::max<int64_t>(1, 64 / (W * 4));
+              for (int64_t x = 0; x < nv; x += perLine)
+                memref::PrefetchOp::create(b, loc, from,
+                                           ValueRange{row, idx((v0 + x) * W)},
+                                           /*isWrite=*/false,
+                                           /*localityHint=*/3,
+                                           /*isDataCache=*/true);
+            }
+            for (int64_t x = 0; x < nv; ++x) {
+              Value sx = vload(from, {i, idx((v0 + x) * W)});
+              next.push_back(fma(ki, sx, a[x]));
+            }
+            return next;
+          });
+      SmallVector<Value> delta;
+      for (int64_t x = 0; x < nv; ++x) {
+        Value vt_ = readRow(v, t, (v0 + x) * W, dv);
+        Value decayed = fmul(ev, kv[x]);
+        delta.push_back(fmul(fsub(vt_, decayed), beta));
       }
-    });
+      SmallVector<Value> o =
+          loop(zero, dkEnd, acc0, [&](Value i, ValueRange a) {
+            Value ki = splat(load(k, {t, i}));
+            Value qi = splat(fmul(load(q, {t, i}), scale));
+            SmallVector<Value> next;
+            for (int64_t x = 0; x < nv; ++x) {
+              Value col = idx((v0 + x) * W);
+              Value at[] = {i, col};
+              Value old = fmul(ev, vload(from, at));
+              Value sNew = fma(ki, delta[x], old);
+              if (streaming)
+                vector::StoreOp::create(b, loc, sNew, state, at,
+                                        /*nontemporal=*/true,
+                                        llvm::Align(W * 4));
+              else
+                vstore(sNew, state, at);
+              next.push_back(fma(qi, sNew, a[x]));
+            }
+            return next;
+          });
+      for (int64_t x = 0; x < nv; ++x)
+        writeRow(o[x], op.getOut(), t, (v0 + x) * W, dv);
+    }
   }
 };
 
@@ -515,12 +618,18 @@ struct GDEmitter {
 
 SmallVector<Value> mlir::attn::allocateGatedDeltaScratch(OpBuilder &b,
                                                          Location loc,
-                                                         int64_t dk,
-                                                         int64_t dv,
-                                                         int64_t lanes) {
+                                                         int64_t dk, int64_t dv,
+                                                         int64_t lanes,
+                                                         bool recurrent) {
   IntegerAttr align = b.getI64IntegerAttr(64);
   Type f32 = b.getF32Type();
   int64_t dkp = roundUp(dk, lanes), dvp = roundUp(dv, lanes), C = kChunk;
+  if (recurrent) {
+    if (dkp == dk && dvp == dv)
+      return {};
+    return {memref::AllocOp::create(b, loc, MemRefType::get({dkp, dvp}, f32),
+                                    align)};
+  }
   SmallVector<SmallVector<int64_t, 2>> shapes(NumScratch);
   shapes[Qs] = shapes[Ks] = shapes[Kb] = shapes[Wm] = {C, dkp};
   shapes[Kt] = {dkp, C};
@@ -540,6 +649,13 @@ void mlir::attn::emitGatedDeltaKernel(OpBuilder &b, GatedDeltaChunkOp tile,
   auto q = cast<ShapedType>(tile.getQuery().getType());
   auto v = cast<ShapedType>(tile.getValue().getType());
   int64_t dk = q.getDimSize(1), dv = v.getDimSize(1);
+  // The recurrent form's scratch is the padded state alone (or nothing).
+  SmallVector<Value> buffers(scratch.begin(), scratch.end());
+  if (tile.getRecurrent()) {
+    buffers.assign(NumScratch, Value());
+    if (!scratch.empty())
+      buffers[Sp] = scratch.front();
+  }
   GDEmitter e{b,
               tile.getLoc(),
               tile,
@@ -549,9 +665,10 @@ void mlir::attn::emitGatedDeltaKernel(OpBuilder &b, GatedDeltaChunkOp tile,
               dv,
               roundUp(dk, lanes),
               roundUp(dv, lanes),
-              SmallVector<Value>(scratch.begin(), scratch.end()),
+              buffers,
               VectorType::get({lanes}, b.getF32Type()),
-              Value()};
+              Value(),
+              tile.getInitialState()};
   e.emit();
 }
 

@@ -69,10 +69,12 @@ bool gatedDeltaKernelHandles(Operation *op);
 
 /// The gated-delta kernel's scratch for `d_k`, `d_v` and `lanes`: chunk
 /// buffers of 64 tokens and a padded state, allocated at the builder's
-/// insertion point (once per parallel iteration).
+/// insertion point (once per parallel iteration); the recurrent form's is
+/// the padded state alone, and nothing when d_k and d_v are multiples of
+/// `lanes`.
 SmallVector<Value> allocateGatedDeltaScratch(OpBuilder &b, Location loc,
                                              int64_t dk, int64_t dv,
-                                             int64_t lanes);
+                                             int64_t lanes, bool recurrent);
 
 /// Emits the kernel of `tile` (buffer form, gatedDeltaKernelHandles) at the
 /// builder's insertion point with the buffers of allocateGatedDeltaScratch;
@@ -102,6 +104,12 @@ void storeTransposedBlock(OpBuilder &b, Location loc, VectorType square,
 /// by the CPU target before translation; FuncToLLVM keeps it discardable).
 /// The micro-kernel's tile functions carry it.
 constexpr llvm::StringLiteral kNoInlineAttr = "attn.no_inline";
+
+/// An integer attribute on a func.call inside a parallel loop: the loop's
+/// iterations are alike and stream memory, so attn-dynamic-schedule hands
+/// them out in runs of this many (contiguous data per thread) rather than
+/// one at a time. The gated-delta tile calls carry it.
+constexpr llvm::StringLiteral kScheduleChunkAttr = "attn.schedule_chunk";
 
 } // namespace attn
 } // namespace mlir

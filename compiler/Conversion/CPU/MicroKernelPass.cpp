@@ -21,6 +21,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 
 #include <map>
 #include <tuple>
@@ -64,8 +65,8 @@ private:
   /// allocated once per iteration).
   static void beforeParallelIteration(OpBuilder &b, Operation *op);
   /// Replaces `op` by a call of `fn` with its operands and `scratch`.
-  static void replaceByCall(Operation *op, func::FuncOp fn,
-                            ValueRange scratch);
+  static func::CallOp replaceByCall(Operation *op, func::FuncOp fn,
+                                    ValueRange scratch);
   static LogicalResult checkContiguous(Operation *op, ValueRange buffers);
 
   ModuleOp module;
@@ -146,23 +147,27 @@ LogicalResult TileFunctions::checkContiguous(Operation *op,
 
 void TileFunctions::beforeParallelIteration(OpBuilder &b, Operation *op) {
   // Scratch once per parallel iteration (query block, value head), before
-  // its loops: a stack buffer inside the loop would grow the stack on every
-  // tile, and a function-level one would be shared by the threads.
+  // its outermost loop: a buffer inside the loop would be allocated on every
+  // tile, and a function-level one would be shared by the threads. Not
+  // above a branch that holds the op without a loop (the gated-delta
+  // recurrent / chunked choice): only the branch taken allocates.
   Operation *anchor = op;
-  while (anchor->getParentOp() &&
-         !isa<scf::ForallOp, scf::ParallelOp, FunctionOpInterface>(
-             anchor->getParentOp()))
-    anchor = anchor->getParentOp();
+  for (Operation *p = op->getParentOp();
+       p && !isa<scf::ForallOp, scf::ParallelOp, FunctionOpInterface>(p);
+       p = p->getParentOp())
+    if (isa<LoopLikeOpInterface>(p))
+      anchor = p;
   b.setInsertionPoint(anchor);
 }
 
-void TileFunctions::replaceByCall(Operation *op, func::FuncOp fn,
-                                  ValueRange scratch) {
+func::CallOp TileFunctions::replaceByCall(Operation *op, func::FuncOp fn,
+                                          ValueRange scratch) {
   OpBuilder b(op);
   SmallVector<Value> args(op->getOperands());
   args.append(scratch.begin(), scratch.end());
-  func::CallOp::create(b, op->getLoc(), fn, args);
+  auto call = func::CallOp::create(b, op->getLoc(), fn, args);
   op->erase();
+  return call;
 }
 
 LogicalResult TileFunctions::lower(OnlineAttentionOp oa) {
@@ -197,22 +202,28 @@ LogicalResult TileFunctions::lower(GatedDeltaChunkOp chunk) {
     return chunk.emitOpError(
         "on buffers is lowered by the CPU kernel only, which needs f32 "
         "operands");
-  if (failed(checkContiguous(chunk, {chunk.getQuery(), chunk.getKey(),
-                                     chunk.getValue(), chunk.getOut(),
-                                     chunk.getState()})))
+  SmallVector<Value> rows = {chunk.getQuery(), chunk.getKey(), chunk.getValue(),
+                             chunk.getOut(), chunk.getState()};
+  if (Value init = chunk.getInitialState())
+    rows.push_back(init);
+  if (failed(checkContiguous(chunk, rows)))
     return failure();
   OpBuilder b(chunk);
   beforeParallelIteration(b, chunk);
   int64_t dk = cast<ShapedType>(chunk.getQuery().getType()).getDimSize(1);
   int64_t dv = cast<ShapedType>(chunk.getValue().getType()).getDimSize(1);
-  SmallVector<Value> scratch =
-      allocateGatedDeltaScratch(b, chunk.getLoc(), dk, dv, lanes);
+  SmallVector<Value> scratch = allocateGatedDeltaScratch(
+      b, chunk.getLoc(), dk, dv, lanes, chunk.getRecurrent());
   func::FuncOp fn = functionFor(
       chunk, ValueRange(scratch).getTypes(),
       [&](OpBuilder &fb, Operation *tile, ValueRange sc) {
         emitGatedDeltaKernel(fb, cast<GatedDeltaChunkOp>(tile), sc, lanes);
       });
-  replaceByCall(chunk, fn, scratch);
+  // The value heads' iterations are alike and a decode step streams each
+  // head's state through memory: the parallel loop hands out runs of
+  // contiguous heads (attn-dynamic-schedule), not one at a time.
+  func::CallOp call = replaceByCall(chunk, fn, scratch);
+  call->setAttr(kScheduleChunkAttr, b.getI64IntegerAttr(8));
   return success();
 }
 

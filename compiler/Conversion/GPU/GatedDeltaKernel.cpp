@@ -23,8 +23,9 @@
 //
 // The operands are read off the tiled form: the chunk ops' slices give q,
 // k, v, g and β, the forall's destinations (materialized into the kernel
-// entry's buffers) the output and the final state, the linalg.copy that
-// starts the head's state the initial state, the tensor.extract of the
+// entry's buffers) the output and the final state, the recurrent chunk's
+// initial_state (or the linalg.copy that starts the chunked form's state)
+// the initial state, the tensor.extract of the
 // lengths (if any) the batch row's length: tokens past it are not run and
 // their outputs are 0.
 //
@@ -80,6 +81,12 @@ LogicalResult readSource(scf::ForallOp forall, GatedDeltaSource &s) {
     if (t.getRank() == 1 && isa<IntegerType>(t.getElementType()))
       s.lengths = e.getTensor();
   });
+  // The initial state: the recurrent chunk op's initial_state, or the
+  // linalg.copy that starts the chunked form's.
+  if (Value init = chunk.getInitialState()) {
+    if (failed(sourceOf(init, s.init)))
+      return failure();
+  }
   forall.getBody()->walk([&](linalg::CopyOp copy) {
     if (auto slice =
             copy.getInputs()[0].getDefiningOp<tensor::ExtractSliceOp>())

@@ -543,6 +543,12 @@ LogicalResult GatedDeltaChunkOp::verify() {
            getState()},
           {"query", "key", "value", "gate", "beta", "output", "state"})))
     return failure();
+  if (Value init = getInitialState())
+    if (failed(expectShape(*this, shaped(init), {dk, dv},
+                           "an initial state [d_k, d_v]")) ||
+        failed(expectSameElementType(*this, {getState(), init},
+                                     {"state", "initial state"})))
+      return failure();
   return verifyPositiveFinite(*this, getScale().convertToDouble(), "scale");
 }
 

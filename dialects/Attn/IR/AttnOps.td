@@ -1189,12 +1189,19 @@ def Attn_GatedDeltaChunkOp : Attn_Op<"gated_delta_chunk", [
     both in place and returns nothing. The CPU micro-kernel lowers the
     buffer form.
 
+    With `initial_state` (`[d_k, d_v]`), the state before the chunk is read
+    from it and `state`'s value is not read (its destination is only
+    written): a decode step reads the caller's state and writes the new one
+    in one pass over the state, with no copy into the destination first.
+    On buffers, `initial_state` may be `state` itself (in place).
+
     On tensors the op implements `TilingInterface` over `[n, d_v]`: the
     tokens are a reduction (a loop over token tiles that carries the state
     is the chunked recurrence; `attn-tile-gated-delta` builds its chunk
     loop so, with `scf::tileUsingSCF`), the value dims parallel (each
     column of the state evolves on its own), tiled by a static size that
-    divides `d_v`.
+    divides `d_v`. With `initial_state` only the value dims are tiled (its
+    state is the first token's only).
 
     ```mlir
     %o, %s = attn.gated_delta_chunk %q, %k, %v, %g, %b, %oi, %si
@@ -1207,11 +1214,13 @@ def Attn_GatedDeltaChunkOp : Attn_Op<"gated_delta_chunk", [
   let arguments = (ins Attn_FloatShaped:$query, Attn_FloatShaped:$key,
                        Attn_FloatShaped:$value, Attn_FloatShaped:$gate,
                        Attn_FloatShaped:$beta, Attn_FloatShaped:$out,
-                       Attn_FloatShaped:$state, F64Attr:$scale,
-                       UnitAttr:$recurrent);
+                       Attn_FloatShaped:$state,
+                       Optional<Attn_FloatShaped>:$initial_state,
+                       F64Attr:$scale, UnitAttr:$recurrent);
   let results = (outs Variadic<Attn_FloatTensor>:$results);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $gate `,` $beta `,` $out `,` $state
+    (`initial_state` `(` $initial_state^ `:` type($initial_state) `)`)?
     attr-dict `:` `(` type($query) `,` type($key) `,` type($value) `,`
     type($gate) `,` type($beta) `,` type($out) `,` type($state) `)`
     (`->` `(` type($results)^ `)`)?

@@ -351,11 +351,30 @@ GatedDeltaChunkOp::getTiledImplementation(OpBuilder &b,
   Value g = slice(getGate(), {t0}, {tn});
   Value beta = slice(getBeta(), {t0}, {tn});
   Value out = slice(getOut(), {t0, v0}, {tn, vn});
-  Value state =
-      slice(getState(), {zero, v0}, {mixedSize(b, loc, getState(), 0), vn});
+  OpFoldResult dk = mixedSize(b, loc, getState(), 0);
+  Value state = slice(getState(), {zero, v0}, {dk, vn});
+  Value init;
+  if (getInitialState()) {
+    // Its state is the first token's: a tile of the tokens past the first
+    // would start from it again.
+    OpFoldResult n = mixedSize(b, loc, getValue(), 0);
+    auto dimOf = [](OpFoldResult x) {
+      auto v = dyn_cast<Value>(x);
+      return v ? v.getDefiningOp<tensor::DimOp>() : tensor::DimOp();
+    };
+    tensor::DimOp tnDim = dimOf(tn), nDim = dimOf(n);
+    bool whole = isEqualConstantIntOrValue(tn, n) ||
+                 (tnDim && nDim && tnDim.getSource() == nDim.getSource() &&
+                  tnDim.getConstantIndex() == nDim.getConstantIndex());
+    if (!isZeroInteger(t0) || !whole)
+      return emitOpError("with initial_state tiles its value dims only (the "
+                         "first token reads the initial state; copy it into "
+                         "the state destination to tile the tokens)");
+    init = slice(getInitialState(), {zero, v0}, {dk, vn});
+  }
   auto tiled = GatedDeltaChunkOp::create(
       b, loc, TypeRange{out.getType(), state.getType()}, q, k, v, g, beta, out,
-      state, getScaleAttr(), getRecurrentAttr());
+      state, init, getScaleAttr(), getRecurrentAttr());
   tiled->setDiscardableAttrs(getOperation()->getDiscardableAttrDictionary());
   return TilingResult{
       {tiled}, SmallVector<Value>(tiled->getResults()), slice.slices};

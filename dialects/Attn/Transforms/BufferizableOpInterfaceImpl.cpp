@@ -60,10 +60,14 @@ struct OnlineAttentionBufferization
 struct GatedDeltaChunkBufferization
     : public DstBufferizableOpInterfaceExternalModel<
           GatedDeltaChunkBufferization, GatedDeltaChunkOp> {
-  /// The output destination is only written (no copy of its old value).
+  /// The output destination is only written (no copy of its old value), and
+  /// so is the state's when the op reads its state from initial_state.
   bool bufferizesToMemoryRead(Operation *op, OpOperand &operand,
                               const AnalysisState &) const {
-    return &operand != &cast<GatedDeltaChunkOp>(op).getOutMutable();
+    auto chunk = cast<GatedDeltaChunkOp>(op);
+    if (&operand == &chunk.getStateMutable())
+      return !chunk.getInitialState();
+    return &operand != &chunk.getOutMutable();
   }
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
@@ -77,10 +81,11 @@ struct GatedDeltaChunkBufferization
       buffers.push_back(*b);
     }
     rewriter.setInsertionPoint(op);
+    Value init = buffers.size() > 7 ? buffers[7] : Value();
     GatedDeltaChunkOp::create(rewriter, op->getLoc(), TypeRange{}, buffers[0],
                               buffers[1], buffers[2], buffers[3], buffers[4],
-                              buffers[5], buffers[6], chunk.getScaleAttr(),
-                              chunk.getRecurrentAttr());
+                              buffers[5], buffers[6], init,
+                              chunk.getScaleAttr(), chunk.getRecurrentAttr());
     replaceOpWithBufferizedValues(rewriter, op, {buffers[5], buffers[6]});
     return success();
   }

@@ -15,11 +15,13 @@
 //     attn.gated_delta_chunk {recurrent} over the whole sequence, token by
 //     token.
 //
-// The state starts as the op's initial state (copied into the destination)
-// or zeros. Outputs are written into the output destination in place. With
-// `lengths`, the head runs over its sequence's own tokens only (the length,
-// read as `tensor.extract %lengths[b]` and clamped to [0, seq], replaces seq
-// above) and the padding rows of its output are filled with 0.
+// The state starts as zeros or as the op's initial state: the recurrent
+// form reads it where it is (initial_state: a decode step reads and writes
+// the state once), the chunked one copies it into the destination first.
+// Outputs are written into the output destination in place. With `lengths`, the
+// head runs over its sequence's own tokens only (the length, read as
+// `tensor.extract %lengths[b]` and clamped to [0, seq], replaces seq above) and
+// the padding rows of its output are filled with 0.
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,7 +81,8 @@ private:
   }
   /// One gated_delta_chunk over tokens [s0, s0 + n) of head (bIdx, h).
   GatedDeltaChunkOp chunkOp(Value bIdx, Value h, Value hk, Value s0, Value n,
-                            Value outChunk, Value state, bool recurrent) {
+                            Value outChunk, Value state, Value init,
+                            bool recurrent) {
     // One slice per statement: the IR must not depend on the host
     // compiler's order of evaluating arguments.
     Value q = tokens(op.getQuery(), bIdx, hk, s0, n);
@@ -89,7 +92,7 @@ private:
     Value beta = tokens(op.getBeta(), bIdx, h, s0, n);
     return GatedDeltaChunkOp::create(
         b, loc, TypeRange{outChunk.getType(), state.getType()}, q, k, v, g,
-        beta, outChunk, state, op.getScaleAttr(),
+        beta, outChunk, state, init, op.getScaleAttr(),
         recurrent ? b.getUnitAttr() : UnitAttr());
   }
   /// `whole`'s tokens in chunks: an scf.for that carries the state
@@ -134,11 +137,11 @@ LogicalResult GatedDeltaTiler::run() {
   Value bIdx = body->getArgument(0), h = body->getArgument(1);
   Value outAll = body->getArgument(2), stateAll = body->getArgument(3);
   Value hkIdx = arith::DivUIOp::create(b, loc, h, c(ratio));
-  // The head's state, in its destination: the initial state or zeros.
-  Value state = stateOf(stateAll, bIdx, h);
-  if (Value init = op.getInitialState())
-    state = linalg::CopyOp::create(b, loc, stateOf(init, bIdx, h), state)
-                .getResult(0);
+  // The head's state, in its destination: zeros, or the initial state,
+  // which the recurrent form reads in place and the chunked one copies.
+  Value state = stateOf(stateAll, bIdx, h), init;
+  if (Value all = op.getInitialState())
+    init = stateOf(all, bIdx, h);
   else
     state = linalg::FillOp::create(
                 b, loc,
@@ -180,12 +183,15 @@ LogicalResult GatedDeltaTiler::run() {
         o = tensor::InsertSliceOp::create(b, loc, o, out, offs, sizes, strides);
       scf::YieldOp::create(b, loc, ValueRange{o, s});
     };
-    GatedDeltaChunkOp recurrent =
-        chunkOp(bIdx, h, hkIdx, zero, len, own(), state, /*recurrent=*/true);
+    GatedDeltaChunkOp recurrent = chunkOp(bIdx, h, hkIdx, zero, len, own(),
+                                          state, init, /*recurrent=*/true);
     yieldWhole(recurrent.getResult(0), recurrent.getResult(1));
     b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-    GatedDeltaChunkOp whole = chunkOp(bIdx, h, hkIdx, zero, len, own(), state,
-                                      /*recurrent=*/false);
+    Value start = state;
+    if (init)
+      start = linalg::CopyOp::create(b, loc, init, state).getResult(0);
+    GatedDeltaChunkOp whole = chunkOp(bIdx, h, hkIdx, zero, len, own(), start,
+                                      Value(), /*recurrent=*/false);
     FailureOr<std::pair<Value, Value>> chunked = chunkLoop(whole);
     if (failed(chunked))
       return op.emitOpError("attn-tile-gated-delta could not tile the "

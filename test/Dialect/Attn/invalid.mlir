@@ -1295,6 +1295,14 @@ func.func @gdc_tokens(%q: tensor<8x16xf32>, %v: tensor<9x16xf32>, %g: tensor<8xf
 
 // -----
 
+func.func @gdc_initial_state(%q: tensor<8x16xf32>, %v: tensor<8x32xf32>, %g: tensor<8xf32>, %s: tensor<16x32xf32>, %s0: tensor<32x16xf32>) {
+  // expected-error @+1 {{expects an initial state [d_k, d_v] = [16, 32], got 'tensor<32x16xf32>'}}
+  %o, %t = attn.gated_delta_chunk %q, %q, %v, %g, %g, %v, %s initial_state(%s0 : tensor<32x16xf32>) {scale = 0.25 : f64} : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x32xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x32xf32>, tensor<16x32xf32>) -> (tensor<8x32xf32>, tensor<16x32xf32>)
+  return
+}
+
+// -----
+
 func.func @gdc_state(%q: tensor<8x16xf32>, %v: tensor<8x32xf32>, %g: tensor<8xf32>, %s: tensor<16x16xf32>) {
   // expected-error @+1 {{expects a state [d_k, d_v] = [16, 32], got 'tensor<16x16xf32>'}}
   %o, %t = attn.gated_delta_chunk %q, %q, %v, %g, %g, %v, %s {scale = 0.25 : f64} : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x32xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x32xf32>, tensor<16x16xf32>) -> (tensor<8x32xf32>, tensor<16x16xf32>)

@@ -191,6 +191,11 @@ func.func @gated_delta_chunk(%q: tensor<?x64xf32>, %v: tensor<?x32xf32>,
   // CHECK: attn.gated_delta_chunk {{.*}} {recurrent, scale = 1.250000e-01 : f64} : (memref<?x64xf32>, memref<?x64xf32>, memref<?x32xf32>, memref<?xf32>, memref<?xf32>, memref<?x32xf32>, memref<64x32xf32>){{$}}
   attn.gated_delta_chunk %qm, %qm, %vm, %gm, %gm, %vm, %sm {recurrent, scale = 0.125 : f64}
       : (memref<?x64xf32>, memref<?x64xf32>, memref<?x32xf32>, memref<?xf32>, memref<?xf32>, memref<?x32xf32>, memref<64x32xf32>)
+  // The state before the chunk read from initial_state (here the state
+  // itself: in place).
+  // CHECK: attn.gated_delta_chunk {{.*}}, %[[SM:.*]] initial_state(%[[SM]] : memref<64x32xf32>) {recurrent, scale = 1.250000e-01 : f64}
+  attn.gated_delta_chunk %qm, %qm, %vm, %gm, %gm, %vm, %sm initial_state(%sm : memref<64x32xf32>) {recurrent, scale = 0.125 : f64}
+      : (memref<?x64xf32>, memref<?x64xf32>, memref<?x32xf32>, memref<?xf32>, memref<?xf32>, memref<?x32xf32>, memref<64x32xf32>)
   return %o, %st : tensor<?x32xf32>, tensor<64x32xf32>
 }
 

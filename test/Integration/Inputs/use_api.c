@@ -519,9 +519,89 @@ static void testGdn(attn_model *m, int32_t kind, const attn_kind_info *ki) {
   free(ref), free(s1), free(r1), free(inplace);
 }
 
+/* Token x of a [B, H, S, d] array as [B, H, 1, d]. */
+static float *tokenOf(const float *x, int64_t BH, int64_t S, int64_t d,
+                      int64_t t) {
+  float *y = malloc(sizeof(float) * BH * d);
+  for (int64_t r = 0; r < BH; ++r)
+    memcpy(y + r * d, x + (r * S + t) * d, sizeof(float) * d);
+  return y;
+}
+
+/* Decode through the C API with caller-owned states: T steps of one token,
+ * the state carried by the caller, (a) updated in place in a buffer that
+ * starts 4 bytes past a 64-byte boundary (the kernels' streaming stores
+ * need aligned states: this one takes the other path), (b) passed between
+ * two 64-byte aligned buffers; both against the float64 recurrence over
+ * the T tokens. */
+static void testGdnDecode(attn_model *m, int32_t kind,
+                          const attn_kind_info *ki) {
+  enum { B = 2, T = 4 };
+  int64_t Hv = ki->num_heads, Hk = ki->num_kv_heads, dk = ki->head_dim,
+          dv = ki->head_dim_v;
+  int64_t nq = B * Hk * T * dk, nv = B * Hv * T * dv, ng = B * Hv * T,
+          ns = B * Hv * dk * dv;
+  float *q = randoms(nq, 0.15f), *k = randoms(nq, 0.15f),
+        *v = randoms(nv, 1.0f), *g = randoms(ng, 0.2f),
+        *beta = randoms(ng, 0.4f), *s0 = randoms(ns, 1.0f);
+  for (int64_t i = 0; i < ng; ++i) {
+    g[i] = -fabsf(g[i]);
+    beta[i] += 0.5f;
+  }
+  float *ref = malloc(sizeof(float) * nv), *r1 = malloc(sizeof(float) * ns);
+  int64_t lens[B] = {T, T};
+  gdnRef(ki, B, T, q, k, v, g, beta, s0, lens, ref, r1);
+  size_t bytes = (sizeof(float) * ns + 64 + 63) / 64 * 64;
+  float *odd = (float *)aligned_alloc(64, bytes) + 1,
+        *a = aligned_alloc(64, bytes), *b = aligned_alloc(64, bytes);
+  memcpy(odd, s0, sizeof(float) * ns);
+  memcpy(a, s0, sizeof(float) * ns);
+  float *outOdd = malloc(sizeof(float) * nv),
+        *outAb = malloc(sizeof(float) * nv);
+  int64_t qs[4] = {B, Hk, 1, dk}, vs[4] = {B, Hv, 1, dv}, gs[3] = {B, Hv, 1},
+          ss[4] = {B, Hv, dk, dv};
+  for (int64_t t = 0; t < T; ++t) {
+    float *qt = tokenOf(q, B * Hk, T, dk, t),
+          *kt = tokenOf(k, B * Hk, T, dk, t),
+          *vt = tokenOf(v, B * Hv, T, dv, t), *gt = tokenOf(g, B * Hv, T, 1, t),
+          *bt = tokenOf(beta, B * Hv, T, 1, t),
+          *o = malloc(sizeof(float) * B * Hv * dv);
+    attn_tensor tq = attn_tensor_contiguous(qt, ATTN_F32, 4, qs),
+                tk = attn_tensor_contiguous(kt, ATTN_F32, 4, qs),
+                tv = attn_tensor_contiguous(vt, ATTN_F32, 4, vs),
+                tg = attn_tensor_contiguous(gt, ATTN_F32, 3, gs),
+                tb = attn_tensor_contiguous(bt, ATTN_F32, 3, gs),
+                to = attn_tensor_contiguous(o, ATTN_F32, 4, vs),
+                tOdd = attn_tensor_contiguous(odd, ATTN_F32, 4, ss),
+                tIn = attn_tensor_contiguous(t % 2 ? b : a, ATTN_F32, 4, ss),
+                tOut = attn_tensor_contiguous(t % 2 ? a : b, ATTN_F32, 4, ss);
+    expectOk(attn_gated_delta(m, kind, &tq, &tk, &tv, &tg, &tb, &tOdd, NULL,
+                              &to, &tOdd),
+             "attn_gated_delta decode in place");
+    for (int64_t r = 0; r < B * Hv; ++r)
+      memcpy(outOdd + (r * T + t) * dv, o + r * dv, sizeof(float) * dv);
+    expectOk(attn_gated_delta(m, kind, &tq, &tk, &tv, &tg, &tb, &tIn, NULL, &to,
+                              &tOut),
+             "attn_gated_delta decode");
+    for (int64_t r = 0; r < B * Hv; ++r)
+      memcpy(outAb + (r * T + t) * dv, o + r * dv, sizeof(float) * dv);
+    free(qt), free(kt), free(vt), free(gt), free(bt), free(o);
+  }
+  printf("gated_delta kind '%s' decode %d steps, caller-owned states: ",
+         ki->name, T);
+  report("out (unaligned, in place)", outOdd, ref, nv);
+  report("  state (unaligned, in place)", odd, r1, ns);
+  report("  out (aligned, two buffers)", outAb, ref, nv);
+  report("  state (aligned, two buffers)", T % 2 ? b : a, r1, ns);
+  free(q), free(k), free(v), free(g), free(beta), free(s0), free(ref);
+  free(r1), free(odd - 1), free(a), free(b), free(outOdd), free(outAb);
+}
+
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: use_api LIBRARY.so\n");
+  /* --gdn-only: the Gated DeltaNet kinds' calls only. */
+  int gdnOnly = argc == 3 && !strcmp(argv[2], "--gdn-only");
+  if (argc != 2 && !gdnOnly) {
+    fprintf(stderr, "usage: use_api LIBRARY.so [--gdn-only]\n");
     return 2;
   }
   printf("api version %d (header %d)\n", attn_api_version(), ATTN_API_VERSION);
@@ -547,13 +627,16 @@ int main(int argc, char **argv) {
   for (int32_t kind = 0; kind < info.num_kinds; ++kind) {
     attn_kind_info ki;
     attn_kind_get_info(m, kind, &ki);
+    if (ki.op == ATTN_OP_SDPA && gdnOnly)
+      continue;
     if (ki.op == ATTN_OP_SDPA) {
       testSdpa(kind % 2 ? self : m, kind, &ki);
       for (int64_t p = 16; p > 0; p = p == 16 ? 5 : p == 5 ? 1 : 0)
         testPaged(m, kind, &ki, p);
-    }
-    else
+    } else {
       testGdn(kind % 2 ? self : m, kind, &ki);
+      testGdnDecode(m, kind, &ki);
+    }
   }
   int32_t kind;
   bad("layer 1000", attn_kind_by_layer(m, 1000, &kind));
