@@ -272,7 +272,10 @@ def DynamicScheduleLoopsPass : Pass<"attn-dynamic-schedule", "func::FuncOp"> {
     whose body calls a tile function with `attn.schedule_chunk = N` (the
     gated-delta tiles: alike iterations that stream each value head's
     state) gets chunk N instead, so that each thread reads runs of
-    contiguous heads.
+    contiguous heads; where the module declares `omp_get_num_threads` (the
+    micro-kernel pass declares it with the attribute) the run is
+    `max(1, min(N, ceil(trip count / team size)))` at run time, so that a
+    loop of few heads on many cores still gives every thread work.
 
     ```mlir
     omp.wsloop { ... }
@@ -281,6 +284,31 @@ def DynamicScheduleLoopsPass : Pass<"attn-dynamic-schedule", "func::FuncOp"> {
     ```
   }];
   let dependentDialects = ["::mlir::omp::OpenMPDialect"];
+}
+
+def FenceStreamingStoresPass
+    : Pass<"attn-fence-streaming-stores", "func::FuncOp"> {
+  let summary = "An sfence after the parallel loops whose tiles write with non-temporal stores";
+  let description = [{
+    Non-temporal stores (`vector.store {nontemporal = true}`: the CPU
+    gated-delta kernel writes a decode step's new state so) are weakly
+    ordered on x86: a later release, such as the parallel loop's closing
+    barrier, does not order them on every CPU. A `func.call` marked
+    `attn.streaming_stores` (set by attn-cpu-micro-kernel) gets an `sfence`
+    (`llvm.x86.sse.sfence`) after the `omp.wsloop` holding it, which every
+    thread of the team runs before the parallel region ends, or after the
+    call itself outside a parallel loop. Runs after the OpenMP conversion
+    (and after buffer deallocation, which refuses an op with unknown memory
+    effects such as the fence).
+
+    ```mlir
+    omp.wsloop { ... func.call @tile(...) {attn.streaming_stores} ... }
+    // becomes
+    omp.wsloop { ... }
+    llvm.call_intrinsic "llvm.x86.sse.sfence"() : () -> ()
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 #endif // ATTN_CONVERSION_PASSES_TD

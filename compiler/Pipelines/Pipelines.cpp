@@ -136,6 +136,9 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createConvertSCFToOpenMPPass());
   pm.addNestedPass<func::FuncOp>(createDynamicScheduleLoopsPass());
+  // The non-temporal stores' fence, in each thread after its loop (an op
+  // buffer deallocation, earlier, would not take).
+  pm.addNestedPass<func::FuncOp>(createFenceStreamingStoresPass());
   pm.addNestedPass<func::FuncOp>(createApproximateMathPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createExpandShapeToReinterpretCastPass());

@@ -44,6 +44,11 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
   matchAndRewrite(GatedDeltaRuleOp op, OpAdaptor a,
                   ConversionPatternRewriter &rewriter) const override {
     // Long: transformers' chunked algorithm, step by step in its order.
+    if (op.hasChannelGate())
+      return op.emitOpError(
+          "with a per-channel gate (KDA) has no eager reference yet (the "
+          "chunked algorithm here takes one gate per token); compile without "
+          "the reference functions (attn-pipeline reference=false)");
     Location loc = op.getLoc();
     RankedTensorType kTy = op.getKey().getType(),
                      vTy = op.getValue().getType();

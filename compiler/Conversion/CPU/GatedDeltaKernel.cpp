@@ -478,16 +478,19 @@ struct GDEmitter {
     });
   }
 
-  /// Whether a state buffer starts at a multiple of the vector size (its
-  /// rows are multiples of it: d_v is when the state is not padded).
+  /// Whether every row of a state buffer starts at a multiple of the vector
+  /// size: its first element, and its row stride (d_v when the layout is
+  /// the identity; any stride a strided view gives it otherwise).
   Value isAligned(Value m) {
     auto md = memref::ExtractStridedMetadataOp::create(b, loc, m);
     Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, m);
     Value bytes = arith::MulIOp::create(b, loc, md.getOffset(), idx(4));
     Value addr = arith::AddIOp::create(b, loc, base, bytes);
     Value rem = arith::RemUIOp::create(b, loc, addr, idx(W * 4));
+    Value rowRem = arith::RemUIOp::create(b, loc, md.getStrides()[0], idx(W));
+    Value sum = arith::OrIOp::create(b, loc, rem, rowRem);
     Value zero = idx(0);
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem, zero);
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, sum, zero);
   }
 
   /// state ← initial state (unpadded: d_k, d_v multiples of W).
@@ -519,6 +522,8 @@ struct GDEmitter {
     auto decode = scf::IfOp::create(b, loc, stream, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(&decode.getThenRegion().front());
+    // (attn-fence-streaming-stores fences them before the tile function
+    // returns: they are weakly ordered.)
     recurrentToken(idx(0), init ? init : state, /*streaming=*/true);
     b.setInsertionPointToStart(&decode.getElseRegion().front());
     recurrentTokens(n);
@@ -551,8 +556,15 @@ struct GDEmitter {
     Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
     Value scale = f32(op.getScale().convertToDouble());
     int64_t vecs = dvp / W;
-    Value e = exp(load(op.getGate(), {t}));
-    Value ev = splat(e);
+    // The decay: one factor per token, or per key channel (row i) with a
+    // per-channel gate (KDA), folded into k_i for Sᵀk.
+    bool channel = op.hasChannelGate();
+    Value ev;
+    if (!channel)
+      ev = splat(exp(load(op.getGate(), {t})));
+    auto rowDecay = [&](Value i) {
+      return channel ? exp(load(op.getGate(), {t, i})) : Value();
+    };
     Value beta = splat(load(op.getBeta(), {t}));
     for (int64_t v0 = 0; v0 < vecs; v0 += 8) {
       int64_t nv = std::min<int64_t>(8, vecs - v0);
@@ -560,7 +572,10 @@ struct GDEmitter {
       Value zero = idx(0), dkEnd = idx(dk);
       SmallVector<Value> kv =
           loop(zero, dkEnd, acc0, [&](Value i, ValueRange a) {
-            Value ki = splat(load(k, {t, i}));
+            Value kRaw = load(k, {t, i});
+            if (Value d = rowDecay(i))
+              kRaw = fmul(kRaw, d);
+            Value ki = splat(kRaw);
             SmallVector<Value> next;
             if (streaming) {
               // The state comes from memory once: fetch 8 rows ahead, a
@@ -585,18 +600,19 @@ struct GDEmitter {
       SmallVector<Value> delta;
       for (int64_t x = 0; x < nv; ++x) {
         Value vt_ = readRow(v, t, (v0 + x) * W, dv);
-        Value decayed = fmul(ev, kv[x]);
+        Value decayed = channel ? kv[x] : fmul(ev, kv[x]);
         delta.push_back(fmul(fsub(vt_, decayed), beta));
       }
       SmallVector<Value> o =
           loop(zero, dkEnd, acc0, [&](Value i, ValueRange a) {
             Value ki = splat(load(k, {t, i}));
             Value qi = splat(fmul(load(q, {t, i}), scale));
+            Value evi = channel ? splat(rowDecay(i)) : ev;
             SmallVector<Value> next;
             for (int64_t x = 0; x < nv; ++x) {
               Value col = idx((v0 + x) * W);
               Value at[] = {i, col};
-              Value old = fmul(ev, vload(from, at));
+              Value old = fmul(evi, vload(from, at));
               Value sNew = fma(ki, delta[x], old);
               if (streaming)
                 vector::StoreOp::create(b, loc, sNew, state, at,

@@ -111,6 +111,12 @@ constexpr llvm::StringLiteral kNoInlineAttr = "attn.no_inline";
 /// one at a time. The gated-delta tile calls carry it.
 constexpr llvm::StringLiteral kScheduleChunkAttr = "attn.schedule_chunk";
 
+/// A unit attribute on a func.call of a tile function that may write with
+/// non-temporal stores (the gated-delta recurrent kernel's decode step):
+/// attn-fence-streaming-stores puts an sfence after the parallel loop
+/// holding the call, in each thread (after the call when it runs alone).
+constexpr llvm::StringLiteral kStreamingStoresAttr = "attn.streaming_stores";
+
 } // namespace attn
 } // namespace mlir
 

@@ -14,6 +14,7 @@
 #include "dialects/Attn/IR/AttnOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Func/Utils/Utils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
@@ -202,6 +203,11 @@ LogicalResult TileFunctions::lower(GatedDeltaChunkOp chunk) {
     return chunk.emitOpError(
         "on buffers is lowered by the CPU kernel only, which needs f32 "
         "operands");
+  if (chunk.hasChannelGate() && !chunk.getRecurrent())
+    return chunk.emitOpError(
+        "with a per-channel gate (KDA) is lowered by the CPU kernel in its "
+        "recurrent form only (the chunked form of a per-channel decay is not "
+        "implemented yet)");
   SmallVector<Value> rows = {chunk.getQuery(), chunk.getKey(), chunk.getValue(),
                              chunk.getOut(), chunk.getState()};
   if (Value init = chunk.getInitialState())
@@ -224,6 +230,19 @@ LogicalResult TileFunctions::lower(GatedDeltaChunkOp chunk) {
   // contiguous heads (attn-dynamic-schedule), not one at a time.
   func::CallOp call = replaceByCall(chunk, fn, scratch);
   call->setAttr(kScheduleChunkAttr, b.getI64IntegerAttr(8));
+  // The recurrent kernel of an unpadded state streams a decode step's state.
+  if (chunk.getRecurrent() && dk % lanes == 0 && dv % lanes == 0)
+    call->setAttr(kStreamingStoresAttr, b.getUnitAttr());
+  // attn-dynamic-schedule shortens the runs when the loop has fewer than 8
+  // heads per thread of its team (many cores, few heads): it asks the
+  // OpenMP runtime for the team's size.
+  // (Not over a symbol of that name the module already has: the runs then
+  // stay 8.)
+  if (!module.lookupSymbol("omp_get_num_threads")) {
+    OpBuilder mb(module.getContext());
+    (void)func::lookupOrCreateFnDecl(mb, module, "omp_get_num_threads",
+                                     TypeRange{}, nullptr, mb.getI32Type());
+  }
   return success();
 }
 

@@ -11,7 +11,9 @@
 //             column j of the state, rows [p·R, p·R + R), R = ceil(d_k / P)
 //             registers;
 //   per token, q_t (scaled) and k_t are staged in shared memory (zeros past
-//             d_k, so padding rows stay 0), then
+//             d_k, so padding rows stay 0), with a per-channel gate (KDA)
+//             also each key channel's decay e^{g_t[i]} (row i of the state
+//             decays by its own factor below, folded into k_i for kv), then
 //             kv_j = Σ_i S_ij k_i          partial sums over each thread's
 //                                          rows, combined through shared
 //                                          memory,
@@ -48,6 +50,7 @@ struct GatedDeltaSource {
   Value lengths;                ///< [batch] integers, or null (all whole)
   Value out, state;             ///< the entry's destination buffers
   double scale = 1.0;
+  bool channel = false; ///< a per-channel gate [.., seq, d_k] (KDA)
   SmallVector<bufferization::MaterializeInDestinationOp> dests;
 };
 
@@ -68,6 +71,7 @@ LogicalResult readSource(scf::ForallOp forall, GatedDeltaSource &s) {
     into = slice.getSource();
     return success();
   };
+  s.channel = chunk.hasChannelGate();
   if (failed(sourceOf(chunk.getQuery(), s.q)) ||
       failed(sourceOf(chunk.getKey(), s.k)) ||
       failed(sourceOf(chunk.getValue(), s.v)) ||
@@ -150,7 +154,10 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
   auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
                                        gpu::AddressSpace::Workgroup);
   Type f32 = b.getF32Type();
-  auto qkTy = MemRefType::get({2, parts * rows}, f32,
+  // Staged per token: q (scaled), k and, with a per-channel gate, each
+  // key channel's decay e^{g_t[i]}.
+  int64_t stagedRows = s.channel ? 3 : 2;
+  auto qkTy = MemRefType::get({stagedRows, parts * rows}, f32,
                               MemRefLayoutAttrInterface(), wg);
   auto redTy = MemRefType::get({parts, dv}, f32, MemRefLayoutAttrInterface(),
                                wg);
@@ -188,7 +195,7 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
     Value stride = e.c(threads);
     // Zero the staged q/k (the padding rows stay 0), then the state.
     Value width = e.c(parts * rows);
-    Value staged = e.c(2 * parts * rows);
+    Value staged = e.c(stagedRows * parts * rows);
     e.loop(tid, staged, stride, ValueRange{},
            [&](Value idx, ValueRange) -> SmallVector<Value> {
              Value w = arith::DivUIOp::create(b, loc, idx, width);
@@ -235,21 +242,37 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
                                            ValueRange{zeroI, i});
                    memref::StoreOp::create(b, loc, ki, qk,
                                            ValueRange{one, i});
+                   if (s.channel) {
+                     Value gi = memref::LoadOp::create(b, loc, g,
+                                                       ValueRange{bi, h, t, i});
+                     Value di = e.exp2(e.fmul(gi, log2e));
+                     Value two = e.c(2);
+                     memref::StoreOp::create(b, loc, di, qk,
+                                             ValueRange{two, i});
+                   }
                    return {};
                  });
           gpu::BarrierOp::create(b, loc);
-          SmallVector<Value> kr, qr;
+          SmallVector<Value> kr, qr, dr;
           for (int64_t r = 0; r < rows; ++r) {
             Value i = rowOf(r);
             kr.push_back(
                 memref::LoadOp::create(b, loc, qk, ValueRange{one, i}));
             qr.push_back(
                 memref::LoadOp::create(b, loc, qk, ValueRange{zeroI, i}));
+            if (s.channel) {
+              Value two = e.c(2);
+              dr.push_back(
+                  memref::LoadOp::create(b, loc, qk, ValueRange{two, i}));
+            }
           }
-          // kv_j over this thread's rows, then over the P parts.
+          // kv_j over this thread's rows (each row decayed by its channel's
+          // factor with a per-channel gate), then over the P parts.
           Value part = zeroF;
-          for (int64_t r = 0; r < rows; ++r)
-            part = e.fma(S[r], kr[r], part);
+          for (int64_t r = 0; r < rows; ++r) {
+            Value kd = s.channel ? e.fmul(kr[r], dr[r]) : kr[r];
+            part = e.fma(S[r], kd, part);
+          }
           memref::StoreOp::create(b, loc, part, red, ValueRange{p, j});
           gpu::BarrierOp::create(b, loc);
           Value kv = zeroF;
@@ -258,18 +281,20 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
             Value px = memref::LoadOp::create(b, loc, red, ValueRange{xi, j});
             kv = e.fadd(kv, px);
           }
-          Value gt = memref::LoadOp::create(b, loc, g, ValueRange{bi, h, t});
-          Value bt =
-              memref::LoadOp::create(b, loc, beta, ValueRange{bi, h, t});
-          Value decay = e.exp2(e.fmul(gt, log2e));
+          Value decay;
+          if (!s.channel) {
+            Value gt = memref::LoadOp::create(b, loc, g, ValueRange{bi, h, t});
+            decay = e.exp2(e.fmul(gt, log2e));
+          }
+          Value bt = memref::LoadOp::create(b, loc, beta, ValueRange{bi, h, t});
           Value vj = memref::LoadOp::create(b, loc, v, ValueRange{bi, h, t, j});
-          Value decayedKv = e.fmul(decay, kv);
+          Value decayedKv = s.channel ? kv : e.fmul(decay, kv);
           Value err = arith::SubFOp::create(b, loc, vj, decayedKv);
           Value delta = e.fmul(bt, err);
           SmallVector<Value> next;
           Value po = zeroF;
           for (int64_t r = 0; r < rows; ++r) {
-            Value old = e.fmul(decay, S[r]);
+            Value old = e.fmul(s.channel ? dr[r] : decay, S[r]);
             Value sNew = e.fma(kr[r], delta, old);
             next.push_back(sNew);
             po = e.fma(sNew, qr[r], po);

@@ -461,8 +461,13 @@ LogicalResult GatedDeltaRuleOp::verify() {
   seq = seq == ShapedType::kDynamic ? v.getDimSize(2) : seq;
   if (failed(expectShape(*this, q, {batch, hk, seq, dk},
                          "a query [batch, Hk, seq, d_k]")) ||
-      failed(expectShape(*this, getGate().getType(), {batch, hv, seq},
-                         "a gate [batch, Hv, seq]")) ||
+      failed(expectShape(
+          *this, getGate().getType(),
+          hasChannelGate() ? SmallVector<int64_t>{batch, hv, seq, dk}
+                           : SmallVector<int64_t>{batch, hv, seq},
+          hasChannelGate() ? "a per-channel gate [batch, Hv, seq, d_k]"
+                           : "a gate [batch, Hv, seq] (or [batch, Hv, "
+                             "seq, d_k] per channel)")) ||
       failed(expectShape(*this, getBeta().getType(), {batch, hv, seq},
                          "a beta [batch, Hv, seq]")) ||
       failed(expectShape(*this, getOutput().getType(), {batch, hv, seq, dv},
@@ -532,7 +537,12 @@ LogicalResult GatedDeltaChunkOp::verify() {
     n = v.getDimSize(0);
   if (failed(expectShape(*this, shaped(getKey()), {n, dk},
                          "a key chunk [n, d_k]")) ||
-      failed(expectShape(*this, shaped(getGate()), {n}, "a gate [n]")) ||
+      failed(expectShape(*this, shaped(getGate()),
+                         hasChannelGate() ? SmallVector<int64_t>{n, dk}
+                                          : SmallVector<int64_t>{n},
+                         hasChannelGate() ? "a per-channel gate [n, d_k]"
+                                          : "a gate [n] (or [n, d_k] per "
+                                            "channel)")) ||
       failed(expectShape(*this, shaped(getBeta()), {n}, "a beta [n]")) ||
       failed(expectShape(*this, shaped(getOut()), {n, dv},
                          "an output chunk [n, d_v]")) ||

@@ -979,7 +979,10 @@ def Attn_GatedDeltaRuleOp : Attn_Op<"gated_delta_rule", [Pure,
 
     `query` and `key` are `[batch, Hk, seq, d_k]`, `value` is
     `[batch, Hv, seq, d_v]`, `gate` (g, the log of the decay, ≤ 0 in the
-    model) and `beta` are `[batch, Hv, seq]`. Value head h reads query/key
+    model) and `beta` are `[batch, Hv, seq]`. With a per-channel gate
+    `[batch, Hv, seq, d_k]` (Kimi Delta Attention, KDA) the decay is
+    `S[i, :] <- S[i, :] · exp(g_t[i])`, one factor per key channel i (row of
+    the state), instead of one per token. Value head h reads query/key
     head `h / (Hv / Hk)` (the grouped-query sharing of linear attention),
     so Hv must be a static multiple of Hk. The results
     are the output `[batch, Hv, seq, d_v]` and the final state
@@ -1025,6 +1028,8 @@ def Attn_GatedDeltaRuleOp : Attn_Op<"gated_delta_rule", [Pure,
       return MutableOperandRange(getOperation(),
                                  getOperation()->getNumOperands() - 2, 2);
     }
+    /// A per-channel decay (KDA): gate [batch, Hv, seq, d_k].
+    bool hasChannelGate() { return getGate().getType().getRank() == 4; }
   }];
   let hasVerifier = 1;
 }
@@ -1170,7 +1175,10 @@ def Attn_GatedDeltaChunkOp : Attn_Op<"gated_delta_chunk", [
     `[n, d_v]`, `gate`, `beta` `[n]`) advance the state `[d_k, d_v]` and
     write their outputs `[n, d_v]`, with the recurrence of
     `attn.gated_delta_rule` (`o_t = Sᵀ(scale · q_t)` after the update).
-    `n` may be dynamic (the last chunk of a sequence is short).
+    `n` may be dynamic (the last chunk of a sequence is short). A gate
+    `[n, d_k]` is a per-channel decay (KDA, see `attn.gated_delta_rule`):
+    for now in the recurrent form only (the CPU kernel refuses the chunked
+    form of it).
 
     Two forms compute the same thing:
     - chunked (the default): the WY/UT form of flash-linear-attention and
@@ -1231,6 +1239,10 @@ def Attn_GatedDeltaChunkOp : Attn_Op<"gated_delta_chunk", [
     }
     /// True for the buffer form (memref operands, no results).
     bool isBufferForm() { return hasPureBufferSemantics(); }
+    /// A per-channel decay (KDA): gate [n, d_k].
+    bool hasChannelGate() {
+      return cast<ShapedType>(getGate().getType()).getRank() == 2;
+    }
   }];
   let hasVerifier = 1;
 }

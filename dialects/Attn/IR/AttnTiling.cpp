@@ -348,7 +348,9 @@ GatedDeltaChunkOp::getTiledImplementation(OpBuilder &b,
       slice(getQuery(), {t0, zero}, {tn, mixedSize(b, loc, getQuery(), 1)});
   Value k = slice(getKey(), {t0, zero}, {tn, mixedSize(b, loc, getKey(), 1)});
   Value v = slice(getValue(), {t0, v0}, {tn, vn});
-  Value g = slice(getGate(), {t0}, {tn});
+  Value g = hasChannelGate() ? slice(getGate(), {t0, zero},
+                                     {tn, mixedSize(b, loc, getGate(), 1)})
+                             : slice(getGate(), {t0}, {tn});
   Value beta = slice(getBeta(), {t0}, {tn});
   Value out = slice(getOut(), {t0, v0}, {tn, vn});
   OpFoldResult dk = mixedSize(b, loc, getState(), 0);

@@ -13,7 +13,7 @@
 //     shorter) that passes the state from chunk to chunk;
 //   - seq <= recurrent-max (decode, a few tokens): one
 //     attn.gated_delta_chunk {recurrent} over the whole sequence, token by
-//     token.
+//     token; a per-channel gate (KDA) takes this form at every length.
 //
 // The state starts as zeros or as the op's initial state: the recurrent
 // form reads it where it is (initial_state: a decode step reads and writes
@@ -159,46 +159,59 @@ LogicalResult GatedDeltaTiler::run() {
     Value low = arith::MaxSIOp::create(b, loc, idx, zero);
     len = arith::MinSIOp::create(b, loc, low, seq);
   }
-  Value isShort = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, len,
-                                        c(recurrentMax));
-  auto ifOp = scf::IfOp::create(b, loc, TypeRange{out.getType(),
-                                                  state.getType()},
-                                isShort, /*withElseRegion=*/true);
-  {
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    // The sequence's own tokens [0, len) of the outputs (all of them
-    // without lengths), as one op: token by token (then), or chunked
-    // (else).
-    SmallVector<OpFoldResult> offs = {attr(0), attr(0)},
-                              sizes = {len, attr(dv)},
-                              strides = {attr(1), attr(1)};
-    auto own = [&]() -> Value {
-      if (len == seq)
-        return out;
-      return tensor::ExtractSliceOp::create(b, loc, out, offs, sizes, strides);
-    };
-    auto yieldWhole = [&](Value o, Value s) {
-      if (len != seq)
-        o = tensor::InsertSliceOp::create(b, loc, o, out, offs, sizes, strides);
-      scf::YieldOp::create(b, loc, ValueRange{o, s});
-    };
+  // The sequence's own tokens [0, len) of the outputs (all of them without
+  // lengths), as one op, and the whole outputs after it.
+  SmallVector<OpFoldResult> ownOffs = {attr(0), attr(0)},
+                            ownSizes = {len, attr(dv)},
+                            ownStrides = {attr(1), attr(1)};
+  auto own = [&]() -> Value {
+    if (len == seq)
+      return out;
+    return tensor::ExtractSliceOp::create(b, loc, out, ownOffs, ownSizes,
+                                          ownStrides);
+  };
+  auto whole = [&](Value o) -> Value {
+    if (len == seq)
+      return o;
+    return tensor::InsertSliceOp::create(b, loc, o, out, ownOffs, ownSizes,
+                                         ownStrides);
+  };
+  Value headOut, headState;
+  if (op.hasChannelGate()) {
+    // A per-channel decay (KDA): token by token at every length (its
+    // chunked form is not implemented yet).
     GatedDeltaChunkOp recurrent = chunkOp(bIdx, h, hkIdx, zero, len, own(),
                                           state, init, /*recurrent=*/true);
-    yieldWhole(recurrent.getResult(0), recurrent.getResult(1));
+    headOut = whole(recurrent.getResult(0));
+    headState = recurrent.getResult(1);
+  } else {
+    Value isShort = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                          len, c(recurrentMax));
+    auto ifOp = scf::IfOp::create(
+        b, loc, TypeRange{out.getType(), state.getType()}, isShort,
+        /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard g(b);
+    // Token by token (then), or chunked (else).
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    GatedDeltaChunkOp recurrent = chunkOp(bIdx, h, hkIdx, zero, len, own(),
+                                          state, init, /*recurrent=*/true);
+    Value thenOut = whole(recurrent.getResult(0));
+    scf::YieldOp::create(b, loc, ValueRange{thenOut, recurrent.getResult(1)});
     b.setInsertionPointToStart(&ifOp.getElseRegion().front());
     Value start = state;
     if (init)
       start = linalg::CopyOp::create(b, loc, init, state).getResult(0);
-    GatedDeltaChunkOp whole = chunkOp(bIdx, h, hkIdx, zero, len, own(), start,
-                                      Value(), /*recurrent=*/false);
-    FailureOr<std::pair<Value, Value>> chunked = chunkLoop(whole);
+    GatedDeltaChunkOp all = chunkOp(bIdx, h, hkIdx, zero, len, own(), start,
+                                    Value(), /*recurrent=*/false);
+    FailureOr<std::pair<Value, Value>> chunked = chunkLoop(all);
     if (failed(chunked))
       return op.emitOpError("attn-tile-gated-delta could not tile the "
                             "sequence into chunks");
-    yieldWhole(chunked->first, chunked->second);
+    Value elseOut = whole(chunked->first);
+    scf::YieldOp::create(b, loc, ValueRange{elseOut, chunked->second});
+    headOut = ifOp.getResult(0);
+    headState = ifOp.getResult(1);
   }
-  Value headOut = ifOp.getResult(0);
   if (len != seq) {
     // The padding rows [len, seq) of the output are 0.
     Value pad = arith::SubIOp::create(b, loc, seq, len);
@@ -220,7 +233,7 @@ LogicalResult GatedDeltaTiler::run() {
       ArrayRef<OpFoldResult>{bIdx, h, attr(0), attr(0)},
       ArrayRef<OpFoldResult>{attr(1), attr(1), seq, attr(dv)}, ones);
   tensor::ParallelInsertSliceOp::create(
-      b, loc, ifOp.getResult(1), stateAll,
+      b, loc, headState, stateAll,
       ArrayRef<OpFoldResult>{bIdx, h, attr(0), attr(0)},
       ArrayRef<OpFoldResult>{attr(1), attr(1), attr(dk), attr(dv)}, ones);
   op.replaceAllUsesWith(forall.getResults());

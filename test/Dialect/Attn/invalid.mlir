@@ -1232,7 +1232,7 @@ func.func @gdr_query(%q: tensor<1x2x8x32xf32>, %k: tensor<1x2x8x16xf32>, %v: ten
 // -----
 
 func.func @gdr_gate(%k: tensor<1x2x8x16xf32>, %v: tensor<1x4x8x16xf32>, %g: tensor<1x2x8xf32>, %b: tensor<1x4x8xf32>, %s: tensor<1x4x16x16xf32>) {
-  // expected-error @+1 {{expects a gate [batch, Hv, seq] = [1, 4, 8], got 'tensor<1x2x8xf32>'}}
+  // expected-error @+1 {{expects a gate [batch, Hv, seq] (or [batch, Hv, seq, d_k] per channel) = [1, 4, 8], got 'tensor<1x2x8xf32>'}}
   %o, %f = attn.gated_delta_rule %k, %k, %v, %g, %b outs(%v, %s : tensor<1x4x8x16xf32>, tensor<1x4x16x16xf32>) {scale = 0.25 : f64} : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x2x8xf32>, tensor<1x4x8xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x16x16xf32>)
   return
 }
@@ -1295,6 +1295,14 @@ func.func @gdc_tokens(%q: tensor<8x16xf32>, %v: tensor<9x16xf32>, %g: tensor<8xf
 
 // -----
 
+func.func @gdc_channel_gate(%q: tensor<8x16xf32>, %v: tensor<8x32xf32>, %g: tensor<8x32xf32>, %b: tensor<8xf32>, %s: tensor<16x32xf32>) {
+  // expected-error @+1 {{expects a per-channel gate [n, d_k] = [8, 16], got 'tensor<8x32xf32>'}}
+  %o, %t = attn.gated_delta_chunk %q, %q, %v, %g, %b, %v, %s {recurrent, scale = 0.25 : f64} : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x32xf32>, tensor<8x32xf32>, tensor<8xf32>, tensor<8x32xf32>, tensor<16x32xf32>) -> (tensor<8x32xf32>, tensor<16x32xf32>)
+  return
+}
+
+// -----
+
 func.func @gdc_initial_state(%q: tensor<8x16xf32>, %v: tensor<8x32xf32>, %g: tensor<8xf32>, %s: tensor<16x32xf32>, %s0: tensor<32x16xf32>) {
   // expected-error @+1 {{expects an initial state [d_k, d_v] = [16, 32], got 'tensor<32x16xf32>'}}
   %o, %t = attn.gated_delta_chunk %q, %q, %v, %g, %g, %v, %s initial_state(%s0 : tensor<32x16xf32>) {scale = 0.25 : f64} : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x32xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x32xf32>, tensor<16x32xf32>) -> (tensor<8x32xf32>, tensor<16x32xf32>)
@@ -1312,7 +1320,7 @@ func.func @gdc_state(%q: tensor<8x16xf32>, %v: tensor<8x32xf32>, %g: tensor<8xf3
 // -----
 
 func.func @gdc_gate(%q: tensor<8x16xf32>, %g: tensor<7xf32>, %s: tensor<16x16xf32>) {
-  // expected-error @+1 {{expects a gate [n] = [8], got 'tensor<7xf32>'}}
+  // expected-error @+1 {{expects a gate [n] (or [n, d_k] per channel) = [8], got 'tensor<7xf32>'}}
   %o, %t = attn.gated_delta_chunk %q, %q, %q, %g, %g, %q, %s {scale = 0.25 : f64} : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<7xf32>, tensor<7xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<16x16xf32>)
   return
 }
