@@ -90,12 +90,13 @@ LogicalResult readSource(scf::ForallOp forall, GatedDeltaSource &s) {
   if (Value init = chunk.getInitialState()) {
     if (failed(sourceOf(init, s.init)))
       return failure();
+  } else {
+    forall.getBody()->walk([&](linalg::CopyOp copy) {
+      if (auto slice =
+              copy.getInputs()[0].getDefiningOp<tensor::ExtractSliceOp>())
+        s.init = slice.getSource();
+    });
   }
-  forall.getBody()->walk([&](linalg::CopyOp copy) {
-    if (auto slice =
-            copy.getInputs()[0].getDefiningOp<tensor::ExtractSliceOp>())
-      s.init = slice.getSource();
-  });
   for (unsigned i = 0; i < 2; ++i) {
     Value r = forall.getResult(i);
     bufferization::MaterializeInDestinationOp dest;
