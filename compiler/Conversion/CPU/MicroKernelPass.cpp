@@ -228,10 +228,12 @@ LogicalResult TileFunctions::lower(GatedDeltaChunkOp chunk) {
   // The value heads' iterations are alike and a decode step streams each
   // head's state through memory: the parallel loop hands out runs of
   // contiguous heads (attn-dynamic-schedule), not one at a time.
+  // The recurrent kernel of an unpadded state streams a decode step's state
+  // (read before replaceByCall erases the op).
+  bool streams = chunk.getRecurrent() && dk % lanes == 0 && dv % lanes == 0;
   func::CallOp call = replaceByCall(chunk, fn, scratch);
   call->setAttr(kScheduleChunkAttr, b.getI64IntegerAttr(8));
-  // The recurrent kernel of an unpadded state streams a decode step's state.
-  if (chunk.getRecurrent() && dk % lanes == 0 && dv % lanes == 0)
+  if (streams)
     call->setAttr(kStreamingStoresAttr, b.getUnitAttr());
   // attn-dynamic-schedule shortens the runs when the loop has fewer than 8
   // heads per thread of its team (many cores, few heads): it asks the
