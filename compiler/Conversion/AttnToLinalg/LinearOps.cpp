@@ -21,6 +21,9 @@
 //   O   = scale (q e^γ) S + (scale q kᵀ ⊙ e^{γ_i−γ_j})_{j≤i} V'
 //   S   = e^{γ_last} S + (k e^{γ_last−γ})ᵀ V'
 //
+// Without the delta correction (`no_delta`, Mamba2's SSD) T = I and W = 0:
+// V' = β v.
+//
 // With `lengths`, a padding token's gate and beta are taken as 0 (it adds
 // nothing to the state: its rows of W and U are 0) and its output as 0.
 //
@@ -179,89 +182,94 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
                            return fma(nb, nl, a[0], a[1], a[2]);
                          });
       };
-      Value kk = gram(k);
-      // A = −β_i k_i·k_j e^{γ_i−γ_j} below the diagonal.
-      Value A = g.generic(
-          {kk, gc, gc, bt}, g.empty(sq, elt),
-          {g.map(4, {B, Hq, I, J}), g.map(4, {B, Hd, I}), g.map(4, {B, Hd, J}),
-           g.map(4, {B, Hd, I}), g.map(4, {B, Hd, I, J})},
-          par4, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-            Value i = idx(nb, nl, 2), j = idx(nb, nl, 3);
-            Value below = arith::CmpIOp::create(nb, nl,
-                                                arith::CmpIPredicate::ult, j, i);
-            Value decay = expDiff(nb, nl, a[1], a[2]);
-            Value x = arith::MulFOp::create(nb, nl, a[0], decay);
-            x = arith::MulFOp::create(nb, nl, x, a[3]);
-            x = arith::NegFOp::create(nb, nl, x);
-            Value z = fconst(nb, nl, elt, 0.0);
-            return arith::SelectOp::create(nb, nl, below, x, z);
+      // β v; without the delta correction (Mamba2's SSD) it is V'.
+      Value vb = g.generic(
+          {v, bt}, g.empty(vSizes, elt),
+          {g.map(4, {B, Hd, I, J}), g.map(4, {B, Hd, I}),
+           g.map(4, {B, Hd, I, J})},
+          par4, [&](OpBuilder &nb, Location nl, ValueRange a) {
+            return arith::MulFOp::create(nb, nl, a[0], a[1]).getResult();
           });
-      // Forward substitution: row i += row i · A for i = 1 .. n − 1 (rows
-      // above i already final), so that I + A = (I − strict part)⁻¹.
+      Value vNew = vb;
       Value oneIdx = iconst(b, loc, 1);
-      auto solve = scf::ForOp::create(b, loc, oneIdx, nv, oneIdx,
-                                      ValueRange{A});
-      {
-        OpBuilder::InsertionGuard g2(b);
-        b.setInsertionPointToStart(solve.getBody());
-        Value i = solve.getInductionVar();
-        Value Acur = solve.getRegionIterArg(0);
-        SmallVector<OpFoldResult> offs = {zero, zero, i, zero},
-                                  sizes = {batch, H, one, n}, strides(4, one);
-        Value row = tensor::ExtractSliceOp::create(
-            b, loc, g.tensor(tok, elt), Acur, offs, sizes, strides);
-        // Loops (b, h, m, j): out[j] += row[m] · A[m, j], j innermost.
-        Value next = g.generic(
-            {row, Acur}, row,
-            {g.map(4, {B, Hd, I}), g.map(4, {B, Hd, I, J}),
-             g.map(4, {B, Hd, J})},
-            SmallVector<IteratorType>{kPar, kPar, kRed, kPar},
-            [&](OpBuilder &nb, Location nl, ValueRange a) {
-              return fma(nb, nl, a[0], a[1], a[2]);
+      if (!op.getNoDelta()) {
+        Value kk = gram(k);
+        // A = −β_i k_i·k_j e^{γ_i−γ_j} below the diagonal.
+        Value A = g.generic(
+            {kk, gc, gc, bt}, g.empty(sq, elt),
+            {g.map(4, {B, Hq, I, J}), g.map(4, {B, Hd, I}),
+             g.map(4, {B, Hd, J}), g.map(4, {B, Hd, I}),
+             g.map(4, {B, Hd, I, J})},
+            par4, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+              Value i = idx(nb, nl, 2), j = idx(nb, nl, 3);
+              Value below = arith::CmpIOp::create(
+                  nb, nl, arith::CmpIPredicate::ult, j, i);
+              Value decay = expDiff(nb, nl, a[1], a[2]);
+              Value x = arith::MulFOp::create(nb, nl, a[0], decay);
+              x = arith::MulFOp::create(nb, nl, x, a[3]);
+              x = arith::NegFOp::create(nb, nl, x);
+              Value z = fconst(nb, nl, elt, 0.0);
+              return arith::SelectOp::create(nb, nl, below, x, z);
             });
-        Value updated = tensor::InsertSliceOp::create(b, loc, next, Acur, offs,
-                                                      sizes, strides);
-        scf::YieldOp::create(b, loc, updated);
-      }
-      A = solve.getResult(0);
-      // x + A·x over the chunk's tokens: T x with T = I + A.
-      auto applyT = [&](Value x) {
-        return g.generic(
-            {A, x}, x,
+        // Forward substitution: row i += row i · A for i = 1 .. n − 1 (rows
+        // above i already final), so that I + A = (I − strict part)⁻¹.
+        auto solve =
+            scf::ForOp::create(b, loc, oneIdx, nv, oneIdx, ValueRange{A});
+        {
+          OpBuilder::InsertionGuard g2(b);
+          b.setInsertionPointToStart(solve.getBody());
+          Value i = solve.getInductionVar();
+          Value Acur = solve.getRegionIterArg(0);
+          SmallVector<OpFoldResult> offs = {zero, zero, i, zero},
+                                    sizes = {batch, H, one, n}, strides(4, one);
+          Value row = tensor::ExtractSliceOp::create(
+              b, loc, g.tensor(tok, elt), Acur, offs, sizes, strides);
+          // Loops (b, h, m, j): out[j] += row[m] · A[m, j], j innermost.
+          Value next =
+              g.generic({row, Acur}, row,
+                        {g.map(4, {B, Hd, I}), g.map(4, {B, Hd, I, J}),
+                         g.map(4, {B, Hd, J})},
+                        SmallVector<IteratorType>{kPar, kPar, kRed, kPar},
+                        [&](OpBuilder &nb, Location nl, ValueRange a) {
+                          return fma(nb, nl, a[0], a[1], a[2]);
+                        });
+          Value updated = tensor::InsertSliceOp::create(b, loc, next, Acur,
+                                                        offs, sizes, strides);
+          scf::YieldOp::create(b, loc, updated);
+        }
+        A = solve.getResult(0);
+        // x + A·x over the chunk's tokens: T x with T = I + A.
+        auto applyT = [&](Value x) {
+          return g.generic({A, x}, x,
+                           {g.map(5, {B, Hd, I, Xm}), g.map(5, {B, Hd, Xm, Jm}),
+                            g.map(5, {B, Hd, I, Jm})},
+                           redMid,
+                           [&](OpBuilder &nb, Location nl, ValueRange a) {
+                             return fma(nb, nl, a[0], a[1], a[2]);
+                           });
+        };
+        // U = T (β v), W = T (β e^γ k).
+        Value U = applyT(vb);
+        Value kb = g.generic(
+            {k, bt, gc}, g.empty(kSizes, elt),
+            {g.map(4, {B, Hq, I, J}), g.map(4, {B, Hd, I}),
+             g.map(4, {B, Hd, I}), g.map(4, {B, Hd, I, J})},
+            par4, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+              Value e = expOf(nb, nl, a[2]);
+              Value x = arith::MulFOp::create(nb, nl, a[0], a[1]);
+              return arith::MulFOp::create(nb, nl, x, e);
+            });
+        Value W = applyT(kb);
+        // V' = U − W S.
+        vNew = g.generic(
+            {W, S}, U,
             {g.map(5, {B, Hd, I, Xm}), g.map(5, {B, Hd, Xm, Jm}),
              g.map(5, {B, Hd, I, Jm})},
-            redMid, [&](OpBuilder &nb, Location nl, ValueRange a) {
-              return fma(nb, nl, a[0], a[1], a[2]);
+            redMid, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+              Value p = arith::MulFOp::create(nb, nl, a[0], a[1], kReduceFlags);
+              return arith::SubFOp::create(nb, nl, a[2], p, kReduceFlags);
             });
-      };
-      // U = T (β v), W = T (β e^γ k).
-      Value vb = g.generic({v, bt}, g.empty(vSizes, elt),
-                           {g.map(4, {B, Hd, I, J}), g.map(4, {B, Hd, I}),
-                            g.map(4, {B, Hd, I, J})},
-                           par4, [&](OpBuilder &nb, Location nl, ValueRange a) {
-                             return arith::MulFOp::create(nb, nl, a[0], a[1])
-                                 .getResult();
-                           });
-      Value U = applyT(vb);
-      Value kb = g.generic(
-          {k, bt, gc}, g.empty(kSizes, elt),
-          {g.map(4, {B, Hq, I, J}), g.map(4, {B, Hd, I}), g.map(4, {B, Hd, I}),
-           g.map(4, {B, Hd, I, J})},
-          par4, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-            Value e = expOf(nb, nl, a[2]);
-            Value x = arith::MulFOp::create(nb, nl, a[0], a[1]);
-            return arith::MulFOp::create(nb, nl, x, e);
-          });
-      Value W = applyT(kb);
-      // V' = U − W S.
-      Value vNew = g.generic(
-          {W, S}, U,
-          {g.map(5, {B, Hd, I, Xm}), g.map(5, {B, Hd, Xm, Jm}),
-           g.map(5, {B, Hd, I, Jm})},
-          redMid, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-            Value p = arith::MulFOp::create(nb, nl, a[0], a[1], kReduceFlags);
-            return arith::SubFOp::create(nb, nl, a[2], p, kReduceFlags);
-          });
+      }
       // O = scale (q e^γ) S + P V', P = (scale q·k e^{γ_i−γ_j})_{j≤i}.
       Value scaleC = fconst(b, loc, elt, scale);
       Value inter = g.generic(

@@ -25,6 +25,9 @@
 //   7. Qs ← e^c·Qs, O = Qs·S + QK·U;
 //   8. S ← e^(c_last)·S + (e^(c_last − c)·Ks)ᵀ·U.
 //
+// Without the delta correction (`no_delta`, Mamba2's SSD) steps 2's A, 4,
+// 5 and 6 vanish (T = I, W = 0): U = β·v is V'.
+//
 // Each GEMM is C[M,N] (+)= A·B with B row-major (N contiguous) in a block of
 // R rows × NV vectors of accumulators: per k, NV loads of B, R broadcasts
 // of A, R·NV FMAs (R = 4, NV = 4 with 32 vector registers; R = 2 with 16).
@@ -34,7 +37,8 @@
 // rows accumulates Sᵀk, and a second one writes S ← e^g·S + k ⊗ δ with
 // δ = β(v − e^g·Sᵀk) and accumulates o = Sᵀ(scale·q): two reads (the
 // second from the cache: a head's state is 64 KiB at d 128) and one write
-// of the state per token. The first token reads the op's initial state
+// of the state per token. Without the delta correction δ = β·v and the
+// first pass is skipped. The first token reads the op's initial state
 // where it is (no copy into the destination). A one-token call (decode)
 // into an aligned, unpadded state prefetches the rows 8 ahead and writes
 // the new state with non-temporal stores: the state is read from memory
@@ -72,6 +76,8 @@ struct GDEmitter {
   OpBuilder &b;
   Location loc;
   GatedDeltaChunkOp op;
+  /// No delta correction (Mamba2's SSD): δ = β·v.
+  bool noDelta;
   int64_t W, R, dk, dv, dkp, dvp;
   SmallVector<Value> s; ///< scratch buffers
   VectorType vt;
@@ -321,14 +327,19 @@ struct GDEmitter {
       Value row = add(t0, t);
       Value beta = load(s[Bt], {t});
       Value bv = splat(beta);
-      Value ec = expC(t);
-      Value bk = splat(fmul(beta, ec));
+      Value bk;
+      if (!noDelta) {
+        Value ec = expC(t);
+        bk = splat(fmul(beta, ec));
+      }
       Value sc = splat(scale);
       for (int64_t j0 = 0; j0 < dkp; j0 += W) {
         Value kr = readRow(k, row, j0, dk);
         Value qr = readRow(q, row, j0, dk);
         vstore(fmul(qr, sc), s[Qs], {t, idx(j0)});
         vstore(kr, s[Ks], {t, idx(j0)});
+        if (noDelta)
+          continue;
         Value kb = fmul(kr, bk);
         vstore(kb, s[Kb], {t, idx(j0)});
         vstore(kb, s[Wm], {t, idx(j0)});
@@ -336,7 +347,8 @@ struct GDEmitter {
       for (int64_t j0 = 0; j0 < dvp; j0 += W) {
         Value vr = readRow(v, row, j0, dv);
         Value vb = fmul(vr, bv);
-        vstore(vb, s[Vb], {t, idx(j0)});
+        if (!noDelta)
+          vstore(vb, s[Vb], {t, idx(j0)});
         vstore(vb, s[U], {t, idx(j0)});
       }
       loop(0, idx(dkp), [&](Value j) {
@@ -349,10 +361,12 @@ struct GDEmitter {
       Value z = zeros();
       for (int64_t j0 = 0; j0 < dkp; j0 += W)
         for (Scratch x : {Qs, Ks, Kb, Wm})
-          vstore(z, s[x], {t, idx(j0)});
+          if (!noDelta || (x != Kb && x != Wm))
+            vstore(z, s[x], {t, idx(j0)});
       for (int64_t j0 = 0; j0 < dvp; j0 += W)
         for (Scratch x : {Vb, U})
-          vstore(z, s[x], {t, idx(j0)});
+          if (!noDelta || x != Vb)
+            vstore(z, s[x], {t, idx(j0)});
       Value zs = f32(0.0);
       loop(0, idx(dkp), [&](Value j) { store(zs, s[Kt], {j, t}); });
     });
@@ -376,7 +390,9 @@ struct GDEmitter {
     loop(0, idx(kChunk), [&](Value i) {
       Value ci = splat(load(s[Gc], {i}));
       Value li = splat(load(s[Gl], {i}));
-      Value nb = splat(arith::NegFOp::create(b, loc, load(s[Bt], {i})));
+      Value nb;
+      if (!noDelta)
+        nb = splat(arith::NegFOp::create(b, loc, load(s[Bt], {i})));
       Value i32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), i);
       Value iv = vector::BroadcastOp::create(b, loc, vi, i32);
       Value z = zeros();
@@ -393,9 +409,11 @@ struct GDEmitter {
         Value diff = fadd(hiDiff, loDiff);
         // exp only of visible differences (≤ 0 there): no overflow.
         Value gamma = exp(arith::SelectOp::create(b, loc, lower, diff, z));
-        Value a = fmul(fmul(vload(s[A], {i, idx(j0)}), gamma), nb);
-        vstore(arith::SelectOp::create(b, loc, strict, a, z), s[A],
-               {i, idx(j0)});
+        if (!noDelta) {
+          Value a = fmul(fmul(vload(s[A], {i, idx(j0)}), gamma), nb);
+          vstore(arith::SelectOp::create(b, loc, strict, a, z), s[A],
+                 {i, idx(j0)});
+        }
         Value qk = fmul(vload(s[QK], {i, idx(j0)}), gamma);
         vstore(arith::SelectOp::create(b, loc, lower, qk, z), s[QK],
                {i, idx(j0)});
@@ -431,16 +449,20 @@ struct GDEmitter {
     // the rest), T and QK·Γ are lower triangular: the products skip the
     // blocks above the diagonal (10 of 16 bands × vectors computed with 16
     // lanes).
-    gemm(s[A], kChunk, kChunk, dkp, rowsOf(s[Ks]), s[Kt], Acc::Set,
-         Tri::LowerOut);
+    if (!noDelta)
+      gemm(s[A], kChunk, kChunk, dkp, rowsOf(s[Ks]), s[Kt], Acc::Set,
+           Tri::LowerOut);
     gemm(s[QK], kChunk, kChunk, dkp, rowsOf(s[Qs]), s[Kt], Acc::Set,
          Tri::LowerOut);
     applyDecay();
-    solve();
-    gemm(s[U], kChunk, dvp, kChunk, rowsOf(s[A]), s[Vb], Acc::Add, Tri::LowerA);
-    gemm(s[Wm], kChunk, dkp, kChunk, rowsOf(s[A]), s[Kb], Acc::Add,
-         Tri::LowerA);
-    gemm(s[U], kChunk, dvp, dkp, rowsOf(s[Wm]), state, Acc::Sub);
+    if (!noDelta) {
+      solve();
+      gemm(s[U], kChunk, dvp, kChunk, rowsOf(s[A]), s[Vb], Acc::Add,
+           Tri::LowerA);
+      gemm(s[Wm], kChunk, dkp, kChunk, rowsOf(s[A]), s[Kb], Acc::Add,
+           Tri::LowerA);
+      gemm(s[U], kChunk, dvp, dkp, rowsOf(s[Wm]), state, Acc::Sub);
+    }
     // Qs ← e^c·Qs; Ks ← e^(c_last − c)·Ks.
     Value last = idx(kChunk - 1);
     Value cLast = load(s[Gc], {last});
@@ -570,38 +592,49 @@ struct GDEmitter {
       int64_t nv = std::min<int64_t>(8, vecs - v0);
       SmallVector<Value> acc0(nv, zeros());
       Value zero = idx(0), dkEnd = idx(dk);
-      SmallVector<Value> kv =
-          loop(zero, dkEnd, acc0, [&](Value i, ValueRange a) {
-            Value kRaw = load(k, {t, i});
-            if (Value d = rowDecay(i))
-              kRaw = fmul(kRaw, d);
-            Value ki = splat(kRaw);
-            SmallVector<Value> next;
-            if (streaming) {
-              // The state comes from memory once: fetch 8 rows ahead, a
-              // cache line per prefetch.
-              Value ahead = arith::AddIOp::create(b, loc, i, idx(8));
-              Value last = idx(dk - 1);
-              Value row = arith::MinSIOp::create(b, loc, ahead, last);
-              int64_t perLine = std::max<int64_t>(1, 64 / (W * 4));
-              for (int64_t x = 0; x < nv; x += perLine)
-                memref::PrefetchOp::create(b, loc, from,
-                                           ValueRange{row, idx((v0 + x) * W)},
-                                           /*isWrite=*/false,
-                                           /*localityHint=*/3,
-                                           /*isDataCache=*/true);
-            }
-            for (int64_t x = 0; x < nv; ++x) {
-              Value sx = vload(from, {i, idx((v0 + x) * W)});
-              next.push_back(fma(ki, sx, a[x]));
-            }
-            return next;
-          });
+      // The state's reads, 8 rows ahead when it streams from memory.
+      auto prefetch = [&](Value i) {
+        if (!streaming)
+          return;
+        // A cache line per prefetch.
+        Value ahead = arith::AddIOp::create(b, loc, i, idx(8));
+        Value last = idx(dk - 1);
+        Value row = arith::MinSIOp::create(b, loc, ahead, last);
+        int64_t perLine = std::max<int64_t>(1, 64 / (W * 4));
+        for (int64_t x = 0; x < nv; x += perLine)
+          memref::PrefetchOp::create(b, loc, from,
+                                     ValueRange{row, idx((v0 + x) * W)},
+                                     /*isWrite=*/false,
+                                     /*localityHint=*/3,
+                                     /*isDataCache=*/true);
+      };
       SmallVector<Value> delta;
-      for (int64_t x = 0; x < nv; ++x) {
-        Value vt_ = readRow(v, t, (v0 + x) * W, dv);
-        Value decayed = channel ? kv[x] : fmul(ev, kv[x]);
-        delta.push_back(fmul(fsub(vt_, decayed), beta));
+      if (noDelta) {
+        // δ = β·v: one pass over the state.
+        for (int64_t x = 0; x < nv; ++x) {
+          Value vt_ = readRow(v, t, (v0 + x) * W, dv);
+          delta.push_back(fmul(vt_, beta));
+        }
+      } else {
+        SmallVector<Value> kv =
+            loop(zero, dkEnd, acc0, [&](Value i, ValueRange a) {
+              Value kRaw = load(k, {t, i});
+              if (Value d = rowDecay(i))
+                kRaw = fmul(kRaw, d);
+              Value ki = splat(kRaw);
+              SmallVector<Value> next;
+              prefetch(i);
+              for (int64_t x = 0; x < nv; ++x) {
+                Value sx = vload(from, {i, idx((v0 + x) * W)});
+                next.push_back(fma(ki, sx, a[x]));
+              }
+              return next;
+            });
+        for (int64_t x = 0; x < nv; ++x) {
+          Value vt_ = readRow(v, t, (v0 + x) * W, dv);
+          Value decayed = channel ? kv[x] : fmul(ev, kv[x]);
+          delta.push_back(fmul(fsub(vt_, decayed), beta));
+        }
       }
       SmallVector<Value> o =
           loop(zero, dkEnd, acc0, [&](Value i, ValueRange a) {
@@ -609,6 +642,8 @@ struct GDEmitter {
             Value qi = splat(fmul(load(q, {t, i}), scale));
             Value evi = channel ? splat(rowDecay(i)) : ev;
             SmallVector<Value> next;
+            if (noDelta)
+              prefetch(i);
             for (int64_t x = 0; x < nv; ++x) {
               Value col = idx((v0 + x) * W);
               Value at[] = {i, col};
@@ -675,6 +710,7 @@ void mlir::attn::emitGatedDeltaKernel(OpBuilder &b, GatedDeltaChunkOp tile,
   GDEmitter e{b,
               tile.getLoc(),
               tile,
+              tile.getNoDelta(),
               lanes,
               microKernelRows(lanes),
               dk,

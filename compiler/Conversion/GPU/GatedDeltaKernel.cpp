@@ -21,7 +21,8 @@
 //             S_ij ← e^g S_ij + k_i δ_j,   in registers,
 //             o_j  = Σ_i S_ij q_i          combined the same way, written by
 //                                          the threads of p = 0;
-//   three barriers per token; e^g as ex2.approx (no libdevice).
+//   three barriers per token; e^g as ex2.approx (no libdevice). Without the
+//   delta correction (Mamba2's SSD) δ_j = β v_j: no kv, two barriers.
 //
 // The operands are read off the tiled form: the chunk ops' slices give q,
 // k, v, g and β, the forall's destinations (materialized into the kernel
@@ -51,6 +52,7 @@ struct GatedDeltaSource {
   Value out, state;             ///< the entry's destination buffers
   double scale = 1.0;
   bool channel = false; ///< a per-channel gate [.., seq, d_k] (KDA)
+  bool noDelta = false; ///< no delta correction (Mamba2's SSD)
   SmallVector<bufferization::MaterializeInDestinationOp> dests;
 };
 
@@ -72,6 +74,7 @@ LogicalResult readSource(scf::ForallOp forall, GatedDeltaSource &s) {
     return success();
   };
   s.channel = chunk.hasChannelGate();
+  s.noDelta = chunk.getNoDelta();
   if (failed(sourceOf(chunk.getQuery(), s.q)) ||
       failed(sourceOf(chunk.getKey(), s.k)) ||
       failed(sourceOf(chunk.getValue(), s.v)) ||
@@ -269,18 +272,21 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
           }
           // kv_j over this thread's rows (each row decayed by its channel's
           // factor with a per-channel gate), then over the P parts.
-          Value part = zeroF;
-          for (int64_t r = 0; r < rows; ++r) {
-            Value kd = s.channel ? e.fmul(kr[r], dr[r]) : kr[r];
-            part = e.fma(S[r], kd, part);
-          }
-          memref::StoreOp::create(b, loc, part, red, ValueRange{p, j});
-          gpu::BarrierOp::create(b, loc);
+          // (None without the delta correction.)
           Value kv = zeroF;
-          for (int64_t x = 0; x < parts; ++x) {
-            Value xi = e.c(x);
-            Value px = memref::LoadOp::create(b, loc, red, ValueRange{xi, j});
-            kv = e.fadd(kv, px);
+          if (!s.noDelta) {
+            Value part = zeroF;
+            for (int64_t r = 0; r < rows; ++r) {
+              Value kd = s.channel ? e.fmul(kr[r], dr[r]) : kr[r];
+              part = e.fma(S[r], kd, part);
+            }
+            memref::StoreOp::create(b, loc, part, red, ValueRange{p, j});
+            gpu::BarrierOp::create(b, loc);
+            for (int64_t x = 0; x < parts; ++x) {
+              Value xi = e.c(x);
+              Value px = memref::LoadOp::create(b, loc, red, ValueRange{xi, j});
+              kv = e.fadd(kv, px);
+            }
           }
           Value decay;
           if (!s.channel) {
@@ -289,9 +295,14 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
           }
           Value bt = memref::LoadOp::create(b, loc, beta, ValueRange{bi, h, t});
           Value vj = memref::LoadOp::create(b, loc, v, ValueRange{bi, h, t, j});
-          Value decayedKv = s.channel ? kv : e.fmul(decay, kv);
-          Value err = arith::SubFOp::create(b, loc, vj, decayedKv);
-          Value delta = e.fmul(bt, err);
+          Value delta;
+          if (s.noDelta) {
+            delta = e.fmul(bt, vj);
+          } else {
+            Value decayedKv = s.channel ? kv : e.fmul(decay, kv);
+            Value err = arith::SubFOp::create(b, loc, vj, decayedKv);
+            delta = e.fmul(bt, err);
+          }
           SmallVector<Value> next;
           Value po = zeroF;
           for (int64_t r = 0; r < rows; ++r) {

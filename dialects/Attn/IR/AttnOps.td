@@ -982,7 +982,14 @@ def Attn_GatedDeltaRuleOp : Attn_Op<"gated_delta_rule", [Pure,
     model) and `beta` are `[batch, Hv, seq]`. With a per-channel gate
     `[batch, Hv, seq, d_k]` (Kimi Delta Attention, KDA) the decay is
     `S[i, :] <- S[i, :] · exp(g_t[i])`, one factor per key channel i (row of
-    the state), instead of one per token. Value head h reads query/key
+    the state), instead of one per token.
+
+    With `no_delta` the update has no delta correction:
+    `S <- S · exp(g_t) + k_t ⊗ β_t · v_t` (Mamba2's SSD: k = B, q = C,
+    v = x, β = dt, g = dt · A, scale 1; its D skip is outside the op, and
+    `n_groups` of B/C shared by the heads are the Hk query/key heads).
+
+    Value head h reads query/key
     head `h / (Hv / Hk)` (the grouped-query sharing of linear attention),
     so Hv must be a static multiple of Hk. The results
     are the output `[batch, Hv, seq, d_v]` and the final state
@@ -1011,7 +1018,7 @@ def Attn_GatedDeltaRuleOp : Attn_Op<"gated_delta_rule", [Pure,
                        Optional<Attn_FloatTensor>:$initial_state,
                        Optional<Attn_IntTensor>:$lengths,
                        Attn_FloatTensor:$out_init, Attn_FloatTensor:$state_init,
-                       F64Attr:$scale);
+                       F64Attr:$scale, UnitAttr:$no_delta);
   let results = (outs Attn_FloatTensor:$output, Attn_FloatTensor:$final_state);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $gate `,` $beta
@@ -1178,7 +1185,8 @@ def Attn_GatedDeltaChunkOp : Attn_Op<"gated_delta_chunk", [
     `n` may be dynamic (the last chunk of a sequence is short). A gate
     `[n, d_k]` is a per-channel decay (KDA, see `attn.gated_delta_rule`):
     for now in the recurrent form only (the CPU kernel refuses the chunked
-    form of it).
+    form of it). With `no_delta` the update has no delta correction (Mamba2's
+    SSD, see `attn.gated_delta_rule`).
 
     Two forms compute the same thing:
     - chunked (the default): the WY/UT form of flash-linear-attention and
@@ -1188,6 +1196,8 @@ def Attn_GatedDeltaChunkOp : Attn_Op<"gated_delta_chunk", [
       substitution, `U = T·diag(β)·V`, `W = T·diag(β·exp(c))·K`,
       `V' = U − W·S`, `O = diag(exp(c))·Q·S + (Q·Kᵀ ⊙ Γ)·V'`,
       `S ← exp(c_n)·S + (diag(exp(c_n − c))·K)ᵀ·V'` (Q already scaled);
+      with `no_delta`, `T = I` and `W = 0`: `V' = diag(β)·V` (the chunked
+      SSD of Mamba2);
     - `recurrent`: token by token (decode and short chunks), as the
       definition reads.
 
@@ -1224,7 +1234,8 @@ def Attn_GatedDeltaChunkOp : Attn_Op<"gated_delta_chunk", [
                        Attn_FloatShaped:$beta, Attn_FloatShaped:$out,
                        Attn_FloatShaped:$state,
                        Optional<Attn_FloatShaped>:$initial_state,
-                       F64Attr:$scale, UnitAttr:$recurrent);
+                       F64Attr:$scale, UnitAttr:$recurrent,
+                       UnitAttr:$no_delta);
   let results = (outs Variadic<Attn_FloatTensor>:$results);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $gate `,` $beta `,` $out `,` $state

@@ -376,7 +376,7 @@ GatedDeltaChunkOp::getTiledImplementation(OpBuilder &b,
   }
   auto tiled = GatedDeltaChunkOp::create(
       b, loc, TypeRange{out.getType(), state.getType()}, q, k, v, g, beta, out,
-      state, init, getScaleAttr(), getRecurrentAttr());
+      state, init, getScaleAttr(), getRecurrentAttr(), getNoDeltaAttr());
   tiled->setDiscardableAttrs(getOperation()->getDiscardableAttrDictionary());
   return TilingResult{
       {tiled}, SmallVector<Value>(tiled->getResults()), slice.slices};

@@ -82,10 +82,10 @@ struct GatedDeltaChunkBufferization
     }
     rewriter.setInsertionPoint(op);
     Value init = buffers.size() > 7 ? buffers[7] : Value();
-    GatedDeltaChunkOp::create(rewriter, op->getLoc(), TypeRange{}, buffers[0],
-                              buffers[1], buffers[2], buffers[3], buffers[4],
-                              buffers[5], buffers[6], init,
-                              chunk.getScaleAttr(), chunk.getRecurrentAttr());
+    GatedDeltaChunkOp::create(
+        rewriter, op->getLoc(), TypeRange{}, buffers[0], buffers[1], buffers[2],
+        buffers[3], buffers[4], buffers[5], buffers[6], init,
+        chunk.getScaleAttr(), chunk.getRecurrentAttr(), chunk.getNoDeltaAttr());
     replaceOpWithBufferizedValues(rewriter, op, {buffers[5], buffers[6]});
     return success();
   }

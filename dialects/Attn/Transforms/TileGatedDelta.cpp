@@ -93,7 +93,7 @@ private:
     return GatedDeltaChunkOp::create(
         b, loc, TypeRange{outChunk.getType(), state.getType()}, q, k, v, g,
         beta, outChunk, state, init, op.getScaleAttr(),
-        recurrent ? b.getUnitAttr() : UnitAttr());
+        recurrent ? b.getUnitAttr() : UnitAttr(), op.getNoDeltaAttr());
   }
   /// `whole`'s tokens in chunks: an scf.for that carries the state
   /// (tileIntoLoops). Returns (outputs, state) after the loop.

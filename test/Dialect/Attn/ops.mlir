@@ -173,7 +173,11 @@ func.func @gated_delta_rule(%q: tensor<?x2x?x64xf32>, %k: tensor<?x2x?x64xf32>,
   // CHECK: attn.gated_delta_rule %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} initial_state(%{{.*}} : tensor<?x4x64x32xf32>) lengths(%{{.*}} : tensor<?xi64>) outs(
   %o2, %st2 = attn.gated_delta_rule %q, %k, %v, %g, %b initial_state(%st1 : tensor<?x4x64x32xf32>) lengths(%lens : tensor<?xi64>) outs(%oi, %s0 : tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>) {scale = 0.125 : f64}
       : (tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?xf32>, tensor<?x4x?xf32>) -> (tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>)
-  return %o2, %st2 : tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>
+  // Without the delta correction (Mamba2's SSD).
+  // CHECK: attn.gated_delta_rule {{.*}} {no_delta, scale = 1.000000e+00 : f64}
+  %o3, %st3 = attn.gated_delta_rule %q, %k, %v, %g, %b initial_state(%st2 : tensor<?x4x64x32xf32>) outs(%oi, %s0 : tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>) {no_delta, scale = 1.0 : f64}
+      : (tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x4x?x32xf32>, tensor<?x4x?xf32>, tensor<?x4x?xf32>) -> (tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>)
+  return %o3, %st3 : tensor<?x4x?x32xf32>, tensor<?x4x64x32xf32>
 }
 
 // The tiled form of the gated delta rule, on tensors (outputs and state
@@ -195,6 +199,9 @@ func.func @gated_delta_chunk(%q: tensor<?x64xf32>, %v: tensor<?x32xf32>,
   // itself: in place).
   // CHECK: attn.gated_delta_chunk {{.*}}, %[[SM:.*]] initial_state(%[[SM]] : memref<64x32xf32>) {recurrent, scale = 1.250000e-01 : f64}
   attn.gated_delta_chunk %qm, %qm, %vm, %gm, %gm, %vm, %sm initial_state(%sm : memref<64x32xf32>) {recurrent, scale = 0.125 : f64}
+      : (memref<?x64xf32>, memref<?x64xf32>, memref<?x32xf32>, memref<?xf32>, memref<?xf32>, memref<?x32xf32>, memref<64x32xf32>)
+  // CHECK: attn.gated_delta_chunk {{.*}} {no_delta, scale = 1.000000e+00 : f64}
+  attn.gated_delta_chunk %qm, %qm, %vm, %gm, %gm, %vm, %sm {no_delta, scale = 1.0 : f64}
       : (memref<?x64xf32>, memref<?x64xf32>, memref<?x32xf32>, memref<?xf32>, memref<?xf32>, memref<?x32xf32>, memref<64x32xf32>)
   return %o, %st : tensor<?x32xf32>, tensor<64x32xf32>
 }

@@ -26,7 +26,9 @@ shutil.copy(config, path)
 rc, _ = run([compiler.encode(), path, b"--describe"])
 print("utf8 describe rc=%s" % rc)
 exe = os.path.join(work, "exe")
-rc, _ = run([compiler.encode(), path, b"-o", exe.encode()])
+# (A whole executable: under the sanitizers and a loaded machine it took
+# more than a minute; the probe is for aborts, not speed.)
+rc, _ = run([compiler.encode(), path, b"-o", exe.encode()], timeout=600)
 print("utf8 exe rc=%s" % rc)
 leftovers = [n for n in os.listdir("/tmp") if n.startswith("attn-compile")
              and os.path.getmtime(os.path.join("/tmp", n)) > os.path.getmtime(exe)]
