@@ -122,9 +122,10 @@ uint64_t linearStateBytes(const LayerSpec &l, uint64_t elemBytes) {
 }
 
 /// Gated DeltaNet's FLOPs per token in decode (the recurrence: decay, Sᵀk,
-/// rank-1 update, Sᵀq: 7·d_k·d_v per value head), constant in the context.
+/// rank-1 update, Sᵀq: 7·d_k·d_v per value head; Mamba2's SSD has no Sᵀk:
+/// 5·d_state·head_dim per head), constant in the context.
 uint64_t linearDecodeFlops(const LayerSpec &l) {
-  return 7 * uint64_t(l.numHeads) * uint64_t(l.headDimQK) *
+  return (l.noDelta ? 5 : 7) * uint64_t(l.numHeads) * uint64_t(l.headDimQK) *
          uint64_t(l.headDimV);
 }
 
@@ -132,6 +133,9 @@ uint64_t linearDecodeFlops(const LayerSpec &l) {
 /// 64 (runtime/run/flops.h's formula): linear in the context.
 double linearPrefillFlopsPerToken(const LayerSpec &l) {
   double c = 64, k = double(l.headDimQK), v = double(l.headDimV);
+  // Mamba2's SSD: Q·Kᵀ, its product with V', Q·S and Kᵀ·V' per chunk.
+  if (l.noDelta)
+    return double(l.numHeads) * (2 * c * c * (k + v) + 4 * c * k * v) / c;
   return double(l.numHeads) *
          (2 * c * c * (3 * k + 2 * v) + 6 * c * k * v + c * c * c / 3) / c;
 }
@@ -305,9 +309,12 @@ ojson layerJson(const LayerSpec &l,
   j["attention"] = roleName(l.role);
   j["layer_type"] = l.layerType;
   j["layer_kind"] = kind;
+  if (!l.blockUnsupported.empty())
+    j["block"] = {{"compiled", false}, {"note", l.blockUnsupported}};
   if (l.role == LayerRole::LinearAttention) {
     j["compiled"] = true;
-    j["kernel"] = "gated_delta_rule";
+    j["kernel"] = l.noDelta ? "gated_delta_rule (no_delta: Mamba2's SSD)"
+                            : "gated_delta_rule";
     j["num_key_heads"] = l.numKVHeads;
     j["num_value_heads"] = l.numHeads;
     j["value_heads_per_key_head"] = l.numHeads / l.numKVHeads;
@@ -315,10 +322,19 @@ ojson layerJson(const LayerSpec &l,
     j["value_head_dim"] = l.headDimV;
     j["conv_kernel"] = l.convKernel;
     j["query_scale"] = l.scale;
-    j["note"] = "Gated DeltaNet linear attention (" + l.linearPrefix +
-                "*): the whole layer compiled for the CPU (projections, "
-                "convolution, chunked gated delta rule, gated norm; `block` "
-                "with its states), the rule alone for the GPU";
+    if (l.noDelta)
+      j["note"] = "Mamba2 (" + l.linearPrefix +
+                  "*): its SSD compiled as the gated delta rule without the "
+                  "delta correction (keys = B with n_groups = " +
+                  std::to_string(l.numKVHeads) +
+                  " key heads, queries = C, values = x, beta = dt, gate = "
+                  "dt·A), for the CPU (chunked and recurrent) and the GPU "
+                  "(recurrent)";
+    else
+      j["note"] = "Gated DeltaNet linear attention (" + l.linearPrefix +
+                  "*): the whole layer compiled for the CPU (projections, "
+                  "convolution, chunked gated delta rule, gated norm; "
+                  "`block` with its states), the rule alone for the GPU";
     j["feed_forward"] = feedForwardJson(l.ffn);
     return j;
   }

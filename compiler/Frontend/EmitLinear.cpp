@@ -2,7 +2,8 @@
 //
 // The emitter's Gated DeltaNet parts: a linear-attention kind's block (its
 // short convolution, gates, attn.gated_delta_rule, gated norm and output
-// projection) and its kernel entry `<kind>_gdn`.
+// projection) and its kernel entry `<kind>_gdn` (Mamba2's SSD too: the
+// rule without the delta correction, LayerSpec::noDelta).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,7 +41,7 @@ func::FuncOp Emitter::emitLinearKernel(const std::string &name,
       b, loc, TypeRange{outTy, stateTy}, entry->getArgument(0),
       entry->getArgument(1), v, entry->getArgument(3), entry->getArgument(4),
       entry->getArgument(5), entry->getArgument(6), outInit, stateInit,
-      b.getF64FloatAttr(l.scale));
+      b.getF64FloatAttr(l.scale), l.noDelta ? b.getUnitAttr() : UnitAttr());
   func::ReturnOp::create(b, loc, op.getResults());
   return fn;
 }

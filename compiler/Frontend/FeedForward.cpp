@@ -58,6 +58,45 @@ std::string prefixOf(const std::string &name, llvm::StringRef suffix) {
   return n.ends_with(suffix) ? n.drop_back(suffix.size()).str() : name;
 }
 
+/// GraniteMoeHybridDecoderLayer: after every layer's mixer (Mamba2 or
+/// attention), post_attention_layernorm, then a mixture of experts
+/// (block_sparse_moe: router.layer [E, hidden], top-k of the logits
+/// softmaxed among themselves; each expert's input_linear [2I, hidden] =
+/// gate and up halves, output_linear [hidden, I]) plus the shared MLP
+/// (shared_mlp.input_linear / output_linear, shared_intermediate_size),
+/// its output scaled by residual_multiplier. Recorded, not compiled yet.
+bool readGraniteMoE(FieldReader &r, ModelSpec &spec) {
+  FFNSpec f;
+  f.kind = FFNKind::MoE;
+  f.intermediate = r.optInt({"intermediate_size"}, 1, kMaxIntermediate, 11008)
+                       .value_or(11008);
+  f.numExperts = r.optInt({"num_local_experts"}, 0, 1 << 20, 8).value_or(8);
+  f.topK = r.optInt({"num_experts_per_tok"}, 1, 1 << 20, 2).value_or(2);
+  f.sharedIntermediate =
+      r.optInt({"shared_intermediate_size"}, 0, kMaxIntermediate, 1024)
+          .value_or(1024);
+  readActivation(r, "hidden_act", "silu", f);
+  if (r.failed())
+    return false;
+  if (f.numExperts > 0 && f.topK > f.numExperts) {
+    r.error("num_experts_per_tok")
+        << "num_experts_per_tok (" << f.topK << ") exceeds num_local_experts ("
+        << f.numExperts << "); accepted: 1 to num_local_experts";
+    return false;
+  }
+  if (f.unsupported.empty())
+    f.unsupported =
+        "granitemoehybrid's mixture of experts (block_sparse_moe with "
+        "input_linear's gate and up halves, plus shared_mlp) and its "
+        "residual_multiplier are not compiled yet";
+  for (LayerSpec &l : spec.layers) {
+    std::string p = "model.layers." + std::to_string(l.layerInStack) + ".";
+    l.ffn = f;
+    l.ffn.norm.weight = p + "post_attention_layernorm.weight";
+  }
+  return true;
+}
+
 bool readDecoderFamily(FieldReader &r, ModelSpec &spec) {
   // Long: every decoder family's fields, each checked where it is read.
   const std::string &fam = spec.family;
@@ -698,6 +737,8 @@ bool normalize::readFeedForward(FieldReader &root, ModelSpec &spec) {
     return readRoutedFamily(root, spec);
   if (fam == "gpt_oss")
     return readGptOss(root, spec);
+  if (fam == "granitemoehybrid")
+    return readGraniteMoE(root, spec);
   // A multimodal Gemma 3 config keeps the language model's fields under
   // text_config.
   if ((fam == "gemma3" || fam == "llama4") && root.present("text_config")) {

@@ -51,6 +51,9 @@ std::vector<WeightArg> mlir::attn::layerWeights(const ModelSpec &spec,
                                                 const LayerSpec &l) {
   WeightList list{{}, l.transposedWeights};
   std::vector<WeightArg> &w = list.w;
+  // No block entry takes them.
+  if (!l.blockUnsupported.empty())
+    return w;
   int64_t h = spec.hiddenSize;
   int64_t src = l.role == LayerRole::CrossAttention && spec.encoderHiddenSize
                     ? spec.encoderHiddenSize
@@ -193,10 +196,11 @@ std::string hexDouble(double v) {
 /// What makes two layers' attention halves need different code.
 void attentionKey(llvm::raw_ostream &os, const ModelSpec &spec,
                   const LayerSpec &l) {
+  os << l.blockUnsupported.empty() << '|';
   if (l.role == LayerRole::LinearAttention) {
     os << l.numHeads << '|' << l.numKVHeads << '|' << l.headDimQK << '|'
        << l.headDimV << '|' << l.convKernel << '|' << hexDouble(l.normEps)
-       << '|';
+       << '|' << l.noDelta << '|';
     for (const WeightArg &w : layerWeights(spec, l))
       os << w.role << ',';
     return;

@@ -200,6 +200,13 @@ struct LayerSpec {
   /// (`model.layers.{i}.linear_attn.`).
   int64_t convKernel = 0;
   std::string linearPrefix;
+  /// LinearAttention without the delta correction: Mamba2's SSD (numHeads
+  /// the heads, numKVHeads n_groups, headDimQK d_state, headDimV the head
+  /// dim, scale 1; `linearPrefix` is the mixer's, `model.layers.{i}.mamba.`).
+  bool noDelta = false;
+  /// Why this layer's `<kind>_block` and `<kind>_layer` entries are not
+  /// compiled (empty: they are); its kernel entry is.
+  std::string blockUnsupported;
 
   bool causal = true;
   std::optional<int64_t> window;

@@ -20,13 +20,35 @@ using namespace mlir::attn::normalize;
 
 namespace {
 
-const llvm::StringRef kModelTypes[] = {
-    "llama",  "mistral",   "qwen2", "qwen3",       "qwen3_next",
-    "gemma2", "gemma3",    "gemma3_text", "phi3",  "gpt2",
-    "bert",   "falcon",    "RefinedWeb", "RefinedWebModel", "t5",
-    "whisper", "deepseek_v2", "deepseek_v3", "kimi_k2", "qwen3_moe",
-    "mixtral", "glm4_moe", "gpt_oss", "olmo2", "minimax_m2", "cohere2",
-    "llama4", "llama4_text"};
+const llvm::StringRef kModelTypes[] = {"llama",
+                                       "mistral",
+                                       "qwen2",
+                                       "qwen3",
+                                       "qwen3_next",
+                                       "gemma2",
+                                       "gemma3",
+                                       "gemma3_text",
+                                       "phi3",
+                                       "gpt2",
+                                       "bert",
+                                       "falcon",
+                                       "RefinedWeb",
+                                       "RefinedWebModel",
+                                       "t5",
+                                       "whisper",
+                                       "deepseek_v2",
+                                       "deepseek_v3",
+                                       "kimi_k2",
+                                       "qwen3_moe",
+                                       "mixtral",
+                                       "glm4_moe",
+                                       "gpt_oss",
+                                       "olmo2",
+                                       "minimax_m2",
+                                       "cohere2",
+                                       "llama4",
+                                       "llama4_text",
+                                       "granitemoehybrid"};
 
 } // namespace
 
@@ -230,10 +252,14 @@ bool mlir::attn::normalizeConfig(const ConfigSource &src, ModelSpec &spec) {
   // RoPE families share one, driven by their table (DecoderFamilies.cpp).
   using Normalizer = bool (*)(FieldReader &, ModelSpec &);
   static const std::pair<llvm::StringRef, Normalizer> kOthers[] = {
-      {"gpt2", normalizeGPT2},   {"bert", normalizeBERT},
-      {"falcon", normalizeFalcon}, {"t5", normalizeT5},
-      {"whisper", normalizeWhisper}, {"deepseek_v2", normalizeLatent},
-      {"deepseek_v3", normalizeLatent}};
+      {"gpt2", normalizeGPT2},
+      {"bert", normalizeBERT},
+      {"falcon", normalizeFalcon},
+      {"t5", normalizeT5},
+      {"whisper", normalizeWhisper},
+      {"deepseek_v2", normalizeLatent},
+      {"deepseek_v3", normalizeLatent},
+      {"granitemoehybrid", normalizeGraniteHybrid}};
   if (!readQuantization(root, spec))
     return false;
   for (auto [name, fn] : kOthers)

@@ -109,6 +109,8 @@ bool normalizeWhisper(FieldReader &r, ModelSpec &spec);
 /// Multi-head latent attention: deepseek_v2, and deepseek_v3 (also
 /// kimi_k2's family) (LatentFamilies.cpp).
 bool normalizeLatent(FieldReader &r, ModelSpec &spec);
+/// granitemoehybrid (HybridFamilies.cpp): Mamba2 and attention layers.
+bool normalizeGraniteHybrid(FieldReader &r, ModelSpec &spec);
 /// Notes what the checkpoint's quantization_config means for the weights
 /// block, layer and model read (blockwise FP8 E4M3 is read; others not).
 bool readQuantization(FieldReader &r, ModelSpec &spec);

@@ -290,9 +290,10 @@ void runGdn(void (*fn)(void), const GdnShapes &sh, GdnData &in, Buf<float> &out,
 void gdnReferenceF64(const attn_rt_kind &kind, const GdnShapes &sh,
                      const GdnData &in, Buf<float> &out, Buf<float> &stateOut);
 /// Inputs as the model makes them (q, k L2-normalized, g = −e^A·softplus,
-/// β = sigmoid), with `extreme` gates (state resets, β 0 and 1).
+/// β = sigmoid; with `noDelta`, Mamba2's: C, B as they are, β = dt =
+/// softplus, g = −e^A·dt), with `extreme` gates (state resets, β 0 and 1).
 GdnData randomGdn(std::mt19937 &rng, const GdnShapes &sh, bool extreme,
-                  bool withState);
+                  bool withState, bool noDelta);
 /// check's cases for one linear kind; prints one line per case.
 bool checkLinearKind(const attn_rt_kind &kind, std::mt19937 &rng);
 /// bench's line (or JSON object) for one linear kind.

@@ -96,6 +96,29 @@ static inline double attn_rt_gated_delta_recurrent_flops(int64_t batch,
          (double)dv;
 }
 
+/* Mamba2's SSD (the gated delta rule without the delta correction), per
+ * head and chunk of C tokens of the chunked form: no K·Kᵀ, no solve, no
+ * T products and no W·S:
+ *   Q·Kᵀ (with the diagonal)         C·(C + 1)·dk
+ *   Q·S, Kᵀ·V'                       2·C·dk·dv each
+ *   (Q·Kᵀ⊙Γ)·V'                      C·(C + 1)·dv
+ * = C·(C + 1)·(dk + dv) + 4·C·dk·dv, times S / C chunks. The recurrent
+ * form does 5·dk·dv per token (decay, rank-1 update, Sᵀq). */
+static inline double attn_rt_ssd_flops(int64_t batch, int64_t heads,
+                                       int64_t seq, int64_t dk, int64_t dv,
+                                       int64_t chunk) {
+  double c = (double)chunk, k = (double)dk, v = (double)dv;
+  double perChunk = c * (c + 1.0) * (k + v) + 4.0 * c * k * v;
+  return (double)batch * (double)heads * perChunk * (double)seq / c;
+}
+
+static inline double attn_rt_ssd_recurrent_flops(int64_t batch, int64_t heads,
+                                                 int64_t seq, int64_t dk,
+                                                 int64_t dv) {
+  return 5.0 * (double)batch * (double)heads * (double)seq * (double)dk *
+         (double)dv;
+}
+
 #ifdef __cplusplus
 }
 #endif

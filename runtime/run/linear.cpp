@@ -112,10 +112,11 @@ void gdnReferenceF64(const attn_rt_kind &kind, const GdnShapes &sh,
         double decay = std::exp(double(in.g[(b * hv + h) * S + t]));
         double beta = in.beta[(b * hv + h) * S + t];
         // S ← S·e^g; kv = Sᵀk; S ← S + k ⊗ β(v − kv); o = Sᵀ(scale·q).
+        // Without the delta correction (Mamba2's SSD) kv = 0.
         for (double &x : st)
           x *= decay;
         std::fill(kv.begin(), kv.end(), 0.0);
-        for (int64_t i = 0; i < dk; ++i)
+        for (int64_t i = 0; i < dk && !kind.no_delta; ++i)
           for (int64_t j = 0; j < dv; ++j)
             kv[j] += st[i * dv + j] * k[i];
         for (int64_t i = 0; i < dk; ++i)
@@ -136,14 +137,15 @@ void gdnReferenceF64(const attn_rt_kind &kind, const GdnShapes &sh,
 }
 
 GdnData randomGdn(std::mt19937 &rng, const GdnShapes &sh, bool extreme,
-                  bool withState) {
+                  bool withState, bool noDelta) {
   GdnData d;
   int64_t dk = sh.q[3];
   d.q = randomVec(rng, NpyArray::numelOf(sh.q), 1);
   d.k = randomVec(rng, NpyArray::numelOf(sh.q), 1);
-  // The model L2-normalizes q and k (eps 1e-6) before the rule.
+  // Gated DeltaNet L2-normalizes q and k (eps 1e-6) before the rule;
+  // Mamba2's C and B come from the convolution as they are.
   for (Buf<float> *x : {&d.q, &d.k})
-    for (size_t row = 0; row < x->size(); row += dk) {
+    for (size_t row = 0; row < x->size() && !noDelta; row += dk) {
       double n = 0;
       for (int64_t i = 0; i < dk; ++i)
         n += double((*x)[row + i]) * (*x)[row + i];
@@ -161,8 +163,10 @@ GdnData randomGdn(std::mt19937 &rng, const GdnShapes &sh, bool extreme,
     // g = −exp(A_log)·softplus(a + dt_bias), β = sigmoid(b), as the model
     // computes them; with `extreme`, some gates reset the state (g = −60,
     // e^g ≈ 1e-26), some keep it (g = 0), and β is sometimes 0 or 1.
-    d.g[i] = -std::exp(-1.0f + 0.5f * c[i]) * std::log1p(std::exp(a[i]));
-    d.beta[i] = 1.0f / (1.0f + std::exp(-c[i]));
+    // Mamba2: dt = softplus(dt + dt_bias) is both β and g's factor.
+    float dt = std::log1p(std::exp(a[i]));
+    d.g[i] = -std::exp(-1.0f + 0.5f * c[i]) * dt;
+    d.beta[i] = noDelta ? dt : 1.0f / (1.0f + std::exp(-c[i]));
     if (extreme) {
       int p = pick(rng);
       if (p == 0)
@@ -244,7 +248,7 @@ bool checkLinearKind(const attn_rt_kind &kind, std::mt19937 &rng) {
   bool allOk = true;
   for (const Case &c : cases) {
     GdnShapes sh(kind, c.b, c.s);
-    GdnData in = randomGdn(rng, sh, c.extreme, c.state);
+    GdnData in = randomGdn(rng, sh, c.extreme, c.state, kind.no_delta);
     in.lengths = c.lengths;
     Buf<float> out, st, rOut, rSt, eOut, eSt;
     runGdn(kind.fused, sh, in, out, st);
@@ -280,7 +284,7 @@ bool checkLinearKind(const attn_rt_kind &kind, std::mt19937 &rng) {
   // followed by token-by-token decode, the state passed along.
   {
     GdnShapes sh(kind, 2, 150);
-    GdnData in = randomGdn(rng, sh, false, true);
+    GdnData in = randomGdn(rng, sh, false, true, kind.no_delta);
     Buf<float> whole, wholeSt;
     runGdn(kind.fused, sh, in, whole, wholeSt);
     std::vector<int64_t> split = {77, 73}, decode = {100};
@@ -331,12 +335,13 @@ int cmdGdn(const attn_rt_model *m, int argc, char **argv) {
   NpyArray q = read("q", 4), k = read("k", 4), v = read("v", 4),
            g = read("g", 3), beta = read("beta", 3);
   GdnShapes sh(kind, q.shape[0], q.shape[2]);
-  std::string kindDesc = " for layer kind '" + std::string(kind.name) +
-                         "' (Gated DeltaNet, Hv=" +
-                         std::to_string(kind.num_heads) +
-                         ", Hk=" + std::to_string(kind.num_kv_heads) +
-                         ", dk=" + std::to_string(kind.head_dim) +
-                         ", dv=" + std::to_string(kind.head_dim_v) + ")";
+  std::string kindDesc =
+      " for layer kind '" + std::string(kind.name) +
+      (kind.no_delta ? "' (Mamba2 SSD, heads=" : "' (Gated DeltaNet, Hv=") +
+      std::to_string(kind.num_heads) +
+      ", Hk=" + std::to_string(kind.num_kv_heads) +
+      ", dk=" + std::to_string(kind.head_dim) +
+      ", dv=" + std::to_string(kind.head_dim_v) + ")";
   auto expect = [&](const NpyArray &a, const char *name,
                     const std::vector<int64_t> &want, const char *what) {
     if (a.shape != want)
@@ -462,15 +467,22 @@ void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,
                      int64_t repeats, bool json, bool first) {
   GdnShapes sh(kind, b, s);
   std::mt19937 rng(7);
-  GdnData in = randomGdn(rng, sh, false, false);
+  GdnData in = randomGdn(rng, sh, false, false, kind.no_delta);
   Buf<float> out, state;
   auto median = [&](void (*fn)(void)) {
     return medianMs(repeats, [&] { runGdn(fn, sh, in, out, state); });
   };
-  double f = attn_rt_gated_delta_flops(b, kind.num_heads, s, kind.head_dim,
-                                       kind.head_dim_v, 64);
-  double fr = attn_rt_gated_delta_recurrent_flops(
-      b, kind.num_heads, s, kind.head_dim, kind.head_dim_v);
+  double f =
+      kind.no_delta
+          ? attn_rt_ssd_flops(b, kind.num_heads, s, kind.head_dim,
+                              kind.head_dim_v, 64)
+          : attn_rt_gated_delta_flops(b, kind.num_heads, s, kind.head_dim,
+                                      kind.head_dim_v, 64);
+  double fr = kind.no_delta
+                  ? attn_rt_ssd_recurrent_flops(b, kind.num_heads, s,
+                                                kind.head_dim, kind.head_dim_v)
+                  : attn_rt_gated_delta_recurrent_flops(
+                        b, kind.num_heads, s, kind.head_dim, kind.head_dim_v);
   if (gCuda) {
     // The recurrent GPU kernel: device buffers once, each call launches and
     // waits. FLOPs counted as the recurrence's (what it computes).

@@ -38,14 +38,12 @@ public:
     weightTy = llvm::StructType::create(
         ctx, {ptr, ptr, i64, llvm::ArrayType::get(i64, 3), i64},
         "attn_rt_weight");
-    kindTy = llvm::StructType::create(ctx,
-                                      {ptr, i64, i64, i64, i64, i32, i64, i64,
-                                       ptr, i64, ptr, ptr, ptr, ptr, i64, f64,
-                                       f64, f64, i32, ptr, i64, ptr, i32,
-                                       ptr, i64, i32, ptr, i64, ptr, ptr,
-                                       i64, i64, ptr, ptr, ptr, ptr, ptr,
-                                       ptr, i32, i64},
-                                      "attn_rt_kind");
+    kindTy = llvm::StructType::create(
+        ctx,
+        {ptr, i64, i64, i64, i64, i32, i64, i64, ptr, i64, ptr, ptr, ptr, ptr,
+         i64, f64, f64, f64, i32, ptr, i64, ptr, i32, ptr, i64, i32, ptr, i64,
+         ptr, ptr, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, i32, i64, i32},
+        "attn_rt_kind");
     modelTy = llvm::StructType::create(
         ctx, {i32, ptr, i64, ptr, ptr, i64, i64, ptr, i32, ptr},
         "attn_rt_model");
@@ -119,32 +117,47 @@ bool TableBuilder::checkLayout(std::string &error) const {
         offsetof(attn_rt_weight, source)}},
       {kindTy,
        sizeof(attn_rt_kind),
-       {offsetof(attn_rt_kind, name), offsetof(attn_rt_kind, num_heads),
-        offsetof(attn_rt_kind, num_kv_heads), offsetof(attn_rt_kind, head_dim),
-        offsetof(attn_rt_kind, head_dim_v), offsetof(attn_rt_kind, causal),
-        offsetof(attn_rt_kind, window), offsetof(attn_rt_kind, bias_buckets),
-        offsetof(attn_rt_kind, layers), offsetof(attn_rt_kind, num_layers),
-        offsetof(attn_rt_kind, fused), offsetof(attn_rt_kind, reference),
-        offsetof(attn_rt_kind, block), offsetof(attn_rt_kind, weights),
-        offsetof(attn_rt_kind, num_weights), offsetof(attn_rt_kind, scale),
-        offsetof(attn_rt_kind, softcap), offsetof(attn_rt_kind, tolerance),
-        offsetof(attn_rt_kind, op), offsetof(attn_rt_kind, linear_block),
-        offsetof(attn_rt_kind, conv_kernel), offsetof(attn_rt_kind, paged),
+       {offsetof(attn_rt_kind, name),
+        offsetof(attn_rt_kind, num_heads),
+        offsetof(attn_rt_kind, num_kv_heads),
+        offsetof(attn_rt_kind, head_dim),
+        offsetof(attn_rt_kind, head_dim_v),
+        offsetof(attn_rt_kind, causal),
+        offsetof(attn_rt_kind, window),
+        offsetof(attn_rt_kind, bias_buckets),
+        offsetof(attn_rt_kind, layers),
+        offsetof(attn_rt_kind, num_layers),
+        offsetof(attn_rt_kind, fused),
+        offsetof(attn_rt_kind, reference),
+        offsetof(attn_rt_kind, block),
+        offsetof(attn_rt_kind, weights),
+        offsetof(attn_rt_kind, num_weights),
+        offsetof(attn_rt_kind, scale),
+        offsetof(attn_rt_kind, softcap),
+        offsetof(attn_rt_kind, tolerance),
+        offsetof(attn_rt_kind, op),
+        offsetof(attn_rt_kind, linear_block),
+        offsetof(attn_rt_kind, conv_kernel),
+        offsetof(attn_rt_kind, paged),
         offsetof(attn_rt_kind, kv_dtype),
         offsetof(attn_rt_kind, paged_part),
         offsetof(attn_rt_kind, tensor_parallel),
-        offsetof(attn_rt_kind, block_inputs), offsetof(attn_rt_kind, layer),
+        offsetof(attn_rt_kind, block_inputs),
+        offsetof(attn_rt_kind, layer),
         offsetof(attn_rt_kind, num_layer_weights),
         offsetof(attn_rt_kind, layer_note),
         offsetof(attn_rt_kind, linear_layer),
         offsetof(attn_rt_kind, kv_lora_rank),
-        offsetof(attn_rt_kind, rope_head_dim), offsetof(attn_rt_kind, mla),
+        offsetof(attn_rt_kind, rope_head_dim),
+        offsetof(attn_rt_kind, mla),
         offsetof(attn_rt_kind, mla_reference),
         offsetof(attn_rt_kind, mla_paged),
         offsetof(attn_rt_kind, latent_block),
         offsetof(attn_rt_kind, latent_layer),
         offsetof(attn_rt_kind, mla_paged_part),
-        offsetof(attn_rt_kind, has_sinks), offsetof(attn_rt_kind, chunk)}},
+        offsetof(attn_rt_kind, has_sinks),
+        offsetof(attn_rt_kind, chunk),
+        offsetof(attn_rt_kind, no_delta)}},
       {modelTy,
        sizeof(attn_rt_model),
        {offsetof(attn_rt_model, abi_version), offsetof(attn_rt_model, family),
@@ -264,11 +277,12 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
   // What the kernels' module holds besides the fused kernels (nothing for
   // the CUDA target: attn-compile clears the entries); an entry left out
   // is NULL in the table.
-  bool blocks = spec.entries.blocks;
   std::vector<llvm::Constant *> kindValues;
   for (const LayerKind &kind : kinds) {
     const std::string &n = kind.name;
     const LayerSpec &l = *kind.first;
+    // A kind whose blocks are not compiled yet has its kernels only.
+    bool blocks = spec.entries.blocks && l.blockUnsupported.empty();
     // The kernels, from the one entry list the --emit header uses too.
     bool latent = l.isLatent();
     llvm::Constant *slots[8];
@@ -305,6 +319,8 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
     llvm::Constant *layer = t.null(), *layerNote = t.null(),
                    *linearLayer = t.null();
     size_t numBlockWeights = 0;
+    if (spec.entries.blocks && !blocks)
+      layerNote = t.string(l.blockUnsupported);
     if (blocks) {
       ws = layerWeights(spec, l);
       numBlockWeights = ws.size();
@@ -386,14 +402,12 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
          t.c32(spec.kvCache == KVCacheType::bf16  ? ATTN_RT_KV_BF16
                : spec.kvCache == KVCacheType::f16 ? ATTN_RT_KV_F16
                                                   : ATTN_RT_KV_F32),
-         pagedPart, t.c64(spec.tensorParallel),
-         t.c32(blocks ? blockInputs : 0), layer, t.c64(ws.size()),
-         layerNote, linearLayer,
+         pagedPart, t.c64(spec.tensorParallel), t.c32(blocks ? blockInputs : 0),
+         layer, t.c64(ws.size()), layerNote, linearLayer,
          t.c64(latent ? l.latent.kvLoraRank : 0),
          t.c64(latent ? l.latent.ropeDim : 0), mla, mlaReference, mlaPaged,
-         latentBlock, latentLayer, mlaPagedPart,
-         t.c32(l.sinks.empty() ? 0 : 1),
-         t.c64(l.causal && l.chunk ? *l.chunk : 0)}));
+         latentBlock, latentLayer, mlaPagedPart, t.c32(l.sinks.empty() ? 0 : 1),
+         t.c64(l.causal && l.chunk ? *l.chunk : 0), t.c32(l.noDelta ? 1 : 0)}));
   }
 
   llvm::Constant *kindArray = t.global(

@@ -1,0 +1,199 @@
+//===- HybridFamilies.cpp - Mamba2 / attention hybrid families ------------===//
+//
+// This file implements the normalization of the hybrid families whose
+// linear layers are Mamba2 mixers: IBM Granite-4.0-H (`granitemoehybrid`,
+// transformers' GraniteMoeHybridConfig: `layer_types` of "mamba" and
+// "attention", every layer closed by a mixture of experts with a shared
+// MLP). A Mamba2 layer is a LinearAttention layer without the delta
+// correction (LayerSpec::noDelta): its SSD is attn.gated_delta_rule with
+// no_delta, B the keys, C the queries, x the values, dt the beta and dt·A
+// the gate, n_groups the query/key heads, scale 1.
+//
+// What is compiled now: the kernels (each Mamba2 kind's `<kind>_gdn`, the
+// attention kinds' `<kind>_sdpa` and paged entries) and their check and
+// bench. The blocks are not yet (LayerSpec::blockUnsupported says so): the
+// Mamba2 mixer around the SSD (in_proj, the convolution over x, B and C,
+// dt's softplus and limits, the D skip, the gated RMSNorm, out_proj) and
+// the residual_multiplier every sub-block's output is scaled by.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Frontend/NormalizeUtils.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::normalize;
+
+namespace {
+
+/// The Mamba2 mixer's sizes.
+struct MambaDims {
+  int64_t heads = 0, groups = 0, state = 0, headDim = 0, conv = 0;
+};
+
+/// GraniteMoeHybridConfig's mamba_* fields (its defaults), checked as its
+/// constructor checks them.
+bool readGraniteMamba(FieldReader &r, int64_t hidden, MambaDims &m) {
+  m.heads = r.optInt({"mamba_n_heads"}, 1, 1 << 20, 128).value_or(128);
+  m.groups = r.optInt({"mamba_n_groups"}, 1, 1 << 20, 1).value_or(1);
+  m.state = r.optInt({"mamba_d_state"}, 1, kMaxHeadDim, 256).value_or(256);
+  m.conv = r.optInt({"mamba_d_conv"}, 1, 64, 4).value_or(4);
+  int64_t expand = r.optInt({"mamba_expand"}, 1, 64, 2).value_or(2);
+  if (r.failed())
+    return false;
+  int64_t inner = expand * hidden;
+  if (inner % m.heads != 0) {
+    r.error("mamba_n_heads")
+        << "mamba_n_heads (" << m.heads
+        << ") must divide mamba_expand x hidden_size (" << inner
+        << "): the mixer's " << inner << " channels split into heads";
+    return false;
+  }
+  // mamba_d_head: "auto" (the default) is the intermediate size / heads.
+  const nlohmann::json *dh = r.get("mamba_d_head");
+  if (dh && dh->is_string() && dh->get<std::string>() == "auto")
+    m.headDim = inner / m.heads;
+  else
+    m.headDim = r.optInt({"mamba_d_head"}, 1, kMaxHeadDim, inner / m.heads)
+                    .value_or(inner / m.heads);
+  if (r.failed())
+    return false;
+  if (m.headDim * m.heads != inner) {
+    r.error("mamba_d_head")
+        << "mamba_d_head (" << m.headDim << ") x mamba_n_heads (" << m.heads
+        << ") must equal mamba_expand x hidden_size (" << inner
+        << "); accepted: \"auto\" or " << inner / m.heads;
+    return false;
+  }
+  if (m.heads % m.groups != 0) {
+    r.error("mamba_n_groups")
+        << "mamba_n_groups (" << m.groups << ") must divide mamba_n_heads ("
+        << m.heads << "): each group's B and C serve a whole run of heads";
+    return false;
+  }
+  // The state every sequence carries through each Mamba2 layer: heads x
+  // d_state x head_dim floats; past 4 GiB no machine serves a batch.
+  int64_t stateBytes = 4 * m.heads * m.state * m.headDim;
+  if (stateBytes > (int64_t(1) << 32)) {
+    r.error("mamba_d_state")
+        << "the Mamba2 layers' state, mamba_n_heads x mamba_d_state x "
+           "mamba_d_head = "
+        << m.heads << " x " << m.state << " x " << m.headDim << " floats, is "
+        << stateBytes / (1 << 20)
+        << " MiB per sequence and layer; accepted: at most 4096 MiB";
+    return false;
+  }
+  return true;
+}
+
+const char *kGraniteBlocks =
+    "granitemoehybrid's block and layer entries are not compiled yet: the "
+    "Mamba2 mixer around its SSD (in_proj, the causal convolution over x, B "
+    "and C, dt's softplus, the D skip, the gated RMSNorm, out_proj) and the "
+    "residual_multiplier that scales every sub-block's output; the kernels "
+    "(`gdn` for the Mamba2 layers, `sdpa` and paged for the attention "
+    "layers) are";
+
+} // namespace
+
+bool normalize::normalizeGraniteHybrid(FieldReader &r, ModelSpec &spec) {
+  Defaults d;
+  d.hidden = 4096;
+  d.layers = 32;
+  d.heads = 32;
+  d.maxPos = 2048;
+  d.eps = 1e-6;
+  Dims dims;
+  readDims(r, d, /*required=*/false, {"hidden_size"}, {"num_hidden_layers"},
+           {"num_attention_heads"}, {"num_key_value_heads"}, {},
+           {"max_position_embeddings"}, {"rms_norm_eps"}, dims, spec);
+  if (r.failed())
+    return false;
+  spec.hiddenSize = dims.hidden;
+  spec.numLayers = dims.layers;
+  spec.maxPositions = dims.maxPos;
+  // layer_types (alias layers_block_type): every layer Mamba2 when absent.
+  std::vector<std::string> types =
+      r.optEnumArray("layer_types", {"mamba", "attention"}, size_t(dims.layers))
+          .value_or(std::vector<std::string>{});
+  if (r.failed())
+    return false;
+  if (types.empty())
+    types.assign(size_t(dims.layers), "mamba");
+  MambaDims m;
+  if (!readGraniteMamba(r, dims.hidden, m))
+    return false;
+  // GraniteMoeHybridAttention: scores scaled by attention_multiplier (not
+  // 1/sqrt(d)), RoPE only with position_embedding_type "rope" (none
+  // otherwise), q/k/v/o biases with attention_bias.
+  double scale =
+      r.optNum({"attention_multiplier"}, 1e-12, 1e6, 1.0).value_or(1.0);
+  std::optional<std::string> pos = r.optString({"position_embedding_type"});
+  bool bias = r.optBool({"attention_bias"}, false).value_or(false);
+  if (r.failed())
+    return false;
+  if (pos && *pos != "rope" && *pos != "nope") {
+    r.error("position_embedding_type")
+        << "position_embedding_type " << quoteForError(*pos)
+        << " is not one GraniteMoeHybrid knows; accepted: \"rope\", "
+           "\"nope\" or null (no position embedding)";
+    return false;
+  }
+  bool rope = pos && *pos == "rope";
+  RopeSpec ropeSpec;
+  if (rope) {
+    ropeSpec = readRope(r, dims.headDim, d, dims.maxPos, "full_attention");
+    if (r.failed())
+      return false;
+  }
+  for (int64_t i = 0; i < dims.layers; ++i) {
+    std::string p = layerPrefix("model.layers.{i}.", i);
+    LayerSpec l;
+    l.index = i;
+    l.stack = "decoder";
+    l.layerInStack = i;
+    l.norm = NormKind::RMS;
+    l.placement = NormPlacement::Pre;
+    l.normEps = dims.eps;
+    l.normW.weight = p + "input_layernorm.weight";
+    l.blockUnsupported = kGraniteBlocks;
+    if (types[size_t(i)] == "mamba") {
+      l.layerType = "mamba";
+      l.role = LayerRole::LinearAttention;
+      l.noDelta = true;
+      l.linearPrefix = p + "mamba.";
+      l.numHeads = m.heads;
+      l.numKVHeads = m.groups;
+      l.headDimQK = m.state;
+      l.headDimV = m.headDim;
+      l.scale = 1.0;
+      l.convKernel = m.conv;
+      spec.layers.push_back(l);
+      continue;
+    }
+    std::string a = p + "self_attn.";
+    l.layerType = "full_attention";
+    l.causal = true;
+    l.numHeads = dims.heads;
+    l.numKVHeads = dims.kvHeads;
+    l.headDimQK = l.headDimV = dims.headDim;
+    l.scale = scale;
+    l.position = rope ? PositionKind::Rope : PositionKind::None;
+    if (rope)
+      l.rope = ropeSpec;
+    l.q.weight = a + "q_proj.weight";
+    l.k.weight = a + "k_proj.weight";
+    l.v.weight = a + "v_proj.weight";
+    l.o.weight = a + "o_proj.weight";
+    if (bias) {
+      l.q.bias = a + "q_proj.bias";
+      l.k.bias = a + "k_proj.bias";
+      l.v.bias = a + "v_proj.bias";
+      l.o.bias = a + "o_proj.bias";
+    }
+    spec.layers.push_back(l);
+  }
+  return true;
+}
