@@ -335,6 +335,9 @@ struct LinearModel {
   int64_t hk, hv, dk, dv;  ///< linear attention
   int64_t hq, hkv, d;      ///< full attention
   int64_t hidden, linearLayers;
+  /// Mamba2's SSD (the rule without the delta correction; a
+  /// granitemoehybrid config): hk is n_groups, dk d_state, dv the head dim.
+  bool noDelta = false;
 };
 
 inline attn_rt::Buf<float> normal(std::mt19937 &rng, size_t n,
@@ -377,7 +380,9 @@ struct GdnCall {
     beta.resize(a.size());
     for (size_t i = 0; i < a.size(); ++i) {
       g[i] = -0.3f * std::log1p(std::exp(a[i]));
-      beta[i] = 1 / (1 + std::exp(-a[i]));
+      // Mamba2: β is dt itself (softplus).
+      beta[i] =
+          m.noDelta ? std::log1p(std::exp(a[i])) : 1 / (1 + std::exp(-a[i]));
     }
     out.resize(v.size());
   }

@@ -1,7 +1,10 @@
-//===- LinearBench.cpp - attn-bench --linear: Gated DeltaNet ---------------===//
+//===- LinearBench.cpp - attn-bench --linear: Gated DeltaNet
+//---------------===//
 //
 // This file implements attn-bench --linear: for the seed model's linear
-// layers (H_k 32, H_v 64, d 128) and Qwen3-Next-80B's (16/32/128) it
+// layers (H_k 32, H_v 64, d 128), Qwen3-Next-80B's (16/32/128) and IBM
+// Granite-4.0-H-Small's Mamba2 layers (the SSD: 1 group, 128 heads, d_state
+// 128, head dim 64; the chunked count of attn_rt_ssd_flops) it
 // compiles a two-layer config (one linear, one full-attention layer of the
 // same model) and measures, in the same run as the machine's FMA peak and
 // read bandwidth:
@@ -39,6 +42,9 @@ namespace {
 const LinearModel kModels[] = {
     {"seed", 32, 64, 128, 128, 64, 4, 256, 8192, 69},
     {"qwen3-next-80b", 16, 32, 128, 128, 16, 2, 256, 2048, 36},
+    // IBM Granite-4.0-H-Small's Mamba2 layers (128 heads of 64, d_state
+    // 128, one group) and attention (32/8 heads of 128, NoPE): 36 + 4.
+    {"granite-4.0-h-s", 1, 128, 128, 64, 32, 8, 128, 4096, 36, true},
 };
 
 /// A measured curve: µs per token at each sequence length / context.
@@ -190,16 +196,30 @@ bool benchLinear(const Options &o, const Machine &mc, const std::string &dir) {
     if (!o.only.empty() && o.only != m.name)
       continue;
     std::string json =
-        "{\"model_type\": \"qwen3_next\", \"hidden_size\": " +
-        std::to_string(m.hidden) +
-        ", \"num_hidden_layers\": 2, \"full_attention_interval\": 2, "
-        "\"num_attention_heads\": " +
-        std::to_string(m.hq) + ", \"num_key_value_heads\": " +
-        std::to_string(m.hkv) + ", \"head_dim\": " + std::to_string(m.d) +
-        ", \"linear_num_key_heads\": " + std::to_string(m.hk) +
-        ", \"linear_num_value_heads\": " + std::to_string(m.hv) +
-        ", \"linear_key_head_dim\": " + std::to_string(m.dk) +
-        ", \"linear_value_head_dim\": " + std::to_string(m.dv) + "}";
+        m.noDelta
+            ? "{\"model_type\": \"granitemoehybrid\", \"hidden_size\": " +
+                  std::to_string(m.hidden) +
+                  ", \"num_hidden_layers\": 2, \"layer_types\": "
+                  "[\"mamba\", \"attention\"], \"num_attention_heads\": " +
+                  std::to_string(m.hq) +
+                  ", \"num_key_value_heads\": " + std::to_string(m.hkv) +
+                  ", \"mamba_n_heads\": " + std::to_string(m.hv) +
+                  ", \"mamba_n_groups\": " + std::to_string(m.hk) +
+                  ", \"mamba_d_state\": " + std::to_string(m.dk) +
+                  ", \"mamba_d_head\": " + std::to_string(m.dv) +
+                  ", \"mamba_expand\": " +
+                  std::to_string(m.hv * m.dv / m.hidden) + "}"
+            : "{\"model_type\": \"qwen3_next\", \"hidden_size\": " +
+                  std::to_string(m.hidden) +
+                  ", \"num_hidden_layers\": 2, \"full_attention_interval\": 2, "
+                  "\"num_attention_heads\": " +
+                  std::to_string(m.hq) +
+                  ", \"num_key_value_heads\": " + std::to_string(m.hkv) +
+                  ", \"head_dim\": " + std::to_string(m.d) +
+                  ", \"linear_num_key_heads\": " + std::to_string(m.hk) +
+                  ", \"linear_num_value_heads\": " + std::to_string(m.hv) +
+                  ", \"linear_key_head_dim\": " + std::to_string(m.dk) +
+                  ", \"linear_value_head_dim\": " + std::to_string(m.dv) + "}";
     std::string lib = compileConfig(dir, m.name, json);
     void *h = nullptr;
     const attn_rt_model *model = loadModel(lib, h);
@@ -246,7 +266,9 @@ bool benchLinear(const Options &o, const Machine &mc, const std::string &dir) {
         ref = inChild(std::min(o.repeats, 3), [&] {
                 call.run(lin->reference, m, s0.data(), s1.data());
               }).ms;
-      double f = attn_rt_gated_delta_flops(1, m.hv, s, m.dk, m.dv, 64);
+      double f = m.noDelta
+                     ? attn_rt_ssd_flops(1, m.hv, s, m.dk, m.dv, 64)
+                     : attn_rt_gated_delta_flops(1, m.hv, s, m.dk, m.dv, 64);
       double us = 1e3 * r.ms / double(s);
       linPrefill[s] = us;
       row("linear", "prefill", s, r.ms, f, ref, NAN, us);
@@ -274,7 +296,9 @@ bool benchLinear(const Options &o, const Machine &mc, const std::string &dir) {
       }
       double step = median(ms), perLayer = step / double(m.linearLayers);
       double gbps = bytes / step / 1e6;
-      double f = attn_rt_gated_delta_recurrent_flops(1, m.hv, 1, m.dk, m.dv);
+      double f = m.noDelta ? attn_rt_ssd_recurrent_flops(1, m.hv, 1, m.dk, m.dv)
+                           : attn_rt_gated_delta_recurrent_flops(1, m.hv, 1,
+                                                                 m.dk, m.dv);
       row("linear", "decode", 1, perLayer, f, NAN, gbps, 1e3 * perLayer);
       std::printf("%-15s linear decode: one step over %lld layers %.3f ms; "
                   "state read+written %.1f GB/s, %.1f%% of the read "
