@@ -309,8 +309,6 @@ ojson layerJson(const LayerSpec &l,
   j["attention"] = roleName(l.role);
   j["layer_type"] = l.layerType;
   j["layer_kind"] = kind;
-  if (!l.blockUnsupported.empty())
-    j["block"] = {{"compiled", false}, {"note", l.blockUnsupported}};
   if (l.role == LayerRole::LinearAttention) {
     j["compiled"] = true;
     j["kernel"] = l.noDelta ? "gated_delta_rule (no_delta: Mamba2's SSD)"
@@ -329,7 +327,9 @@ ojson layerJson(const LayerSpec &l,
                   std::to_string(l.numKVHeads) +
                   " key heads, queries = C, values = x, beta = dt, gate = "
                   "dt·A), for the CPU (chunked and recurrent) and the GPU "
-                  "(recurrent)";
+                  "(recurrent); the whole mixer compiled for the CPU "
+                  "(in_proj, convolution, SSD, D skip, gated norm, out_proj; "
+                  "`block` with its states)";
     else
       j["note"] = "Gated DeltaNet linear attention (" + l.linearPrefix +
                   "*): the whole layer compiled for the CPU (projections, "

@@ -295,7 +295,7 @@ OwningOpRef<ModuleOp> Emitter::kernels() {
       func::FuncOp kernel = emitLinearKernel(name, l);
       toDestinationStyle(kernel);
       module->push_back(kernel);
-      if (withBlocks && l.blockUnsupported.empty()) {
+      if (withBlocks) {
         func::FuncOp block = emitLinearKind(name + "_block", l, true);
         block->setAttr("llvm.emit_c_interface", b.getUnitAttr());
         toDestinationStyle(block);
@@ -344,7 +344,7 @@ OwningOpRef<ModuleOp> Emitter::kernels() {
         module->push_back(part);
       }
     }
-    if (withBlocks && l.blockUnsupported.empty()) {
+    if (withBlocks) {
       if (!checkSupported(l))
         return nullptr;
       func::FuncOp block = emitKind(name + "_block", l, /*blockEntry=*/true);
@@ -535,6 +535,8 @@ func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l,
   if (l.placement == NormPlacement::PrePost ||
       l.placement == NormPlacement::Output)
     y = norm(loc, l, y, get("post_norm_weight"), Value());
+  if (l.residualScale != 1.0)
+    y = ScaleOp::create(b, loc, y, b.getF64FloatAttr(l.residualScale));
   Value r = AddOp::create(b, loc, x, y);
   if (l.placement == NormPlacement::Post)
     r = norm(loc, l, r, get("norm_weight"), get("norm_bias"));
@@ -617,16 +619,6 @@ OwningOpRef<ModuleOp> Emitter::run() {
   for (const LayerSpec &l : spec.layers)
     if (l.role != LayerRole::LinearAttention && !checkSupported(l))
       return nullptr;
-  // The model's graph is every layer's block.
-  for (const LayerSpec &l : spec.layers)
-    if (!l.blockUnsupported.empty()) {
-      emitError(src.loc("/model_type"))
-          << "the model's graph (--compile-to=attn, fused or tiled without "
-             "--kernels) is made of every layer's block, and layer "
-          << l.index << "'s is not compiled: " << l.blockUnsupported
-          << "; accepted: --kernels (the kernels' IR) or an executable";
-      return nullptr;
-    }
 
   Location loc = FileLineColLoc::get(ctx, spec.configPath, 1, 1);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);

@@ -85,6 +85,17 @@ func::FuncOp Emitter::emitLinearKind(const std::string &name,
         .getResult();
   };
   Value hIn = norm(loc, l, x, w.lookup("norm_weight"), Value());
+  if (l.noDelta) {
+    MixerResult mix = mambaMixer(loc, l, w, hIn, convState, state);
+    Value res = residual(loc, l, x, mix.out);
+    if (withFFN)
+      res = feedForward(loc, l, w, x, hIn, res);
+    if (withState)
+      func::ReturnOp::create(b, loc, ValueRange{res, mix.convState, mix.state});
+    else
+      func::ReturnOp::create(b, loc, ValueRange{res});
+    return fn;
+  }
   // in_proj_qkvz holds, per key head, [q (dk), k (dk), v (r·dv), z (r·dv)]
   // and in_proj_ba [b (r), a (r)] (fix_query_key_value_ordering).
   Value qkvz = linearTo(hIn, "in_proj_qkvz_weight", 2 * hk * dk + 2 * hv * dv);
@@ -104,7 +115,7 @@ func::FuncOp Emitter::emitLinearKind(const std::string &name,
       SmallVector<ReassociationIndices>{{0, 1}, {2}});
   auto convOp = CausalConv1dOp::create(
       b, loc, TypeRange{hiddenType(conv), convStateTy}, mixed, convW,
-      convState);
+      /*bias=*/Value(), convState);
   Value y = convOp.getResult();
   Value qh = SplitHeadsOp::create(b, loc, headsType(hk, dk),
                                   sliceHeads(loc, y, 1, conv, 0, hk * dk, 1));
@@ -148,7 +159,7 @@ func::FuncOp Emitter::emitLinearKind(const std::string &name,
   Value flat = tensor::CollapseShapeOp::create(b, loc, hiddenType(hv * dv),
                                                normed, re);
   Value out = linearTo(flat, "out_proj_weight", h);
-  Value res = AddOp::create(b, loc, x, out);
+  Value res = residual(loc, l, x, out);
   if (withFFN)
     res = feedForward(loc, l, w, x, hIn, res);
   if (withState)
@@ -157,6 +168,73 @@ func::FuncOp Emitter::emitLinearKind(const std::string &name,
   else
     func::ReturnOp::create(b, loc, ValueRange{res});
   return fn;
+}
+
+Value Emitter::residual(Location loc, const LayerSpec &l, Value x, Value y) {
+  if (l.residualScale != 1.0)
+    y = ScaleOp::create(b, loc, y, b.getF64FloatAttr(l.residualScale));
+  return AddOp::create(b, loc, x, y);
+}
+
+Emitter::MixerResult Emitter::mambaMixer(Location loc, const LayerSpec &l,
+                                         const Weights &w, Value hIn,
+                                         Value convState, Value state) {
+  // transformers' GraniteMoeHybridMambaLayer.torch_forward, op by op.
+  int64_t h = spec.hiddenSize, g = l.numKVHeads, hv = l.numHeads,
+          n = l.headDimQK, p = l.headDimV, inner = hv * p,
+          conv = inner + 2 * g * n, total = inner + conv + hv, K = l.convKernel;
+  auto linearTo = [&](Value in, llvm::StringRef role, int64_t out) {
+    return LinearOp::create(b, loc, hiddenType(out), in,
+                            w.lookup((role + "_weight").str()),
+                            w.lookup((role + "_bias").str()), UnitAttr())
+        .getResult();
+  };
+  // in_proj: [gate (I) | x B C (conv) | dt (heads)].
+  Value proj = linearTo(hIn, "in_proj", total);
+  Value z = sliceHeads(loc, proj, 1, total, 0, inner, 1);
+  Value xbc = sliceHeads(loc, proj, 1, total, inner, conv, 1);
+  Value dt = sliceHeads(loc, proj, 1, total, inner + conv, hv, 1);
+  // The causal convolution (with its bias), then the activation (SiLU).
+  Value convW = tensor::CollapseShapeOp::create(
+      b, loc, tensor({conv, K}), w.lookup("conv1d_weight"),
+      SmallVector<ReassociationIndices>{{0, 1}, {2}});
+  auto convOp = CausalConv1dOp::create(
+      b, loc, TypeRange{hiddenType(conv), tensor({kDyn, conv, K - 1})}, xbc,
+      convW, w.lookup("conv1d_bias"), convState);
+  Value y = convOp.getResult();
+  Value xh = SplitHeadsOp::create(b, loc, headsType(hv, p),
+                                  sliceHeads(loc, y, 1, conv, 0, inner, 1));
+  Value bh = SplitHeadsOp::create(b, loc, headsType(g, n),
+                                  sliceHeads(loc, y, 1, conv, inner, g * n, 1));
+  Value ch = SplitHeadsOp::create(
+      b, loc, headsType(g, n),
+      sliceHeads(loc, y, 1, conv, inner + g * n, g * n, 1));
+  // dt = softplus(dt + dt_bias) is β; the decay's log is −exp(A_log)·dt.
+  RankedTensorType gateTy = tensor({kDyn, hv, kDyn});
+  auto gates = GatedDeltaGatesOp::create(b, loc, TypeRange{gateTy, gateTy}, dt,
+                                         dt, w.lookup("A_log"),
+                                         w.lookup("dt_bias"), b.getUnitAttr());
+  // The SSD: the rule without the delta correction, C the queries, B the
+  // keys (n_groups of them), x the values.
+  RankedTensorType oTy = headsType(hv, p), stateTy = tensor({kDyn, hv, n, p});
+  Value batch = tensor::DimOp::create(b, loc, xh, 0);
+  Value seq = tensor::DimOp::create(b, loc, xh, 2);
+  Value oInit = tensor::EmptyOp::create(b, loc, oTy, ValueRange{batch, seq});
+  Value sInit = tensor::EmptyOp::create(b, loc, stateTy, ValueRange{batch});
+  auto rule = GatedDeltaRuleOp::create(b, loc, TypeRange{oTy, stateTy}, ch, bh,
+                                       xh, gates.getGate(), gates.getBeta(),
+                                       state, /*lengths=*/Value(), oInit, sInit,
+                                       b.getF64FloatAttr(1.0), b.getUnitAttr());
+  // The D skip, the gated RMSNorm over the whole intermediate (gate first),
+  // out_proj.
+  Value skipped =
+      SkipAddOp::create(b, loc, oTy, rule.getOutput(), xh, w.lookup("D"));
+  Value m = MergeHeadsOp::create(b, loc, hiddenType(inner), skipped);
+  Value normed = GatedRMSNormOp::create(
+      b, loc, hiddenType(inner), m, z, w.lookup("gated_norm_weight"),
+      b.getF64FloatAttr(l.normEps), b.getUnitAttr());
+  Value out = linearTo(normed, "out_proj", h);
+  return {out, convOp.getFinalState(), rule.getFinalState()};
 }
 
 } // namespace mlir::attn::emit

@@ -116,6 +116,17 @@ private:
   /// A kind function's weights by role ("q_weight", "norm_bias"...); a
   /// missing role is a null Value.
   using Weights = llvm::StringMap<Value>;
+  /// What a linear layer's mixer computes: its output before the residual
+  /// and its final convolution and recurrent states.
+  struct MixerResult {
+    Value out, convState, state;
+  };
+  /// A Mamba2 mixer (transformers' GraniteMoeHybridMambaLayer) on the
+  /// normed hidden states; convState/state may be null (zeros).
+  MixerResult mambaMixer(Location loc, const LayerSpec &l, const Weights &w,
+                         Value hIn, Value convState, Value state);
+  /// x + scale · y (LayerSpec::residualScale).
+  Value residual(Location loc, const LayerSpec &l, Value x, Value y);
   /// The feed-forward sub-block closing the layer: r (the attention block's
   /// output) -> the layer's output; x is the layer's input and hIn the
   /// attention's normed input (Falcon's parallel MLP reads them).

@@ -87,8 +87,8 @@ bool readGraniteMoE(FieldReader &r, ModelSpec &spec) {
   if (f.unsupported.empty())
     f.unsupported =
         "granitemoehybrid's mixture of experts (block_sparse_moe with "
-        "input_linear's gate and up halves, plus shared_mlp) and its "
-        "residual_multiplier are not compiled yet";
+        "input_linear's gate and up halves, plus shared_mlp, scaled by "
+        "residual_multiplier) is not compiled yet";
   for (LayerSpec &l : spec.layers) {
     std::string p = "model.layers." + std::to_string(l.layerInStack) + ".";
     l.ffn = f;

@@ -9,12 +9,13 @@
 // no_delta, B the keys, C the queries, x the values, dt the beta and dt·A
 // the gate, n_groups the query/key heads, scale 1.
 //
-// What is compiled now: the kernels (each Mamba2 kind's `<kind>_gdn`, the
-// attention kinds' `<kind>_sdpa` and paged entries) and their check and
-// bench. The blocks are not yet (LayerSpec::blockUnsupported says so): the
-// Mamba2 mixer around the SSD (in_proj, the convolution over x, B and C,
-// dt's softplus and limits, the D skip, the gated RMSNorm, out_proj) and
-// the residual_multiplier every sub-block's output is scaled by.
+// What is compiled: the kernels (each Mamba2 kind's `<kind>_gdn`, the
+// attention kinds' `<kind>_sdpa` and paged entries) and the blocks: the
+// Mamba2 mixer (in_proj, the convolution over x, B and C with its bias,
+// dt = softplus(dt + dt_bias), the SSD, the D skip, the gated RMSNorm with
+// the gate first, out_proj) or the attention, each with its pre-norm and
+// residual_multiplier. Not yet: the mixture of experts with its shared MLP
+// that closes every layer (FFNSpec::unsupported), hence no `<kind>_layer`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -88,14 +89,6 @@ bool readGraniteMamba(FieldReader &r, int64_t hidden, MambaDims &m) {
   return true;
 }
 
-const char *kGraniteBlocks =
-    "granitemoehybrid's block and layer entries are not compiled yet: the "
-    "Mamba2 mixer around its SSD (in_proj, the causal convolution over x, B "
-    "and C, dt's softplus, the D skip, the gated RMSNorm, out_proj) and the "
-    "residual_multiplier that scales every sub-block's output; the kernels "
-    "(`gdn` for the Mamba2 layers, `sdpa` and paged for the attention "
-    "layers) are";
-
 } // namespace
 
 bool normalize::normalizeGraniteHybrid(FieldReader &r, ModelSpec &spec) {
@@ -130,6 +123,11 @@ bool normalize::normalizeGraniteHybrid(FieldReader &r, ModelSpec &spec) {
   // otherwise), q/k/v/o biases with attention_bias.
   double scale =
       r.optNum({"attention_multiplier"}, 1e-12, 1e6, 1.0).value_or(1.0);
+  double residualScale =
+      r.optNum({"residual_multiplier"}, 0.0, 1e6, 1.0).value_or(1.0);
+  bool convBias = r.optBool({"mamba_conv_bias"}, true).value_or(true);
+  bool projBias = r.optBool({"mamba_proj_bias"}, false).value_or(false);
+  std::string act = r.optString({"hidden_act"}, "silu").value_or("silu");
   std::optional<std::string> pos = r.optString({"position_embedding_type"});
   bool bias = r.optBool({"attention_bias"}, false).value_or(false);
   if (r.failed())
@@ -140,6 +138,28 @@ bool normalize::normalizeGraniteHybrid(FieldReader &r, ModelSpec &spec) {
         << " is not one GraniteMoeHybrid knows; accepted: \"rope\", "
            "\"nope\" or null (no position embedding)";
     return false;
+  }
+  // The mixer's convolution is followed by hidden_act, which the compiled
+  // convolution computes as SiLU.
+  if (act != "silu" && act != "swish") {
+    r.error("hidden_act")
+        << "hidden_act " << quoteForError(act)
+        << " after the Mamba2 convolution is not compiled; accepted: silu, "
+           "swish";
+    return false;
+  }
+  // dt's clamp: only transformers' default (0, inf), which softplus never
+  // leaves.
+  if (r.present("time_step_limit")) {
+    std::optional<std::vector<double>> lim = r.optNumArray("time_step_limit");
+    if (r.failed())
+      return false;
+    if (!lim || lim->size() != 2 || (*lim)[0] > 0.0 || !std::isinf((*lim)[1])) {
+      r.error("time_step_limit")
+          << "a time_step_limit other than [0, inf] (a clamp of dt) is not "
+             "compiled; accepted: [0.0, Infinity] or absent";
+      return false;
+    }
   }
   bool rope = pos && *pos == "rope";
   RopeSpec ropeSpec;
@@ -158,7 +178,7 @@ bool normalize::normalizeGraniteHybrid(FieldReader &r, ModelSpec &spec) {
     l.placement = NormPlacement::Pre;
     l.normEps = dims.eps;
     l.normW.weight = p + "input_layernorm.weight";
-    l.blockUnsupported = kGraniteBlocks;
+    l.residualScale = residualScale;
     if (types[size_t(i)] == "mamba") {
       l.layerType = "mamba";
       l.role = LayerRole::LinearAttention;
@@ -170,6 +190,8 @@ bool normalize::normalizeGraniteHybrid(FieldReader &r, ModelSpec &spec) {
       l.headDimV = m.headDim;
       l.scale = 1.0;
       l.convKernel = m.conv;
+      l.mambaConvBias = convBias;
+      l.mambaProjBias = projBias;
       spec.layers.push_back(l);
       continue;
     }

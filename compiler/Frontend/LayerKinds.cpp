@@ -51,9 +51,6 @@ std::vector<WeightArg> mlir::attn::layerWeights(const ModelSpec &spec,
                                                 const LayerSpec &l) {
   WeightList list{{}, l.transposedWeights};
   std::vector<WeightArg> &w = list.w;
-  // No block entry takes them.
-  if (!l.blockUnsupported.empty())
-    return w;
   int64_t h = spec.hiddenSize;
   int64_t src = l.role == LayerRole::CrossAttention && spec.encoderHiddenSize
                     ? spec.encoderHiddenSize
@@ -66,6 +63,27 @@ std::vector<WeightArg> mlir::attn::layerWeights(const ModelSpec &spec,
                     int64_t in) { list.linear(role, p, out, in); };
   add("norm_weight", {h}, l.normW.weight);
   add("norm_bias", {h}, l.normW.bias);
+  if (l.role == LayerRole::LinearAttention && l.noDelta) {
+    // Mamba2 (transformers' GraniteMoeHybridMambaLayer), as stored:
+    // in_proj gives [gate (I), x B C (the conv's channels), dt (heads)].
+    int64_t hk = l.numKVHeads, hv = l.numHeads, dk = l.headDimQK,
+            dv = l.headDimV, inner = hv * dv, conv = inner + 2 * hk * dk;
+    const std::string &p = l.linearPrefix;
+    add("in_proj_weight", {inner + conv + hv, h}, p + "in_proj.weight");
+    if (l.mambaProjBias)
+      add("in_proj_bias", {inner + conv + hv}, p + "in_proj.bias");
+    add("conv1d_weight", {conv, 1, l.convKernel}, p + "conv1d.weight");
+    if (l.mambaConvBias)
+      add("conv1d_bias", {conv}, p + "conv1d.bias");
+    add("dt_bias", {hv}, p + "dt_bias");
+    add("A_log", {hv}, p + "A_log");
+    add("D", {hv}, p + "D");
+    add("gated_norm_weight", {inner}, p + "norm.weight");
+    add("out_proj_weight", {h, inner}, p + "out_proj.weight");
+    if (l.mambaProjBias)
+      add("out_proj_bias", {h}, p + "out_proj.bias");
+    return w;
+  }
   if (l.role == LayerRole::LinearAttention) {
     // Gated DeltaNet (transformers' Qwen3NextGatedDeltaNet), as stored.
     int64_t hk = l.numKVHeads, hv = l.numHeads, dk = l.headDimQK,
@@ -196,11 +214,11 @@ std::string hexDouble(double v) {
 /// What makes two layers' attention halves need different code.
 void attentionKey(llvm::raw_ostream &os, const ModelSpec &spec,
                   const LayerSpec &l) {
-  os << l.blockUnsupported.empty() << '|';
   if (l.role == LayerRole::LinearAttention) {
     os << l.numHeads << '|' << l.numKVHeads << '|' << l.headDimQK << '|'
        << l.headDimV << '|' << l.convKernel << '|' << hexDouble(l.normEps)
-       << '|' << l.noDelta << '|';
+       << '|' << l.noDelta << l.mambaConvBias << l.mambaProjBias << '|'
+       << hexDouble(l.residualScale) << '|';
     for (const WeightArg &w : layerWeights(spec, l))
       os << w.role << ',';
     return;
@@ -230,7 +248,7 @@ void attentionKey(llvm::raw_ostream &os, const ModelSpec &spec,
        << ',' << m.ropeDim << ',' << hexDouble(m.latentNormEps) << '|';
   }
   os << l.qkNorm << l.qkNormFlat << l.l2QkNorm << l.outputGate
-     << !l.sinks.empty();
+     << !l.sinks.empty() << hexDouble(l.residualScale);
   if (l.temperature)
     os << 't' << l.temperature->floorScale << ','
        << hexDouble(l.temperature->attnScale);

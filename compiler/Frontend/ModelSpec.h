@@ -204,9 +204,12 @@ struct LayerSpec {
   /// the heads, numKVHeads n_groups, headDimQK d_state, headDimV the head
   /// dim, scale 1; `linearPrefix` is the mixer's, `model.layers.{i}.mamba.`).
   bool noDelta = false;
-  /// Why this layer's `<kind>_block` and `<kind>_layer` entries are not
-  /// compiled (empty: they are); its kernel entry is.
-  std::string blockUnsupported;
+  /// The Mamba2 mixer's biases: on conv1d (mamba_conv_bias) and on in_proj
+  /// and out_proj (mamba_proj_bias).
+  bool mambaConvBias = false, mambaProjBias = false;
+  /// The attention (or mixer) sub-block's output is scaled by this before
+  /// the residual add (GraniteMoeHybrid's residual_multiplier).
+  double residualScale = 1.0;
 
   bool causal = true;
   std::optional<int64_t> window;

@@ -24,11 +24,6 @@ void cli::requireBlocks(const attn_rt_kind &kind) {
   if (gCuda)
     fail("block, layer and model run on the CPU only: this executable was "
          "compiled for CUDA; `sdpa` runs its attention kernels");
-  // Without a block, layer_note says why (a family whose blocks are not
-  // compiled yet).
-  if (kind.layer_note)
-    fail(std::string("layer kind '") + kind.name +
-         "' has no block entry: " + kind.layer_note);
   fail("block, layer and model need the block entries, which this "
        "executable was compiled without (attn-compile --entries without "
        "blocks); `sdpa` runs its attention kernels");

@@ -402,10 +402,21 @@ struct LowerCausalConv1d : OpConversionPattern<CausalConv1dOp> {
         {kPar, kPar, kPar, kRed}, [](OpBuilder &nb, Location nl, ValueRange a) {
           return fma(nb, nl, a[0], a[1], a[2]);
         });
-    Value y = elementwise(g, {acc}, elt,
-                          [](OpBuilder &nb, Location nl, ValueRange a) {
-                            return silu(nb, nl, a[0]);
-                          });
+    Value y;
+    if (Value bias = a.getBias()) {
+      AffineMap id = AffineMap::getMultiDimIdentityMap(3, b.getContext());
+      y = g.generic({acc, bias}, g.empty({batch, seq, C}, elt),
+                    {id, g.map(3, {Cd}), id}, par3,
+                    [](OpBuilder &nb, Location nl, ValueRange a) {
+                      Value s = arith::AddFOp::create(nb, nl, a[0], a[1]);
+                      return silu(nb, nl, s);
+                    });
+    } else {
+      y = elementwise(g, {acc}, elt,
+                      [](OpBuilder &nb, Location nl, ValueRange a) {
+                        return silu(nb, nl, a[0]);
+                      });
+    }
     Value tail = tensor::ExtractSliceOp::create(
         b, loc, g.tensor({batch, K1, C}, elt), xs,
         SmallVector<OpFoldResult>{zero, seq, zero},
@@ -424,6 +435,17 @@ struct LowerCausalConv1d : OpConversionPattern<CausalConv1dOp> {
 
 /// g[b, h, s] = −exp(A_log[h]) · softplus(a[b, s, h] + dt_bias[h]) and
 /// beta[b, h, s] = sigmoid(b[b, s, h]); softplus as torch's (x for x > 20).
+/// softplus(x + bias) as torch computes it (x past 20: x itself).
+Value softplus(OpBuilder &nb, Location nl, Value x0, Value bias) {
+  Type elt = x0.getType();
+  Value x = arith::AddFOp::create(nb, nl, x0, bias);
+  Value e = math::ExpOp::create(nb, nl, x);
+  Value log1p = math::Log1pOp::create(nb, nl, e);
+  Value big = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT, x,
+                                    fconst(nb, nl, elt, 20.0));
+  return arith::SelectOp::create(nb, nl, big, x, log1p);
+}
+
 struct LowerGatedDeltaGates : OpConversionPattern<GatedDeltaGatesOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -439,24 +461,27 @@ struct LowerGatedDeltaGates : OpConversionPattern<GatedDeltaGatesOp> {
     AffineMap tok = g.map(3, {B, S, H}), head = g.map(3, {H}),
               out = g.map(3, {B, H, S});
     SmallVector<IteratorType> par3(3, kPar);
-    Value gate = g.generic(
-        {a, adaptor.getALog(), adaptor.getDtBias()}, g.empty(sizes, elt),
-        {tok, head, head, out}, par3,
-        [&](OpBuilder &nb, Location nl, ValueRange v) -> Value {
-          Value x = arith::AddFOp::create(nb, nl, v[0], v[2]);
-          Value e = math::ExpOp::create(nb, nl, x);
-          Value log1p = math::Log1pOp::create(nb, nl, e);
-          Value big = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT,
-                                            x, fconst(nb, nl, elt, 20.0));
-          Value sp = arith::SelectOp::create(nb, nl, big, x, log1p);
-          Value decay = math::ExpOp::create(nb, nl, v[1]);
-          Value prod = arith::MulFOp::create(nb, nl, decay, sp);
-          return arith::NegFOp::create(nb, nl, prod);
-        });
-    Value beta = g.generic({adaptor.getB()}, g.empty(sizes, elt), {tok, out},
-                           par3, [&](OpBuilder &nb, Location nl, ValueRange v) {
-                             return sigmoid(nb, nl, v[0]);
-                           });
+    Value gate =
+        g.generic({a, adaptor.getALog(), adaptor.getDtBias()},
+                  g.empty(sizes, elt), {tok, head, head, out}, par3,
+                  [&](OpBuilder &nb, Location nl, ValueRange v) -> Value {
+                    Value sp = softplus(nb, nl, v[0], v[2]);
+                    Value decay = math::ExpOp::create(nb, nl, v[1]);
+                    Value prod = arith::MulFOp::create(nb, nl, decay, sp);
+                    return arith::NegFOp::create(nb, nl, prod);
+                  });
+    // β = sigmoid(b), or Mamba2's dt = softplus(a + dt_bias).
+    Value beta =
+        op.getBetaIsDt()
+            ? g.generic({a, adaptor.getDtBias()}, g.empty(sizes, elt),
+                        {tok, head, out}, par3,
+                        [&](OpBuilder &nb, Location nl, ValueRange v) -> Value {
+                          return softplus(nb, nl, v[0], v[1]);
+                        })
+            : g.generic({adaptor.getB()}, g.empty(sizes, elt), {tok, out}, par3,
+                        [&](OpBuilder &nb, Location nl, ValueRange v) {
+                          return sigmoid(nb, nl, v[0]);
+                        });
     rewriter.replaceOp(op, {castToType(rewriter, loc, gate, op.getGate().getType()),
                             castToType(rewriter, loc, beta,
                                        op.getBeta().getType())});
@@ -496,9 +521,31 @@ static Value lowerOp(GatedRMSNormOp op, GatedRMSNormOp::Adaptor a,
   auto ty = cast<RankedTensorType>(x.getType());
   Type elt = ty.getElementType();
   int64_t r = ty.getRank(), n = ty.getDimSize(r - 1);
-  Value ss = rowSumOfSquares(g, x);
   double eps = op.getEpsilon().convertToDouble();
   AffineMap id = AffineMap::getMultiDimIdentityMap(r, g.b.getContext());
+  SmallVector<IteratorType> par(r, kPar);
+  if (op.getGateFirst()) {
+    // u = x · silu(z), then u's RMSNorm with the weight.
+    Value u =
+        g.generic({x, a.getGate()}, g.empty(g.sizes(x), elt), {id, id, id}, par,
+                  [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+                    Value gate = silu(b, l, v[1]);
+                    return arith::MulFOp::create(b, l, v[0], gate);
+                  });
+    Value uss = rowSumOfSquares(g, u);
+    return g.generic(
+        {u, uss, a.getWeight()}, g.empty(g.sizes(x), elt),
+        {id, rowMap(g, r), g.map(r, {g.d(r - 1)}), id}, par,
+        [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+          Value mean =
+              arith::DivFOp::create(b, l, v[1], fconst(b, l, elt, double(n)));
+          Value sum = arith::AddFOp::create(b, l, mean, fconst(b, l, elt, eps));
+          Value inv = math::RsqrtOp::create(b, l, sum);
+          Value y = arith::MulFOp::create(b, l, v[0], inv);
+          return arith::MulFOp::create(b, l, y, v[2]);
+        });
+  }
+  Value ss = rowSumOfSquares(g, x);
   return g.generic(
       {x, ss, a.getWeight(), a.getGate()}, g.empty(g.sizes(x), elt),
       {id, rowMap(g, r), g.map(r, {g.d(r - 1)}), id, id},
@@ -515,6 +562,19 @@ static Value lowerOp(GatedRMSNormOp op, GatedRMSNormOp::Adaptor a,
       });
 }
 
+static Value lowerOp(SkipAddOp op, SkipAddOp::Adaptor a, GenericBuilder &g) {
+  Value x = a.getInput();
+  auto ty = cast<RankedTensorType>(x.getType());
+  Type elt = ty.getElementType();
+  AffineMap id = AffineMap::getMultiDimIdentityMap(4, g.b.getContext());
+  return g.generic({x, a.getX(), a.getD()}, g.empty(g.sizes(x), elt),
+                   {id, id, g.map(4, {g.d(1)}), id},
+                   SmallVector<IteratorType>(4, kPar),
+                   [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+                     return fma(b, l, v[2], v[1], v[0]);
+                   });
+}
+
 } // namespace to_linalg
 } // namespace attn
 } // namespace mlir
@@ -522,6 +582,6 @@ static Value lowerOp(GatedRMSNormOp op, GatedRMSNormOp::Adaptor a,
 void mlir::attn::to_linalg::populateLinearOpPatterns(
     RewritePatternSet &patterns) {
   patterns.add<LowerGatedDeltaRule, LowerCausalConv1d, LowerGatedDeltaGates,
-               LowerToLinalg<L2NormOp>, LowerToLinalg<GatedRMSNormOp>>(
-      patterns.getContext());
+               LowerToLinalg<L2NormOp>, LowerToLinalg<GatedRMSNormOp>,
+               LowerToLinalg<SkipAddOp>>(patterns.getContext());
 }

@@ -277,12 +277,11 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
   // What the kernels' module holds besides the fused kernels (nothing for
   // the CUDA target: attn-compile clears the entries); an entry left out
   // is NULL in the table.
+  bool blocks = spec.entries.blocks;
   std::vector<llvm::Constant *> kindValues;
   for (const LayerKind &kind : kinds) {
     const std::string &n = kind.name;
     const LayerSpec &l = *kind.first;
-    // A kind whose blocks are not compiled yet has its kernels only.
-    bool blocks = spec.entries.blocks && l.blockUnsupported.empty();
     // The kernels, from the one entry list the --emit header uses too.
     bool latent = l.isLatent();
     llvm::Constant *slots[8];
@@ -319,8 +318,6 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
     llvm::Constant *layer = t.null(), *layerNote = t.null(),
                    *linearLayer = t.null();
     size_t numBlockWeights = 0;
-    if (spec.entries.blocks && !blocks)
-      layerNote = t.string(l.blockUnsupported);
     if (blocks) {
       ws = layerWeights(spec, l);
       numBlockWeights = ws.size();

@@ -333,7 +333,24 @@ LogicalResult CausalConv1dOp::verify() {
                            {b, c, k - 1},
                            "a state [batch, channels, kernel - 1]")))
       return failure();
+  if (Value bias = getBias())
+    if (failed(expectShape(*this, cast<RankedTensorType>(bias.getType()), {c},
+                           "a bias [channels]")))
+      return failure();
   return success();
+}
+
+LogicalResult SkipAddOp::verify() {
+  RankedTensorType in = getInput().getType();
+  if (in.getRank() != 4 || in.isDynamicDim(1))
+    return emitOpError() << "expects an input [batch, heads, seq, head_dim] "
+                            "with static heads, got "
+                         << in;
+  if (getX().getType() != in || getResult().getType() != in)
+    return emitOpError() << "expects x and the result of the input's type "
+                         << in << ", got " << getX().getType() << " and "
+                         << getResult().getType();
+  return expectShape(*this, getD().getType(), {in.getDimSize(1)}, "d [heads]");
 }
 
 LogicalResult GatedDeltaGatesOp::verify() {

@@ -610,7 +610,8 @@ def Attn_L2NormOp : Attn_Op<"l2_norm", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def Attn_CausalConv1dOp : Attn_Op<"causal_conv1d", [Pure]> {
+def Attn_CausalConv1dOp : Attn_Op<"causal_conv1d", [Pure,
+    AttrSizedOperandSegments]> {
   let summary = "causal depthwise 1-D convolution with its state, then SiLU";
   let description = [{
     Gated DeltaNet's short convolution over the channels of q, k and v
@@ -619,8 +620,9 @@ def Attn_CausalConv1dOp : Attn_Op<"causal_conv1d", [Pure]> {
     `[batch, seq, C]`, `weight` `[C, K]` (the checkpoint's `[C, 1, K]`
     squeezed), and for channel c at token t
 
-        y[t, c] = silu(Σ_{i<K} w[c, i] · x[t − K + 1 + i, c])
+        y[t, c] = silu(Σ_{i<K} w[c, i] · x[t − K + 1 + i, c] + bias[c])
 
+    (Mamba2's convolution over x, B and C has the optional `bias` `[C]`),
     where positions before the sequence read the optional `state`
     `[batch, C, K − 1]` (the last K − 1 inputs of the previous call, oldest
     first; zeros without it). The second result is the new state: the last
@@ -633,11 +635,13 @@ def Attn_CausalConv1dOp : Attn_Op<"causal_conv1d", [Pure]> {
     ```
   }];
   let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$weight,
+                       Optional<Attn_FloatTensor>:$bias,
                        Optional<Attn_FloatTensor>:$state);
   let results = (outs Attn_FloatTensor:$result,
                       Attn_FloatTensor:$final_state);
   let assemblyFormat = [{
-    $input `,` $weight (`state` `(` $state^ `:` type($state) `)`)? attr-dict
+    $input `,` $weight (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`state` `(` $state^ `:` type($state) `)`)? attr-dict
     `:` `(` type($input) `,` type($weight) `)` `->` `(` type($result) `,`
     type($final_state) `)`
   }];
@@ -652,7 +656,9 @@ def Attn_GatedDeltaGatesOp : Attn_Op<"gated_delta_gates", [Pure]> {
     `Qwen3NextGatedDeltaNet` computes them (in f32): `a` and `b` are
     `[batch, seq, Hv]` (from `in_proj_ba`), `A_log` and `dt_bias` `[Hv]`.
     The results are laid out `[batch, Hv, seq]`, as `attn.gated_delta_rule`
-    takes them.
+    takes them. With `beta_is_dt` (Mamba2: `a` is in_proj's dt) beta is
+    `dt = softplus(a + dt_bias)` itself, the factor of the gate
+    `g = −exp(A_log) · dt`, and `b` is not read.
 
     ```mlir
     %g, %beta = attn.gated_delta_gates %a, %b, %A_log, %dt_bias
@@ -661,7 +667,8 @@ def Attn_GatedDeltaGatesOp : Attn_Op<"gated_delta_gates", [Pure]> {
     ```
   }];
   let arguments = (ins Attn_FloatTensor:$a, Attn_FloatTensor:$b,
-                       Attn_FloatTensor:$a_log, Attn_FloatTensor:$dt_bias);
+                       Attn_FloatTensor:$a_log, Attn_FloatTensor:$dt_bias,
+                       UnitAttr:$beta_is_dt);
   let results = (outs Attn_FloatTensor:$gate, Attn_FloatTensor:$beta);
   let assemblyFormat = [{
     $a `,` $b `,` $a_log `,` $dt_bias attr-dict `:`
@@ -675,7 +682,10 @@ def Attn_GatedRMSNormOp : Attn_Op<"gated_rms_norm", [Pure]> {
   let description = [{
     `y = x / sqrt(mean(x²) + epsilon) · w · silu(z)` over the last dimension
     (transformers' `Qwen3NextRMSNormGated`: a plain weight, no unit offset);
-    `gate` has the shape of `input`, `weight` the size of its last dim.
+    `gate` has the shape of `input`, `weight` the size of its last dim. With
+    `gate_first` the gate comes before the norm (Mamba2's
+    `MambaRMSNormGated`, norm_before_gate false): `u = x · silu(z)`,
+    `y = u / sqrt(mean(u²) + epsilon) · w`.
 
     ```mlir
     %y = attn.gated_rms_norm %o, %z, %w {epsilon = 1.0e-06 : f64}
@@ -684,10 +694,33 @@ def Attn_GatedRMSNormOp : Attn_Op<"gated_rms_norm", [Pure]> {
     ```
   }];
   let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$gate,
-                       Attn_FloatTensor:$weight, F64Attr:$epsilon);
+                       Attn_FloatTensor:$weight, F64Attr:$epsilon,
+                       UnitAttr:$gate_first);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $gate `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_SkipAddOp : Attn_Op<"skip_add", [Pure]> {
+  let summary = "add a per-head multiple of the input (Mamba2's D skip)";
+  let description = [{
+    `y[b, h, t, :] = input[b, h, t, :] + d[h] · x[b, h, t, :]` over
+    `[batch, heads, seq, head_dim]` tensors, `d` `[heads]`: Mamba2 adds
+    `D · x` to the SSD's output (transformers' `D_residual`).
+
+    ```mlir
+    %y = attn.skip_add %o, %x, %d
+        : (tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>, tensor<8xf32>)
+          -> tensor<?x8x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$x,
+                       Attn_FloatTensor:$d);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $x `,` $d attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -1351,6 +1351,30 @@ func.func @conv_state(%x: tensor<1x8x96xf32>, %w: tensor<96x4xf32>, %s0: tensor<
 
 // -----
 
+func.func @conv_bias(%x: tensor<1x8x96xf32>, %w: tensor<96x4xf32>, %b: tensor<64xf32>) {
+  // expected-error @+1 {{expects a bias [channels] = [96], got 'tensor<64xf32>'}}
+  %y, %s = attn.causal_conv1d %x, %w bias(%b : tensor<64xf32>) : (tensor<1x8x96xf32>, tensor<96x4xf32>) -> (tensor<1x8x96xf32>, tensor<1x96x3xf32>)
+  return
+}
+
+// -----
+
+func.func @skip_add_d(%o: tensor<1x4x8x16xf32>, %d: tensor<8xf32>) {
+  // expected-error @+1 {{expects d [heads] = [4], got 'tensor<8xf32>'}}
+  %y = attn.skip_add %o, %o, %d : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<8xf32>) -> tensor<1x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @skip_add_x(%o: tensor<1x4x8x16xf32>, %x: tensor<1x4x8x8xf32>, %d: tensor<4xf32>) {
+  // expected-error @+1 {{expects x and the result of the input's type 'tensor<1x4x8x16xf32>', got 'tensor<1x4x8x8xf32>' and 'tensor<1x4x8x16xf32>'}}
+  %y = attn.skip_add %o, %x, %d : (tensor<1x4x8x16xf32>, tensor<1x4x8x8xf32>, tensor<4xf32>) -> tensor<1x4x8x16xf32>
+  return
+}
+
+// -----
+
 func.func @conv_kernel(%x: tensor<1x8x96xf32>, %w: tensor<96x?xf32>) {
   // expected-error @+1 {{expects a weight [channels, kernel] with a static kernel width >= 1, got 'tensor<96x?xf32>'}}
   %y, %s = attn.causal_conv1d %x, %w : (tensor<1x8x96xf32>, tensor<96x?xf32>) -> (tensor<1x8x96xf32>, tensor<1x96x3xf32>)

@@ -228,6 +228,25 @@ func.func @gated_delta_graph(%x: tensor<?x?x96xf32>, %w: tensor<96x4xf32>,
   return %y, %st, %qn, %g, %beta, %n : tensor<?x?x96xf32>, tensor<?x96x3xf32>, tensor<?x2x?x16xf32>, tensor<?x4x?xf32>, tensor<?x4x?xf32>, tensor<?x?x4x8xf32>
 }
 
+// Mamba2's: the convolution with its bias, dt as beta, the D skip, the
+// gated RMSNorm with the gate first.
+// CHECK-LABEL: func.func @mamba_graph
+func.func @mamba_graph(%x: tensor<?x?x96xf32>, %w: tensor<96x4xf32>,
+                       %cb: tensor<96xf32>, %s0: tensor<?x96x3xf32>,
+                       %dt: tensor<?x?x4xf32>, %hv: tensor<4xf32>,
+                       %o: tensor<?x4x?x8xf32>, %m: tensor<?x?x32xf32>,
+                       %nw: tensor<32xf32>) {
+  // CHECK: attn.causal_conv1d %{{.*}}, %{{.*}} bias(%{{.*}} : tensor<96xf32>) state(%{{.*}} : tensor<?x96x3xf32>)
+  %y, %st = attn.causal_conv1d %x, %w bias(%cb : tensor<96xf32>) state(%s0 : tensor<?x96x3xf32>) : (tensor<?x?x96xf32>, tensor<96x4xf32>) -> (tensor<?x?x96xf32>, tensor<?x96x3xf32>)
+  // CHECK: attn.gated_delta_gates {{.*}} {beta_is_dt}
+  %g, %beta = attn.gated_delta_gates %dt, %dt, %hv, %hv {beta_is_dt} : (tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<?x4x?xf32>, tensor<?x4x?xf32>)
+  // CHECK: attn.skip_add %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4xf32>) -> tensor<?x4x?x8xf32>
+  %d = attn.skip_add %o, %o, %hv : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4xf32>) -> tensor<?x4x?x8xf32>
+  // CHECK: attn.gated_rms_norm {{.*}} {epsilon = 9.9999999999999995E-7 : f64, gate_first}
+  %n = attn.gated_rms_norm %m, %m, %nw {epsilon = 1.0e-06 : f64, gate_first} : (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return
+}
+
 // attn.paged_sdpa: K/V in page pools [num_pages, Hkv, page_size, d], an i32
 // block table, a causal sliding window and a softcap.
 // CHECK-LABEL: func.func @paged

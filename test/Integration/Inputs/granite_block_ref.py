@@ -1,0 +1,260 @@
+"""Float64 reference for IBM Granite-4.0-H's two layer types (a
+granitemoehybrid config), as transformers' modeling_granitemoehybrid.py
+writes them, against an executable's `block`.
+
+The config's own fields (with GraniteMoeHybridConfig's defaults) give the
+shapes, so nothing comes from the compiler. Random weights under their
+checkpoint names go into a .safetensors file.
+
+Mamba2 layers (GraniteMoeHybridMambaLayer.torch_forward after
+input_layernorm): in_proj (bias with mamba_proj_bias) giving [gate (I),
+x B C (I + 2 G N), dt (H)]; the causal depthwise conv1d over x B C with its
+bias and SiLU (its state: the last K - 1 inputs); dt = softplus(dt +
+dt_bias); A = -exp(A_log); the SSD token by token, per head h reading group
+h // (H / G): S <- exp(dt A) S + B (dt x)^T, y = S^T C (the state [N, P],
+N = d_state, P = the head dim: the transpose of transformers'
+ssm_states [P, N]); y + D x; GraniteMoeHybridRMSNormGated over the whole
+intermediate size, the gate first: u = y silu(gate), u / rms(u) * w;
+out_proj; the residual with residual_multiplier.
+
+Attention layers (GraniteMoeHybridAttention): q/k/v/o projections,
+rotate-half RoPE over the whole head with position_embedding_type "rope"
+(none otherwise), scores scaled by attention_multiplier, causal GQA, the
+residual with residual_multiplier.
+
+For a Mamba2 layer the states are passed along: prefill in one call, split
+in two calls, and prefill then token-by-token decode must all match the
+float64 layer run over the whole sequence (outputs and final states).
+
+usage: granite_block_ref.py EXE CONFIG --layer L [--seq S] [--batch B]
+Prints one `ok`/`FAIL` line per case; exit 1 on a failure.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from block_ref import attention, rms_norm, rope, write_safetensors  # noqa: E402
+
+TOL = 1e-5
+
+
+def rel(a, b):
+    if a.shape != b.shape or not np.all(np.isfinite(a)):
+        return np.inf
+    return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-30))
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def softplus(x):
+    return np.where(x > 20, x, np.log1p(np.exp(np.minimum(x, 20))))
+
+
+def layer_types(cfg):
+    return cfg.get("layer_types") or ["mamba"] * cfg["num_hidden_layers"]
+
+
+def mamba_dims(cfg):
+    H = cfg["hidden_size"]
+    inner = cfg.get("mamba_expand", 2) * H
+    heads = cfg.get("mamba_n_heads", 128)
+    dh = cfg.get("mamba_d_head", "auto")
+    p = inner // heads if dh == "auto" else dh
+    g = cfg.get("mamba_n_groups", 1)
+    n = cfg.get("mamba_d_state", 256)
+    return heads, g, n, p, cfg.get("mamba_d_conv", 4)
+
+
+def attention_layer(cfg, t, pre, x):
+    H = cfg["hidden_size"]
+    hq = cfg["num_attention_heads"]
+    hkv = cfg.get("num_key_value_heads", hq)
+    d = H // hq
+    eps = cfg.get("rms_norm_eps", 1e-6)
+    rm = cfg.get("residual_multiplier", 1.0)
+    B, S, _ = x.shape
+    a = pre + "self_attn."
+    h = rms_norm(x, t[pre + "input_layernorm.weight"], eps, False)
+    heads = lambda y, n: y.reshape(B, S, n, d).transpose(0, 2, 1, 3)
+    q = heads(h @ t[a + "q_proj.weight"].T, hq)
+    k = heads(h @ t[a + "k_proj.weight"].T, hkv)
+    v = heads(h @ t[a + "v_proj.weight"].T, hkv)
+    if cfg.get("position_embedding_type") == "rope":
+        theta = cfg.get("rope_theta", 10000.0)
+        q, k = rope(q, theta, d), rope(k, theta, d)
+    o = attention(q, k, v, cfg.get("attention_multiplier", 1.0), 0, 0)
+    o = o.transpose(0, 2, 1, 3).reshape(B, S, hq * d)
+    return x + (o @ t[a + "o_proj.weight"].T) * rm
+
+
+def mamba_layer(cfg, t, pre, x, conv_state, state):
+    """x [B, S, H], conv_state [B, C, K-1], state [B, heads, N, P] ->
+    y, conv_state', state'."""
+    heads, g, n, p, K = mamba_dims(cfg)
+    inner = heads * p
+    C = inner + 2 * g * n
+    eps = cfg.get("rms_norm_eps", 1e-6)
+    rm = cfg.get("residual_multiplier", 1.0)
+    B, S, _ = x.shape
+    a = pre + "mamba."
+    bias = lambda name: t.get(a + name, 0.0)
+    h = rms_norm(x, t[pre + "input_layernorm.weight"], eps, False)
+    proj = h @ t[a + "in_proj.weight"].T + bias("in_proj.bias")
+    gate, xbc, dt = proj[..., :inner], proj[..., inner:inner + C], proj[..., inner + C:]
+    xs = np.concatenate([conv_state.transpose(0, 2, 1), xbc], 1)
+    w = t[a + "conv1d.weight"][:, 0, :]                     # [C, K]
+    y = sum(w[:, j] * xs[:, j:j + S, :] for j in range(K)) + bias("conv1d.bias")
+    y = silu(y)
+    new_conv = xs[:, S:, :].transpose(0, 2, 1)
+    xh = y[..., :inner].reshape(B, S, heads, p)
+    Bm = y[..., inner:inner + g * n].reshape(B, S, g, n)
+    Cm = y[..., inner + g * n:].reshape(B, S, g, n)
+    dt = softplus(dt + t[a + "dt_bias"])                    # [B, S, heads]
+    A = -np.exp(t[a + "A_log"])
+    st = state.copy()
+    out = np.zeros((B, S, heads, p))
+    r = heads // g
+    for b in range(B):
+        for hh in range(heads):
+            for s in range(S):
+                st[b, hh] = (st[b, hh] * np.exp(dt[b, s, hh] * A[hh]) +
+                             np.outer(Bm[b, s, hh // r], dt[b, s, hh] * xh[b, s, hh]))
+                out[b, s, hh] = st[b, hh].T @ Cm[b, s, hh // r]
+    out = out + t[a + "D"][:, None] * xh
+    u = out.reshape(B, S, inner) * silu(gate)
+    u = u / np.sqrt((u * u).mean(-1, keepdims=True) + eps) * t[a + "norm.weight"]
+    o = u @ t[a + "out_proj.weight"].T + bias("out_proj.bias")
+    return x + o * rm, new_conv, st
+
+
+def weights(cfg, L, mamba, rng):
+    H = cfg["hidden_size"]
+    pre = f"model.layers.{L}."
+    w = lambda *shape: (rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(np.float32)
+    small = lambda n: (rng.standard_normal(n) * 0.1).astype(np.float32)
+    t = {pre + "input_layernorm.weight": (1 + small(H)).astype(np.float32)}
+    if mamba:
+        heads, g, n, p, K = mamba_dims(cfg)
+        inner = heads * p
+        C = inner + 2 * g * n
+        a = pre + "mamba."
+        t[a + "in_proj.weight"] = w(inner + C + heads, H)
+        t[a + "conv1d.weight"] = (rng.standard_normal((C, 1, K)) * 0.5).astype(np.float32)
+        if cfg.get("mamba_conv_bias", True):
+            t[a + "conv1d.bias"] = small(C)
+        if cfg.get("mamba_proj_bias", False):
+            t[a + "in_proj.bias"] = small(inner + C + heads)
+            t[a + "out_proj.bias"] = small(H)
+        t[a + "dt_bias"] = small(heads)
+        t[a + "A_log"] = (rng.standard_normal(heads) * 0.5 - 1).astype(np.float32)
+        t[a + "D"] = (1 + small(heads)).astype(np.float32)
+        t[a + "norm.weight"] = (1 + small(inner)).astype(np.float32)
+        t[a + "out_proj.weight"] = w(H, inner)
+    else:
+        hq = cfg["num_attention_heads"]
+        hkv = cfg.get("num_key_value_heads", hq)
+        d = H // hq
+        a = pre + "self_attn."
+        t[a + "q_proj.weight"] = w(hq * d, H)
+        t[a + "k_proj.weight"] = w(hkv * d, H)
+        t[a + "v_proj.weight"] = w(hkv * d, H)
+        t[a + "o_proj.weight"] = w(H, hq * d)
+    return t, pre
+
+
+def block(exe, layer, wpath, work, n, x, conv=None, state=None):
+    """Runs `block`; returns y (and the states when conv is given)."""
+    p = lambda name: os.path.join(work, f"{name}{n}.npy")
+    np.save(p("x"), x.astype(np.float32))
+    cmd = [exe, "block", "--layer", str(layer), "--weights", wpath,
+           "--x", p("x"), "--out", p("y")]
+    if conv is not None:
+        np.save(p("c0"), conv.astype(np.float32))
+        np.save(p("s0"), state.astype(np.float32))
+        cmd += ["--conv-state-in", p("c0"), "--state-in", p("s0"),
+                "--conv-state-out", p("c1"), "--state-out", p("s1")]
+    subprocess.run(cmd, check=True)
+    y = np.load(p("y"))
+    if conv is None:
+        return y
+    return y, np.load(p("c1")), np.load(p("s1"))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("exe")
+    ap.add_argument("config")
+    ap.add_argument("--layer", type=int, required=True)
+    ap.add_argument("--seq", type=int, default=37)
+    ap.add_argument("--batch", type=int, default=2)
+    args = ap.parse_args()
+    cfg = json.load(open(args.config))
+    L = args.layer
+    mamba = layer_types(cfg)[L] == "mamba"
+    rng = np.random.default_rng(L + 11)
+    t, pre = weights(cfg, L, mamba, rng)
+    T = {k: v.astype(np.float64) for k, v in t.items()}
+    B, S, H = args.batch, args.seq, cfg["hidden_size"]
+    x = rng.standard_normal((B, S, H)).astype(np.float32)
+    ok = True
+
+    def report(name, err):
+        nonlocal ok
+        good = err <= TOL
+        ok = ok and good
+        print(f"{'ok' if good else 'FAIL'} {name} max_rel_err={err:.3e}")
+
+    with tempfile.TemporaryDirectory() as work:
+        wpath = os.path.join(work, "w.safetensors")
+        write_safetensors(wpath, t)
+        calls = iter(range(1, 1 << 20))
+        run = lambda *a: block(args.exe, L, wpath, work, next(calls), *a)
+        if not mamba:
+            ref = attention_layer(cfg, T, pre, x.astype(np.float64))
+            report(f"attention block B={B} S={S}", rel(run(x), ref))
+            return 0 if ok else 1
+        heads, g, n, p, K = mamba_dims(cfg)
+        C = heads * p + 2 * g * n
+        zc, zs = np.zeros((B, C, K - 1)), np.zeros((B, heads, n, p))
+        ref, rc, rs = mamba_layer(cfg, T, pre, x.astype(np.float64), zc, zs)
+        report(f"mamba block B={B} S={S} (no state given)", rel(run(x), ref))
+        y, c1, s1 = run(x, zc, zs)
+        report(f"mamba block B={B} S={S} output", rel(y, ref))
+        report(f"mamba block B={B} S={S} conv state", rel(c1, rc))
+        report(f"mamba block B={B} S={S} ssm state", rel(s1, rs))
+        if S >= 2:
+            cut = S // 2 + 1
+            y1, c, s = run(x[:, :cut], zc, zs)
+            y2, c, s = run(x[:, cut:], c, s)
+            report(f"mamba block split {cut}+{S - cut}",
+                   max(rel(np.concatenate([y1, y2], 1), ref), rel(c, rc),
+                       rel(s, rs)))
+            steps = min(6, S - 1)
+            y0, c, s = run(x[:, :S - steps], zc, zs)
+            ys = [y0]
+            for i in range(S - steps, S):
+                yi, c, s = run(x[:, i:i + 1], c, s)
+                ys.append(yi)
+            report(f"mamba block prefill {S - steps} + {steps} decode steps",
+                   max(rel(np.concatenate(ys, 1), ref), rel(c, rc),
+                       rel(s, rs)))
+        # One step against random (nonzero) states.
+        c0 = rng.standard_normal((B, C, K - 1))
+        s0 = rng.standard_normal((B, heads, n, p)) * 0.3
+        r1, rc1, rs1 = mamba_layer(cfg, T, pre, x[:, :1].astype(np.float64), c0, s0)
+        y, c, s = run(x[:, :1], c0, s0)
+        report("mamba block S=1 from random states",
+               max(rel(y, r1), rel(c, rc1), rel(s, rs1)))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
