@@ -559,18 +559,43 @@ Value Emitter::feedForward(Location loc, const LayerSpec &l, const Weights &w,
            f.placement == FFNPlacement::PrePost)
     in = norm(loc, l, r, get("ffn_norm_weight"), get("ffn_norm_bias"));
   auto act = ActivationAttr::get(ctx, *symbolizeActivation(f.activation));
+  // Gate and up as the first and second halves of `gateUp`'s dim `dim`
+  // (Phi-3's gate_up_proj, GraniteMoeHybrid's input_linear).
+  auto halves = [&](Value gateUp, int64_t dim) -> std::pair<Value, Value> {
+    auto ty = cast<RankedTensorType>(gateUp.getType());
+    SmallVector<int64_t> shape(ty.getShape());
+    shape[dim] /= 2;
+    SmallVector<OpFoldResult> sizes, gateAt, upAt;
+    for (int64_t i = 0; i < ty.getRank(); ++i) {
+      sizes.push_back(b.getIndexAttr(shape[i]));
+      gateAt.push_back(b.getIndexAttr(0));
+      upAt.push_back(b.getIndexAttr(i == dim ? shape[i] : 0));
+    }
+    SmallVector<OpFoldResult> strides(ty.getRank(), b.getIndexAttr(1));
+    Value g = tensor::ExtractSliceOp::create(b, loc, tensor(shape), gateUp,
+                                             gateAt, sizes, strides);
+    Value u = tensor::ExtractSliceOp::create(b, loc, tensor(shape), gateUp,
+                                             upAt, sizes, strides);
+    return {g, u};
+  };
   Value y;
   if (f.kind == FFNKind::MoE) {
+    Value eGate = get("ffn_experts_gate_weight"),
+          eUp = get("ffn_experts_up_weight");
+    if (Value gateUp = get("ffn_experts_gate_up_weight"))
+      std::tie(eGate, eUp) = halves(gateUp, 1);
+    Value sGate = get("ffn_shared_gate_weight"),
+          sUp = get("ffn_shared_up_weight");
+    if (Value gateUp = get("ffn_shared_gate_up_weight"))
+      std::tie(sGate, sUp) = halves(gateUp, 0);
     y = MoEOp::create(
         b, loc, in.getType(), in, get("ffn_router_weight"),
-        get("ffn_score_bias"), get("ffn_experts_gate_weight"),
-        get("ffn_experts_up_weight"), get("ffn_experts_down_weight"),
-        get("ffn_shared_gate_weight"), get("ffn_shared_up_weight"),
-        get("ffn_shared_down_weight"), get("ffn_shared_expert_gate_weight"),
-        get("ffn_router_bias"), get("ffn_experts_gate_bias"),
-        get("ffn_experts_up_bias"), get("ffn_experts_down_bias"), act,
-        b.getI64IntegerAttr(f.topK), unit(f.normTopK),
-        b.getF64FloatAttr(f.normEpsilon),
+        get("ffn_score_bias"), eGate, eUp, get("ffn_experts_down_weight"),
+        sGate, sUp, get("ffn_shared_down_weight"),
+        get("ffn_shared_expert_gate_weight"), get("ffn_router_bias"),
+        get("ffn_experts_gate_bias"), get("ffn_experts_up_bias"),
+        get("ffn_experts_down_bias"), act, b.getI64IntegerAttr(f.topK),
+        unit(f.normTopK), b.getF64FloatAttr(f.normEpsilon),
         RouterScoringAttr::get(ctx, f.scoring == ExpertScoring::Sigmoid
                                         ? attn::RouterScoring::sigmoid
                                         : attn::RouterScoring::softmax),
@@ -583,20 +608,8 @@ Value Emitter::feedForward(Location loc, const LayerSpec &l, const Weights &w,
         b.getF64FloatAttr(f.swigluAlpha), unit(f.scaleInput));
   } else if (f.kind == FFNKind::Gated) {
     Value gate = get("ffn_gate_weight"), up = get("ffn_up_weight");
-    if (Value gateUp = get("ffn_gate_up_weight")) {
-      // Phi-3's gate_up_proj: [gate | up] along the output features.
-      auto half = tensor({f.intermediate, spec.hiddenSize});
-      SmallVector<OpFoldResult> sizes = {b.getIndexAttr(f.intermediate),
-                                         b.getIndexAttr(spec.hiddenSize)};
-      SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
-      SmallVector<OpFoldResult> gateAt(2, b.getIndexAttr(0));
-      SmallVector<OpFoldResult> upAt = {b.getIndexAttr(f.intermediate),
-                                        b.getIndexAttr(0)};
-      gate = tensor::ExtractSliceOp::create(b, loc, half, gateUp, gateAt,
-                                            sizes, strides);
-      up = tensor::ExtractSliceOp::create(b, loc, half, gateUp, upAt, sizes,
-                                          strides);
-    }
+    if (Value gateUp = get("ffn_gate_up_weight"))
+      std::tie(gate, up) = halves(gateUp, 0);
     y = GatedMLPOp::create(b, loc, in.getType(), in, gate, up,
                            get("ffn_down_weight"), act);
   } else {
@@ -607,6 +620,8 @@ Value Emitter::feedForward(Location loc, const LayerSpec &l, const Weights &w,
   if (f.placement == FFNPlacement::PrePost ||
       f.placement == FFNPlacement::Output)
     y = norm(loc, l, y, get("ffn_post_norm_weight"), Value());
+  if (l.residualScale != 1.0)
+    y = ScaleOp::create(b, loc, y, b.getF64FloatAttr(l.residualScale));
   Value out = AddOp::create(b, loc, r, y);
   if (f.placement == FFNPlacement::Post)
     out = norm(loc, l, out, get("ffn_norm_weight"), get("ffn_norm_bias"));

@@ -60,20 +60,21 @@ std::string prefixOf(const std::string &name, llvm::StringRef suffix) {
 
 /// GraniteMoeHybridDecoderLayer: after every layer's mixer (Mamba2 or
 /// attention), post_attention_layernorm, then a mixture of experts
-/// (block_sparse_moe: router.layer [E, hidden], top-k of the logits
-/// softmaxed among themselves; each expert's input_linear [2I, hidden] =
-/// gate and up halves, output_linear [hidden, I]) plus the shared MLP
-/// (shared_mlp.input_linear / output_linear, shared_intermediate_size),
-/// its output scaled by residual_multiplier. Recorded, not compiled yet.
+/// (block_sparse_moe: router.layer [E, hidden], the top-k logits softmaxed
+/// among themselves, i.e. normalized top-k softmax; each expert's
+/// input_linear [2I, hidden] = gate and up halves, output_linear [hidden,
+/// I]) plus the shared MLP (shared_mlp.input_linear [2S, hidden] halves,
+/// output_linear), or the shared MLP alone with num_local_experts 0; the
+/// sum scaled by residual_multiplier (LayerSpec::residualScale) before the
+/// residual.
 bool readGraniteMoE(FieldReader &r, ModelSpec &spec) {
   FFNSpec f;
-  f.kind = FFNKind::MoE;
   f.intermediate = r.optInt({"intermediate_size"}, 1, kMaxIntermediate, 11008)
                        .value_or(11008);
   f.numExperts = r.optInt({"num_local_experts"}, 0, 1 << 20, 8).value_or(8);
   f.topK = r.optInt({"num_experts_per_tok"}, 1, 1 << 20, 2).value_or(2);
   f.sharedIntermediate =
-      r.optInt({"shared_intermediate_size"}, 0, kMaxIntermediate, 1024)
+      r.optInt({"shared_intermediate_size"}, 1, kMaxIntermediate, 1024)
           .value_or(1024);
   readActivation(r, "hidden_act", "silu", f);
   if (r.failed())
@@ -84,15 +85,31 @@ bool readGraniteMoE(FieldReader &r, ModelSpec &spec) {
         << f.numExperts << "); accepted: 1 to num_local_experts";
     return false;
   }
-  if (f.unsupported.empty())
-    f.unsupported =
-        "granitemoehybrid's mixture of experts (block_sparse_moe with "
-        "input_linear's gate and up halves, plus shared_mlp, scaled by "
-        "residual_multiplier) is not compiled yet";
   for (LayerSpec &l : spec.layers) {
     std::string p = "model.layers." + std::to_string(l.layerInStack) + ".";
-    l.ffn = f;
-    l.ffn.norm.weight = p + "post_attention_layernorm.weight";
+    FFNSpec lf = f;
+    lf.norm.weight = p + "post_attention_layernorm.weight";
+    std::string shared = p + "shared_mlp.";
+    if (f.numExperts == 0) {
+      // The shared MLP alone: a gated network, gate and up the halves of
+      // input_linear's rows (as Phi-3's gate_up_proj).
+      lf.kind = FFNKind::Gated;
+      lf.intermediate = f.sharedIntermediate;
+      lf.sharedIntermediate = 0;
+      lf.gateUp.weight = shared + "input_linear.weight";
+      lf.down.weight = shared + "output_linear.weight";
+    } else {
+      std::string moe = p + "block_sparse_moe.";
+      lf.kind = FFNKind::MoE;
+      lf.scoring = ExpertScoring::Softmax;
+      lf.normTopK = true;
+      lf.router.weight = moe + "router.layer.weight";
+      lf.gateUp.weight = moe + "input_linear.weight";
+      lf.down.weight = moe + "output_linear.weight";
+      lf.sharedGateUp.weight = shared + "input_linear.weight";
+      lf.sharedDown.weight = shared + "output_linear.weight";
+    }
+    l.ffn = lf;
   }
   return true;
 }

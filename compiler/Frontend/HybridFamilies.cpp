@@ -14,8 +14,8 @@
 // Mamba2 mixer (in_proj, the convolution over x, B and C with its bias,
 // dt = softplus(dt + dt_bias), the SSD, the D skip, the gated RMSNorm with
 // the gate first, out_proj) or the attention, each with its pre-norm and
-// residual_multiplier. Not yet: the mixture of experts with its shared MLP
-// that closes every layer (FFNSpec::unsupported), hence no `<kind>_layer`.
+// residual_multiplier; the layers, closed by the mixture of experts with its
+// shared MLP (FeedForward.cpp's readGraniteMoE).
 //
 //===----------------------------------------------------------------------===//
 

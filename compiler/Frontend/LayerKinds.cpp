@@ -163,6 +163,7 @@ std::vector<WeightArg> mlir::attn::ffnWeights(const ModelSpec &spec,
     int upSrc = !fused          ? 0
                 : f.halvesGateUp ? kWeightUpOfGateUpHalves
                                  : kWeightUpOfGateUp;
+    w.add("ffn_experts_gate_up_weight", {e, 2 * n, h}, f.gateUp.weight);
     w.add("ffn_experts_gate_weight", {e, n, h}, f.gate.weight, false,
           gateSrc);
     w.add("ffn_experts_up_weight", {e, n, h}, f.up.weight, false, upSrc);
@@ -173,6 +174,7 @@ std::vector<WeightArg> mlir::attn::ffnWeights(const ModelSpec &spec,
     w.add("ffn_experts_up_bias", {e, n}, f.expertGateUpBias, false,
           kWeightUpOfBias);
     w.add("ffn_experts_down_bias", {e, h}, f.expertDownBias);
+    w.add("ffn_shared_gate_up_weight", {2 * s, h}, f.sharedGateUp.weight);
     w.add("ffn_shared_gate_weight", {s, h}, f.sharedGate.weight);
     w.add("ffn_shared_up_weight", {s, h}, f.sharedUp.weight);
     w.add("ffn_shared_down_weight", {h, s}, f.sharedDown.weight);

@@ -134,6 +134,10 @@ struct FFNSpec {
   int64_t numExperts = 0, topK = 0, sharedIntermediate = 0;
   bool normTopK = false;
   Proj router, sharedGate, sharedUp, sharedDown, sharedExpertGate;
+  /// Gate and up as the two halves of one tensor's rows (GraniteMoeHybrid's
+  /// input_linear, as stored [out, in]): the experts' [E, 2I, H] (MoE: in
+  /// `gateUp`) and the shared MLP's [2S, H] (here).
+  Proj sharedGateUp;
   /// Routing options (one implementation, transformers' routers as data):
   /// the scores, a per-expert bias added for the selection only
   /// (DeepSeek-V3's e_score_correction_bias: `router.bias`'s role is

@@ -22,11 +22,23 @@ rotate-half RoPE over the whole head with position_embedding_type "rope"
 (none otherwise), scores scaled by attention_multiplier, causal GQA, the
 residual with residual_multiplier.
 
+With --entry layer, the whole decoder layer (`layer`): the block, then
+post_attention_layernorm and the mixture of experts (GraniteMoeHybridMoE:
+the router's top-k logits softmaxed among themselves, each expert's
+input_linear [2I, H] halves as gate and up, SiLU(gate) * up,
+output_linear) plus the shared MLP (input_linear [2S, H] halves,
+output_linear), or the shared MLP alone with num_local_experts 0, the sum
+scaled by residual_multiplier.
+
 For a Mamba2 layer the states are passed along: prefill in one call, split
 in two calls, and prefill then token-by-token decode must all match the
 float64 layer run over the whole sequence (outputs and final states).
 
+With --entry model, `model` over every layer from fresh states against the
+float64 layers in sequence (--layer is then ignored).
+
 usage: granite_block_ref.py EXE CONFIG --layer L [--seq S] [--batch B]
+       [--entry block|layer|model]
 Prints one `ok`/`FAIL` line per case; exit 1 on a failure.
 """
 import argparse
@@ -170,11 +182,61 @@ def weights(cfg, L, mamba, rng):
     return t, pre
 
 
-def block(exe, layer, wpath, work, n, x, conv=None, state=None):
-    """Runs `block`; returns y (and the states when conv is given)."""
+def feed_forward(cfg, t, pre, x):
+    """GraniteMoeHybridDecoderLayer after the mixer's residual."""
+    eps = cfg.get("rms_norm_eps", 1e-6)
+    rm = cfg.get("residual_multiplier", 1.0)
+    E = cfg.get("num_local_experts", 8)
+    k = cfg.get("num_experts_per_tok", 2)
+    h = rms_norm(x, t[pre + "post_attention_layernorm.weight"], eps, False)
+
+    def glu(v, w_in, w_out):
+        gu = v @ w_in.T
+        half = gu.shape[-1] // 2
+        return (silu(gu[..., :half]) * gu[..., half:]) @ w_out.T
+
+    s = pre + "shared_mlp."
+    y = glu(h, t[s + "input_linear.weight"], t[s + "output_linear.weight"])
+    if E > 0:
+        m = pre + "block_sparse_moe."
+        logits = h @ t[m + "router.layer.weight"].T            # [B, S, E]
+        top = np.argsort(-logits, -1, kind="stable")[..., :k]
+        tl = np.take_along_axis(logits, top, -1)
+        gates = np.exp(tl - tl.max(-1, keepdims=True))
+        gates /= gates.sum(-1, keepdims=True)
+        for b in range(h.shape[0]):
+            for i in range(h.shape[1]):
+                for j in range(k):
+                    e = top[b, i, j]
+                    y[b, i] += gates[b, i, j] * glu(
+                        h[b, i], t[m + "input_linear.weight"][e],
+                        t[m + "output_linear.weight"][e])
+    return x + y * rm
+
+
+def ffn_weights(cfg, L, rng, t):
+    H = cfg["hidden_size"]
+    pre = f"model.layers.{L}."
+    w = lambda *shape: (rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(np.float32)
+    E = cfg.get("num_local_experts", 8)
+    inter = cfg.get("intermediate_size", 11008)
+    S = cfg.get("shared_intermediate_size", 1024)
+    t[pre + "post_attention_layernorm.weight"] = (1 + rng.standard_normal(H) * 0.1).astype(np.float32)
+    t[pre + "shared_mlp.input_linear.weight"] = w(2 * S, H)
+    t[pre + "shared_mlp.output_linear.weight"] = w(H, S)
+    if E > 0:
+        m = pre + "block_sparse_moe."
+        t[m + "router.layer.weight"] = w(E, H)
+        t[m + "input_linear.weight"] = w(E, 2 * inter, H)
+        t[m + "output_linear.weight"] = w(E, H, inter)
+
+
+def run_entry(exe, entry, layer, wpath, work, n, x, conv=None, state=None):
+    """Runs `entry` (block or layer); returns y (and the states when conv
+    is given)."""
     p = lambda name: os.path.join(work, f"{name}{n}.npy")
     np.save(p("x"), x.astype(np.float32))
-    cmd = [exe, "block", "--layer", str(layer), "--weights", wpath,
+    cmd = [exe, entry, "--layer", str(layer), "--weights", wpath,
            "--x", p("x"), "--out", p("y")]
     if conv is not None:
         np.save(p("c0"), conv.astype(np.float32))
@@ -188,23 +250,69 @@ def block(exe, layer, wpath, work, n, x, conv=None, state=None):
     return y, np.load(p("c1")), np.load(p("s1"))
 
 
+def model(args, cfg):
+    """`model --from 0 --to N-1` over every layer (fresh states) against the
+    float64 layers one after the other."""
+    n = cfg["num_hidden_layers"]
+    rng = np.random.default_rng(3)
+    t = {}
+    for L in range(n):
+        tl, _ = weights(cfg, L, layer_types(cfg)[L] == "mamba", rng)
+        ffn_weights(cfg, L, rng, tl)
+        t.update(tl)
+    T = {k: v.astype(np.float64) for k, v in t.items()}
+    B, S, H = args.batch, args.seq, cfg["hidden_size"]
+    x = rng.standard_normal((B, S, H)).astype(np.float32)
+    ref = x.astype(np.float64)
+    for L in range(n):
+        pre = f"model.layers.{L}."
+        if layer_types(cfg)[L] == "mamba":
+            heads, g, nn_, p, K = mamba_dims(cfg)
+            C = heads * p + 2 * g * nn_
+            ref, _, _ = mamba_layer(cfg, T, pre, ref, np.zeros((B, C, K - 1)),
+                                    np.zeros((B, heads, nn_, p)))
+        else:
+            ref = attention_layer(cfg, T, pre, ref)
+        ref = feed_forward(cfg, T, pre, ref)
+    with tempfile.TemporaryDirectory() as work:
+        wpath = os.path.join(work, "w.safetensors")
+        write_safetensors(wpath, t)
+        np.save(os.path.join(work, "x.npy"), x)
+        subprocess.run([args.exe, "model", "--from", "0", "--to", str(n - 1),
+                        "--weights", wpath, "--x", os.path.join(work, "x.npy"),
+                        "--out", os.path.join(work, "y.npy")], check=True)
+        err = rel(np.load(os.path.join(work, "y.npy")), ref)
+    good = err <= TOL
+    print(f"{'ok' if good else 'FAIL'} model layers 0..{n - 1} B={B} S={S} "
+          f"max_rel_err={err:.3e}")
+    return 0 if good else 1
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("exe")
     ap.add_argument("config")
-    ap.add_argument("--layer", type=int, required=True)
+    ap.add_argument("--layer", type=int, default=0)
     ap.add_argument("--seq", type=int, default=37)
     ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--entry", choices=["block", "layer", "model"],
+                    default="block")
     args = ap.parse_args()
     cfg = json.load(open(args.config))
+    if args.entry == "model":
+        return model(args, cfg)
     L = args.layer
     mamba = layer_types(cfg)[L] == "mamba"
     rng = np.random.default_rng(L + 11)
     t, pre = weights(cfg, L, mamba, rng)
+    whole = args.entry == "layer"
+    if whole:
+        ffn_weights(cfg, L, rng, t)
     T = {k: v.astype(np.float64) for k, v in t.items()}
     B, S, H = args.batch, args.seq, cfg["hidden_size"]
     x = rng.standard_normal((B, S, H)).astype(np.float32)
     ok = True
+    what = args.entry
 
     def report(name, err):
         nonlocal ok
@@ -212,29 +320,37 @@ def main():
         ok = ok and good
         print(f"{'ok' if good else 'FAIL'} {name} max_rel_err={err:.3e}")
 
+    def ffn(y):
+        return feed_forward(cfg, T, pre, y) if whole else y
+
+    def mamba_ref(xs, conv, state):
+        y, c, s = mamba_layer(cfg, T, pre, xs, conv, state)
+        return ffn(y), c, s
+
     with tempfile.TemporaryDirectory() as work:
         wpath = os.path.join(work, "w.safetensors")
         write_safetensors(wpath, t)
         calls = iter(range(1, 1 << 20))
-        run = lambda *a: block(args.exe, L, wpath, work, next(calls), *a)
+        run = lambda *a: run_entry(args.exe, what, L, wpath, work,
+                                   next(calls), *a)
         if not mamba:
-            ref = attention_layer(cfg, T, pre, x.astype(np.float64))
-            report(f"attention block B={B} S={S}", rel(run(x), ref))
+            ref = ffn(attention_layer(cfg, T, pre, x.astype(np.float64)))
+            report(f"attention {what} B={B} S={S}", rel(run(x), ref))
             return 0 if ok else 1
         heads, g, n, p, K = mamba_dims(cfg)
         C = heads * p + 2 * g * n
         zc, zs = np.zeros((B, C, K - 1)), np.zeros((B, heads, n, p))
-        ref, rc, rs = mamba_layer(cfg, T, pre, x.astype(np.float64), zc, zs)
-        report(f"mamba block B={B} S={S} (no state given)", rel(run(x), ref))
+        ref, rc, rs = mamba_ref(x.astype(np.float64), zc, zs)
+        report(f"mamba {what} B={B} S={S} (no state given)", rel(run(x), ref))
         y, c1, s1 = run(x, zc, zs)
-        report(f"mamba block B={B} S={S} output", rel(y, ref))
-        report(f"mamba block B={B} S={S} conv state", rel(c1, rc))
-        report(f"mamba block B={B} S={S} ssm state", rel(s1, rs))
+        report(f"mamba {what} B={B} S={S} output", rel(y, ref))
+        report(f"mamba {what} B={B} S={S} conv state", rel(c1, rc))
+        report(f"mamba {what} B={B} S={S} ssm state", rel(s1, rs))
         if S >= 2:
             cut = S // 2 + 1
             y1, c, s = run(x[:, :cut], zc, zs)
             y2, c, s = run(x[:, cut:], c, s)
-            report(f"mamba block split {cut}+{S - cut}",
+            report(f"mamba {what} split {cut}+{S - cut}",
                    max(rel(np.concatenate([y1, y2], 1), ref), rel(c, rc),
                        rel(s, rs)))
             steps = min(6, S - 1)
@@ -243,15 +359,15 @@ def main():
             for i in range(S - steps, S):
                 yi, c, s = run(x[:, i:i + 1], c, s)
                 ys.append(yi)
-            report(f"mamba block prefill {S - steps} + {steps} decode steps",
+            report(f"mamba {what} prefill {S - steps} + {steps} decode steps",
                    max(rel(np.concatenate(ys, 1), ref), rel(c, rc),
                        rel(s, rs)))
         # One step against random (nonzero) states.
         c0 = rng.standard_normal((B, C, K - 1))
         s0 = rng.standard_normal((B, heads, n, p)) * 0.3
-        r1, rc1, rs1 = mamba_layer(cfg, T, pre, x[:, :1].astype(np.float64), c0, s0)
+        r1, rc1, rs1 = mamba_ref(x[:, :1].astype(np.float64), c0, s0)
         y, c, s = run(x[:, :1], c0, s0)
-        report("mamba block S=1 from random states",
+        report(f"mamba {what} S=1 from random states",
                max(rel(y, r1), rel(c, rc1), rel(s, rs1)))
     return 0 if ok else 1
 
