@@ -200,12 +200,12 @@ attn_status attn_kind_get_info(const attn_model *model, int32_t kind,
                         " is outside [0, " +
                         std::to_string(model->table->num_kinds) + ")");
   const attn_rt_kind &k = model->table->kinds[kind];
-  *info = attn_kind_info{k.name,         k.op,           k.num_heads,
-                         k.num_kv_heads, k.head_dim,     k.head_dim_v,
-                         k.causal,       k.window,       k.bias_buckets,
-                         k.scale,        k.softcap,      k.num_layers,
-                         k.layers,       kvDtype(k),     k.paged != nullptr,
-                         k.kv_lora_rank, k.rope_head_dim, k.chunk};
+  *info = attn_kind_info{
+      k.name,          k.op,         k.num_heads,        k.num_kv_heads,
+      k.head_dim,      k.head_dim_v, k.causal,           k.window,
+      k.bias_buckets,  k.scale,      k.softcap,          k.num_layers,
+      k.layers,        kvDtype(k),   k.paged != nullptr, k.kv_lora_rank,
+      k.rope_head_dim, k.chunk,      k.no_delta};
   return ATTN_OK;
 });
 }

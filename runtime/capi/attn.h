@@ -36,7 +36,7 @@
 extern "C" {
 #endif
 
-#define ATTN_API_VERSION 4
+#define ATTN_API_VERSION 5
 
 typedef enum {
   ATTN_OK = 0,
@@ -133,6 +133,11 @@ typedef struct {
    * version 4): a causal query sees the keys of its own chunk of `chunk`
    * positions; 0: none. */
   int64_t chunk;
+  /* GATED_DELTA without the delta correction (Mamba2's SSD; since API
+   * version 5): S <- e^g S + k (beta v)^T, o = S^T (scale q), with q = C,
+   * k = B (num_kv_heads the groups), v = x, beta = dt, g = dt A; 0 for
+   * every other kind. attn_gated_delta takes the same tensors. */
+  int32_t no_delta;
 } attn_kind_info;
 
 /* The API version of the library (ATTN_API_VERSION it was built with). */

@@ -185,7 +185,9 @@ attn_status kindSinks(const attn_model *model, int32_t kind,
 
 std::string describeKind(const attn_rt_kind &k) {
   return std::string(" for kind '") + k.name + "' (" +
-         (k.op == ATTN_RT_OP_SDPA ? "Hq=" : "Gated DeltaNet, Hv=") +
+         (k.op == ATTN_RT_OP_SDPA ? "Hq="
+          : k.no_delta            ? "Mamba2 SSD, Hv="
+                                  : "Gated DeltaNet, Hv=") +
          std::to_string(k.num_heads) +
          (k.op == ATTN_RT_OP_SDPA ? ", Hkv=" : ", Hk=") +
          std::to_string(k.num_kv_heads) +

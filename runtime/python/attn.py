@@ -28,7 +28,7 @@ import os
 
 import numpy as np
 
-API_VERSION = 4
+API_VERSION = 5
 F32, BF16, F16, I64, I32 = 0, 1, 2, 3, 4
 OP_SDPA, OP_GATED_DELTA = 0, 1
 _MAX_RANK = 4
@@ -70,7 +70,8 @@ class _KindInfo(ctypes.Structure):
                 ("kv_dtype", ctypes.c_int), ("paged", ctypes.c_int32),
                 ("latent_rank", ctypes.c_int64),
                 ("rope_head_dim", ctypes.c_int64),
-                ("chunk", ctypes.c_int64)]
+                ("chunk", ctypes.c_int64),
+                ("no_delta", ctypes.c_int32)]
 
 
 class Kind:
@@ -78,7 +79,9 @@ class Kind:
     ``num_heads``, ``num_kv_heads``, ``head_dim``, ``head_dim_v``,
     ``causal``, ``window``, ``bias_buckets``, ``scale``, ``softcap``,
     ``chunk`` (chunked local attention's chunk, 0: none) and ``layers``. For Gated DeltaNet: heads are value heads Hv, kv heads the
-    query/key heads Hk, head dims d_k and d_v."""
+    query/key heads Hk, head dims d_k and d_v; ``no_delta`` marks Mamba2's
+    SSD (the rule without the delta correction, q = C, k = B, v = x,
+    beta = dt, g = dt A)."""
 
     def __init__(self, index, info):
         self.index = index
@@ -95,6 +98,7 @@ class Kind:
         # dr (the cache rows r + dr wide); 0 for other kinds.
         self.latent_rank = info.latent_rank
         self.rope_head_dim = info.rope_head_dim
+        self.no_delta = bool(info.no_delta)
 
     def __repr__(self):
         op = "sdpa" if self.op == OP_SDPA else "gated_delta"

@@ -109,9 +109,10 @@ static void gdnRef(const attn_kind_info *k, int64_t B, int64_t S,
                be = beta[(b * Hv + h) * S + t];
         for (int64_t i = 0; i < dk * dv; ++i)
           st[i] *= decay;
+        /* Without the delta correction (Mamba2's SSD) kv stays 0. */
         for (int64_t j = 0; j < dv; ++j) {
           kv[j] = 0;
-          for (int64_t i = 0; i < dk; ++i)
+          for (int64_t i = 0; i < dk && !k->no_delta; ++i)
             kv[j] += st[i * dv + j] * kr[i];
         }
         for (int64_t i = 0; i < dk; ++i)
