@@ -128,9 +128,9 @@ func::FuncOp Emitter::emitLinearKind(const std::string &name,
   qh = L2NormOp::create(b, loc, qh, l2eps);
   kh = L2NormOp::create(b, loc, kh, l2eps);
   RankedTensorType gateTy = tensor({kDyn, hv, kDyn});
-  auto gates = GatedDeltaGatesOp::create(b, loc, TypeRange{gateTy, gateTy}, a,
-                                         bb, w.lookup("A_log"),
-                                         w.lookup("dt_bias"));
+  auto gates = GatedDeltaGatesOp::create(
+      b, loc, TypeRange{gateTy, gateTy}, a, bb, w.lookup("A_log"),
+      w.lookup("dt_bias"), UnitAttr(), FloatAttr(), FloatAttr());
   Value batch = tensor::DimOp::create(b, loc, vh, 0);
   Value seq = tensor::DimOp::create(b, loc, vh, 2);
   RankedTensorType oTy = headsType(hv, dv);
@@ -211,9 +211,11 @@ Emitter::MixerResult Emitter::mambaMixer(Location loc, const LayerSpec &l,
       sliceHeads(loc, y, 1, conv, inner + g * n, g * n, 1));
   // dt = softplus(dt + dt_bias) is β; the decay's log is −exp(A_log)·dt.
   RankedTensorType gateTy = tensor({kDyn, hv, kDyn});
-  auto gates = GatedDeltaGatesOp::create(b, loc, TypeRange{gateTy, gateTy}, dt,
-                                         dt, w.lookup("A_log"),
-                                         w.lookup("dt_bias"), b.getUnitAttr());
+  FloatAttr dtMin = l.dtMin ? b.getF64FloatAttr(*l.dtMin) : FloatAttr(),
+            dtMax = l.dtMax ? b.getF64FloatAttr(*l.dtMax) : FloatAttr();
+  auto gates = GatedDeltaGatesOp::create(
+      b, loc, TypeRange{gateTy, gateTy}, dt, dt, w.lookup("A_log"),
+      w.lookup("dt_bias"), b.getUnitAttr(), dtMin, dtMax);
   // The SSD: the rule without the delta correction, C the queries, B the
   // keys (n_groups of them), x the values.
   RankedTensorType oTy = headsType(hv, p), stateTy = tensor({kDyn, hv, n, p});

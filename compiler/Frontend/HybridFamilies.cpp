@@ -21,6 +21,7 @@
 
 #include "compiler/Frontend/NormalizeUtils.h"
 
+#include <cctype>
 #include <cmath>
 
 using namespace mlir;
@@ -89,6 +90,54 @@ bool readGraniteMamba(FieldReader &r, int64_t hidden, MambaDims &m) {
   return true;
 }
 
+/// One bound of time_step_limit: a number, or infinity as configs spell it
+/// (a string "inf"/"Infinity", transformers 5's {"__float__": "Infinity"}).
+std::optional<double> limitValue(const nlohmann::json &v) {
+  if (v.is_number())
+    return v.get<double>();
+  const nlohmann::json *s = &v;
+  if (v.is_object() && v.size() == 1 && v.contains("__float__"))
+    s = &v["__float__"];
+  if (!s->is_string())
+    return std::nullopt;
+  std::string t = s->get<std::string>();
+  bool neg = !t.empty() && t[0] == '-';
+  if (neg || (!t.empty() && t[0] == '+'))
+    t = t.substr(1);
+  for (char &c : t)
+    c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (t != "inf" && t != "infinity")
+    return std::nullopt;
+  return neg ? -HUGE_VAL : HUGE_VAL;
+}
+
+/// time_step_limit [lo, hi], transformers' clamp of dt after its softplus:
+/// dtMin where lo > 0 (softplus is never below 0), dtMax where hi is finite.
+bool readTimeStepLimit(FieldReader &r, std::optional<double> &dtMin,
+                       std::optional<double> &dtMax) {
+  if (!r.present("time_step_limit"))
+    return true;
+  const nlohmann::json &v = *r.get("time_step_limit");
+  std::optional<double> lo, hi;
+  if (v.is_array() && v.size() == 2) {
+    lo = limitValue(v[0]);
+    hi = limitValue(v[1]);
+  }
+  if (!lo || !hi || *lo > *hi || (std::isinf(*lo) && *lo > 0)) {
+    r.error("time_step_limit")
+        << "time_step_limit must be [low, high] with low <= high (numbers, "
+           "or \"Infinity\" / {\"__float__\": \"Infinity\"} for no upper "
+           "bound), found "
+        << describeJsonValue(v);
+    return false;
+  }
+  if (*lo > 0)
+    dtMin = *lo;
+  if (!std::isinf(*hi))
+    dtMax = *hi;
+  return true;
+}
+
 } // namespace
 
 bool normalize::normalizeGraniteHybrid(FieldReader &r, ModelSpec &spec) {
@@ -148,19 +197,9 @@ bool normalize::normalizeGraniteHybrid(FieldReader &r, ModelSpec &spec) {
            "swish";
     return false;
   }
-  // dt's clamp: only transformers' default (0, inf), which softplus never
-  // leaves.
-  if (r.present("time_step_limit")) {
-    std::optional<std::vector<double>> lim = r.optNumArray("time_step_limit");
-    if (r.failed())
-      return false;
-    if (!lim || lim->size() != 2 || (*lim)[0] > 0.0 || !std::isinf((*lim)[1])) {
-      r.error("time_step_limit")
-          << "a time_step_limit other than [0, inf] (a clamp of dt) is not "
-             "compiled; accepted: [0.0, Infinity] or absent";
-      return false;
-    }
-  }
+  std::optional<double> dtMin, dtMax;
+  if (!readTimeStepLimit(r, dtMin, dtMax))
+    return false;
   bool rope = pos && *pos == "rope";
   RopeSpec ropeSpec;
   if (rope) {
@@ -192,6 +231,8 @@ bool normalize::normalizeGraniteHybrid(FieldReader &r, ModelSpec &spec) {
       l.convKernel = m.conv;
       l.mambaConvBias = convBias;
       l.mambaProjBias = projBias;
+      l.dtMin = dtMin;
+      l.dtMax = dtMax;
       spec.layers.push_back(l);
       continue;
     }

@@ -220,6 +220,8 @@ void attentionKey(llvm::raw_ostream &os, const ModelSpec &spec,
     os << l.numHeads << '|' << l.numKVHeads << '|' << l.headDimQK << '|'
        << l.headDimV << '|' << l.convKernel << '|' << hexDouble(l.normEps)
        << '|' << l.noDelta << l.mambaConvBias << l.mambaProjBias << '|'
+       << (l.dtMin ? hexDouble(*l.dtMin) : std::string("-")) << ','
+       << (l.dtMax ? hexDouble(*l.dtMax) : std::string("-")) << '|'
        << hexDouble(l.residualScale) << '|';
     for (const WeightArg &w : layerWeights(spec, l))
       os << w.role << ',';

@@ -211,6 +211,8 @@ struct LayerSpec {
   /// The Mamba2 mixer's biases: on conv1d (mamba_conv_bias) and on in_proj
   /// and out_proj (mamba_proj_bias).
   bool mambaConvBias = false, mambaProjBias = false;
+  /// Mamba2's dt clamp (time_step_limit), where it is not a no-op.
+  std::optional<double> dtMin, dtMax;
   /// The attention (or mixer) sub-block's output is scaled by this before
   /// the residual add (GraniteMoeHybrid's residual_multiplier).
   double residualScale = 1.0;

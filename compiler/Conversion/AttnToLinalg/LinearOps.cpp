@@ -461,11 +461,25 @@ struct LowerGatedDeltaGates : OpConversionPattern<GatedDeltaGatesOp> {
     AffineMap tok = g.map(3, {B, S, H}), head = g.map(3, {H}),
               out = g.map(3, {B, H, S});
     SmallVector<IteratorType> par3(3, kPar);
+    // dt = softplus(a + dt_bias), clamped to [dt_min, dt_max] (Mamba2's
+    // time_step_limit) where given.
+    auto dtOf = [&](OpBuilder &nb, Location nl, Value x, Value bias) {
+      Value dt = softplus(nb, nl, x, bias);
+      if (std::optional<APFloat> lo = op.getDtMin()) {
+        Value c = fconst(nb, nl, elt, lo->convertToDouble());
+        dt = arith::MaximumFOp::create(nb, nl, dt, c);
+      }
+      if (std::optional<APFloat> hi = op.getDtMax()) {
+        Value c = fconst(nb, nl, elt, hi->convertToDouble());
+        dt = arith::MinimumFOp::create(nb, nl, dt, c);
+      }
+      return dt;
+    };
     Value gate =
         g.generic({a, adaptor.getALog(), adaptor.getDtBias()},
                   g.empty(sizes, elt), {tok, head, head, out}, par3,
                   [&](OpBuilder &nb, Location nl, ValueRange v) -> Value {
-                    Value sp = softplus(nb, nl, v[0], v[2]);
+                    Value sp = dtOf(nb, nl, v[0], v[2]);
                     Value decay = math::ExpOp::create(nb, nl, v[1]);
                     Value prod = arith::MulFOp::create(nb, nl, decay, sp);
                     return arith::NegFOp::create(nb, nl, prod);
@@ -476,7 +490,7 @@ struct LowerGatedDeltaGates : OpConversionPattern<GatedDeltaGatesOp> {
             ? g.generic({a, adaptor.getDtBias()}, g.empty(sizes, elt),
                         {tok, head, out}, par3,
                         [&](OpBuilder &nb, Location nl, ValueRange v) -> Value {
-                          return softplus(nb, nl, v[0], v[1]);
+                          return dtOf(nb, nl, v[0], v[1]);
                         })
             : g.generic({adaptor.getB()}, g.empty(sizes, elt), {tok, out}, par3,
                         [&](OpBuilder &nb, Location nl, ValueRange v) {

@@ -369,6 +369,13 @@ LogicalResult GatedDeltaGatesOp::verify() {
       failed(expectShape(*this, getBeta().getType(), {b, hv, s},
                          "a beta [batch, Hv, seq]")))
     return failure();
+  if ((getDtMin() || getDtMax()) && !getBetaIsDt())
+    return emitOpError() << "clamps dt (dt_min, dt_max) only with beta_is_dt";
+  if (getDtMin() && getDtMax() &&
+      !(getDtMin()->convertToDouble() <= getDtMax()->convertToDouble()))
+    return emitOpError() << "expects dt_min <= dt_max, got "
+                         << getDtMin()->convertToDouble() << " and "
+                         << getDtMax()->convertToDouble();
   return expectSameElementType(
       *this, {getA(), getB(), getALog(), getDtBias(), getGate(), getBeta()},
       {"a", "b", "A_log", "dt_bias", "gate", "beta"});

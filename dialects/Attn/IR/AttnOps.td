@@ -658,7 +658,8 @@ def Attn_GatedDeltaGatesOp : Attn_Op<"gated_delta_gates", [Pure]> {
     The results are laid out `[batch, Hv, seq]`, as `attn.gated_delta_rule`
     takes them. With `beta_is_dt` (Mamba2: `a` is in_proj's dt) beta is
     `dt = softplus(a + dt_bias)` itself, the factor of the gate
-    `g = −exp(A_log) · dt`, and `b` is not read.
+    `g = −exp(A_log) · dt`, and `b` is not read; `dt_min` / `dt_max` then
+    clamp dt (Mamba2's `time_step_limit`) before both use it.
 
     ```mlir
     %g, %beta = attn.gated_delta_gates %a, %b, %A_log, %dt_bias
@@ -668,7 +669,8 @@ def Attn_GatedDeltaGatesOp : Attn_Op<"gated_delta_gates", [Pure]> {
   }];
   let arguments = (ins Attn_FloatTensor:$a, Attn_FloatTensor:$b,
                        Attn_FloatTensor:$a_log, Attn_FloatTensor:$dt_bias,
-                       UnitAttr:$beta_is_dt);
+                       UnitAttr:$beta_is_dt, OptionalAttr<F64Attr>:$dt_min,
+                       OptionalAttr<F64Attr>:$dt_max);
   let results = (outs Attn_FloatTensor:$gate, Attn_FloatTensor:$beta);
   let assemblyFormat = [{
     $a `,` $b `,` $a_log `,` $dt_bias attr-dict `:`

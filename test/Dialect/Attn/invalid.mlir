@@ -1359,6 +1359,22 @@ func.func @conv_bias(%x: tensor<1x8x96xf32>, %w: tensor<96x4xf32>, %b: tensor<64
 
 // -----
 
+func.func @gates_dt_clamp(%a: tensor<1x8x4xf32>, %h: tensor<4xf32>) {
+  // expected-error @+1 {{clamps dt (dt_min, dt_max) only with beta_is_dt}}
+  %g, %b = attn.gated_delta_gates %a, %a, %h, %h {dt_max = 1.0 : f64} : (tensor<1x8x4xf32>, tensor<1x8x4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<1x4x8xf32>, tensor<1x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @gates_dt_order(%a: tensor<1x8x4xf32>, %h: tensor<4xf32>) {
+  // expected-error @+1 {{expects dt_min <= dt_max, got 2.000000e+00 and 1.000000e+00}}
+  %g, %b = attn.gated_delta_gates %a, %a, %h, %h {beta_is_dt, dt_min = 2.0 : f64, dt_max = 1.0 : f64} : (tensor<1x8x4xf32>, tensor<1x8x4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<1x4x8xf32>, tensor<1x4x8xf32>)
+  return
+}
+
+// -----
+
 func.func @skip_add_d(%o: tensor<1x4x8x16xf32>, %d: tensor<8xf32>) {
   // expected-error @+1 {{expects d [heads] = [4], got 'tensor<8xf32>'}}
   %y = attn.skip_add %o, %o, %d : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<8xf32>) -> tensor<1x4x8x16xf32>

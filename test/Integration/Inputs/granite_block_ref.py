@@ -10,7 +10,8 @@ Mamba2 layers (GraniteMoeHybridMambaLayer.torch_forward after
 input_layernorm): in_proj (bias with mamba_proj_bias) giving [gate (I),
 x B C (I + 2 G N), dt (H)]; the causal depthwise conv1d over x B C with its
 bias and SiLU (its state: the last K - 1 inputs); dt = softplus(dt +
-dt_bias); A = -exp(A_log); the SSD token by token, per head h reading group
+dt_bias), clamped to time_step_limit; A = -exp(A_log); the SSD token by
+token, per head h reading group
 h // (H / G): S <- exp(dt A) S + B (dt x)^T, y = S^T C (the state [N, P],
 N = d_state, P = the head dim: the transpose of transformers'
 ssm_states [P, N]); y + D x; GraniteMoeHybridRMSNormGated over the whole
@@ -130,6 +131,8 @@ def mamba_layer(cfg, t, pre, x, conv_state, state):
     Bm = y[..., inner:inner + g * n].reshape(B, S, g, n)
     Cm = y[..., inner + g * n:].reshape(B, S, g, n)
     dt = softplus(dt + t[a + "dt_bias"])                    # [B, S, heads]
+    lo, hi = cfg.get("time_step_limit", [0.0, np.inf])
+    dt = np.clip(dt, float(lo), float(hi))
     A = -np.exp(t[a + "A_log"])
     st = state.copy()
     out = np.zeros((B, S, heads, p))
