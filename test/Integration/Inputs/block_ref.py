@@ -77,6 +77,17 @@ def attention(q, k, v, scale, window, softcap):
     return out
 
 
+def rel(a, b):
+    """max |a - b| / max |b|; inf for a shape mismatch or a non-finite a."""
+    if a.shape != b.shape or not np.all(np.isfinite(a)):
+        return np.inf
+    return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-30))
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("exe")

@@ -52,19 +52,10 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from block_ref import attention, rms_norm, rope, write_safetensors  # noqa: E402
+from block_ref import (attention, rel, rms_norm, rope, silu,  # noqa: E402
+                       write_safetensors)
 
 TOL = 1e-5
-
-
-def rel(a, b):
-    if a.shape != b.shape or not np.all(np.isfinite(a)):
-        return np.inf
-    return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-30))
-
-
-def silu(x):
-    return x / (1.0 + np.exp(-x))
 
 
 def softplus(x):
