@@ -665,22 +665,29 @@ struct GDEmitter {
   }
 };
 
+/// The scratch buffers a form uses, in allocation order: the recurrent
+/// form's padded state (none when d_k and d_v are multiples of the lanes);
+/// the chunked form's all, but A, Kb, Wm and Vb without the delta
+/// correction (no solve, no W).
+SmallVector<Scratch> scratchUsed(bool recurrent, bool noDelta, bool padded) {
+  if (recurrent)
+    return padded ? SmallVector<Scratch>{Sp} : SmallVector<Scratch>{};
+  SmallVector<Scratch> used;
+  for (int x = 0; x < NumScratch; ++x)
+    if (!noDelta || (x != A && x != Kb && x != Wm && x != Vb))
+      used.push_back(Scratch(x));
+  return used;
+}
+
 } // namespace
 
-SmallVector<Value> mlir::attn::allocateGatedDeltaScratch(OpBuilder &b,
-                                                         Location loc,
-                                                         int64_t dk, int64_t dv,
-                                                         int64_t lanes,
-                                                         bool recurrent) {
+SmallVector<Value>
+mlir::attn::allocateGatedDeltaScratch(OpBuilder &b, Location loc, int64_t dk,
+                                      int64_t dv, int64_t lanes, bool recurrent,
+                                      bool noDelta) {
   IntegerAttr align = b.getI64IntegerAttr(64);
   Type f32 = b.getF32Type();
   int64_t dkp = roundUp(dk, lanes), dvp = roundUp(dv, lanes), C = kChunk;
-  if (recurrent) {
-    if (dkp == dk && dvp == dv)
-      return {};
-    return {memref::AllocOp::create(b, loc, MemRefType::get({dkp, dvp}, f32),
-                                    align)};
-  }
   SmallVector<SmallVector<int64_t, 2>> shapes(NumScratch);
   shapes[Qs] = shapes[Ks] = shapes[Kb] = shapes[Wm] = {C, dkp};
   shapes[Kt] = {dkp, C};
@@ -689,9 +696,9 @@ SmallVector<Value> mlir::attn::allocateGatedDeltaScratch(OpBuilder &b,
   shapes[Sp] = {dkp, dvp};
   shapes[Gc] = shapes[Gl] = shapes[Bt] = {C};
   SmallVector<Value> out;
-  for (ArrayRef<int64_t> shape : shapes)
+  for (Scratch x : scratchUsed(recurrent, noDelta, dkp != dk || dvp != dv))
     out.push_back(memref::AllocOp::create(
-        b, loc, MemRefType::get(shape, f32), align));
+        b, loc, MemRefType::get(shapes[x], f32), align));
   return out;
 }
 
@@ -700,13 +707,15 @@ void mlir::attn::emitGatedDeltaKernel(OpBuilder &b, GatedDeltaChunkOp tile,
   auto q = cast<ShapedType>(tile.getQuery().getType());
   auto v = cast<ShapedType>(tile.getValue().getType());
   int64_t dk = q.getDimSize(1), dv = v.getDimSize(1);
-  // The recurrent form's scratch is the padded state alone (or nothing).
-  SmallVector<Value> buffers(scratch.begin(), scratch.end());
-  if (tile.getRecurrent()) {
-    buffers.assign(NumScratch, Value());
-    if (!scratch.empty())
-      buffers[Sp] = scratch.front();
-  }
+  // The buffers allocateGatedDeltaScratch made, at their places (null
+  // for those the form does not use).
+  SmallVector<Value> buffers(NumScratch, Value());
+  SmallVector<Scratch> used =
+      scratchUsed(tile.getRecurrent(), tile.getNoDelta(),
+                  dk % lanes != 0 || dv % lanes != 0);
+  assert(used.size() == scratch.size() && "scratch of another form");
+  for (auto [x, buffer] : llvm::zip_equal(used, scratch))
+    buffers[x] = buffer;
   GDEmitter e{b,
               tile.getLoc(),
               tile,

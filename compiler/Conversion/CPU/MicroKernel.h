@@ -71,10 +71,12 @@ bool gatedDeltaKernelHandles(Operation *op);
 /// buffers of 64 tokens and a padded state, allocated at the builder's
 /// insertion point (once per parallel iteration); the recurrent form's is
 /// the padded state alone, and nothing when d_k and d_v are multiples of
-/// `lanes`.
+/// `lanes`; without the delta correction (`noDelta`) the chunked form's
+/// lacks the buffers of the solve and of W.
 SmallVector<Value> allocateGatedDeltaScratch(OpBuilder &b, Location loc,
                                              int64_t dk, int64_t dv,
-                                             int64_t lanes, bool recurrent);
+                                             int64_t lanes, bool recurrent,
+                                             bool noDelta);
 
 /// Emits the kernel of `tile` (buffer form, gatedDeltaKernelHandles) at the
 /// builder's insertion point with the buffers of allocateGatedDeltaScratch;

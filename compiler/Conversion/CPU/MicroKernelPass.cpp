@@ -218,8 +218,9 @@ LogicalResult TileFunctions::lower(GatedDeltaChunkOp chunk) {
   beforeParallelIteration(b, chunk);
   int64_t dk = cast<ShapedType>(chunk.getQuery().getType()).getDimSize(1);
   int64_t dv = cast<ShapedType>(chunk.getValue().getType()).getDimSize(1);
-  SmallVector<Value> scratch = allocateGatedDeltaScratch(
-      b, chunk.getLoc(), dk, dv, lanes, chunk.getRecurrent());
+  SmallVector<Value> scratch =
+      allocateGatedDeltaScratch(b, chunk.getLoc(), dk, dv, lanes,
+                                chunk.getRecurrent(), chunk.getNoDelta());
   func::FuncOp fn = functionFor(
       chunk, ValueRange(scratch).getTypes(),
       [&](OpBuilder &fb, Operation *tile, ValueRange sc) {
