@@ -52,10 +52,26 @@ done
   --gpu-arch="$ARCH" --kv-dtype=f16 --entries=paged -o "$OUT/falcon-7b-kvf16"
 "$BUILD_DIR/bin/attn-compile" "${CONFIGS[seed]}" --target=cuda \
   --gpu-arch="$ARCH" --kv-dtype=bf16 --gpu-precision=bf16 \
-  --entries=paged -o "$OUT/seed-kvbf16-bf16"
+  --entries=sdpa,paged -o "$OUT/seed-kvbf16-bf16"
+# The tensor-core kernel on a bf16 cache as FlashAttention runs it (K/V
+# tiles by cp.async): the Llama-3-8B bench shape, contiguous and paged.
+"$BUILD_DIR/bin/attn-compile" "${CONFIGS[llama-3.1-8b]}" --target=cuda \
+  --gpu-arch="$ARCH" --kv-dtype=bf16 --gpu-precision=bf16 \
+  --entries=sdpa,paged -o "$OUT/llama-3.1-8b-kvbf16-bf16"
 "$BUILD_DIR/bin/attn-compile" "${CONFIGS[llama-3.1-8b]}" --target=cuda \
   --gpu-arch="$ARCH" --kv-dtype=f16 --gpu-precision=f16 \
   --entries=paged -o "$OUT/llama-3.1-8b-kvf16-f16"
-cp "$ROOT/tools/gpu-check.sh" "$OUT/"
-echo "built $(ls "$OUT" | grep -vc '\.sh$') CUDA executables for $ARCH in $OUT;"
+# Other tile shapes of the same kernel (gpu-check.sh benches them next to
+# the defaults): 64 rows per block (--q-block), 32 keys per tile.
+"$BUILD_DIR/bin/attn-compile" "${CONFIGS[llama-3.1-8b]}" --target=cuda \
+  --gpu-arch="$ARCH" --kv-dtype=bf16 --gpu-precision=bf16 --q-block=16 \
+  -o "$OUT/llama-3.1-8b-kvbf16-bf16-q16"
+"$BUILD_DIR/bin/attn-compile" "${CONFIGS[llama-3.1-8b]}" --target=cuda \
+  --gpu-arch="$ARCH" --kv-dtype=bf16 --gpu-precision=bf16 --kv-block=32 \
+  -o "$OUT/llama-3.1-8b-kvbf16-bf16-k32"
+"$BUILD_DIR/bin/attn-compile" "${CONFIGS[seed]}" --target=cuda \
+  --gpu-arch="$ARCH" --kv-dtype=bf16 --gpu-precision=bf16 --q-block=4 \
+  -o "$OUT/seed-kvbf16-bf16-q4"
+cp "$ROOT/tools/gpu-check.sh" "$ROOT/tools/gpu-baseline.py" "$OUT/"
+echo "built $(ls "$OUT" | grep -Evc '\.(sh|py)$') CUDA executables for $ARCH in $OUT;"
 echo "on the GPU machine: $OUT/gpu-check.sh $OUT"

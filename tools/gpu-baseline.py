@@ -41,15 +41,35 @@ def bench(hq, hkv, d, s, dtype, repeats=5):
 
 
 def main():
+    # --dtypes bf16,fp32 (default both); --csv FILE appends
+    # "torch-sdpa-NAME-DTYPE,--seq S,ms,tflops," rows (gpu-check.sh's CSV).
+    args = sys.argv[1:]
+    dtypes = "bf16,fp32"
+    csv = None
+    while args:
+        flag = args.pop(0)
+        if flag == "--dtypes" and args:
+            dtypes = args.pop(0)
+        elif flag == "--csv" and args:
+            csv = args.pop(0)
+        else:
+            sys.exit(f"gpu-baseline.py: unknown argument {flag!r} "
+                     "(accepted: --dtypes bf16,fp32, --csv FILE)")
+    table = {"bf16": torch.bfloat16, "fp32": torch.float32}
+    chosen = [(table[t], t) for t in dtypes.split(",") if t in table]
     print(f"baseline: torch {torch.__version__}, "
           f"{torch.cuda.get_device_name(0)}, scaled_dot_product_attention")
     for name, (hq, hkv, d) in SHAPES.items():
-        for dtype, tag in ((torch.bfloat16, "bf16"), (torch.float32, "fp32")):
+        for dtype, tag in chosen:
             for s in (1024, 4096, 16384):
                 try:
-                    ms, tf = bench(hq, hkv, d, s, dtype)
+                    ms, tf = bench(hq, hkv, d, s, dtype, repeats=10)
                     print(f"torch-sdpa {name} {tag} S={s}: {ms:.3f} ms, "
                           f"{tf:.1f} TFLOP/s")
+                    if csv:
+                        with open(csv, "a") as f:
+                            f.write(f"torch-sdpa-{name}-{tag},--seq {s},"
+                                    f"{ms:.4f},{tf:.2f},\n")
                 except Exception as e:  # report, go on
                     print(f"torch-sdpa {name} {tag} S={s}: failed: {e}")
 

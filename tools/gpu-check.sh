@@ -29,11 +29,19 @@ LOG="$LOGDIR/gpu-check.log"
 : > "$LOG"
 pass=0
 failed=""
+# GPU_CHECK_ONLY: an extended regex of the executables to check (default:
+# all). GPU_BENCH: "full" (default: every bench below) or "tc" (the
+# tensor-core kernels on bf16 caches next to torch, and the decode step).
+ONLY="${GPU_CHECK_ONLY:-.}"
+BENCH="${GPU_BENCH:-full}"
+CSV="$LOGDIR/gpu-results.csv"
+echo "name,args,ms,tflops,pct_bf16_peak" > "$CSV"
 echo "== check (float64 reference)"
 for exe in "$DIR"/*; do
-  case "$exe" in *.sh|*.log) continue ;; esac
+  case "$exe" in *.sh|*.log|*.py) continue ;; esac
   [ -x "$exe" ] || continue
   name=$(basename "$exe")
+  echo "$name" | grep -Eq "$ONLY" || continue
   if $LIMIT "$exe" check > "$LOGDIR/$name.check.log" 2>&1; then
     pass=$((pass + 1))
     echo "ok    $name ($(grep -c '^ok' "$LOGDIR/$name.check.log") shapes)"
@@ -44,29 +52,69 @@ for exe in "$DIR"/*; do
   fi
   cat "$LOGDIR/$name.check.log" >> "$LOG"
 done
-echo "== bench (batch 1, causal, median of 5)"
-bench_lines=""
-for name in llama-3.1-8b llama-3.1-8b-bf16 seed seed-bf16; do
-  [ -x "$DIR/$name" ] || continue
-  for s in 1024 4096 16384; do
-    out=$($LIMIT "$DIR/$name" bench --seq $s --repeats 5 2>&1)
-    echo "$out" >> "$LOG"
-    echo "$out" | grep -v '^device:' | sed "s/^/$name S=$s: /"
-    dev=$(echo "$out" | grep '^device:' | head -n 1)
+# compute-sanitizer's memcheck on the cp.async tensor-core kernel (where the
+# machine has it: not under gVisor).
+san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+if [ -n "$san" ] && [ -x "$DIR/llama-3.1-8b-kvbf16-bf16" ]; then
+  echo "== compute-sanitizer memcheck: llama-3.1-8b-kvbf16-bf16 check"
+  if $LIMIT "$san" --tool memcheck --error-exitcode 3 \
+      "$DIR/llama-3.1-8b-kvbf16-bf16" check > "$LOGDIR/sanitizer.log" 2>&1; then
+    echo "ok    memcheck: $(tail -n 1 "$LOGDIR/sanitizer.log")"
+  else
+    failed="$failed memcheck"
+    echo "FAIL  memcheck (see $LOGDIR/sanitizer.log):"
+    grep -E 'ERROR|Invalid|error' "$LOGDIR/sanitizer.log" | head -n 5 | sed 's/^/      /'
+  fi
+fi
+# One bench: prints its lines prefixed with the executable and arguments,
+# and appends "name,args,ms,tflops,pct" to the CSV.
+bench() {
+  name=$1; shift
+  [ -x "$DIR/$name" ] || return 0
+  out=$($LIMIT "$DIR/$name" bench "$@" 2>&1)
+  echo "$out" >> "$LOG"
+  echo "$out" | grep -v '^device:' | sed "s/^/$name $*: /"
+  dev=$(echo "$out" | grep '^device:' | head -n 1)
+  echo "$out" | awk -v n="$name" -v a="$*" '/fused/ {
+    for (i = 1; i <= NF; i++) {
+      if ($i == "ms") ms = $(i - 1);
+      if ($i == "TFLOP/s,") tf = $(i - 1);
+      if ($i == "dense") pct = $(i - 3);
+    }
+    sub("%", "", pct); print n "," a "," ms "," tf "," pct }' >> "$CSV"
+}
+if [ "$BENCH" = full ]; then
+  echo "== bench (batch 1, causal, median of 5)"
+  for name in llama-3.1-8b llama-3.1-8b-bf16 seed seed-bf16; do
+    for s in 1024 4096 16384; do bench $name --seq $s --repeats 5; done
   done
-done
-echo "== bf16/f16 KV caches (prefill S = 4k; decode: one query against 65,536 keys, contiguous and in pages of 16 and 256)"
-for name in llama-3.1-8b-kvbf16 llama-3.1-8b-kvf16-f16 seed-kvbf16-bf16; do
-  [ -x "$DIR/$name" ] || continue
-  for shape in "--seq 4096" "--seq 1 --kv-len 65536" \
-      "--seq 1 --kv-len 65536 --page-size 16" \
-      "--seq 1 --kv-len 65536 --page-size 256"; do
-    out=$($LIMIT "$DIR/$name" bench $shape --repeats 5 2>&1)
-    echo "$out" >> "$LOG"
-    echo "$out" | grep -v '^device:' | sed "s/^/$name $shape: /"
+  echo "== bf16/f16 KV caches (prefill S = 4k; decode: one query against 65,536 keys, contiguous and in pages of 16 and 256)"
+  for name in llama-3.1-8b-kvbf16 llama-3.1-8b-kvf16-f16 seed-kvbf16-bf16; do
+    bench $name --seq 4096 --repeats 5
+    bench $name --seq 1 --kv-len 65536 --repeats 5
+    bench $name --seq 1 --kv-len 65536 --page-size 16 --repeats 5
+    bench $name --seq 1 --kv-len 65536 --page-size 256 --repeats 5
   done
+fi
+echo "== tensor-core kernels on bf16 caches (batch 1, causal prefill, median of 10; *-q*/-k*: other q-block/kv-block)"
+for name in llama-3.1-8b-kvbf16-bf16 seed-kvbf16-bf16; do
+  for s in 1024 4096 16384; do bench $name --seq $s --repeats 10; done
+  bench $name --seq 1 --kv-len 131072 --repeats 10
+  bench $name --seq 1 --kv-len 131072 --page-size 64 --repeats 10
 done
+for exe in "$DIR"/*-kvbf16-bf16-*; do
+  [ -x "$exe" ] || continue
+  for s in 4096 16384; do bench "$(basename "$exe")" --seq $s --repeats 10; done
+done
+bench llama-3.1-8b-bf16 --seq 4096 --repeats 10
+# torch's scaled_dot_product_attention on the same shapes, same process
+# kind (python3 with torch: the device image has it).
+if [ -f "$DIR/gpu-baseline.py" ] && command -v python3 >/dev/null 2>&1; then
+  echo "== torch baseline"
+  $LIMIT python3 "$DIR/gpu-baseline.py" --dtypes bf16 --csv "$CSV" 2>&1 | tee -a "$LOG"
+fi
 echo "== summary"
 [ -n "${dev:-}" ] && echo "$dev"
+echo "results: $CSV"
 echo "check: $pass passed${failed:+, failed:$failed}; logs in $LOGDIR"
 [ -z "$failed" ]

@@ -188,8 +188,12 @@ def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "func::FuncOp"> {
     `precision=fp32`: CUDA cores, 8 rows per warp (4 for head dims above
     32), each lane holding every 32nd element of a row's q and accumulator,
     scores summed by xor shuffles (the accuracy path). `precision=bf16`:
-    tensor cores, 16 rows per warp, Q·Kᵀ and P·V as `nvvm.mma.sync`
-    m16n8k16 with fp32 accumulators (head dims multiple of 16);
+    tensor cores in FlashAttention-2's structure, 16 rows per warp, Q·Kᵀ
+    and P·V as `nvvm.mma.sync` m16n8k16 with fp32 accumulators (head dims
+    multiple of 16), fragments read by `nvgpu.ldmatrix` from padded rows,
+    K and V tiles through a two-slot ring in dynamic shared memory filled
+    by `nvgpu.device_async_copy` (cp.async) when the cache is of the mma
+    type, the mask only on the tiles that cross a diagonal or window;
     `precision=f16` the same on f16. K and V may be f32, bf16 or f16
     (a --kv-dtype cache, read as it is: the fp32 kernel widens them in
     shared memory, the tensor-core kernels take a cache of their own type
@@ -199,7 +203,7 @@ def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "func::FuncOp"> {
   let options = [
     Option<"kvBlock", "kv-block", "int64_t", /*default=*/"0",
            "Keys per shared-memory tile (0: 4096 / head dim, at least 8; "
-           "bf16: 8192 / head dim in [16, 64])">,
+           "bf16/f16: 64, 32 for head dims above 128)">,
     Option<"precision", "precision", "mlir::attn::GPUPrecision",
            /*default=*/"mlir::attn::GPUPrecision::fp32",
            "Arithmetic of the kernel",
@@ -220,7 +224,9 @@ def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "func::FuncOp"> {
                            "::mlir::bufferization::BufferizationDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect",
-                           "::mlir::scf::SCFDialect"];
+                           "::mlir::nvgpu::NVGPUDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 def GPUKernelOccupancyPass : Pass<"attn-gpu-kernel-occupancy", "ModuleOp"> {

@@ -179,11 +179,11 @@ LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createFuseAttentionPass());
   pm.addPass(createCanonicalizerPass());
   // The tiled form the GPU lowering consumes: one block per (batch, KV
-  // head, query block) of 32 rows (fp32) or 64 (bf16: 4 warps of 16) over
+  // head, query block) of 32 rows (fp32) or 128 (bf16: 8 warps of 16) over
   // the group's heads, no split-K yet.
   GPUSelectTilesPassOptions tiles;
   tiles.qBlock = options.qBlock;
-  tiles.blockRows = options.precision == GPUPrecision::fp32 ? 32 : 64;
+  tiles.blockRows = options.precision == GPUPrecision::fp32 ? 32 : 128;
   pm.addNestedPass<func::FuncOp>(createGPUSelectTilesPass(tiles));
   TileAttentionPassOptions tile;
   tile.target = TileTarget::gpu;

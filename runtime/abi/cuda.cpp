@@ -41,6 +41,9 @@ constexpr int kAttrMajor = 75;       // ..._COMPUTE_CAPABILITY_MAJOR
 constexpr int kAttrMinor = 76;       // ..._COMPUTE_CAPABILITY_MINOR
 constexpr int kJitErrorBuffer = 5;   // CU_JIT_ERROR_LOG_BUFFER
 constexpr int kJitErrorBufferSize = 6; // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
+constexpr int kFuncMaxDynamicSmem =
+    8; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+constexpr int32_t kDefaultSmemLimit = 48 * 1024;
 
 struct Driver {
   CUresult (*cuInit)(unsigned);
@@ -54,6 +57,7 @@ struct Driver {
                                  void **);
   CUresult (*cuModuleUnload)(CUmodule);
   CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned,
                              unsigned, unsigned, unsigned, unsigned, CUstream,
                              void **, void **);
@@ -122,6 +126,7 @@ bool initDriver() {
   get(d.cuModuleLoadDataEx, "cuModuleLoadDataEx");
   get(d.cuModuleUnload, "cuModuleUnload");
   get(d.cuModuleGetFunction, "cuModuleGetFunction");
+  get(d.cuFuncSetAttribute, "cuFuncSetAttribute");
   get(d.cuLaunchKernel, "cuLaunchKernel");
   get(d.cuStreamCreate, "cuStreamCreate");
   get(d.cuStreamSynchronize, "cuStreamSynchronize");
@@ -229,6 +234,17 @@ void mgpuLaunchKernel(CUfunction function, intptr_t gridX, intptr_t gridY,
   // An empty grid (q_len or batch 0) has nothing to compute.
   if (gridX <= 0 || gridY <= 0 || gridZ <= 0)
     return;
+  // A kernel's dynamic shared memory past 48 KB (the tensor-core attention
+  // kernel's Q tile and K/V rings) must be allowed per function first; the
+  // last function raised is remembered (a decode loop launches one kernel).
+  static CUfunction raised = nullptr;
+  static int32_t raisedTo = 0;
+  if (smem > kDefaultSmemLimit && (function != raised || smem > raisedTo)) {
+    check(state().d.cuFuncSetAttribute(function, kFuncMaxDynamicSmem, smem),
+          "cuFuncSetAttribute (dynamic shared memory past 48 KB)");
+    raised = function;
+    raisedTo = smem;
+  }
   check(state().d.cuLaunchKernel(function, unsigned(gridX), unsigned(gridY),
                                  unsigned(gridZ), unsigned(blockX),
                                  unsigned(blockY), unsigned(blockZ),

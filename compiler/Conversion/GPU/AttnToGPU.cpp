@@ -268,19 +268,15 @@ struct ConvertAttnToGPUPass
              << " tensor-core kernel needs head dims that are multiples of "
                 "16, got "
              << d << " and " << dv << " (the fp32 kernel takes any)";
-    // fp32: about 32 rows (heads x query rows) per block, 4-byte K and V
-    // tiles; bf16/f16: about 64 rows (4 warps of 16), 2-byte tiles of a
-    // multiple of 16 keys; both at most 32 KB of shared memory by default.
+    // fp32: about 32 rows (heads x query rows) per block, static K and V
+    // tiles within 48 KB; bf16/f16: up to 128 rows (8 warps of 16), the Q
+    // tile and two-slot K/V rings in dynamic shared memory, within the
+    // 163 KB a block of an sm_80 may have (the runtime raises the launch's
+    // limit past 48 KB).
     int64_t elt = mmaKernel ? 2 : 4;
     e.qRows = src.qBlock;
-    // The tensor-core kernel with d > 128 also keeps the Q tile (16 rows
-    // per warp) in shared memory.
-    int64_t qTileBytes =
-        mmaKernel && d > 128 ? (group * e.qRows + 15) / 16 * 16 * d * 2 : 0;
     e.kvBlock = kvBlock     ? kvBlock
-                : mmaKernel ? std::clamp<int64_t>((49152 - qTileBytes) /
-                                                      ((d + dv) * 2) / 16 * 16,
-                                                  16, 64)
+                : mmaKernel ? (std::max(d, dv) > 128 ? 32 : 64)
                             : std::max<int64_t>(8, 4096 / std::max(d, dv));
     if (e.kvBlock <= 0)
       return op->emitOpError("kv-block must be positive");
@@ -288,11 +284,31 @@ struct ConvertAttnToGPUPass
       return op->emitOpError("the ")
              << mmaName << " kernel's kv-block must be a multiple of 16, got "
              << e.kvBlock;
-    if (e.kvBlock * (d + dv) * elt + qTileBytes > 48 * 1024)
+    if (mmaKernel && (group * e.qRows + 15) / 16 > 8)
+      return op->emitOpError("the ")
+             << mmaName
+             << " tensor-core kernel holds at most 128 rows per thread "
+                "block (8 warps of 16), got "
+             << group << " heads x q-block " << e.qRows << " = "
+             << group * e.qRows << ": use a q-block of at most "
+             << std::max<int64_t>(1, 128 / group)
+             << (group > 128 ? " (a group of more than 128 heads does not fit)"
+                             : "");
+    if (mmaKernel) {
+      constexpr int64_t kMaxSmem = 166912;
+      int64_t bytes = KernelEmitter::mmaSharedBytes(group * e.qRows, d, dv,
+                                                    e.kvBlock, /*stages=*/2);
+      if (bytes > kMaxSmem)
+        return op->emitOpError("kv-block ")
+               << e.kvBlock << " needs " << bytes
+               << " bytes of shared memory (the Q tile, two K and V tiles); "
+                  "at most "
+               << kMaxSmem << " (sm_80): use a smaller kv-block or q-block";
+    } else if (e.kvBlock * (d + dv) * elt > 48 * 1024) {
       return op->emitOpError("kv-block ")
-             << e.kvBlock << " needs " << e.kvBlock * (d + dv) * elt + qTileBytes
-             << " bytes of shared memory (K, V"
-             << (qTileBytes ? ", Q" : "") << " tiles); at most 49152";
+             << e.kvBlock << " needs " << e.kvBlock * (d + dv) * elt
+             << " bytes of shared memory (K, V tiles); at most 49152";
+    }
     auto buffer = [&](Value t) -> Value {
       auto ty = cast<RankedTensorType>(t.getType());
       return bufferization::ToBufferOp::create(

@@ -22,7 +22,8 @@ using namespace mlir::attn::gpu_kernels;
 
 KernelEmitter::Launch KernelEmitter::beginLaunch(Value k, Value lens,
                                                  int64_t threads,
-                                                 TypeRange tileTypes) {
+                                                 TypeRange tileTypes,
+                                                 int64_t dynamicSmem) {
   // The grid is the forall's iteration space, each dim where its
   // #gpu.block mapping says: (batch, KV head, query block) -> (z, y, x).
   Launch L;
@@ -39,10 +40,12 @@ KernelEmitter::Launch KernelEmitter::beginLaunch(Value k, Value lens,
         value(ubs[i]);
   Value gridQ = grid[0], gridG = grid[1], gridB = grid[2];
   Value one = c(1);
-  L.op = gpu::LaunchOp::create(b, loc, gridQ, gridG, gridB, c(threads), one,
-                               one, /*dynamicSharedMemorySize=*/Value(),
-                               /*asyncTokenType=*/Type(),
-                               /*asyncDependencies=*/ValueRange(), tileTypes);
+  L.op = gpu::LaunchOp::create(
+      b, loc, gridQ, gridG, gridB, c(threads), one, one,
+      dynamicSmem ? Value(arith::ConstantIntOp::create(b, loc, dynamicSmem, 32))
+                  : Value(),
+      /*asyncTokenType=*/Type(),
+      /*asyncDependencies=*/ValueRange(), tileTypes);
   b.setInsertionPointToStart(&L.op.getBody().front());
   L.qb = L.op.getBlockIds().x;
   L.g = L.op.getBlockIds().y;
@@ -84,7 +87,7 @@ KernelEmitter::Launch KernelEmitter::beginLaunch(Value k, Value lens,
 
 void KernelEmitter::stageTile(const Launch &L, Value src, Value tile,
                               int64_t width, Value kt, Value kn,
-                              int64_t threads) {
+                              int64_t threads, Value stage) {
   Type tileElt = cast<MemRefType>(tile.getType()).getElementType();
   Type srcElt = cast<MemRefType>(src.getType()).getElementType();
   Value one = c(1);
@@ -129,7 +132,10 @@ void KernelEmitter::stageTile(const Launch &L, Value src, Value tile,
            if (!tileElt.isF32())
              staged = toNarrow(staged);
          }
-         memref::StoreOp::create(b, loc, staged, tile, ValueRange{j, col});
+         SmallVector<Value> at = {j, col};
+         if (stage)
+           at.insert(at.begin(), stage);
+         memref::StoreOp::create(b, loc, staged, tile, at);
          return {};
        });
 }

@@ -162,16 +162,18 @@ struct KernelEmitter {
     gpu::LaunchOp op;
     Value bi, g, qb, tid, lane, warp, kvLen, q0, qn, offset, lo, hi;
   };
-  Launch beginLaunch(Value k, Value lens, int64_t threads,
-                     TypeRange tileTypes);
+  Launch beginLaunch(Value k, Value lens, int64_t threads, TypeRange tileTypes,
+                     int64_t dynamicSmem = 0);
   /// Stages keys [kt, kt + kn) of the batch's KV head of `src` ([B, Hkv,
   /// keys, width], or with a block table page pools [num_pages, Hkv,
   /// page_size, width]; f32, bf16 or f16) into the workgroup `tile`
   /// [kv-block, width], zeros past kn: widened into an f32 tile, rounded from
   /// f32 into a 16-bit one, copied as it is into one of its own type; all
   /// `threads` take part.
+  /// With `stage`, `tile` is a ring [stages, kv-block, >= width] and the
+  /// keys go to its slot `stage`.
   void stageTile(const Launch &L, Value src, Value tile, int64_t width,
-                 Value kt, Value kn, int64_t threads);
+                 Value kt, Value kn, int64_t threads, Value stage = Value());
 
   /// The fp32 kernel's rows of one warp: validity, head, position and the
   /// pre-scaled q in registers (lane l holds elements l, l + 32, ...).
@@ -185,28 +187,54 @@ struct KernelEmitter {
                              Value kTile, Value vTile, Value kt, Value j,
                              ValueRange st);
 
-  /// What the tensor-core kernel's steps share: the launch, its tiles, a
-  /// thread's fragment coordinates (group gq, thread in group tq) and its two
-  /// rows (gq and gq + 8 of the warp's 16), Q's fragments.
+  /// What the tensor-core kernel's steps share: the launch; its shared
+  /// memory (the Q tile [16 · warps, d + 8] and two-slot rings of K and V
+  /// tiles [2, kv-block, d + 8], rows padded by 16 bytes so that ldmatrix's
+  /// eight row addresses fall in distinct banks); a thread's fragment
+  /// coordinates (group gq, thread in group tq) and its two rows (gq and
+  /// gq + 8 of the warp's 16); its ldmatrix row/column offsets; Q's
+  /// fragments when they stay in registers (d <= 128).
   struct MmaState {
     Launch L;
-    int64_t warps = 0;
-    bool qShared = false;
-    Value kTile, vTile, qTile, gq, tq, col2, qScale;
+    int64_t warps = 0, stages = 2;
+    /// K and V copied global -> shared by cp.async (a cache of the mma
+    /// type), else staged through registers (rounded from f32).
+    bool asyncCopy = false;
+    bool qInRegisters = true;
+    Value kRing, vRing, qTile, gq, tq, col2, qScale;
     Value valid[2], head[2], pos[2];
+    /// ldmatrix lane offsets: A (Q) rows/cols, B of Kᵀ (non-transposed
+    /// K rows), B of V (transposed).
+    Value aRow, aCol, kRow, kCol, vRow, vCol;
     SmallVector<SmallVector<Value>> qFrag;
   };
-  MmaState beginMma(Value q, Value k, Value lens);
-  /// Q's A fragment of the 16 columns from 16·ks.
-  SmallVector<Value> mmaQFragment(const MmaState &m, Value q, int64_t ks);
-  /// One key tile: S = Q·Kᵀ, mask, online softmax, O = O·alpha + P·V.
-  SmallVector<Value> mmaTile(const MmaState &m, Value k, Value v, Value kt,
-                             ValueRange st);
+  /// Shared memory bytes of the kernel's tiles (Q, the K and V rings).
+  static int64_t mmaSharedBytes(int64_t rows, int64_t d, int64_t dv,
+                                int64_t kvBlock, int64_t stages);
+  MmaState beginMma(Value q, Value k, Value lens, bool asyncCopy);
+  /// Q's A fragment of the 16 columns from 16·ks (ldmatrix.x4 of the Q
+  /// tile).
+  SmallVector<Value> mmaQFragment(const MmaState &m, int64_t ks);
+  /// Issues the copy of keys [kt, min(kt + kv-block, hi)) into ring slot
+  /// `stage` (zeros past hi): cp.async of 16 bytes per thread and chunk,
+  /// committed as one group, or stores through registers.
+  void mmaIssueTile(const MmaState &m, Value k, Value v, Value kt, Value stage);
+  /// One key tile in ring slot `stage`: S = Q·Kᵀ, the mask (only where
+  /// `masked`: tiles some row of the block does not fully see), online
+  /// softmax, O = O·alpha + P·V.
+  SmallVector<Value> mmaTile(const MmaState &m, Value kt, Value stage,
+                             bool masked, ValueRange st);
   /// O·alpha + P·V on the tile's probabilities (mmaElt C fragments).
-  void mmaPV(const MmaState &m, ArrayRef<SmallVector<Value>> pNarrow,
-             const Value alpha[2], ValueRange st, SmallVector<Value> &next);
+  void mmaPV(const MmaState &m, Value stage,
+             ArrayRef<SmallVector<Value>> pNarrow, const Value alpha[2],
+             ValueRange st, SmallVector<Value> &next);
   /// out = O / l for the thread's rows.
   void mmaStore(const MmaState &m, scf::ForOp tiles, Value out);
+  /// ldmatrix.x4 (transposed for V) at `row`, `col` of `tile` (with its
+  /// ring slot `stage` first when given): four i32 registers of two 16-bit
+  /// values each.
+  SmallVector<Value> ldmatrix4(Value tile, Value stage, Value row, Value col,
+                               bool transpose);
 
   /// Two 16-bit floats as one i32 (the first in the low half), for mma
   /// operands.

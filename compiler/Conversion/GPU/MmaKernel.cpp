@@ -1,16 +1,32 @@
 //===- MmaKernel.cpp - the bf16/f16 tensor-core attention kernel ----------===//
 //
 // This file implements the tensor-core kernel of convert-attn-to-gpu, on
-// bf16 or f16 operands (mmaElt): 16 rows per warp (heads of the group x
-// query rows, flattened); per key tile staged in shared memory as mmaElt
-// (a cache of that type copied, an f32 one rounded), S = Q·Kᵀ and O += P·V
-// as mma.sync m16n8k16 with
-// fp32 accumulators; the online softmax on the C fragments, each row's
-// max and sum reduced over the quad of lanes that share it.
+// bf16 or f16 operands (mmaElt), in FlashAttention-2's structure on the
+// sm_80 instruction set (also what Hopper runs without wgmma):
+//
+//   - 16 rows per warp (heads of the group x query rows, flattened), up to
+//     8 warps: the group's heads share every K/V tile the block stages;
+//   - Q rounded once into a shared tile, its fragments read by ldmatrix
+//     (kept in registers for head dims up to 128);
+//   - K and V tiles through a two-slot ring in dynamic shared memory:
+//     a cache of the mma type is copied by cp.async (nvgpu.device_async_copy,
+//     16 bytes per thread and chunk, zero-filled past the block's keys), the
+//     next tile's copy in flight while the current one is computed; an f32
+//     cache is rounded through registers into the same ring;
+//   - S = Q·Kᵀ and O += P·V as mma.sync m16n8k16 with fp32 accumulators,
+//     the B fragments read by ldmatrix (transposed for V) from rows padded
+//     by 16 bytes (no bank conflicts);
+//   - the online softmax on the C fragments, each row's max and sum reduced
+//     over the quad of lanes that share it; the mask only on the tiles that
+//     cross a row's diagonal or window (the key loop is split in two), and
+//     the tiles past the block's last row skipped (its key range).
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Conversion/GPU/KernelEmitter.h"
+
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <limits>
 
@@ -20,40 +36,91 @@ using namespace mlir::attn::gpu_kernels;
 
 namespace {
 constexpr int64_t kTileRows = 16;
+/// Shared-memory rows are padded by 8 16-bit elements (16 bytes).
+constexpr int64_t kPad = 8;
 constexpr double kInf = std::numeric_limits<double>::infinity();
+int64_t alignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 } // namespace
 
-KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k,
-                                                Value lens) {
+int64_t KernelEmitter::mmaSharedBytes(int64_t rows, int64_t d, int64_t dv,
+                                      int64_t kvBlock, int64_t stages) {
+  int64_t q = alignUp(alignUp(rows, kTileRows) * (d + kPad) * 2, 128);
+  int64_t k = alignUp(stages * kvBlock * (d + kPad) * 2, 128);
+  int64_t v = stages * kvBlock * (dv + kPad) * 2;
+  return q + k + v;
+}
+
+SmallVector<Value> KernelEmitter::ldmatrix4(Value tile, Value stage, Value row,
+                                            Value col, bool transpose) {
+  SmallVector<Value> at = {row, col};
+  if (stage)
+    at.insert(at.begin(), stage);
+  auto resTy = VectorType::get({4, 2}, mmaElt);
+  Value r = nvgpu::LdMatrixOp::create(b, loc, resTy, tile, at,
+                                      b.getBoolAttr(transpose),
+                                      b.getI32IntegerAttr(4));
+  SmallVector<Value> regs;
+  for (int64_t i = 0; i < 4; ++i) {
+    Value pair = vector::ExtractOp::create(b, loc, r, ArrayRef<int64_t>{i});
+    regs.push_back(LLVM::BitcastOp::create(b, loc, b.getI32Type(), pair));
+  }
+  return regs;
+}
+
+KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
+                                                bool asyncCopy) {
   MmaState m;
   m.warps = (group * qRows + kTileRows - 1) / kTileRows;
-  Type narrow = mmaElt;
+  m.asyncCopy = asyncCopy;
+  m.qInRegisters = d <= 128;
+  int64_t rows = m.warps * kTileRows;
+  int64_t bytes = mmaSharedBytes(rows, d, dv, kvBlock, m.stages);
+  m.L = beginLaunch(k, lens, m.warps * kWarp, TypeRange{}, bytes);
+  const Launch &L = m.L;
+  // The tiles are views of the launch's dynamic shared memory.
   auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
                                        gpu::AddressSpace::Workgroup);
-  auto kTileTy =
-      MemRefType::get({kvBlock, d}, narrow, MemRefLayoutAttrInterface(), wg);
-  auto vTileTy =
-      MemRefType::get({kvBlock, dv}, narrow, MemRefLayoutAttrInterface(), wg);
-  // Head dims above 128: Q's fragments would not fit in registers next to
-  // the accumulators; Q is staged in shared memory once and its fragments
-  // read per step.
-  m.qShared = d > 128;
-  auto qTileTy = MemRefType::get({m.warps * kTileRows, d}, narrow,
+  auto bytesTy = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                                  MemRefLayoutAttrInterface(), wg);
-  SmallVector<Type> tileTypes = {kTileTy, vTileTy};
-  if (m.qShared)
-    tileTypes.push_back(qTileTy);
-  m.L = beginLaunch(k, lens, m.warps * kWarp, tileTypes);
-  const Launch &L = m.L;
-  gpu::LaunchOp launch = L.op;
-  m.kTile = launch.getWorkgroupAttributions()[0];
-  m.vTile = launch.getWorkgroupAttributions()[1];
+  Value smem = gpu::DynamicSharedMemoryOp::create(b, loc, bytesTy);
+  int64_t offset = 0;
+  auto view = [&](ArrayRef<int64_t> shape) -> Value {
+    auto ty = MemRefType::get(shape, mmaElt, MemRefLayoutAttrInterface(), wg);
+    Value v = memref::ViewOp::create(b, loc, ty, smem, c(offset), ValueRange{});
+    int64_t n = 2;
+    for (int64_t s : shape)
+      n *= s;
+    offset += alignUp(n, 128);
+    return v;
+  };
+  m.qTile = view({rows, d + kPad});
+  m.kRing = view({m.stages, kvBlock, d + kPad});
+  m.vRing = view({m.stages, kvBlock, dv + kPad});
   Value zero = c(0);
   // Fragment coordinates: group (row within 8) and thread in group.
   m.gq = arith::DivUIOp::create(b, loc, L.lane, c(4));
   m.tq = arith::RemUIOp::create(b, loc, L.lane, c(4));
   m.col2 = mul(m.tq, c(2));
   m.qScale = qPrescale();
+  // ldmatrix.x4 addresses, one row per lane: matrix i is read from the row
+  // addresses of lanes 8i..8i+7. A (16x16 of Q): rows lane % 16, columns
+  // +8 for lanes 16..31. B of Kᵀ (two n8 tiles x k16): keys lane % 8
+  // (+8 for lanes 16..31), columns +8 for lanes 8..15 and 24..31. B of V
+  // (transposed; k16 x two n8 tiles): keys lane % 8 (+8 for lanes 8..15 and
+  // 24..31), columns +8 for lanes 16..31.
+  Value l8 = arith::RemUIOp::create(b, loc, L.lane, c(8));
+  Value hi16 = mul(arith::DivUIOp::create(b, loc, L.lane, c(16)), c(8));
+  Value odd8 =
+      mul(arith::RemUIOp::create(
+              b, loc, arith::DivUIOp::create(b, loc, L.lane, c(8)), c(2)),
+          c(8));
+  m.aRow = add(mul(L.warp, c(kTileRows)),
+               arith::RemUIOp::create(b, loc, L.lane, c(16)));
+  m.aCol = hi16;
+  m.kRow = add(l8, hi16);
+  m.kCol = odd8;
+  m.vRow = add(l8, odd8);
+  m.vCol = hi16;
 
   // The thread's two rows: r0 = group, r1 = group + 8 of the warp's 16.
   for (int64_t h = 0; h < 2; ++h) {
@@ -65,113 +132,130 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k,
     m.head[h] = add(groupHead0, arith::DivUIOp::create(b, loc, ts, L.qn));
     m.pos[h] = add(L.q0, arith::RemUIOp::create(b, loc, ts, L.qn));
   }
-  // Q as A fragments, one per 16 of d: in registers, or from the shared Q
-  // tile (rows of the warp: 16·warp + gq (+8)).
-  if (m.qShared) {
-    m.qTile = launch.getWorkgroupAttributions()[2];
-    int64_t rows = m.warps * kTileRows;
-    Value qElems = c(rows * d), qStep = c(m.warps * kWarp);
-    loop(L.tid, qElems, qStep, ValueRange{},
-         [&](Value idx, ValueRange) -> SmallVector<Value> {
-           Value r = arith::DivUIOp::create(b, loc, idx, c(d));
-           Value col = arith::RemUIOp::create(b, loc, idx, c(d));
-           Value ok = cmp(arith::CmpIPredicate::slt, r, mul(c(group), L.qn));
-           Value rs = select(ok, r, zero);
-           Value groupHead0 = mul(L.g, c(group));
-           Value hd =
-               add(groupHead0, arith::DivUIOp::create(b, loc, rs, L.qn));
-           Value ps = add(L.q0, arith::RemUIOp::create(b, loc, rs, L.qn));
-           Value x = memref::LoadOp::create(b, loc, q,
-                                            ValueRange{L.bi, hd, ps, col});
-           Value scaled = fmul(x, m.qScale);
-           memref::StoreOp::create(b, loc,
-                                   toNarrow(select(ok, scaled, f32(0.0))),
-                                   m.qTile, ValueRange{r, col});
-           return {};
-         });
-    gpu::BarrierOp::create(b, loc);
-  } else {
+  // Q pre-scaled and rounded into the shared tile (zeros in the rows past
+  // the block's), once.
+  Value qElems = c(rows * d), qStep = c(m.warps * kWarp);
+  loop(L.tid, qElems, qStep, ValueRange{},
+       [&](Value idx, ValueRange) -> SmallVector<Value> {
+         Value r = arith::DivUIOp::create(b, loc, idx, c(d));
+         Value col = arith::RemUIOp::create(b, loc, idx, c(d));
+         Value ok = cmp(arith::CmpIPredicate::slt, r, mul(c(group), L.qn));
+         Value rs = select(ok, r, zero);
+         Value groupHead0 = mul(L.g, c(group));
+         Value hd = add(groupHead0, arith::DivUIOp::create(b, loc, rs, L.qn));
+         Value ps = add(L.q0, arith::RemUIOp::create(b, loc, rs, L.qn));
+         Value x =
+             memref::LoadOp::create(b, loc, q, ValueRange{L.bi, hd, ps, col});
+         Value scaled = fmul(x, m.qScale);
+         memref::StoreOp::create(b, loc, toNarrow(select(ok, scaled, f32(0.0))),
+                                 m.qTile, ValueRange{r, col});
+         return {};
+       });
+  gpu::BarrierOp::create(b, loc);
+  if (m.qInRegisters)
     for (int64_t ks = 0; ks < d / 16; ++ks)
-      m.qFrag.push_back(mmaQFragment(m, q, ks));
-  }
+      m.qFrag.push_back(mmaQFragment(m, ks));
   return m;
 }
 
-SmallVector<Value> KernelEmitter::mmaQFragment(const MmaState &m, Value q,
-                                               int64_t ks) {
-  // {r0, c}, {r1, c}, {r0, c+8}, {r1, c+8} with c = 16·ks + 2·tq (two
-  // consecutive columns each).
-  const Launch &L = m.L;
-  Value one = c(1);
-  auto qElem = [&](int64_t h, Value col) -> Value {
-    Value x = memref::LoadOp::create(
-        b, loc, q, ValueRange{L.bi, m.head[h], m.pos[h], col});
-    Value scaled = fmul(x, m.qScale);
-    return toNarrow(select(m.valid[h], scaled, f32(0.0)));
-  };
-  SmallVector<Value> a;
-  for (int64_t part = 0; part < 4; ++part) {
-    int64_t h = part % 2;
-    Value c0 = add(c(16 * ks + 8 * (part / 2)), m.col2);
-    if (m.qShared) {
-      Value row = add(mul(L.warp, c(kTileRows)), m.gq);
-      row = add(row, c(8 * h));
-      Value x0 = memref::LoadOp::create(b, loc, m.qTile, ValueRange{row, c0});
-      Value x1 = memref::LoadOp::create(b, loc, m.qTile,
-                                        ValueRange{row, add(c0, one)});
-      a.push_back(pack(x0, x1));
-    } else {
-      Value lo = qElem(h, c0);
-      Value hi = qElem(h, add(c0, one));
-      a.push_back(pack(lo, hi));
-    }
-  }
-  return a;
+SmallVector<Value> KernelEmitter::mmaQFragment(const MmaState &m, int64_t ks) {
+  // a0..a3 = {rows 0-7, 8-15} x {columns 16ks.., 16ks + 8..} of the warp's
+  // rows, the m16n8k16 A fragment's order.
+  return ldmatrix4(m.qTile, Value(), m.aRow, add(c(16 * ks), m.aCol),
+                   /*transpose=*/false);
 }
 
-SmallVector<Value> KernelEmitter::mmaTile(const MmaState &m, Value k,
-                                          Value v, Value kt, ValueRange st) {
+void KernelEmitter::mmaIssueTile(const MmaState &m, Value k, Value v, Value kt,
+                                 Value stage) {
+  const Launch &L = m.L;
+  int64_t threads = m.warps * kWarp;
+  if (!m.asyncCopy) {
+    Value kn = min(c(kvBlock), sub(L.hi, kt));
+    stageTile(L, k, m.kRing, d, kt, kn, threads, stage);
+    stageTile(L, v, m.vRing, dv, kt, kn, threads, stage);
+    return;
+  }
+  Value one = c(1);
+  auto tokenTy = nvgpu::DeviceAsyncTokenType::get(b.getContext());
+  auto copyRows = [&](Value srcBuf, Value ring, int64_t width) {
+    // 8 elements (16 bytes) per chunk; chunk idx = row · (width / 8) + ch.
+    int64_t perRow = width / 8, total = kvBlock * perRow;
+    for (int64_t i = 0; i * threads < total; ++i) {
+      auto body = [&]() {
+        Value idx = add(L.tid, c(i * threads));
+        Value row = arith::DivUIOp::create(b, loc, idx, c(perRow));
+        Value col = mul(arith::RemUIOp::create(b, loc, idx, c(perRow)), c(8));
+        Value key = add(kt, row);
+        Value in = cmp(arith::CmpIPredicate::slt, key, L.hi);
+        // Keys past hi: a valid address, nothing read, zeros written.
+        SmallVector<Value> at;
+        if (table) {
+          key = min(key, sub(L.hi, one));
+          Value pageSize = memref::DimOp::create(b, loc, srcBuf, 2);
+          Value slot = arith::DivUIOp::create(b, loc, key, pageSize);
+          Value entry =
+              memref::LoadOp::create(b, loc, table, ValueRange{L.bi, slot});
+          Value page =
+              arith::IndexCastOp::create(b, loc, b.getIndexType(), entry);
+          at = {page, L.g, arith::RemUIOp::create(b, loc, key, pageSize), col};
+        } else {
+          at = {L.bi, L.g, min(key, sub(L.kvLen, one)), col};
+        }
+        Value n = select(in, c(8), c(0));
+        nvgpu::DeviceAsyncCopyOp::create(
+            b, loc, tokenTy, ring, ValueRange{stage, row, col}, srcBuf, at,
+            b.getIndexAttr(8), n, b.getUnitAttr());
+      };
+      if ((i + 1) * threads <= total) {
+        body();
+        continue;
+      }
+      Value inRange =
+          cmp(arith::CmpIPredicate::slt, add(L.tid, c(i * threads)), c(total));
+      auto ifOp = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      body();
+    }
+  };
+  copyRows(k, m.kRing, d);
+  copyRows(v, m.vRing, dv);
+}
+
+SmallVector<Value> KernelEmitter::mmaTile(const MmaState &m, Value kt,
+                                          Value stage, bool masked,
+                                          ValueRange st) {
   const Launch &L = m.L;
   int64_t nTilesS = kvBlock / 8;
-  Value one = c(1);
-  Value kn = min(c(kvBlock), sub(L.hi, kt));
-  stageTile(L, k, m.kTile, d, kt, kn, m.warps * kWarp);
-  stageTile(L, v, m.vTile, dv, kt, kn, m.warps * kWarp);
-  gpu::BarrierOp::create(b, loc);
   // S = Q·Kᵀ: per 8 keys, C fragments {r0,c} {r0,c+1} {r1,c} {r1,c+1}.
   SmallVector<SmallVector<Value>> sFrag(nTilesS,
                                         SmallVector<Value>(4, f32(0.0)));
   for (int64_t ks = 0; ks < d / 16; ++ks) {
-    SmallVector<Value> a = m.qShared ? mmaQFragment(m, Value(), ks)
-                                     : m.qFrag[ks];
-    for (int64_t j = 0; j < nTilesS; ++j) {
-      Value keyRow = add(c(8 * j), m.gq);
-      SmallVector<Value> bb;
-      for (int64_t part = 0; part < 2; ++part) {
-        Value c0 = add(c(16 * ks + 8 * part), m.col2);
-        Value x0 =
-            memref::LoadOp::create(b, loc, m.kTile, ValueRange{keyRow, c0});
-        Value x1 = memref::LoadOp::create(b, loc, m.kTile,
-                                          ValueRange{keyRow, add(c0, one)});
-        bb.push_back(pack(x0, x1));
-      }
-      sFrag[j] = mma(a, bb, sFrag[j]);
+    SmallVector<Value> a = m.qInRegisters ? m.qFrag[ks] : mmaQFragment(m, ks);
+    for (int64_t j = 0; j < nTilesS; j += 2) {
+      SmallVector<Value> r =
+          ldmatrix4(m.kRing, stage, add(c(8 * j), m.kRow),
+                    add(c(16 * ks), m.kCol), /*transpose=*/false);
+      sFrag[j] = mma(a, {r[0], r[1]}, sFrag[j]);
+      sFrag[j + 1] = mma(a, {r[2], r[3]}, sFrag[j + 1]);
     }
   }
-  // Softcap, mask, row max over the quad.
+  // Softcap, the mask where the tile needs it, row max over the quad.
   Value rowMax[2] = {f32(-kInf), f32(-kInf)};
   for (int64_t j = 0; j < nTilesS; ++j)
     for (int64_t e = 0; e < 4; ++e) {
       int64_t h = e / 2;
       Value &s = sFrag[j][e];
       s = softcapped(s);
-      // Keys past hi are the tile's zero padding.
-      Value key = add(kt, add(c(8 * j + e % 2), m.col2));
-      Value inTile =
-          andI(m.valid[h], cmp(arith::CmpIPredicate::slt, key, L.hi));
-      Value rowPos = add(m.pos[h], L.offset);
-      Value vis = visible(inTile, key, rowPos);
-      s = select(vis, s, f32(-kInf));
+      if (masked) {
+        // Keys past hi are the tile's zero padding.
+        Value key = add(kt, add(c(8 * j + e % 2), m.col2));
+        Value inTile =
+            andI(m.valid[h], cmp(arith::CmpIPredicate::slt, key, L.hi));
+        Value rowPos = add(m.pos[h], L.offset);
+        Value vis = visible(inTile, key, rowPos);
+        s = select(vis, s, f32(-kInf));
+      }
       rowMax[h] = arith::MaximumFOp::create(b, loc, rowMax[h], s);
     }
   SmallVector<Value> next;
@@ -200,19 +284,18 @@ SmallVector<Value> KernelEmitter::mmaTile(const MmaState &m, Value k,
   }
   for (int64_t h = 0; h < 2; ++h)
     next.push_back(fma(st[2 + h], alpha[h], rowSum[h]));
-  mmaPV(m, pNarrow, alpha, st, next);
-  gpu::BarrierOp::create(b, loc);
+  mmaPV(m, stage, pNarrow, alpha, st, next);
   return next;
 }
 
-void KernelEmitter::mmaPV(const MmaState &m,
+void KernelEmitter::mmaPV(const MmaState &m, Value stage,
                           ArrayRef<SmallVector<Value>> pNarrow,
                           const Value alpha[2], ValueRange st,
                           SmallVector<Value> &next) {
   // O = O·alpha + P·V: P's C fragments of keys 16t.. are the A fragment of
-  // step t; V's B fragments {k = 2tq, 2tq+1 | +8} x n.
+  // step t; V's B fragments (k = keys, n = columns) by ldmatrix.trans, two
+  // n8 tiles per x4.
   int64_t nTilesO = dv / 8;
-  Value one = c(1);
   SmallVector<SmallVector<Value>> o;
   for (int64_t n = 0; n < nTilesO; ++n) {
     SmallVector<Value> acc;
@@ -225,18 +308,12 @@ void KernelEmitter::mmaPV(const MmaState &m,
                             pack(pNarrow[2 * t][2], pNarrow[2 * t][3]),
                             pack(pNarrow[2 * t + 1][0], pNarrow[2 * t + 1][1]),
                             pack(pNarrow[2 * t + 1][2], pNarrow[2 * t + 1][3])};
-    for (int64_t n = 0; n < nTilesO; ++n) {
-      Value vcol = add(c(8 * n), m.gq);
-      SmallVector<Value> bb;
-      for (int64_t part = 0; part < 2; ++part) {
-        Value k0 = add(c(16 * t + 8 * part), m.col2);
-        Value x0 =
-            memref::LoadOp::create(b, loc, m.vTile, ValueRange{k0, vcol});
-        Value x1 = memref::LoadOp::create(b, loc, m.vTile,
-                                          ValueRange{add(k0, one), vcol});
-        bb.push_back(pack(x0, x1));
-      }
-      o[n] = mma(a, bb, o[n]);
+    for (int64_t n = 0; n < nTilesO; n += 2) {
+      SmallVector<Value> r =
+          ldmatrix4(m.vRing, stage, add(c(16 * t), m.vRow),
+                    add(c(8 * n), m.vCol), /*transpose=*/true);
+      o[n] = mma(a, {r[0], r[1]}, o[n]);
+      o[n + 1] = mma(a, {r[2], r[3]}, o[n + 1]);
     }
   }
   for (auto &acc : o)
@@ -270,15 +347,72 @@ void KernelEmitter::mmaStore(const MmaState &m, scf::ForOp tiles, Value out) {
 
 void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
   OpBuilder::InsertionGuard guard(b);
-  MmaState m = beginMma(q, k, lens);
+  bool asyncCopy = cast<MemRefType>(k.getType()).getElementType() == mmaElt;
+  MmaState m = beginMma(q, k, lens, asyncCopy);
+  const Launch &L = m.L;
+  auto tokenTy = nvgpu::DeviceAsyncTokenType::get(b.getContext());
+  // One cp.async group per tile (empty past the last one), so that
+  // "all but the newest group done" is always "the current tile is in".
+  auto commit = [&]() -> Value {
+    return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tokenTy,
+                                                   ValueRange{});
+  };
+  // The first tile's copy.
+  {
+    Value any = cmp(arith::CmpIPredicate::slt, L.lo, L.hi);
+    auto ifOp = scf::IfOp::create(b, loc, any, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    mmaIssueTile(m, k, v, L.lo, c(0));
+  }
+  if (m.asyncCopy)
+    commit();
+  // Tiles every row of the block sees whole (below the diagonal of its
+  // first row, no padding, no window) need no mask: [lo, full), the rest
+  // [full, hi) does.
+  Value full;
+  if (src.window) {
+    full = L.lo;
+  } else {
+    Value end = L.hi;
+    if (src.mask != MaskKind::none)
+      end = min(add(add(L.q0, L.offset), c(1)), L.hi);
+    Value n = max(sub(end, L.lo), c(0));
+    n = arith::DivUIOp::create(b, loc, n, c(kvBlock));
+    full = add(L.lo, mul(n, c(kvBlock)));
+  }
+  auto body = [&](Value kt, ValueRange st, bool masked) {
+    Value j = arith::DivUIOp::create(b, loc, sub(kt, L.lo), c(kvBlock));
+    Value stage = arith::RemUIOp::create(b, loc, j, c(m.stages));
+    Value nextKt = add(kt, c(kvBlock));
+    {
+      Value more = cmp(arith::CmpIPredicate::slt, nextKt, L.hi);
+      auto ifOp = scf::IfOp::create(b, loc, more, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      Value nextStage = sub(c(m.stages - 1), stage);
+      mmaIssueTile(m, k, v, nextKt, nextStage);
+    }
+    if (m.asyncCopy)
+      nvgpu::DeviceAsyncWaitOp::create(b, loc, commit(),
+                                       b.getI32IntegerAttr(1));
+    gpu::BarrierOp::create(b, loc);
+    SmallVector<Value> res = mmaTile(m, kt, stage, masked, st);
+    // The slot is refilled two tiles later: every warp is done with it.
+    gpu::BarrierOp::create(b, loc);
+    return res;
+  };
   // State: m[2], l[2] (this thread's partial row sums), o[dv / 8][4].
   SmallVector<Value> init = {f32(-kInf), f32(-kInf), f32(0.0), f32(0.0)};
   for (int64_t i = 0; i < dv / 8 * 4; ++i)
     init.push_back(f32(0.0));
-  scf::ForOp tiles =
-      loop(m.L.lo, m.L.hi, c(kvBlock), init, [&](Value kt, ValueRange st) {
-        return mmaTile(m, k, v, kt, st);
+  scf::ForOp whole =
+      loop(L.lo, full, c(kvBlock), init, [&](Value kt, ValueRange st) {
+        return body(kt, st, /*masked=*/false);
       });
-  mmaStore(m, tiles, out);
+  scf::ForOp edge = loop(
+      full, L.hi, c(kvBlock), whole.getResults(),
+      [&](Value kt, ValueRange st) { return body(kt, st, /*masked=*/true); });
+  mmaStore(m, edge, out);
   gpu::TerminatorOp::create(b, loc);
 }
