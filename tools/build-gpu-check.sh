@@ -62,16 +62,21 @@ done
   --gpu-arch="$ARCH" --kv-dtype=f16 --gpu-precision=f16 \
   --entries=paged -o "$OUT/llama-3.1-8b-kvf16-f16"
 # Other tile shapes of the same kernel (gpu-check.sh benches them next to
-# the defaults): 64 rows per block (--q-block), 32 keys per tile.
-"$BUILD_DIR/bin/attn-compile" "${CONFIGS[llama-3.1-8b]}" --target=cuda \
-  --gpu-arch="$ARCH" --kv-dtype=bf16 --gpu-precision=bf16 --q-block=16 \
-  -o "$OUT/llama-3.1-8b-kvbf16-bf16-q16"
-"$BUILD_DIR/bin/attn-compile" "${CONFIGS[llama-3.1-8b]}" --target=cuda \
-  --gpu-arch="$ARCH" --kv-dtype=bf16 --gpu-precision=bf16 --kv-block=32 \
-  -o "$OUT/llama-3.1-8b-kvbf16-bf16-k32"
-"$BUILD_DIR/bin/attn-compile" "${CONFIGS[seed]}" --target=cuda \
-  --gpu-arch="$ARCH" --kv-dtype=bf16 --gpu-precision=bf16 --q-block=4 \
-  -o "$OUT/seed-kvbf16-bf16-q4"
+# the defaults): 64 rows per block (--q-block), 32 rows per warp with
+# 32-key tiles, 64-key tiles for head dim 256.
+build_variant() {
+  cfg=$1; name=$2; shift 2
+  "$BUILD_DIR/bin/attn-compile" "$cfg" --target=cuda --gpu-arch="$ARCH" \
+    --kv-dtype=bf16 --gpu-precision=bf16 "$@" -o "$OUT/$name"
+}
+build_variant "${CONFIGS[llama-3.1-8b]}" llama-3.1-8b-kvbf16-bf16-q16 --q-block=16
+build_variant "${CONFIGS[llama-3.1-8b]}" llama-3.1-8b-kvbf16-bf16-w32k32 \
+  --gpu-warp-rows=32 --kv-block=32
+build_variant "${CONFIGS[seed]}" seed-kvbf16-bf16-q4 --q-block=4
+if [ "$ARCH" = sm_90 ]; then
+  build_variant "${CONFIGS[seed]}" seed-kvbf16-bf16-q4k64 --q-block=4 --kv-block=64
+  build_variant "${CONFIGS[seed]}" seed-kvbf16-bf16-k64 --kv-block=64
+fi
 cp "$ROOT/tools/gpu-check.sh" "$ROOT/tools/gpu-baseline.py" "$OUT/"
 echo "built $(ls "$OUT" | grep -Evc '\.(sh|py)$') CUDA executables for $ARCH in $OUT;"
 echo "on the GPU machine: $OUT/gpu-check.sh $OUT"

@@ -30,8 +30,9 @@ LOG="$LOGDIR/gpu-check.log"
 pass=0
 failed=""
 # GPU_CHECK_ONLY: an extended regex of the executables to check (default:
-# all). GPU_BENCH: "full" (default: every bench below) or "tc" (the
-# tensor-core kernels on bf16 caches next to torch, and the decode step).
+# all). GPU_BENCH: "full" (default: every bench below), "tc" (the
+# tensor-core kernels on bf16 caches next to torch, and the decode step) or
+# "none". GPU_SANITIZE=0 skips compute-sanitizer.
 ONLY="${GPU_CHECK_ONLY:-.}"
 BENCH="${GPU_BENCH:-full}"
 CSV="$LOGDIR/gpu-results.csv"
@@ -55,7 +56,7 @@ done
 # compute-sanitizer's memcheck on the cp.async tensor-core kernel (where the
 # machine has it: not under gVisor).
 san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-if [ -n "$san" ] && [ -x "$DIR/llama-3.1-8b-kvbf16-bf16" ]; then
+if [ "${GPU_SANITIZE:-1}" != 0 ] && [ -n "$san" ] && [ -x "$DIR/llama-3.1-8b-kvbf16-bf16" ]; then
   echo "== compute-sanitizer memcheck: llama-3.1-8b-kvbf16-bf16 check"
   if $LIMIT "$san" --tool memcheck --error-exitcode 3 \
       "$DIR/llama-3.1-8b-kvbf16-bf16" check > "$LOGDIR/sanitizer.log" 2>&1; then
@@ -96,6 +97,7 @@ if [ "$BENCH" = full ]; then
     bench $name --seq 1 --kv-len 65536 --page-size 256 --repeats 5
   done
 fi
+if [ "$BENCH" != none ]; then
 echo "== tensor-core kernels on bf16 caches (batch 1, causal prefill, median of 10; *-q*/-k*: other q-block/kv-block)"
 for name in llama-3.1-8b-kvbf16-bf16 seed-kvbf16-bf16; do
   for s in 1024 4096 16384; do bench $name --seq $s --repeats 10; done
@@ -112,6 +114,7 @@ bench llama-3.1-8b-bf16 --seq 4096 --repeats 10
 if [ -f "$DIR/gpu-baseline.py" ] && command -v python3 >/dev/null 2>&1; then
   echo "== torch baseline"
   $LIMIT python3 "$DIR/gpu-baseline.py" --dtypes bf16 --csv "$CSV" 2>&1 | tee -a "$LOG"
+fi
 fi
 echo "== summary"
 [ -n "${dev:-}" ] && echo "$dev"

@@ -203,7 +203,14 @@ def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "func::FuncOp"> {
   let options = [
     Option<"kvBlock", "kv-block", "int64_t", /*default=*/"0",
            "Keys per shared-memory tile (0: 4096 / head dim, at least 8; "
-           "bf16/f16: 64, 32 for head dims above 128)">,
+           "bf16/f16: 64, or 32 where 64 exceeds max-shared-memory)">,
+    Option<"warpRows", "warp-rows", "int64_t", /*default=*/"0",
+           "Tensor-core kernel: rows per warp, 16 or 32 (two m16 tiles "
+           "sharing each K/V fragment; value head dims up to 128); 0: 16">,
+    Option<"maxSharedMemory", "max-shared-memory", "int64_t",
+           /*default=*/"166912",
+           "Tensor-core kernel: the most dynamic shared memory a block may "
+           "take (bytes; 166912 on sm_80, 232448 on sm_90)">,
     Option<"precision", "precision", "mlir::attn::GPUPrecision",
            /*default=*/"mlir::attn::GPUPrecision::fp32",
            "Arithmetic of the kernel",

@@ -109,6 +109,11 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
   Option<int64_t> kvBlock{*this, "kv-block",
                           llvm::cl::desc("Keys per tile (0: default)"),
                           llvm::cl::init(0)};
+  Option<int64_t> warpRows{
+      *this, "warp-rows",
+      llvm::cl::desc("Tensor-core kernel: rows per warp, 16 or 32 (0: "
+                     "default)"),
+      llvm::cl::init(0)};
   Option<GPUPrecision> precision{
       *this, "precision", llvm::cl::desc("Arithmetic of the kernels"),
       llvm::cl::init(GPUPrecision::fp32),

@@ -172,6 +172,14 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
   // Refuse shapes whose buffers cannot fit rather than dying in new[].
   double physical = double(physicalMemory());
   if (page > 0) {
+    // A kind without the kernel is refused before the device is needed.
+    for (int64_t ki : kinds) {
+      const attn_rt_kind &k = m->kinds[ki];
+      if (k.op == ATTN_RT_OP_SDPA && !k.mla && !k.paged)
+        fail(std::string("bench --page-size: kind '") + k.name +
+             "' has no paged kernel (T5's relative bias, or attn-compile "
+             "--entries without paged; GPU builds: --entries=paged)");
+    }
     requireDevice("bench");
     if (json)
       std::printf("[");

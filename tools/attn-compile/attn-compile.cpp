@@ -185,6 +185,12 @@ cl::opt<int64_t> kvBlock("kv-block",
                          cl::desc("Keys per tile (0: target default)"),
                          cl::init(0), cl::cat(category));
 
+cl::opt<int64_t> gpuWarpRows(
+    "gpu-warp-rows",
+    cl::desc("--target=cuda, bf16/f16: rows per warp of the tensor-core "
+             "kernel, 16 or 32 (0: default)"),
+    cl::init(0), cl::cat(category));
+
 cl::opt<int64_t> splitTarget(
     "split-target",
     cl::desc("Split-K decode (flash-decoding): a query of one block whose "
@@ -555,6 +561,7 @@ int compileCUDA(MLIRContext &context, const attn::ModelSpec &spec,
   options.arch = gpuArch;
   options.qBlock = qBlock;
   options.kvBlock = kvBlock;
+  options.warpRows = gpuWarpRows;
   options.precision = gpuPrecision;
   options.stopAfter = stage == Stage::Tiled ? attn::GPUStage::Tiled
                       : stage == Stage::GPU ? attn::GPUStage::GPU

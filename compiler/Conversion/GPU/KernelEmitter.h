@@ -21,6 +21,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace mlir {
 namespace attn {
@@ -56,6 +57,8 @@ struct KernelEmitter {
   Location loc;
   const TiledSource &src;
   int64_t qRows = 0, kvBlock = 0;
+  /// The tensor-core kernel's rows per warp (16 or 32).
+  int64_t warpRows = 16;
   // Static shape facts.
   int64_t hkv = 1, group = 1, d = 0, dv = 0, epl = 1, eplV = 1;
   /// Query rows per warp: 8 for head dims up to 32, else 4 (registers).
@@ -196,25 +199,31 @@ struct KernelEmitter {
   /// fragments when they stay in registers (d <= 128).
   struct MmaState {
     Launch L;
-    int64_t warps = 0, stages = 2;
+    /// mt: m16 row tiles per warp (1 or 2: 16 or 32 rows; two share each
+    /// K/V fragment that ldmatrix reads, half the shared-memory traffic
+    /// per mma).
+    int64_t warps = 0, stages = 2, mt = 1;
     /// K and V copied global -> shared by cp.async (a cache of the mma
     /// type), else staged through registers (rounded from f32).
     bool asyncCopy = false;
     bool qInRegisters = true;
     Value kRing, vRing, qTile, gq, tq, col2, qScale;
-    Value valid[2], head[2], pos[2];
+    /// The thread's 2·mt rows: row 2t + h is gq + 8h of m-tile t.
+    SmallVector<Value> valid, head, pos;
     /// ldmatrix lane offsets: A (Q) rows/cols, B of Kᵀ (non-transposed
     /// K rows), B of V (transposed).
     Value aRow, aCol, kRow, kCol, vRow, vCol;
-    SmallVector<SmallVector<Value>> qFrag;
+    /// qFrag[t][ks]: m-tile t's A fragment of columns 16·ks...
+    SmallVector<SmallVector<SmallVector<Value>>> qFrag;
   };
   /// Shared memory bytes of the kernel's tiles (Q, the K and V rings).
   static int64_t mmaSharedBytes(int64_t rows, int64_t d, int64_t dv,
-                                int64_t kvBlock, int64_t stages);
+                                int64_t kvBlock, int64_t stages,
+                                int64_t warpRows);
   MmaState beginMma(Value q, Value k, Value lens, bool asyncCopy);
-  /// Q's A fragment of the 16 columns from 16·ks (ldmatrix.x4 of the Q
-  /// tile).
-  SmallVector<Value> mmaQFragment(const MmaState &m, int64_t ks);
+  /// m-tile t's A fragment of Q's 16 columns from 16·ks (ldmatrix.x4 of
+  /// the Q tile).
+  SmallVector<Value> mmaQFragment(const MmaState &m, int64_t t, int64_t ks);
   /// Issues the copy of keys [kt, min(kt + kv-block, hi)) into ring slot
   /// `stage` (zeros past hi): cp.async of 16 bytes per thread and chunk,
   /// committed as one group, or stores through registers.
@@ -224,10 +233,11 @@ struct KernelEmitter {
   /// softmax, O = O·alpha + P·V.
   SmallVector<Value> mmaTile(const MmaState &m, Value kt, Value stage,
                              bool masked, ValueRange st);
-  /// O·alpha + P·V on the tile's probabilities (mmaElt C fragments).
+  /// O·alpha + P·V on the tile's probabilities (pPacked[t][16-key step]:
+  /// m-tile t's A fragments).
   void mmaPV(const MmaState &m, Value stage,
-             ArrayRef<SmallVector<Value>> pNarrow, const Value alpha[2],
-             ValueRange st, SmallVector<Value> &next);
+             ArrayRef<SmallVector<SmallVector<Value>>> pPacked,
+             ArrayRef<Value> alpha, ValueRange st, SmallVector<Value> &next);
   /// out = O / l for the thread's rows.
   void mmaStore(const MmaState &m, scf::ForOp tiles, Value out);
   /// ldmatrix.x4 (transposed for V) at `row`, `col` of `tile` (with its
@@ -248,6 +258,15 @@ struct KernelEmitter {
     Value sixteen = arith::ConstantIntOp::create(b, loc, 16, 32);
     Value hiBits = arith::ShLIOp::create(b, loc, highWide, sixteen);
     return arith::OrIOp::create(b, loc, widen(low), hiBits);
+  }
+  /// Two f32 rounded to the mma operand type and packed (the first in the
+  /// low half): one cvt.rn.bf16x2.f32 (f16x2) in PTX.
+  Value packRounded(Value low, Value high) {
+    auto v2f32 = VectorType::get({2}, b.getF32Type());
+    Value v =
+        vector::FromElementsOp::create(b, loc, v2f32, ValueRange{low, high});
+    Value r = arith::TruncFOp::create(b, loc, VectorType::get({2}, mmaElt), v);
+    return LLVM::BitcastOp::create(b, loc, b.getI32Type(), r);
   }
   /// An f32 rounded to the mma operand type.
   Value toNarrow(Value f) { return arith::TruncFOp::create(b, loc, mmaElt, f); }

@@ -4,8 +4,10 @@
 // bf16 or f16 operands (mmaElt), in FlashAttention-2's structure on the
 // sm_80 instruction set (also what Hopper runs without wgmma):
 //
-//   - 16 rows per warp (heads of the group x query rows, flattened), up to
-//     8 warps: the group's heads share every K/V tile the block stages;
+//   - 16 or 32 rows per warp (one or two m16 tiles: the two share every
+//     K/V fragment read from shared memory) of the group's heads x query
+//     rows, flattened, up to 128 rows a block: the group's heads share every
+//     K/V tile the block stages;
 //   - Q rounded once into a shared tile, its fragments read by ldmatrix
 //     (kept in registers for head dims up to 128);
 //   - K and V tiles through a two-slot ring in dynamic shared memory:
@@ -43,8 +45,9 @@ int64_t alignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 } // namespace
 
 int64_t KernelEmitter::mmaSharedBytes(int64_t rows, int64_t d, int64_t dv,
-                                      int64_t kvBlock, int64_t stages) {
-  int64_t q = alignUp(alignUp(rows, kTileRows) * (d + kPad) * 2, 128);
+                                      int64_t kvBlock, int64_t stages,
+                                      int64_t warpRows) {
+  int64_t q = alignUp(alignUp(rows, warpRows) * (d + kPad) * 2, 128);
   int64_t k = alignUp(stages * kvBlock * (d + kPad) * 2, 128);
   int64_t v = stages * kvBlock * (dv + kPad) * 2;
   return q + k + v;
@@ -70,11 +73,14 @@ SmallVector<Value> KernelEmitter::ldmatrix4(Value tile, Value stage, Value row,
 KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
                                                 bool asyncCopy) {
   MmaState m;
-  m.warps = (group * qRows + kTileRows - 1) / kTileRows;
+  m.mt = warpRows / kTileRows;
+  m.warps = (group * qRows + warpRows - 1) / warpRows;
   m.asyncCopy = asyncCopy;
-  m.qInRegisters = d <= 128;
-  int64_t rows = m.warps * kTileRows;
-  int64_t bytes = mmaSharedBytes(rows, d, dv, kvBlock, m.stages);
+  // Q's fragments stay in registers next to one m-tile's accumulators up to
+  // head dim 128; otherwise they are read from the Q tile per step.
+  m.qInRegisters = m.mt == 1 && d <= 128;
+  int64_t rows = m.warps * warpRows;
+  int64_t bytes = mmaSharedBytes(rows, d, dv, kvBlock, m.stages, warpRows);
   m.L = beginLaunch(k, lens, m.warps * kWarp, TypeRange{}, bytes);
   const Launch &L = m.L;
   // The tiles are views of the launch's dynamic shared memory.
@@ -114,23 +120,24 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
       mul(arith::RemUIOp::create(
               b, loc, arith::DivUIOp::create(b, loc, L.lane, c(8)), c(2)),
           c(8));
-  m.aRow = add(mul(L.warp, c(kTileRows)),
-               arith::RemUIOp::create(b, loc, L.lane, c(16)));
+  Value warpRow0 = mul(L.warp, c(warpRows));
+  m.aRow = add(warpRow0, arith::RemUIOp::create(b, loc, L.lane, c(16)));
   m.aCol = hi16;
   m.kRow = add(l8, hi16);
   m.kCol = odd8;
   m.vRow = add(l8, odd8);
   m.vCol = hi16;
 
-  // The thread's two rows: r0 = group, r1 = group + 8 of the warp's 16.
-  for (int64_t h = 0; h < 2; ++h) {
-    Value t = add(mul(L.warp, c(kTileRows)), m.gq);
-    t = add(t, c(8 * h));
-    m.valid[h] = cmp(arith::CmpIPredicate::slt, t, mul(c(group), L.qn));
-    Value ts = select(m.valid[h], t, zero);
+  // The thread's rows: gq and gq + 8 of each of the warp's m-tiles.
+  for (int64_t r = 0; r < 2 * m.mt; ++r) {
+    Value t = add(warpRow0, m.gq);
+    t = add(t, c(8 * r));
+    Value ok = cmp(arith::CmpIPredicate::slt, t, mul(c(group), L.qn));
+    Value ts = select(ok, t, zero);
     Value groupHead0 = mul(L.g, c(group));
-    m.head[h] = add(groupHead0, arith::DivUIOp::create(b, loc, ts, L.qn));
-    m.pos[h] = add(L.q0, arith::RemUIOp::create(b, loc, ts, L.qn));
+    m.valid.push_back(ok);
+    m.head.push_back(add(groupHead0, arith::DivUIOp::create(b, loc, ts, L.qn)));
+    m.pos.push_back(add(L.q0, arith::RemUIOp::create(b, loc, ts, L.qn)));
   }
   // Q pre-scaled and rounded into the shared tile (zeros in the rows past
   // the block's), once.
@@ -152,17 +159,20 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
          return {};
        });
   gpu::BarrierOp::create(b, loc);
-  if (m.qInRegisters)
+  if (m.qInRegisters) {
+    m.qFrag.emplace_back();
     for (int64_t ks = 0; ks < d / 16; ++ks)
-      m.qFrag.push_back(mmaQFragment(m, ks));
+      m.qFrag[0].push_back(mmaQFragment(m, 0, ks));
+  }
   return m;
 }
 
-SmallVector<Value> KernelEmitter::mmaQFragment(const MmaState &m, int64_t ks) {
-  // a0..a3 = {rows 0-7, 8-15} x {columns 16ks.., 16ks + 8..} of the warp's
-  // rows, the m16n8k16 A fragment's order.
-  return ldmatrix4(m.qTile, Value(), m.aRow, add(c(16 * ks), m.aCol),
-                   /*transpose=*/false);
+SmallVector<Value> KernelEmitter::mmaQFragment(const MmaState &m, int64_t t,
+                                               int64_t ks) {
+  // a0..a3 = {rows 0-7, 8-15} x {columns 16ks.., 16ks + 8..} of m-tile t,
+  // the m16n8k16 A fragment's order.
+  return ldmatrix4(m.qTile, Value(), add(m.aRow, c(kTileRows * t)),
+                   add(c(16 * ks), m.aCol), /*transpose=*/false);
 }
 
 void KernelEmitter::mmaIssueTile(const MmaState &m, Value k, Value v, Value kt,
@@ -226,123 +236,142 @@ SmallVector<Value> KernelEmitter::mmaTile(const MmaState &m, Value kt,
                                           Value stage, bool masked,
                                           ValueRange st) {
   const Launch &L = m.L;
+  int64_t mt = m.mt, nRows = 2 * mt;
   int64_t nTilesS = kvBlock / 8;
-  // S = Q·Kᵀ: per 8 keys, C fragments {r0,c} {r0,c+1} {r1,c} {r1,c+1}.
-  SmallVector<SmallVector<Value>> sFrag(nTilesS,
-                                        SmallVector<Value>(4, f32(0.0)));
+  // S = Q·Kᵀ: per m-tile t and 8 keys j, C fragments {r0,c} {r0,c+1}
+  // {r1,c} {r1,c+1}; each ldmatrix of K feeds 2·mt mma.
+  SmallVector<SmallVector<SmallVector<Value>>> sFrag(
+      mt, SmallVector<SmallVector<Value>>(nTilesS,
+                                          SmallVector<Value>(4, f32(0.0))));
   for (int64_t ks = 0; ks < d / 16; ++ks) {
-    SmallVector<Value> a = m.qInRegisters ? m.qFrag[ks] : mmaQFragment(m, ks);
+    SmallVector<SmallVector<Value>> a;
+    for (int64_t t = 0; t < mt; ++t)
+      a.push_back(m.qInRegisters ? m.qFrag[t][ks] : mmaQFragment(m, t, ks));
     for (int64_t j = 0; j < nTilesS; j += 2) {
       SmallVector<Value> r =
           ldmatrix4(m.kRing, stage, add(c(8 * j), m.kRow),
                     add(c(16 * ks), m.kCol), /*transpose=*/false);
-      sFrag[j] = mma(a, {r[0], r[1]}, sFrag[j]);
-      sFrag[j + 1] = mma(a, {r[2], r[3]}, sFrag[j + 1]);
+      for (int64_t t = 0; t < mt; ++t) {
+        sFrag[t][j] = mma(a[t], {r[0], r[1]}, sFrag[t][j]);
+        sFrag[t][j + 1] = mma(a[t], {r[2], r[3]}, sFrag[t][j + 1]);
+      }
     }
   }
   // Softcap, the mask where the tile needs it, row max over the quad.
-  Value rowMax[2] = {f32(-kInf), f32(-kInf)};
-  for (int64_t j = 0; j < nTilesS; ++j)
-    for (int64_t e = 0; e < 4; ++e) {
-      int64_t h = e / 2;
-      Value &s = sFrag[j][e];
-      s = softcapped(s);
-      if (masked) {
-        // Keys past hi are the tile's zero padding.
-        Value key = add(kt, add(c(8 * j + e % 2), m.col2));
-        Value inTile =
-            andI(m.valid[h], cmp(arith::CmpIPredicate::slt, key, L.hi));
-        Value rowPos = add(m.pos[h], L.offset);
-        Value vis = visible(inTile, key, rowPos);
-        s = select(vis, s, f32(-kInf));
+  SmallVector<Value> rowMax(nRows, f32(-kInf));
+  for (int64_t t = 0; t < mt; ++t)
+    for (int64_t j = 0; j < nTilesS; ++j)
+      for (int64_t e = 0; e < 4; ++e) {
+        int64_t r = 2 * t + e / 2;
+        Value &s = sFrag[t][j][e];
+        s = softcapped(s);
+        if (masked) {
+          // Keys past hi are the tile's zero padding.
+          Value key = add(kt, add(c(8 * j + e % 2), m.col2));
+          Value inTile =
+              andI(m.valid[r], cmp(arith::CmpIPredicate::slt, key, L.hi));
+          Value rowPos = add(m.pos[r], L.offset);
+          Value vis = visible(inTile, key, rowPos);
+          s = select(vis, s, f32(-kInf));
+        }
+        rowMax[r] = arith::MaximumFOp::create(b, loc, rowMax[r], s);
       }
-      rowMax[h] = arith::MaximumFOp::create(b, loc, rowMax[h], s);
-    }
+  // State: m[nRows], l[nRows], o[mt][dv / 8][4].
   SmallVector<Value> next;
-  Value shift[2], alpha[2];
-  for (int64_t h = 0; h < 2; ++h) {
+  SmallVector<Value> shift(nRows), alpha(nRows);
+  for (int64_t r = 0; r < nRows; ++r) {
     Value mNew = arith::MaximumFOp::create(
-        b, loc, st[h], quadReduce(rowMax[h], /*isMax=*/true));
+        b, loc, st[r], quadReduce(rowMax[r], /*isMax=*/true));
     Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
                                        mNew, f32(-kInf));
-    shift[h] = select(none, f32(0.0), mNew);
-    alpha[h] = exp2(arith::SubFOp::create(b, loc, st[h], shift[h]));
+    shift[r] = select(none, f32(0.0), mNew);
+    alpha[r] = exp2(arith::SubFOp::create(b, loc, st[r], shift[r]));
     next.push_back(mNew);
   }
-  // P = 2^(s - shift), this thread's part of the row sums.
-  Value rowSum[2] = {f32(0.0), f32(0.0)};
-  SmallVector<SmallVector<Value>> pNarrow;
-  for (int64_t j = 0; j < nTilesS; ++j) {
-    SmallVector<Value> p;
-    for (int64_t e = 0; e < 4; ++e) {
-      int64_t h = e / 2;
-      Value x = exp2(arith::SubFOp::create(b, loc, sFrag[j][e], shift[h]));
-      rowSum[h] = fadd(rowSum[h], x);
-      p.push_back(toNarrow(x));
+  // P = 2^(s - shift) rounded in pairs into m-tile t's A fragments of each
+  // 16-key step: {r0: keys 2tq.., r1: 2tq.., r0: 2tq+8.., r1: 2tq+8..};
+  // this thread's part of the row sums.
+  SmallVector<Value> rowSum(nRows, f32(0.0));
+  SmallVector<SmallVector<SmallVector<Value>>> pPacked(mt);
+  for (int64_t t = 0; t < mt; ++t) {
+    SmallVector<SmallVector<Value>> p(nTilesS);
+    for (int64_t j = 0; j < nTilesS; ++j)
+      for (int64_t e = 0; e < 4; ++e) {
+        int64_t r = 2 * t + e / 2;
+        Value x = exp2(arith::SubFOp::create(b, loc, sFrag[t][j][e], shift[r]));
+        rowSum[r] = fadd(rowSum[r], x);
+        p[j].push_back(x);
+      }
+    for (int64_t s2 = 0; s2 < kvBlock / 16; ++s2) {
+      const auto &lo = p[2 * s2], &hi = p[2 * s2 + 1];
+      pPacked[t].push_back(
+          {packRounded(lo[0], lo[1]), packRounded(lo[2], lo[3]),
+           packRounded(hi[0], hi[1]), packRounded(hi[2], hi[3])});
     }
-    pNarrow.push_back(p);
   }
-  for (int64_t h = 0; h < 2; ++h)
-    next.push_back(fma(st[2 + h], alpha[h], rowSum[h]));
-  mmaPV(m, stage, pNarrow, alpha, st, next);
+  for (int64_t r = 0; r < nRows; ++r)
+    next.push_back(fma(st[nRows + r], alpha[r], rowSum[r]));
+  mmaPV(m, stage, pPacked, alpha, st, next);
   return next;
 }
 
 void KernelEmitter::mmaPV(const MmaState &m, Value stage,
-                          ArrayRef<SmallVector<Value>> pNarrow,
-                          const Value alpha[2], ValueRange st,
+                          ArrayRef<SmallVector<SmallVector<Value>>> pPacked,
+                          ArrayRef<Value> alpha, ValueRange st,
                           SmallVector<Value> &next) {
-  // O = O·alpha + P·V: P's C fragments of keys 16t.. are the A fragment of
-  // step t; V's B fragments (k = keys, n = columns) by ldmatrix.trans, two
-  // n8 tiles per x4.
-  int64_t nTilesO = dv / 8;
-  SmallVector<SmallVector<Value>> o;
-  for (int64_t n = 0; n < nTilesO; ++n) {
-    SmallVector<Value> acc;
-    for (int64_t e = 0; e < 4; ++e)
-      acc.push_back(fmul(st[4 + 4 * n + e], alpha[e / 2]));
-    o.push_back(acc);
-  }
-  for (int64_t t = 0; t < kvBlock / 16; ++t) {
-    SmallVector<Value> a = {pack(pNarrow[2 * t][0], pNarrow[2 * t][1]),
-                            pack(pNarrow[2 * t][2], pNarrow[2 * t][3]),
-                            pack(pNarrow[2 * t + 1][0], pNarrow[2 * t + 1][1]),
-                            pack(pNarrow[2 * t + 1][2], pNarrow[2 * t + 1][3])};
+  // O = O·alpha + P·V: V's B fragments (k = keys, n = columns) by
+  // ldmatrix.trans, two n8 tiles per x4, each feeding every m-tile.
+  int64_t mt = m.mt, nTilesO = dv / 8;
+  int64_t base = 4 * mt;
+  SmallVector<SmallVector<SmallVector<Value>>> o(mt);
+  for (int64_t t = 0; t < mt; ++t)
+    for (int64_t n = 0; n < nTilesO; ++n) {
+      SmallVector<Value> acc;
+      for (int64_t e = 0; e < 4; ++e)
+        acc.push_back(
+            fmul(st[base + (t * nTilesO + n) * 4 + e], alpha[2 * t + e / 2]));
+      o[t].push_back(acc);
+    }
+  for (int64_t s2 = 0; s2 < kvBlock / 16; ++s2)
     for (int64_t n = 0; n < nTilesO; n += 2) {
       SmallVector<Value> r =
-          ldmatrix4(m.vRing, stage, add(c(16 * t), m.vRow),
+          ldmatrix4(m.vRing, stage, add(c(16 * s2), m.vRow),
                     add(c(8 * n), m.vCol), /*transpose=*/true);
-      o[n] = mma(a, {r[0], r[1]}, o[n]);
-      o[n + 1] = mma(a, {r[2], r[3]}, o[n + 1]);
+      for (int64_t t = 0; t < mt; ++t) {
+        o[t][n] = mma(pPacked[t][s2], {r[0], r[1]}, o[t][n]);
+        o[t][n + 1] = mma(pPacked[t][s2], {r[2], r[3]}, o[t][n + 1]);
+      }
     }
-  }
-  for (auto &acc : o)
-    next.append(acc.begin(), acc.end());
+  for (auto &tile : o)
+    for (auto &acc : tile)
+      next.append(acc.begin(), acc.end());
 }
 
 void KernelEmitter::mmaStore(const MmaState &m, scf::ForOp tiles, Value out) {
   // out = O / l (the quad's partial sums added; 0 for a row with no key).
-  Value inv[2];
-  for (int64_t h = 0; h < 2; ++h) {
-    Value l = quadReduce(tiles.getResult(2 + h), /*isMax=*/false);
+  int64_t mt = m.mt, nRows = 2 * mt, nTilesO = dv / 8;
+  SmallVector<Value> inv;
+  for (int64_t r = 0; r < nRows; ++r) {
+    Value l = quadReduce(tiles.getResult(nRows + r), /*isMax=*/false);
     Value empty =
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, f32(0.0));
     Value zero = f32(0.0);
     Value recip = arith::DivFOp::create(b, loc, f32(1.0), l);
-    inv[h] = select(empty, zero, recip);
+    inv.push_back(select(empty, zero, recip));
   }
-  for (int64_t n = 0; n < dv / 8; ++n)
-    for (int64_t e = 0; e < 4; ++e) {
-      int64_t h = e / 2;
-      Value col = add(c(8 * n + e % 2), m.col2);
-      auto ifOp =
-          scf::IfOp::create(b, loc, m.valid[h], /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard g2(b);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      memref::StoreOp::create(
-          b, loc, fmul(tiles.getResult(4 + 4 * n + e), inv[h]), out,
-          ValueRange{m.L.bi, m.head[h], m.pos[h], col});
-    }
+  for (int64_t t = 0; t < mt; ++t)
+    for (int64_t n = 0; n < nTilesO; ++n)
+      for (int64_t e = 0; e < 4; ++e) {
+        int64_t r = 2 * t + e / 2;
+        Value col = add(c(8 * n + e % 2), m.col2);
+        auto ifOp =
+            scf::IfOp::create(b, loc, m.valid[r], /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+        Value acc = tiles.getResult(4 * mt + (t * nTilesO + n) * 4 + e);
+        memref::StoreOp::create(b, loc, fmul(acc, inv[r]), out,
+                                ValueRange{m.L.bi, m.head[r], m.pos[r], col});
+      }
 }
 
 void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
@@ -402,9 +431,10 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
     gpu::BarrierOp::create(b, loc);
     return res;
   };
-  // State: m[2], l[2] (this thread's partial row sums), o[dv / 8][4].
-  SmallVector<Value> init = {f32(-kInf), f32(-kInf), f32(0.0), f32(0.0)};
-  for (int64_t i = 0; i < dv / 8 * 4; ++i)
+  // State: m[2·mt], l[2·mt] (this thread's partial row sums),
+  // o[mt][dv / 8][4].
+  SmallVector<Value> init(2 * m.mt, f32(-kInf));
+  for (int64_t i = 0; i < 2 * m.mt + m.mt * dv / 8 * 4; ++i)
     init.push_back(f32(0.0));
   scf::ForOp whole =
       loop(L.lo, full, c(kvBlock), init, [&](Value kt, ValueRange st) {

@@ -219,8 +219,9 @@ std::vector<KernelEntry> mlir::attn::kernelEntries(const ModelSpec &spec,
                               : "attn_rt_sdpa_t";
   std::string entry = "_mlir_ciface_" + n + (linear ? "_gdn" : "_sdpa");
   std::vector<KernelEntry> e = {{KernelEntry::Fused, entry, fusedType}};
-  if (cuda)
-    return e;
+  // The CUDA target compiles the fused kernels and, where listed, the paged
+  // ones (attn-compile clears reference and blocks); not the absorbed latent
+  // form.
   const EntrySet &want = spec.entries;
   if (want.reference)
     e.push_back({KernelEntry::Reference, entry + "_reference", fusedType});
@@ -233,7 +234,7 @@ std::vector<KernelEntry> mlir::attn::kernelEntries(const ModelSpec &spec,
                    sinks ? "attn_rt_paged_part_sinks_t"
                          : "attn_rt_paged_part_t"});
   }
-  if (l.isLatent()) {
+  if (l.isLatent() && !cuda) {
     e.push_back({KernelEntry::Mla, base + "_mla", "attn_rt_mla_t"});
     if (want.reference)
       e.push_back({KernelEntry::MlaReference, base + "_mla_reference",
