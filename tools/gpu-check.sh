@@ -118,6 +118,22 @@ fi
 fi
 echo "== summary"
 [ -n "${dev:-}" ] && echo "$dev"
+# The same rows with the machine columns docs/bench-data/gpu-h200.csv takes
+# (date, device, peak in GFLOP/s from the bench's device line).
+if [ -n "${dev:-}" ]; then
+  echo "$dev" | awk -v d="$(date +%F)" -v csv="$CSV" '{
+    name = $2; for (i = 3; i <= NF && $i != "SMs"; i++) name = name " " $i;
+    sub(/, [0-9]+$/, "", name);
+    for (i = 1; i <= NF; i++) if ($i == "tensor" && $(i + 1) == "peak") peak = $(i + 2) * 1000;
+    machine = d ",\"" name "\",1," peak ",";
+    first = 1;
+    while ((getline line < csv) > 0) {
+      if (first) { print "date,cpu,threads,peak_gflops,bandwidth_gbs," line; first = 0 }
+      else print machine "," line;
+    }
+  }' > "$LOGDIR/gpu-bench-data.csv"
+  echo "results with the machine columns: $LOGDIR/gpu-bench-data.csv"
+fi
 echo "results: $CSV"
 echo "check: $pass passed${failed:+, failed:$failed}; logs in $LOGDIR"
 [ -z "$failed" ]

@@ -47,6 +47,14 @@ DESCRIPTIONS = {
         "Linear attention (Gated DeltaNet)",
         "build/bin/attn-bench --linear",
         ["model", "kind", "phase", "tokens"]),
+    "gpu-h200": (
+        "CUDA kernels on an H200 against torch's scaled_dot_product_attention "
+        "(bf16, causal prefill, batch 1; decode rows: one query row; "
+        "pct_bf16_peak of the dense bf16 tensor peak, pct_torch of torch's "
+        "TFLOP/s in the same run)",
+        "GPU_BENCH=tc sh build/gpu-check/gpu-check.sh build/gpu-check (on "
+        "the GPU machine; docs/cuda.md)",
+        ["run", "kernel", "args"]),
     "attn-bench-layers": (
         "Whole transformer layers",
         "build/bin/attn-bench --layers",

@@ -153,10 +153,11 @@ def GPUSelectTilesPass : Pass<"attn-gpu-select-tiles", "func::FuncOp"> {
     The CUDA target's tile choice, before `attn-tile-attention=target=gpu`:
     each `attn.sdpa` and `attn.paged_sdpa` (outside `attn.reference`
     functions) gets `attn.tiles = #attn.tiles<...>`: `block-rows` query rows
-    per thread block over its GQA group (32 for the fp32 kernel, 64 for the
-    tensor-core kernels: 4 warps of 16), so `q_block = max(1, block-rows /
-    G)` rows per head (or `q-block`), `kv-block` keys per tile (64), no
-    split-K. `convert-attn-to-gpu` reads the sizes off the tiled loop nest.
+    per thread block over its GQA group (32 for the fp32 kernel, 128 for
+    the tensor-core kernels: 8 warps of 16), so `q_block = max(1,
+    block-rows / G)` rows per head (or `q-block`), `kv-block` keys per tile
+    (64), no split-K. `convert-attn-to-gpu` reads the sizes off the tiled
+    loop nest.
   }];
   let options = [
     Option<"qBlock", "q-block", "int64_t", /*default=*/"0",

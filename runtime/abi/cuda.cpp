@@ -18,7 +18,11 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <mutex>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include <cstdio>
 #include <cstdlib>
@@ -44,6 +48,7 @@ constexpr int kJitErrorBufferSize = 6; // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
 constexpr int kFuncMaxDynamicSmem =
     8; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 constexpr int32_t kDefaultSmemLimit = 48 * 1024;
+constexpr int kAttrSmemOptin = 97; // ..._MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 
 struct Driver {
   CUresult (*cuInit)(unsigned);
@@ -235,15 +240,35 @@ void mgpuLaunchKernel(CUfunction function, intptr_t gridX, intptr_t gridY,
   if (gridX <= 0 || gridY <= 0 || gridZ <= 0)
     return;
   // A kernel's dynamic shared memory past 48 KB (the tensor-core attention
-  // kernel's Q tile and K/V rings) must be allowed per function first; the
-  // last function raised is remembered (a decode loop launches one kernel).
-  static CUfunction raised = nullptr;
-  static int32_t raisedTo = 0;
-  if (smem > kDefaultSmemLimit && (function != raised || smem > raisedTo)) {
-    check(state().d.cuFuncSetAttribute(function, kFuncMaxDynamicSmem, smem),
-          "cuFuncSetAttribute (dynamic shared memory past 48 KB)");
-    raised = function;
-    raisedTo = smem;
+  // kernel's Q tile and K/V rings) must be allowed per function first, up
+  // to the device's opt-in limit (227 KB on Hopper, 163 KB on an A100, 99 KB
+  // on sm_86/sm_89, which run sm_80 builds): each function is raised once.
+  if (smem > kDefaultSmemLimit) {
+    static std::mutex mu;
+    static std::vector<std::pair<CUfunction, int32_t>> raised;
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = std::find_if(raised.begin(), raised.end(),
+                           [&](const auto &r) { return r.first == function; });
+    if (it == raised.end() || it->second < smem) {
+      int limit = 0;
+      check(state().d.cuDeviceGetAttribute(&limit, kAttrSmemOptin,
+                                           state().device),
+            "cuDeviceGetAttribute (shared memory per block)");
+      if (smem > limit) {
+        std::fprintf(stderr,
+                     "error: CUDA: a kernel needs %d bytes of shared memory "
+                     "per block, this GPU allows %d: recompile with a "
+                     "smaller --kv-block (32) or --q-block\n",
+                     int(smem), limit);
+        std::exit(1);
+      }
+      check(state().d.cuFuncSetAttribute(function, kFuncMaxDynamicSmem, smem),
+            "cuFuncSetAttribute (dynamic shared memory past 48 KB)");
+      if (it == raised.end())
+        raised.emplace_back(function, smem);
+      else
+        it->second = smem;
+    }
   }
   check(state().d.cuLaunchKernel(function, unsigned(gridX), unsigned(gridY),
                                  unsigned(gridZ), unsigned(blockX),

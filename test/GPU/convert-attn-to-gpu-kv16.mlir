@@ -29,7 +29,7 @@
 // BF16: nvgpu.ldmatrix %[[V]]{{.*}}transpose = true
 // BF16: nvvm.mma.sync
 // BF16: gpu.barrier
-// ROWS: error: 'attn.online_attention' op the bf16 tensor-core kernel holds at most 128 rows per thread block (8 warps of 16), got 4 heads x q-block 128 = 512: use a q-block of at most 32
+// ROWS: error: 'attn.online_attention' op the bf16 tensor-core kernel holds at most 128 rows per thread block, got 4 heads x q-block 128 = 512: use a q-block of at most 32
 // F16: error: 'attn.online_attention' op the f16 tensor-core kernel would round a bf16 K/V cache to f16: compile with precision=bf16 or fp32
 func.func @entry(%out: memref<?x8x?x64xf32>, %q: tensor<?x8x?x64xf32>,
                  %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>) {

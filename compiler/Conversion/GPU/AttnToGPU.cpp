@@ -188,6 +188,75 @@ struct ConvertAttnToGPUPass
     return success();
   }
 
+  /// The kernel's tiles: keys per shared-memory tile, rows per warp, within
+  /// the block's shared memory and threads; errors name the option to change.
+  LogicalResult chooseTiles(Operation *op, KernelEmitter &e, bool mmaKernel,
+                            StringRef mmaName) {
+    int64_t group = e.group, d = e.d, dv = e.dv;
+    // fp32: about 32 rows (heads x query rows) per block, static K and V
+    // tiles within 48 KB; bf16/f16: up to 128 rows (8 warps of 16), the Q
+    // tile and two-slot K/V rings in dynamic shared memory, within
+    // max-shared-memory (163 KB on an A100, 227 KB on Hopper; the runtime
+    // raises the launch's limit past 48 KB).
+    int64_t elt = mmaKernel ? 2 : 4;
+    e.qRows = e.src.qBlock;
+    int64_t rowsPerWarp = warpRows ? warpRows : 16;
+    // Tensor cores: 64-key tiles where the block's shared memory allows
+    // them (head dim 256: on Hopper, not on an A100), else 32. Measured on
+    // an H200 at head dim 256: 64 keys 7-11% faster than 32 (docs/gpu.md).
+    auto mmaBytes = [&](int64_t keys) {
+      return KernelEmitter::mmaSharedBytes(group * e.qRows, d, dv, keys,
+                                           /*stages=*/2, rowsPerWarp);
+    };
+    e.kvBlock = kvBlock     ? kvBlock
+                : mmaKernel ? (mmaBytes(64) <= maxSharedMemory ? 64 : 32)
+                            : std::max<int64_t>(8, 4096 / std::max(d, dv));
+    if (e.kvBlock <= 0)
+      return op->emitOpError("kv-block must be positive");
+    if (mmaKernel && e.kvBlock % 16)
+      return op->emitOpError("the ")
+             << mmaName << " kernel's kv-block must be a multiple of 16, got "
+             << e.kvBlock;
+    if (!mmaKernel && warpRows)
+      return op->emitOpError("warp-rows sets the tensor-core kernel's rows "
+                             "per warp (precision=bf16 or f16); the fp32 "
+                             "kernel takes 0");
+    if (mmaKernel && rowsPerWarp != 16 && rowsPerWarp != 32)
+      return op->emitOpError("warp-rows must be 16 or 32, got ") << rowsPerWarp;
+    if (mmaKernel && rowsPerWarp == 32 && dv > 128)
+      return op->emitOpError("warp-rows 32 holds two accumulators of the "
+                             "value head dim per thread: value head dims up "
+                             "to 128, got ")
+             << dv;
+    e.warpRows = rowsPerWarp;
+    if (mmaKernel && (group * e.qRows + 15) / 16 > 8)
+      return op->emitOpError("the ")
+             << mmaName
+             << " tensor-core kernel holds at most 128 rows per thread "
+                "block, got "
+             << group << " heads x q-block " << e.qRows << " = "
+             << group * e.qRows << ": use a q-block of at most "
+             << std::max<int64_t>(1, 128 / group)
+             << (group > 128 ? " (a group of more than 128 heads does not fit)"
+                             : "");
+    if (mmaKernel) {
+      int64_t bytes = mmaBytes(e.kvBlock);
+      if (bytes > maxSharedMemory)
+        return op->emitOpError("kv-block ")
+               << e.kvBlock << (kvBlock ? "" : " (the default)") << " needs "
+               << bytes
+               << " bytes of shared memory (the Q tile, two K and V tiles); "
+                  "at most "
+               << static_cast<int64_t>(maxSharedMemory)
+               << " (max-shared-memory): use a smaller kv-block or q-block";
+    } else if (e.kvBlock * (d + dv) * elt > 48 * 1024) {
+      return op->emitOpError("kv-block ")
+             << e.kvBlock << " needs " << e.kvBlock * (d + dv) * elt
+             << " bytes of shared memory (K, V tiles); at most 49152";
+    }
+    return success();
+  }
+
   LogicalResult convert(scf::ForallOp forall) {
     if (forall.getRank() != 3)
       return forall.emitOpError(
@@ -268,62 +337,8 @@ struct ConvertAttnToGPUPass
              << " tensor-core kernel needs head dims that are multiples of "
                 "16, got "
              << d << " and " << dv << " (the fp32 kernel takes any)";
-    // fp32: about 32 rows (heads x query rows) per block, static K and V
-    // tiles within 48 KB; bf16/f16: up to 128 rows (8 warps of 16), the Q
-    // tile and two-slot K/V rings in dynamic shared memory, within
-    // max-shared-memory (163 KB on an A100, 227 KB on Hopper; the runtime
-    // raises the launch's limit past 48 KB).
-    int64_t elt = mmaKernel ? 2 : 4;
-    e.qRows = src.qBlock;
-    int64_t rowsPerWarp = warpRows ? warpRows : 16;
-    // Tensor cores: 64-key tiles where the block's shared memory allows
-    // them (head dim 256: on Hopper, not on an A100), else 32. Measured on
-    // an H200 at head dim 256: 64 keys 7-11% faster than 32 (docs/gpu.md).
-    auto mmaBytes = [&](int64_t keys) {
-      return KernelEmitter::mmaSharedBytes(group * e.qRows, d, dv, keys,
-                                           /*stages=*/2, rowsPerWarp);
-    };
-    e.kvBlock = kvBlock     ? kvBlock
-                : mmaKernel ? (mmaBytes(64) <= maxSharedMemory ? 64 : 32)
-                            : std::max<int64_t>(8, 4096 / std::max(d, dv));
-    if (e.kvBlock <= 0)
-      return op->emitOpError("kv-block must be positive");
-    if (mmaKernel && e.kvBlock % 16)
-      return op->emitOpError("the ")
-             << mmaName << " kernel's kv-block must be a multiple of 16, got "
-             << e.kvBlock;
-    if (mmaKernel && rowsPerWarp != 16 && rowsPerWarp != 32)
-      return op->emitOpError("warp-rows must be 16 or 32, got ") << rowsPerWarp;
-    if (mmaKernel && rowsPerWarp == 32 && dv > 128)
-      return op->emitOpError("warp-rows 32 holds two accumulators of the "
-                             "value head dim per thread: value head dims up "
-                             "to 128, got ")
-             << dv;
-    e.warpRows = rowsPerWarp;
-    if (mmaKernel && (group * e.qRows + 15) / 16 > 8)
-      return op->emitOpError("the ")
-             << mmaName
-             << " tensor-core kernel holds at most 128 rows per thread "
-                "block (8 warps of 16), got "
-             << group << " heads x q-block " << e.qRows << " = "
-             << group * e.qRows << ": use a q-block of at most "
-             << std::max<int64_t>(1, 128 / group)
-             << (group > 128 ? " (a group of more than 128 heads does not fit)"
-                             : "");
-    if (mmaKernel) {
-      int64_t bytes = mmaBytes(e.kvBlock);
-      if (bytes > maxSharedMemory)
-        return op->emitOpError("kv-block ")
-               << e.kvBlock << " needs " << bytes
-               << " bytes of shared memory (the Q tile, two K and V tiles); "
-                  "at most "
-               << static_cast<int64_t>(maxSharedMemory)
-               << " (max-shared-memory): use a smaller kv-block or q-block";
-    } else if (e.kvBlock * (d + dv) * elt > 48 * 1024) {
-      return op->emitOpError("kv-block ")
-             << e.kvBlock << " needs " << e.kvBlock * (d + dv) * elt
-             << " bytes of shared memory (K, V tiles); at most 49152";
-    }
+    if (failed(chooseTiles(op, e, mmaKernel, mmaName)))
+      return failure();
     auto buffer = [&](Value t) -> Value {
       auto ty = cast<RankedTensorType>(t.getType());
       return bufferization::ToBufferOp::create(

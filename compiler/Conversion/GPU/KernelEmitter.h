@@ -246,19 +246,6 @@ struct KernelEmitter {
   SmallVector<Value> ldmatrix4(Value tile, Value stage, Value row, Value col,
                                bool transpose);
 
-  /// Two 16-bit floats as one i32 (the first in the low half), for mma
-  /// operands.
-  Value pack(Value low, Value high) {
-    auto i16 = b.getIntegerType(16), i32 = b.getI32Type();
-    auto widen = [&](Value x) -> Value {
-      return arith::ExtUIOp::create(
-          b, loc, i32, arith::BitcastOp::create(b, loc, i16, x));
-    };
-    Value highWide = widen(high);
-    Value sixteen = arith::ConstantIntOp::create(b, loc, 16, 32);
-    Value hiBits = arith::ShLIOp::create(b, loc, highWide, sixteen);
-    return arith::OrIOp::create(b, loc, widen(low), hiBits);
-  }
   /// Two f32 rounded to the mma operand type and packed (the first in the
   /// low half): one cvt.rn.bf16x2.f32 (f16x2) in PTX.
   Value packRounded(Value low, Value high) {
