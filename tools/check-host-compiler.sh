@@ -47,6 +47,9 @@ run_shard() {
       compare "$base --compile-to=$stage" "$cfg" --compile-to=$stage
     done
     compare "$base --target=cuda --compile-to=gpu" "$cfg" --target=cuda --compile-to=gpu
+    # The tensor-core kernel on a bf16 cache (cp.async, ldmatrix, mma.sync).
+    compare "$base --target=cuda --gpu-precision=bf16 --kv-dtype=bf16 --compile-to=gpu" \
+      "$cfg" --target=cuda --gpu-precision=bf16 --kv-dtype=bf16 --compile-to=gpu
   done >"$dir/log"
   echo "$same $differ" >"$dir/count"
 }

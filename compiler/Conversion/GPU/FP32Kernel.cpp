@@ -88,38 +88,38 @@ KernelEmitter::Launch KernelEmitter::beginLaunch(Value k, Value lens,
   return L;
 }
 
+SmallVector<Value> KernelEmitter::kvIndices(const Launch &L, Value src,
+                                            Value key, Value col) {
+  Value one = c(1);
+  if (!table) {
+    Value last = sub(L.kvLen, one);
+    return {L.bi, L.g, min(key, last), col};
+  }
+  // Key `key` is row key % page_size of page table[b, key / page_size].
+  Value last = sub(L.hi, one);
+  key = min(key, last);
+  Value pageSize = memref::DimOp::create(b, loc, src, 2);
+  Value slot = arith::DivUIOp::create(b, loc, key, pageSize);
+  Value entry = memref::LoadOp::create(b, loc, table, ValueRange{L.bi, slot});
+  Value page = arith::IndexCastOp::create(b, loc, b.getIndexType(), entry);
+  Value row = arith::RemUIOp::create(b, loc, key, pageSize);
+  return {page, L.g, row, col};
+}
+
 void KernelEmitter::stageTile(const Launch &L, Value src, Value tile,
                               int64_t width, Value kt, Value kn,
                               int64_t threads, Value stage) {
   Type tileElt = cast<MemRefType>(tile.getType()).getElementType();
   Type srcElt = cast<MemRefType>(src.getType()).getElementType();
-  Value one = c(1);
   loop(L.tid, c(kvBlock * width), c(threads), ValueRange{},
        [&](Value idx, ValueRange) -> SmallVector<Value> {
          Value j = arith::DivUIOp::create(b, loc, idx, c(width));
          Value col = arith::RemUIOp::create(b, loc, idx, c(width));
          Value in = cmp(arith::CmpIPredicate::slt, j, kn);
          Value key = add(kt, j);
-         Value x;
-         if (table) {
-           // Key `key` is row key % page_size of page table[b, key /
-           // page_size]; the padding past kn reads the block's last key
-           // (kt < hi in the loop), never a page past the sequence's.
-           key = min(key, sub(L.hi, one));
-           Value pageSize = memref::DimOp::create(b, loc, src, 2);
-           Value slot = arith::DivUIOp::create(b, loc, key, pageSize);
-           Value entry =
-               memref::LoadOp::create(b, loc, table, ValueRange{L.bi, slot});
-           Value page =
-               arith::IndexCastOp::create(b, loc, b.getIndexType(), entry);
-           Value row = arith::RemUIOp::create(b, loc, key, pageSize);
-           x = memref::LoadOp::create(b, loc, src,
-                                      ValueRange{page, L.g, row, col});
-         } else {
-           key = min(key, sub(L.kvLen, one));
-           x = memref::LoadOp::create(b, loc, src,
-                                      ValueRange{L.bi, L.g, key, col});
-         }
+         Value x =
+             memref::LoadOp::create(b, loc, src, kvIndices(L, src, key, col));
+
          // A cache of the tile's type is copied as it is; otherwise
          // through f32 (widened from a 16-bit cache, or rounded into a
          // 16-bit tile).

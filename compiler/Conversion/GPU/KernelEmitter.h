@@ -178,6 +178,14 @@ struct KernelEmitter {
   void stageTile(const Launch &L, Value src, Value tile, int64_t width,
                  Value kt, Value kn, int64_t threads, Value stage = Value());
 
+  /// The indices of key `key` of the block's KV head in `src`: [b, head,
+  /// key, col] of a contiguous cache, the key clamped to the cache (a
+  /// padding key reads a valid row); with a block table, [page, head, row,
+  /// col] of the pool, the key clamped to the block's last (never a page
+  /// past the sequence's).
+  SmallVector<Value> kvIndices(const Launch &L, Value src, Value key,
+                               Value col);
+
   /// The fp32 kernel's rows of one warp: validity, head, position and the
   /// pre-scaled q in registers (lane l holds elements l, l + 32, ...).
   struct WarpRows {

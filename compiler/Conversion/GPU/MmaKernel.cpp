@@ -114,14 +114,18 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
   // (+8 for lanes 16..31), columns +8 for lanes 8..15 and 24..31. B of V
   // (transposed; k16 x two n8 tiles): keys lane % 8 (+8 for lanes 8..15 and
   // 24..31), columns +8 for lanes 16..31.
-  Value l8 = arith::RemUIOp::create(b, loc, L.lane, c(8));
-  Value hi16 = mul(arith::DivUIOp::create(b, loc, L.lane, c(16)), c(8));
-  Value odd8 =
-      mul(arith::RemUIOp::create(
-              b, loc, arith::DivUIOp::create(b, loc, L.lane, c(8)), c(2)),
-          c(8));
+  // (One op per statement: the IR's order must not depend on the host
+  // compiler's argument evaluation order.)
+  Value c2 = c(2), c8 = c(8), c16 = c(16);
+  Value l8 = arith::RemUIOp::create(b, loc, L.lane, c8);
+  Value half = arith::DivUIOp::create(b, loc, L.lane, c16);
+  Value hi16 = mul(half, c8);
+  Value eighth = arith::DivUIOp::create(b, loc, L.lane, c8);
+  Value odd = arith::RemUIOp::create(b, loc, eighth, c2);
+  Value odd8 = mul(odd, c8);
   Value warpRow0 = mul(L.warp, c(warpRows));
-  m.aRow = add(warpRow0, arith::RemUIOp::create(b, loc, L.lane, c(16)));
+  Value l16 = arith::RemUIOp::create(b, loc, L.lane, c16);
+  m.aRow = add(warpRow0, l16);
   m.aCol = hi16;
   m.kRow = add(l8, hi16);
   m.kCol = odd8;
@@ -171,8 +175,9 @@ SmallVector<Value> KernelEmitter::mmaQFragment(const MmaState &m, int64_t t,
                                                int64_t ks) {
   // a0..a3 = {rows 0-7, 8-15} x {columns 16ks.., 16ks + 8..} of m-tile t,
   // the m16n8k16 A fragment's order.
-  return ldmatrix4(m.qTile, Value(), add(m.aRow, c(kTileRows * t)),
-                   add(c(16 * ks), m.aCol), /*transpose=*/false);
+  Value row = add(m.aRow, c(kTileRows * t));
+  Value col = add(c(16 * ks), m.aCol);
+  return ldmatrix4(m.qTile, Value(), row, col, /*transpose=*/false);
 }
 
 void KernelEmitter::mmaIssueTile(const MmaState &m, Value k, Value v, Value kt,
@@ -180,12 +185,12 @@ void KernelEmitter::mmaIssueTile(const MmaState &m, Value k, Value v, Value kt,
   const Launch &L = m.L;
   int64_t threads = m.warps * kWarp;
   if (!m.asyncCopy) {
-    Value kn = min(c(kvBlock), sub(L.hi, kt));
+    Value left = sub(L.hi, kt);
+    Value kn = min(c(kvBlock), left);
     stageTile(L, k, m.kRing, d, kt, kn, threads, stage);
     stageTile(L, v, m.vRing, dv, kt, kn, threads, stage);
     return;
   }
-  Value one = c(1);
   auto tokenTy = nvgpu::DeviceAsyncTokenType::get(b.getContext());
   auto copyRows = [&](Value srcBuf, Value ring, int64_t width) {
     // 8 elements (16 bytes) per chunk; chunk idx = row · (width / 8) + ch.
@@ -194,24 +199,14 @@ void KernelEmitter::mmaIssueTile(const MmaState &m, Value k, Value v, Value kt,
       auto body = [&]() {
         Value idx = add(L.tid, c(i * threads));
         Value row = arith::DivUIOp::create(b, loc, idx, c(perRow));
-        Value col = mul(arith::RemUIOp::create(b, loc, idx, c(perRow)), c(8));
+        Value chunk = arith::RemUIOp::create(b, loc, idx, c(perRow));
+        Value col = mul(chunk, c(8));
         Value key = add(kt, row);
         Value in = cmp(arith::CmpIPredicate::slt, key, L.hi);
         // Keys past hi: a valid address, nothing read, zeros written.
-        SmallVector<Value> at;
-        if (table) {
-          key = min(key, sub(L.hi, one));
-          Value pageSize = memref::DimOp::create(b, loc, srcBuf, 2);
-          Value slot = arith::DivUIOp::create(b, loc, key, pageSize);
-          Value entry =
-              memref::LoadOp::create(b, loc, table, ValueRange{L.bi, slot});
-          Value page =
-              arith::IndexCastOp::create(b, loc, b.getIndexType(), entry);
-          at = {page, L.g, arith::RemUIOp::create(b, loc, key, pageSize), col};
-        } else {
-          at = {L.bi, L.g, min(key, sub(L.kvLen, one)), col};
-        }
-        Value n = select(in, c(8), c(0));
+        SmallVector<Value> at = kvIndices(L, srcBuf, key, col);
+        Value eight = c(8), none = c(0);
+        Value n = select(in, eight, none);
         nvgpu::DeviceAsyncCopyOp::create(
             b, loc, tokenTy, ring, ValueRange{stage, row, col}, srcBuf, at,
             b.getIndexAttr(8), n, b.getUnitAttr());
@@ -220,8 +215,8 @@ void KernelEmitter::mmaIssueTile(const MmaState &m, Value k, Value v, Value kt,
         body();
         continue;
       }
-      Value inRange =
-          cmp(arith::CmpIPredicate::slt, add(L.tid, c(i * threads)), c(total));
+      Value chunkIdx = add(L.tid, c(i * threads));
+      Value inRange = cmp(arith::CmpIPredicate::slt, chunkIdx, c(total));
       auto ifOp = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(&ifOp.getThenRegion().front());
@@ -248,9 +243,10 @@ SmallVector<Value> KernelEmitter::mmaTile(const MmaState &m, Value kt,
     for (int64_t t = 0; t < mt; ++t)
       a.push_back(m.qInRegisters ? m.qFrag[t][ks] : mmaQFragment(m, t, ks));
     for (int64_t j = 0; j < nTilesS; j += 2) {
+      Value row = add(c(8 * j), m.kRow);
+      Value col = add(c(16 * ks), m.kCol);
       SmallVector<Value> r =
-          ldmatrix4(m.kRing, stage, add(c(8 * j), m.kRow),
-                    add(c(16 * ks), m.kCol), /*transpose=*/false);
+          ldmatrix4(m.kRing, stage, row, col, /*transpose=*/false);
       for (int64_t t = 0; t < mt; ++t) {
         sFrag[t][j] = mma(a[t], {r[0], r[1]}, sFrag[t][j]);
         sFrag[t][j + 1] = mma(a[t], {r[2], r[3]}, sFrag[t][j + 1]);
@@ -334,9 +330,10 @@ void KernelEmitter::mmaPV(const MmaState &m, Value stage,
     }
   for (int64_t s2 = 0; s2 < kvBlock / 16; ++s2)
     for (int64_t n = 0; n < nTilesO; n += 2) {
+      Value row = add(c(16 * s2), m.vRow);
+      Value col = add(c(8 * n), m.vCol);
       SmallVector<Value> r =
-          ldmatrix4(m.vRing, stage, add(c(16 * s2), m.vRow),
-                    add(c(8 * n), m.vCol), /*transpose=*/true);
+          ldmatrix4(m.vRing, stage, row, col, /*transpose=*/true);
       for (int64_t t = 0; t < mt; ++t) {
         o[t][n] = mma(pPacked[t][s2], {r[0], r[1]}, o[t][n]);
         o[t][n + 1] = mma(pPacked[t][s2], {r[2], r[3]}, o[t][n + 1]);
@@ -406,12 +403,14 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
     Value end = L.hi;
     if (src.mask != MaskKind::none)
       end = min(add(add(L.q0, L.offset), c(1)), L.hi);
-    Value n = max(sub(end, L.lo), c(0));
+    Value span = sub(end, L.lo);
+    Value n = max(span, c(0));
     n = arith::DivUIOp::create(b, loc, n, c(kvBlock));
     full = add(L.lo, mul(n, c(kvBlock)));
   }
   auto body = [&](Value kt, ValueRange st, bool masked) {
-    Value j = arith::DivUIOp::create(b, loc, sub(kt, L.lo), c(kvBlock));
+    Value done = sub(kt, L.lo);
+    Value j = arith::DivUIOp::create(b, loc, done, c(kvBlock));
     Value stage = arith::RemUIOp::create(b, loc, j, c(m.stages));
     Value nextKt = add(kt, c(kvBlock));
     {
