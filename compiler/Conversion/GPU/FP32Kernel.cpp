@@ -40,12 +40,14 @@ KernelEmitter::Launch KernelEmitter::beginLaunch(Value k, Value lens,
         value(ubs[i]);
   Value gridQ = grid[0], gridG = grid[1], gridB = grid[2];
   Value one = c(1);
-  L.op = gpu::LaunchOp::create(
-      b, loc, gridQ, gridG, gridB, c(threads), one, one,
-      dynamicSmem ? Value(arith::ConstantIntOp::create(b, loc, dynamicSmem, 32))
-                  : Value(),
-      /*asyncTokenType=*/Type(),
-      /*asyncDependencies=*/ValueRange(), tileTypes);
+  Value blockX = c(threads);
+  Value smem;
+  if (dynamicSmem)
+    smem = arith::ConstantIntOp::create(b, loc, dynamicSmem, 32);
+  L.op =
+      gpu::LaunchOp::create(b, loc, gridQ, gridG, gridB, blockX, one, one, smem,
+                            /*asyncTokenType=*/Type(),
+                            /*asyncDependencies=*/ValueRange(), tileTypes);
   b.setInsertionPointToStart(&L.op.getBody().front());
   L.qb = L.op.getBlockIds().x;
   L.g = L.op.getBlockIds().y;
