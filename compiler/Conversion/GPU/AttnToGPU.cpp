@@ -203,10 +203,11 @@ struct ConvertAttnToGPUPass
     int64_t rowsPerWarp = warpRows ? warpRows : 16;
     // Tensor cores: 64-key tiles where the block's shared memory allows
     // them (head dim 256: on Hopper, not on an A100), else 32. Measured on
-    // an H200 at head dim 256: 64 keys 7-11% faster than 32 (docs/gpu.md).
+    // an H200 at head dim 256: 64 keys 7-11% faster than 32 (docs/cuda.md).
     auto mmaBytes = [&](int64_t keys) {
-      return KernelEmitter::mmaSharedBytes(group * e.qRows, d, dv, keys,
-                                           /*stages=*/2, rowsPerWarp);
+      return KernelEmitter::mmaSharedMemory(group * e.qRows, d, dv, keys,
+                                            /*stages=*/2, rowsPerWarp)
+          .bytes;
     };
     e.kvBlock = kvBlock     ? kvBlock
                 : mmaKernel ? (mmaBytes(64) <= maxSharedMemory ? 64 : 32)

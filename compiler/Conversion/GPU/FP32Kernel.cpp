@@ -148,17 +148,13 @@ void KernelEmitter::stageTile(const Launch &L, Value src, Value tile,
 KernelEmitter::WarpRows KernelEmitter::loadWarpRows(const Launch &L,
                                                     Value q) {
   // The warp's rows: flattened (head of the group, query row).
-  Value zero = c(0);
   Value qScale = qPrescale();
   WarpRows rows;
   for (int64_t i = 0; i < kRowsPerWarp; ++i) {
     Value warpRow0 = mul(L.warp, c(kRowsPerWarp));
     Value r = add(warpRow0, c(i));
-    Value ok = cmp(arith::CmpIPredicate::slt, r, mul(c(group), L.qn));
-    Value rs = select(ok, r, zero);
-    Value groupHead0 = mul(L.g, c(group));
-    Value h = add(groupHead0, arith::DivUIOp::create(b, loc, rs, L.qn));
-    Value p = add(L.q0, arith::RemUIOp::create(b, loc, rs, L.qn));
+    Row row = rowOf(L, r);
+    Value ok = row.valid, h = row.head, p = row.pos;
     rows.valid.push_back(ok);
     rows.head.push_back(h);
     rows.pos.push_back(p);

@@ -178,6 +178,21 @@ struct KernelEmitter {
   void stageTile(const Launch &L, Value src, Value tile, int64_t width,
                  Value kt, Value kn, int64_t threads, Value stage = Value());
 
+  /// Row `r` of the block (heads of the group x query rows, flattened):
+  /// whether it is one of the block's, its query head and position (row 0's
+  /// for a row past the block's).
+  struct Row {
+    Value valid, head, pos;
+  };
+  Row rowOf(const Launch &L, Value r) {
+    Value ok = cmp(arith::CmpIPredicate::slt, r, mul(c(group), L.qn));
+    Value rs = select(ok, r, c(0));
+    Value groupHead0 = mul(L.g, c(group));
+    Value head = add(groupHead0, arith::DivUIOp::create(b, loc, rs, L.qn));
+    Value pos = add(L.q0, arith::RemUIOp::create(b, loc, rs, L.qn));
+    return {ok, head, pos};
+  }
+
   /// The indices of key `key` of the block's KV head in `src`: [b, head,
   /// key, col] of a contiguous cache, the key clamped to the cache (a
   /// padding key reads a valid row); with a block table, [page, head, row,
@@ -224,10 +239,14 @@ struct KernelEmitter {
     /// qFrag[t][ks]: m-tile t's A fragment of columns 16·ks...
     SmallVector<SmallVector<SmallVector<Value>>> qFrag;
   };
-  /// Shared memory bytes of the kernel's tiles (Q, the K and V rings).
-  static int64_t mmaSharedBytes(int64_t rows, int64_t d, int64_t dv,
-                                int64_t kvBlock, int64_t stages,
-                                int64_t warpRows);
+  /// The tensor-core kernel's shared memory: the Q tile's rows, the byte
+  /// offsets of the K and V rings (each 128-byte aligned) and the total.
+  struct MmaSmem {
+    int64_t qRows = 0, kOffset = 0, vOffset = 0, bytes = 0;
+  };
+  static MmaSmem mmaSharedMemory(int64_t rows, int64_t d, int64_t dv,
+                                 int64_t kvBlock, int64_t stages,
+                                 int64_t warpRows);
   MmaState beginMma(Value q, Value k, Value lens, bool asyncCopy);
   /// m-tile t's A fragment of Q's 16 columns from 16·ks (ldmatrix.x4 of
   /// the Q tile).

@@ -41,16 +41,19 @@ constexpr int64_t kTileRows = 16;
 /// Shared-memory rows are padded by 8 16-bit elements (16 bytes).
 constexpr int64_t kPad = 8;
 constexpr double kInf = std::numeric_limits<double>::infinity();
-int64_t alignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 } // namespace
 
-int64_t KernelEmitter::mmaSharedBytes(int64_t rows, int64_t d, int64_t dv,
-                                      int64_t kvBlock, int64_t stages,
-                                      int64_t warpRows) {
-  int64_t q = alignUp(alignUp(rows, warpRows) * (d + kPad) * 2, 128);
-  int64_t k = alignUp(stages * kvBlock * (d + kPad) * 2, 128);
-  int64_t v = stages * kvBlock * (dv + kPad) * 2;
-  return q + k + v;
+KernelEmitter::MmaSmem KernelEmitter::mmaSharedMemory(int64_t rows, int64_t d,
+                                                      int64_t dv,
+                                                      int64_t kvBlock,
+                                                      int64_t stages,
+                                                      int64_t warpRows) {
+  MmaSmem s;
+  s.qRows = llvm::alignTo(rows, warpRows);
+  s.kOffset = llvm::alignTo(s.qRows * (d + kPad) * 2, 128);
+  s.vOffset = s.kOffset + llvm::alignTo(stages * kvBlock * (d + kPad) * 2, 128);
+  s.bytes = s.vOffset + stages * kvBlock * (dv + kPad) * 2;
+  return s;
 }
 
 SmallVector<Value> KernelEmitter::ldmatrix4(Value tile, Value stage, Value row,
@@ -79,9 +82,10 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
   // Q's fragments stay in registers next to one m-tile's accumulators up to
   // head dim 128; otherwise they are read from the Q tile per step.
   m.qInRegisters = m.mt == 1 && d <= 128;
-  int64_t rows = m.warps * warpRows;
-  int64_t bytes = mmaSharedBytes(rows, d, dv, kvBlock, m.stages, warpRows);
-  m.L = beginLaunch(k, lens, m.warps * kWarp, TypeRange{}, bytes);
+  MmaSmem smemLayout =
+      mmaSharedMemory(group * qRows, d, dv, kvBlock, m.stages, warpRows);
+  int64_t rows = smemLayout.qRows;
+  m.L = beginLaunch(k, lens, m.warps * kWarp, TypeRange{}, smemLayout.bytes);
   const Launch &L = m.L;
   // The tiles are views of the launch's dynamic shared memory.
   auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
@@ -89,20 +93,13 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
   auto bytesTy = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                                  MemRefLayoutAttrInterface(), wg);
   Value smem = gpu::DynamicSharedMemoryOp::create(b, loc, bytesTy);
-  int64_t offset = 0;
-  auto view = [&](ArrayRef<int64_t> shape) -> Value {
+  auto view = [&](int64_t offset, ArrayRef<int64_t> shape) -> Value {
     auto ty = MemRefType::get(shape, mmaElt, MemRefLayoutAttrInterface(), wg);
-    Value v = memref::ViewOp::create(b, loc, ty, smem, c(offset), ValueRange{});
-    int64_t n = 2;
-    for (int64_t s : shape)
-      n *= s;
-    offset += alignUp(n, 128);
-    return v;
+    return memref::ViewOp::create(b, loc, ty, smem, c(offset), ValueRange{});
   };
-  m.qTile = view({rows, d + kPad});
-  m.kRing = view({m.stages, kvBlock, d + kPad});
-  m.vRing = view({m.stages, kvBlock, dv + kPad});
-  Value zero = c(0);
+  m.qTile = view(0, {rows, d + kPad});
+  m.kRing = view(smemLayout.kOffset, {m.stages, kvBlock, d + kPad});
+  m.vRing = view(smemLayout.vOffset, {m.stages, kvBlock, dv + kPad});
   // Fragment coordinates: group (row within 8) and thread in group.
   m.gq = arith::DivUIOp::create(b, loc, L.lane, c(4));
   m.tq = arith::RemUIOp::create(b, loc, L.lane, c(4));
@@ -136,12 +133,10 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
   for (int64_t r = 0; r < 2 * m.mt; ++r) {
     Value t = add(warpRow0, m.gq);
     t = add(t, c(8 * r));
-    Value ok = cmp(arith::CmpIPredicate::slt, t, mul(c(group), L.qn));
-    Value ts = select(ok, t, zero);
-    Value groupHead0 = mul(L.g, c(group));
-    m.valid.push_back(ok);
-    m.head.push_back(add(groupHead0, arith::DivUIOp::create(b, loc, ts, L.qn)));
-    m.pos.push_back(add(L.q0, arith::RemUIOp::create(b, loc, ts, L.qn)));
+    Row row = rowOf(L, t);
+    m.valid.push_back(row.valid);
+    m.head.push_back(row.head);
+    m.pos.push_back(row.pos);
   }
   // Q pre-scaled and rounded into the shared tile (zeros in the rows past
   // the block's), once.
@@ -150,13 +145,10 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
        [&](Value idx, ValueRange) -> SmallVector<Value> {
          Value r = arith::DivUIOp::create(b, loc, idx, c(d));
          Value col = arith::RemUIOp::create(b, loc, idx, c(d));
-         Value ok = cmp(arith::CmpIPredicate::slt, r, mul(c(group), L.qn));
-         Value rs = select(ok, r, zero);
-         Value groupHead0 = mul(L.g, c(group));
-         Value hd = add(groupHead0, arith::DivUIOp::create(b, loc, rs, L.qn));
-         Value ps = add(L.q0, arith::RemUIOp::create(b, loc, rs, L.qn));
-         Value x =
-             memref::LoadOp::create(b, loc, q, ValueRange{L.bi, hd, ps, col});
+         Row row = rowOf(L, r);
+         Value ok = row.valid;
+         Value x = memref::LoadOp::create(
+             b, loc, q, ValueRange{L.bi, row.head, row.pos, col});
          Value scaled = fmul(x, m.qScale);
          memref::StoreOp::create(b, loc, toNarrow(select(ok, scaled, f32(0.0))),
                                  m.qTile, ValueRange{r, col});
