@@ -133,6 +133,10 @@ uint64_t linearDecodeFlops(const LayerSpec &l) {
 /// 64 (runtime/run/flops.h's formula): linear in the context.
 double linearPrefillFlopsPerToken(const LayerSpec &l) {
   double c = 64, k = double(l.headDimQK), v = double(l.headDimV);
+  // Kimi Delta Attention runs the recurrent form at every length (no
+  // chunked KDA kernel yet): the decode step's work per token.
+  if (l.channelGate)
+    return double(linearDecodeFlops(l));
   // Mamba2's SSD: Q·Kᵀ, its product with V', Q·S and Kᵀ·V' per chunk.
   if (l.noDelta)
     return double(l.numHeads) * (2 * c * c * (k + v) + 4 * c * k * v) / c;
@@ -312,7 +316,10 @@ ojson layerJson(const LayerSpec &l,
   if (l.role == LayerRole::LinearAttention) {
     j["compiled"] = true;
     j["kernel"] = l.noDelta ? "gated_delta_rule (no_delta: Mamba2's SSD)"
-                            : "gated_delta_rule";
+                  : l.channelGate
+                      ? "gated_delta_rule (per-channel gate: Kimi Delta "
+                        "Attention)"
+                      : "gated_delta_rule";
     j["num_key_heads"] = l.numKVHeads;
     j["num_value_heads"] = l.numHeads;
     j["value_heads_per_key_head"] = l.numHeads / l.numKVHeads;
@@ -330,6 +337,13 @@ ojson layerJson(const LayerSpec &l,
                   "(recurrent); the whole mixer compiled for the CPU "
                   "(in_proj, convolution, SSD, D skip, gated norm, out_proj; "
                   "`block` with its states)";
+    else if (l.channelGate)
+      j["note"] = "Kimi Delta Attention (" + l.linearPrefix +
+                  "*): the gated delta rule with one decay per key channel; "
+                  "the whole layer compiled for the CPU (q/k/v projections "
+                  "with their short convolutions, the low-rank gate, the "
+                  "recurrent rule, the sigmoid-gated output norm; `block` "
+                  "with its states), the rule alone for the GPU";
     else
       j["note"] = "Gated DeltaNet linear attention (" + l.linearPrefix +
                   "*): the whole layer compiled for the CPU (projections, "

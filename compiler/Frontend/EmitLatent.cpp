@@ -87,7 +87,10 @@ func::FuncOp Emitter::emitLatentKind(const std::string &name,
     return RMSNormOp::create(b, loc, t.getType(), t, get(role),
                              b.getF64FloatAttr(m.latentNormEps), UnitAttr());
   };
+  // Kimi-Linear's MLA layers (mla_use_nope) keep the rope part unrotated.
   auto rope = [&](Value t) -> Value {
+    if (l.position != PositionKind::Rope)
+      return t;
     return emitRope(b, loc, t, positions, l.rope);
   };
 

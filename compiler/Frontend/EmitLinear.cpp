@@ -22,9 +22,14 @@ func::FuncOp Emitter::emitLinearKernel(const std::string &name,
           dv = l.headDimV;
   RankedTensorType outTy = headsType(hv, dv),
                    stateTy = tensor({kDyn, hv, dk, dv}),
-                   gateTy = tensor({kDyn, hv, kDyn});
-  SmallVector<Type> inputs = {headsType(hk, dk), headsType(hk, dk), outTy,
-                              gateTy, gateTy, stateTy,
+                   betaTy = tensor({kDyn, hv, kDyn}),
+                   gateTy = l.channelGate ? headsType(hv, dk) : betaTy;
+  SmallVector<Type> inputs = {headsType(hk, dk),
+                              headsType(hk, dk),
+                              outTy,
+                              gateTy,
+                              betaTy,
+                              stateTy,
                               RankedTensorType::get({kDyn}, b.getI64Type())};
   auto fn = func::FuncOp::create(loc, name + "_gdn",
                                  b.getFunctionType(inputs, {outTy, stateTy}));
@@ -85,8 +90,9 @@ func::FuncOp Emitter::emitLinearKind(const std::string &name,
         .getResult();
   };
   Value hIn = norm(loc, l, x, w.lookup("norm_weight"), Value());
-  if (l.noDelta) {
-    MixerResult mix = mambaMixer(loc, l, w, hIn, convState, state);
+  if (l.noDelta || l.channelGate) {
+    MixerResult mix = l.noDelta ? mambaMixer(loc, l, w, hIn, convState, state)
+                                : kdaMixer(loc, l, w, hIn, convState, state);
     Value res = residual(loc, l, x, mix.out);
     if (withFFN)
       res = feedForward(loc, l, w, x, hIn, res);
@@ -168,6 +174,102 @@ func::FuncOp Emitter::emitLinearKind(const std::string &name,
   else
     func::ReturnOp::create(b, loc, ValueRange{res});
   return fn;
+}
+
+Emitter::MixerResult Emitter::kdaMixer(Location loc, const LayerSpec &l,
+                                       const Weights &w, Value hIn,
+                                       Value convState, Value state) {
+  // Kimi-Linear's KimiDeltaAttention.forward, op by op.
+  int64_t h = spec.hiddenSize, hk = l.numKVHeads, hv = l.numHeads,
+          dk = l.headDimQK, dv = l.headDimV, K = l.convKernel,
+          conv = 2 * hk * dk + hv * dv;
+  auto linearTo = [&](Value in, llvm::StringRef role, int64_t out) {
+    return LinearOp::create(b, loc, hiddenType(out), in, w.lookup(role),
+                            Value(), UnitAttr())
+        .getResult();
+  };
+  // q, k and v, each through its own depthwise convolution and SiLU: one
+  // convolution over [q | k | v] with the three weights stacked (every
+  // channel is its own), and one state [B, 2·Hk·dk + Hv·dv, K − 1].
+  Value q = linearTo(hIn, "q_proj_weight", hk * dk);
+  Value k = linearTo(hIn, "k_proj_weight", hk * dk);
+  Value v = linearTo(hIn, "v_proj_weight", hv * dv);
+  Value mixed = tensor::ConcatOp::create(b, loc, hiddenType(conv), 2,
+                                         ValueRange{q, k, v});
+  SmallVector<Value> convWs;
+  for (auto [role, c] :
+       {std::pair<const char *, int64_t>{"q_conv1d_weight", hk * dk},
+        {"k_conv1d_weight", hk * dk},
+        {"v_conv1d_weight", hv * dv}}) {
+    Value cw = tensor::CollapseShapeOp::create(
+        b, loc, tensor({c, K}), w.lookup(role),
+        SmallVector<ReassociationIndices>{{0, 1}, {2}});
+    convWs.push_back(cw);
+  }
+  Value convW = tensor::ConcatOp::create(b, loc, tensor({conv, K}), 0, convWs);
+  auto convOp = CausalConv1dOp::create(
+      b, loc, TypeRange{hiddenType(conv), tensor({kDyn, conv, K - 1})}, mixed,
+      convW, /*bias=*/Value(), convState);
+  Value y = convOp.getResult();
+  Value qh = SplitHeadsOp::create(b, loc, headsType(hk, dk),
+                                  sliceHeads(loc, y, 1, conv, 0, hk * dk, 1));
+  Value kh =
+      SplitHeadsOp::create(b, loc, headsType(hk, dk),
+                           sliceHeads(loc, y, 1, conv, hk * dk, hk * dk, 1));
+  Value vh = SplitHeadsOp::create(
+      b, loc, headsType(hv, dv),
+      sliceHeads(loc, y, 1, conv, 2 * hk * dk, hv * dv, 1));
+  // fla's kernels L2-normalize q and k (use_qk_l2norm_in_kernel, eps 1e-6).
+  FloatAttr l2eps = b.getF64FloatAttr(1e-6);
+  qh = L2NormOp::create(b, loc, qh, l2eps);
+  kh = L2NormOp::create(b, loc, kh, l2eps);
+  // The per-channel decay −exp(A_log)·softplus(f_b(f_a(x)) + dt_bias) and
+  // β = sigmoid(b_proj(x)).
+  Value fa = linearTo(hIn, "f_a_weight", dk);
+  Value f = linearTo(fa, "f_b_weight", hv * dk);
+  Value betaIn = linearTo(hIn, "b_proj_weight", hv);
+  Value aLog = tensor::CollapseShapeOp::create(
+      b, loc, tensor({hv}), w.lookup("A_log"),
+      SmallVector<ReassociationIndices>{{0, 1, 2, 3}});
+  RankedTensorType gateTy = headsType(hv, dk),
+                   betaTy = tensor({kDyn, hv, kDyn});
+  auto gates = GatedDeltaGatesOp::create(b, loc, TypeRange{gateTy, betaTy}, f,
+                                         betaIn, aLog, w.lookup("dt_bias"),
+                                         UnitAttr(), FloatAttr(), FloatAttr());
+  RankedTensorType oTy = headsType(hv, dv),
+                   stateTy = tensor({kDyn, hv, dk, dv});
+  Value batch = tensor::DimOp::create(b, loc, vh, 0);
+  Value seq = tensor::DimOp::create(b, loc, vh, 2);
+  Value oInit = tensor::EmptyOp::create(b, loc, oTy, ValueRange{batch, seq});
+  Value sInit = tensor::EmptyOp::create(b, loc, stateTy, ValueRange{batch});
+  auto rule = GatedDeltaRuleOp::create(b, loc, TypeRange{oTy, stateTy}, qh, kh,
+                                       vh, gates.getGate(), gates.getBeta(),
+                                       state, /*lengths=*/Value(), oInit, sInit,
+                                       b.getF64FloatAttr(l.scale));
+  // o_norm: RMSNorm per value head gated by sigmoid(g_b(g_a(x))), then
+  // o_proj.
+  Value ga = linearTo(hIn, "g_a_weight", dv);
+  Value gOut = linearTo(ga, "g_b_weight", hv * dv);
+  Value m = MergeHeadsOp::create(b, loc, hiddenType(hv * dv), rule.getOutput());
+  SmallVector<ReassociationIndices> re = {{0}, {1}, {2, 3}};
+  auto perHead = [&](Value t) -> Value {
+    SmallVector<OpFoldResult> shape = {
+        tensor::DimOp::create(b, loc, t, 0).getResult(),
+        tensor::DimOp::create(b, loc, t, 1).getResult(), b.getIndexAttr(hv),
+        b.getIndexAttr(dv)};
+    return tensor::ExpandShapeOp::create(b, loc, tensor({kDyn, kDyn, hv, dv}),
+                                         t, re, shape);
+  };
+  Value m4 = perHead(m);
+  Value g4 = perHead(gOut);
+  Value normed = GatedRMSNormOp::create(
+      b, loc, tensor({kDyn, kDyn, hv, dv}), m4, g4,
+      w.lookup("gated_norm_weight"), b.getF64FloatAttr(l.normEps),
+      /*gate_first=*/UnitAttr(), /*sigmoid=*/b.getUnitAttr());
+  Value flat =
+      tensor::CollapseShapeOp::create(b, loc, hiddenType(hv * dv), normed, re);
+  Value out = linearTo(flat, "out_proj_weight", h);
+  return {out, convOp.getFinalState(), rule.getFinalState()};
 }
 
 Value Emitter::residual(Location loc, const LayerSpec &l, Value x, Value y) {

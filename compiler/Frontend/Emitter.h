@@ -125,6 +125,10 @@ private:
   /// normed hidden states; convState/state may be null (zeros).
   MixerResult mambaMixer(Location loc, const LayerSpec &l, const Weights &w,
                          Value hIn, Value convState, Value state);
+  /// A Kimi Delta Attention mixer (Kimi-Linear's KimiDeltaAttention) on the
+  /// normed hidden states; convState/state may be null (zeros).
+  MixerResult kdaMixer(Location loc, const LayerSpec &l, const Weights &w,
+                       Value hIn, Value convState, Value state);
   /// x + scale · y (LayerSpec::residualScale).
   Value residual(Location loc, const LayerSpec &l, Value x, Value y);
   /// The feed-forward sub-block closing the layer: r (the attention block's

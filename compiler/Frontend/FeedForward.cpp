@@ -693,6 +693,130 @@ bool readRoutedFamily(FieldReader &r, ModelSpec &spec) {
   return true;
 }
 
+/// Kimi-Linear (KimiDecoderLayer): a SwiGLU MLP (mlp.gate_proj/up_proj/
+/// down_proj) before first_k_dense_replace and off moe_layer_freq, else
+/// KimiSparseMoeBlock: DeepSeek-V3's router under other names
+/// (moe_router_activation_func scores, e_score_correction_bias for the
+/// selection, groups of num_expert_group scored by their best two, the
+/// chosen scores renormalized by moe_renormalize with + 1e-20, times
+/// routed_scaling_factor), the experts' w1 (gate), w3 (up), w2 (down), and
+/// num_shared_experts × moe_intermediate_size shared experts.
+bool readKimiFeedForward(FieldReader &r, ModelSpec &spec) {
+  FFNSpec dense;
+  dense.kind = FFNKind::Gated;
+  dense.activation = "silu";
+  dense.intermediate =
+      r.optInt({"intermediate_size"}, 1, kMaxIntermediate, 11008)
+          .value_or(11008);
+  std::optional<int64_t> experts =
+      r.optInt({"num_experts"}, 1, 1 << 20, std::nullopt);
+  int64_t firstDense =
+      r.optInt({"first_k_dense_replace"}, 0, kMaxLayers, 0).value_or(0);
+  int64_t freq = r.optInt({"moe_layer_freq"}, 1, kMaxLayers, 1).value_or(1);
+  if (r.failed())
+    return false;
+  FFNSpec moe = dense;
+  if (experts) {
+    moe.kind = FFNKind::MoE;
+    moe.numExperts = *experts;
+    std::optional<int64_t> topK =
+        r.optInt({"num_experts_per_token"}, 1, 1 << 20, std::nullopt);
+    std::optional<int64_t> inter =
+        r.optInt({"moe_intermediate_size"}, 1, kMaxIntermediate, std::nullopt);
+    int64_t shared =
+        r.optInt({"num_shared_experts"}, 0, 1 << 10, 0).value_or(0);
+    moe.routedScale =
+        r.optNum({"routed_scaling_factor"}, 0.0, 1e6, 1.0).value_or(1.0);
+    moe.normTopK = r.optBool({"moe_renormalize"}, true).value_or(true);
+    std::string scoring =
+        r.optEnum("moe_router_activation_func", {"sigmoid", "softmax"},
+                  std::string("sigmoid"))
+            .value_or("sigmoid");
+    // use_grouped_topk only picks vLLM's code path: KimiMoEGate always
+    // selects within groups (with one group, the plain top-k).
+    r.optBool({"use_grouped_topk"}, true);
+    int64_t groups = r.optInt({"num_expert_group"}, 1, 1 << 20, 1).value_or(1);
+    int64_t topKGroups = r.optInt({"topk_group"}, 1, 1 << 20, 1).value_or(1);
+    if (r.failed())
+      return false;
+    for (auto [key, v] : {std::pair<const char *, std::optional<int64_t> &>{
+                              "num_experts_per_token", topK},
+                          {"moe_intermediate_size", inter}})
+      if (!v) {
+        r.error(key) << "field '" << key
+                     << "' is missing: num_experts is set, so the layers "
+                        "from first_k_dense_replace on are a mixture of "
+                        "experts and need it";
+        return false;
+      }
+    moe.topK = *topK;
+    moe.intermediate = *inter;
+    if (moe.topK > moe.numExperts) {
+      r.error("num_experts_per_token")
+          << "num_experts_per_token (" << moe.topK << ") exceeds num_experts ("
+          << moe.numExperts << "); accepted: 1 to num_experts";
+      return false;
+    }
+    if (moe.numExperts % groups != 0 || moe.numExperts / groups < 2) {
+      r.error("num_expert_group")
+          << "num_expert_group (" << groups << ") must divide num_experts ("
+          << moe.numExperts
+          << ") into groups of at least 2 experts (a group is scored by its "
+             "best two)";
+      return false;
+    }
+    if (topKGroups > groups) {
+      r.error("topk_group")
+          << "topk_group (" << topKGroups << ") exceeds num_expert_group ("
+          << groups << "); accepted: 1 to num_expert_group";
+      return false;
+    }
+    if (moe.topK > moe.numExperts / groups * topKGroups) {
+      r.error("num_experts_per_token")
+          << "num_experts_per_token (" << moe.topK
+          << ") exceeds the experts of the topk_group (" << topKGroups
+          << ") groups kept (" << moe.numExperts / groups << " each)";
+      return false;
+    }
+    moe.numGroups = groups;
+    moe.topKGroups = topKGroups;
+    moe.scoring =
+        scoring == "sigmoid" ? ExpertScoring::Sigmoid : ExpertScoring::Softmax;
+    moe.groupScore = ExpertGroupScore::TopTwoSum;
+    // KimiMoEGate: renormalized only with more than one expert per token.
+    moe.normTopK = moe.normTopK && moe.topK > 1;
+    moe.normEpsilon = 1e-20;
+    moe.sharedIntermediate = moe.intermediate * shared;
+  }
+  for (LayerSpec &l : spec.layers) {
+    std::string p = prefixOf(l.normW.weight, "input_layernorm.weight");
+    bool isMoE = experts && l.index >= firstDense && l.index % freq == 0;
+    FFNSpec lf = isMoE ? moe : dense;
+    lf.placement = FFNPlacement::Pre;
+    lf.norm.weight = p + "post_attention_layernorm.weight";
+    if (isMoE) {
+      std::string m = p + "block_sparse_moe.";
+      lf.router.weight = m + "gate.weight";
+      lf.scoreBias = m + "gate.e_score_correction_bias";
+      lf.gate.weight = m + "experts.{e}.w1.weight";
+      lf.up.weight = m + "experts.{e}.w3.weight";
+      lf.down.weight = m + "experts.{e}.w2.weight";
+      if (lf.sharedIntermediate > 0) {
+        lf.sharedGate.weight = m + "shared_experts.gate_proj.weight";
+        lf.sharedUp.weight = m + "shared_experts.up_proj.weight";
+        lf.sharedDown.weight = m + "shared_experts.down_proj.weight";
+      }
+    } else {
+      std::string m = p + "mlp.";
+      lf.gate.weight = m + "gate_proj.weight";
+      lf.up.weight = m + "up_proj.weight";
+      lf.down.weight = m + "down_proj.weight";
+    }
+    l.ffn = lf;
+  }
+  return true;
+}
+
 /// gpt-oss (GptOssMLP): the router with its bias, its top-k logits
 /// softmaxed (the softmax over all experts renormalized over the k: the
 /// same weights), each expert's gate_up_proj (gate and up interleaved) and
@@ -754,6 +878,8 @@ bool normalize::readFeedForward(FieldReader &root, ModelSpec &spec) {
     return readRoutedFamily(root, spec);
   if (fam == "gpt_oss")
     return readGptOss(root, spec);
+  if (fam == "kimi_linear")
+    return readKimiFeedForward(root, spec);
   if (fam == "granitemoehybrid")
     return readGraniteMoE(root, spec);
   // A multimodal Gemma 3 config keeps the language model's fields under

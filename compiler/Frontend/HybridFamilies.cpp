@@ -260,3 +260,189 @@ bool normalize::normalizeGraniteHybrid(FieldReader &r, ModelSpec &spec) {
   }
   return true;
 }
+
+namespace {
+
+/// A 1-based layer list of Kimi-Linear's linear_attn_config (kda_layers,
+/// full_attn_layers): integers in [1, layers], no repeats; marks each in
+/// `owner` (0-based) with `tag`, refusing a layer another list claimed.
+bool readLayerList(FieldReader &cfg, llvm::StringRef key, int64_t layers,
+                   int tag, std::vector<int> &owner) {
+  std::optional<std::vector<double>> list = cfg.optNumArray(key);
+  if (cfg.failed())
+    return false;
+  if (!list) {
+    cfg.error(key) << "field '" << cfg.name(key)
+                   << "' is missing: Kimi-Linear lists its layers by number "
+                      "(1-based) in kda_layers and full_attn_layers";
+    return false;
+  }
+  for (double v : *list) {
+    if (v != std::floor(v) || v < 1 || v > double(layers)) {
+      cfg.error(key) << cfg.name(key) << " holds " << formatNumber(v)
+                     << "; accepted: layer numbers 1 to num_hidden_layers ("
+                     << layers
+                     << "), 1-based as KimiLinearConfig."
+                        "is_kda_layer reads them";
+      return false;
+    }
+    int &o = owner[size_t(v) - 1];
+    if (o != 0) {
+      cfg.error(key) << "layer " << formatNumber(v) << " appears "
+                     << (o == tag ? "twice in " + cfg.name(key)
+                                  : "in both kda_layers and full_attn_layers");
+      return false;
+    }
+    o = tag;
+  }
+  return true;
+}
+
+} // namespace
+
+bool normalize::normalizeKimiLinear(FieldReader &r, ModelSpec &spec) {
+  // Long: two layer kinds (KDA and MLA without rotary), each checked as
+  // KimiLinearConfig and modeling_kimi.py assert.
+  spec.hiddenSize = r.reqInt({"hidden_size"}, 1, kMaxHidden, "the model width");
+  spec.numLayers =
+      r.reqInt({"num_hidden_layers"}, 1, kMaxLayers, "the number of layers");
+  int64_t heads = r.reqInt({"num_attention_heads"}, 1, kMaxHeads,
+                           "the number of query heads");
+  if (r.failed())
+    return false;
+  int64_t kvHeads =
+      r.optInt({"num_key_value_heads"}, 1, kMaxHeads, heads).value_or(heads);
+  double eps = r.optNum({"rms_norm_eps"}, 1e-30, 1.0, 1e-6).value_or(1e-6);
+  spec.maxPositions = r.optInt({"model_max_length", "max_position_embeddings"},
+                               1, kMaxPositions);
+  std::string act = r.optString({"hidden_act"}, "silu").value_or("silu");
+  if (r.failed())
+    return false;
+  // Which layers are KDA (linear_attn_config.kda_layers, 1-based) and which
+  // MLA (the rest: KimiDecoderLayer builds MLA wherever is_kda_layer is
+  // false; full_attn_layers must agree).
+  std::vector<int> owner(size_t(spec.numLayers), 0);
+  std::optional<FieldReader> lin = r.optObject("linear_attn_config");
+  if (r.failed())
+    return false;
+  int64_t kdaHeads = 0, kdaDim = 0, convK = 0;
+  if (lin) {
+    kdaHeads =
+        lin->reqInt({"num_heads"}, 1, kMaxHeads, "the number of KDA heads");
+    kdaDim = lin->reqInt({"head_dim"}, 1, kMaxHeadDim, "the KDA head size");
+    convK = lin->reqInt({"short_conv_kernel_size"}, 1, 64,
+                        "the short convolutions' kernel width");
+    if (lin->failed())
+      return false;
+    if (!readLayerList(*lin, "kda_layers", spec.numLayers, 1, owner) ||
+        !readLayerList(*lin, "full_attn_layers", spec.numLayers, 2, owner))
+      return false;
+    for (int64_t i = 0; i < spec.numLayers; ++i)
+      if (owner[size_t(i)] == 0) {
+        lin->error("full_attn_layers")
+            << "layer " << i + 1 << " (1-based) is in neither kda_layers nor "
+            << lin->name("full_attn_layers")
+            << ": every layer must be listed in one of them";
+        return false;
+      }
+    // The KDA state every sequence carries per layer: H x d x d floats.
+    int64_t stateBytes = 4 * kdaHeads * kdaDim * kdaDim;
+    if (stateBytes > (int64_t(1) << 32)) {
+      lin->error("head_dim")
+          << "the KDA layers' state, num_heads x head_dim x head_dim = "
+          << kdaHeads << " x " << kdaDim << " x " << kdaDim << " floats, is "
+          << stateBytes / (1 << 20)
+          << " MiB per sequence and layer; accepted: at most 4096 MiB";
+      return false;
+    }
+  }
+  bool anyMla = llvm::is_contained(owner, 0) || llvm::is_contained(owner, 2);
+  // KimiMLAAttention: q_proj (q_lora_rank must be null), the latent and
+  // one shared key part through kv_a_proj_with_mqa, kv_a_layernorm (eps
+  // 1e-6: KimiRMSNorm's default, not rms_norm_eps), kv_b_proj; no rotary
+  // (mla_use_nope, asserted); scaling (nope + rope)^-1/2.
+  LatentSpec lat;
+  int64_t vDim = 0;
+  if (anyMla) {
+    if (r.present("q_lora_rank")) {
+      r.error("q_lora_rank")
+          << "q_lora_rank must be null for Kimi-Linear: its MLA layers "
+             "project the queries with q_proj (KimiMLAAttention asserts it)";
+      return false;
+    }
+    bool nope = r.optBool({"mla_use_nope"}, false).value_or(false);
+    lat.kvLoraRank = r.reqInt({"kv_lora_rank"}, 1, kMaxHidden,
+                              "the latent width of the MLA layers");
+    lat.nopeDim = r.reqInt({"qk_nope_head_dim"}, 1, kMaxHeadDim,
+                           "the MLA layers' per-head key part");
+    lat.ropeDim = r.reqInt({"qk_rope_head_dim"}, 1, kMaxHeadDim,
+                           "the MLA layers' shared key part");
+    vDim = r.reqInt({"v_head_dim"}, 1, kMaxHeadDim,
+                    "the MLA layers' value head size");
+    if (r.failed())
+      return false;
+    if (!nope) {
+      r.error("mla_use_nope")
+          << "mla_use_nope is false (or absent): Kimi-Linear's MLA layers "
+             "are defined without a rotary embedding only (KimiMLAAttention "
+             "asserts use_nope); accepted: true";
+      return false;
+    }
+    if (kvHeads != heads) {
+      r.error("num_key_value_heads")
+          << "num_key_value_heads (" << kvHeads
+          << ") must equal num_attention_heads (" << heads
+          << ") in multi-head latent attention: kv_b_proj expands the latent "
+             "into keys and values for every query head";
+      return false;
+    }
+    lat.latentNormEps = 1e-6;
+  }
+  if (act != "silu") {
+    r.error("hidden_act") << "hidden_act " << quoteForError(act)
+                          << " is not Kimi-Linear's; accepted: silu";
+    return false;
+  }
+  if (!noteNextnLayers(r, spec))
+    return false;
+  for (int64_t i = 0; i < spec.numLayers; ++i) {
+    std::string p = layerPrefix("model.layers.{i}.", i);
+    std::string a = p + "self_attn.";
+    LayerSpec l;
+    l.index = i;
+    l.stack = "decoder";
+    l.layerInStack = i;
+    l.norm = NormKind::RMS;
+    l.placement = NormPlacement::Pre;
+    l.normEps = eps;
+    l.normW.weight = p + "input_layernorm.weight";
+    if (owner[size_t(i)] == 1) {
+      l.layerType = "kda";
+      l.role = LayerRole::LinearAttention;
+      l.channelGate = true;
+      l.linearPrefix = a;
+      l.numHeads = l.numKVHeads = kdaHeads;
+      l.headDimQK = l.headDimV = kdaDim;
+      l.scale = 1.0 / std::sqrt(double(kdaDim));
+      l.convKernel = convK;
+      spec.layers.push_back(l);
+      continue;
+    }
+    l.layerType = "full_attention";
+    l.causal = true;
+    l.numHeads = l.numKVHeads = heads;
+    l.headDimQK = lat.nopeDim + lat.ropeDim;
+    l.headDimV = vDim;
+    l.scale = 1.0 / std::sqrt(double(l.headDimQK));
+    l.position = PositionKind::None;
+    l.q.weight = a + "q_proj.weight";
+    LatentSpec ll = lat;
+    ll.kvA.weight = a + "kv_a_proj_with_mqa.weight";
+    ll.kvANorm.weight = a + "kv_a_layernorm.weight";
+    ll.kvB.weight = a + "kv_b_proj.weight";
+    l.latent = ll;
+    l.o.weight = a + "o_proj.weight";
+    spec.layers.push_back(l);
+  }
+  return true;
+}

@@ -84,6 +84,30 @@ std::vector<WeightArg> mlir::attn::layerWeights(const ModelSpec &spec,
       add("out_proj_bias", {h}, p + "out_proj.bias");
     return w;
   }
+  if (l.role == LayerRole::LinearAttention && l.channelGate) {
+    // Kimi Delta Attention (Kimi-Linear's KimiDeltaAttention), as stored:
+    // each projection with its depthwise convolution, the low-rank gate and
+    // output gate, A_log as [1, 1, H, 1].
+    int64_t hk = l.numKVHeads, hv = l.numHeads, dk = l.headDimQK,
+            dv = l.headDimV, K = l.convKernel;
+    const std::string &p = l.linearPrefix;
+    add("q_proj_weight", {hk * dk, h}, p + "q_proj.weight");
+    add("k_proj_weight", {hk * dk, h}, p + "k_proj.weight");
+    add("v_proj_weight", {hv * dv, h}, p + "v_proj.weight");
+    add("q_conv1d_weight", {hk * dk, 1, K}, p + "q_conv1d.weight");
+    add("k_conv1d_weight", {hk * dk, 1, K}, p + "k_conv1d.weight");
+    add("v_conv1d_weight", {hv * dv, 1, K}, p + "v_conv1d.weight");
+    add("f_a_weight", {dk, h}, p + "f_a_proj.weight");
+    add("f_b_weight", {hv * dk, dk}, p + "f_b_proj.weight");
+    add("dt_bias", {hv * dk}, p + "dt_bias");
+    add("A_log", {1, 1, hv, 1}, p + "A_log");
+    add("b_proj_weight", {hv, h}, p + "b_proj.weight");
+    add("g_a_weight", {dv, h}, p + "g_a_proj.weight");
+    add("g_b_weight", {hv * dv, dv}, p + "g_b_proj.weight");
+    add("gated_norm_weight", {dv}, p + "o_norm.weight");
+    add("out_proj_weight", {h, hv * dv}, p + "o_proj.weight");
+    return w;
+  }
   if (l.role == LayerRole::LinearAttention) {
     // Gated DeltaNet (transformers' Qwen3NextGatedDeltaNet), as stored.
     int64_t hk = l.numKVHeads, hv = l.numHeads, dk = l.headDimQK,
@@ -219,7 +243,8 @@ void attentionKey(llvm::raw_ostream &os, const ModelSpec &spec,
   if (l.role == LayerRole::LinearAttention) {
     os << l.numHeads << '|' << l.numKVHeads << '|' << l.headDimQK << '|'
        << l.headDimV << '|' << l.convKernel << '|' << hexDouble(l.normEps)
-       << '|' << l.noDelta << l.mambaConvBias << l.mambaProjBias << '|'
+       << '|' << l.noDelta << l.channelGate << l.mambaConvBias
+       << l.mambaProjBias << '|'
        << (l.dtMin ? hexDouble(*l.dtMin) : std::string("-")) << ','
        << (l.dtMax ? hexDouble(*l.dtMax) : std::string("-")) << '|'
        << hexDouble(l.residualScale) << '|';

@@ -208,6 +208,13 @@ struct LayerSpec {
   /// the heads, numKVHeads n_groups, headDimQK d_state, headDimV the head
   /// dim, scale 1; `linearPrefix` is the mixer's, `model.layers.{i}.mamba.`).
   bool noDelta = false;
+  /// LinearAttention with one decay per key channel: Kimi Delta Attention
+  /// (Kimi-Linear's KimiDeltaAttention: q/k/v projections each with its
+  /// short convolution, the gate from f_a_proj/f_b_proj with A_log and
+  /// dt_bias, beta from b_proj, the output norm gated by
+  /// sigmoid(g_b_proj(g_a_proj(x))); `linearPrefix` is
+  /// `model.layers.{i}.self_attn.`).
+  bool channelGate = false;
   /// The Mamba2 mixer's biases: on conv1d (mamba_conv_bias) and on in_proj
   /// and out_proj (mamba_proj_bias).
   bool mambaConvBias = false, mambaProjBias = false;

@@ -48,7 +48,8 @@ const llvm::StringRef kModelTypes[] = {"llama",
                                        "cohere2",
                                        "llama4",
                                        "llama4_text",
-                                       "granitemoehybrid"};
+                                       "granitemoehybrid",
+                                       "kimi_linear"};
 
 } // namespace
 
@@ -259,7 +260,8 @@ bool mlir::attn::normalizeConfig(const ConfigSource &src, ModelSpec &spec) {
       {"whisper", normalizeWhisper},
       {"deepseek_v2", normalizeLatent},
       {"deepseek_v3", normalizeLatent},
-      {"granitemoehybrid", normalizeGraniteHybrid}};
+      {"granitemoehybrid", normalizeGraniteHybrid},
+      {"kimi_linear", normalizeKimiLinear}};
   if (!readQuantization(root, spec))
     return false;
   for (auto [name, fn] : kOthers)

@@ -111,6 +111,9 @@ bool normalizeWhisper(FieldReader &r, ModelSpec &spec);
 bool normalizeLatent(FieldReader &r, ModelSpec &spec);
 /// granitemoehybrid (HybridFamilies.cpp): Mamba2 and attention layers.
 bool normalizeGraniteHybrid(FieldReader &r, ModelSpec &spec);
+/// kimi_linear (HybridFamilies.cpp): Kimi Delta Attention and MLA layers
+/// without rotary (Kimi-Linear).
+bool normalizeKimiLinear(FieldReader &r, ModelSpec &spec);
 /// Notes what the checkpoint's quantization_config means for the weights
 /// block, layer and model read (blockwise FP8 E4M3 is read; others not).
 bool readQuantization(FieldReader &r, ModelSpec &spec);

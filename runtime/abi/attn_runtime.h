@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define ATTN_RT_ABI_VERSION 11
+#define ATTN_RT_ABI_VERSION 12
 
 /* MLIR's ranked memref descriptor for float32 rank 4, float32 rank 2 and
  * int64 rank 1 (allocated, aligned, offset, sizes, strides). */
@@ -80,12 +80,12 @@ typedef struct {
 } attn_rt_memref_i32_2;
 
 /* One weight of a block: its role, its checkpoint name with "{i}" standing
- * for the layer number, and its shape (rank 1, 2 or 3; unused dims 0). */
+ * for the layer number, and its shape (rank 1 to 4; unused dims 0). */
 typedef struct {
   const char *role;
   const char *pattern;
   int64_t rank;
-  int64_t shape[3];
+  int64_t shape[4];
   /* How the tensor `pattern` names becomes this weight (ATTN_RT_WEIGHT_*). */
   int64_t source;
 } attn_rt_weight;
@@ -215,6 +215,17 @@ typedef void attn_rt_gdn_t(attn_rt_memref_f32_4 *out,
                            attn_rt_memref_f32_4 *state_in,
                            attn_rt_memref_i64_1 *lengths);
 typedef attn_rt_gdn_t *attn_rt_gdn_fn;
+/* Kimi Delta Attention (attn_rt_kind.channel_gate): the same with one decay
+ * per key channel, g [B,Hv,S,dk]: S[i,:] <- e^g[i] S[i,:] before the delta
+ * rule's update. */
+typedef void attn_rt_kda_t(attn_rt_memref_f32_4 *out,
+                           attn_rt_memref_f32_4 *state_out,
+                           attn_rt_memref_f32_4 *q, attn_rt_memref_f32_4 *k,
+                           attn_rt_memref_f32_4 *v, attn_rt_memref_f32_4 *g,
+                           attn_rt_memref_f32_3 *beta,
+                           attn_rt_memref_f32_4 *state_in,
+                           attn_rt_memref_i64_1 *lengths);
+typedef attn_rt_kda_t *attn_rt_kda_fn;
 
 /* Multi-head latent attention's block (or whole layer): x [B, S, hidden]
  * at positions [B, S], after the P tokens whose latent rows cache_in
@@ -382,6 +393,10 @@ typedef struct {
    * S <- e^g S + k (beta v)^T, o = S^T (scale q); q = C, k = B (num_kv_heads
    * = n_groups), v = x, beta = dt, g = dt A. 0 for every other kind. */
   int no_delta;
+  /* ATTN_RT_OP_GATED_DELTA with one decay per key channel (Kimi Delta
+   * Attention): fused and reference are attn_rt_kda_fn (g [B,Hv,S,dk]).
+   * 0 for every other kind. */
+  int channel_gate;
 } attn_rt_kind;
 
 /* attn_rt_kind.kv_dtype (attn-compile --kv-dtype) */

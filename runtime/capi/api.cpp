@@ -205,7 +205,7 @@ attn_status attn_kind_get_info(const attn_model *model, int32_t kind,
       k.head_dim,      k.head_dim_v, k.causal,           k.window,
       k.bias_buckets,  k.scale,      k.softcap,          k.num_layers,
       k.layers,        kvDtype(k),   k.paged != nullptr, k.kv_lora_rank,
-      k.rope_head_dim, k.chunk,      k.no_delta};
+      k.rope_head_dim, k.chunk,      k.no_delta,         k.channel_gate};
   return ATTN_OK;
 });
 }
@@ -320,7 +320,10 @@ attn_status attn_gated_delta(const attn_model *model, int32_t kind,
   std::vector<int64_t> stateShape = {b, hv, kd->head_dim, kd->head_dim_v};
   check(k, "k", {b, kd->num_kv_heads, s, kd->head_dim}, {});
   check(v, "v", {b, hv, s, kd->head_dim_v}, {});
-  check(g, "g", {b, hv, s}, {});
+  if (kd->channel_gate)
+    check(g, "g", {b, hv, s, kd->head_dim}, {});
+  else
+    check(g, "g", {b, hv, s}, {});
   check(beta, "beta", {b, hv, s}, {});
   if (state_in)
     check(state_in, "state_in", stateShape, {});
@@ -383,11 +386,17 @@ attn_status attn_gated_delta(const attn_model *model, int32_t kind,
                        dq = view4(f32(*q), dims(*q)),
                        dk = view4(f32(*k), dims(*k)),
                        dv = view4(f32(*v), dims(*v));
-  attn_rt_memref_f32_3 dg = attn_rt::view3(f32(*g), dims(*g)),
-                       db = attn_rt::view3(f32(*beta), dims(*beta));
+  attn_rt_memref_f32_3 db = attn_rt::view3(f32(*beta), dims(*beta));
   attn_rt_memref_f32_4 ds0 = view4(s0, stateShape),
                        ds1 = view4(s1, stateShape);
   attn_rt_memref_i64_1 dl{lens, lens, 0, {b}, {1}};
+  if (kd->channel_gate) {
+    attn_rt_memref_f32_4 dg = view4(f32(*g), dims(*g));
+    reinterpret_cast<attn_rt_kda_fn>(kd->fused)(&dout, &ds1, &dq, &dk, &dv, &dg,
+                                                &db, &ds0, &dl);
+    return ATTN_OK;
+  }
+  attn_rt_memref_f32_3 dg = attn_rt::view3(f32(*g), dims(*g));
   reinterpret_cast<attn_rt_gdn_fn>(kd->fused)(&dout, &ds1, &dq, &dk, &dv, &dg,
                                               &db, &ds0, &dl);
   return ATTN_OK;

@@ -36,7 +36,7 @@
 extern "C" {
 #endif
 
-#define ATTN_API_VERSION 5
+#define ATTN_API_VERSION 6
 
 typedef enum {
   ATTN_OK = 0,
@@ -138,6 +138,10 @@ typedef struct {
    * k = B (num_kv_heads the groups), v = x, beta = dt, g = dt A; 0 for
    * every other kind. attn_gated_delta takes the same tensors. */
   int32_t no_delta;
+  /* GATED_DELTA with one decay per key channel (Kimi Delta Attention; since
+   * API version 6): attn_gated_delta's g is [B, Hv, S, dk], S[i, :] <-
+   * e^g[i] S[i, :]; 0 for every other kind. */
+  int32_t channel_gate;
 } attn_kind_info;
 
 /* The API version of the library (ATTN_API_VERSION it was built with). */
@@ -191,7 +195,9 @@ attn_status attn_sdpa(const attn_model *model, int32_t kind,
                       const attn_tensor *bias_table, attn_tensor *out);
 
 /* Gated DeltaNet (ATTN_OP_GATED_DELTA), chunked:
- *   q, k [B, Hk, S, dk], v [B, Hv, S, dv], g and beta [B, Hv, S], state_in
+ *   q, k [B, Hk, S, dk], v [B, Hv, S, dv], g and beta [B, Hv, S] (g
+ *   [B, Hv, S, dk] for a kind with channel_gate: Kimi Delta Attention,
+ *   recurrent), state_in
  *   [B, Hv, dk, dv] or NULL (zeros: a fresh sequence) -> out [B, Hv, S, dv]
  *   and, unless NULL, state_out [B, Hv, dk, dv]; all ATTN_F32. lengths: B
  *   int64 in [0, S] (row b is its first lengths[b] tokens; padding leaves

@@ -187,6 +187,7 @@ std::string describeKind(const attn_rt_kind &k) {
   return std::string(" for kind '") + k.name + "' (" +
          (k.op == ATTN_RT_OP_SDPA ? "Hq="
           : k.no_delta            ? "Mamba2 SSD, Hv="
+          : k.channel_gate        ? "Kimi Delta Attention, Hv="
                                   : "Gated DeltaNet, Hv=") +
          std::to_string(k.num_heads) +
          (k.op == ATTN_RT_OP_SDPA ? ", Hkv=" : ", Hk=") +

@@ -28,7 +28,7 @@ import os
 
 import numpy as np
 
-API_VERSION = 5
+API_VERSION = 6
 F32, BF16, F16, I64, I32 = 0, 1, 2, 3, 4
 OP_SDPA, OP_GATED_DELTA = 0, 1
 _MAX_RANK = 4
@@ -71,7 +71,8 @@ class _KindInfo(ctypes.Structure):
                 ("latent_rank", ctypes.c_int64),
                 ("rope_head_dim", ctypes.c_int64),
                 ("chunk", ctypes.c_int64),
-                ("no_delta", ctypes.c_int32)]
+                ("no_delta", ctypes.c_int32),
+                ("channel_gate", ctypes.c_int32)]
 
 
 class Kind:
@@ -81,7 +82,8 @@ class Kind:
     ``chunk`` (chunked local attention's chunk, 0: none) and ``layers``. For Gated DeltaNet: heads are value heads Hv, kv heads the
     query/key heads Hk, head dims d_k and d_v; ``no_delta`` marks Mamba2's
     SSD (the rule without the delta correction, q = C, k = B, v = x,
-    beta = dt, g = dt A)."""
+    beta = dt, g = dt A); ``channel_gate`` marks Kimi Delta Attention (g
+    [B, Hv, S, dk]: one decay per key channel)."""
 
     def __init__(self, index, info):
         self.index = index
@@ -99,6 +101,7 @@ class Kind:
         self.latent_rank = info.latent_rank
         self.rope_head_dim = info.rope_head_dim
         self.no_delta = bool(info.no_delta)
+        self.channel_gate = bool(info.channel_gate)
 
     def __repr__(self):
         op = "sdpa" if self.op == OP_SDPA else "gated_delta"
@@ -383,7 +386,8 @@ class Model:
     def gated_delta(self, q, k, v, g, beta, layer=None, kind=None,
                     state=None, lengths=None, out=None, state_out=None):
         """Gated DeltaNet: q, k [B, Hk, S, dk], v [B, Hv, S, dv], g, beta
-        [B, Hv, S], state [B, Hv, dk, dv] (None: zeros) -> (out [B, Hv, S,
+        [B, Hv, S] (g [B, Hv, S, dk] for a kind with channel_gate: Kimi
+        Delta Attention), state [B, Hv, dk, dv] (None: zeros) -> (out [B, Hv, S,
         dv], state_out [B, Hv, dk, dv]), allocated unless given; state_out
         may be state (updated in place). lengths [B]: row b is its first
         lengths[b] tokens."""

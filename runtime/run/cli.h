@@ -194,6 +194,7 @@ struct BlockWeights {
   std::vector<attn_rt_memref_f32_1> d1;
   std::vector<attn_rt_memref_f32_2> d2;
   std::vector<attn_rt_memref_f32_3> d3;
+  std::vector<attn_rt_memref_f32_4> d4;
   std::vector<void *> ptrs;
   /// The kind's first `count` weights: num_weights for the block,
   /// num_layer_weights for the whole layer.
@@ -271,10 +272,12 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv);
 //===- linear.cpp ----------------------------------------------------------===//
 
 /// The shapes of one Gated DeltaNet call: q and k [B, Hk, S, dk], v and out
-/// [B, Hv, S, dv], g and beta [B, Hv, S], states [B, Hv, dk, dv].
+/// [B, Hv, S, dv], g and beta [B, Hv, S] (g [B, Hv, S, dk] with a
+/// per-channel gate: Kimi Delta Attention), states [B, Hv, dk, dv].
 struct GdnShapes {
   int64_t b, s;
-  std::vector<int64_t> q, v, g, state;
+  bool channel; ///< attn_rt_kind.channel_gate
+  std::vector<int64_t> q, v, g, beta, state;
   GdnShapes(const attn_rt_kind &kind, int64_t b, int64_t s);
 };
 /// A Gated DeltaNet call's inputs (contiguous, in GdnShapes' shapes).
@@ -292,6 +295,7 @@ void gdnReferenceF64(const attn_rt_kind &kind, const GdnShapes &sh,
 /// Inputs as the model makes them (q, k L2-normalized, g = −e^A·softplus,
 /// β = sigmoid; with `noDelta`, Mamba2's: C, B as they are, β = dt =
 /// softplus, g = −e^A·dt), with `extreme` gates (state resets, β 0 and 1).
+/// KDA (sh.channel): each channel's g = −e^A·softplus of its own input.
 GdnData randomGdn(std::mt19937 &rng, const GdnShapes &sh, bool extreme,
                   bool withState, bool noDelta);
 /// check's cases for one linear kind; prints one line per case.

@@ -24,9 +24,13 @@ namespace attn_rt {
 namespace cli {
 
 GdnShapes::GdnShapes(const attn_rt_kind &kind, int64_t b, int64_t s)
-    : b(b), s(s), q{b, kind.num_kv_heads, s, kind.head_dim},
-      v{b, kind.num_heads, s, kind.head_dim_v}, g{b, kind.num_heads, s},
-      state{b, kind.num_heads, kind.head_dim, kind.head_dim_v} {}
+    : b(b), s(s), channel(kind.channel_gate != 0),
+      q{b, kind.num_kv_heads, s, kind.head_dim}, v{b, kind.num_heads, s,
+                                                   kind.head_dim_v},
+      g(channel ? std::vector<int64_t>{b, kind.num_heads, s, kind.head_dim}
+                : std::vector<int64_t>{b, kind.num_heads, s}),
+      beta{b, kind.num_heads, s}, state{b, kind.num_heads, kind.head_dim,
+                                        kind.head_dim_v} {}
 
 namespace {
 /// The kernel's call on descriptors of `in`'s buffers at the given
@@ -37,8 +41,15 @@ void callGdn(void (*fn)(void), const GdnShapes &sh, float *out, float *state,
   attn_rt_memref_f32_4 dOut = view4(out, sh.v), dState = view4(state, sh.state),
                        dq = view4(q, sh.q), dk = view4(k, sh.q),
                        dv = view4(v, sh.v), dS0 = view4(s0, sh.state);
-  attn_rt_memref_f32_3 dg = view3(g, sh.g), db = view3(beta, sh.g);
+  attn_rt_memref_f32_3 db = view3(beta, sh.beta);
   attn_rt_memref_i64_1 dl{lengths, lengths, 0, {sh.b}, {1}};
+  if (sh.channel) {
+    attn_rt_memref_f32_4 dg = view4(g, sh.g);
+    reinterpret_cast<attn_rt_kda_fn>(fn)(&dOut, &dState, &dq, &dk, &dv, &dg,
+                                         &db, &dS0, &dl);
+    return;
+  }
+  attn_rt_memref_f32_3 dg = view3(g, sh.g);
   reinterpret_cast<attn_rt_gdn_fn>(fn)(&dOut, &dState, &dq, &dk, &dv, &dg,
                                        &db, &dS0, &dl);
 }
@@ -94,7 +105,7 @@ void gdnReferenceF64(const attn_rt_kind &kind, const GdnShapes &sh,
           dv = kind.head_dim_v, r = hv / hk, S = sh.s;
   out.assign(NpyArray::numelOf(sh.v), 0.0f);
   stateOut.assign(NpyArray::numelOf(sh.state), 0.0f);
-  std::vector<double> st(dk * dv), kv(dv);
+  std::vector<double> st(dk * dv), kv(dv), decay(dk);
   for (int64_t b = 0; b < sh.b; ++b)
     for (int64_t h = 0; h < hv; ++h) {
       const float *s0 = &in.state[((b * hv + h) * dk) * dv];
@@ -109,12 +120,17 @@ void gdnReferenceF64(const attn_rt_kind &kind, const GdnShapes &sh,
         const float *q = &in.q[((b * hk + hq) * S + t) * dk];
         const float *k = &in.k[((b * hk + hq) * S + t) * dk];
         const float *v = &in.v[((b * hv + h) * S + t) * dv];
-        double decay = std::exp(double(in.g[(b * hv + h) * S + t]));
+        // One decay per state row: e^g, or e^{g[i]} per key channel (KDA).
+        for (int64_t i = 0; i < dk; ++i)
+          decay[i] =
+              std::exp(double(sh.channel ? in.g[((b * hv + h) * S + t) * dk + i]
+                                         : in.g[(b * hv + h) * S + t]));
         double beta = in.beta[(b * hv + h) * S + t];
         // S ← S·e^g; kv = Sᵀk; S ← S + k ⊗ β(v − kv); o = Sᵀ(scale·q).
         // Without the delta correction (Mamba2's SSD) kv = 0.
-        for (double &x : st)
-          x *= decay;
+        for (int64_t i = 0; i < dk; ++i)
+          for (int64_t j = 0; j < dv; ++j)
+            st[i * dv + j] *= decay[i];
         std::fill(kv.begin(), kv.end(), 0.0);
         for (int64_t i = 0; i < dk && !kind.no_delta; ++i)
           for (int64_t j = 0; j < dv; ++j)
@@ -154,11 +170,33 @@ GdnData randomGdn(std::mt19937 &rng, const GdnShapes &sh, bool extreme,
         (*x)[row + i] *= inv;
     }
   d.v = randomVec(rng, NpyArray::numelOf(sh.v), 1);
-  int64_t n = NpyArray::numelOf(sh.g);
+  int64_t n = NpyArray::numelOf(sh.beta);
   Buf<float> a = randomVec(rng, n, 1), c = randomVec(rng, n, 1);
   d.g.resize(n);
   d.beta.resize(n);
   std::uniform_int_distribution<int> pick(0, 9);
+  if (sh.channel) {
+    // KDA: each key channel's own decay −e^{A_h}·softplus(f + dt_bias);
+    // with `extreme`, some channels reset (g = −60) or keep (g = 0) the
+    // rows they decay, and β is sometimes 0 or 1.
+    int64_t nc = NpyArray::numelOf(sh.g);
+    Buf<float> f = randomVec(rng, nc, 2);
+    d.g.resize(nc);
+    for (int64_t i = 0; i < nc; ++i) {
+      d.g[i] = -std::exp(-1.0f + 0.5f * c[i / dk]) * std::log1p(std::exp(f[i]));
+      if (extreme && pick(rng) == 0)
+        d.g[i] = (i % 2) ? -60.0f : 0.0f;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      d.beta[i] = 1.0f / (1.0f + std::exp(-c[i]));
+      int p = extreme ? pick(rng) : 9;
+      if (p == 2)
+        d.beta[i] = 0.0f;
+      else if (p == 3)
+        d.beta[i] = 1.0f;
+    }
+    n = 0;
+  }
   for (int64_t i = 0; i < n; ++i) {
     // g = −exp(A_log)·softplus(a + dt_bias), β = sigmoid(b), as the model
     // computes them; with `extreme`, some gates reset the state (g = −60,
@@ -216,7 +254,7 @@ void runInParts(const attn_rt_kind &kind, const GdnShapes &sh, GdnData &in,
     p.q = tokens(in.q, bk, sh.s, kind.head_dim, t0, n);
     p.k = tokens(in.k, bk, sh.s, kind.head_dim, t0, n);
     p.v = tokens(in.v, bv, sh.s, kind.head_dim_v, t0, n);
-    p.g = tokens(in.g, bv, sh.s, 1, t0, n);
+    p.g = tokens(in.g, bv, sh.s, sh.channel ? kind.head_dim : 1, t0, n);
     p.beta = tokens(in.beta, bv, sh.s, 1, t0, n);
     p.state = state;
     Buf<float> o;
@@ -333,15 +371,16 @@ int cmdGdn(const attn_rt_model *m, int argc, char **argv) {
     return a;
   };
   NpyArray q = read("q", 4), k = read("k", 4), v = read("v", 4),
-           g = read("g", 3), beta = read("beta", 3);
+           g = read("g", kind.channel_gate ? 4 : 3), beta = read("beta", 3);
   GdnShapes sh(kind, q.shape[0], q.shape[2]);
-  std::string kindDesc =
-      " for layer kind '" + std::string(kind.name) +
-      (kind.no_delta ? "' (Mamba2 SSD, heads=" : "' (Gated DeltaNet, Hv=") +
-      std::to_string(kind.num_heads) +
-      ", Hk=" + std::to_string(kind.num_kv_heads) +
-      ", dk=" + std::to_string(kind.head_dim) +
-      ", dv=" + std::to_string(kind.head_dim_v) + ")";
+  std::string kindDesc = " for layer kind '" + std::string(kind.name) +
+                         (kind.no_delta       ? "' (Mamba2 SSD, heads="
+                          : kind.channel_gate ? "' (Kimi Delta Attention, Hv="
+                                              : "' (Gated DeltaNet, Hv=") +
+                         std::to_string(kind.num_heads) +
+                         ", Hk=" + std::to_string(kind.num_kv_heads) +
+                         ", dk=" + std::to_string(kind.head_dim) +
+                         ", dv=" + std::to_string(kind.head_dim_v) + ")";
   auto expect = [&](const NpyArray &a, const char *name,
                     const std::vector<int64_t> &want, const char *what) {
     if (a.shape != want)
@@ -351,8 +390,8 @@ int cmdGdn(const attn_rt_model *m, int argc, char **argv) {
   expect(q, "q", sh.q, "[B, Hk, S, dk]");
   expect(k, "k", sh.q, "[B, Hk, S, dk]");
   expect(v, "v", sh.v, "[B, Hv, S, dv]");
-  expect(g, "g", sh.g, "[B, Hv, S]");
-  expect(beta, "beta", sh.g, "[B, Hv, S]");
+  expect(g, "g", sh.g, sh.channel ? "[B, Hv, S, dk]" : "[B, Hv, S]");
+  expect(beta, "beta", sh.beta, "[B, Hv, S]");
   if (sh.b > kMaxBatch)
     fail(args["q"] + ": batch " + std::to_string(sh.b) + " exceeds " +
          std::to_string(kMaxBatch));
@@ -472,8 +511,13 @@ void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,
   auto median = [&](void (*fn)(void)) {
     return medianMs(repeats, [&] { runGdn(fn, sh, in, out, state); });
   };
+  // Kimi Delta Attention runs the recurrent form at every length: its
+  // count is the recurrence's.
   double f =
-      kind.no_delta
+      kind.channel_gate
+          ? attn_rt_gated_delta_recurrent_flops(b, kind.num_heads, s,
+                                                kind.head_dim, kind.head_dim_v)
+      : kind.no_delta
           ? attn_rt_ssd_flops(b, kind.num_heads, s, kind.head_dim,
                               kind.head_dim_v, 64)
           : attn_rt_gated_delta_flops(b, kind.num_heads, s, kind.head_dim,
@@ -537,9 +581,10 @@ void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,
                 usPerToken);
   else
     std::printf("%-30s B=%lld S=%lld threads=%d: fused %9.3f ms %8.2f "
-                "GFLOP/s (chunked count) %.3f us/token | %s\n",
+                "GFLOP/s (%s count) %.3f us/token | %s\n",
                 kind.name, (long long)b, (long long)s, ompThreads(), fusedMs,
-                f / fusedMs / 1e6, usPerToken, ref);
+                f / fusedMs / 1e6, kind.channel_gate ? "recurrent" : "chunked",
+                usPerToken, ref);
 }
 
 } // namespace cli

@@ -329,7 +329,7 @@ static bool readFusedExperts(const SafeTensors &st, const std::string &name,
 
 BlockWeights::BlockWeights(const attn_rt_kind &kind, int64_t layerInStack,
                            const std::string &path, int64_t count)
-    : data(count), d1(count), d2(count), d3(count), ptrs(count) {
+    : data(count), d1(count), d2(count), d3(count), d4(count), ptrs(count) {
   std::string err;
   SafeTensors st;
   if (!st.open(path, err))
@@ -375,9 +375,12 @@ BlockWeights::BlockWeights(const attn_rt_kind &kind, int64_t layerInStack,
     } else if (w.rank == 2) {
       d2[i] = {p, p, 0, {shape[0], shape[1]}, {shape[1], 1}};
       ptrs[i] = &d2[i];
-    } else {
+    } else if (w.rank == 3) {
       d3[i] = view3(p, shape);
       ptrs[i] = &d3[i];
+    } else {
+      d4[i] = view4(p, shape);
+      ptrs[i] = &d4[i];
     }
   }
 }

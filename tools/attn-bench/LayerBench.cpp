@@ -78,6 +78,7 @@ struct Weights {
   std::vector<attn_rt_memref_f32_1> d1;
   std::vector<attn_rt_memref_f32_2> d2;
   std::vector<attn_rt_memref_f32_3> d3;
+  std::vector<attn_rt_memref_f32_4> d4;
   std::vector<void *> ptrs;
 
   explicit Weights(const attn_rt_kind &k) {
@@ -85,6 +86,7 @@ struct Weights {
     d1.reserve(n);
     d2.reserve(n);
     d3.reserve(n);
+    d4.reserve(n);
     uint64_t state = 0x9E3779B97F4A7C15ull;
     for (int64_t i = 0; i < n; ++i) {
       const attn_rt_weight &w = k.weights[i];
@@ -107,9 +109,16 @@ struct Weights {
       } else if (w.rank == 2) {
         d2.push_back({p, p, 0, {s[0], s[1]}, {s[1], 1}});
         ptrs.push_back(&d2.back());
-      } else {
+      } else if (w.rank == 3) {
         d3.push_back({p, p, 0, {s[0], s[1], s[2]}, {s[1] * s[2], s[2], 1}});
         ptrs.push_back(&d3.back());
+      } else {
+        d4.push_back({p,
+                      p,
+                      0,
+                      {s[0], s[1], s[2], s[3]},
+                      {s[1] * s[2] * s[3], s[2] * s[3], s[3], 1}});
+        ptrs.push_back(&d4.back());
       }
     }
   }

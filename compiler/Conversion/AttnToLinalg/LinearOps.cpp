@@ -47,11 +47,9 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
   matchAndRewrite(GatedDeltaRuleOp op, OpAdaptor a,
                   ConversionPatternRewriter &rewriter) const override {
     // Long: transformers' chunked algorithm, step by step in its order.
-    if (op.hasChannelGate())
-      return op.emitOpError(
-          "with a per-channel gate (KDA) has no eager reference yet (the "
-          "chunked algorithm here takes one gate per token); compile without "
-          "the reference functions (attn-pipeline reference=false)");
+    // A per-channel gate (KDA) takes flash-linear-attention's
+    // naive_chunk_kda: γ per key channel, e^{γ_i−γ_j} inside the products.
+    bool ch = op.hasChannelGate();
     Location loc = op.getLoc();
     RankedTensorType kTy = op.getKey().getType(),
                      vTy = op.getValue().getType();
@@ -159,20 +157,52 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
       // cancels (in f32 a reset gate of −60 costs e^{γ_i−γ_j} 4 digits).
       Type f64 = b.getF64Type();
       GenericBuilder g64{b, loc, f64};
-      Value gc = g.generic({gt}, g64.fill(tok, 0.0),
-                           {g.map(4, {B, Hd, J}), g.map(4, {B, Hd, I})}, red4,
-                           [&](OpBuilder &nb, Location nl, ValueRange a) {
-                             Value i = idx(nb, nl, 2), j = idx(nb, nl, 3);
-                             Value in = arith::CmpIOp::create(
-                                 nb, nl, arith::CmpIPredicate::ule, j, i);
-                             Value wide = arith::ExtFOp::create(nb, nl, f64,
-                                                                a[0]);
-                             Value z = fconst(nb, nl, f64, 0.0);
-                             Value x = arith::SelectOp::create(nb, nl, in,
-                                                               wide, z);
-                             return arith::AddFOp::create(nb, nl, a[1], x)
-                                 .getResult();
-                           });
+      auto cumsum = [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value i = idx(nb, nl, 2), j = idx(nb, nl, 3);
+        Value in =
+            arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ule, j, i);
+        Value wide = arith::ExtFOp::create(nb, nl, f64, a[0]);
+        Value z = fconst(nb, nl, f64, 0.0);
+        Value x = arith::SelectOp::create(nb, nl, in, wide, z);
+        return arith::AddFOp::create(nb, nl, a[1], x).getResult();
+      };
+      // Per channel: loops (b, h, i, j, c), the sum over j ≤ i.
+      Value gc =
+          ch ? g.generic({gt}, g64.fill(kSizes, 0.0),
+                         {g.map(5, {B, Hd, J, X}), g.map(5, {B, Hd, I, X})},
+                         {kPar, kPar, kPar, kRed, kPar}, cumsum)
+             : g.generic({gt}, g64.fill(tok, 0.0),
+                         {g.map(4, {B, Hd, J}), g.map(4, {B, Hd, I})}, red4,
+                         cumsum);
+      // γ of token `t` (and of channel `c` with a per-channel gate) as a map
+      // of an n-dim loop.
+      auto gAt = [&](unsigned nd, AffineExpr t, AffineExpr c) {
+        return ch ? g.map(nd, {B, Hd, t, c}) : g.map(nd, {B, Hd, t});
+      };
+      // Per channel: (Σ_c x_i[c] k_j[c] e^{γ_i[c]−γ_j[c]}) over j < i (or
+      // j ≤ i with `diag`), [B, Hv, n, n]; e^{…} is only taken there (above
+      // it γ_i − γ_j > 0 may overflow).
+      auto decayedGram = [&](Value x, bool diag) {
+        return g.generic(
+            {x, k, gc, gc}, g.fill(sq, 0.0),
+            {g.map(5, {B, Hq, I, X}), g.map(5, {B, Hq, J, X}),
+             g.map(5, {B, Hd, I, X}), g.map(5, {B, Hd, J, X}),
+             g.map(5, {B, Hd, I, J})},
+            red5, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+              Value i = idx(nb, nl, 2), j = idx(nb, nl, 3);
+              Value in = arith::CmpIOp::create(nb, nl,
+                                               diag ? arith::CmpIPredicate::ule
+                                                    : arith::CmpIPredicate::ult,
+                                               j, i);
+              Value z = fconst(nb, nl, f64, 0.0);
+              Value gi = arith::SelectOp::create(nb, nl, in, a[2], z);
+              Value gj = arith::SelectOp::create(nb, nl, in, a[3], z);
+              Value e = expDiff(nb, nl, gi, gj);
+              Value x = arith::MulFOp::create(nb, nl, a[0], a[1]);
+              Value sum = fma(nb, nl, x, e, a[4]);
+              return arith::SelectOp::create(nb, nl, in, sum, a[4]);
+            });
+      };
       // k_i·k_j per query/key head [B, Hk, n, n], q_i·k_j likewise.
       auto gram = [&](Value x) {
         return g.generic({x, k}, g.fill({batch, HK, n, n}, 0.0),
@@ -192,10 +222,21 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
           });
       Value vNew = vb;
       Value oneIdx = iconst(b, loc, 1);
-      if (!op.getNoDelta()) {
+      Value A;
+      if (!op.getNoDelta() && ch) {
+        // A = −β_i Σ_c k_i[c] k_j[c] e^{γ_i[c]−γ_j[c]} below the diagonal.
+        Value kk = decayedGram(k, /*diag=*/false);
+        A = g.generic({kk, bt}, g.empty(sq, elt),
+                      {g.map(4, {B, Hd, I, J}), g.map(4, {B, Hd, I}),
+                       g.map(4, {B, Hd, I, J})},
+                      par4, [&](OpBuilder &nb, Location nl, ValueRange a) {
+                        Value x = arith::MulFOp::create(nb, nl, a[0], a[1]);
+                        return arith::NegFOp::create(nb, nl, x).getResult();
+                      });
+      } else if (!op.getNoDelta()) {
         Value kk = gram(k);
         // A = −β_i k_i·k_j e^{γ_i−γ_j} below the diagonal.
-        Value A = g.generic(
+        A = g.generic(
             {kk, gc, gc, bt}, g.empty(sq, elt),
             {g.map(4, {B, Hq, I, J}), g.map(4, {B, Hd, I}),
              g.map(4, {B, Hd, J}), g.map(4, {B, Hd, I}),
@@ -211,6 +252,8 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
               Value z = fconst(nb, nl, elt, 0.0);
               return arith::SelectOp::create(nb, nl, below, x, z);
             });
+      }
+      if (!op.getNoDelta()) {
         // Forward substitution: row i += row i · A for i = 1 .. n − 1 (rows
         // above i already final), so that I + A = (I − strict part)⁻¹.
         auto solve =
@@ -252,8 +295,8 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
         Value U = applyT(vb);
         Value kb = g.generic(
             {k, bt, gc}, g.empty(kSizes, elt),
-            {g.map(4, {B, Hq, I, J}), g.map(4, {B, Hd, I}),
-             g.map(4, {B, Hd, I}), g.map(4, {B, Hd, I, J})},
+            {g.map(4, {B, Hq, I, J}), g.map(4, {B, Hd, I}), gAt(4, I, J),
+             g.map(4, {B, Hd, I, J})},
             par4, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
               Value e = expOf(nb, nl, a[2]);
               Value x = arith::MulFOp::create(nb, nl, a[0], a[1]);
@@ -274,29 +317,38 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
       Value scaleC = fconst(b, loc, elt, scale);
       Value inter = g.generic(
           {q, gc, S}, g.fill(vSizes, 0.0),
-          {g.map(5, {B, Hq, I, Xm}), g.map(5, {B, Hd, I}),
-           g.map(5, {B, Hd, Xm, Jm}), g.map(5, {B, Hd, I, Jm})},
+          {g.map(5, {B, Hq, I, Xm}), gAt(5, I, Xm), g.map(5, {B, Hd, Xm, Jm}),
+           g.map(5, {B, Hd, I, Jm})},
           redMid, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
             Value e = expOf(nb, nl, a[1]);
             Value x = arith::MulFOp::create(nb, nl, a[0], e);
             x = arith::MulFOp::create(nb, nl, x, scaleC);
             return fma(nb, nl, x, a[2], a[3]);
           });
-      Value qk = gram(q);
-      Value P = g.generic(
-          {qk, gc, gc}, g.empty(sq, elt),
-          {g.map(4, {B, Hq, I, J}), g.map(4, {B, Hd, I}), g.map(4, {B, Hd, J}),
-           g.map(4, {B, Hd, I, J})},
-          par4, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-            Value i = idx(nb, nl, 2), j = idx(nb, nl, 3);
-            Value causal = arith::CmpIOp::create(
-                nb, nl, arith::CmpIPredicate::ule, j, i);
-            Value decay = expDiff(nb, nl, a[1], a[2]);
-            Value x = arith::MulFOp::create(nb, nl, a[0], decay);
-            x = arith::MulFOp::create(nb, nl, x, scaleC);
-            Value z = fconst(nb, nl, elt, 0.0);
-            return arith::SelectOp::create(nb, nl, causal, x, z);
-          });
+      Value P;
+      if (ch) {
+        Value qk = decayedGram(q, /*diag=*/true);
+        P = elementwise(
+            g, {qk}, elt, [&](OpBuilder &nb, Location nl, ValueRange a) {
+              return arith::MulFOp::create(nb, nl, a[0], scaleC).getResult();
+            });
+      } else {
+        Value qk = gram(q);
+        P = g.generic({qk, gc, gc}, g.empty(sq, elt),
+                      {g.map(4, {B, Hq, I, J}), g.map(4, {B, Hd, I}),
+                       g.map(4, {B, Hd, J}), g.map(4, {B, Hd, I, J})},
+                      par4,
+                      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                        Value i = idx(nb, nl, 2), j = idx(nb, nl, 3);
+                        Value causal = arith::CmpIOp::create(
+                            nb, nl, arith::CmpIPredicate::ule, j, i);
+                        Value decay = expDiff(nb, nl, a[1], a[2]);
+                        Value x = arith::MulFOp::create(nb, nl, a[0], decay);
+                        x = arith::MulFOp::create(nb, nl, x, scaleC);
+                        Value z = fconst(nb, nl, elt, 0.0);
+                        return arith::SelectOp::create(nb, nl, causal, x, z);
+                      });
+      }
       Value o = g.generic({P, vNew}, inter,
                           {g.map(5, {B, Hd, I, Xm}), g.map(5, {B, Hd, Xm, Jm}),
                            g.map(5, {B, Hd, I, Jm})},
@@ -306,13 +358,23 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
       // S = e^{γ_last} S + (k e^{γ_last−γ})ᵀ V'.
       Value lastIdx = arith::SubIOp::create(b, loc, nv, oneIdx);
       SmallVector<OpFoldResult> lastOffs = {zero, zero, lastIdx},
-                                lastSizes = {batch, H, one}, strides3(3, one);
+                                lastSizes = {batch, H, one};
+      SmallVector<OpFoldResult> lastType = {batch, H};
+      if (ch) {
+        lastOffs.push_back(zero);
+        lastSizes.push_back(DK);
+        lastType.push_back(DK);
+      }
+      SmallVector<OpFoldResult> stridesL(lastOffs.size(), one);
       Value gLast = tensor::ExtractSliceOp::create(
-          b, loc, g.tensor({batch, H}, f64), gc, lastOffs, lastSizes,
-          strides3);
+          b, loc, g.tensor(lastType, f64), gc, lastOffs, lastSizes, stridesL);
+      // γ_last of state row `i` (its key channel with a per-channel gate).
+      auto lastAt = [&](unsigned nd, AffineExpr i) {
+        return ch ? g.map(nd, {B, Hd, i}) : g.map(nd, {B, Hd});
+      };
       Value decayed = g.generic(
           {S, gLast}, g.empty(stateSizes, elt),
-          {g.map(4, {B, Hd, I, J}), g.map(4, {B, Hd}), g.map(4, {B, Hd, I, J})},
+          {g.map(4, {B, Hd, I, J}), lastAt(4, I), g.map(4, {B, Hd, I, J})},
           par4, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
             Value e = expOf(nb, nl, a[1]);
             return arith::MulFOp::create(nb, nl, a[0], e);
@@ -320,7 +382,7 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
       // Loop dims (b, h, i = d_k row, x = token, j = d_v column).
       Value S2 = g.generic(
           {k, gc, gLast, vNew}, decayed,
-          {g.map(5, {B, Hq, Xm, I}), g.map(5, {B, Hd, Xm}), g.map(5, {B, Hd}),
+          {g.map(5, {B, Hq, Xm, I}), gAt(5, Xm, I), lastAt(5, I),
            g.map(5, {B, Hd, Xm, Jm}), g.map(5, {B, Hd, I, Jm})},
           redMid, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
             Value e = expDiff(nb, nl, a[2], a[1]);
@@ -461,6 +523,38 @@ struct LowerGatedDeltaGates : OpConversionPattern<GatedDeltaGatesOp> {
     AffineMap tok = g.map(3, {B, S, H}), head = g.map(3, {H}),
               out = g.map(3, {B, H, S});
     SmallVector<IteratorType> par3(3, kPar);
+    auto gateTy = cast<RankedTensorType>(op.getGate().getType());
+    if (gateTy.getRank() == 4) {
+      // Kimi Delta Attention: g[b, h, t, c] = −exp(A_log[h]) ·
+      // softplus(a[b, t, h·d_k + c] + dt_bias[h·d_k + c]).
+      int64_t hv = gateTy.getDimSize(1), dk = gateTy.getDimSize(3);
+      AffineExpr C = g.d(3), HC = H * dk + C;
+      SmallVector<OpFoldResult> gSizes = {
+          g.dim(a, 0), rewriter.getIndexAttr(hv), g.dim(a, 1),
+          rewriter.getIndexAttr(dk)};
+      Value gate = g.generic(
+          {a, adaptor.getALog(), adaptor.getDtBias()}, g.empty(gSizes, elt),
+          {g.map(4, {B, S, HC}), g.map(4, {H}), g.map(4, {HC}),
+           g.map(4, {B, H, S, C})},
+          SmallVector<IteratorType>(4, kPar),
+          [&](OpBuilder &nb, Location nl, ValueRange v) -> Value {
+            Value sp = softplus(nb, nl, v[0], v[2]);
+            Value decay = math::ExpOp::create(nb, nl, v[1]);
+            Value prod = arith::MulFOp::create(nb, nl, decay, sp);
+            return arith::NegFOp::create(nb, nl, prod);
+          });
+      Value bIn = adaptor.getB();
+      SmallVector<OpFoldResult> bSizes = {g.dim(bIn, 0), g.dim(bIn, 2),
+                                          g.dim(bIn, 1)};
+      Value beta = g.generic({bIn}, g.empty(bSizes, elt), {tok, out}, par3,
+                             [&](OpBuilder &nb, Location nl, ValueRange v) {
+                               return sigmoid(nb, nl, v[0]);
+                             });
+      rewriter.replaceOp(
+          op, {castToType(rewriter, loc, gate, op.getGate().getType()),
+               castToType(rewriter, loc, beta, op.getBeta().getType())});
+      return success();
+    }
     // dt = softplus(a + dt_bias), clamped to [dt_min, dt_max] (Mamba2's
     // time_step_limit) where given.
     auto dtOf = [&](OpBuilder &nb, Location nl, Value x, Value bias) {
@@ -540,12 +634,12 @@ static Value lowerOp(GatedRMSNormOp op, GatedRMSNormOp::Adaptor a,
   SmallVector<IteratorType> par(r, kPar);
   if (op.getGateFirst()) {
     // u = x · silu(z), then u's RMSNorm with the weight.
-    Value u =
-        g.generic({x, a.getGate()}, g.empty(g.sizes(x), elt), {id, id, id}, par,
-                  [&](OpBuilder &b, Location l, ValueRange v) -> Value {
-                    Value gate = silu(b, l, v[1]);
-                    return arith::MulFOp::create(b, l, v[0], gate);
-                  });
+    Value u = g.generic(
+        {x, a.getGate()}, g.empty(g.sizes(x), elt), {id, id, id}, par,
+        [&](OpBuilder &b, Location l, ValueRange v) -> Value {
+          Value gate = op.getSigmoid() ? sigmoid(b, l, v[1]) : silu(b, l, v[1]);
+          return arith::MulFOp::create(b, l, v[0], gate);
+        });
     Value uss = rowSumOfSquares(g, u);
     return g.generic(
         {u, uss, a.getWeight()}, g.empty(g.sizes(x), elt),
@@ -571,7 +665,7 @@ static Value lowerOp(GatedRMSNormOp op, GatedRMSNormOp::Adaptor a,
         Value inv = math::RsqrtOp::create(b, l, sum);
         Value y = arith::MulFOp::create(b, l, a[0], inv);
         y = arith::MulFOp::create(b, l, y, a[2]);
-        Value gate = silu(b, l, a[3]);
+        Value gate = op.getSigmoid() ? sigmoid(b, l, a[3]) : silu(b, l, a[3]);
         return arith::MulFOp::create(b, l, y, gate);
       });
 }

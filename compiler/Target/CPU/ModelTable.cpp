@@ -36,13 +36,13 @@ public:
         i32(llvm::Type::getInt32Ty(ctx)), i64(llvm::Type::getInt64Ty(ctx)),
         f64(llvm::Type::getDoubleTy(ctx)) {
     weightTy = llvm::StructType::create(
-        ctx, {ptr, ptr, i64, llvm::ArrayType::get(i64, 3), i64},
+        ctx, {ptr, ptr, i64, llvm::ArrayType::get(i64, 4), i64},
         "attn_rt_weight");
     kindTy = llvm::StructType::create(
         ctx,
         {ptr, i64, i64, i64, i64, i32, i64, i64, ptr, i64, ptr, ptr, ptr, ptr,
          i64, f64, f64, f64, i32, ptr, i64, ptr, i32, ptr, i64, i32, ptr, i64,
-         ptr, ptr, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, i32, i64, i32},
+         ptr, ptr, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, i32, i64, i32, i32},
         "attn_rt_kind");
     modelTy = llvm::StructType::create(
         ctx, {i32, ptr, i64, ptr, ptr, i64, i64, ptr, i32, ptr},
@@ -157,7 +157,8 @@ bool TableBuilder::checkLayout(std::string &error) const {
         offsetof(attn_rt_kind, mla_paged_part),
         offsetof(attn_rt_kind, has_sinks),
         offsetof(attn_rt_kind, chunk),
-        offsetof(attn_rt_kind, no_delta)}},
+        offsetof(attn_rt_kind, no_delta),
+        offsetof(attn_rt_kind, channel_gate)}},
       {modelTy,
        sizeof(attn_rt_model),
        {offsetof(attn_rt_model, abi_version), offsetof(attn_rt_model, family),
@@ -212,8 +213,9 @@ std::vector<KernelEntry> mlir::attn::kernelEntries(const ModelSpec &spec,
                                                    const LayerSpec &l,
                                                    bool linear, bool cuda) {
   bool sinks = !l.sinks.empty();
-  const char *fusedType = linear   ? "attn_rt_gdn_t"
-                          : sinks  ? "attn_rt_sdpa_sinks_t"
+  const char *fusedType = linear && l.channelGate ? "attn_rt_kda_t"
+                          : linear                ? "attn_rt_gdn_t"
+                          : sinks                 ? "attn_rt_sdpa_sinks_t"
                           : l.position == PositionKind::T5Bias
                               ? "attn_rt_sdpa_bias_t"
                               : "attn_rt_sdpa_t";
@@ -370,10 +372,10 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
         std::string pattern =
             w.shared ? w.tensor : tensorPattern(w.tensor, l.layerInStack);
         std::vector<llvm::Constant *> dims;
-        for (size_t i = 0; i < 3; ++i)
+        for (size_t i = 0; i < 4; ++i)
           dims.push_back(t.c64(i < w.shape.size() ? w.shape[i] : 0));
         llvm::Constant *shape =
-            llvm::ConstantArray::get(llvm::ArrayType::get(t.i64, 3), dims);
+            llvm::ConstantArray::get(llvm::ArrayType::get(t.i64, 4), dims);
         wv.push_back(llvm::ConstantStruct::get(
             t.weightTy, {t.string(w.role), t.string(pattern),
                          t.c64(w.shape.size()), shape, t.c64(w.source)}));
@@ -405,7 +407,8 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
          t.c64(latent ? l.latent.kvLoraRank : 0),
          t.c64(latent ? l.latent.ropeDim : 0), mla, mlaReference, mlaPaged,
          latentBlock, latentLayer, mlaPagedPart, t.c32(l.sinks.empty() ? 0 : 1),
-         t.c64(l.causal && l.chunk ? *l.chunk : 0), t.c32(l.noDelta ? 1 : 0)}));
+         t.c64(l.causal && l.chunk ? *l.chunk : 0), t.c32(l.noDelta ? 1 : 0),
+         t.c32(l.channelGate ? 1 : 0)}));
   }
 
   llvm::Constant *kindArray = t.global(

@@ -355,6 +355,33 @@ LogicalResult SkipAddOp::verify() {
 
 LogicalResult GatedDeltaGatesOp::verify() {
   RankedTensorType a = getA().getType();
+  if (getGate().getType().getRank() == 4) {
+    // Kimi Delta Attention: one decay per key channel.
+    RankedTensorType g = getGate().getType();
+    if (g.isDynamicDim(1) || g.isDynamicDim(3))
+      return emitOpError() << "expects a per-channel gate [batch, Hv, seq, "
+                              "d_k] with static Hv and d_k, got "
+                           << g;
+    int64_t hv = g.getDimSize(1), dk = g.getDimSize(3), b = g.getDimSize(0),
+            s = g.getDimSize(2);
+    if (getBetaIsDt())
+      return emitOpError() << "takes beta_is_dt (Mamba2) only with a gate "
+                              "[batch, Hv, seq]";
+    if (failed(expectShape(*this, a, {b, s, hv * dk},
+                           "a [batch, seq, Hv * d_k] with a per-channel "
+                           "gate")) ||
+        failed(expectShape(*this, getB().getType(), {b, s, hv},
+                           "b [batch, seq, Hv]")) ||
+        failed(expectShape(*this, getALog().getType(), {hv}, "A_log [Hv]")) ||
+        failed(expectShape(*this, getDtBias().getType(), {hv * dk},
+                           "dt_bias [Hv * d_k] with a per-channel gate")) ||
+        failed(expectShape(*this, getBeta().getType(), {b, hv, s},
+                           "a beta [batch, Hv, seq]")))
+      return failure();
+    return expectSameElementType(
+        *this, {getA(), getB(), getALog(), getDtBias(), getGate(), getBeta()},
+        {"a", "b", "A_log", "dt_bias", "gate", "beta"});
+  }
   if (a.getRank() != 3 || a.isDynamicDim(2))
     return emitOpError() << "expects a [batch, seq, Hv] with static Hv, got "
                          << a;

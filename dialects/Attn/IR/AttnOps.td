@@ -661,10 +661,20 @@ def Attn_GatedDeltaGatesOp : Attn_Op<"gated_delta_gates", [Pure]> {
     `g = −exp(A_log) · dt`, and `b` is not read; `dt_min` / `dt_max` then
     clamp dt (Mamba2's `time_step_limit`) before both use it.
 
+    With a per-channel gate result `[batch, Hv, seq, d_k]` (Kimi Delta
+    Attention: flash-linear-attention's `fused_kda_gate`) `a` is
+    `[batch, seq, Hv · d_k]` (f_b_proj(f_a_proj(x))) and `dt_bias`
+    `[Hv · d_k]`: `g[b, h, t, c] = −exp(A_log[h]) · softplus(a[b, t, h·d_k + c]
+    + dt_bias[h·d_k + c])`, one decay per key channel; `b` stays
+    `[batch, seq, Hv]` and beta `[batch, Hv, seq]`.
+
     ```mlir
     %g, %beta = attn.gated_delta_gates %a, %b, %A_log, %dt_bias
         : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64xf32>,
            tensor<64xf32>) -> (tensor<?x64x?xf32>, tensor<?x64x?xf32>)
+    %gk, %bk = attn.gated_delta_gates %f, %b, %A_log, %dt_bias
+        : (tensor<?x?x4096xf32>, tensor<?x?x32xf32>, tensor<32xf32>,
+           tensor<4096xf32>) -> (tensor<?x32x?x128xf32>, tensor<?x32x?xf32>)
     ```
   }];
   let arguments = (ins Attn_FloatTensor:$a, Attn_FloatTensor:$b,
@@ -680,14 +690,16 @@ def Attn_GatedDeltaGatesOp : Attn_Op<"gated_delta_gates", [Pure]> {
 }
 
 def Attn_GatedRMSNormOp : Attn_Op<"gated_rms_norm", [Pure]> {
-  let summary = "RMSNorm gated by silu(z) (Gated DeltaNet's output norm)";
+  let summary = "RMSNorm gated by silu(z) or sigmoid(z) (linear attention's output norm)";
   let description = [{
     `y = x / sqrt(mean(x²) + epsilon) · w · silu(z)` over the last dimension
     (transformers' `Qwen3NextRMSNormGated`: a plain weight, no unit offset);
     `gate` has the shape of `input`, `weight` the size of its last dim. With
     `gate_first` the gate comes before the norm (Mamba2's
     `MambaRMSNormGated`, norm_before_gate false): `u = x · silu(z)`,
-    `y = u / sqrt(mean(u²) + epsilon) · w`.
+    `y = u / sqrt(mean(u²) + epsilon) · w`. With `sigmoid` the gate is
+    `sigmoid(z)` instead of `silu(z)` (Kimi Delta Attention's `o_norm`,
+    flash-linear-attention's `FusedRMSNormGated(activation="sigmoid")`).
 
     ```mlir
     %y = attn.gated_rms_norm %o, %z, %w {epsilon = 1.0e-06 : f64}
@@ -697,7 +709,7 @@ def Attn_GatedRMSNormOp : Attn_Op<"gated_rms_norm", [Pure]> {
   }];
   let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$gate,
                        Attn_FloatTensor:$weight, F64Attr:$epsilon,
-                       UnitAttr:$gate_first);
+                       UnitAttr:$gate_first, UnitAttr:$sigmoid);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $gate `,` $weight attr-dict `:` functional-type(operands, results)
