@@ -654,9 +654,13 @@ OwningOpRef<ModuleOp> Emitter::run() {
 
   // @model: inputs, then every layer's weights (shared ones once).
   int64_t h = spec.hiddenSize;
-  bool anyRope = llvm::any_of(spec.layers, [](const LayerSpec &l) {
-    return l.role != LayerRole::LinearAttention && l.takesPositions();
-  });
+  // A latent-attention kind takes the positions whether it rotates or not
+  // (Kimi-Linear's NoPE MLA: attn_rt_latent_block_fn's one signature).
+  auto readsPositions = [](const LayerSpec &l) {
+    return l.role != LayerRole::LinearAttention &&
+           (l.takesPositions() || l.isLatent());
+  };
+  bool anyRope = llvm::any_of(spec.layers, readsPositions);
   SmallVector<Type> inputs;
   SmallVector<std::string> inputNames;
   if (spec.encoderDecoder) {
@@ -715,7 +719,7 @@ OwningOpRef<ModuleOp> Emitter::run() {
     SmallVector<Value> args = {cur};
     if (l.role == LayerRole::CrossAttention)
       args.push_back(memory);
-    if (l.role != LayerRole::LinearAttention && l.takesPositions())
+    if (readsPositions(l))
       args.push_back(positions);
     for (unsigned a : layerArgs[l.index])
       args.push_back(entry->getArgument(a));

@@ -787,6 +787,13 @@ bool readKimiFeedForward(FieldReader &r, ModelSpec &spec) {
     moe.normTopK = moe.normTopK && moe.topK > 1;
     moe.normEpsilon = 1e-20;
     moe.sharedIntermediate = moe.intermediate * shared;
+    if (firstDense < spec.numLayers)
+      spec.notes.push_back(
+          "mixture of experts: the chosen experts are weighted by their "
+          "scores without e_score_correction_bias, as DeepSeek-V3 and vLLM's "
+          "kimi_linear weigh them (the bias only selects); modeling_kimi.py's "
+          "KimiMoEGate adds the bias to its scores in place, so its weights "
+          "carry it");
   }
   for (LayerSpec &l : spec.layers) {
     std::string p = prefixOf(l.normW.weight, "input_layernorm.weight");
