@@ -15,7 +15,10 @@ INPUTS="$ROOT/test/Frontend/Inputs"
 # cross attention (Whisper), D=64 bidirectional (BERT); the seed model and
 # a small Qwen3-Next config (d_k 40, d_v 24) also carry Gated DeltaNet
 # (linear attention) kinds; DeepSeek-V3's multi-head latent attention in its
-# expanded form (D=192 Dv=128, 128 heads; the absorbed form is CPU-only).
+# expanded form (D=192 Dv=128, 128 heads; the absorbed form is CPU-only);
+# Kimi-Linear (Kimi Delta Attention's per-channel decay, 32 heads of 128,
+# and NoPE latent layers) and a Granite-4.0-H-shaped hybrid (Mamba2's SSD:
+# the rule without the delta correction, n_groups 2).
 declare -A CONFIGS=(
   [llama-3.1-8b]="$INPUTS/llama-3.1-8b.json"
   [seed]="$ROOT/examples/seed-qwen3.8-max.json"
@@ -26,6 +29,8 @@ declare -A CONFIGS=(
   [bert-base]="$INPUTS/bert-base-uncased.json"
   [qwen3-next-gdn-d40]="$ROOT/test/Integration/Inputs/qwen3-next-gdn-r2-d40.json"
   [deepseek-v3]="$INPUTS/deepseek-v3.json"
+  [kimi-linear]="$INPUTS/kimi-linear-48b-a3b.json"
+  [granite-hybrid]="$ROOT/test/Integration/Inputs/granite-hybrid-small.json"
 )
 # Llama, Gemma-2 (softcap, window) and Falcon (MQA) also carry the paged
 # kernels (--entries=paged), which their `check` runs over shuffled block
