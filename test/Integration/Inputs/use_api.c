@@ -87,8 +87,9 @@ static void sdpaRef(const attn_kind_info *k, int64_t B, int64_t Sq,
   free(p);
 }
 
-/* The gated delta rule in float64, token by token: S <- S e^g;
- * S <- S + k (x) beta (v - S^T k); o = S^T (scale q). */
+/* The gated delta rule in float64, token by token: S <- S e^g (row i by
+ * e^g[i] for a kind with channel_gate: Kimi Delta Attention, g [B, Hv, S,
+ * dk]); S <- S + k (x) beta (v - S^T k); o = S^T (scale q). */
 static void gdnRef(const attn_kind_info *k, int64_t B, int64_t S,
                    const float *q, const float *kk, const float *v,
                    const float *g, const float *beta, const float *s0,
@@ -105,10 +106,14 @@ static void gdnRef(const attn_kind_info *k, int64_t B, int64_t S,
         const float *qr = q + ((b * Hk + h / r) * S + t) * dk;
         const float *kr = kk + ((b * Hk + h / r) * S + t) * dk;
         const float *vr = v + ((b * Hv + h) * S + t) * dv;
-        double decay = exp(g[(b * Hv + h) * S + t]),
-               be = beta[(b * Hv + h) * S + t];
-        for (int64_t i = 0; i < dk * dv; ++i)
-          st[i] *= decay;
+        double be = beta[(b * Hv + h) * S + t];
+        for (int64_t i = 0; i < dk; ++i) {
+          double decay = exp(k->channel_gate
+                                 ? g[((b * Hv + h) * S + t) * dk + i]
+                                 : g[(b * Hv + h) * S + t]);
+          for (int64_t j = 0; j < dv; ++j)
+            st[i * dv + j] *= decay;
+        }
         /* Without the delta correction (Mamba2's SSD) kv stays 0. */
         for (int64_t j = 0; j < dv; ++j) {
           kv[j] = 0;
@@ -448,12 +453,14 @@ static void testGdn(attn_model *m, int32_t kind, const attn_kind_info *ki) {
   enum { B = 2, S = 70 };
   int64_t Hv = ki->num_heads, Hk = ki->num_kv_heads, dk = ki->head_dim,
           dv = ki->head_dim_v;
-  int64_t qs[4] = {B, Hk, S, dk}, vs[4] = {B, Hv, S, dv}, gs[3] = {B, Hv, S},
+  /* g [B, Hv, S] (dk more per token with a per-channel gate). */
+  int cg = ki->channel_gate != 0;
+  int64_t qs[4] = {B, Hk, S, dk}, vs[4] = {B, Hv, S, dv}, gs[4] = {B, Hv, S, dk},
           ss[4] = {B, Hv, dk, dv};
   int64_t nq = B * Hk * S * dk, nv = B * Hv * S * dv, ng = B * Hv * S,
-          ns = B * Hv * dk * dv;
+          ngate = ng * (cg ? dk : 1), ns = B * Hv * dk * dv;
   float *q = randoms(nq, 1.0f), *k = randoms(nq, 1.0f), *v = randoms(nv, 1.0f),
-        *g = randoms(ng, 0.2f), *beta = randoms(ng, 1.0f),
+        *g = randoms(ngate, 0.2f), *beta = randoms(ng, 1.0f),
         *s0 = randoms(ns, 1.0f);
   /* q and k L2-normalized per token (as the layer makes them), g < 0,
    * beta in (0, 1). */
@@ -465,17 +472,17 @@ static void testGdn(attn_model *m, int32_t kind, const attn_kind_info *ki) {
       for (int64_t i = 0; i < dk; ++i)
         x[t * dk + i] /= (float)sqrt(n + 1e-6);
     }
-  for (int64_t i = 0; i < ng; ++i) {
+  for (int64_t i = 0; i < ngate; ++i)
     g[i] = -fabsf(g[i]);
+  for (int64_t i = 0; i < ng; ++i)
     beta[i] += 0.5f;
-  }
   float *out = malloc(sizeof(float) * nv), *ref = malloc(sizeof(float) * nv),
         *s1 = malloc(sizeof(float) * ns), *r1 = malloc(sizeof(float) * ns);
   int64_t lens[B] = {S, 37};
   attn_tensor tq = attn_tensor_contiguous(q, ATTN_F32, 4, qs),
               tk = attn_tensor_contiguous(k, ATTN_F32, 4, qs),
               tv = attn_tensor_contiguous(v, ATTN_F32, 4, vs),
-              tg = attn_tensor_contiguous(g, ATTN_F32, 3, gs),
+              tg = attn_tensor_contiguous(g, ATTN_F32, cg ? 4 : 3, gs),
               tb = attn_tensor_contiguous(beta, ATTN_F32, 3, gs),
               ts0 = attn_tensor_contiguous(s0, ATTN_F32, 4, ss),
               to = attn_tensor_contiguous(out, ATTN_F32, 4, vs),
@@ -540,15 +547,16 @@ static void testGdnDecode(attn_model *m, int32_t kind,
   enum { B = 2, T = 4 };
   int64_t Hv = ki->num_heads, Hk = ki->num_kv_heads, dk = ki->head_dim,
           dv = ki->head_dim_v;
+  int cg = ki->channel_gate != 0;
   int64_t nq = B * Hk * T * dk, nv = B * Hv * T * dv, ng = B * Hv * T,
-          ns = B * Hv * dk * dv;
+          ngate = ng * (cg ? dk : 1), ns = B * Hv * dk * dv;
   float *q = randoms(nq, 0.15f), *k = randoms(nq, 0.15f),
-        *v = randoms(nv, 1.0f), *g = randoms(ng, 0.2f),
+        *v = randoms(nv, 1.0f), *g = randoms(ngate, 0.2f),
         *beta = randoms(ng, 0.4f), *s0 = randoms(ns, 1.0f);
-  for (int64_t i = 0; i < ng; ++i) {
+  for (int64_t i = 0; i < ngate; ++i)
     g[i] = -fabsf(g[i]);
+  for (int64_t i = 0; i < ng; ++i)
     beta[i] += 0.5f;
-  }
   float *ref = malloc(sizeof(float) * nv), *r1 = malloc(sizeof(float) * ns);
   int64_t lens[B] = {T, T};
   gdnRef(ki, B, T, q, k, v, g, beta, s0, lens, ref, r1);
@@ -559,18 +567,19 @@ static void testGdnDecode(attn_model *m, int32_t kind,
   memcpy(a, s0, sizeof(float) * ns);
   float *outOdd = malloc(sizeof(float) * nv),
         *outAb = malloc(sizeof(float) * nv);
-  int64_t qs[4] = {B, Hk, 1, dk}, vs[4] = {B, Hv, 1, dv}, gs[3] = {B, Hv, 1},
+  int64_t qs[4] = {B, Hk, 1, dk}, vs[4] = {B, Hv, 1, dv}, gs[4] = {B, Hv, 1, dk},
           ss[4] = {B, Hv, dk, dv};
   for (int64_t t = 0; t < T; ++t) {
     float *qt = tokenOf(q, B * Hk, T, dk, t),
           *kt = tokenOf(k, B * Hk, T, dk, t),
-          *vt = tokenOf(v, B * Hv, T, dv, t), *gt = tokenOf(g, B * Hv, T, 1, t),
+          *vt = tokenOf(v, B * Hv, T, dv, t),
+          *gt = tokenOf(g, B * Hv, T, cg ? dk : 1, t),
           *bt = tokenOf(beta, B * Hv, T, 1, t),
           *o = malloc(sizeof(float) * B * Hv * dv);
     attn_tensor tq = attn_tensor_contiguous(qt, ATTN_F32, 4, qs),
                 tk = attn_tensor_contiguous(kt, ATTN_F32, 4, qs),
                 tv = attn_tensor_contiguous(vt, ATTN_F32, 4, vs),
-                tg = attn_tensor_contiguous(gt, ATTN_F32, 3, gs),
+                tg = attn_tensor_contiguous(gt, ATTN_F32, cg ? 4 : 3, gs),
                 tb = attn_tensor_contiguous(bt, ATTN_F32, 3, gs),
                 to = attn_tensor_contiguous(o, ATTN_F32, 4, vs),
                 tOdd = attn_tensor_contiguous(odd, ATTN_F32, 4, ss),

@@ -54,7 +54,10 @@ def gdn_ref(kind, q, k, v, g, beta, state, lens):
         for h in range(Hv):
             for t in range(lens[b]):
                 kt = k[b, h // r, t].astype(np.float64)
-                st[b, h] *= np.exp(g[b, h, t])
+                # One decay per key channel (state row) with a per-channel
+                # gate g [B, Hv, S, dk] (Kimi Delta Attention).
+                st[b, h] *= (np.exp(g[b, h, t])[:, None] if g.ndim == 4
+                             else np.exp(g[b, h, t]))
                 st[b, h] += np.outer(kt, beta[b, h, t] * (v[b, h, t] - st[b, h].T @ kt))
                 out[b, h, t] = st[b, h].T @ (kind.scale * q[b, h // r, t])
     return out, st
@@ -275,3 +278,34 @@ expect_error("not a library", lambda: attn.load("libm.so.6"))
 qwen.close()
 expect_error("closed model", lambda: qwen.sdpa(q, k, k, kind=1))
 print("python module: all calls behaved")
+
+# Kimi Delta Attention (a kind with channel_gate): g [B, Hv, S, dk], prefill
+# with a state and lengths, the state updated in place, split = one call.
+if len(sys.argv) > 4:
+    kimi = attn.load(sys.argv[4])
+    kd = next(kd for kd in kimi.kinds if kd.channel_gate)
+    print(f"{kimi.family} kind {kd.name}: channel_gate {kd.channel_gate}, "
+          f"heads {kd.num_heads}/{kd.num_kv_heads}, dims {kd.head_dim}/{kd.head_dim_v}")
+    B, S, H, d = 2, 40, kd.num_heads, kd.head_dim
+    q, k = normalized((B, kd.num_kv_heads, S, d)), normalized((B, kd.num_kv_heads, S, d))
+    v = rng.standard_normal((B, H, S, kd.head_dim_v)).astype(np.float32)
+    g = -np.abs(rng.standard_normal((B, H, S, d)) * 0.3).astype(np.float32)
+    g[:, :, 5, ::3] = -60.0
+    beta = rng.uniform(0, 1, (B, H, S)).astype(np.float32)
+    s0 = rng.standard_normal((B, H, d, kd.head_dim_v)).astype(np.float32)
+    ro, rs = gdn_ref(kd, q, k, v, g, beta, s0, [S, 23])
+    out, s1 = kimi.gated_delta(q, k, v, g, beta, kind=kd.index, state=s0, lengths=[S, 23])
+    report("kda gated_delta S=40 lengths 40,23 out", out, ro)
+    report("kda gated_delta state", s1, rs)
+    st = s0.copy()
+    kimi.gated_delta(q, k, v, g, beta, kind=kd.index, state=st, lengths=[S, 23], state_out=st)
+    report("kda gated_delta state in place", st, rs)
+    ro, rs = gdn_ref(kd, q, k, v, g, beta, None, [S, S])
+    parts = [np.ascontiguousarray(x[:, :, :17]) for x in (q, k, v, g, beta)]
+    o1, mid = kimi.gated_delta(*parts, kind=kd.index)
+    parts = [np.ascontiguousarray(x[:, :, 17:]) for x in (q, k, v, g, beta)]
+    o2, end = kimi.gated_delta(*parts, kind=kd.index, state=mid)
+    report("kda gated_delta split 17+23", np.concatenate([o1, o2], axis=2), ro)
+    report("kda gated_delta split state", end, rs)
+    expect_error("kda g without its channels",
+                 lambda: kimi.gated_delta(q, k, v, g[..., 0].copy(), beta, kind=kd.index))
