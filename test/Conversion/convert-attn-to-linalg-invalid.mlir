@@ -44,14 +44,3 @@ func.func @gated_delta_chunk(%q: tensor<8x16xf32>, %g: tensor<8xf32>, %s: tensor
   %o, %t = attn.gated_delta_chunk %q, %q, %q, %g, %g, %q, %s {scale = 0.25 : f64} : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<16x16xf32>)
   return %o, %t : tensor<8x16xf32>, tensor<16x16xf32>
 }
-
-// -----
-
-// The eager reference of a per-channel decay (KDA) is not written yet: an
-// error at the op, not a wrong lowering.
-func.func @kda_reference(%q: tensor<1x1x8x16xf32>, %v: tensor<1x1x8x16xf32>, %g: tensor<1x1x8x16xf32>, %b: tensor<1x1x8xf32>, %oi: tensor<1x1x8x16xf32>, %si: tensor<1x1x16x16xf32>) -> (tensor<1x1x8x16xf32>, tensor<1x1x16x16xf32>) {
-  // expected-error @+2 {{with a per-channel gate (KDA) has no eager reference yet}}
-  // expected-error @+1 {{failed to legalize operation 'attn.gated_delta_rule'}}
-  %o, %s = attn.gated_delta_rule %q, %q, %v, %g, %b outs(%oi, %si : tensor<1x1x8x16xf32>, tensor<1x1x16x16xf32>) {scale = 0.25 : f64} : (tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8xf32>) -> (tensor<1x1x8x16xf32>, tensor<1x1x16x16xf32>)
-  return %o, %s : tensor<1x1x8x16xf32>, tensor<1x1x16x16xf32>
-}

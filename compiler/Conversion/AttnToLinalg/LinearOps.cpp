@@ -24,6 +24,13 @@
 // Without the delta correction (`no_delta`, Mamba2's SSD) T = I and W = 0:
 // V' = β v.
 //
+// With a per-channel gate (Kimi Delta Attention, flash-linear-attention's
+// naive_chunk_kda) γ is per key channel c, and the decays cannot leave the
+// products: A_ij = −β_i Σ_c k_i[c] k_j[c] e^{γ_i[c]−γ_j[c]} (j < i), P_ij =
+// scale Σ_c q_i[c] k_j[c] e^{γ_i[c]−γ_j[c]} (j ≤ i), each exponent taken
+// only where it is ≤ 0; q e^γ, β e^γ k, e^{γ_last} S and k e^{γ_last−γ}
+// scale by channel.
+//
 // With `lengths`, a padding token's gate and beta are taken as 0 (it adds
 // nothing to the state: its rows of W and U are 0) and its output as 0.
 //
