@@ -224,6 +224,10 @@ std::string mlir::attn::describeJsonValue(const json &v) {
     return v.get<bool>() ? "true" : "false";
   case json::value_t::string: {
     std::string s = v.get<std::string>();
+    // What a bare Infinity becomes (withInfinityAsStrings).
+    if (s == "+Inf" || s == "-Inf")
+      return std::string(s[0] == '-' ? "-" : "") +
+             "Infinity (not a finite number)";
     if (s.size() > 60)
       s = s.substr(0, 57) + "...";
     return "the string \"" + s + "\"";
@@ -301,6 +305,48 @@ bool readConfigText(llvm::StringRef path, std::string &text, Location loc) {
   return true;
 }
 
+/// Python's json.dump writes float('inf') as the bare word Infinity (and
+/// -Infinity), which is not JSON; transformers' configs carry it (Mamba2's
+/// time_step_limit [0.0, Infinity]). The text nlohmann parses has each such
+/// word outside strings replaced by a string of the same length ("+Inf"
+/// padded with spaces), so every offset, and every diagnostic's
+/// line:col, stays the file's; FieldReader's number readers then name the
+/// field and refuse a string, and the fields that take infinity (e.g.
+/// time_step_limit) accept "+Inf"/"-Inf".
+std::string withInfinityAsStrings(const std::string &text) {
+  std::string out = text;
+  static const llvm::StringLiteral kWord = "Infinity";
+  bool inString = false;
+  for (size_t i = 0; i < out.size(); ++i) {
+    char c = out[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    if (c == '"') {
+      inString = true;
+      continue;
+    }
+    if (!llvm::StringRef(out).substr(i).starts_with(kWord))
+      continue;
+    size_t end = i + kWord.size();
+    auto isWordChar = [](char ch) { return llvm::isAlnum(ch) || ch == '_'; };
+    if ((i > 0 && isWordChar(out[i - 1]) && out[i - 1] != '-') ||
+        (end < out.size() && isWordChar(out[end])))
+      continue;
+    bool neg = i > 0 && out[i - 1] == '-';
+    size_t from = neg ? i - 1 : i;
+    std::string repl = neg ? "\"-Inf\"" : "\"+Inf\"";
+    repl.append(end - from - repl.size(), ' ');
+    out.replace(from, end - from, repl);
+    i = end - 1;
+  }
+  return out;
+}
+
 } // namespace
 
 std::unique_ptr<ConfigSource> ConfigSource::load(llvm::StringRef path,
@@ -332,10 +378,11 @@ std::unique_ptr<ConfigSource> ConfigSource::parse(llvm::StringRef path,
       src->lineStarts.push_back(i + 1);
 
   size_t consumed = 0;
-  const char *base = src->text.data();
+  std::string parsed = withInfinityAsStrings(src->text);
+  const char *base = parsed.data();
   CountingIterator first{base, base, &consumed};
-  CountingIterator last{base + src->text.size(), base, &consumed};
-  PositionSax sax(src->text, consumed, src->offsets);
+  CountingIterator last{base + parsed.size(), base, &consumed};
+  PositionSax sax(parsed, consumed, src->offsets);
   bool ok = json::sax_parse(first, last, &sax, json::input_format_t::json,
                             /*strict=*/true);
   if (!ok) {
@@ -351,7 +398,7 @@ std::unique_ptr<ConfigSource> ConfigSource::parse(llvm::StringRef path,
         << "malformed JSON in config file: " << sax.errorMessage;
     return nullptr;
   }
-  src->rootValue = json::parse(src->text, nullptr, /*allow_exceptions=*/false);
+  src->rootValue = json::parse(parsed, nullptr, /*allow_exceptions=*/false);
   if (src->rootValue.is_discarded()) {
     emitError(fileLoc) << "malformed JSON in config file '" << path << "'";
     return nullptr;

@@ -91,7 +91,8 @@ bool readGraniteMamba(FieldReader &r, int64_t hidden, MambaDims &m) {
 }
 
 /// One bound of time_step_limit: a number, or infinity as configs spell it
-/// (a string "inf"/"Infinity", transformers 5's {"__float__": "Infinity"}).
+/// (a string "inf"/"Infinity", transformers 5's {"__float__": "Infinity"},
+/// or json.dump's bare Infinity, which ConfigSource reads as "+Inf").
 std::optional<double> limitValue(const nlohmann::json &v) {
   if (v.is_number())
     return v.get<double>();
@@ -126,8 +127,8 @@ bool readTimeStepLimit(FieldReader &r, std::optional<double> &dtMin,
   if (!lo || !hi || *lo > *hi || (std::isinf(*lo) && *lo > 0)) {
     r.error("time_step_limit")
         << "time_step_limit must be [low, high] with low <= high (numbers, "
-           "or \"Infinity\" / {\"__float__\": \"Infinity\"} for no upper "
-           "bound), found "
+           "or Infinity / \"Infinity\" / {\"__float__\": \"Infinity\"} for no "
+           "upper bound), found "
         << describeJsonValue(v);
     return false;
   }

@@ -117,6 +117,18 @@ bool normalizeKimiLinear(FieldReader &r, ModelSpec &spec);
 /// Notes what the checkpoint's quantization_config means for the weights
 /// block, layer and model read (blockwise FP8 E4M3 is read; others not).
 bool readQuantization(FieldReader &r, ModelSpec &spec);
+/// The largest intermediate size a feed-forward network is read with.
+constexpr int64_t kMaxIntermediate = int64_t(1) << 24;
+/// The activation of field `key` (default `dflt`) into `f`; an unknown one
+/// leaves the network uncompiled with the reason (FeedForward.cpp).
+void readActivation(FieldReader &r, llvm::StringRef key,
+                    const std::string &dflt, FFNSpec &f);
+/// The prefix of a weight name ending in `suffix` ("model.layers.3.").
+std::string prefixOf(const std::string &name, llvm::StringRef suffix);
+/// The DeepSeek-style routed mixtures of experts (RoutedFeedForward.cpp):
+/// deepseek_v2/v3, kimi_k2 and glm4_moe; kimi_linear's.
+bool readRoutedFamily(FieldReader &r, ModelSpec &spec);
+bool readKimiFeedForward(FieldReader &r, ModelSpec &spec);
 /// Attaches each transformer layer's feed-forward network (FeedForward.cpp)
 /// to the last attention sub-block of the layer, after the family's
 /// normalization filled spec.layers.

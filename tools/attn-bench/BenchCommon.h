@@ -338,6 +338,12 @@ struct LinearModel {
   /// Mamba2's SSD (the rule without the delta correction; a
   /// granitemoehybrid config): hk is n_groups, dk d_state, dv the head dim.
   bool noDelta = false;
+  /// Kimi Delta Attention (a kimi_linear config): one decay per key
+  /// channel, g [1, hv, S, dk]; the full layer is its NoPE multi-head
+  /// latent attention's expanded form, head dims d (q/k) and dvFull (v).
+  bool channelGate = false;
+  int64_t dvFull = 0;
+  int64_t fullDv() const { return dvFull ? dvFull : d; }
 };
 
 inline attn_rt::Buf<float> normal(std::mt19937 &rng, size_t n,
@@ -378,8 +384,16 @@ struct GdnCall {
     attn_rt::Buf<float> a = normal(rng, size_t(m.hv * s));
     g.resize(a.size());
     beta.resize(a.size());
+    if (m.channelGate) {
+      // KDA: each key channel's own decay.
+      attn_rt::Buf<float> f = normal(rng, size_t(m.hv * s * m.dk));
+      g.resize(f.size());
+      for (size_t i = 0; i < f.size(); ++i)
+        g[i] = -0.3f * std::log1p(std::exp(f[i]));
+    }
     for (size_t i = 0; i < a.size(); ++i) {
-      g[i] = -0.3f * std::log1p(std::exp(a[i]));
+      if (!m.channelGate)
+        g[i] = -0.3f * std::log1p(std::exp(a[i]));
       // Mamba2: β is dt itself (softplus).
       beta[i] =
           m.noDelta ? std::log1p(std::exp(a[i])) : 1 / (1 + std::exp(-a[i]));
@@ -393,10 +407,16 @@ struct GdnCall {
                          dk = view4(k.data(), 1, m.hk, s, m.dk),
                          dv = view4(v.data(), 1, m.hv, s, m.dv),
                          dS0 = view4(s0, 1, m.hv, m.dk, m.dv);
-    attn_rt_memref_f32_3 dg = view3(g.data(), 1, m.hv, s),
-                         db = view3(beta.data(), 1, m.hv, s);
+    attn_rt_memref_f32_3 db = view3(beta.data(), 1, m.hv, s);
     int64_t len = s; // one whole sequence
     attn_rt_memref_i64_1 dl{&len, &len, 0, {1}, {1}};
+    if (m.channelGate) {
+      attn_rt_memref_f32_4 dg = view4(g.data(), 1, m.hv, s, m.dk);
+      reinterpret_cast<attn_rt_kda_fn>(fn)(&dOut, &dSt, &dq, &dk, &dv, &dg, &db,
+                                           &dS0, &dl);
+      return;
+    }
+    attn_rt_memref_f32_3 dg = view3(g.data(), 1, m.hv, s);
     reinterpret_cast<attn_rt_gdn_fn>(fn)(&dOut, &dSt, &dq, &dk, &dv, &dg, &db,
                                          &dS0, &dl);
   }
@@ -411,14 +431,14 @@ struct SdpaCall {
       : sq(sq), skv(skv), len(skv) {
     q = normal(rng, size_t(m.hq * sq * m.d));
     k = normal(rng, size_t(m.hkv * skv * m.d));
-    v = normal(rng, k.size());
-    out.resize(q.size());
+    v = normal(rng, size_t(m.hkv * skv * m.fullDv()));
+    out.resize(size_t(m.hq * sq * m.fullDv()));
   }
   void run(void (*fn)(void), const LinearModel &m) {
-    attn_rt_memref_f32_4 dOut = view4(out.data(), 1, m.hq, sq, m.d),
+    attn_rt_memref_f32_4 dOut = view4(out.data(), 1, m.hq, sq, m.fullDv()),
                          dq = view4(q.data(), 1, m.hq, sq, m.d),
                          dk = view4(k.data(), 1, m.hkv, skv, m.d),
-                         dv = view4(v.data(), 1, m.hkv, skv, m.d);
+                         dv = view4(v.data(), 1, m.hkv, skv, m.fullDv());
     attn_rt_memref_i64_1 lens{&len, &len, 0, {1}, {1}};
     reinterpret_cast<attn_rt_sdpa_fn>(fn)(&dOut, &dq, &dk, &dv, &lens);
   }

@@ -45,6 +45,10 @@ const LinearModel kModels[] = {
     // IBM Granite-4.0-H-Small's Mamba2 layers (128 heads of 64, d_state
     // 128, one group) and attention (32/8 heads of 128, NoPE): 36 + 4.
     {"granite-4.0-h-s", 1, 128, 128, 64, 32, 8, 128, 4096, 36, true},
+    // Kimi-Linear-48B-A3B's KDA layers (32 heads of 128, one decay per key
+    // channel; the recurrent form at every length) and its NoPE latent
+    // layers' expanded attention (32 heads, q/k 192, v 128): 20 + 7.
+    {"kimi-linear", 32, 32, 128, 128, 32, 32, 192, 2304, 20, false, true, 128},
 };
 
 /// A measured curve: µs per token at each sequence length / context.
@@ -196,7 +200,22 @@ bool benchLinear(const Options &o, const Machine &mc, const std::string &dir) {
     if (!o.only.empty() && o.only != m.name)
       continue;
     std::string json =
-        m.noDelta
+        m.channelGate
+            ? "{\"model_type\": \"kimi_linear\", \"hidden_size\": " +
+                  std::to_string(m.hidden) +
+                  ", \"num_hidden_layers\": 2, \"num_attention_heads\": " +
+                  std::to_string(m.hq) +
+                  ", \"mla_use_nope\": true, \"kv_lora_rank\": 512, "
+                  "\"qk_nope_head_dim\": " +
+                  std::to_string(m.d - 64) +
+                  ", \"qk_rope_head_dim\": 64, \"v_head_dim\": " +
+                  std::to_string(m.fullDv()) +
+                  ", \"linear_attn_config\": {\"num_heads\": " +
+                  std::to_string(m.hv) +
+                  ", \"head_dim\": " + std::to_string(m.dk) +
+                  ", \"short_conv_kernel_size\": 4, \"kda_layers\": [1], "
+                  "\"full_attn_layers\": [2]}}"
+        : m.noDelta
             ? "{\"model_type\": \"granitemoehybrid\", \"hidden_size\": " +
                   std::to_string(m.hidden) +
                   ", \"num_hidden_layers\": 2, \"layer_types\": "
@@ -266,9 +285,12 @@ bool benchLinear(const Options &o, const Machine &mc, const std::string &dir) {
         ref = inChild(std::min(o.repeats, 3), [&] {
                 call.run(lin->reference, m, s0.data(), s1.data());
               }).ms;
-      double f = m.noDelta
-                     ? attn_rt_ssd_flops(1, m.hv, s, m.dk, m.dv, 64)
-                     : attn_rt_gated_delta_flops(1, m.hv, s, m.dk, m.dv, 64);
+      // KDA runs its recurrence at every length: the recurrence's count.
+      double f =
+          m.channelGate
+              ? attn_rt_gated_delta_recurrent_flops(1, m.hv, s, m.dk, m.dv)
+          : m.noDelta ? attn_rt_ssd_flops(1, m.hv, s, m.dk, m.dv, 64)
+                      : attn_rt_gated_delta_flops(1, m.hv, s, m.dk, m.dv, 64);
       double us = 1e3 * r.ms / double(s);
       linPrefill[s] = us;
       row("linear", "prefill", s, r.ms, f, ref, NAN, us);
@@ -318,7 +340,7 @@ bool benchLinear(const Options &o, const Machine &mc, const std::string &dir) {
     for (int64_t s : {256, 512, 1024, 2048, 4096}) {
       SdpaCall call(m, s, s, rng);
       Result r = inChild(o.repeats, [&] { call.run(full->fused, m); });
-      double f = attn_rt_attention_flops(1, m.hq, s, s, m.d, m.d, 1, 0);
+      double f = attn_rt_attention_flops(1, m.hq, s, s, m.d, m.fullDv(), 1, 0);
       double us = 1e3 * r.ms / double(s);
       fullPrefill[s] = us;
       row("full", "prefill", s, r.ms, f, NAN, NAN, us);
@@ -326,8 +348,8 @@ bool benchLinear(const Options &o, const Machine &mc, const std::string &dir) {
     for (int64_t c : {256, 512, 1024, 4096, 16384, 65536}) {
       SdpaCall call(m, 1, c, rng);
       Result r = inChild(o.repeats, [&] { call.run(full->fused, m); });
-      double f = attn_rt_attention_flops(1, m.hq, 1, c, m.d, m.d, 1, 0);
-      double gbps = 2.0 * 4 * m.hkv * double(c) * m.d / r.ms / 1e6;
+      double f = attn_rt_attention_flops(1, m.hq, 1, c, m.d, m.fullDv(), 1, 0);
+      double gbps = 4.0 * m.hkv * double(c) * (m.d + m.fullDv()) / r.ms / 1e6;
       fullDecode[c] = 1e3 * r.ms;
       row("full", "decode", c, r.ms, f, NAN, gbps, 1e3 * r.ms);
     }
