@@ -36,13 +36,3 @@ func.func @strided(%q: tensor<4x?x64xf32>, %k: tensor<?x64xf32>, %v: tensor<?x64
         -> (tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>)
   return %a, %mx, %s : tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>
 }
-
-// -----
-
-// The chunked form of a per-channel decay (KDA) is not in the CPU kernel:
-// attn-tile-gated-delta makes a per-channel gate's op recurrent.
-// ELIGIBLE: error: 'attn.gated_delta_chunk' op with a per-channel gate (KDA) is lowered by the CPU kernel in its recurrent form only
-func.func @kda_chunked(%q: memref<?x16xf32>, %v: memref<?x16xf32>, %g: memref<?x16xf32>, %b: memref<?xf32>, %s: memref<16x16xf32>) {
-  attn.gated_delta_chunk %q, %q, %v, %g, %b, %v, %s {scale = 0.25 : f64} : (memref<?x16xf32>, memref<?x16xf32>, memref<?x16xf32>, memref<?x16xf32>, memref<?xf32>, memref<?x16xf32>, memref<16x16xf32>)
-  return
-}

@@ -1,6 +1,6 @@
 // Kimi Delta Attention's recurrence (a per-channel decay: attn.gated_delta_rule
 // with a gate [batch, Hv, seq, d_k]) through the whole CPU pipeline
-// (attn-tile-gated-delta's recurrent form at every length, the CPU kernel's
+// (attn-tile-gated-delta's recurrent form up to 16 tokens, the CPU kernel's
 // per-row decay; 16 and 8 lanes pad d_v = 36 into the scratch state, 4 lanes
 // work on the state in place in two blocks of columns, and its decode step
 // takes the streaming stores when the state is aligned), run by mlir-runner
@@ -15,16 +15,26 @@
 // RUN: attn-opt %s -attn-pipeline='stop-after=llvm-dialect reference=false' | %mlir_runner | %python %S/Inputs/kda_ref.py | FileCheck %s
 // RUN: attn-opt %s -attn-pipeline='stop-after=llvm-dialect reference=false vector-lanes=8' | %mlir_runner | %python %S/Inputs/kda_ref.py | FileCheck %s
 // RUN: attn-opt %s -attn-pipeline='stop-after=llvm-dialect reference=false vector-lanes=4' | %mlir_runner | %python %S/Inputs/kda_ref.py | FileCheck %s
-// The tiled form: one recurrent chunk op per (batch, value head) over the
-// whole sequence, its gate the head's [seq, d_k] rows; no chunked branch.
+// The chunked form (recurrent-max=0: every row, even of 3 or 7 tokens, in
+// one chunk of 64 padded past its length; the bands past row 16 are only
+// padding here: the executables' check, kimi-linear.test, runs them):
+// RUN: attn-opt %s -attn-tile-gated-delta=recurrent-max=0 -attn-pipeline='stop-after=llvm-dialect reference=false' | %mlir_runner | %python %S/Inputs/kda_ref.py | FileCheck %s
+// RUN: attn-opt %s -attn-tile-gated-delta=recurrent-max=0 -attn-pipeline='stop-after=llvm-dialect reference=false vector-lanes=8' | %mlir_runner | %python %S/Inputs/kda_ref.py | FileCheck %s
+// RUN: attn-opt %s -attn-tile-gated-delta=recurrent-max=0 -attn-pipeline='stop-after=llvm-dialect reference=false vector-lanes=4' | %mlir_runner | %python %S/Inputs/kda_ref.py | FileCheck %s
+// The tiled form, as Gated DeltaNet's: per (batch, value head), up to 16
+// tokens one recurrent chunk op (its gate the head's [seq, d_k] rows), past
+// that chunks of 64 tokens (their gates [64, d_k]) passing the state on.
 // RUN: attn-opt %s -attn-tile-gated-delta | FileCheck %s --check-prefix=TILED
 // CHECK: OK
 // TILED-LABEL: func.func @kda(
 // TILED: scf.forall
-// TILED-NOT: scf.if
+// TILED: scf.if
 // TILED: tensor.extract_slice %arg3[%{{.+}}, %{{.+}}, %{{.+}}, 0] [1, 1, %{{.+}}, 16] [1, 1, 1, 1] : tensor<2x2x?x16xf32> to tensor<?x16xf32>
 // TILED: attn.gated_delta_chunk {{.*}} initial_state({{.*}}) {recurrent, scale = 2.500000e-01 : f64} : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x36xf32>, tensor<?x16xf32>, tensor<?xf32>, tensor<?x36xf32>, tensor<16x36xf32>)
-// TILED-NOT: {{scf.for }}
+// TILED: } else {
+// TILED: scf.for {{.*}} step %c64
+// TILED: tensor.extract_slice %arg3[%{{.+}}, %{{.+}}, %{{.+}}, 0] [1, 1, %{{.+}}, 16] [1, 1, 1, 1] : tensor<2x2x?x16xf32> to tensor<?x16xf32>
+// TILED: attn.gated_delta_chunk {{.*}} {scale = 2.500000e-01 : f64}
 // TILED-LABEL: func.func @kda_len(
 
 func.func @kda(%q: tensor<2x1x?x16xf32>, %k: tensor<2x1x?x16xf32>, %v: tensor<2x2x?x36xf32>, %g: tensor<2x2x?x16xf32>,

@@ -28,6 +28,17 @@
 // Without the delta correction (`no_delta`, Mamba2's SSD) steps 2's A, 4,
 // 5 and 6 vanish (T = I, W = 0): U = β·v is V'.
 //
+// A per-channel gate (Kimi Delta Attention) makes c a prefix sum per key
+// channel, c_i[x], and the decay cannot leave the products of steps 2-3
+// (flash-linear-attention's chunk_kda): A[i,j] = Σ_x k_i[x]·k_j[x]·
+// e^(c_i[x] − c_j[x]), likewise QK with Qs. Per band of 16 rows starting
+// at row r, the blocks left of the band's diagonal are one GEMM each,
+// (K_i ⊙ e^(c_i − c_r))·(K_j ⊙ e^(c_r − c_j))ᵀ: both factors ≤ 1 (c only
+// decreases), so no exponent overflows however strong the decay; the
+// 16×16 diagonal blocks take e^(c_i − c_j) element by element (≤ 1 there).
+// Steps 1, 7 and 8 scale per channel: Kb = β·e^c⊙k, Qs ← e^c⊙Qs, Ks ←
+// e^(c_last − c)⊙Ks, S[x, :] ← e^(c_last[x])·S[x, :].
+//
 // Each GEMM is C[M,N] (+)= A·B with B row-major (N contiguous) in a block of
 // R rows × NV vectors of accumulators: per k, NV loads of B, R broadcasts
 // of A, R·NV FMAs (R = 4, NV = 4 with 32 vector registers; R = 2 with 16).
@@ -69,8 +80,29 @@ int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 /// The scratch of one tile function, in allocation order.
 enum Scratch {
-  Qs, Ks, Kt, Vb, Kb, U, Wm, O, A, QK, Sp, Gc, Gl, Bt, NumScratch
+  Qs,
+  Ks,
+  Kt,
+  Vb,
+  Kb,
+  U,
+  Wm,
+  O,
+  A,
+  QK,
+  Sp,
+  Gc,
+  Gl,
+  Bt,
+  /// The per-channel chunked form's: a band's rows of Ks and Qs scaled to
+  /// its reference row, and the columns left of it transposed and scaled.
+  Rk,
+  Rq,
+  Ct,
+  NumScratch
 };
+/// Rows per band of the per-channel form's A and QK.
+constexpr int64_t kBand = 16;
 
 struct GDEmitter {
   OpBuilder &b;
@@ -78,6 +110,8 @@ struct GDEmitter {
   GatedDeltaChunkOp op;
   /// No delta correction (Mamba2's SSD): δ = β·v.
   bool noDelta;
+  /// One decay per key channel (KDA): c is [chunk, d_k].
+  bool channel;
   int64_t W, R, dk, dv, dkp, dvp;
   SmallVector<Value> s; ///< scratch buffers
   VectorType vt;
@@ -283,52 +317,82 @@ struct GDEmitter {
       copyState(/*in=*/false);
   }
 
-  /// Loads tokens [t0, t0 + len) into the scratch, zero past len.
-  void loadChunk(Value t0, Value len) {
-    Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
-    Value scale = f32(op.getScale().convertToDouble());
-    // Prefix sum of the gate, kept as hi + lo (TwoSum): differences
-    // c_i − c_j of a long sum (a gate of −60 is a state reset) would lose
-    // their low bits in one f32; β (0 for padding tokens).
-    Value hi0 = f32(0.0), lo0 = f32(0.0);
-    SmallVector<Value> c0 = {hi0, lo0};
+  /// TwoSum: (hi, lo) + g as hi' + lo' (scalars or vectors).
+  std::pair<Value, Value> twoSum(Value hi0, Value lo0, Value g) {
+    Value hi = fadd(hi0, g);
+    Value bb = fsub(hi, hi0);
+    Value hiLessB = fsub(hi, bb);
+    Value errA = fsub(hi0, hiLessB);
+    Value errB = fsub(g, bb);
+    Value err = fadd(errA, errB);
+    return {hi, fadd(lo0, err)};
+  }
+
+  /// The per-channel prefix sums c[t, :] (hi in Gc, lo in Gl) and β of the
+  /// chunk's tokens, the gate 0 and β 0 past len.
+  void loadChannelGates(Value t0, Value len) {
+    int64_t nv = dkp / W;
+    SmallVector<Value> c0;
+    for (int64_t x = 0; x < 2 * nv; ++x)
+      c0.push_back(zeros());
     Value zero = idx(0), cEnd = idx(kChunk);
     loop(zero, cEnd, c0, [&](Value t, ValueRange c) {
       Value in = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, t,
                                        len);
-      auto ifOp = scf::IfOp::create(b, loc, TypeRange{b.getF32Type(),
-                                                      b.getF32Type()},
-                                    in, /*withElseRegion=*/true);
+      SmallVector<Type> types(nv, vt);
+      types.push_back(b.getF32Type());
+      auto ifOp = scf::IfOp::create(b, loc, types, in,
+                                    /*withElseRegion=*/true);
       {
         OpBuilder::InsertionGuard g(b);
         b.setInsertionPointToStart(&ifOp.getThenRegion().front());
         Value row = add(t0, t);
-        Value gv = load(op.getGate(), {row});
-        Value bv = load(op.getBeta(), {row});
-        scf::YieldOp::create(b, loc, ValueRange{gv, bv});
+        SmallVector<Value> vals;
+        for (int64_t x = 0; x < nv; ++x)
+          vals.push_back(readRow(op.getGate(), row, x * W, dk));
+        vals.push_back(load(op.getBeta(), {row}));
+        scf::YieldOp::create(b, loc, vals);
         b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-        Value z0 = f32(0.0), z1 = f32(0.0);
-        scf::YieldOp::create(b, loc, ValueRange{z0, z1});
+        SmallVector<Value> none;
+        for (int64_t x = 0; x < nv; ++x)
+          none.push_back(zeros());
+        none.push_back(f32(0.0));
+        scf::YieldOp::create(b, loc, none);
       }
-      Value g = ifOp.getResult(0);
-      Value hi = fadd(c[0], g);
-      Value bb = fsub(hi, c[0]);
-      Value hiLessB = fsub(hi, bb);
-      Value errA = fsub(c[0], hiLessB);
-      Value errB = fsub(g, bb);
-      Value err = fadd(errA, errB);
-      Value lo = fadd(c[1], err);
-      store(hi, s[Gc], {t});
-      store(lo, s[Gl], {t});
-      store(ifOp.getResult(1), s[Bt], {t});
-      return SmallVector<Value>{hi, lo};
+      SmallVector<Value> next(2 * nv);
+      for (int64_t x = 0; x < nv; ++x) {
+        auto [hi, lo] = twoSum(c[x], c[nv + x], ifOp.getResult(x));
+        vstore(hi, s[Gc], {t, idx(x * W)});
+        vstore(lo, s[Gl], {t, idx(x * W)});
+        next[x] = hi;
+        next[nv + x] = lo;
+      }
+      store(ifOp.getResult(nv), s[Bt], {t});
+      return next;
     });
+  }
+
+  /// e^(c_i − c_j) over channels [j0, j0 + W) (per-channel prefix sums).
+  Value expDiffAt(Value i, Value j, int64_t j0) {
+    Value hi = fsub(vload(s[Gc], {i, idx(j0)}), vload(s[Gc], {j, idx(j0)}));
+    Value lo = fsub(vload(s[Gl], {i, idx(j0)}), vload(s[Gl], {j, idx(j0)}));
+    return exp(fadd(hi, lo));
+  }
+
+  /// Loads tokens [t0, t0 + len) into the scratch, zero past len.
+  void loadChunk(Value t0, Value len) {
+    Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+    Value scale = f32(op.getScale().convertToDouble());
+    if (channel)
+      loadChannelGates(t0, len);
+    else
+      loadScalarGates(t0, len);
     loop(0, len, [&](Value t) {
       Value row = add(t0, t);
       Value beta = load(s[Bt], {t});
       Value bv = splat(beta);
       Value bk;
-      if (!noDelta) {
+      if (!noDelta && !channel) {
         Value ec = expC(t);
         bk = splat(fmul(beta, ec));
       }
@@ -340,7 +404,14 @@ struct GDEmitter {
         vstore(kr, s[Ks], {t, idx(j0)});
         if (noDelta)
           continue;
-        Value kb = fmul(kr, bk);
+        // β·e^c·k, e^c per channel with a per-channel gate.
+        Value kbScale = bk;
+        if (channel) {
+          Value hi = exp(vload(s[Gc], {t, idx(j0)}));
+          Value lo = exp(vload(s[Gl], {t, idx(j0)}));
+          kbScale = fmul(fmul(hi, lo), bv);
+        }
+        Value kb = fmul(kr, kbScale);
         vstore(kb, s[Kb], {t, idx(j0)});
         vstore(kb, s[Wm], {t, idx(j0)});
       }
@@ -351,11 +422,49 @@ struct GDEmitter {
           vstore(vb, s[Vb], {t, idx(j0)});
         vstore(vb, s[U], {t, idx(j0)});
       }
-      loop(0, idx(dkp), [&](Value j) {
-        store(load(s[Ks], {t, j}), s[Kt], {j, t});
-      });
+      if (!channel)
+        loop(0, idx(dkp), [&](Value j) {
+          store(load(s[Ks], {t, j}), s[Kt], {j, t});
+        });
     });
-    // Padding tokens: zero rows (and zero columns of Kt).
+    padChunk(len);
+  }
+
+  /// The gate's prefix sum and β of a per-token gate.
+  void loadScalarGates(Value t0, Value len) {
+    // Prefix sum of the gate, kept as hi + lo (TwoSum): differences
+    // c_i − c_j of a long sum (a gate of −60 is a state reset) would lose
+    // their low bits in one f32; β (0 for padding tokens).
+    Value hi0 = f32(0.0), lo0 = f32(0.0);
+    SmallVector<Value> c0 = {hi0, lo0};
+    Value zero = idx(0), cEnd = idx(kChunk);
+    loop(zero, cEnd, c0, [&](Value t, ValueRange c) {
+      Value in =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, t, len);
+      auto ifOp =
+          scf::IfOp::create(b, loc, TypeRange{b.getF32Type(), b.getF32Type()},
+                            in, /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+        Value row = add(t0, t);
+        Value gv = load(op.getGate(), {row});
+        Value bv = load(op.getBeta(), {row});
+        scf::YieldOp::create(b, loc, ValueRange{gv, bv});
+        b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+        Value z0 = f32(0.0), z1 = f32(0.0);
+        scf::YieldOp::create(b, loc, ValueRange{z0, z1});
+      }
+      auto [hi, lo] = twoSum(c[0], c[1], ifOp.getResult(0));
+      store(hi, s[Gc], {t});
+      store(lo, s[Gl], {t});
+      store(ifOp.getResult(1), s[Bt], {t});
+      return SmallVector<Value>{hi, lo};
+    });
+  }
+
+  /// Padding tokens [len, chunk): zero rows (and zero columns of Kt).
+  void padChunk(Value len) {
     Value padEnd = idx(kChunk), one = idx(1);
     loop(len, padEnd, one, [&](Value t) {
       Value z = zeros();
@@ -367,6 +476,8 @@ struct GDEmitter {
         for (Scratch x : {Vb, U})
           if (!noDelta || x != Vb)
             vstore(z, s[x], {t, idx(j0)});
+      if (channel)
+        return;
       Value zs = f32(0.0);
       loop(0, idx(dkp), [&](Value j) { store(zs, s[Kt], {j, t}); });
     });
@@ -443,18 +554,155 @@ struct GDEmitter {
     });
   }
 
+  /// The per-channel form's A (−β_i·Σ_x k_i[x]k_j[x]e^(c_i[x]−c_j[x]),
+  /// j < i) and QK (Σ_x Qs_i[x]k_j[x]e^(c_i[x]−c_j[x]), j ≤ i), zero
+  /// elsewhere: per band of kBand rows from r, the blocks left of the band
+  /// as GEMMs against the reference row r, the diagonal block exactly.
+  void channelProducts() {
+    Value z = zeros();
+    loop(0, idx(kChunk), [&](Value i) {
+      for (int64_t j0 = 0; j0 < kChunk; j0 += W) {
+        if (!noDelta)
+          vstore(z, s[A], {i, idx(j0)});
+        vstore(z, s[QK], {i, idx(j0)});
+      }
+    });
+    for (int64_t r = 0; r < kChunk; r += kBand) {
+      Value rv = idx(r);
+      if (r > 0) {
+        // Rows of the band scaled by e^(c_i − c_r) ≤ 1, columns left of it
+        // by e^(c_r − c_j) ≤ 1 (transposed into Ct).
+        Value bandEnd = idx(r + kBand);
+        Value one = idx(1);
+        loop(rv, bandEnd, one, [&](Value i) {
+          for (int64_t j0 = 0; j0 < dkp; j0 += W) {
+            Value e = expDiffAt(i, rv, j0);
+            if (!noDelta)
+              vstore(fmul(vload(s[Ks], {i, idx(j0)}), e), s[Rk], {i, idx(j0)});
+            vstore(fmul(vload(s[Qs], {i, idx(j0)}), e), s[Rq], {i, idx(j0)});
+          }
+        });
+        loop(0, rv, [&](Value j) {
+          for (int64_t j0 = 0; j0 < dkp; j0 += W) {
+            Value e = expDiffAt(rv, j, j0);
+            Value kj = fmul(vload(s[Ks], {j, idx(j0)}), e);
+            for (int64_t l = 0; l < W; ++l) {
+              Value x = vector::ExtractOp::create(b, loc, kj, l);
+              Value row = idx(j0 + l);
+              store(x, s[Ct], {row, j});
+            }
+          }
+        });
+        // The band's rows × columns [0, r): M = kBand, N = r, K = d_k.
+        auto band = [&](Scratch m) {
+          SmallVector<OpFoldResult> offs = {b.getIndexAttr(r),
+                                            b.getIndexAttr(0)},
+                                    sizes = {b.getIndexAttr(kBand),
+                                             b.getIndexAttr(r)},
+                                    strides = {b.getIndexAttr(1),
+                                               b.getIndexAttr(1)};
+          return memref::SubViewOp::create(b, loc, s[m], offs, sizes, strides)
+              .getResult();
+        };
+        SmallVector<OpFoldResult> ctOffs = {b.getIndexAttr(0),
+                                            b.getIndexAttr(0)},
+                                  ctSizes = {b.getIndexAttr(dkp),
+                                             b.getIndexAttr(r)},
+                                  ctStrides = {b.getIndexAttr(1),
+                                               b.getIndexAttr(1)};
+        Value ct = memref::SubViewOp::create(b, loc, s[Ct], ctOffs, ctSizes,
+                                             ctStrides);
+        auto rowsFrom = [this, rv](Scratch m) {
+          Value buf = s[m];
+          return [this, rv, buf](Value i, Value k) {
+            Value at = add(i, rv);
+            return load(buf, {at, k});
+          };
+        };
+        if (!noDelta)
+          gemm(band(A), kBand, r, dkp, rowsFrom(Rk), ct, Acc::Set);
+        gemm(band(QK), kBand, r, dkp, rowsFrom(Rq), ct, Acc::Set);
+      }
+      // The diagonal block: e^(c_i − c_j) ≤ 1 for j ≤ i, element by element.
+      Value bandEnd = idx(r + kBand);
+      Value one = idx(1);
+      loop(rv, bandEnd, one, [&](Value i) {
+        Value past = add(i, one);
+        loop(rv, past, one, [&](Value j) {
+          Value accA = zeros(), accQ = zeros();
+          for (int64_t j0 = 0; j0 < dkp; j0 += W) {
+            Value e = expDiffAt(i, j, j0);
+            Value kj = fmul(vload(s[Ks], {j, idx(j0)}), e);
+            accQ = fma(vload(s[Qs], {i, idx(j0)}), kj, accQ);
+            if (!noDelta)
+              accA = fma(vload(s[Ks], {i, idx(j0)}), kj, accA);
+          }
+          Value q = vector::ReductionOp::create(
+              b, loc, vector::CombiningKind::ADD, accQ);
+          store(q, s[QK], {i, j});
+          if (noDelta)
+            return;
+          Value a = vector::ReductionOp::create(
+              b, loc, vector::CombiningKind::ADD, accA);
+          Value strict =
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, i);
+          Value zs = f32(0.0);
+          store(arith::SelectOp::create(b, loc, strict, a, zs), s[A], {i, j});
+        });
+      });
+    }
+    if (noDelta)
+      return;
+    // A ← −β_i·A.
+    loop(0, idx(kChunk), [&](Value i) {
+      Value nb = splat(arith::NegFOp::create(b, loc, load(s[Bt], {i})));
+      for (int64_t j0 = 0; j0 < kChunk; j0 += W)
+        vstore(fmul(vload(s[A], {i, idx(j0)}), nb), s[A], {i, idx(j0)});
+    });
+  }
+
+  /// Qs ← e^c⊙Qs and Ks ← e^(c_last − c)⊙Ks, per channel.
+  void channelScale(Value last) {
+    loop(0, idx(kChunk), [&](Value t) {
+      for (int64_t j0 = 0; j0 < dkp; j0 += W) {
+        Value eq = fmul(exp(vload(s[Gc], {t, idx(j0)})),
+                        exp(vload(s[Gl], {t, idx(j0)})));
+        vstore(fmul(vload(s[Qs], {t, idx(j0)}), eq), s[Qs], {t, idx(j0)});
+        Value ek = expDiffAt(last, t, j0);
+        vstore(fmul(vload(s[Ks], {t, idx(j0)}), ek), s[Ks], {t, idx(j0)});
+      }
+    });
+  }
+
+  /// S[x, :] ← e^(c_last[x])·S[x, :].
+  void channelDecayState(Value last) {
+    loop(0, idx(dkp), [&](Value i) {
+      Value hi = load(s[Gc], {last, i});
+      Value lo = load(s[Gl], {last, i});
+      Value decay = splat(fmul(exp(hi), exp(lo)));
+      for (int64_t j0 = 0; j0 < dvp; j0 += W) {
+        Value x = fmul(vload(state, {i, idx(j0)}), decay);
+        vstore(x, state, {i, idx(j0)});
+      }
+    });
+  }
+
   void chunk(Value t0, Value len) {
     loadChunk(t0, len);
-    // A and QK are needed on and below the diagonal only (applyDecay zeroes
-    // the rest), T and QK·Γ are lower triangular: the products skip the
-    // blocks above the diagonal (10 of 16 bands × vectors computed with 16
-    // lanes).
-    if (!noDelta)
-      gemm(s[A], kChunk, kChunk, dkp, rowsOf(s[Ks]), s[Kt], Acc::Set,
+    if (channel) {
+      channelProducts();
+    } else {
+      // A and QK are needed on and below the diagonal only (applyDecay
+      // zeroes the rest), T and QK·Γ are lower triangular: the products skip
+      // the blocks above the diagonal (10 of 16 bands × vectors computed
+      // with 16 lanes).
+      if (!noDelta)
+        gemm(s[A], kChunk, kChunk, dkp, rowsOf(s[Ks]), s[Kt], Acc::Set,
+             Tri::LowerOut);
+      gemm(s[QK], kChunk, kChunk, dkp, rowsOf(s[Qs]), s[Kt], Acc::Set,
            Tri::LowerOut);
-    gemm(s[QK], kChunk, kChunk, dkp, rowsOf(s[Qs]), s[Kt], Acc::Set,
-         Tri::LowerOut);
-    applyDecay();
+      applyDecay();
+    }
     if (!noDelta) {
       solve();
       gemm(s[U], kChunk, dvp, kChunk, rowsOf(s[A]), s[Vb], Acc::Add,
@@ -465,30 +713,38 @@ struct GDEmitter {
     }
     // Qs ← e^c·Qs; Ks ← e^(c_last − c)·Ks.
     Value last = idx(kChunk - 1);
-    Value cLast = load(s[Gc], {last});
-    Value lLast = load(s[Gl], {last});
-    loop(0, idx(kChunk), [&](Value t) {
-      Value eq = splat(expC(t));
-      Value hiDiff = fsub(cLast, load(s[Gc], {t}));
-      Value loDiff = fsub(lLast, load(s[Gl], {t}));
-      Value ek = splat(exp(fadd(hiDiff, loDiff)));
-      for (int64_t j0 = 0; j0 < dkp; j0 += W) {
-        Value qs = fmul(vload(s[Qs], {t, idx(j0)}), eq);
-        vstore(qs, s[Qs], {t, idx(j0)});
-        Value ks = fmul(vload(s[Ks], {t, idx(j0)}), ek);
-        vstore(ks, s[Ks], {t, idx(j0)});
-      }
-    });
+    if (channel) {
+      channelScale(last);
+    } else {
+      Value cLast = load(s[Gc], {last});
+      Value lLast = load(s[Gl], {last});
+      loop(0, idx(kChunk), [&](Value t) {
+        Value eq = splat(expC(t));
+        Value hiDiff = fsub(cLast, load(s[Gc], {t}));
+        Value loDiff = fsub(lLast, load(s[Gl], {t}));
+        Value ek = splat(exp(fadd(hiDiff, loDiff)));
+        for (int64_t j0 = 0; j0 < dkp; j0 += W) {
+          Value qs = fmul(vload(s[Qs], {t, idx(j0)}), eq);
+          vstore(qs, s[Qs], {t, idx(j0)});
+          Value ks = fmul(vload(s[Ks], {t, idx(j0)}), ek);
+          vstore(ks, s[Ks], {t, idx(j0)});
+        }
+      });
+    }
     gemm(s[O], kChunk, dvp, dkp, rowsOf(s[Qs]), state, Acc::Set);
     gemm(s[O], kChunk, dvp, kChunk, rowsOf(s[QK]), s[U], Acc::Add, Tri::LowerA);
-    // S ← e^(c_last)·S + Ksᵀ·U.
-    Value decay = splat(expC(last));
-    loop(0, idx(dkp), [&](Value i) {
-      for (int64_t j0 = 0; j0 < dvp; j0 += W) {
-        Value x = fmul(vload(state, {i, idx(j0)}), decay);
-        vstore(x, state, {i, idx(j0)});
-      }
-    });
+    // S ← e^(c_last)·S + Ksᵀ·U (per row of S with a per-channel gate).
+    if (channel) {
+      channelDecayState(last);
+    } else {
+      Value decay = splat(expC(last));
+      loop(0, idx(dkp), [&](Value i) {
+        for (int64_t j0 = 0; j0 < dvp; j0 += W) {
+          Value x = fmul(vload(state, {i, idx(j0)}), decay);
+          vstore(x, state, {i, idx(j0)});
+        }
+      });
+    }
     Value ks = s[Ks];
     gemm(state, dkp, dvp, kChunk,
          [&](Value i, Value k) { return load(ks, {k, i}); }, s[U], Acc::Add);
@@ -669,13 +925,20 @@ struct GDEmitter {
 /// form's padded state (none when d_k and d_v are multiples of the lanes);
 /// the chunked form's all, but A, Kb, Wm and Vb without the delta
 /// correction (no solve, no W).
-SmallVector<Scratch> scratchUsed(bool recurrent, bool noDelta, bool padded) {
+SmallVector<Scratch> scratchUsed(bool recurrent, bool noDelta, bool padded,
+                                 bool channel) {
   if (recurrent)
     return padded ? SmallVector<Scratch>{Sp} : SmallVector<Scratch>{};
   SmallVector<Scratch> used;
-  for (int x = 0; x < NumScratch; ++x)
-    if (!noDelta || (x != A && x != Kb && x != Wm && x != Vb))
-      used.push_back(Scratch(x));
+  for (int x = 0; x < NumScratch; ++x) {
+    if (noDelta && (x == A || x == Kb || x == Wm || x == Vb || x == Rk))
+      continue;
+    if (!channel && (x == Rk || x == Rq || x == Ct))
+      continue;
+    if (channel && x == Kt)
+      continue;
+    used.push_back(Scratch(x));
+  }
   return used;
 }
 
@@ -684,7 +947,7 @@ SmallVector<Scratch> scratchUsed(bool recurrent, bool noDelta, bool padded) {
 SmallVector<Value>
 mlir::attn::allocateGatedDeltaScratch(OpBuilder &b, Location loc, int64_t dk,
                                       int64_t dv, int64_t lanes, bool recurrent,
-                                      bool noDelta) {
+                                      bool noDelta, bool channel) {
   IntegerAttr align = b.getI64IntegerAttr(64);
   Type f32 = b.getF32Type();
   int64_t dkp = roundUp(dk, lanes), dvp = roundUp(dv, lanes), C = kChunk;
@@ -695,8 +958,14 @@ mlir::attn::allocateGatedDeltaScratch(OpBuilder &b, Location loc, int64_t dk,
   shapes[A] = shapes[QK] = {C, C};
   shapes[Sp] = {dkp, dvp};
   shapes[Gc] = shapes[Gl] = shapes[Bt] = {C};
+  // Per-channel prefix sums, and the band buffers.
+  if (channel)
+    shapes[Gc] = shapes[Gl] = {C, dkp};
+  shapes[Rk] = shapes[Rq] = {C, dkp};
+  shapes[Ct] = {dkp, C};
   SmallVector<Value> out;
-  for (Scratch x : scratchUsed(recurrent, noDelta, dkp != dk || dvp != dv))
+  for (Scratch x :
+       scratchUsed(recurrent, noDelta, dkp != dk || dvp != dv, channel))
     out.push_back(memref::AllocOp::create(
         b, loc, MemRefType::get(shapes[x], f32), align));
   return out;
@@ -712,7 +981,7 @@ void mlir::attn::emitGatedDeltaKernel(OpBuilder &b, GatedDeltaChunkOp tile,
   SmallVector<Value> buffers(NumScratch, Value());
   SmallVector<Scratch> used =
       scratchUsed(tile.getRecurrent(), tile.getNoDelta(),
-                  dk % lanes != 0 || dv % lanes != 0);
+                  dk % lanes != 0 || dv % lanes != 0, tile.hasChannelGate());
   assert(used.size() == scratch.size() && "scratch of another form");
   for (auto [x, buffer] : llvm::zip_equal(used, scratch))
     buffers[x] = buffer;
@@ -720,6 +989,7 @@ void mlir::attn::emitGatedDeltaKernel(OpBuilder &b, GatedDeltaChunkOp tile,
               tile.getLoc(),
               tile,
               tile.getNoDelta(),
+              tile.hasChannelGate(),
               lanes,
               microKernelRows(lanes),
               dk,

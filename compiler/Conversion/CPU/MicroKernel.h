@@ -72,11 +72,12 @@ bool gatedDeltaKernelHandles(Operation *op);
 /// insertion point (once per parallel iteration); the recurrent form's is
 /// the padded state alone, and nothing when d_k and d_v are multiples of
 /// `lanes`; without the delta correction (`noDelta`) the chunked form's
-/// lacks the buffers of the solve and of W.
+/// lacks the buffers of the solve and of W; with a per-channel gate
+/// (`channel`, KDA) it has per-channel prefix sums and band buffers.
 SmallVector<Value> allocateGatedDeltaScratch(OpBuilder &b, Location loc,
                                              int64_t dk, int64_t dv,
                                              int64_t lanes, bool recurrent,
-                                             bool noDelta);
+                                             bool noDelta, bool channel);
 
 /// Emits the kernel of `tile` (buffer form, gatedDeltaKernelHandles) at the
 /// builder's insertion point with the buffers of allocateGatedDeltaScratch;

@@ -203,11 +203,6 @@ LogicalResult TileFunctions::lower(GatedDeltaChunkOp chunk) {
     return chunk.emitOpError(
         "on buffers is lowered by the CPU kernel only, which needs f32 "
         "operands");
-  if (chunk.hasChannelGate() && !chunk.getRecurrent())
-    return chunk.emitOpError(
-        "with a per-channel gate (KDA) is lowered by the CPU kernel in its "
-        "recurrent form only (the chunked form of a per-channel decay is not "
-        "implemented yet)");
   SmallVector<Value> rows = {chunk.getQuery(), chunk.getKey(), chunk.getValue(),
                              chunk.getOut(), chunk.getState()};
   if (Value init = chunk.getInitialState())
@@ -218,9 +213,9 @@ LogicalResult TileFunctions::lower(GatedDeltaChunkOp chunk) {
   beforeParallelIteration(b, chunk);
   int64_t dk = cast<ShapedType>(chunk.getQuery().getType()).getDimSize(1);
   int64_t dv = cast<ShapedType>(chunk.getValue().getType()).getDimSize(1);
-  SmallVector<Value> scratch =
-      allocateGatedDeltaScratch(b, chunk.getLoc(), dk, dv, lanes,
-                                chunk.getRecurrent(), chunk.getNoDelta());
+  SmallVector<Value> scratch = allocateGatedDeltaScratch(
+      b, chunk.getLoc(), dk, dv, lanes, chunk.getRecurrent(),
+      chunk.getNoDelta(), chunk.hasChannelGate());
   func::FuncOp fn = functionFor(
       chunk, ValueRange(scratch).getTypes(),
       [&](OpBuilder &fb, Operation *tile, ValueRange sc) {

@@ -13,7 +13,7 @@
 //     shorter) that passes the state from chunk to chunk;
 //   - seq <= recurrent-max (decode, a few tokens): one
 //     attn.gated_delta_chunk {recurrent} over the whole sequence, token by
-//     token; a per-channel gate (KDA) takes this form at every length.
+//     token. A per-channel gate (KDA) takes the same two forms.
 //
 // The state starts as zeros or as the op's initial state: the recurrent
 // form reads it where it is (initial_state: a decode step reads and writes
@@ -177,14 +177,7 @@ LogicalResult GatedDeltaTiler::run() {
                                          ownStrides);
   };
   Value headOut, headState;
-  if (op.hasChannelGate()) {
-    // A per-channel decay (KDA): token by token at every length (its
-    // chunked form is not implemented yet).
-    GatedDeltaChunkOp recurrent = chunkOp(bIdx, h, hkIdx, zero, len, own(),
-                                          state, init, /*recurrent=*/true);
-    headOut = whole(recurrent.getResult(0));
-    headState = recurrent.getResult(1);
-  } else {
+  {
     Value isShort = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
                                           len, c(recurrentMax));
     auto ifOp = scf::IfOp::create(
