@@ -133,10 +133,6 @@ uint64_t linearDecodeFlops(const LayerSpec &l) {
 /// 64 (runtime/run/flops.h's formula): linear in the context.
 double linearPrefillFlopsPerToken(const LayerSpec &l) {
   double c = 64, k = double(l.headDimQK), v = double(l.headDimV);
-  // Kimi Delta Attention runs the recurrent form at every length (no
-  // chunked KDA kernel yet): the decode step's work per token.
-  if (l.channelGate)
-    return double(linearDecodeFlops(l));
   // Mamba2's SSD: Q·Kᵀ, its product with V', Q·S and Kᵀ·V' per chunk.
   if (l.noDelta)
     return double(l.numHeads) * (2 * c * c * (k + v) + 4 * c * k * v) / c;
@@ -342,8 +338,9 @@ ojson layerJson(const LayerSpec &l,
                   "*): the gated delta rule with one decay per key channel; "
                   "the whole layer compiled for the CPU (q/k/v projections "
                   "with their short convolutions, the low-rank gate, the "
-                  "recurrent rule, the sigmoid-gated output norm; `block` "
-                  "with its states), the rule alone for the GPU";
+                  "chunked per-channel rule (recurrent up to 16 tokens), the "
+                  "sigmoid-gated output norm; `block` with its states), the "
+                  "recurrent rule alone for the GPU";
     else
       j["note"] = "Gated DeltaNet linear attention (" + l.linearPrefix +
                   "*): the whole layer compiled for the CPU (projections, "

@@ -149,16 +149,8 @@ func::FuncOp Emitter::emitLinearKind(const std::string &name,
   // The gated RMSNorm per value head, then out_proj and the residual.
   Value m = MergeHeadsOp::create(b, loc, hiddenType(hv * dv), rule.getOutput());
   SmallVector<ReassociationIndices> re = {{0}, {1}, {2, 3}};
-  auto perHead = [&](Value t) -> Value {
-    SmallVector<OpFoldResult> shape = {
-        tensor::DimOp::create(b, loc, t, 0).getResult(),
-        tensor::DimOp::create(b, loc, t, 1).getResult(), b.getIndexAttr(hv),
-        b.getIndexAttr(dv)};
-    return tensor::ExpandShapeOp::create(b, loc, tensor({kDyn, kDyn, hv, dv}),
-                                         t, re, shape);
-  };
-  Value m4 = perHead(m);
-  Value z4 = perHead(z);
+  Value m4 = perHead(loc, m, hv, dv);
+  Value z4 = perHead(loc, z, hv, dv);
   Value normed = GatedRMSNormOp::create(
       b, loc, tensor({kDyn, kDyn, hv, dv}), m4, z4,
       w.lookup("gated_norm_weight"), b.getF64FloatAttr(l.normEps));
@@ -252,16 +244,8 @@ Emitter::MixerResult Emitter::kdaMixer(Location loc, const LayerSpec &l,
   Value gOut = linearTo(ga, "g_b_weight", hv * dv);
   Value m = MergeHeadsOp::create(b, loc, hiddenType(hv * dv), rule.getOutput());
   SmallVector<ReassociationIndices> re = {{0}, {1}, {2, 3}};
-  auto perHead = [&](Value t) -> Value {
-    SmallVector<OpFoldResult> shape = {
-        tensor::DimOp::create(b, loc, t, 0).getResult(),
-        tensor::DimOp::create(b, loc, t, 1).getResult(), b.getIndexAttr(hv),
-        b.getIndexAttr(dv)};
-    return tensor::ExpandShapeOp::create(b, loc, tensor({kDyn, kDyn, hv, dv}),
-                                         t, re, shape);
-  };
-  Value m4 = perHead(m);
-  Value g4 = perHead(gOut);
+  Value m4 = perHead(loc, m, hv, dv);
+  Value g4 = perHead(loc, gOut, hv, dv);
   Value normed = GatedRMSNormOp::create(
       b, loc, tensor({kDyn, kDyn, hv, dv}), m4, g4,
       w.lookup("gated_norm_weight"), b.getF64FloatAttr(l.normEps),
@@ -270,6 +254,16 @@ Emitter::MixerResult Emitter::kdaMixer(Location loc, const LayerSpec &l,
       tensor::CollapseShapeOp::create(b, loc, hiddenType(hv * dv), normed, re);
   Value out = linearTo(flat, "out_proj_weight", h);
   return {out, convOp.getFinalState(), rule.getFinalState()};
+}
+
+Value Emitter::perHead(Location loc, Value t, int64_t heads, int64_t dim) {
+  Value d0 = tensor::DimOp::create(b, loc, t, 0);
+  Value d1 = tensor::DimOp::create(b, loc, t, 1);
+  SmallVector<OpFoldResult> shape = {d0, d1, b.getIndexAttr(heads),
+                                     b.getIndexAttr(dim)};
+  return tensor::ExpandShapeOp::create(
+      b, loc, tensor({kDyn, kDyn, heads, dim}), t,
+      SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}}, shape);
 }
 
 Value Emitter::residual(Location loc, const LayerSpec &l, Value x, Value y) {

@@ -129,6 +129,8 @@ private:
   /// normed hidden states; convState/state may be null (zeros).
   MixerResult kdaMixer(Location loc, const LayerSpec &l, const Weights &w,
                        Value hIn, Value convState, Value state);
+  /// [B, S, heads·dim] viewed as [B, S, heads, dim].
+  Value perHead(Location loc, Value t, int64_t heads, int64_t dim);
   /// x + scale · y (LayerSpec::residualScale).
   Value residual(Location loc, const LayerSpec &l, Value x, Value y);
   /// The feed-forward sub-block closing the layer: r (the attention block's

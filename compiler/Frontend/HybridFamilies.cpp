@@ -30,6 +30,22 @@ using namespace mlir::attn::normalize;
 
 namespace {
 
+/// A linear layer's recurrent state per sequence, heads x rows x columns
+/// floats (named by `factors`): past 4 GiB no machine serves a batch, and
+/// the error names `key`.
+bool stateFits(FieldReader &r, llvm::StringRef key, llvm::StringRef kind,
+               llvm::StringRef factors, int64_t heads, int64_t rows,
+               int64_t cols) {
+  int64_t bytes = 4 * heads * rows * cols;
+  if (bytes <= (int64_t(1) << 32))
+    return true;
+  r.error(key) << "the " << kind << " layers' state, " << factors << " = "
+               << heads << " x " << rows << " x " << cols << " floats, is "
+               << bytes / (1 << 20)
+               << " MiB per sequence and layer; accepted: at most 4096 MiB";
+  return false;
+}
+
 /// The Mamba2 mixer's sizes.
 struct MambaDims {
   int64_t heads = 0, groups = 0, state = 0, headDim = 0, conv = 0;
@@ -76,18 +92,10 @@ bool readGraniteMamba(FieldReader &r, int64_t hidden, MambaDims &m) {
     return false;
   }
   // The state every sequence carries through each Mamba2 layer: heads x
-  // d_state x head_dim floats; past 4 GiB no machine serves a batch.
-  int64_t stateBytes = 4 * m.heads * m.state * m.headDim;
-  if (stateBytes > (int64_t(1) << 32)) {
-    r.error("mamba_d_state")
-        << "the Mamba2 layers' state, mamba_n_heads x mamba_d_state x "
-           "mamba_d_head = "
-        << m.heads << " x " << m.state << " x " << m.headDim << " floats, is "
-        << stateBytes / (1 << 20)
-        << " MiB per sequence and layer; accepted: at most 4096 MiB";
-    return false;
-  }
-  return true;
+  // d_state x head_dim floats.
+  return stateFits(r, "mamba_d_state", "Mamba2",
+                   "mamba_n_heads x mamba_d_state x mamba_d_head", m.heads,
+                   m.state, m.headDim);
 }
 
 /// One bound of time_step_limit: a number, or infinity as configs spell it
@@ -347,15 +355,9 @@ bool normalize::normalizeKimiLinear(FieldReader &r, ModelSpec &spec) {
         return false;
       }
     // The KDA state every sequence carries per layer: H x d x d floats.
-    int64_t stateBytes = 4 * kdaHeads * kdaDim * kdaDim;
-    if (stateBytes > (int64_t(1) << 32)) {
-      lin->error("head_dim")
-          << "the KDA layers' state, num_heads x head_dim x head_dim = "
-          << kdaHeads << " x " << kdaDim << " x " << kdaDim << " floats, is "
-          << stateBytes / (1 << 20)
-          << " MiB per sequence and layer; accepted: at most 4096 MiB";
+    if (!stateFits(*lin, "head_dim", "KDA", "num_heads x head_dim x head_dim",
+                   kdaHeads, kdaDim, kdaDim))
       return false;
-    }
   }
   bool anyMla = llvm::is_contained(owner, 0) || llvm::is_contained(owner, 2);
   // KimiMLAAttention: q_proj (q_lora_rank must be null), the latent and

@@ -511,13 +511,10 @@ void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,
   auto median = [&](void (*fn)(void)) {
     return medianMs(repeats, [&] { runGdn(fn, sh, in, out, state); });
   };
-  // Kimi Delta Attention runs the recurrent form at every length: its
-  // count is the recurrence's.
+  // Kimi Delta Attention's chunk has Gated DeltaNet's products (its
+  // per-channel exponentials are not counted).
   double f =
-      kind.channel_gate
-          ? attn_rt_gated_delta_recurrent_flops(b, kind.num_heads, s,
-                                                kind.head_dim, kind.head_dim_v)
-      : kind.no_delta
+      kind.no_delta
           ? attn_rt_ssd_flops(b, kind.num_heads, s, kind.head_dim,
                               kind.head_dim_v, 64)
           : attn_rt_gated_delta_flops(b, kind.num_heads, s, kind.head_dim,
@@ -581,10 +578,9 @@ void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,
                 usPerToken);
   else
     std::printf("%-30s B=%lld S=%lld threads=%d: fused %9.3f ms %8.2f "
-                "GFLOP/s (%s count) %.3f us/token | %s\n",
+                "GFLOP/s (chunked count) %.3f us/token | %s\n",
                 kind.name, (long long)b, (long long)s, ompThreads(), fusedMs,
-                f / fusedMs / 1e6, kind.channel_gate ? "recurrent" : "chunked",
-                usPerToken, ref);
+                f / fusedMs / 1e6, usPerToken, ref);
 }
 
 } // namespace cli

@@ -285,12 +285,11 @@ bool benchLinear(const Options &o, const Machine &mc, const std::string &dir) {
         ref = inChild(std::min(o.repeats, 3), [&] {
                 call.run(lin->reference, m, s0.data(), s1.data());
               }).ms;
-      // KDA runs its recurrence at every length: the recurrence's count.
-      double f =
-          m.channelGate
-              ? attn_rt_gated_delta_recurrent_flops(1, m.hv, s, m.dk, m.dv)
-          : m.noDelta ? attn_rt_ssd_flops(1, m.hv, s, m.dk, m.dv, 64)
-                      : attn_rt_gated_delta_flops(1, m.hv, s, m.dk, m.dv, 64);
+      // KDA's chunk has Gated DeltaNet's products (its per-channel
+      // exponentials are not counted).
+      double f = m.noDelta
+                     ? attn_rt_ssd_flops(1, m.hv, s, m.dk, m.dv, 64)
+                     : attn_rt_gated_delta_flops(1, m.hv, s, m.dk, m.dv, 64);
       double us = 1e3 * r.ms / double(s);
       linPrefill[s] = us;
       row("linear", "prefill", s, r.ms, f, ref, NAN, us);

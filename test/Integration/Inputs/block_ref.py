@@ -88,6 +88,44 @@ def silu(x):
     return x / (1.0 + np.exp(-x))
 
 
+def check_stateful(report, run, ref, x, zc, zs, rng, label, state_name):
+    """A linear layer's `block`/`layer` with its convolution and recurrent
+    states passed along, against the float64 layer `ref(x, conv, state)`
+    -> (y, conv', state') over the whole sequence: no state given, states
+    in and out, the sequence split in two calls, prefill then decode steps,
+    and one step from random (nonzero) states. `run(x[, conv, state])` runs
+    the executable; `report(name, err)` prints one line."""
+    B, S = x.shape[:2]
+    ref_y, rc, rs = ref(x.astype(np.float64), zc, zs)
+    report(f"{label} B={B} S={S} (no state given)", rel(run(x), ref_y))
+    y, c1, s1 = run(x, zc, zs)
+    report(f"{label} B={B} S={S} output", rel(y, ref_y))
+    report(f"{label} B={B} S={S} conv state", rel(c1, rc))
+    report(f"{label} B={B} S={S} {state_name} state", rel(s1, rs))
+    if S >= 2:
+        cut = S // 2 + 1
+        y1, c, st = run(x[:, :cut], zc, zs)
+        y2, c, st = run(x[:, cut:], c, st)
+        report(f"{label} split {cut}+{S - cut}",
+               max(rel(np.concatenate([y1, y2], 1), ref_y), rel(c, rc),
+                   rel(st, rs)))
+        steps = min(6, S - 1)
+        y0, c, st = run(x[:, :S - steps], zc, zs)
+        ys = [y0]
+        for i in range(S - steps, S):
+            yi, c, st = run(x[:, i:i + 1], c, st)
+            ys.append(yi)
+        report(f"{label} prefill {S - steps} + {steps} decode steps",
+               max(rel(np.concatenate(ys, 1), ref_y), rel(c, rc),
+                   rel(st, rs)))
+    c0 = rng.standard_normal(zc.shape)
+    s0 = rng.standard_normal(zs.shape) * 0.3
+    r1, rc1, rs1 = ref(x[:, :1].astype(np.float64), c0, s0)
+    y, c, st = run(x[:, :1], c0, s0)
+    report(f"{label} S=1 from random states",
+           max(rel(y, r1), rel(c, rc1), rel(st, rs1)))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("exe")

@@ -52,8 +52,8 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from block_ref import (attention, rel, rms_norm, rope, silu,  # noqa: E402
-                       write_safetensors)
+from block_ref import (attention, check_stateful, rel, rms_norm,  # noqa: E402
+                       rope, silu, write_safetensors)
 
 TOL = 1e-5
 
@@ -334,35 +334,8 @@ def main():
         heads, g, n, p, K = mamba_dims(cfg)
         C = heads * p + 2 * g * n
         zc, zs = np.zeros((B, C, K - 1)), np.zeros((B, heads, n, p))
-        ref, rc, rs = mamba_ref(x.astype(np.float64), zc, zs)
-        report(f"mamba {what} B={B} S={S} (no state given)", rel(run(x), ref))
-        y, c1, s1 = run(x, zc, zs)
-        report(f"mamba {what} B={B} S={S} output", rel(y, ref))
-        report(f"mamba {what} B={B} S={S} conv state", rel(c1, rc))
-        report(f"mamba {what} B={B} S={S} ssm state", rel(s1, rs))
-        if S >= 2:
-            cut = S // 2 + 1
-            y1, c, s = run(x[:, :cut], zc, zs)
-            y2, c, s = run(x[:, cut:], c, s)
-            report(f"mamba {what} split {cut}+{S - cut}",
-                   max(rel(np.concatenate([y1, y2], 1), ref), rel(c, rc),
-                       rel(s, rs)))
-            steps = min(6, S - 1)
-            y0, c, s = run(x[:, :S - steps], zc, zs)
-            ys = [y0]
-            for i in range(S - steps, S):
-                yi, c, s = run(x[:, i:i + 1], c, s)
-                ys.append(yi)
-            report(f"mamba {what} prefill {S - steps} + {steps} decode steps",
-                   max(rel(np.concatenate(ys, 1), ref), rel(c, rc),
-                       rel(s, rs)))
-        # One step against random (nonzero) states.
-        c0 = rng.standard_normal((B, C, K - 1))
-        s0 = rng.standard_normal((B, heads, n, p)) * 0.3
-        r1, rc1, rs1 = mamba_ref(x[:, :1].astype(np.float64), c0, s0)
-        y, c, s = run(x[:, :1], c0, s0)
-        report(f"mamba {what} S=1 from random states",
-               max(rel(y, r1), rel(c, rc1), rel(s, rs1)))
+        check_stateful(report, run, mamba_ref, x, zc, zs, rng,
+                       f"mamba {what}", "ssm")
     return 0 if ok else 1
 
 

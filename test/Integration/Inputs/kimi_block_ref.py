@@ -53,7 +53,8 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from block_ref import rel, rms_norm, silu, write_safetensors  # noqa: E402
+from block_ref import (check_stateful, rel, rms_norm, silu,  # noqa: E402
+                       write_safetensors)
 from granite_block_ref import run_entry, softplus  # noqa: E402
 
 TOL = 1e-5
@@ -331,34 +332,8 @@ def main():
             report(f"mla {what} B={B} S={S}", rel(run(x), ref))
             return 0 if ok else 1
         zc, zs = fresh_states(cfg, B)
-        ref, rc, rs = kda_ref(x.astype(np.float64), zc, zs)
-        report(f"kda {what} B={B} S={S} (no state given)", rel(run(x), ref))
-        y, c1, s1 = run(x, zc, zs)
-        report(f"kda {what} B={B} S={S} output", rel(y, ref))
-        report(f"kda {what} B={B} S={S} conv state", rel(c1, rc))
-        report(f"kda {what} B={B} S={S} recurrent state", rel(s1, rs))
-        if S >= 2:
-            cut = S // 2 + 1
-            y1, c, s = run(x[:, :cut], zc, zs)
-            y2, c, s = run(x[:, cut:], c, s)
-            report(f"kda {what} split {cut}+{S - cut}",
-                   max(rel(np.concatenate([y1, y2], 1), ref), rel(c, rc),
-                       rel(s, rs)))
-            steps = min(6, S - 1)
-            y0, c, s = run(x[:, :S - steps], zc, zs)
-            ys = [y0]
-            for i in range(S - steps, S):
-                yi, c, s = run(x[:, i:i + 1], c, s)
-                ys.append(yi)
-            report(f"kda {what} prefill {S - steps} + {steps} decode steps",
-                   max(rel(np.concatenate(ys, 1), ref), rel(c, rc),
-                       rel(s, rs)))
-        c0 = rng.standard_normal(zc.shape)
-        s0 = rng.standard_normal(zs.shape) * 0.3
-        r1, rc1, rs1 = kda_ref(x[:, :1].astype(np.float64), c0, s0)
-        y, c, s = run(x[:, :1], c0, s0)
-        report(f"kda {what} S=1 from random states",
-               max(rel(y, r1), rel(c, rc1), rel(s, rs1)))
+        check_stateful(report, run, kda_ref, x, zc, zs, rng, f"kda {what}",
+                       "recurrent")
     return 0 if ok else 1
 
 
