@@ -367,7 +367,15 @@ bool benchLinear(const Options &o, const Machine &mc, const std::string &dir) {
                 m.name.c_str(), lo, hi, 100 * (hi - lo) / lo,
                 crossoverText(xPrefill, fullPrefill).c_str(),
                 crossoverText(xDecode, fullDecode).c_str());
-    if (m.name == "seed") {
+    {
+      // One plot per model: the seed's at --svg, the others' next to it
+      // (attn-bench-linear-<model>.svg).
+      std::string path = o.svg;
+      if (m.name != "seed") {
+        size_t dot = path.rfind(".svg");
+        path = (dot == std::string::npos ? path : path.substr(0, dot)) + "-" +
+               m.name + ".svg";
+      }
       char note[512];
       std::snprintf(note, sizeof(note),
                     "crossover (per token):\nprefill %s\ndecode %s\nFMA "
@@ -375,15 +383,22 @@ bool benchLinear(const Options &o, const Machine &mc, const std::string &dir) {
                     crossoverText(xPrefill, fullPrefill).c_str(),
                     crossoverText(xDecode, fullDecode).c_str(), mc.peak,
                     mc.bandwidth);
-      writeSvg(o.svg,
-               "Seed model, one layer: Gated DeltaNet vs full attention "
-               "(64 heads, d 256)",
+      std::string title =
+          m.name == "seed"
+              ? "Seed model, one layer: Gated DeltaNet vs full attention "
+                "(64 heads, d 256)"
+              : m.name + ", one layer: " +
+                    (m.channelGate ? "Kimi Delta Attention"
+                     : m.noDelta   ? "Mamba2 SSD"
+                                   : "Gated DeltaNet") +
+                    " vs its full attention";
+      writeSvg(path, title,
                {{"linear prefill", linPrefill},
                 {"full prefill", fullPrefill},
                 {"linear decode", linDecode},
                 {"full decode", fullDecode}},
                note);
-      std::printf("plot: %s\n", o.svg.c_str());
+      std::printf("plot: %s\n", path.c_str());
     }
     dlclose(h);
   }

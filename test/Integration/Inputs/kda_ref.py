@@ -13,6 +13,9 @@ fla's naive_recurrent_kda, token by token:
 S <- S * exp(g_t)[:, None]; S <- S + k_t (beta_t (v_t - S^T k_t))^T;
 o_t = S^T (scale q_t).
 Prints "OK <max error>" when every array is within 1e-5 (1 + max |ref|).
+With arguments T PREFILL LENGTH (kda_chunked.test: Inputs/kda_long.sed's
+variant) the call is over T tokens, the prefill PREFILL tokens and the
+batch's lengths 0 and LENGTH.
 """
 import sys
 
@@ -20,7 +23,8 @@ import numpy as np
 
 from runner_output import check, gen
 
-B, HK, HV, T, DK, DV, SCALE = 2, 1, 2, 7, 16, 36, 0.25
+B, HK, HV, DK, DV, SCALE = 2, 1, 2, 16, 36, 0.25
+T, PRE, LEN = (int(a) for a in sys.argv[1:4]) if len(sys.argv) > 3 else (7, 6, 3)
 
 
 def kda(q, k, v, g, beta, s0, lens):
@@ -48,9 +52,9 @@ def main():
     beta = gen((B, HV, T), lambda n: 0.4 * (np.sin(0.3 * n) + 1.25))
     s0 = gen((B, HV, DK, DV), lambda n: 0.5 * np.sin(0.13 * n + 0.3))
     o1, s1 = kda(q, k, v, g, beta, s0, [T, T])
-    o3, s3 = kda(q, k, v, g, beta, s0, [0, 3])
+    o3, s3 = kda(q, k, v, g, beta, s0, [0, LEN])
     check(sys.stdin.read(),
-          [o1, s1, o1[:, :, :6], o1[:, :, 6:], s1, o3, s3])
+          [o1, s1, o1[:, :, :PRE], o1[:, :, PRE:], s1, o3, s3])
 
 
 if __name__ == "__main__":
