@@ -66,8 +66,14 @@ void GDEmitter::loadChannelGates(Value t0, Value len) {
 }
 
 Value GDEmitter::expDiffAt(Value i, Value j, int64_t j0) {
-  Value hi = fsub(vload(s[Gc], {i, idx(j0)}), vload(s[Gc], {j, idx(j0)}));
-  Value lo = fsub(vload(s[Gl], {i, idx(j0)}), vload(s[Gl], {j, idx(j0)}));
+  // One op per statement: the IR must not depend on the host compiler's
+  // order of evaluating arguments (tools/check-host-compiler.sh).
+  Value hiI = vload(s[Gc], {i, idx(j0)});
+  Value hiJ = vload(s[Gc], {j, idx(j0)});
+  Value loI = vload(s[Gl], {i, idx(j0)});
+  Value loJ = vload(s[Gl], {j, idx(j0)});
+  Value hi = fsub(hiI, hiJ);
+  Value lo = fsub(loI, loJ);
   return exp(fadd(hi, lo));
 }
 
@@ -342,8 +348,9 @@ void GDEmitter::channelProducts() {
 void GDEmitter::channelScale(Value last) {
   loop(0, idx(kChunk), [&](Value t) {
     for (int64_t j0 = 0; j0 < dkp; j0 += W) {
-      Value eq = fmul(exp(vload(s[Gc], {t, idx(j0)})),
-                      exp(vload(s[Gl], {t, idx(j0)})));
+      Value ehi = exp(vload(s[Gc], {t, idx(j0)}));
+      Value elo = exp(vload(s[Gl], {t, idx(j0)}));
+      Value eq = fmul(ehi, elo);
       vstore(fmul(vload(s[Qs], {t, idx(j0)}), eq), s[Qs], {t, idx(j0)});
       Value ek = expDiffAt(last, t, j0);
       vstore(fmul(vload(s[Ks], {t, idx(j0)}), ek), s[Ks], {t, idx(j0)});
@@ -355,7 +362,9 @@ void GDEmitter::channelDecayState(Value last) {
   loop(0, idx(dkp), [&](Value i) {
     Value hi = load(s[Gc], {last, i});
     Value lo = load(s[Gl], {last, i});
-    Value decay = splat(fmul(exp(hi), exp(lo)));
+    Value ehi = exp(hi);
+    Value elo = exp(lo);
+    Value decay = splat(fmul(ehi, elo));
     for (int64_t j0 = 0; j0 < dvp; j0 += W) {
       Value x = fmul(vload(state, {i, idx(j0)}), decay);
       vstore(x, state, {i, idx(j0)});
