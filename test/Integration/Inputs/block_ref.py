@@ -88,6 +88,39 @@ def silu(x):
     return x / (1.0 + np.exp(-x))
 
 
+def run_model_entry(exe, tensors, x, ref, n, tol):
+    """`model --from 0 --to n-1` of `exe` over every layer (fresh states),
+    weights `tensors`, input x, against the float64 output `ref`; prints
+    one line, returns the exit code."""
+    with tempfile.TemporaryDirectory() as work:
+        wpath = os.path.join(work, "w.safetensors")
+        write_safetensors(wpath, tensors)
+        np.save(os.path.join(work, "x.npy"), x)
+        subprocess.run([exe, "model", "--from", "0", "--to", str(n - 1),
+                        "--weights", wpath, "--x", os.path.join(work, "x.npy"),
+                        "--out", os.path.join(work, "y.npy")], check=True)
+        err = rel(np.load(os.path.join(work, "y.npy")), ref)
+    good = err <= tol
+    B, S = x.shape[:2]
+    print(f"{'ok' if good else 'FAIL'} model layers 0..{n - 1} B={B} S={S} "
+          f"max_rel_err={err:.3e}")
+    return 0 if good else 1
+
+
+def stateful_args():
+    """The command line of the hybrid references: EXE CONFIG [--layer L]
+    [--seq S] [--batch B] [--entry block|layer|model]."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("exe")
+    ap.add_argument("config")
+    ap.add_argument("--layer", type=int, default=0)
+    ap.add_argument("--seq", type=int, default=37)
+    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--entry", choices=["block", "layer", "model"],
+                    default="block")
+    return ap.parse_args()
+
+
 def check_stateful(report, run, ref, x, zc, zs, rng, label, state_name):
     """A linear layer's `block`/`layer` with its convolution and recurrent
     states passed along, against the float64 layer `ref(x, conv, state)`

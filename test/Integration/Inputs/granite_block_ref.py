@@ -42,7 +42,6 @@ usage: granite_block_ref.py EXE CONFIG --layer L [--seq S] [--batch B]
        [--entry block|layer|model]
 Prints one `ok`/`FAIL` line per case; exit 1 on a failure.
 """
-import argparse
 import json
 import os
 import subprocess
@@ -53,7 +52,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from block_ref import (attention, check_stateful, rel, rms_norm,  # noqa: E402
-                       rope, silu, write_safetensors)
+                       rope, run_model_entry, silu, stateful_args,
+                       write_safetensors)
 
 TOL = 1e-5
 
@@ -268,30 +268,11 @@ def model(args, cfg):
         else:
             ref = attention_layer(cfg, T, pre, ref)
         ref = feed_forward(cfg, T, pre, ref)
-    with tempfile.TemporaryDirectory() as work:
-        wpath = os.path.join(work, "w.safetensors")
-        write_safetensors(wpath, t)
-        np.save(os.path.join(work, "x.npy"), x)
-        subprocess.run([args.exe, "model", "--from", "0", "--to", str(n - 1),
-                        "--weights", wpath, "--x", os.path.join(work, "x.npy"),
-                        "--out", os.path.join(work, "y.npy")], check=True)
-        err = rel(np.load(os.path.join(work, "y.npy")), ref)
-    good = err <= TOL
-    print(f"{'ok' if good else 'FAIL'} model layers 0..{n - 1} B={B} S={S} "
-          f"max_rel_err={err:.3e}")
-    return 0 if good else 1
+    return run_model_entry(args.exe, t, x, ref, n, TOL)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("exe")
-    ap.add_argument("config")
-    ap.add_argument("--layer", type=int, default=0)
-    ap.add_argument("--seq", type=int, default=37)
-    ap.add_argument("--batch", type=int, default=2)
-    ap.add_argument("--entry", choices=["block", "layer", "model"],
-                    default="block")
-    args = ap.parse_args()
+    args = stateful_args()
     cfg = json.load(open(args.config))
     if args.entry == "model":
         return model(args, cfg)
