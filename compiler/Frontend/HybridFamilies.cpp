@@ -391,14 +391,8 @@ bool normalize::normalizeKimiLinear(FieldReader &r, ModelSpec &spec) {
              "asserts use_nope); accepted: true";
       return false;
     }
-    if (kvHeads != heads) {
-      r.error("num_key_value_heads")
-          << "num_key_value_heads (" << kvHeads
-          << ") must equal num_attention_heads (" << heads
-          << ") in multi-head latent attention: kv_b_proj expands the latent "
-             "into keys and values for every query head";
+    if (!latentKvHeadsMatch(r, kvHeads, heads))
       return false;
-    }
     lat.latentNormEps = 1e-6;
   }
   if (act != "silu") {

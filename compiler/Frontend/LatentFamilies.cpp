@@ -66,6 +66,18 @@ double latentScale(FieldReader &r, bool v3, int64_t qkHeadDim,
 
 } // namespace
 
+bool normalize::latentKvHeadsMatch(FieldReader &r, int64_t kvHeads,
+                                   int64_t heads) {
+  if (kvHeads == heads)
+    return true;
+  r.error("num_key_value_heads")
+      << "num_key_value_heads (" << kvHeads
+      << ") must equal num_attention_heads (" << heads
+      << ") in multi-head latent attention: kv_b_proj expands the latent "
+         "into keys and values for every query head";
+  return false;
+}
+
 bool normalize::normalizeLatent(FieldReader &r, ModelSpec &spec) {
   bool v3 = spec.family == "deepseek_v3";
   LatentDefaults ld = latentDefaults(v3);
@@ -83,14 +95,8 @@ bool normalize::normalizeLatent(FieldReader &r, ModelSpec &spec) {
       r.optInt({"num_key_value_heads"}, 1, kMaxHeads, heads).value_or(heads);
   if (r.failed())
     return false;
-  if (kvHeads != heads) {
-    r.error("num_key_value_heads")
-        << "num_key_value_heads (" << kvHeads
-        << ") must equal num_attention_heads (" << heads
-        << ") in multi-head latent attention: kv_b_proj expands the latent "
-           "into keys and values for every query head";
+  if (!latentKvHeadsMatch(r, kvHeads, heads))
     return false;
-  }
   LatentSpec lat;
   // q_lora_rank: null (DeepSeek-V2-Lite) means q_proj, no bottleneck.
   if (r.has("q_lora_rank") && !r.present("q_lora_rank"))

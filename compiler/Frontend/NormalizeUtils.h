@@ -109,6 +109,9 @@ bool normalizeWhisper(FieldReader &r, ModelSpec &spec);
 /// Multi-head latent attention: deepseek_v2, and deepseek_v3 (also
 /// kimi_k2's family) (LatentFamilies.cpp).
 bool normalizeLatent(FieldReader &r, ModelSpec &spec);
+/// Multi-head latent attention expands keys and values per query head:
+/// num_key_value_heads must equal num_attention_heads (an error if not).
+bool latentKvHeadsMatch(FieldReader &r, int64_t kvHeads, int64_t heads);
 /// granitemoehybrid (HybridFamilies.cpp): Mamba2 and attention layers.
 bool normalizeGraniteHybrid(FieldReader &r, ModelSpec &spec);
 /// kimi_linear (HybridFamilies.cpp): Kimi Delta Attention and MLA layers

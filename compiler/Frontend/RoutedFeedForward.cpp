@@ -16,6 +16,47 @@ using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::normalize;
 
+namespace {
+
+/// The names a family gives its routing fields.
+struct GroupFields {
+  const char *experts, *groups, *topK;
+};
+
+/// Group-limited selection: `groups` groups of experts, the `topKGroups`
+/// best kept, checked as the routers need them (groups of at least 2 when a
+/// group is scored by its best two; enough experts kept for the top-k),
+/// into moe.numGroups / moe.topKGroups; errors name the family's fields.
+bool setGroups(FieldReader &r, FFNSpec &moe, int64_t groups, int64_t topKGroups,
+               bool scoredByTwo, const GroupFields &f) {
+  if (moe.numExperts % groups != 0 ||
+      (scoredByTwo && moe.numExperts / groups < 2)) {
+    r.error(f.groups) << f.groups << " (" << groups << ") must divide "
+                      << f.experts << " (" << moe.numExperts << ")"
+                      << (scoredByTwo ? " into groups of at least 2 experts "
+                                        "(a group is scored by its best two)"
+                                      : "");
+    return false;
+  }
+  if (topKGroups > groups) {
+    r.error("topk_group") << "topk_group (" << topKGroups << ") exceeds "
+                          << f.groups << " (" << groups << "); accepted: 1 to "
+                          << f.groups;
+    return false;
+  }
+  if (moe.topK > moe.numExperts / groups * topKGroups) {
+    r.error(f.topK) << f.topK << " (" << moe.topK
+                    << ") exceeds the experts of the topk_group (" << topKGroups
+                    << ") groups kept (" << moe.numExperts / groups << " each)";
+    return false;
+  }
+  moe.numGroups = groups;
+  moe.topKGroups = topKGroups;
+  return true;
+}
+
+} // namespace
+
 /// DeepSeek-V2/V3, Kimi-K2 and GLM-4.5 (DeepseekV2/V3DecoderLayer,
 /// Glm4MoeDecoderLayer): the layers before first_k_dense_replace a SwiGLU
 /// MLP, the others the mixture of experts with its shared experts
@@ -126,30 +167,9 @@ bool normalize::readRoutedFamily(FieldReader &r, ModelSpec &spec) {
              "are needed";
       return false;
     }
-    if (moe.numExperts % *groups != 0 || (v3 && moe.numExperts / *groups < 2)) {
-      r.error("n_group") << "n_group (" << *groups
-                         << ") must divide n_routed_experts (" << moe.numExperts
-                         << ")"
-                         << (v3 ? " into groups of at least 2 experts (a "
-                                  "group is scored by its best two)"
-                                : "");
+    if (!setGroups(r, moe, *groups, *topKGroups, v3,
+                   {"n_routed_experts", "n_group", "num_experts_per_tok"}))
       return false;
-    }
-    if (*topKGroups > *groups) {
-      r.error("topk_group")
-          << "topk_group (" << *topKGroups << ") exceeds n_group (" << *groups
-          << "); accepted: 1 to n_group";
-      return false;
-    }
-    if (moe.topK > moe.numExperts / *groups * *topKGroups) {
-      r.error("num_experts_per_tok")
-          << "num_experts_per_tok (" << moe.topK
-          << ") exceeds the experts of the topk_group (" << *topKGroups
-          << ") groups kept (" << moe.numExperts / *groups << " each)";
-      return false;
-    }
-    moe.numGroups = *groups;
-    moe.topKGroups = *topKGroups;
   }
   if (v3) {
     moe.scoring = ExpertScoring::Sigmoid;
@@ -262,29 +282,10 @@ bool normalize::readKimiFeedForward(FieldReader &r, ModelSpec &spec) {
           << moe.numExperts << "); accepted: 1 to num_experts";
       return false;
     }
-    if (moe.numExperts % groups != 0 || moe.numExperts / groups < 2) {
-      r.error("num_expert_group")
-          << "num_expert_group (" << groups << ") must divide num_experts ("
-          << moe.numExperts
-          << ") into groups of at least 2 experts (a group is scored by its "
-             "best two)";
+    if (!setGroups(
+            r, moe, groups, topKGroups, /*scoredByTwo=*/true,
+            {"num_experts", "num_expert_group", "num_experts_per_token"}))
       return false;
-    }
-    if (topKGroups > groups) {
-      r.error("topk_group")
-          << "topk_group (" << topKGroups << ") exceeds num_expert_group ("
-          << groups << "); accepted: 1 to num_expert_group";
-      return false;
-    }
-    if (moe.topK > moe.numExperts / groups * topKGroups) {
-      r.error("num_experts_per_token")
-          << "num_experts_per_token (" << moe.topK
-          << ") exceeds the experts of the topk_group (" << topKGroups
-          << ") groups kept (" << moe.numExperts / groups << " each)";
-      return false;
-    }
-    moe.numGroups = groups;
-    moe.topKGroups = topKGroups;
     moe.scoring =
         scoring == "sigmoid" ? ExpertScoring::Sigmoid : ExpertScoring::Softmax;
     moe.groupScore = ExpertGroupScore::TopTwoSum;
