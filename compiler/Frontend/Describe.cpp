@@ -252,9 +252,20 @@ ojson feedForwardJson(const FFNSpec &f) {
   if (f.kind == FFNKind::None)
     return nullptr;
   ojson j;
+  if (f.kind == FFNKind::Identity) {
+    // The layer ends with its block (Nemotron-H: a mixer followed by
+    // another mixer).
+    j["kind"] = "none";
+    j["compiled"] = true;
+    return j;
+  }
   j["kind"] = f.kind == FFNKind::Gated   ? "gated"
               : f.kind == FFNKind::Dense ? "dense"
                                          : "mixture_of_experts";
+  // Nemotron-H's experts: act(x·upᵀ)·downᵀ, no gate.
+  if (f.kind == FFNKind::MoE && f.gate.weight.empty() &&
+      f.gateUp.weight.empty())
+    j["gated_experts"] = false;
   j["activation"] = f.activation.empty() ? ojson(nullptr) : ojson(f.activation);
   j["intermediate_size"] = f.intermediate;
   j["placement"] = f.placement == FFNPlacement::Pre       ? "pre"
@@ -270,12 +281,15 @@ ojson feedForwardJson(const FFNSpec &f) {
     j["scoring"] =
         f.scoring == ExpertScoring::Sigmoid ? "sigmoid" : "softmax";
     j["selection_bias"] = !f.scoreBias.empty();
-    if (f.numGroups > 1 || f.topKGroups > 1)
+    if (f.numGroups > 1 || f.topKGroups > 1) {
       j["groups"] = {{"num_groups", f.numGroups},
                      {"groups_kept", f.topKGroups},
                      {"group_score", f.groupScore == ExpertGroupScore::TopTwoSum
                                          ? "top2_sum"
                                          : "max"}};
+      if (f.excludeOtherGroups)
+        j["groups"]["other_groups"] = "excluded (scores -inf)";
+    }
     j["routed_scaling_factor"] = f.routedScale;
     if (!f.router.bias.empty())
       j["router_bias"] = true;
@@ -323,6 +337,8 @@ ojson layerJson(const LayerSpec &l,
     j["value_head_dim"] = l.headDimV;
     j["conv_kernel"] = l.convKernel;
     j["query_scale"] = l.scale;
+    if (l.mambaNormGroups > 1)
+      j["gated_norm_groups"] = l.mambaNormGroups;
     if (l.noDelta)
       j["note"] = "Mamba2 (" + l.linearPrefix +
                   "*): its SSD compiled as the gated delta rule without the "

@@ -549,6 +549,8 @@ func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l,
 Value Emitter::feedForward(Location loc, const LayerSpec &l, const Weights &w,
                            Value x, Value hIn, Value r) {
   const FFNSpec &f = l.ffn;
+  if (f.kind == FFNKind::Identity)
+    return r;
   auto get = [&](llvm::StringRef role) { return w.lookup(role); };
   Value in = r;
   if (f.placement == FFNPlacement::Parallel)
@@ -603,7 +605,7 @@ Value Emitter::feedForward(Location loc, const LayerSpec &l, const Weights &w,
         GroupScoreAttr::get(ctx, f.groupScore == ExpertGroupScore::TopTwoSum
                                      ? attn::GroupScore::top2_sum
                                      : attn::GroupScore::max),
-        b.getF64FloatAttr(f.routedScale),
+        unit(f.excludeOtherGroups), b.getF64FloatAttr(f.routedScale),
         f.swigluLimit ? b.getF64FloatAttr(*f.swigluLimit) : FloatAttr(),
         b.getF64FloatAttr(f.swigluAlpha), unit(f.scaleInput));
   } else if (f.kind == FFNKind::Gated) {

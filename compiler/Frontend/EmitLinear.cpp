@@ -323,14 +323,31 @@ Emitter::MixerResult Emitter::mambaMixer(Location loc, const LayerSpec &l,
                                        xh, gates.getGate(), gates.getBeta(),
                                        state, /*lengths=*/Value(), oInit, sInit,
                                        b.getF64FloatAttr(1.0), b.getUnitAttr());
-  // The D skip, the gated RMSNorm over the whole intermediate (gate first),
-  // out_proj.
+  // The D skip, the gated RMSNorm (gate first) over the whole intermediate
+  // or over each of its groups (Nemotron-H), out_proj.
   Value skipped =
       SkipAddOp::create(b, loc, oTy, rule.getOutput(), xh, w.lookup("D"));
   Value m = MergeHeadsOp::create(b, loc, hiddenType(inner), skipped);
-  Value normed = GatedRMSNormOp::create(
-      b, loc, hiddenType(inner), m, z, w.lookup("gated_norm_weight"),
-      b.getF64FloatAttr(l.normEps), b.getUnitAttr());
+  Value normW = w.lookup("gated_norm_weight");
+  Value normed;
+  if (int64_t groups = l.mambaNormGroups; groups > 1) {
+    int64_t size = inner / groups;
+    Value m4 = perHead(loc, m, groups, size);
+    Value z4 = perHead(loc, z, groups, size);
+    Value w2 = tensor::ExpandShapeOp::create(
+        b, loc, tensor({groups, size}), normW,
+        SmallVector<ReassociationIndices>{{0, 1}});
+    Value n4 = GatedRMSNormOp::create(
+        b, loc, tensor({kDyn, kDyn, groups, size}), m4, z4, w2,
+        b.getF64FloatAttr(l.normEps), b.getUnitAttr());
+    normed = tensor::CollapseShapeOp::create(
+        b, loc, hiddenType(inner), n4,
+        SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+  } else {
+    normed =
+        GatedRMSNormOp::create(b, loc, hiddenType(inner), m, z, normW,
+                               b.getF64FloatAttr(l.normEps), b.getUnitAttr());
+  }
   Value out = linearTo(normed, "out_proj", h);
   return {out, convOp.getFinalState(), rule.getFinalState()};
 }

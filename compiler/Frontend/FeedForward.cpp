@@ -33,6 +33,8 @@ static std::string activationFor(llvm::StringRef name) {
     return "gelu_tanh";
   if (name == "relu")
     return "relu";
+  if (name == "relu2")
+    return "relu2";
   return "";
 }
 
@@ -45,7 +47,7 @@ void normalize::readActivation(FieldReader &r, llvm::StringRef key,
   if (f.activation.empty())
     f.unsupported = "its activation '" + name + "' (field '" + r.name(key) +
                     "') is not compiled; accepted: silu, swish, gelu, "
-                    "gelu_new, gelu_pytorch_tanh, relu";
+                    "gelu_new, gelu_pytorch_tanh, relu, relu2";
 }
 
 /// The prefix of a weight name ending in `suffix` ("model.layers.3.").
@@ -569,6 +571,8 @@ bool normalize::readFeedForward(FieldReader &root, ModelSpec &spec) {
     return readKimiFeedForward(root, spec);
   if (fam == "granitemoehybrid")
     return readGraniteMoE(root, spec);
+  if (fam == "nemotron_h")
+    return readNemotronFeedForward(root, spec);
   // A multimodal Gemma 3 config keeps the language model's fields under
   // text_config.
   if ((fam == "gemma3" || fam == "llama4") && root.present("text_config")) {

@@ -123,18 +123,20 @@ std::optional<double> limitValue(const nlohmann::json &v) {
 /// time_step_limit [lo, hi], transformers' clamp of dt after its softplus:
 /// dtMin where lo > 0 (softplus is never below 0), dtMax where hi is finite.
 bool readTimeStepLimit(FieldReader &r, std::optional<double> &dtMin,
-                       std::optional<double> &dtMax) {
-  if (!r.present("time_step_limit"))
+                       std::optional<double> &dtMax,
+                       llvm::StringRef key = "time_step_limit") {
+  if (!r.present(key))
     return true;
-  const nlohmann::json &v = *r.get("time_step_limit");
+  const nlohmann::json &v = *r.get(key);
   std::optional<double> lo, hi;
   if (v.is_array() && v.size() == 2) {
     lo = limitValue(v[0]);
     hi = limitValue(v[1]);
   }
   if (!lo || !hi || *lo > *hi || (std::isinf(*lo) && *lo > 0)) {
-    r.error("time_step_limit")
-        << "time_step_limit must be [low, high] with low <= high (numbers, "
+    r.error(key)
+        << r.name(key)
+        << " must be [low, high] with low <= high (numbers, "
            "or Infinity / \"Infinity\" / {\"__float__\": \"Infinity\"} for no "
            "upper bound), found "
         << describeJsonValue(v);
@@ -441,5 +443,280 @@ bool normalize::normalizeKimiLinear(FieldReader &r, ModelSpec &spec) {
     l.o.weight = a + "o_proj.weight";
     spec.layers.push_back(l);
   }
+  return true;
+}
+
+namespace {
+
+/// Nemotron-H's blocks, one character each: M (Mamba2), * (attention),
+/// - (MLP), E (mixture of experts): hybrid_override_pattern, or
+/// layers_block_type (alias layer_types) as transformers 5 saves it, with
+/// its names and the legacy ones.
+bool readNemotronBlocks(FieldReader &r, std::string &blocks) {
+  std::optional<std::string> listKey =
+      r.firstPresent({"layers_block_type", "layer_types"});
+  if (r.present("hybrid_override_pattern")) {
+    blocks = r.optString({"hybrid_override_pattern"}).value_or("");
+    if (r.failed())
+      return false;
+    for (size_t i = 0; i < blocks.size(); ++i)
+      if (!llvm::StringRef("M*-E").contains(blocks[i])) {
+        r.error("hybrid_override_pattern")
+            << "hybrid_override_pattern holds "
+            << quoteForError(blocks.substr(i, 1)) << " at position " << i
+            << "; accepted: M (Mamba2), * (attention), - (MLP), E (mixture "
+               "of experts)";
+        return false;
+      }
+  } else if (listKey) {
+    const nlohmann::json &v = *r.get(*listKey);
+    static const std::pair<const char *, char> kNames[] = {
+        {"linear_attention", 'M'}, {"mamba", 'M'}, {"full_attention", '*'},
+        {"attention", '*'},        {"mlp", '-'},   {"moe", 'E'}};
+    for (size_t i = 0; v.is_array() && i < v.size(); ++i) {
+      char c = 0;
+      for (auto [name, ch] : kNames)
+        if (v[i].is_string() && v[i].get<std::string>() == name)
+          c = ch;
+      if (!c) {
+        r.error(*listKey)
+            << r.name(*listKey) << "[" << i << "] is "
+            << describeJsonValue(v[i])
+            << "; accepted: \"linear_attention\" (or \"mamba\"), "
+               "\"full_attention\" (or \"attention\"), \"mlp\", \"moe\"";
+        return false;
+      }
+      blocks += c;
+    }
+    if (!v.is_array()) {
+      r.error(*listKey) << r.name(*listKey) << " must be a list of block "
+                        << "types, found " << describeJsonValue(v);
+      return false;
+    }
+  } else {
+    r.errorHere() << "field 'hybrid_override_pattern' is missing (nor "
+                     "'layers_block_type'): Nemotron-H lists its blocks, "
+                     "e.g. \"M-M*-\" (M Mamba2, * attention, - MLP, E "
+                     "mixture of experts)";
+    return false;
+  }
+  llvm::StringRef key = listKey && !r.present("hybrid_override_pattern")
+                            ? llvm::StringRef(*listKey)
+                            : llvm::StringRef("hybrid_override_pattern");
+  if (blocks.empty()) {
+    r.error(key) << r.name(key) << " is empty: a model needs a block";
+    return false;
+  }
+  // Each MLP or MoE block closes the mixer block before it (the layer
+  // this compiler builds: mixer, then feed-forward network, each with its
+  // pre-norm and residual); a model's first block, or one after another
+  // feed-forward block, has no mixer to close.
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    bool ffn = blocks[i] == '-' || blocks[i] == 'E';
+    if (ffn && (i == 0 || blocks[i - 1] == '-' || blocks[i - 1] == 'E')) {
+      r.error(key) << r.name(key) << ": block " << i << " ('" << blocks[i]
+                   << "', "
+                   << (blocks[i] == '-' ? "an MLP" : "a mixture of experts")
+                   << ") "
+                   << (i == 0 ? "starts the model"
+                              : "follows another feed-forward block")
+                   << "; compiled: every MLP or MoE block right after a "
+                      "Mamba2 (M) or attention (*) block, which it closes";
+      return false;
+    }
+  }
+  if (r.present("num_hidden_layers")) {
+    int64_t n = r.optInt({"num_hidden_layers"}, 1, kMaxLayers).value_or(0);
+    if (r.failed())
+      return false;
+    if (n != int64_t(blocks.size())) {
+      r.error("num_hidden_layers")
+          << "num_hidden_layers (" << n << ") disagrees with " << r.name(key)
+          << " (" << blocks.size() << " blocks); accepted: " << blocks.size()
+          << " or absent";
+      return false;
+    }
+  }
+  return true;
+}
+
+/// NemotronHConfig's Mamba2 fields (its defaults; the legacy mamba_*
+/// names as aliases): the mixer's intermediate size is mamba_num_heads x
+/// mamba_head_dim.
+bool readNemotronMamba(FieldReader &r, MambaDims &m) {
+  m.heads = r.optInt({"mamba_num_heads"}, 1, 1 << 20, 128).value_or(128);
+  m.headDim = r.optInt({"mamba_head_dim"}, 1, kMaxHeadDim, 64).value_or(64);
+  m.state = r.optInt({"ssm_state_size"}, 1, kMaxHeadDim, 128).value_or(128);
+  m.groups =
+      r.optInt({"mamba_n_groups", "n_groups"}, 1, 1 << 20, 8).value_or(8);
+  m.conv = r.optInt({"mamba_d_conv", "conv_kernel"}, 1, 64, 4).value_or(4);
+  if (r.failed())
+    return false;
+  if (m.heads % m.groups != 0) {
+    r.error(r.present("mamba_n_groups") ? "mamba_n_groups" : "n_groups")
+        << "n_groups (" << m.groups << ") must divide mamba_num_heads ("
+        << m.heads << "): each group's B and C serve a whole run of heads";
+    return false;
+  }
+  return stateFits(r, "ssm_state_size", "Mamba2",
+                   "mamba_num_heads x ssm_state_size x mamba_head_dim", m.heads,
+                   m.state, m.headDim);
+}
+
+} // namespace
+
+bool normalize::normalizeNemotronH(FieldReader &r, ModelSpec &spec) {
+  // Long: four block kinds, each checked as NemotronHConfig and
+  // modeling_nemotron_h.py (with vLLM's nemotron_h.py) read them.
+  std::string blocks;
+  if (!readNemotronBlocks(r, blocks))
+    return false;
+  spec.hiddenSize =
+      r.optInt({"hidden_size"}, 1, kMaxHidden, 4096).value_or(4096);
+  spec.maxPositions =
+      r.optInt({"max_position_embeddings"}, 1, kMaxPositions, 4096);
+  double eps =
+      r.optNum({"layer_norm_epsilon"}, 1e-30, 1.0, 1e-5).value_or(1e-5);
+  if (r.failed())
+    return false;
+  bool anyMamba = llvm::is_contained(blocks, 'M'),
+       anyAttention = llvm::is_contained(blocks, '*');
+  MambaDims m;
+  std::optional<double> dtMin, dtMax;
+  bool convBias = true, projBias = false;
+  if (anyMamba) {
+    if (!readNemotronMamba(r, m))
+      return false;
+    convBias =
+        r.optBool({"mamba_conv_bias", "use_conv_bias"}, true).value_or(true);
+    projBias = r.optBool({"use_bias"}, false).value_or(false);
+    std::string act =
+        r.optString({"mamba_hidden_act"}, "silu").value_or("silu");
+    if (r.failed())
+      return false;
+    if (act != "silu" && act != "swish") {
+      r.error("mamba_hidden_act")
+          << "mamba_hidden_act " << quoteForError(act)
+          << " after the Mamba2 convolution is not compiled; accepted: "
+             "silu, swish";
+      return false;
+    }
+    // transformers' CUDA path and vLLM clamp dt to time_step_limit (alias
+    // mamba_dt_limit); its torch_forward clamps below at time_step_min.
+    if (!readTimeStepLimit(r, dtMin, dtMax,
+                           r.present("mamba_dt_limit") ? "mamba_dt_limit"
+                                                       : "time_step_limit"))
+      return false;
+    spec.notes.push_back(
+        "Mamba2 dt: softplus(dt + dt_bias) clamped to time_step_limit, as "
+        "transformers' CUDA path and vLLM compute it (transformers' "
+        "torch_forward clamps it below at time_step_min instead)");
+  }
+  // NemotronHAttention: no position embedding, scaling head_dim^-1/2, no
+  // biases (transformers and vLLM build q/k/v/o without them).
+  int64_t heads = 0, kvHeads = 0, headDim = 0;
+  if (anyAttention) {
+    heads = r.optInt({"num_attention_heads"}, 1, kMaxHeads, 32).value_or(32);
+    kvHeads =
+        r.optInt({"num_key_value_heads"}, 1, kMaxHeads, heads).value_or(heads);
+    headDim = r.optInt({"head_dim", "attention_head_dim"}, 1, kMaxHeadDim, 128)
+                  .value_or(128);
+    bool bias = r.optBool({"attention_bias"}, false).value_or(false);
+    std::optional<int64_t> window =
+        r.optInt({"sliding_window"}, 1, kMaxPositions);
+    if (r.failed())
+      return false;
+    if (heads % kvHeads != 0) {
+      r.error("num_key_value_heads")
+          << "num_key_value_heads (" << kvHeads
+          << ") must divide num_attention_heads (" << heads << ")";
+      return false;
+    }
+    if (bias) {
+      r.error("attention_bias")
+          << "attention_bias true is not compiled: transformers' and vLLM's "
+             "NemotronHAttention build q/k/v/o without biases; accepted: "
+             "false";
+      return false;
+    }
+    if (window) {
+      r.error("sliding_window")
+          << "sliding_window " << *window
+          << " is not compiled for Nemotron-H (transformers' "
+             "NemotronHAttention ignores it, vLLM applies it); accepted: "
+             "null";
+      return false;
+    }
+  }
+  int64_t mtp =
+      r.optInt({"num_nextn_predict_layers"}, 0, kMaxLayers, 0).value_or(0);
+  if (r.failed())
+    return false;
+  if (mtp > 0)
+    spec.notes.push_back("num_nextn_predict_layers = " + std::to_string(mtp) +
+                         ": the multi-token-prediction layers (mtp.*) are "
+                         "not part of the decoder and are skipped");
+  // One layer per mixer block, closed by the MLP or MoE block after it
+  // (FFN kind Dense or MoE, its norm the block's: readNemotronFeedForward
+  // fills the network), or by nothing (Identity).
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    if (blocks[i] == '-' || blocks[i] == 'E')
+      continue;
+    std::string p = layerPrefix("backbone.layers.{i}.", int64_t(i));
+    LayerSpec l;
+    l.index = int64_t(spec.layers.size());
+    l.stack = "decoder";
+    l.layerInStack = int64_t(i);
+    l.norm = NormKind::RMS;
+    l.placement = NormPlacement::Pre;
+    l.normEps = eps;
+    l.normW.weight = p + "norm.weight";
+    if (i + 1 < blocks.size() &&
+        (blocks[i + 1] == '-' || blocks[i + 1] == 'E')) {
+      l.ffn.kind = blocks[i + 1] == '-' ? FFNKind::Dense : FFNKind::MoE;
+      l.ffn.norm.weight =
+          layerPrefix("backbone.layers.{i}.", int64_t(i + 1)) + "norm.weight";
+    } else {
+      l.ffn.kind = FFNKind::Identity;
+    }
+    if (blocks[i] == 'M') {
+      l.layerType = "mamba";
+      l.role = LayerRole::LinearAttention;
+      l.noDelta = true;
+      l.linearPrefix = p + "mixer.";
+      l.numHeads = m.heads;
+      l.numKVHeads = m.groups;
+      l.headDimQK = m.state;
+      l.headDimV = m.headDim;
+      l.scale = 1.0;
+      l.convKernel = m.conv;
+      l.mambaConvBias = convBias;
+      l.mambaProjBias = projBias;
+      l.mambaNormGroups = m.groups;
+      l.dtMin = dtMin;
+      l.dtMax = dtMax;
+    } else {
+      std::string a = p + "mixer.";
+      l.layerType = "full_attention";
+      l.causal = true;
+      l.numHeads = heads;
+      l.numKVHeads = kvHeads;
+      l.headDimQK = l.headDimV = headDim;
+      l.scale = 1.0 / std::sqrt(double(headDim));
+      l.position = PositionKind::None;
+      l.q.weight = a + "q_proj.weight";
+      l.k.weight = a + "k_proj.weight";
+      l.v.weight = a + "v_proj.weight";
+      l.o.weight = a + "o_proj.weight";
+    }
+    spec.layers.push_back(l);
+  }
+  spec.numLayers = int64_t(spec.layers.size());
+  spec.notes.push_back(
+      "Nemotron-H's " + std::to_string(blocks.size()) + " blocks make " +
+      std::to_string(spec.numLayers) +
+      " layers: each Mamba2 or attention block with the MLP or MoE block "
+      "after it (its weights are block i+1's), or alone; layer_in_stack is "
+      "the mixer's block number");
   return true;
 }

@@ -168,7 +168,7 @@ std::vector<WeightArg> mlir::attn::ffnWeights(const ModelSpec &spec,
                                               const LayerSpec &l) {
   const FFNSpec &f = l.ffn;
   WeightList w{{}, f.transposedWeights};
-  if (!hasFeedForward(l))
+  if (!hasFeedForward(l) || f.kind == FFNKind::Identity)
     return w.w;
   int64_t h = spec.hiddenSize, n = f.intermediate;
   w.add("ffn_norm_weight", {h}, f.norm.weight);
@@ -224,9 +224,15 @@ std::string mlir::attn::tensorPattern(const std::string &tensor,
   if (tensor.rfind(prefix, 0) == 0)
     return "{i}." + tensor.substr(prefix.size());
   size_t at = tensor.find(needle);
+  if (at != std::string::npos)
+    return tensor.substr(0, at) + ".{i}." + tensor.substr(at + needle.size());
+  // The next block's tensors (Nemotron-H: a mixer's layer closes with the
+  // MLP or MoE block that follows it): "{i+1}".
+  std::string next = "." + std::to_string(layer + 1) + ".";
+  at = tensor.find(next);
   if (at == std::string::npos)
     return tensor;
-  return tensor.substr(0, at) + ".{i}." + tensor.substr(at + needle.size());
+  return tensor.substr(0, at) + ".{i+1}." + tensor.substr(at + next.size());
 }
 
 namespace {
@@ -244,7 +250,7 @@ void attentionKey(llvm::raw_ostream &os, const ModelSpec &spec,
     os << l.numHeads << '|' << l.numKVHeads << '|' << l.headDimQK << '|'
        << l.headDimV << '|' << l.convKernel << '|' << hexDouble(l.normEps)
        << '|' << l.noDelta << l.channelGate << l.mambaConvBias
-       << l.mambaProjBias << '|'
+       << l.mambaProjBias << '|' << l.mambaNormGroups << '|'
        << (l.dtMin ? hexDouble(*l.dtMin) : std::string("-")) << ','
        << (l.dtMax ? hexDouble(*l.dtMax) : std::string("-")) << '|'
        << hexDouble(l.residualScale) << '|';
@@ -299,14 +305,14 @@ std::string kindKey(const ModelSpec &spec, const LayerSpec &l) {
   attentionKey(os, spec, l);
   const FFNSpec &f = l.ffn;
   os << '|' << int(f.kind) << f.activation << '|' << f.intermediate << '|'
-     << int(f.placement) << f.transposedWeights << '|' << f.unsupported
-     << '|' << f.numExperts << ',' << f.topK << ',' << f.normTopK << ','
+     << int(f.placement) << f.transposedWeights << '|' << f.unsupported << '|'
+     << f.numExperts << ',' << f.topK << ',' << f.normTopK << ','
      << f.sharedIntermediate << '|' << int(f.scoring) << ',' << f.numGroups
-     << ',' << f.topKGroups << ',' << int(f.groupScore) << ','
-     << hexDouble(f.routedScale) << ',' << hexDouble(f.normEpsilon) << '|'
-     << (f.swigluLimit ? hexDouble(*f.swigluLimit) : std::string("-")) << ','
-     << hexDouble(f.swigluAlpha) << ',' << f.fusedExperts << f.halvesGateUp
-     << f.scaleInput << '|';
+     << ',' << f.topKGroups << ',' << int(f.groupScore) << f.excludeOtherGroups
+     << ',' << hexDouble(f.routedScale) << ',' << hexDouble(f.normEpsilon)
+     << '|' << (f.swigluLimit ? hexDouble(*f.swigluLimit) : std::string("-"))
+     << ',' << hexDouble(f.swigluAlpha) << ',' << f.fusedExperts
+     << f.halvesGateUp << f.scaleInput << '|';
   for (const WeightArg &w : ffnWeights(spec, l))
     os << w.role << ',' << w.source << ',';
   return os.str();

@@ -93,7 +93,11 @@ enum class FFNKind {
          ///< decoder self-attention: cross attention follows).
   Gated, ///< down(act(gate(x)) * up(x)): SwiGLU, GeGLU, T5's gated-gelu.
   Dense, ///< down(act(up(x) + b) ) + b: GPT-2, BERT, Falcon, T5, Whisper.
-  MoE,   ///< a sparse mixture of experts (Qwen3-Next; not compiled yet).
+  MoE,   ///< a sparse mixture of experts.
+  /// None, but the layer ends here: its block is the whole layer
+  /// (Nemotron-H's mixer followed by another mixer); `<kind>_layer` is the
+  /// block.
+  Identity,
 };
 
 /// Where the feed-forward network's norm and residual sit.
@@ -125,7 +129,9 @@ struct FFNSpec {
   FFNPlacement placement = FFNPlacement::Pre;
   bool transposedWeights = false; ///< GPT-2 Conv1D: weights are [in, out].
   /// Gated: gate, up, down (or gateUp, Phi-3's [gate | up] in one weight);
-  /// Dense: up (the first layer: c_fc, fc1, wi...) and down, with biases.
+  /// Dense: up (the first layer: c_fc, fc1, wi...) and down, with biases;
+  /// MoE without a gate weight: plain experts act(x·upᵀ)·downᵀ (Nemotron-H),
+  /// the same for the shared expert without sharedGate.
   Proj gate, up, down, gateUp;
   Proj norm, postNorm;
   /// MoE: the router [experts, hidden]; gate/up/down name each expert's
@@ -149,6 +155,9 @@ struct FFNSpec {
   std::string scoreBias;
   int64_t numGroups = 1, topKGroups = 1;
   ExpertGroupScore groupScore = ExpertGroupScore::Max;
+  /// The groups not kept: their experts' selection scores -inf (out of the
+  /// running: Nemotron-H) instead of 0 (transformers' DeepSeek-V3).
+  bool excludeOtherGroups = false;
   double routedScale = 1.0, normEpsilon = 0.0;
   /// gpt-oss: a bias on the router's logits, biases on each expert's
   /// projections (stored fused: see WeightArg::source), and the clamped
@@ -218,6 +227,10 @@ struct LayerSpec {
   /// The Mamba2 mixer's biases: on conv1d (mamba_conv_bias) and on in_proj
   /// and out_proj (mamba_proj_bias).
   bool mambaConvBias = false, mambaProjBias = false;
+  /// The groups of the Mamba2 mixer's gated RMSNorm: 1 over the whole
+  /// intermediate size (Granite-4.0-H), n_groups (Nemotron-H's
+  /// group_size = intermediate / n_groups).
+  int64_t mambaNormGroups = 1;
   /// Mamba2's dt clamp (time_step_limit), where it is not a no-op.
   std::optional<double> dtMin, dtMax;
   /// The attention (or mixer) sub-block's output is scaled by this before

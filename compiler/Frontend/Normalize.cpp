@@ -49,7 +49,8 @@ const llvm::StringRef kModelTypes[] = {"llama",
                                        "llama4",
                                        "llama4_text",
                                        "granitemoehybrid",
-                                       "kimi_linear"};
+                                       "kimi_linear",
+                                       "nemotron_h"};
 
 } // namespace
 
@@ -261,7 +262,8 @@ bool mlir::attn::normalizeConfig(const ConfigSource &src, ModelSpec &spec) {
       {"deepseek_v2", normalizeLatent},
       {"deepseek_v3", normalizeLatent},
       {"granitemoehybrid", normalizeGraniteHybrid},
-      {"kimi_linear", normalizeKimiLinear}};
+      {"kimi_linear", normalizeKimiLinear},
+      {"nemotron_h", normalizeNemotronH}};
   if (!readQuantization(root, spec))
     return false;
   for (auto [name, fn] : kOthers)

@@ -117,6 +117,10 @@ bool normalizeGraniteHybrid(FieldReader &r, ModelSpec &spec);
 /// kimi_linear (HybridFamilies.cpp): Kimi Delta Attention and MLA layers
 /// without rotary (Kimi-Linear).
 bool normalizeKimiLinear(FieldReader &r, ModelSpec &spec);
+/// nemotron_h (HybridFamilies.cpp): Mamba2 and attention blocks, each with
+/// the MLP or MoE block that follows it as its layer's feed-forward
+/// network (the kind and norm set; readNemotronFeedForward fills it).
+bool normalizeNemotronH(FieldReader &r, ModelSpec &spec);
 /// Notes what the checkpoint's quantization_config means for the weights
 /// block, layer and model read (blockwise FP8 E4M3 is read; others not).
 bool readQuantization(FieldReader &r, ModelSpec &spec);
@@ -132,6 +136,7 @@ std::string prefixOf(const std::string &name, llvm::StringRef suffix);
 /// deepseek_v2/v3, kimi_k2 and glm4_moe; kimi_linear's.
 bool readRoutedFamily(FieldReader &r, ModelSpec &spec);
 bool readKimiFeedForward(FieldReader &r, ModelSpec &spec);
+bool readNemotronFeedForward(FieldReader &r, ModelSpec &spec);
 /// Attaches each transformer layer's feed-forward network (FeedForward.cpp)
 /// to the last attention sub-block of the layer, after the family's
 /// normalization filled spec.layers.

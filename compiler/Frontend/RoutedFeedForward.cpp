@@ -12,6 +12,8 @@
 
 #include "compiler/Frontend/NormalizeUtils.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::normalize;
@@ -324,6 +326,151 @@ bool normalize::readKimiFeedForward(FieldReader &r, ModelSpec &spec) {
       lf.gate.weight = m + "gate_proj.weight";
       lf.up.weight = m + "up_proj.weight";
       lf.down.weight = m + "down_proj.weight";
+    }
+    l.ffn = lf;
+  }
+  return true;
+}
+
+/// Nemotron-H's MLP and MoE blocks (NemotronHMLP, NemotronHMoE), each the
+/// feed-forward network of the mixer layer before it (normalizeNemotronH
+/// set its kind and its norm, the block's own): the MLP
+/// down(act(up(x))) with mlp_hidden_act (relu2) and mlp_bias; the mixture
+/// of experts DeepSeek-V3's router (sigmoid scores,
+/// e_score_correction_bias for the selection only, n_group groups scored
+/// by their best two, topk_group kept, the chosen scores renormalized with
+/// + 1e-20 under norm_topk_prob, times routed_scaling_factor) over plain
+/// experts act(x·upᵀ)·downᵀ, plus the shared expert, a plain MLP of
+/// moe_shared_expert_intermediate_size (times n_shared_experts, as vLLM).
+bool normalize::readNemotronFeedForward(FieldReader &r, ModelSpec &spec) {
+  // Long: the MLP's and the mixture's fields, each checked where read.
+  bool anyMlp = false, anyMoE = false;
+  for (const LayerSpec &l : spec.layers) {
+    anyMlp |= l.ffn.kind == FFNKind::Dense;
+    anyMoE |= l.ffn.kind == FFNKind::MoE;
+  }
+  FFNSpec base;
+  readActivation(r, "mlp_hidden_act", "relu2", base);
+  bool mlpBias = r.optBool({"mlp_bias"}, false).value_or(false);
+  if (r.failed())
+    return false;
+  // intermediate_size: one size, or (vLLM) one per MLP block in order (a
+  // list of one applies to all).
+  std::vector<int64_t> mlpSizes;
+  if (anyMlp) {
+    const nlohmann::json *v = r.get("intermediate_size");
+    size_t mlps = 0;
+    for (const LayerSpec &l : spec.layers)
+      mlps += l.ffn.kind == FFNKind::Dense;
+    if (v && v->is_array()) {
+      std::optional<std::vector<double>> list =
+          r.optNumArray("intermediate_size");
+      if (r.failed())
+        return false;
+      for (double d : *list) {
+        if (d != std::floor(d) || d < 1 || d > double(kMaxIntermediate)) {
+          r.error("intermediate_size")
+              << "intermediate_size holds " << formatNumber(d)
+              << "; accepted: integers 1 to " << kMaxIntermediate;
+          return false;
+        }
+        mlpSizes.push_back(int64_t(d));
+      }
+      if (mlpSizes.size() != 1 && mlpSizes.size() != mlps) {
+        r.error("intermediate_size")
+            << "intermediate_size lists " << mlpSizes.size() << " sizes for "
+            << mlps << " MLP blocks; accepted: one size, or one per MLP block";
+        return false;
+      }
+    } else {
+      mlpSizes.push_back(
+          r.optInt({"intermediate_size"}, 1, kMaxIntermediate, 21504)
+              .value_or(21504));
+      if (r.failed())
+        return false;
+    }
+  }
+  FFNSpec moe = base;
+  moe.kind = FFNKind::MoE;
+  if (anyMoE) {
+    moe.numExperts =
+        r.optInt({"n_routed_experts", "num_local_experts"}, 1, 1 << 20, 8)
+            .value_or(8);
+    moe.topK = r.optInt({"num_experts_per_tok"}, 1, 1 << 20, 2).value_or(2);
+    moe.intermediate =
+        r.optInt({"moe_intermediate_size"}, 1, kMaxIntermediate, 7688)
+            .value_or(7688);
+    int64_t sharedInter = r.optInt({"moe_shared_expert_intermediate_size"}, 1,
+                                   kMaxIntermediate, 7688)
+                              .value_or(7688);
+    int64_t shared = r.optInt({"n_shared_experts"}, 0, 1 << 10, 1).value_or(1);
+    moe.routedScale =
+        r.optNum({"routed_scaling_factor"}, 0.0, 1e6, 1.0).value_or(1.0);
+    moe.normTopK = r.optBool({"norm_topk_prob"}, true).value_or(true);
+    int64_t groups = r.optInt({"n_group"}, 1, 1 << 20, 1).value_or(1);
+    int64_t topKGroups = r.optInt({"topk_group"}, 1, 1 << 20, 1).value_or(1);
+    std::optional<int64_t> latent =
+        r.optInt({"moe_latent_size"}, 1, kMaxHidden);
+    if (r.failed())
+      return false;
+    if (moe.topK > moe.numExperts) {
+      r.error("num_experts_per_tok")
+          << "num_experts_per_tok (" << moe.topK
+          << ") exceeds n_routed_experts (" << moe.numExperts
+          << "); accepted: 1 to n_routed_experts";
+      return false;
+    }
+    if (!setGroups(r, moe, groups, topKGroups, /*scoredByTwo=*/true,
+                   {"n_routed_experts", "n_group", "num_experts_per_tok"}))
+      return false;
+    moe.scoring = ExpertScoring::Sigmoid;
+    moe.groupScore = ExpertGroupScore::TopTwoSum;
+    // NemotronHMoE masks the other groups' scores to -inf.
+    moe.excludeOtherGroups = true;
+    moe.normEpsilon = 1e-20;
+    moe.sharedIntermediate = sharedInter * shared;
+    if (shared != 1)
+      spec.notes.push_back(
+          "n_shared_experts = " + std::to_string(shared) +
+          ": the shared expert is " +
+          (shared ? std::to_string(shared) + " x "
+                  : std::string("absent (0 x ")) +
+          "moe_shared_expert_intermediate_size wide" + (shared ? "" : ")") +
+          ", as vLLM builds it (transformers always builds one of "
+          "moe_shared_expert_intermediate_size)");
+    if (latent && moe.unsupported.empty())
+      moe.unsupported =
+          "moe_latent_size " + std::to_string(*latent) +
+          " (the experts run in a latent space through fc1_latent_proj and "
+          "fc2_latent_proj: Nemotron 3 Super's latent MoE) is not compiled; "
+          "accepted: null";
+    if (mlpBias && moe.unsupported.empty())
+      moe.unsupported = "'mlp_bias': true (biases on the shared expert's "
+                        "projections) is not compiled in a mixture of "
+                        "experts; accepted: false";
+  }
+  size_t mlpIndex = 0;
+  for (LayerSpec &l : spec.layers) {
+    if (l.ffn.kind != FFNKind::Dense && l.ffn.kind != FFNKind::MoE)
+      continue;
+    std::string m = prefixOf(l.ffn.norm.weight, "norm.weight") + "mixer.";
+    FFNSpec lf = l.ffn.kind == FFNKind::MoE ? moe : base;
+    lf.kind = l.ffn.kind;
+    lf.norm = l.ffn.norm;
+    lf.placement = FFNPlacement::Pre;
+    if (lf.kind == FFNKind::Dense) {
+      lf.intermediate = mlpSizes[mlpSizes.size() == 1 ? 0 : mlpIndex++];
+      lf.up = {m + "up_proj.weight", mlpBias ? m + "up_proj.bias" : ""};
+      lf.down = {m + "down_proj.weight", mlpBias ? m + "down_proj.bias" : ""};
+    } else {
+      lf.router.weight = m + "gate.weight";
+      lf.scoreBias = m + "gate.e_score_correction_bias";
+      lf.up.weight = m + "experts.{e}.up_proj.weight";
+      lf.down.weight = m + "experts.{e}.down_proj.weight";
+      if (lf.sharedIntermediate > 0) {
+        lf.sharedUp.weight = m + "shared_experts.up_proj.weight";
+        lf.sharedDown.weight = m + "shared_experts.down_proj.weight";
+      }
     }
     l.ffn = lf;
   }

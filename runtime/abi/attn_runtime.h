@@ -80,7 +80,9 @@ typedef struct {
 } attn_rt_memref_i32_2;
 
 /* One weight of a block: its role, its checkpoint name with "{i}" standing
- * for the layer number, and its shape (rank 1 to 4; unused dims 0). */
+ * for the layer number ("{i+1}" for the next one: Nemotron-H's layers close
+ * with the block after their mixer), and its shape (rank 1 to 4; unused
+ * dims 0). */
 typedef struct {
   const char *role;
   const char *pattern;

@@ -334,15 +334,20 @@ BlockWeights::BlockWeights(const attn_rt_kind &kind, int64_t layerInStack,
   SafeTensors st;
   if (!st.open(path, err))
     fail(err);
-  auto substitute = [](std::string name, const char *key, int64_t value) {
+  auto substitute = [](std::string name, const std::string &key,
+                       int64_t value) {
     size_t at = name.find(key);
     if (at != std::string::npos)
-      name = name.substr(0, at) + std::to_string(value) + name.substr(at + 3);
+      name = name.substr(0, at) + std::to_string(value) +
+             name.substr(at + key.size());
     return name;
   };
   for (int64_t i = 0; i < count; ++i) {
     const attn_rt_weight &w = kind.weights[i];
-    std::string name = substitute(w.pattern, "{i}", layerInStack);
+    // "{i}": the layer's number in its stack; "{i+1}": the next block's
+    // (Nemotron-H's layers close with the MLP or MoE block that follows).
+    std::string name = substitute(substitute(w.pattern, "{i}", layerInStack),
+                                  "{i+1}", layerInStack + 1);
     std::vector<int64_t> shape(w.shape, w.shape + w.rank);
     if (w.source != ATTN_RT_WEIGHT_AS_STORED) {
       if (!readFusedExperts(st, name, w.source, shape, data[i], err))

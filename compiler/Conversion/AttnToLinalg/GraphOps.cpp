@@ -86,6 +86,11 @@ Value activate(OpBuilder &b, Location l, Activation act, Value x) {
     Value zero = fconst(b, l, t, 0.0);
     return arith::MaximumFOp::create(b, l, x, zero);
   }
+  case Activation::relu2: {
+    Value zero = fconst(b, l, t, 0.0);
+    Value r = arith::MaximumFOp::create(b, l, x, zero);
+    return arith::MulFOp::create(b, l, r, r);
+  }
   case Activation::gelu: {
     // 0.5 x (1 + erf(x / sqrt(2)))
     Value invSqrt2 = fconst(b, l, t, M_SQRT1_2);

@@ -638,6 +638,11 @@ static Value lowerOp(GatedRMSNormOp op, GatedRMSNormOp::Adaptor a,
   int64_t r = ty.getRank(), n = ty.getDimSize(r - 1);
   double eps = op.getEpsilon().convertToDouble();
   AffineMap id = AffineMap::getMultiDimIdentityMap(r, g.b.getContext());
+  // The weight over the last dim, or the last two ([groups, n]).
+  AffineMap wMap =
+      cast<RankedTensorType>(a.getWeight().getType()).getRank() == 2
+          ? g.map(r, {g.d(r - 2), g.d(r - 1)})
+          : g.map(r, {g.d(r - 1)});
   SmallVector<IteratorType> par(r, kPar);
   if (op.getGateFirst()) {
     // u = x · silu(z), then u's RMSNorm with the weight.
@@ -650,7 +655,7 @@ static Value lowerOp(GatedRMSNormOp op, GatedRMSNormOp::Adaptor a,
     Value uss = rowSumOfSquares(g, u);
     return g.generic(
         {u, uss, a.getWeight()}, g.empty(g.sizes(x), elt),
-        {id, rowMap(g, r), g.map(r, {g.d(r - 1)}), id}, par,
+        {id, rowMap(g, r), wMap, id}, par,
         [&](OpBuilder &b, Location l, ValueRange v) -> Value {
           Value mean =
               arith::DivFOp::create(b, l, v[1], fconst(b, l, elt, double(n)));
@@ -663,8 +668,7 @@ static Value lowerOp(GatedRMSNormOp op, GatedRMSNormOp::Adaptor a,
   Value ss = rowSumOfSquares(g, x);
   return g.generic(
       {x, ss, a.getWeight(), a.getGate()}, g.empty(g.sizes(x), elt),
-      {id, rowMap(g, r), g.map(r, {g.d(r - 1)}), id, id},
-      SmallVector<IteratorType>(r, kPar),
+      {id, rowMap(g, r), wMap, id, id}, SmallVector<IteratorType>(r, kPar),
       [&](OpBuilder &b, Location l, ValueRange a) -> Value {
         Value mean =
             arith::DivFOp::create(b, l, a[1], fconst(b, l, elt, double(n)));

@@ -7,12 +7,13 @@
 //   router   p = softmax(x·Wᵀ) [T, E] (linalg.generic reductions);
 //   top-k    k passes of a (max, first index) reduction over the experts,
 //            each masking its pick, then the weights renormalized;
-//   shared   the shared expert's gated network on every token, scaled by
-//            sigmoid(x·w), as the accumulator's initial value;
+//   shared   the shared expert's network (gated, or plain without a gate
+//            weight) on every token, scaled by sigmoid(x·w), as the
+//            accumulator's initial value;
 //   experts  an scf.for over the experts: the tokens routed to expert e
 //            gathered into a compact [n, H] tile (an scf.for compaction),
-//            the expert's gated network on those rows only (its weights
-//            sliced from the stacked [E, ., .] tensors: read once per
+//            the expert's network (gated or plain) on those rows only (its
+//            weights sliced from the stacked [E, ., .] tensors: read once per
 //            call), and each row, scaled by its routing weight, added back
 //            to its token's row; an expert with no token is skipped.
 //
@@ -97,6 +98,9 @@ private:
   Value gatherRows(Value n, Value rows, Value we);
   /// Expert `e`'s network on the rows `xs` [n, H].
   Value expertOn(Value xs, Value e);
+  /// act(xs·upᵀ)·downᵀ: a network without a gate (Nemotron-H's experts and
+  /// shared expert).
+  Value plainNetwork(Value xs, Value up, Value down);
   /// `acc` with each row of `ye` added to its token's row, scaled by its
   /// routing weight (not when the input was scaled).
   Value scatterRows(Value acc, Value ye, Value rows, Value n, Value we);
@@ -300,14 +304,17 @@ Value MoELowering::limitGroups(Value choice, Value logits) {
   Value keep = groupLoop.getResult(1); // [T, G]: 1 for a kept group
   AffineMap ofGroup =
       g.map(2, {g.d(0), g.d(1).floorDiv(b.getAffineConstantExpr(per))});
+  // The other groups' experts: c = 0 (transformers' DeepSeek-V3), or out
+  // of the running (-inf: exclude_other_groups, Nemotron-H).
+  double masked = op.getExcludeOtherGroups() ? -INFINITY : 0.0;
   choice = g.generic({choice, keep}, g.empty(te, elt), {id2, ofGroup, id2},
                      {kPar, kPar},
-                     [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                     [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
                        Value zero = fconst(nb, l, a[0].getType(), 0.0);
+                       Value out = fconst(nb, l, a[0].getType(), masked);
                        Value kept = arith::CmpFOp::create(
                            nb, l, arith::CmpFPredicate::ONE, a[1], zero);
-                       return arith::SelectOp::create(nb, l, kept, a[0],
-                                                      zero);
+                       return arith::SelectOp::create(nb, l, kept, a[0], out);
                      });
   return choice;
 }
@@ -366,9 +373,10 @@ std::pair<Value, Value> MoELowering::topK(Value choice, Value probs) {
 
 Value MoELowering::sharedExpert() {
   Value acc;
-  if (Value sg = a.getSharedGateWeight()) {
-    acc = gatedNetwork(g, x2, sg, a.getSharedUpWeight(),
-                       a.getSharedDownWeight(), act);
+  if (Value su = a.getSharedUpWeight()) {
+    Value sg = a.getSharedGateWeight();
+    acc = sg ? gatedNetwork(g, x2, sg, su, a.getSharedDownWeight(), act)
+             : plainNetwork(x2, su, a.getSharedDownWeight());
     if (Value sgate = a.getSharedExpertGateWeight()) {
       Value gate = linearOf(g, x2, sgate, Value(), false); // [T, 1]
       acc = g.generic(
@@ -462,11 +470,25 @@ Value MoELowering::gatherRows(Value n, Value rows, Value we) {
       });
 }
 
+Value MoELowering::plainNetwork(Value xs, Value up, Value down) {
+  Value u = linearOf(g, xs, up, Value(), false);
+  Value h = elementwise(g, {u}, elt,
+                        [&](OpBuilder &nb, Location l, ValueRange v) -> Value {
+                          return activate(nb, l, act, v[0]);
+                        });
+  return linearOf(g, h, down, Value(), false);
+}
+
 Value MoELowering::expertOn(Value xs, Value e) {
   Value gateW = a.getExpertGateWeight(), upW = a.getExpertUpWeight(),
         downW = a.getExpertDownWeight();
   // One statement per created op: the IR must not depend on the host
   // compiler's order of argument evaluation.
+  if (!gateW) {
+    Value eUp = weightOf(upW, e);
+    Value eDown = weightOf(downW, e);
+    return plainNetwork(xs, eUp, eDown);
+  }
   Value eGate = weightOf(gateW, e);
   Value eUp = weightOf(upW, e);
   Value eDown = weightOf(downW, e);

@@ -75,7 +75,8 @@ def Attn_Activation : I32EnumAttr<"Activation",
     I32EnumAttrCase<"silu", 0>,
     I32EnumAttrCase<"gelu", 1>,
     I32EnumAttrCase<"gelu_tanh", 2>,
-    I32EnumAttrCase<"relu", 3>
+    I32EnumAttrCase<"relu", 3>,
+    I32EnumAttrCase<"relu2", 4>
   ]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::attn";
@@ -85,6 +86,8 @@ def Attn_Activation : I32EnumAttr<"Activation",
     * `gelu_tanh`: x · (1 + tanh(√(2/π) · (x + 0.044715 x³))) / 2
       (`gelu_new`, `gelu_pytorch_tanh`: GPT-2, Gemma).
     * `relu`: max(x, 0) (T5).
+    * `relu2`: max(x, 0)² (transformers' `relu2`, squared ReLU: Nemotron-H's
+      MLP and experts).
   }];
 }
 

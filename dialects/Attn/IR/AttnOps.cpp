@@ -156,9 +156,12 @@ LogicalResult MoEOp::verify() {
   if (failed(expectDimsAgree(*this, router, 1, "router_weight hidden dim", x,
                              last, "the input's last dim")))
     return failure();
-  ShapedType g = tensorOf(getExpertGateWeight()),
-             u = tensorOf(getExpertUpWeight()),
-             d = tensorOf(getExpertDownWeight());
+  // Plain experts (no gate weight): the up weight stands in for the gate's
+  // shape checks.
+  bool gated = bool(getExpertGateWeight());
+  ShapedType u = tensorOf(getExpertUpWeight()),
+             d = tensorOf(getExpertDownWeight()),
+             g = gated ? tensorOf(getExpertGateWeight()) : u;
   for (auto [t, name] : {std::pair<ShapedType, const char *>{
                              g, "expert_gate_weight"},
                          {u, "expert_up_weight"},
@@ -186,6 +189,9 @@ LogicalResult MoEOp::verify() {
                              "expert_down_weight intermediate dim", g, 1,
                              "expert_gate_weight intermediate dim")))
     return failure();
+  if (!gated && (getExpertGateBias() || getSwigluLimit()))
+    return emitOpError() << "expects gated experts (gate, up, down) with "
+                            "expert_biases or swiglu_limit";
   int64_t k = getTopK();
   if (k < 1 || (!router.isDynamicDim(0) && k > router.getDimSize(0)))
     return emitOpError() << "expects top_k in [1, experts = "
@@ -248,27 +254,33 @@ LogicalResult MoEOp::verify() {
                          << eps;
   Value shared[] = {getSharedGateWeight(), getSharedUpWeight(),
                     getSharedDownWeight()};
-  int numShared = llvm::count_if(shared, [](Value v) { return bool(v); });
-  if (numShared == 0) {
+  if (!shared[1] && !shared[2]) {
+    if (shared[0])
+      return emitOpError() << "expects shared_up_weight and "
+                              "shared_down_weight with shared_gate_weight";
     if (getSharedExpertGateWeight())
       return emitOpError() << "expects shared(...) with a shared_gate(...)";
     return success();
   }
-  if (numShared != 3)
-    return emitOpError() << "expects all three shared-expert weights or "
-                            "none, got "
-                         << numShared;
+  if (!shared[1] || !shared[2])
+    return emitOpError() << "expects shared_up_weight and shared_down_weight "
+                            "together";
+  // A gated shared expert (gate, up, down) or a plain one (up, down).
   const char *sharedNames[] = {"shared_gate_weight", "shared_up_weight",
                                "shared_down_weight"};
   for (auto [v, name] : llvm::zip(shared, sharedNames))
-    if (tensorOf(v).getRank() != 2)
+    if (v && tensorOf(v).getRank() != 2)
       return emitOpError() << "expects " << name << " of rank 2, got rank "
                            << tensorOf(v).getRank();
-  if (failed(verifyFeedForward(*this, getInput(), getResult(),
-                               {{shared[0], "shared_gate_weight"},
-                                {shared[1], "shared_up_weight"},
-                                {shared[2], "shared_down_weight"}},
-                               {1, 1, 0}, {})))
+  if (failed(shared[0] ? verifyFeedForward(*this, getInput(), getResult(),
+                                           {{shared[0], "shared_gate_weight"},
+                                            {shared[1], "shared_up_weight"},
+                                            {shared[2], "shared_down_weight"}},
+                                           {1, 1, 0}, {})
+                       : verifyFeedForward(*this, getInput(), getResult(),
+                                           {{shared[1], "shared_up_weight"},
+                                            {shared[2], "shared_down_weight"}},
+                                           {1, 0}, {})))
     return failure();
   if (Value gate = getSharedExpertGateWeight())
     if (failed(expectShape(*this, tensorOf(gate), {1, x.getDimSize(last)},
@@ -304,8 +316,22 @@ LogicalResult GatedRMSNormOp::verify() {
     return emitOpError() << "expects a gate of the input's type "
                          << getInput().getType() << ", got "
                          << getGate().getType();
-  if (failed(verifyNormWeight(*this, getInput(), getWeight(), "weight")))
+  // [groups, n] over an input [..., groups, n]: one weight per channel of
+  // the normalized groups (Mamba2's grouped norm).
+  ShapedType x = getInput().getType(), w = getWeight().getType();
+  if (w.getRank() == 2) {
+    if (x.getRank() < 2)
+      return emitOpError() << "expects an input of rank >= 2 with a weight "
+                              "[groups, n]";
+    if (failed(expectDimsAgree(*this, w, 0, "weight groups", x, x.getRank() - 2,
+                               "the input's dim -2")) ||
+        failed(expectDimsAgree(*this, w, 1, "weight size", x, x.getRank() - 1,
+                               "the input's last dim")))
+      return failure();
+  } else if (failed(
+                 verifyNormWeight(*this, getInput(), getWeight(), "weight"))) {
     return failure();
+  }
   return verifyPositiveFinite(*this, getEpsilon().convertToDouble(),
                               "epsilon");
 }
@@ -700,6 +726,69 @@ LogicalResult PVOp::verify() {
                      {p.getDimSize(0), p.getDimSize(1), p.getDimSize(2),
                       v.getDimSize(3)},
                      "a result of shape [batch, Hq, q_len, head_dim_v]");
+}
+
+//===----------------------------------------------------------------------===//
+// attn.moe's expert lists: `(gate, up, down)` for gated networks, `(up,
+// down)` for plain ones.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// `(` two or three operands `)`: the first of three is the gate.
+ParseResult parseNetwork(OpAsmParser &p,
+                         std::optional<OpAsmParser::UnresolvedOperand> &gate,
+                         std::optional<OpAsmParser::UnresolvedOperand> &up,
+                         std::optional<OpAsmParser::UnresolvedOperand> &down) {
+  SmallVector<OpAsmParser::UnresolvedOperand, 3> ops;
+  SMLoc at = p.getCurrentLocation();
+  if (p.parseOperandList(ops, OpAsmParser::Delimiter::Paren))
+    return failure();
+  if (ops.size() != 2 && ops.size() != 3)
+    return p.emitError(at) << "expects (gate, up, down) or (up, down), got "
+                           << ops.size() << " operands";
+  if (ops.size() == 3)
+    gate = ops[0];
+  up = ops[ops.size() - 2];
+  down = ops.back();
+  return success();
+}
+
+void printNetwork(OpAsmPrinter &p, Value gate, Value up, Value down) {
+  p << '(';
+  if (gate)
+    p << gate << ", ";
+  p << up << ", " << down << ')';
+}
+
+} // namespace
+
+/// `(gate, up, down)` or `(up, down)`, then optionally `shared` and the
+/// shared expert's network.
+static ParseResult parseExperts(
+    OpAsmParser &p, std::optional<OpAsmParser::UnresolvedOperand> &gate,
+    OpAsmParser::UnresolvedOperand &up, OpAsmParser::UnresolvedOperand &down,
+    std::optional<OpAsmParser::UnresolvedOperand> &sharedGate,
+    std::optional<OpAsmParser::UnresolvedOperand> &sharedUp,
+    std::optional<OpAsmParser::UnresolvedOperand> &sharedDown) {
+  std::optional<OpAsmParser::UnresolvedOperand> u, d;
+  if (parseNetwork(p, gate, u, d))
+    return failure();
+  up = *u;
+  down = *d;
+  if (failed(p.parseOptionalKeyword("shared")))
+    return success();
+  return parseNetwork(p, sharedGate, sharedUp, sharedDown);
+}
+
+static void printExperts(OpAsmPrinter &p, Operation *, Value gate, Value up,
+                         Value down, Value sharedGate, Value sharedUp,
+                         Value sharedDown) {
+  printNetwork(p, gate, up, down);
+  if (!sharedUp)
+    return;
+  p << " shared";
+  printNetwork(p, sharedGate, sharedUp, sharedDown);
 }
 
 #define GET_OP_CLASSES

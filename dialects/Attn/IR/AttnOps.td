@@ -126,13 +126,17 @@ def Attn_MoEOp : Attn_Op<"moe", [Pure, AttrSizedOperandSegments]> {
     * with `num_groups` G > 1, group-limited selection: the experts in G
       equal groups, each scored by its best `c` (`group_score = max`) or
       the sum of its best two (`top2_sum`), the `topk_groups` best groups
-      kept and the others' `c` set to 0 (as transformers masks them);
+      kept and the others' `c` set to 0 (as transformers' DeepSeek-V3 masks
+      them), or with `exclude_other_groups` to -inf, out of the running
+      (transformers' Nemotron-H, DeepSeek's reference code);
     * the `top_k` experts of largest `c` per token (the first on ties),
       each weighted by its `p` (not `c`); with `norm_topk_prob` the k
       weights divided by their sum plus `norm_topk_epsilon`; then all
       multiplied by `routed_scaling_factor`;
     * each expert e a gated network
-      `(act(x·W_gate[e]ᵀ) ⊙ (x·W_up[e]ᵀ))·W_down[e]ᵀ`, computed only for the
+      `(act(x·W_gate[e]ᵀ) ⊙ (x·W_up[e]ᵀ))·W_down[e]ᵀ`, or without a gate
+      weight (`experts(%up, %down)`: Nemotron-H's non-gated experts) the
+      plain network `act(x·W_up[e]ᵀ)·W_down[e]ᵀ`, computed only for the
       tokens routed to it (gathered, so each expert's weights are read once
       per call), its outputs scaled by their weights and summed;
     * with `router_bias(...)` (`[E]`), a bias added to the router logits
@@ -146,7 +150,8 @@ def Attn_MoEOp : Attn_Op<"moe", [Pure, AttrSizedOperandSegments]> {
       their routing weights, its output added as it is (Llama 4:
       `expert(w · x)` instead of `w · expert(x)`);
     * with `shared(...)`, a shared expert (a gated network of its own size,
-      DeepSeek's n_shared_experts together) on every token, added; with
+      DeepSeek's n_shared_experts together; `shared(%up, %down)` a plain
+      one) on every token, added; with
       `shared_gate(...)` scaled first by `sigmoid(x·W_shared_gateᵀ)`
       (Qwen's `shared_expert_gate`).
 
@@ -172,7 +177,7 @@ def Attn_MoEOp : Attn_Op<"moe", [Pure, AttrSizedOperandSegments]> {
   }];
   let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$router_weight,
                        Optional<Attn_FloatTensor>:$score_bias,
-                       Attn_FloatTensor:$expert_gate_weight,
+                       Optional<Attn_FloatTensor>:$expert_gate_weight,
                        Attn_FloatTensor:$expert_up_weight,
                        Attn_FloatTensor:$expert_down_weight,
                        Optional<Attn_FloatTensor>:$shared_gate_weight,
@@ -192,6 +197,7 @@ def Attn_MoEOp : Attn_Op<"moe", [Pure, AttrSizedOperandSegments]> {
                        DefaultValuedAttr<I64Attr, "1">:$topk_groups,
                        DefaultValuedAttr<Attn_GroupScoreAttr,
                            "::mlir::attn::GroupScore::max">:$group_score,
+                       UnitAttr:$exclude_other_groups,
                        DefaultValuedAttr<F64Attr, "1.0">:$routed_scaling_factor,
                        OptionalAttr<F64Attr>:$swiglu_limit,
                        DefaultValuedAttr<F64Attr, "1.702">:$swiglu_alpha,
@@ -201,10 +207,9 @@ def Attn_MoEOp : Attn_Op<"moe", [Pure, AttrSizedOperandSegments]> {
     $activation $input `,` $router_weight
     (`router_bias` `(` $router_bias^ `)`)?
     (`score_bias` `(` $score_bias^ `)`)?
-    `experts` `(` $expert_gate_weight `,` $expert_up_weight `,`
-    $expert_down_weight `)`
-    (`shared` `(` $shared_gate_weight^ `,` $shared_up_weight `,`
-     $shared_down_weight `)`)?
+    `experts` `` custom<Experts>($expert_gate_weight, $expert_up_weight,
+                                 $expert_down_weight, $shared_gate_weight,
+                                 $shared_up_weight, $shared_down_weight)
     (`shared_gate` `(` $shared_expert_gate_weight^ `)`)?
     (`expert_biases` `(` $expert_gate_bias^ `,` $expert_up_bias `,`
      $expert_down_bias `)`)?
@@ -700,6 +705,10 @@ def Attn_GatedRMSNormOp : Attn_Op<"gated_rms_norm", [Pure]> {
     `y = u / sqrt(mean(u²) + epsilon) · w`. With `sigmoid` the gate is
     `sigmoid(z)` instead of `silu(z)` (Kimi Delta Attention's `o_norm`,
     flash-linear-attention's `FusedRMSNormGated(activation="sigmoid")`).
+    The weight may also be `[groups, n]` over an input `[..., groups, n]`:
+    each group of n channels normalized on its own, one weight per channel
+    (Mamba2's grouped norm, `group_size = intermediate / n_groups`:
+    Nemotron-H, Zamba2).
 
     ```mlir
     %y = attn.gated_rms_norm %o, %z, %w {epsilon = 1.0e-06 : f64}

@@ -19,6 +19,30 @@ func.func @moe_top_k(%x: tensor<?x8xf32>, %r: tensor<4x8xf32>, %g: tensor<4x6x8x
 
 // -----
 
+func.func @moe_one_expert_weight(%x: tensor<?x8xf32>, %r: tensor<4x8xf32>, %d: tensor<4x8x6xf32>) {
+  // expected-error @+1 {{expects (gate, up, down) or (up, down), got 1 operands}}
+  %0 = attn.moe <silu> %x, %r experts(%d) {top_k = 2 : i64} : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<4x8x6xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @moe_plain_swiglu(%x: tensor<?x8xf32>, %r: tensor<4x8xf32>, %u: tensor<4x6x8xf32>, %d: tensor<4x8x6xf32>) {
+  // expected-error @+1 {{expects gated experts (gate, up, down) with expert_biases or swiglu_limit}}
+  %0 = attn.moe <silu> %x, %r experts(%u, %d) {top_k = 2 : i64, swiglu_limit = 7.0 : f64} : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<4x6x8xf32>, tensor<4x8x6xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @moe_plain_shared(%x: tensor<?x8xf32>, %r: tensor<4x8xf32>, %u: tensor<4x6x8xf32>, %d: tensor<4x8x6xf32>, %su: tensor<5x8xf32>, %sd: tensor<8x4xf32>) {
+  // expected-error @+1 {{down_weight intermediate dim (4) does not match shared_up_weight intermediate dim (5)}}
+  %0 = attn.moe <relu2> %x, %r experts(%u, %d) shared(%su, %sd) {top_k = 2 : i64} : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<4x6x8xf32>, tensor<4x8x6xf32>, tensor<5x8xf32>, tensor<8x4xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
 func.func @moe_experts(%x: tensor<?x8xf32>, %r: tensor<4x8xf32>, %g: tensor<3x6x8xf32>, %u: tensor<4x6x8xf32>, %d: tensor<4x8x6xf32>) {
   // expected-error @+1 {{expert_gate_weight experts (3) does not match router_weight experts (4)}}
   %0 = attn.moe <silu> %x, %r experts(%g, %u, %d) {top_k = 2 : i64} : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<3x6x8xf32>, tensor<4x6x8xf32>, tensor<4x8x6xf32>) -> tensor<?x8xf32>
@@ -1426,6 +1450,15 @@ func.func @gated_norm_gate(%x: tensor<1x8x4x8xf32>, %z: tensor<1x8x4x4xf32>, %w:
 func.func @gated_norm_weight(%x: tensor<1x8x4x8xf32>, %w: tensor<4xf32>) {
   // expected-error @+1 {{weight size (4) does not match the input's last dim (8)}}
   %y = attn.gated_rms_norm %x, %x, %w {epsilon = 1.0e-06 : f64} : (tensor<1x8x4x8xf32>, tensor<1x8x4x8xf32>, tensor<4xf32>) -> tensor<1x8x4x8xf32>
+  return
+}
+
+
+// -----
+
+func.func @gated_rms_norm_groups(%x: tensor<1x8x4x8xf32>, %w: tensor<2x8xf32>) {
+  // expected-error @+1 {{weight groups (2) does not match the input's dim -2 (4)}}
+  %y = attn.gated_rms_norm %x, %x, %w {epsilon = 1.0e-06 : f64} : (tensor<1x8x4x8xf32>, tensor<1x8x4x8xf32>, tensor<2x8xf32>) -> tensor<1x8x4x8xf32>
   return
 }
 

@@ -313,6 +313,23 @@ func.func @moe(%x: tensor<?x?x64xf32>, %r: tensor<8x64xf32>, %g: tensor<8x32x64x
   return %1 : tensor<?x?x64xf32>
 }
 
+// Nemotron-H's: plain relu2 experts and shared expert (up, down), the
+// groups not kept out of the running.
+// CHECK-LABEL: func.func @moe_plain
+// CHECK: attn.moe <relu2> %{{.*}}, %{{.*}} score_bias(%{{.*}}) experts(%{{.*}}, %{{.*}}) shared(%{{.*}}, %{{.*}}) {exclude_other_groups, group_score = #attn.group_score<top2_sum>, num_groups = 2 : i64, scoring = #attn.scoring<sigmoid>, top_k = 2 : i64} :
+func.func @moe_plain(%x: tensor<?x?x64xf32>, %r: tensor<8x64xf32>, %bias: tensor<8xf32>, %u: tensor<8x32x64xf32>, %d: tensor<8x64x32xf32>, %su: tensor<48x64xf32>, %sd: tensor<64x48xf32>) -> tensor<?x?x64xf32> {
+  %0 = attn.moe <relu2> %x, %r score_bias(%bias) experts(%u, %d) shared(%su, %sd) {top_k = 2 : i64, scoring = #attn.scoring<sigmoid>, num_groups = 2 : i64, group_score = #attn.group_score<top2_sum>, exclude_other_groups} : (tensor<?x?x64xf32>, tensor<8x64xf32>, tensor<8xf32>, tensor<8x32x64xf32>, tensor<8x64x32xf32>, tensor<48x64xf32>, tensor<64x48xf32>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
+// Mamba2's grouped gated norm: a weight [groups, n].
+// CHECK-LABEL: func.func @gated_rms_norm_groups
+// CHECK: attn.gated_rms_norm %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 9.9999999999999995E-7 : f64, gate_first} : (tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>, tensor<4x8xf32>) -> tensor<?x?x4x8xf32>
+func.func @gated_rms_norm_groups(%x: tensor<?x?x4x8xf32>, %w: tensor<4x8xf32>) -> tensor<?x?x4x8xf32> {
+  %0 = attn.gated_rms_norm %x, %x, %w {epsilon = 1.0e-06 : f64, gate_first} : (tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>, tensor<4x8xf32>) -> tensor<?x?x4x8xf32>
+  return %0 : tensor<?x?x4x8xf32>
+}
+
 // Llama 4's: top-1 sigmoid scores scaling each expert's input.
 // CHECK-LABEL: func.func @moe_scale_input
 // CHECK: attn.moe <silu> %{{.*}}, %{{.*}} experts(%{{.*}}, %{{.*}}, %{{.*}}) shared(%{{.*}}, %{{.*}}, %{{.*}}) {scale_input, scoring = #attn.scoring<sigmoid>, top_k = 1 : i64} :

@@ -88,6 +88,58 @@ def silu(x):
     return x / (1.0 + np.exp(-x))
 
 
+def softplus(x):
+    return np.where(x > 20, x, np.log1p(np.exp(np.minimum(x, 20))))
+
+
+def mamba2_mixer(t, a, h, dims, conv_state, state, limit, eps, norm_groups):
+    """The Mamba2 mixer (transformers' torch_forward) on the normed hidden
+    states h [B, S, H], its weights under prefix `a`, dims (heads, n_groups,
+    d_state N, head dim P, conv kernel K): in_proj (with its bias if
+    present) giving [gate (I), x B C (I + 2 G N), dt (heads)]; the causal
+    depthwise conv1d over x B C with its bias and SiLU (its state: the last
+    K - 1 inputs); dt = softplus(dt + dt_bias) clamped to `limit` (lo, hi);
+    A = -exp(A_log); the SSD token by token, head h reading group
+    h // (heads / G): S <- exp(dt A) S + B (dt x)^T, y = S^T C (the state
+    [N, P], the transpose of transformers' ssm_states [P, N]); y + D x; the
+    gated RMSNorm, gate first, over each of `norm_groups` groups of the
+    intermediate size (u = y silu(gate), u / rms(u) * w); out_proj.
+    conv_state [B, C, K-1], state [B, heads, N, P] -> (out, conv', state')."""
+    heads, g, n, p, K = dims
+    inner = heads * p
+    C = inner + 2 * g * n
+    B, S, _ = h.shape
+    bias = lambda name: t.get(a + name, 0.0)
+    proj = h @ t[a + "in_proj.weight"].T + bias("in_proj.bias")
+    gate, xbc, dt = proj[..., :inner], proj[..., inner:inner + C], proj[..., inner + C:]
+    xs = np.concatenate([conv_state.transpose(0, 2, 1), xbc], 1)
+    w = t[a + "conv1d.weight"][:, 0, :]                     # [C, K]
+    y = sum(w[:, j] * xs[:, j:j + S, :] for j in range(K)) + bias("conv1d.bias")
+    y = silu(y)
+    new_conv = xs[:, S:, :].transpose(0, 2, 1)
+    xh = y[..., :inner].reshape(B, S, heads, p)
+    Bm = y[..., inner:inner + g * n].reshape(B, S, g, n)
+    Cm = y[..., inner + g * n:].reshape(B, S, g, n)
+    dt = softplus(dt + t[a + "dt_bias"])                    # [B, S, heads]
+    dt = np.clip(dt, float(limit[0]), float(limit[1]))
+    A = -np.exp(t[a + "A_log"])
+    st = state.copy()
+    out = np.zeros((B, S, heads, p))
+    r = heads // g
+    for b in range(B):
+        for hh in range(heads):
+            for s in range(S):
+                st[b, hh] = (st[b, hh] * np.exp(dt[b, s, hh] * A[hh]) +
+                             np.outer(Bm[b, s, hh // r], dt[b, s, hh] * xh[b, s, hh]))
+                out[b, s, hh] = st[b, hh].T @ Cm[b, s, hh // r]
+    out = out + t[a + "D"][:, None] * xh
+    u = (out.reshape(B, S, inner) * silu(gate)).reshape(B, S, norm_groups, -1)
+    u = u / np.sqrt((u * u).mean(-1, keepdims=True) + eps)
+    u = u.reshape(B, S, inner) * t[a + "norm.weight"]
+    o = u @ t[a + "out_proj.weight"].T + bias("out_proj.bias")
+    return o, new_conv, st
+
+
 def run_model_entry(exe, tensors, x, ref, n, tol):
     """`model --from 0 --to n-1` of `exe` over every layer (fresh states),
     weights `tensors`, input x, against the float64 output `ref`; prints

@@ -51,15 +51,11 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from block_ref import (attention, check_stateful, rel, rms_norm,  # noqa: E402
-                       rope, run_model_entry, silu, stateful_args,
-                       write_safetensors)
+from block_ref import (attention, check_stateful, mamba2_mixer,  # noqa: E402
+                       rel, rms_norm, rope, run_model_entry, silu,
+                       stateful_args, write_safetensors)
 
 TOL = 1e-5
-
-
-def softplus(x):
-    return np.where(x > 20, x, np.log1p(np.exp(np.minimum(x, 20))))
 
 
 def layer_types(cfg):
@@ -103,41 +99,12 @@ def mamba_layer(cfg, t, pre, x, conv_state, state):
     """x [B, S, H], conv_state [B, C, K-1], state [B, heads, N, P] ->
     y, conv_state', state'."""
     heads, g, n, p, K = mamba_dims(cfg)
-    inner = heads * p
-    C = inner + 2 * g * n
     eps = cfg.get("rms_norm_eps", 1e-6)
     rm = cfg.get("residual_multiplier", 1.0)
-    B, S, _ = x.shape
-    a = pre + "mamba."
-    bias = lambda name: t.get(a + name, 0.0)
     h = rms_norm(x, t[pre + "input_layernorm.weight"], eps, False)
-    proj = h @ t[a + "in_proj.weight"].T + bias("in_proj.bias")
-    gate, xbc, dt = proj[..., :inner], proj[..., inner:inner + C], proj[..., inner + C:]
-    xs = np.concatenate([conv_state.transpose(0, 2, 1), xbc], 1)
-    w = t[a + "conv1d.weight"][:, 0, :]                     # [C, K]
-    y = sum(w[:, j] * xs[:, j:j + S, :] for j in range(K)) + bias("conv1d.bias")
-    y = silu(y)
-    new_conv = xs[:, S:, :].transpose(0, 2, 1)
-    xh = y[..., :inner].reshape(B, S, heads, p)
-    Bm = y[..., inner:inner + g * n].reshape(B, S, g, n)
-    Cm = y[..., inner + g * n:].reshape(B, S, g, n)
-    dt = softplus(dt + t[a + "dt_bias"])                    # [B, S, heads]
     lo, hi = cfg.get("time_step_limit", [0.0, np.inf])
-    dt = np.clip(dt, float(lo), float(hi))
-    A = -np.exp(t[a + "A_log"])
-    st = state.copy()
-    out = np.zeros((B, S, heads, p))
-    r = heads // g
-    for b in range(B):
-        for hh in range(heads):
-            for s in range(S):
-                st[b, hh] = (st[b, hh] * np.exp(dt[b, s, hh] * A[hh]) +
-                             np.outer(Bm[b, s, hh // r], dt[b, s, hh] * xh[b, s, hh]))
-                out[b, s, hh] = st[b, hh].T @ Cm[b, s, hh // r]
-    out = out + t[a + "D"][:, None] * xh
-    u = out.reshape(B, S, inner) * silu(gate)
-    u = u / np.sqrt((u * u).mean(-1, keepdims=True) + eps) * t[a + "norm.weight"]
-    o = u @ t[a + "out_proj.weight"].T + bias("out_proj.bias")
+    o, new_conv, st = mamba2_mixer(t, pre + "mamba.", h, (heads, g, n, p, K),
+                                   conv_state, state, (lo, hi), eps, 1)
     return x + o * rm, new_conv, st
 
 
