@@ -17,8 +17,9 @@ INPUTS="$ROOT/test/Frontend/Inputs"
 # (linear attention) kinds; DeepSeek-V3's multi-head latent attention in its
 # expanded form (D=192 Dv=128, 128 heads; the absorbed form is CPU-only);
 # Kimi-Linear (Kimi Delta Attention's per-channel decay, 32 heads of 128,
-# and NoPE latent layers) and a Granite-4.0-H-shaped hybrid (Mamba2's SSD:
-# the rule without the delta correction, n_groups 2).
+# and NoPE latent layers), a Granite-4.0-H-shaped hybrid (Mamba2's SSD:
+# the rule without the delta correction, n_groups 2) and Nemotron-3-Nano
+# (Mamba2 with 64 heads over 8 groups, d_state 128; NoPE GQA 32/2).
 declare -A CONFIGS=(
   [llama-3.1-8b]="$INPUTS/llama-3.1-8b.json"
   [seed]="$ROOT/examples/seed-qwen3.8-max.json"
@@ -31,6 +32,7 @@ declare -A CONFIGS=(
   [deepseek-v3]="$INPUTS/deepseek-v3.json"
   [kimi-linear]="$INPUTS/kimi-linear-48b-a3b.json"
   [granite-hybrid]="$ROOT/test/Integration/Inputs/granite-hybrid-small.json"
+  [nemotron-3-nano]="$INPUTS/nemotron-3-nano-30b-a3b.json"
 )
 # Llama, Gemma-2 (softcap, window) and Falcon (MQA) also carry the paged
 # kernels (--entries=paged), which their `check` runs over shuffled block
