@@ -344,6 +344,9 @@ struct LinearModel {
   bool channelGate = false;
   int64_t dvFull = 0;
   int64_t fullDv() const { return dvFull ? dvFull : d; }
+  /// A Mamba2 model compiled from a nemotron_h config (its intermediate
+  /// size heads x head dim need not be a multiple of the hidden size).
+  bool nemotron = false;
 };
 
 inline attn_rt::Buf<float> normal(std::mt19937 &rng, size_t n,

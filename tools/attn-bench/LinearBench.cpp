@@ -49,6 +49,11 @@ const LinearModel kModels[] = {
     // channel; the recurrent form at every length) and its NoPE latent
     // layers' expanded attention (32 heads, q/k 192, v 128): 20 + 7.
     {"kimi-linear", 32, 32, 128, 128, 32, 32, 192, 2304, 20, false, true, 128},
+    // NVIDIA Nemotron-3-Nano-30B-A3B's Mamba2 blocks (64 heads of 64,
+    // d_state 128, 8 groups of B and C) and NoPE attention (32/2 heads of
+    // 128): 23 + 6.
+    {"nemotron-3-nano", 8, 64, 128, 64, 32, 2, 128, 2688, 23, true, false, 0,
+     true},
 };
 
 /// A measured curve: µs per token at each sequence length / context.
@@ -215,6 +220,18 @@ bool benchLinear(const Options &o, const Machine &mc, const std::string &dir) {
                   ", \"head_dim\": " + std::to_string(m.dk) +
                   ", \"short_conv_kernel_size\": 4, \"kda_layers\": [1], "
                   "\"full_attn_layers\": [2]}}"
+        : m.nemotron
+            ? "{\"model_type\": \"nemotron_h\", \"hidden_size\": " +
+                  std::to_string(m.hidden) +
+                  ", \"hybrid_override_pattern\": \"M*\", "
+                  "\"num_attention_heads\": " +
+                  std::to_string(m.hq) +
+                  ", \"num_key_value_heads\": " + std::to_string(m.hkv) +
+                  ", \"head_dim\": " + std::to_string(m.d) +
+                  ", \"mamba_num_heads\": " + std::to_string(m.hv) +
+                  ", \"n_groups\": " + std::to_string(m.hk) +
+                  ", \"ssm_state_size\": " + std::to_string(m.dk) +
+                  ", \"mamba_head_dim\": " + std::to_string(m.dv) + "}"
         : m.noDelta
             ? "{\"model_type\": \"granitemoehybrid\", \"hidden_size\": " +
                   std::to_string(m.hidden) +

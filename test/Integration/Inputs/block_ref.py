@@ -140,6 +140,25 @@ def mamba2_mixer(t, a, h, dims, conv_state, state, limit, eps, norm_groups):
     return o, new_conv, st
 
 
+def run_entry(exe, entry, layer, wpath, work, n, x, conv=None, state=None):
+    """Runs `entry` (block or layer); returns y (and the states when conv
+    is given)."""
+    p = lambda name: os.path.join(work, f"{name}{n}.npy")
+    np.save(p("x"), x.astype(np.float32))
+    cmd = [exe, entry, "--layer", str(layer), "--weights", wpath,
+           "--x", p("x"), "--out", p("y")]
+    if conv is not None:
+        np.save(p("c0"), conv.astype(np.float32))
+        np.save(p("s0"), state.astype(np.float32))
+        cmd += ["--conv-state-in", p("c0"), "--state-in", p("s0"),
+                "--conv-state-out", p("c1"), "--state-out", p("s1")]
+    subprocess.run(cmd, check=True)
+    y = np.load(p("y"))
+    if conv is None:
+        return y
+    return y, np.load(p("c1")), np.load(p("s1"))
+
+
 def run_model_entry(exe, tensors, x, ref, n, tol):
     """`model --from 0 --to n-1` of `exe` over every layer (fresh states),
     weights `tensors`, input x, against the float64 output `ref`; prints

@@ -52,9 +52,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from block_ref import (check_stateful, rel, rms_norm,  # noqa: E402
-                       run_model_entry, silu, stateful_args,
-                       write_safetensors)
-from granite_block_ref import run_entry, softplus  # noqa: E402
+                       run_entry, run_model_entry, silu, softplus,
+                       stateful_args, write_safetensors)
 
 TOL = 1e-5
 

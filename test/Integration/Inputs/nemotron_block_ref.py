@@ -39,7 +39,6 @@ Prints one `ok`/`FAIL` line per case; exit 1 on a failure.
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -47,8 +46,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from block_ref import (attention, check_stateful, mamba2_mixer,  # noqa: E402
-                       rel, rms_norm, run_model_entry, stateful_args,
-                       write_safetensors)
+                       rel, rms_norm, run_entry, run_model_entry,
+                       stateful_args, write_safetensors)
 
 TOL = 1e-5
 
@@ -197,25 +196,6 @@ def block_weights(cfg, i, rng, t):
             t[a + f"experts.{e}.down_proj.weight"] = w(H, inter)
         t[a + "shared_experts.up_proj.weight"] = w(S, H)
         t[a + "shared_experts.down_proj.weight"] = w(H, S)
-
-
-def run_entry(exe, entry, layer, wpath, work, n, x, conv=None, state=None):
-    """Runs `entry` (block or layer); returns y (and the states when conv
-    is given)."""
-    p = lambda name: os.path.join(work, f"{name}{n}.npy")
-    np.save(p("x"), x.astype(np.float32))
-    cmd = [exe, entry, "--layer", str(layer), "--weights", wpath,
-           "--x", p("x"), "--out", p("y")]
-    if conv is not None:
-        np.save(p("c0"), conv.astype(np.float32))
-        np.save(p("s0"), state.astype(np.float32))
-        cmd += ["--conv-state-in", p("c0"), "--state-in", p("s0"),
-                "--conv-state-out", p("c1"), "--state-out", p("s1")]
-    subprocess.run(cmd, check=True)
-    y = np.load(p("y"))
-    if conv is None:
-        return y
-    return y, np.load(p("c1")), np.load(p("s1"))
 
 
 def zero_states(cfg, B):
