@@ -31,12 +31,14 @@
 #include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <functional>
 
 using namespace mlir;
@@ -121,6 +123,16 @@ cl::opt<std::string>
 // longer for no measured kernel speed (README "Compile time").
 cl::opt<unsigned> optLevel("O", cl::desc("Optimization level 0-3 (default 2)"),
                            cl::Prefix, cl::init(2), cl::cat(category));
+
+// LLVM's optimization and code generation of an executable or library
+// take most of a build: its module is split into parts compiled on this
+// many threads (README "Compile time").
+cl::opt<unsigned>
+    jobs("jobs",
+         cl::desc("Threads that optimize and compile an executable's or "
+                  "library's code, each a part of it (default 0: one per core "
+                  "of the host; 1: one object, as --emit=obj writes)"),
+         cl::init(0), cl::cat(category));
 
 cl::opt<bool> kernelsOnly(
     "kernels",
@@ -319,39 +331,6 @@ nlohmann::ordered_json entryNames(const attn::EntrySet &entries) {
 /// code generation and the link, each timed.
 TimingScope *timingRoot = nullptr;
 
-/// Writes the kernels object (model table included) to a temporary
-/// directory and links it with the runtime into `outputPath` (an executable,
-/// or with `shared` a library; `cuda`: host code launching GPU kernels,
-/// linked to need only the C library). Returns the exit code, errors printed.
-int linkBuild(llvm::StringRef object, bool shared, bool cuda) {
-  llvm::SmallString<128> dir;
-  if (std::error_code ec =
-          llvm::sys::fs::createUniqueDirectory("attn-compile", dir)) {
-    llvm::errs() << "attn-compile: error: cannot create a temporary "
-                    "directory: "
-                 << ec.message() << "\n";
-    return 1;
-  }
-  TimingScope timing = timingRoot->nest("write the object");
-  std::string obj = (dir + "/kernels.o").str();
-  std::string error;
-  bool linked = writeFile(
-      obj, [&](llvm::raw_ostream &os) { os << object; }, error);
-  timing.stop();
-  if (linked) {
-    TimingScope linkTiming = timingRoot->nest("link");
-    linked = attn::linkExecutable(obj, outputPath, shared, error,
-                                  /*hostOnly=*/cuda,
-                                  distributed == Distributed::MPI);
-  }
-  llvm::sys::fs::remove_directories(dir);
-  if (!linked) {
-    llvm::errs() << "attn-compile: error: " << error << "\n";
-    return 1;
-  }
-  return 0;
-}
-
 /// What the driver prints or writes once everything succeeded: `text` goes
 /// to -o, then `after` (the --emit=obj header) runs.
 struct Output {
@@ -529,7 +508,8 @@ nlohmann::ordered_json tableDescription(const attn::ModelSpec &spec,
 bool emitHost(ModuleOp module, attn::CPUOutput kind,
               llvm::SmallVectorImpl<char> &buffer,
               const attn::ModelSpec *table = nullptr, bool cuda = false,
-              bool bf16 = false) {
+              bool bf16 = false,
+              std::vector<llvm::SmallString<0>> *objects = nullptr) {
   TimingScope timing = timingRoot->nest("LLVM code generation (x86-64)");
   attn::CPUTargetOptions options;
   options.cpu = cpu;
@@ -544,6 +524,17 @@ bool emitHost(ModuleOp module, attn::CPUOutput kind,
                                  bf16, error);
     };
   std::string error;
+  if (objects) {
+    // At most 64 threads: past that the parts are too small to matter.
+    unsigned n = jobs ? jobs.getValue()
+                      : llvm::hardware_concurrency().compute_thread_count();
+    if (failed(attn::emitCPUObjects(module, options, std::clamp(n, 1u, 64u),
+                                    *objects, error))) {
+      llvm::errs() << "attn-compile: error: " << error << "\n";
+      return false;
+    }
+    return true;
+  }
   llvm::raw_svector_ostream os(buffer);
   if (failed(attn::emitCPU(module, options, kind, os, error))) {
     llvm::errs() << "attn-compile: error: " << error << "\n";
@@ -573,11 +564,15 @@ int compileCUDA(MLIRContext &context, const attn::ModelSpec &spec,
     // The host code (kernel launches, the PTX embedded and loaded at
     // start-up) and the model table as an x86-64 object, linked with the
     // runtime, whose CUDA part loads libcuda.so.1 with dlopen.
-    llvm::SmallString<0> object;
-    if (!emitHost(module, attn::CPUOutput::Object, object, &spec,
-                  /*cuda=*/true, gpuPrecision != attn::GPUPrecision::fp32))
+    llvm::SmallString<0> unused;
+    std::vector<llvm::SmallString<0>> objects;
+    if (!emitHost(module, attn::CPUOutput::Object, unused, &spec,
+                  /*cuda=*/true, gpuPrecision != attn::GPUPrecision::fp32,
+                  &objects))
       return 1;
-    return linkBuild(object, /*shared=*/false, /*cuda=*/true);
+    return attn_compile::linkObjects(
+        objects, outputPath, /*shared=*/false,
+        /*hostOnly=*/true, distributed == Distributed::MPI, *timingRoot);
   }
   if (stage == Stage::PTX) {
     std::string error;
@@ -639,7 +634,9 @@ int compileCPU(MLIRContext &context, const attn::ModelSpec &spec,
   // library.
   bool linking = building && emit != Emit::Obj;
   llvm::SmallString<0> buffer;
-  if (!emitHost(module, kind, buffer, linking ? &spec : nullptr))
+  std::vector<llvm::SmallString<0>> objects;
+  if (!emitHost(module, kind, buffer, linking ? &spec : nullptr,
+                /*cuda=*/false, /*bf16=*/false, linking ? &objects : nullptr))
     return 1;
   if (linking) {
     // A library's header first, so that a header that cannot be written
@@ -647,7 +644,9 @@ int compileCPU(MLIRContext &context, const attn::ModelSpec &spec,
     bool shared = emit == Emit::Shared;
     if (shared && !writeHeader(spec))
       return 1;
-    if (linkBuild(buffer, shared, /*cuda=*/false)) {
+    if (attn_compile::linkObjects(
+            objects, outputPath, shared,
+            /*hostOnly=*/false, distributed == Distributed::MPI, *timingRoot)) {
       if (shared)
         llvm::sys::fs::remove(headerPath());
       return 1;

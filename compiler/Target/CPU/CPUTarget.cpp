@@ -14,18 +14,22 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
-#include "llvm/Support/CommandLine.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ThreadPool.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
 #include "llvm/TargetParser/X86TargetParser.h"
 #include "llvm/Transforms/Instrumentation/AddressSanitizer.h"
+#include "llvm/Transforms/Utils/SplitModule.h"
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -103,50 +107,68 @@ static void instrumentAddresses(llvm::Module &m, llvm::TargetMachine *tm) {
   mpm.run(m, mam);
 }
 
-LogicalResult mlir::attn::emitCPU(ModuleOp module,
-                                  const CPUTargetOptions &options,
-                                  CPUOutput output,
-                                  llvm::raw_pwrite_stream &os,
-                                  std::string &error) {
+namespace {
+
+/// The x86-64 target a CPUTargetOptions names: what creates its target
+/// machines (one per thread: a TargetMachine is not shared between
+/// concurrent compilations).
+struct X86Target {
+  const llvm::Target *target = nullptr;
+  llvm::Triple triple{"x86_64-unknown-linux-gnu"};
+  std::string cpu, features;
+  llvm::CodeGenOptLevel level = llvm::CodeGenOptLevel::Default;
+
+  std::unique_ptr<llvm::TargetMachine> create() const {
+    llvm::TargetOptions targetOptions;
+    return std::unique_ptr<llvm::TargetMachine>(
+        target->createTargetMachine(triple, cpu, features, targetOptions,
+                                    llvm::Reloc::PIC_, std::nullopt, level));
+  }
+};
+
+/// Resolves `options`' CPU into a target; false with `error` set.
+bool resolveTarget(const CPUTargetOptions &options, X86Target &t,
+                   std::string &error) {
   LLVMInitializeX86TargetInfo();
   LLVMInitializeX86Target();
   LLVMInitializeX86TargetMC();
   LLVMInitializeX86AsmPrinter();
 
-  std::string cpu = options.cpu;
-  std::string features;
+  t.cpu = options.cpu;
   llvm::StringMap<bool> named;
-  if (cpu == "native") {
-    cpu = llvm::sys::getHostCPUName().str();
+  if (t.cpu == "native") {
+    t.cpu = llvm::sys::getHostCPUName().str();
     for (const auto &f : llvm::sys::getHostCPUFeatures())
-      features += (f.second ? "+" : "-") + f.first().str() + ",";
-  } else if (cpu != "x86-64-v3" && cpu != "x86-64-v4" && cpu != "x86-64" &&
-             !namedCPUFeatures(cpu, named)) {
+      t.features += (f.second ? "+" : "-") + f.first().str() + ",";
+  } else if (t.cpu != "x86-64-v3" && t.cpu != "x86-64-v4" &&
+             t.cpu != "x86-64" && !namedCPUFeatures(t.cpu, named)) {
     error = "unknown --cpu '" + options.cpu +
             "'; accepted: native, x86-64, x86-64-v3 (AVX2), x86-64-v4 "
             "(AVX-512), or an x86-64 CPU name LLVM knows (skylake-avx512, "
             "sapphirerapids, znver4, ...)";
-    return failure();
+    return false;
   }
-
-  llvm::Triple triple("x86_64-unknown-linux-gnu");
-  const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target)
-    return failure();
-  llvm::TargetOptions targetOptions;
-  llvm::CodeGenOptLevel level = options.optLevel >= 3 ? llvm::CodeGenOptLevel::Aggressive
-                                : options.optLevel == 2 ? llvm::CodeGenOptLevel::Default
-                                : options.optLevel == 1 ? llvm::CodeGenOptLevel::Less
-                                                        : llvm::CodeGenOptLevel::None;
-  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, cpu, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
-      level));
-  if (!tm) {
-    error = "cannot create an x86-64 target machine for cpu '" + cpu + "'";
-    return failure();
+  t.target = llvm::TargetRegistry::lookupTarget(t.triple, error);
+  if (!t.target)
+    return false;
+  t.level = options.optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
+            : options.optLevel == 2 ? llvm::CodeGenOptLevel::Default
+            : options.optLevel == 1 ? llvm::CodeGenOptLevel::Less
+                                    : llvm::CodeGenOptLevel::None;
+  if (!t.create()) {
+    error = "cannot create an x86-64 target machine for cpu '" + t.cpu + "'";
+    return false;
   }
+  return true;
+}
 
+/// `module` as LLVM IR in `context`, with `options`' extension (the model
+/// table); null with `error` set.
+std::unique_ptr<llvm::Module> translate(ModuleOp module,
+                                        const CPUTargetOptions &options,
+                                        llvm::TargetMachine &tm,
+                                        llvm::LLVMContext &context,
+                                        std::string &error) {
   // Checkpoint names on arguments are for readers of the IR; LLVM IR has no
   // place for them.
   module.walk([](LLVM::LLVMFuncOp fn) {
@@ -159,36 +181,128 @@ LogicalResult mlir::attn::emitCPU(ModuleOp module,
     if (fn->removeAttr(kNoInlineAttr))
       fn.setNoInline(true);
   });
-  llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(module, llvmContext);
+      translateModuleToLLVMIR(module, context);
   if (!llvmModule) {
     error = "translation to LLVM IR failed";
-    return failure();
+    return nullptr;
   }
-  llvmModule->setTargetTriple(triple);
-  llvmModule->setDataLayout(tm->createDataLayout());
+  llvmModule->setTargetTriple(tm.getTargetTriple());
+  llvmModule->setDataLayout(tm.createDataLayout());
   if (options.extendModule && !options.extendModule(*llvmModule, error))
-    return failure();
-  if (llvm::Error err = makeOptimizingTransformer(options.optLevel, 0,
-                                                  tm.get())(llvmModule.get())) {
+    return nullptr;
+  return llvmModule;
+}
+
+/// Optimizes `m` (and instruments it in a sanitizer build), then writes it
+/// to `os` as `output`.
+bool optimizeAndEmit(llvm::Module &m, llvm::TargetMachine &tm,
+                     unsigned optLevel, CPUOutput output,
+                     llvm::raw_pwrite_stream &os, std::string &error) {
+  if (llvm::Error err = makeOptimizingTransformer(optLevel, 0, &tm)(&m)) {
     error = llvm::toString(std::move(err));
-    return failure();
+    return false;
   }
   if (ATTN_SANITIZE_ADDRESS)
-    instrumentAddresses(*llvmModule, tm.get());
+    instrumentAddresses(m, &tm);
   if (output == CPUOutput::LLVMIR) {
-    llvmModule->print(os, nullptr);
-    return success();
+    m.print(os, nullptr);
+    return true;
   }
   llvm::legacy::PassManager pm;
-  if (tm->addPassesToEmitFile(pm, os, nullptr,
-                              output == CPUOutput::Object
-                                  ? llvm::CodeGenFileType::ObjectFile
-                                  : llvm::CodeGenFileType::AssemblyFile)) {
+  if (tm.addPassesToEmitFile(pm, os, nullptr,
+                             output == CPUOutput::Object
+                                 ? llvm::CodeGenFileType::ObjectFile
+                                 : llvm::CodeGenFileType::AssemblyFile)) {
     error = "the x86-64 target cannot emit this file type";
-    return failure();
+    return false;
   }
-  pm.run(*llvmModule);
+  pm.run(m);
+  return true;
+}
+
+} // namespace
+
+LogicalResult mlir::attn::emitCPU(ModuleOp module,
+                                  const CPUTargetOptions &options,
+                                  CPUOutput output, llvm::raw_pwrite_stream &os,
+                                  std::string &error) {
+  X86Target t;
+  if (!resolveTarget(options, t, error))
+    return failure();
+  std::unique_ptr<llvm::TargetMachine> tm = t.create();
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translate(module, options, *tm, llvmContext, error);
+  if (!llvmModule ||
+      !optimizeAndEmit(*llvmModule, *tm, options.optLevel, output, os, error))
+    return failure();
+  return success();
+}
+
+LogicalResult mlir::attn::emitCPUObjects(
+    ModuleOp module, const CPUTargetOptions &options, unsigned jobs,
+    std::vector<llvm::SmallString<0>> &objects, std::string &error) {
+  objects.clear();
+  X86Target t;
+  if (!resolveTarget(options, t, error))
+    return failure();
+  std::unique_ptr<llvm::TargetMachine> tm = t.create();
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translate(module, options, *tm, llvmContext, error);
+  if (!llvmModule)
+    return failure();
+  // AddressSanitizer gives every instrumented object one module constructor
+  // in a COMDAT of a fixed name: parts would share it. One object there.
+  if (jobs <= 1 || ATTN_SANITIZE_ADDRESS) {
+    objects.emplace_back();
+    llvm::raw_svector_ostream os(objects.back());
+    return success(optimizeAndEmit(*llvmModule, *tm, options.optLevel,
+                                   CPUOutput::Object, os, error));
+  }
+  // The parts as bitcode: each is read back into its own context on its
+  // thread (a context is not shared between threads). Local symbols become
+  // hidden ones (the parts call each other's helpers; hidden, they stay
+  // inside the executable or library). Four parts per thread, dealt round
+  // robin: the functions' compile times differ too much for one part per
+  // thread to balance (keeping local symbols with their users instead put
+  // 90% of Llama's code in one part).
+  std::vector<llvm::SmallString<0>> parts;
+  llvm::SplitModule(
+      *llvmModule, jobs * 4,
+      [&](std::unique_ptr<llvm::Module> part) {
+        parts.emplace_back();
+        llvm::raw_svector_ostream os(parts.back());
+        llvm::WriteBitcodeToFile(*part, os);
+      },
+      /*PreserveLocals=*/false, /*RoundRobin=*/true);
+  llvmModule.reset();
+  objects.resize(parts.size());
+  std::vector<std::string> errors(parts.size());
+  {
+    llvm::DefaultThreadPool pool(llvm::hardware_concurrency(jobs));
+    for (size_t i = 0; i < parts.size(); ++i)
+      pool.async([&, i] {
+        llvm::LLVMContext context;
+        llvm::Expected<std::unique_ptr<llvm::Module>> m =
+            llvm::parseBitcodeFile(
+                llvm::MemoryBufferRef(parts[i].str(), "part"), context);
+        if (!m) {
+          errors[i] = llvm::toString(m.takeError());
+          return;
+        }
+        std::unique_ptr<llvm::TargetMachine> partTm = t.create();
+        llvm::raw_svector_ostream os(objects[i]);
+        optimizeAndEmit(**m, *partTm, options.optLevel, CPUOutput::Object, os,
+                        errors[i]);
+      });
+    pool.wait();
+  }
+  for (const std::string &e : errors)
+    if (!e.empty()) {
+      error = e;
+      return failure();
+    }
   return success();
 }

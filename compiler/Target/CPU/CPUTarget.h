@@ -11,10 +11,12 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace llvm {
 class Module;
@@ -50,6 +52,20 @@ int64_t cpuVectorLanes(llvm::StringRef cpu);
 LogicalResult emitCPU(ModuleOp module, const CPUTargetOptions &options,
                       CPUOutput output, llvm::raw_pwrite_stream &os,
                       std::string &error);
+
+/// Translates `module` and emits it as object files compiled on `jobs`
+/// threads (`objects`, each one part of the code: together they are what
+/// emitCPU would write as one object, to be linked together): the LLVM
+/// module split into 4 x `jobs` parts (llvm::SplitModule, round robin,
+/// local symbols made hidden), each optimized and compiled with its own
+/// LLVM context and target machine. With `jobs` <= 1, or in a sanitizer
+/// build (AddressSanitizer's module constructor is one per object, in a
+/// COMDAT of a fixed name), one object as emitCPU. The parts depend only
+/// on `module` and `jobs`.
+LogicalResult emitCPUObjects(ModuleOp module, const CPUTargetOptions &options,
+                             unsigned jobs,
+                             std::vector<llvm::SmallString<0>> &objects,
+                             std::string &error);
 
 } // namespace attn
 } // namespace mlir

@@ -138,7 +138,7 @@ LinkPaths findLinkPaths() {
 
 bool mlir::attn::haveMPI() { return ATTN_HAVE_MPI; }
 
-bool mlir::attn::linkExecutable(const std::string &objectPath,
+bool mlir::attn::linkExecutable(const std::vector<std::string> &objectPaths,
                                 const std::string &outputPath, bool shared,
                                 std::string &error, bool hostOnly, bool mpi) {
   if (mpi && !haveMPI()) {
@@ -213,7 +213,8 @@ bool mlir::attn::linkExecutable(const std::string &objectPath,
               (mpi ? " (--distributed=mpi)" : "");
       return false;
     }
-  std::vector<llvm::StringRef> argv = {paths.cxx, objectPath};
+  std::vector<llvm::StringRef> argv = {paths.cxx};
+  argv.insert(argv.end(), objectPaths.begin(), objectPaths.end());
   // -u pulls the MPI entries (reached from main.cpp through a weak
   // reference, or exported by a library) out of their archives.
   llvm::SmallVector<llvm::StringRef> mpiLibs;

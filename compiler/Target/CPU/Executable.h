@@ -14,6 +14,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir {
 namespace attn {
@@ -23,8 +24,9 @@ namespace attn {
 /// kernel), for --emit=obj and --emit=shared.
 void writeKernelHeader(const ModelSpec &spec, llvm::raw_ostream &os);
 
-/// Links `objectPath` (the kernels and their model table, see ModelTable.h)
-/// with the runtime into `outputPath`
+/// Links `objectPaths` (the kernels and their model table, see
+/// ModelTable.h, in one object or in the parts emitCPUObjects compiled in
+/// parallel) with the runtime into `outputPath`
 /// (written under a temporary name and renamed on success): an executable,
 /// or with `shared` a shared library exporting the kernels and
 /// attn_rt_get_model (no main).
@@ -35,7 +37,7 @@ void writeKernelHeader(const ModelSpec &spec, llvm::raw_ostream &os);
 /// (libattn_mpi.a: the algorithms and the C API's collectives; for an
 /// executable libattn_run_mpi.a, its commands over ranks) and the MPI
 /// library; an error when attn-compile was built without MPI.
-bool linkExecutable(const std::string &objectPath,
+bool linkExecutable(const std::vector<std::string> &objectPaths,
                     const std::string &outputPath, bool shared,
                     std::string &error, bool hostOnly = false,
                     bool mpi = false);
