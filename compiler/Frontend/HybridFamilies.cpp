@@ -51,6 +51,34 @@ struct MambaDims {
   int64_t heads = 0, groups = 0, state = 0, headDim = 0, conv = 0;
 };
 
+/// What a Mamba2 layer takes from its family besides its sizes.
+struct MambaOptions {
+  std::string prefix; ///< the mixer's weights ("model.layers.3.mamba.")
+  bool convBias = true, projBias = false;
+  int64_t normGroups = 1;
+  std::optional<double> dtMin, dtMax;
+};
+
+/// `l` as a Mamba2 layer: the gated delta rule without the delta
+/// correction, n_groups the key heads, d_state the key dim, scale 1.
+void setMambaLayer(LayerSpec &l, const MambaDims &m, const MambaOptions &o) {
+  l.layerType = "mamba";
+  l.role = LayerRole::LinearAttention;
+  l.noDelta = true;
+  l.linearPrefix = o.prefix;
+  l.numHeads = m.heads;
+  l.numKVHeads = m.groups;
+  l.headDimQK = m.state;
+  l.headDimV = m.headDim;
+  l.scale = 1.0;
+  l.convKernel = m.conv;
+  l.mambaConvBias = o.convBias;
+  l.mambaProjBias = o.projBias;
+  l.mambaNormGroups = o.normGroups;
+  l.dtMin = o.dtMin;
+  l.dtMax = o.dtMax;
+}
+
 /// GraniteMoeHybridConfig's mamba_* fields (its defaults), checked as its
 /// constructor checks them.
 bool readGraniteMamba(FieldReader &r, int64_t hidden, MambaDims &m) {
@@ -230,20 +258,7 @@ bool normalize::normalizeGraniteHybrid(FieldReader &r, ModelSpec &spec) {
     l.normW.weight = p + "input_layernorm.weight";
     l.residualScale = residualScale;
     if (types[size_t(i)] == "mamba") {
-      l.layerType = "mamba";
-      l.role = LayerRole::LinearAttention;
-      l.noDelta = true;
-      l.linearPrefix = p + "mamba.";
-      l.numHeads = m.heads;
-      l.numKVHeads = m.groups;
-      l.headDimQK = m.state;
-      l.headDimV = m.headDim;
-      l.scale = 1.0;
-      l.convKernel = m.conv;
-      l.mambaConvBias = convBias;
-      l.mambaProjBias = projBias;
-      l.dtMin = dtMin;
-      l.dtMax = dtMax;
+      setMambaLayer(l, m, {p + "mamba.", convBias, projBias, 1, dtMin, dtMax});
       spec.layers.push_back(l);
       continue;
     }
@@ -680,21 +695,9 @@ bool normalize::normalizeNemotronH(FieldReader &r, ModelSpec &spec) {
       l.ffn.kind = FFNKind::Identity;
     }
     if (blocks[i] == 'M') {
-      l.layerType = "mamba";
-      l.role = LayerRole::LinearAttention;
-      l.noDelta = true;
-      l.linearPrefix = p + "mixer.";
-      l.numHeads = m.heads;
-      l.numKVHeads = m.groups;
-      l.headDimQK = m.state;
-      l.headDimV = m.headDim;
-      l.scale = 1.0;
-      l.convKernel = m.conv;
-      l.mambaConvBias = convBias;
-      l.mambaProjBias = projBias;
-      l.mambaNormGroups = m.groups;
-      l.dtMin = dtMin;
-      l.dtMax = dtMax;
+      // The gated norm per group of intermediate / n_groups channels.
+      setMambaLayer(l, m,
+                    {p + "mixer.", convBias, projBias, m.groups, dtMin, dtMax});
     } else {
       std::string a = p + "mixer.";
       l.layerType = "full_attention";

@@ -223,17 +223,31 @@ bool optimizeAndEmit(llvm::Module &m, llvm::TargetMachine &tm,
 
 } // namespace
 
+namespace {
+
+/// `module` as LLVM IR for `options`' target (resolved into `t`, a target
+/// machine in `tm`); null with `error` set.
+std::unique_ptr<llvm::Module>
+lowerToLLVM(ModuleOp module, const CPUTargetOptions &options, X86Target &t,
+            std::unique_ptr<llvm::TargetMachine> &tm,
+            llvm::LLVMContext &context, std::string &error) {
+  if (!resolveTarget(options, t, error))
+    return nullptr;
+  tm = t.create();
+  return translate(module, options, *tm, context, error);
+}
+
+} // namespace
+
 LogicalResult mlir::attn::emitCPU(ModuleOp module,
                                   const CPUTargetOptions &options,
                                   CPUOutput output, llvm::raw_pwrite_stream &os,
                                   std::string &error) {
   X86Target t;
-  if (!resolveTarget(options, t, error))
-    return failure();
-  std::unique_ptr<llvm::TargetMachine> tm = t.create();
+  std::unique_ptr<llvm::TargetMachine> tm;
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
-      translate(module, options, *tm, llvmContext, error);
+      lowerToLLVM(module, options, t, tm, llvmContext, error);
   if (!llvmModule ||
       !optimizeAndEmit(*llvmModule, *tm, options.optLevel, output, os, error))
     return failure();
@@ -245,12 +259,10 @@ LogicalResult mlir::attn::emitCPUObjects(
     std::vector<llvm::SmallString<0>> &objects, std::string &error) {
   objects.clear();
   X86Target t;
-  if (!resolveTarget(options, t, error))
-    return failure();
-  std::unique_ptr<llvm::TargetMachine> tm = t.create();
+  std::unique_ptr<llvm::TargetMachine> tm;
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
-      translate(module, options, *tm, llvmContext, error);
+      lowerToLLVM(module, options, t, tm, llvmContext, error);
   if (!llvmModule)
     return failure();
   // AddressSanitizer gives every instrumented object one module constructor

@@ -27,15 +27,14 @@ Prints one `ok`/`FAIL` line per case; exit 1 on a failure.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from block_ref import (attention, rel, rms_norm, rope, silu,  # noqa: E402
-                       write_safetensors)
+from block_ref import (attention, rel, rms_norm, rope,  # noqa: E402
+                       run_entry, silu, write_safetensors)
 from gdn_ref import recurrent  # noqa: E402
 
 TOL = 1e-5
@@ -146,20 +145,8 @@ class Exe:
     def block(self, x, conv=None, state=None):
         """Runs `block`; returns y (and the states when conv is given)."""
         self.n += 1
-        p = lambda name: os.path.join(self.work, f"{name}{self.n}.npy")
-        np.save(p("x"), x.astype(np.float32))
-        cmd = [self.exe, "block", "--layer", str(self.layer), "--weights",
-               self.wpath, "--x", p("x"), "--out", p("y")]
-        if conv is not None:
-            np.save(p("c0"), conv.astype(np.float32))
-            np.save(p("s0"), state.astype(np.float32))
-            cmd += ["--conv-state-in", p("c0"), "--state-in", p("s0"),
-                    "--conv-state-out", p("c1"), "--state-out", p("s1")]
-        subprocess.run(cmd, check=True)
-        y = np.load(p("y"))
-        if conv is None:
-            return y
-        return y, np.load(p("c1")), np.load(p("s1"))
+        return run_entry(self.exe, "block", self.layer, self.wpath, self.work,
+                         self.n, x, conv, state)
 
 
 def main():
