@@ -663,14 +663,8 @@ bool normalize::normalizeNemotronH(FieldReader &r, ModelSpec &spec) {
       return false;
     }
   }
-  int64_t mtp =
-      r.optInt({"num_nextn_predict_layers"}, 0, kMaxLayers, 0).value_or(0);
-  if (r.failed())
+  if (!noteNextnLayers(r, spec, "mtp.*"))
     return false;
-  if (mtp > 0)
-    spec.notes.push_back("num_nextn_predict_layers = " + std::to_string(mtp) +
-                         ": the multi-token-prediction layers (mtp.*) are "
-                         "not part of the decoder and are skipped");
   // One layer per mixer block, closed by the MLP or MoE block after it
   // (FFN kind Dense or MoE, its norm the block's: readNemotronFeedForward
   // fills the network), or by nothing (Identity).

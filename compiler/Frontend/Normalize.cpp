@@ -146,7 +146,8 @@ std::optional<int64_t> normalize::readWindow(FieldReader &r, llvm::StringRef key
   return r.optInt({key}, 1, kMaxPositions, dflt);
 }
 
-bool normalize::noteNextnLayers(FieldReader &r, ModelSpec &spec) {
+bool normalize::noteNextnLayers(FieldReader &r, ModelSpec &spec,
+                                std::optional<std::string> where) {
   if (!r.present("num_nextn_predict_layers"))
     return true;
   int64_t mtp =
@@ -154,11 +155,11 @@ bool normalize::noteNextnLayers(FieldReader &r, ModelSpec &spec) {
   if (r.failed())
     return false;
   if (mtp > 0)
-    spec.notes.push_back(
-        "num_nextn_predict_layers = " + std::to_string(mtp) +
-        ": the multi-token-prediction layers (model.layers." +
-        std::to_string(spec.numLayers) +
-        ".*) are not part of the decoder and are skipped");
+    spec.notes.push_back("num_nextn_predict_layers = " + std::to_string(mtp) +
+                         ": the multi-token-prediction layers (" +
+                         where.value_or("model.layers." +
+                                        std::to_string(spec.numLayers) + ".*") +
+                         ") are not part of the decoder and are skipped");
   return true;
 }
 

@@ -86,9 +86,11 @@ std::optional<int64_t> readWindow(FieldReader &r, llvm::StringRef key,
                                   std::optional<int64_t> dflt);
 
 /// A note for num_nextn_predict_layers (the multi-token-prediction layers a
-/// checkpoint carries past the decoder, which transformers skips); false on
-/// a malformed field. spec.numLayers must be set.
-bool noteNextnLayers(FieldReader &r, ModelSpec &spec);
+/// checkpoint carries past the decoder, which transformers skips: `where`
+/// they are, by default model.layers.<numLayers>.*); false on a malformed
+/// field. spec.numLayers must be set.
+bool noteNextnLayers(FieldReader &r, ModelSpec &spec,
+                     std::optional<std::string> where = std::nullopt);
 
 /// `model.layers.{i}.` with layer `i`.
 std::string layerPrefix(llvm::StringRef pattern, int64_t i);
