@@ -120,13 +120,13 @@ cl::opt<std::string>
 
 // -O2 by default: LLVM's -O3 adds non-trivial loop unswitching and more
 // unrolling, which made the kernels' LLVM IR 40% larger and the build 15-25%
-// longer for no measured kernel speed (README "Compile time").
+// longer for no measured kernel speed (docs/benchmarks.md "Compile time").
 cl::opt<unsigned> optLevel("O", cl::desc("Optimization level 0-3 (default 2)"),
                            cl::Prefix, cl::init(2), cl::cat(category));
 
 // LLVM's optimization and code generation of an executable or library
 // take most of a build: its module is split into parts compiled on this
-// many threads (README "Compile time").
+// many threads (docs/benchmarks.md "Compile time").
 cl::opt<unsigned>
     jobs("jobs",
          cl::desc("Threads that optimize and compile an executable's or "
