@@ -485,10 +485,15 @@ bool readNemotronBlocks(FieldReader &r, std::string &blocks) {
       }
   } else if (listKey) {
     const nlohmann::json &v = *r.get(*listKey);
+    if (!v.is_array()) {
+      r.error(*listKey) << r.name(*listKey) << " must be a list of block "
+                        << "types, found " << describeJsonValue(v);
+      return false;
+    }
     static const std::pair<const char *, char> kNames[] = {
         {"linear_attention", 'M'}, {"mamba", 'M'}, {"full_attention", '*'},
         {"attention", '*'},        {"mlp", '-'},   {"moe", 'E'}};
-    for (size_t i = 0; v.is_array() && i < v.size(); ++i) {
+    for (size_t i = 0; i < v.size(); ++i) {
       char c = 0;
       for (auto [name, ch] : kNames)
         if (v[i].is_string() && v[i].get<std::string>() == name)
@@ -502,11 +507,6 @@ bool readNemotronBlocks(FieldReader &r, std::string &blocks) {
         return false;
       }
       blocks += c;
-    }
-    if (!v.is_array()) {
-      r.error(*listKey) << r.name(*listKey) << " must be a list of block "
-                        << "types, found " << describeJsonValue(v);
-      return false;
     }
   } else {
     r.errorHere() << "field 'hybrid_override_pattern' is missing (nor "

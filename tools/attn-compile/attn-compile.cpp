@@ -131,7 +131,8 @@ cl::opt<unsigned>
     jobs("jobs",
          cl::desc("Threads that optimize and compile an executable's or "
                   "library's code, each a part of it (default 0: one per core "
-                  "of the host; 1: one object, as --emit=obj writes)"),
+                  "of the host, at most 64; 1: one object, as --emit=obj "
+                  "writes)"),
          cl::init(0), cl::cat(category));
 
 cl::opt<bool> kernelsOnly(
@@ -502,14 +503,15 @@ nlohmann::ordered_json tableDescription(const attn::ModelSpec &spec,
   return j;
 }
 
-/// The LLVM dialect module as an x86-64 object, LLVM IR or assembly; with
-/// `table`, the model table of an executable or library added to it
-/// (`cuda`: host stubs of GPU kernels; `bf16`: tensor-core tolerance).
+/// The LLVM dialect module as x86-64 code in `out`: with `table` (an
+/// executable or library: its model table added, `cuda`: host stubs of GPU
+/// kernels, `bf16`: tensor-core tolerance) the objects of the parts
+/// compiled on --jobs threads (at most 64: past that the parts are too
+/// small to matter), else one object, LLVM IR or assembly (`kind`).
 bool emitHost(ModuleOp module, attn::CPUOutput kind,
-              llvm::SmallVectorImpl<char> &buffer,
+              std::vector<llvm::SmallString<0>> &out,
               const attn::ModelSpec *table = nullptr, bool cuda = false,
-              bool bf16 = false,
-              std::vector<llvm::SmallString<0>> *objects = nullptr) {
+              bool bf16 = false) {
   TimingScope timing = timingRoot->nest("LLVM code generation (x86-64)");
   attn::CPUTargetOptions options;
   options.cpu = cpu;
@@ -524,23 +526,20 @@ bool emitHost(ModuleOp module, attn::CPUOutput kind,
                                  bf16, error);
     };
   std::string error;
-  if (objects) {
-    // At most 64 threads: past that the parts are too small to matter.
-    unsigned n = jobs ? jobs.getValue()
-                      : llvm::hardware_concurrency().compute_thread_count();
-    if (failed(attn::emitCPUObjects(module, options, std::clamp(n, 1u, 64u),
-                                    *objects, error))) {
-      llvm::errs() << "attn-compile: error: " << error << "\n";
-      return false;
-    }
-    return true;
+  unsigned n = jobs ? jobs.getValue()
+                    : llvm::hardware_concurrency().compute_thread_count();
+  LogicalResult done = failure();
+  if (table) {
+    done = attn::emitCPUObjects(module, options, std::clamp(n, 1u, 64u), out,
+                                error);
+  } else {
+    out.assign(1, {});
+    llvm::raw_svector_ostream os(out[0]);
+    done = attn::emitCPU(module, options, kind, os, error);
   }
-  llvm::raw_svector_ostream os(buffer);
-  if (failed(attn::emitCPU(module, options, kind, os, error))) {
+  if (failed(done))
     llvm::errs() << "attn-compile: error: " << error << "\n";
-    return false;
-  }
-  return true;
+  return succeeded(done);
 }
 
 /// --target=cuda: the tiled form, the gpu stage, PTX or an executable.
@@ -564,11 +563,9 @@ int compileCUDA(MLIRContext &context, const attn::ModelSpec &spec,
     // The host code (kernel launches, the PTX embedded and loaded at
     // start-up) and the model table as an x86-64 object, linked with the
     // runtime, whose CUDA part loads libcuda.so.1 with dlopen.
-    llvm::SmallString<0> unused;
     std::vector<llvm::SmallString<0>> objects;
-    if (!emitHost(module, attn::CPUOutput::Object, unused, &spec,
-                  /*cuda=*/true, gpuPrecision != attn::GPUPrecision::fp32,
-                  &objects))
+    if (!emitHost(module, attn::CPUOutput::Object, objects, &spec,
+                  /*cuda=*/true, gpuPrecision != attn::GPUPrecision::fp32))
       return 1;
     return attn_compile::linkObjects(
         objects, outputPath, /*shared=*/false,
@@ -633,10 +630,8 @@ int compileCPU(MLIRContext &context, const attn::ModelSpec &spec,
   // Kernels with their model table, and the runtime -> the executable or
   // library.
   bool linking = building && emit != Emit::Obj;
-  llvm::SmallString<0> buffer;
   std::vector<llvm::SmallString<0>> objects;
-  if (!emitHost(module, kind, buffer, linking ? &spec : nullptr,
-                /*cuda=*/false, /*bf16=*/false, linking ? &objects : nullptr))
+  if (!emitHost(module, kind, objects, linking ? &spec : nullptr))
     return 1;
   if (linking) {
     // A library's header first, so that a header that cannot be written
@@ -656,7 +651,7 @@ int compileCPU(MLIRContext &context, const attn::ModelSpec &spec,
   // An object goes out like any stage; with --emit=obj, its header after it.
   if (building)
     out.after = [&spec] { return writeHeader(spec); };
-  os << buffer;
+  os << objects[0];
   return 0;
 }
 
