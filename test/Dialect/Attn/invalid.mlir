@@ -43,6 +43,30 @@ func.func @moe_plain_shared(%x: tensor<?x8xf32>, %r: tensor<4x8xf32>, %u: tensor
 
 // -----
 
+func.func @moe_shared_gate_alone(%x: tensor<?x8xf32>, %r: tensor<4x8xf32>, %u: tensor<4x6x8xf32>, %d: tensor<4x8x6xf32>, %sg: tensor<5x8xf32>) {
+  // expected-error @+1 {{expects shared_up_weight and shared_down_weight with shared_gate_weight}}
+  %0 = "attn.moe"(%x, %r, %u, %d, %sg) <{activation = #attn.activation<silu>, top_k = 2 : i64, operandSegmentSizes = array<i32: 1, 1, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0>}> : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<4x6x8xf32>, tensor<4x8x6xf32>, tensor<5x8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @moe_shared_up_alone(%x: tensor<?x8xf32>, %r: tensor<4x8xf32>, %u: tensor<4x6x8xf32>, %d: tensor<4x8x6xf32>, %su: tensor<5x8xf32>) {
+  // expected-error @+1 {{expects shared_up_weight and shared_down_weight together}}
+  %0 = "attn.moe"(%x, %r, %u, %d, %su) <{activation = #attn.activation<silu>, top_k = 2 : i64, operandSegmentSizes = array<i32: 1, 1, 0, 0, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0>}> : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<4x6x8xf32>, tensor<4x8x6xf32>, tensor<5x8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @gated_rms_norm_groups_rank(%x: tensor<8xf32>, %w: tensor<2x4xf32>) {
+  // expected-error @+1 {{expects an input of rank >= 2 with a weight [groups, n]}}
+  %y = attn.gated_rms_norm %x, %x, %w {epsilon = 1.0e-06 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<2x4xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
 func.func @moe_experts(%x: tensor<?x8xf32>, %r: tensor<4x8xf32>, %g: tensor<3x6x8xf32>, %u: tensor<4x6x8xf32>, %d: tensor<4x8x6xf32>) {
   // expected-error @+1 {{expert_gate_weight experts (3) does not match router_weight experts (4)}}
   %0 = attn.moe <silu> %x, %r experts(%g, %u, %d) {top_k = 2 : i64} : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<3x6x8xf32>, tensor<4x6x8xf32>, tensor<4x8x6xf32>) -> tensor<?x8xf32>
