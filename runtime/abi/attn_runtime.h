@@ -436,6 +436,23 @@ typedef struct {
 void memrefCopy(int64_t elem_size, attn_rt_unranked_memref *src,
                 attn_rt_unranked_memref *dst);
 
+/* The generated code's heap (runtime/abi/workspace.cpp): one workspace per
+ * thread that allocates, a stack of chunks reused by every later call, so
+ * that a call whose buffers fit makes no malloc. Figures over every thread
+ * of this executable or library (0 in a sanitizer build, whose buffers are
+ * plain mallocs). */
+typedef struct {
+  int64_t held_bytes;   /* what the workspaces hold now */
+  int64_t in_use_bytes; /* of which kernels use now */
+  int64_t peak_bytes;   /* the most in use at once so far */
+  int64_t grows;        /* the mallocs the workspaces made so far */
+  int64_t threads;      /* the threads that have a workspace */
+} attn_rt_workspace_info;
+void attn_rt_workspace_stats(attn_rt_workspace_info *info);
+/* Frees the calling thread's workspace when no buffer of it is in use
+ * (1), else nothing (0). */
+int attn_rt_workspace_trim(void);
+
 /* The model table: constant globals attn-compile puts in the kernels'
  * object (compiler/Target/CPU/ModelTable.cpp). */
 const attn_rt_model *attn_rt_get_model(void);

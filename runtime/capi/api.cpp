@@ -26,6 +26,17 @@
 using namespace attn_rt::capi;
 using attn_rt::guardCall;
 
+/// The C API function `name` of the library attn_model_open loaded for
+/// `model` (each library keeps its own heap), or null where that is this
+/// library (`self`) or `model` is the caller's own.
+template <typename Fn>
+static Fn *otherLibrary(const attn_model *model, const char *name, Fn *self) {
+  if (!model || !model->library)
+    return nullptr;
+  auto *fn = reinterpret_cast<Fn *>(dlsym(model->library, name));
+  return fn == self ? nullptr : fn;
+}
+
 extern "C" {
 
 int32_t attn_api_version(void) { return ATTN_API_VERSION; }
@@ -215,6 +226,41 @@ void attn_set_num_threads(int32_t threads) {
       omp_get_max_threads ? omp_get_max_threads() : 1;
   if (omp_set_num_threads)
     omp_set_num_threads(threads > 0 ? threads : defaultThreads);
+}
+
+attn_status attn_workspace_get_info(const attn_model *model,
+                                    attn_workspace_info *info) {
+  return guardCall("attn_workspace_get_info", [&]() -> attn_status {
+    if (!model)
+      return failWith(ATTN_ERR_ARGUMENT,
+                      "attn_workspace_get_info: model is NULL");
+    if (!info)
+      return failWith(ATTN_ERR_ARGUMENT,
+                      "attn_workspace_get_info: info is NULL");
+    // A handle of that library's own model for its function.
+    attn_model own{model->table, nullptr};
+    if (auto *fn = otherLibrary(model, "attn_workspace_get_info",
+                                &attn_workspace_get_info))
+      return fn(&own, info);
+    attn_rt_workspace_info w;
+    attn_rt_workspace_stats(&w);
+    *info = attn_workspace_info{w.held_bytes, w.in_use_bytes, w.peak_bytes,
+                                w.grows, w.threads};
+    return ATTN_OK;
+  });
+}
+
+attn_status attn_workspace_trim(const attn_model *model) {
+  return guardCall("attn_workspace_trim", [&]() -> attn_status {
+    if (!model)
+      return failWith(ATTN_ERR_ARGUMENT, "attn_workspace_trim: model is NULL");
+    attn_model own{model->table, nullptr};
+    if (auto *fn =
+            otherLibrary(model, "attn_workspace_trim", &attn_workspace_trim))
+      return fn(&own);
+    (void)attn_rt_workspace_trim();
+    return ATTN_OK;
+  });
 }
 
 attn_status attn_sdpa(const attn_model *model, int32_t kind,

@@ -36,7 +36,7 @@
 extern "C" {
 #endif
 
-#define ATTN_API_VERSION 6
+#define ATTN_API_VERSION 7
 
 typedef enum {
   ATTN_OK = 0,
@@ -166,6 +166,33 @@ attn_status attn_kind_get_info(const attn_model *model, int32_t kind,
 
 /* The kernels' thread count (OpenMP); <= 0 restores the default. */
 void attn_set_num_threads(int32_t threads);
+
+/* Scratch (since API version 7). The kernels take every buffer they need
+ * (packed tiles, split-K partial rows, a layer's activations) from a
+ * workspace the library keeps for each thread that runs them: a call whose
+ * buffers fit in what the workspace holds makes no malloc, so a decode
+ * step at a length already seen allocates nothing; a call at a new largest
+ * shape grows it once. Per thread rather than per model, so that calls on
+ * one model from several threads need no lock. Each library keeps its own;
+ * the figures are those of `model`'s library, over all its threads (all 0
+ * when it was built with the sanitizers, whose buffers are plain
+ * mallocs): */
+typedef struct {
+  int64_t held_bytes;   /* what the workspaces hold now: the memory to
+                           budget for scratch after a warm-up call at the
+                           largest shape */
+  int64_t in_use_bytes; /* of which calls running now use */
+  int64_t peak_bytes;   /* the most in use at once so far */
+  int64_t grows;        /* the mallocs the workspaces made so far: constant
+                           over calls that fit */
+  int64_t threads;      /* the threads that hold a workspace */
+} attn_workspace_info;
+attn_status attn_workspace_get_info(const attn_model *model,
+                                    attn_workspace_info *info);
+/* Gives the calling thread's workspace in `model`'s library back to the
+ * heap, unless a call on this thread is using it (the next call grows a
+ * new one); the OpenMP threads keep theirs. */
+attn_status attn_workspace_trim(const attn_model *model);
 
 /* Attention sinks (gpt-oss: a kind whose describe_json layers have
  * "attention_sinks": true): one learned logit per query head (the

@@ -28,7 +28,7 @@ import os
 
 import numpy as np
 
-API_VERSION = 6
+API_VERSION = 7
 F32, BF16, F16, I64, I32 = 0, 1, 2, 3, 4
 OP_SDPA, OP_GATED_DELTA = 0, 1
 _MAX_RANK = 4
@@ -233,6 +233,15 @@ class Model:
             self._handle_or_raise(), ctypes.c_int64(layer),
             ctypes.byref(kind)))
         return self.kinds[kind.value]
+
+    def workspace_info(self):
+        """The library's scratch workspaces (attn_workspace_get_info): a
+        dict of held_bytes, in_use_bytes, peak_bytes, grows and threads."""
+        w = (ctypes.c_int64 * 5)()
+        self._check(self._lib.attn_workspace_get_info(self._handle_or_raise(),
+                                                      w))
+        return dict(zip(("held_bytes", "in_use_bytes", "peak_bytes", "grows",
+                         "threads"), w))
 
     def set_num_threads(self, threads):
         """The kernels' thread count in [1, 4096]; 0 restores the

@@ -1,17 +1,39 @@
 // RUN: attn-opt %s -split-input-file -attn-dynamic-schedule | FileCheck %s
 
 // Causal query blocks carry unequal work: the worksharing loop gets a dynamic
-// schedule; an explicit schedule is kept; a loop whose body calls a tile
+// schedule, monotonic (libomp allocates nothing for it; its nonmonotonic
+// default, static stealing, mallocs a lock per thread per loop); an explicit
+// schedule is kept; a loop whose body calls a tile
 // with attn.schedule_chunk (alike iterations streaming memory: the
 // gated-delta value heads) hands out runs of that many iterations, fewer
 // when the module declares omp_get_num_threads (the micro-kernel pass does)
 // and the loop has fewer iterations per thread: max(1, min(8, ceil(trip /
 // threads))).
+// A dynamic loop that ends its parallel region becomes runs handed out by a
+// counter the region shares (zeroed before it): each thread takes the next
+// run with an atomic add until the trip count is passed; the flat
+// iteration number is split back into the nest's induction variables,
+// innermost fastest. (Debian's libomp, a KMP_DEBUG build, mallocs trace
+// strings in every __kmpc_dispatch_next.) Other loops keep libomp's.
 // CHECK-LABEL: func.func @loops
-// CHECK: omp.wsloop schedule(dynamic) {
+// CHECK: %[[COUNTER:.+]] = memref.alloca() : memref<i64>
+// CHECK: memref.store %c0_i64, %[[COUNTER]][] : memref<i64>
+// CHECK: omp.parallel
+// CHECK: omp.wsloop schedule(dynamic, monotonic) {
 // CHECK: omp.wsloop schedule(static) {
 // CHECK: %[[EIGHT:.+]] = arith.constant 8 : i64
-// CHECK: omp.wsloop schedule(dynamic = %[[EIGHT]] : i64) {
+// CHECK-NOT: omp.wsloop
+// CHECK: scf.while
+// CHECK: %[[FIRST:.+]] = memref.atomic_rmw addi %[[EIGHT]], %[[COUNTER]][]
+// CHECK: %[[START:.+]] = arith.index_cast %[[FIRST]] : i64 to index
+// CHECK: %[[MORE:.+]] = arith.cmpi slt, %[[START]], %[[TRIP:.+]] : index
+// CHECK: scf.condition(%[[MORE]]) %[[START]]
+// CHECK: ^bb0(%[[AT:.+]]: index):
+// CHECK: %[[TOP:.+]] = arith.addi %[[AT]], %{{.+}} : index
+// CHECK: %[[END:.+]] = arith.minsi %[[TOP]], %[[TRIP]] : index
+// CHECK: scf.for %[[I:.+]] = %[[AT]] to %[[END]] step
+// CHECK: func.call @tile(%{{.+}}) {attn.schedule_chunk = 8 : i64}
+// CHECK: omp.terminator
 func.func private @tile(index)
 func.func @loops(%n: index) {
   %c0 = arith.constant 0 : index
@@ -50,7 +72,8 @@ func.func @loops(%n: index) {
 // CHECK: %[[MIN:.+]] = arith.minsi %[[PER]], %c8
 // CHECK: %[[LEN:.+]] = arith.maxsi %[[MIN]], %c1
 // CHECK: %[[R64:.+]] = arith.index_cast %[[LEN]] : index to i64
-// CHECK: omp.wsloop schedule(dynamic = %[[R64]] : i64) {
+// CHECK: scf.while
+// CHECK: memref.atomic_rmw addi %[[R64]], %{{.+}}[]
 func.func private @tile(index)
 func.func private @omp_get_num_threads() -> i32
 func.func @team(%n: index) {
@@ -60,6 +83,44 @@ func.func @team(%n: index) {
     omp.wsloop {
       omp.loop_nest (%i) : index = (%c0) to (%n) step (%c1) {
         func.call @tile(%i) {attn.schedule_chunk = 8 : i64} : (index) -> ()
+        omp.yield
+      }
+    }
+    omp.terminator
+  }
+  return
+}
+
+// -----
+
+// A collapsed nest (lower bounds and steps other than 0 and 1): the run's
+// iteration t is (i, j) = (2 + (t / nj) * 3, 1 + (t mod nj) * 2). A nowait
+// loop keeps libomp's schedule.
+// CHECK-LABEL: func.func @nest
+// CHECK: omp.wsloop nowait schedule(dynamic, monotonic)
+// CHECK: scf.for %[[T:.+]] = %{{.+}} to %{{.+}} step %{{.+}} {
+// CHECK: %[[J:.+]] = arith.remui %[[T]], %[[NJ:.+]] : index
+// CHECK: %[[REST:.+]] = arith.divui %[[T]], %[[NJ]] : index
+// CHECK: %[[JS:.+]] = arith.muli %[[J]], %c2 : index
+// CHECK: %[[JV:.+]] = arith.addi %c1, %[[JS]] : index
+// CHECK: %[[IS:.+]] = arith.muli %[[REST]], %c3 : index
+// CHECK: %[[IV:.+]] = arith.addi %c2, %[[IS]] : index
+// CHECK: func.call @tile2(%[[IV]], %[[JV]])
+func.func private @tile2(index, index)
+func.func @nest(%n: index, %m: index) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  omp.parallel {
+    omp.wsloop nowait {
+      omp.loop_nest (%i) : index = (%c1) to (%n) step (%c1) {
+        func.call @tile2(%i, %i) : (index, index) -> ()
+        omp.yield
+      }
+    }
+    omp.wsloop {
+      omp.loop_nest (%i, %j) : index = (%c2, %c1) to (%n, %m) step (%c3, %c2) collapse(2) {
+        func.call @tile2(%i, %j) : (index, index) -> ()
         omp.yield
       }
     }

@@ -2,8 +2,9 @@
 
 // A parallel loop calling a tile marked attn.streaming_stores (non-temporal
 // stores, weakly ordered) is followed, in the parallel region, by an
-// sfence; a marked call outside a loop by one after it; other loops and
-// calls by none.
+// sfence; so is the loop over runs attn-dynamic-schedule makes of one
+// (scf.while in the region); a marked call outside a loop by one after it;
+// other loops and calls by none.
 // CHECK-LABEL: func.func @loops
 // CHECK: omp.parallel
 // CHECK: omp.wsloop
@@ -39,5 +40,33 @@ func.func @loops(%n: index) {
     omp.terminator
   }
   func.call @tile(%c0) {attn.streaming_stores} : (index) -> ()
+  return
+}
+
+// CHECK-LABEL: func.func @runs
+// CHECK: omp.parallel
+// CHECK: scf.while
+// CHECK: func.call @tile(%{{.+}}) {attn.streaming_stores}
+// CHECK-NOT: sfence
+// CHECK: scf.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: llvm.call_intrinsic "llvm.x86.sse.sfence"() : () -> ()
+// CHECK-NEXT: omp.terminator
+func.func @runs(%n: index, %counter: memref<i64>) {
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1 : i64
+  omp.parallel {
+    scf.while : () -> () {
+      %first = memref.atomic_rmw addi %one, %counter[] : (i64, memref<i64>) -> i64
+      %start = arith.index_cast %first : i64 to index
+      %more = arith.cmpi slt, %start, %n : index
+      scf.condition(%more)
+    } do {
+      %start = arith.constant 0 : index
+      func.call @tile(%start) {attn.streaming_stores} : (index) -> ()
+      scf.yield
+    }
+    omp.terminator
+  }
   return
 }

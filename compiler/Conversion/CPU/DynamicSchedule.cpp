@@ -7,6 +7,11 @@
 #include "compiler/Conversion/CPU/MicroKernel.h"
 #include "compiler/Conversion/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+
 #include <algorithm>
 
 namespace mlir {
@@ -59,22 +64,128 @@ Value runLength(omp::WsloopOp loop, int64_t most) {
   return arith::IndexCastOp::create(b, loc, b.getI64Type(), run);
 }
 
+/// Replaces `loop`, the last op of its parallel region, by runs of `run`
+/// (i64) iterations handed out from a counter the region shares: each
+/// thread takes the next run with one atomic add, until none is left. The
+/// same dynamic schedule as libomp's, without its dispatch calls: Debian's
+/// libomp is a KMP_DEBUG build, whose __kmpc_dispatch_next formats its
+/// trace strings with malloc at every call (88 mallocs per decode step of
+/// the seed's attention on 2 threads). Loops of other forms (reductions,
+/// nowait, ordered, an inclusive or non-index nest, ops after the loop in
+/// the region) keep libomp's schedule.
+void dispatchByCounter(omp::WsloopOp loop, Value run) {
+  auto region = dyn_cast<omp::ParallelOp>(loop->getParentOp());
+  auto nest = dyn_cast_or_null<omp::LoopNestOp>(loop.getWrappedLoop());
+  if (!region || !nest || nest.getLoopInclusive() ||
+      !isa_and_nonnull<omp::TerminatorOp>(loop->getNextNode()) ||
+      !loop.getReductionVars().empty() || loop.getNowait() ||
+      loop.getOrdered() || loop.getOrderAttr() ||
+      !nest.getRegion().hasOneBlock())
+    return;
+  for (Value x : nest.getOperands())
+    if (!x.getType().isIndex())
+      return;
+  Location loc = loop.getLoc();
+  // The counter, zeroed before the region: each run of the region (and
+  // each caller's) has its own.
+  OpBuilder b(region);
+  Type i64 = b.getI64Type(), index = b.getIndexType();
+  Value counter =
+      memref::AllocaOp::create(b, loc, MemRefType::get({}, i64)).getResult();
+  Value zero64 = arith::ConstantIntOp::create(b, loc, i64, 0);
+  memref::StoreOp::create(b, loc, zero64, counter, ValueRange{});
+  b.setInsertionPoint(loop);
+  auto idx = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value one = idx(1), zero = idx(0);
+  SmallVector<Value> counts;
+  Value trip = one;
+  for (auto [lb, ub, step] :
+       llvm::zip(nest.getLoopLowerBounds(), nest.getLoopUpperBounds(),
+                 nest.getLoopSteps())) {
+    Value span = arith::SubIOp::create(b, loc, ub, lb);
+    Value n = arith::CeilDivSIOp::create(b, loc, span, step);
+    Value nonNegative = arith::MaxSIOp::create(b, loc, n, zero);
+    counts.push_back(nonNegative);
+    trip = arith::MulIOp::create(b, loc, trip, nonNegative);
+  }
+  Value runIndex = arith::IndexCastOp::create(b, loc, index, run);
+  Type types[] = {index};
+  auto whileOp = scf::WhileOp::create(b, loc, TypeRange(types), ValueRange{});
+  {
+    Block *before = b.createBlock(&whileOp.getBefore());
+    (void)before;
+    Value first =
+        memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addi, run,
+                                    counter, ValueRange{})
+            .getResult();
+    Value start = arith::IndexCastOp::create(b, loc, index, first);
+    Value more =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, start, trip);
+    scf::ConditionOp::create(b, loc, more, ValueRange{start});
+  }
+  Block *after = b.createBlock(&whileOp.getAfter(), {}, types, {loc});
+  Value start = after->getArgument(0);
+  Value top = arith::AddIOp::create(b, loc, start, runIndex);
+  Value end = arith::MinSIOp::create(b, loc, top, trip);
+  auto forOp = scf::ForOp::create(b, loc, start, end, one);
+  b.setInsertionPoint(forOp.getBody()->getTerminator());
+  // The flat iteration number, innermost dim fastest, back to the nest's
+  // induction variables.
+  Block &body = nest.getRegion().front();
+  IRMapping map;
+  Value rest = forOp.getInductionVar();
+  for (int64_t d = int64_t(counts.size()) - 1; d >= 0; --d) {
+    Value at = rest;
+    if (d > 0) {
+      at = arith::RemUIOp::create(b, loc, rest, counts[d]);
+      rest = arith::DivUIOp::create(b, loc, rest, counts[d]);
+    }
+    Value scaled = arith::MulIOp::create(b, loc, at, nest.getLoopSteps()[d]);
+    Value iv =
+        arith::AddIOp::create(b, loc, nest.getLoopLowerBounds()[d], scaled);
+    map.map(body.getArgument(d), iv);
+  }
+  for (Operation &op : body.without_terminator())
+    b.clone(op, map);
+  b.setInsertionPointAfter(forOp);
+  scf::YieldOp::create(b, loc);
+  loop.erase();
+}
+
 struct DynamicScheduleLoopsPass
     : attn::impl::DynamicScheduleLoopsPassBase<DynamicScheduleLoopsPass> {
   void runOnOperation() override {
-    getOperation().walk([](omp::WsloopOp loop) {
+    SmallVector<std::pair<omp::WsloopOp, Value>> loops;
+    getOperation().walk([&](omp::WsloopOp loop) {
       if (loop.getScheduleKind())
         return;
       loop.setScheduleKind(omp::ClauseScheduleKind::Dynamic);
+      // Monotonic: libomp runs a nonmonotonic dynamic loop (OpenMP 5's
+      // default) as static stealing, which mallocs a lock per thread for
+      // every loop; a monotonic one hands out runs from a shared counter
+      // and allocates nothing (a decode step made 92 mallocs for them).
+      loop.setScheduleMod(omp::ScheduleModifier::monotonic);
       // The largest run of iterations a call in the body asks for.
       int64_t chunk = 1;
       loop.walk([&](func::CallOp call) {
         if (auto n = call->getAttrOfType<IntegerAttr>(attn::kScheduleChunkAttr))
           chunk = std::max(chunk, n.getInt());
       });
-      if (chunk > 1)
-        loop.getScheduleChunkMutable().assign(runLength(loop, chunk));
+      Value run;
+      if (chunk > 1) {
+        run = runLength(loop, chunk);
+        loop.getScheduleChunkMutable().assign(run);
+      } else {
+        OpBuilder b(loop);
+        run =
+            arith::ConstantOp::create(b, loop.getLoc(), b.getI64IntegerAttr(1));
+      }
+      loops.push_back({loop, run});
     });
+    for (auto [loop, run] : loops)
+      dispatchByCounter(loop, run);
   }
 };
 } // namespace
