@@ -41,11 +41,20 @@ static attn_workspace_info info(const attn_model *m) {
   return w;
 }
 
-/* Runs `step` twice to warm up, then `n` times: prints the mallocs and
- * workspace growths of those n steps. */
+/* The OpenMP team's size (libomp, which the library loads). */
+static int team(void) {
+  int (*get)(void) = NULL;
+  *(void **)&get = dlsym(RTLD_DEFAULT, "omp_get_max_threads");
+  return get ? get() : 1;
+}
+
+/* Runs `step` to warm up (twice, and until every thread of the team has a
+ * workspace: with a dynamic schedule a worker may get no iteration for a
+ * while), then `n` times: prints the mallocs and workspace growths of those
+ * n steps. */
 #define STEPS(m, label, n, step)                                               \
   do {                                                                         \
-    for (int i_ = 0; i_ < 2; ++i_)                                             \
+    for (int i_ = 0; i_ < 2 || (info(m).threads < team() && i_ < 5000); ++i_) \
       if ((step) != ATTN_OK)                                                   \
         fail(label);                                                           \
     attn_workspace_info before_ = info(m);                                     \
