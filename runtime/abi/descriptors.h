@@ -21,9 +21,10 @@ extern "C" __attribute__((weak)) int omp_get_max_threads(void);
 
 namespace attn_rt {
 
-/// A contiguous (row-major) descriptor of rank N over `data`.
+/// A contiguous (row-major) descriptor of rank N over `data`, of the N
+/// sizes at `s`.
 template <typename Desc, int N>
-Desc contiguousView(float *data, const std::vector<int64_t> &s) {
+Desc contiguousView(float *data, const int64_t *s) {
   Desc d;
   d.allocated = d.aligned = data;
   d.offset = 0;
@@ -37,14 +38,24 @@ Desc contiguousView(float *data, const std::vector<int64_t> &s) {
 }
 
 /// A descriptor of a contiguous [d0, d1, d2, d3] ([d0, d1, d2], [d0, d1])
-/// buffer.
+/// buffer, its sizes in a vector or an array (an attn_tensor's shape: no
+/// allocation).
 inline attn_rt_memref_f32_4 view4(float *data, const std::vector<int64_t> &s) {
-  return contiguousView<attn_rt_memref_f32_4, 4>(data, s);
+  return contiguousView<attn_rt_memref_f32_4, 4>(data, s.data());
 }
 inline attn_rt_memref_f32_3 view3(float *data, const std::vector<int64_t> &s) {
-  return contiguousView<attn_rt_memref_f32_3, 3>(data, s);
+  return contiguousView<attn_rt_memref_f32_3, 3>(data, s.data());
 }
 inline attn_rt_memref_f32_2 view2(float *data, const std::vector<int64_t> &s) {
+  return contiguousView<attn_rt_memref_f32_2, 2>(data, s.data());
+}
+inline attn_rt_memref_f32_4 view4(float *data, const int64_t *s) {
+  return contiguousView<attn_rt_memref_f32_4, 4>(data, s);
+}
+inline attn_rt_memref_f32_3 view3(float *data, const int64_t *s) {
+  return contiguousView<attn_rt_memref_f32_3, 3>(data, s);
+}
+inline attn_rt_memref_f32_2 view2(float *data, const int64_t *s) {
   return contiguousView<attn_rt_memref_f32_2, 2>(data, s);
 }
 

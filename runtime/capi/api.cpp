@@ -276,7 +276,7 @@ attn_status attn_sdpa(const attn_model *model, int32_t kind,
     if (attn_status s =
             kindSinks(model, kind, *kd, "attn_sdpa", kd->num_heads, sinks))
       return s;
-  TensorCheck check{"attn_sdpa", describeKind(*kd)};
+  TensorCheck check{"attn_sdpa", kd, describeKind};
   if (!check(q, "q", {-1, kd->num_heads, -1, kd->head_dim},
              {"B", "", "Sq", ""}))
     return check.status;
@@ -310,24 +310,19 @@ attn_status attn_sdpa(const attn_model *model, int32_t kind,
     return check.status;
   if (numelOf(*out) == 0)
     return ATTN_OK;
-  std::vector<int64_t> full;
-  if (!kv_lengths) {
-    try {
-      full.assign(b, skv);
-    } catch (const std::bad_alloc &) {
-      return failWith(ATTN_ERR_MEMORY, "attn_sdpa: out of memory");
-    }
-    kv_lengths = full.data();
-  }
   using attn_rt::view4;
-  attn_rt_memref_f32_4 dout = view4(f32(*out), dims(*out)),
-                       dq = view4(f32(*q), dims(*q)),
-                       dk = view4(f32(*k), dims(*k)),
-                       dv = view4(f32(*v), dims(*v));
+  attn_rt_memref_f32_4 dout = view4(f32(*out), out->shape),
+                       dq = view4(f32(*q), q->shape),
+                       dk = view4(f32(*k), k->shape),
+                       dv = view4(f32(*v), v->shape);
   // The lengths read once, before anything is written: an `out` that
-  // overlaps the caller's array cannot change them under the kernel.
-  std::vector<int64_t> lensCopy(kv_lengths, kv_lengths + b);
-  int64_t *lens = lensCopy.data();
+  // overlaps the caller's array cannot change them under the kernel (this
+  // thread's reused buffer; Skv for every row when NULL).
+  int64_t *lens = attn_rt::callScratchI64(0, size_t(b));
+  if (kv_lengths)
+    std::copy(kv_lengths, kv_lengths + b, lens);
+  else
+    std::fill(lens, lens + b, skv);
   attn_rt_memref_i64_1 dl{lens, lens, 0, {b}, {1}};
   if (sinks) {
     auto *sp = const_cast<float *>(sinks);
@@ -336,7 +331,7 @@ attn_status attn_sdpa(const attn_model *model, int32_t kind,
                                                        &dl, &ds);
   } else if (bias_table) {
     attn_rt_memref_f32_2 dt =
-        attn_rt::view2(f32(*bias_table), dims(*bias_table));
+        attn_rt::view2(f32(*bias_table), bias_table->shape);
     reinterpret_cast<attn_rt_sdpa_bias_fn>(kd->fused)(&dout, &dq, &dk, &dv,
                                                       &dl, &dt);
   } else {
@@ -358,12 +353,12 @@ attn_status attn_gated_delta(const attn_model *model, int32_t kind,
   if (attn_status s =
           getKind(model, kind, "attn_gated_delta", ATTN_RT_OP_GATED_DELTA, kd))
     return s;
-  TensorCheck check{"attn_gated_delta", describeKind(*kd)};
+  TensorCheck check{"attn_gated_delta", kd, describeKind};
   if (!check(q, "q", {-1, kd->num_kv_heads, -1, kd->head_dim},
              {"B", "", "S", ""}))
     return check.status;
   int64_t b = q->shape[0], s = q->shape[2], hv = kd->num_heads;
-  std::vector<int64_t> stateShape = {b, hv, kd->head_dim, kd->head_dim_v};
+  const int64_t stateShape[4] = {b, hv, kd->head_dim, kd->head_dim_v};
   check(k, "k", {b, kd->num_kv_heads, s, kd->head_dim}, {});
   check(v, "v", {b, hv, s, kd->head_dim_v}, {});
   if (kd->channel_gate)
@@ -372,10 +367,10 @@ attn_status attn_gated_delta(const attn_model *model, int32_t kind,
     check(g, "g", {b, hv, s}, {});
   check(beta, "beta", {b, hv, s}, {});
   if (state_in)
-    check(state_in, "state_in", stateShape, {});
+    check(state_in, "state_in", {b, hv, kd->head_dim, kd->head_dim_v}, {});
   check(out, "out", {b, hv, s, kd->head_dim_v}, {});
   if (state_out)
-    check(state_out, "state_out", stateShape, {});
+    check(state_out, "state_out", {b, hv, kd->head_dim, kd->head_dim_v}, {});
   bool inPlace = state_in && state_out && state_in->data == state_out->data;
   if (check.status != ATTN_OK ||
       !noOverlap(check, *out, "out",
@@ -399,50 +394,49 @@ attn_status attn_gated_delta(const attn_model *model, int32_t kind,
                     "attn_gated_delta: the states of " + std::to_string(b) +
                         " batch rows (" + std::to_string(perRow) +
                         " floats each) are more than any machine's memory");
-  attn_rt::Buf<float> zeros, scratch, copyIn;
-  std::vector<int64_t> full;
+  // (This thread's reused buffers: a decode step at a size already seen
+  // allocates nothing.)
   int64_t stateElems = b * perRow;
+  float *s0 = static_cast<float *>(state_in ? state_in->data : nullptr);
+  float *s1 = static_cast<float *>(state_out ? state_out->data : nullptr);
+  int64_t *lens = attn_rt::callScratchI64(0, size_t(b));
   try {
-    if (!state_in)
-      zeros.assign(stateElems, 0.0f);
+    if (!state_in) {
+      s0 = attn_rt::callScratchF32(0, size_t(stateElems));
+      std::fill(s0, s0 + stateElems, 0.0f);
+    } else if (inPlace) {
+      float *copy = attn_rt::callScratchF32(0, size_t(stateElems));
+      std::copy(s0, s0 + stateElems, copy);
+      s0 = copy;
+    }
     if (!state_out)
-      scratch.resize(stateElems);
-    if (inPlace)
-      copyIn.assign(static_cast<float *>(state_in->data),
-                    static_cast<float *>(state_in->data) + stateElems);
-    if (!lengths)
-      full.assign(b, s);
+      s1 = attn_rt::callScratchF32(1, size_t(stateElems));
   } catch (const std::exception &) {
     return failWith(ATTN_ERR_MEMORY,
                     "attn_gated_delta: out of memory for a state of " +
                         std::to_string(4 * stateElems) + " bytes");
   }
-  float *s0 = !state_in ? zeros.data()
-              : inPlace ? copyIn.data()
-                        : static_cast<float *>(state_in->data);
-  float *s1 = state_out ? static_cast<float *>(state_out->data)
-                        : scratch.data();
   // The lengths read once, before anything is written (see attn_sdpa).
-  std::vector<int64_t> lensCopy;
   if (lengths)
-    lensCopy.assign(lengths, lengths + b);
-  int64_t *lens = lengths ? lensCopy.data() : full.data();
+    std::copy(lengths, lengths + b, lens);
+  else
+    std::fill(lens, lens + b, s);
   using attn_rt::view4;
-  attn_rt_memref_f32_4 dout = view4(f32(*out), dims(*out)),
-                       dq = view4(f32(*q), dims(*q)),
-                       dk = view4(f32(*k), dims(*k)),
-                       dv = view4(f32(*v), dims(*v));
-  attn_rt_memref_f32_3 db = attn_rt::view3(f32(*beta), dims(*beta));
+  attn_rt_memref_f32_4 dout = view4(f32(*out), out->shape),
+                       dq = view4(f32(*q), q->shape),
+                       dk = view4(f32(*k), k->shape),
+                       dv = view4(f32(*v), v->shape);
+  attn_rt_memref_f32_3 db = attn_rt::view3(f32(*beta), beta->shape);
   attn_rt_memref_f32_4 ds0 = view4(s0, stateShape),
                        ds1 = view4(s1, stateShape);
   attn_rt_memref_i64_1 dl{lens, lens, 0, {b}, {1}};
   if (kd->channel_gate) {
-    attn_rt_memref_f32_4 dg = view4(f32(*g), dims(*g));
+    attn_rt_memref_f32_4 dg = view4(f32(*g), g->shape);
     reinterpret_cast<attn_rt_kda_fn>(kd->fused)(&dout, &ds1, &dq, &dk, &dv, &dg,
                                                 &db, &ds0, &dl);
     return ATTN_OK;
   }
-  attn_rt_memref_f32_3 dg = attn_rt::view3(f32(*g), dims(*g));
+  attn_rt_memref_f32_3 dg = attn_rt::view3(f32(*g), g->shape);
   reinterpret_cast<attn_rt_gdn_fn>(kd->fused)(&dout, &ds1, &dq, &dk, &dv, &dg,
                                               &db, &ds0, &dl);
   return ATTN_OK;

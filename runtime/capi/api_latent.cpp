@@ -65,7 +65,7 @@ static attn_status decodeLatent(const attn_model *model, int32_t kind,
                         "with attn-compile --distributed=mpi");
   int64_t h = kd->num_heads, r = kd->kv_lora_rank,
           row = kd->kv_lora_rank + kd->rope_head_dim;
-  TensorCheck check{call, describeLatent(*kd)};
+  TensorCheck check{call, kd, describeLatent};
   if (!check(q, "q", {-1, h, -1, row}, {"B", "", "Sq", ""}))
     return check.status;
   int64_t b = q->shape[0], sq = q->shape[2];
@@ -83,32 +83,37 @@ static attn_status decodeLatent(const attn_model *model, int32_t kind,
       (part && !check(stats, "stats", {b, h, sq, 2}, {})))
     return check.status;
   int64_t maxPages = block_table->shape[1];
-  std::vector<std::pair<const attn_tensor *, const char *>> ins = {
-      {q, "q"}, {latent_cache, "latent_cache"}, {block_table, "block_table"}};
-  if (attn_status s = checkPagedDecode(check, kv_lengths, qPos, part, *out,
-                                       stats, ins, block_table, b, pages,
-                                       pageSize))
+  if (attn_status s =
+          checkPagedDecode(check, kv_lengths, qPos, part, *out, stats,
+                           {{q, "q"},
+                            {latent_cache, "latent_cache"},
+                            {block_table, "block_table"}},
+                           block_table, b, pages, pageSize))
     return s;
-  // The lengths and positions, read once: the kernel reads these copies,
-  // so an output that shares their memory cannot change them under it.
-  std::vector<int64_t> lens(kv_lengths, kv_lengths + b);
-  std::vector<int64_t> pos(part ? qPos : nullptr, part ? qPos + b : nullptr);
+  // The lengths and positions, read once: the kernel reads these copies
+  // (this thread's reused buffers), so an output that shares their memory
+  // cannot change them under it.
+  int64_t *lens = attn_rt::callScratchI64(0, size_t(b));
+  std::copy(kv_lengths, kv_lengths + b, lens);
+  int64_t *pos = attn_rt::callScratchI64(1, size_t(b));
+  if (part)
+    std::copy(qPos, qPos + b, pos);
   if (numelOf(*out) == 0)
     return ATTN_OK;
   using attn_rt::view4;
-  attn_rt_memref_f32_4 dout = view4(f32(*out), dims(*out)),
-                       dq = view4(f32(*q), dims(*q));
-  attn_rt_memref_f32_3 dc = attn_rt::view3(f32(*latent_cache),
-                                                dims(*latent_cache));
+  attn_rt_memref_f32_4 dout = view4(f32(*out), out->shape),
+                       dq = view4(f32(*q), q->shape);
+  attn_rt_memref_f32_3 dc =
+      attn_rt::view3(f32(*latent_cache), latent_cache->shape);
   auto *t = static_cast<int32_t *>(block_table->data);
   attn_rt_memref_i32_2 dt{t, t, 0, {b, maxPages}, {maxPages, 1}};
-  attn_rt_memref_i64_1 dl{lens.data(), lens.data(), 0, {b}, {1}};
+  attn_rt_memref_i64_1 dl{lens, lens, 0, {b}, {1}};
   if (!part) {
     kd->mla_paged(&dout, &dq, &dc, &dt, &dl);
     return ATTN_OK;
   }
-  attn_rt_memref_f32_4 ds = view4(f32(*stats), dims(*stats));
-  attn_rt_memref_i64_1 dp{pos.data(), pos.data(), 0, {b}, {1}};
+  attn_rt_memref_f32_4 ds = view4(f32(*stats), stats->shape);
+  attn_rt_memref_i64_1 dp{pos, pos, 0, {b}, {1}};
   kd->mla_paged_part(&dout, &ds, &dq, &dc, &dt, &dl, &dp);
   return ATTN_OK;
 }
@@ -153,7 +158,7 @@ attn_status attn_append_latent(const attn_model *model, int32_t kind,
   if (attn_status s = getLatentKind(model, kind, call, kd))
     return s;
   int64_t row = kd->kv_lora_rank + kd->rope_head_dim;
-  TensorCheck check{call, describeLatent(*kd)};
+  TensorCheck check{call, kd, describeLatent};
   attn_dtype dt = kvDtype(*kd);
   if (!checkKVDtype(check, *kd,
                     {{latent_cache, "latent_cache"}, {rows_new, "rows_new"}}) ||
@@ -176,7 +181,9 @@ attn_status attn_append_latent(const attn_model *model, int32_t kind,
                                         "sequence's position of its first "
                                         "new token");
   // start and counts read once, before the cache is written.
-  std::vector<int64_t> first(start, start + b), end(b);
+  int64_t *first = attn_rt::callScratchI64(0, size_t(b));
+  int64_t *end = attn_rt::callScratchI64(1, size_t(b));
+  std::copy(start, start + b, first);
   for (int64_t i = 0; i < b; ++i) {
     int64_t c = counts ? counts[i] : n;
     if (c < 0 || c > n)
@@ -197,8 +204,7 @@ attn_status attn_append_latent(const attn_model *model, int32_t kind,
   }
   if (!noOverlap(check, *latent_cache, "latent_cache",
                  {{rows_new, "rows_new"}, {block_table, "block_table"}}) ||
-      !checkPagesUsed(check, block_table, first.data(), end.data(), b, pages,
-                      pageSize))
+      !checkPagesUsed(check, block_table, first, end, b, pages, pageSize))
     return check.status;
   const int32_t *table = static_cast<const int32_t *>(block_table->data);
   int64_t eb = elementBytes(dt);

@@ -56,13 +56,12 @@ attn_status decodePaged(const attn_model *model, int32_t kind,
   // (--tensor-parallel).
   int64_t tp = part && kd->tensor_parallel > 1 ? kd->tensor_parallel : 1;
   int64_t hq = kd->num_heads / tp, hkv = kd->num_kv_heads / tp;
-  TensorCheck check{call, describeKind(*kd) +
-                              (tp > 1 ? ", each rank its " +
-                                            std::to_string(hq) + " query and " +
-                                            std::to_string(hkv) +
-                                            " KV heads (--tensor-parallel=" +
-                                            std::to_string(tp) + ")"
-                                      : std::string())};
+  TensorCheck check{
+      call, kd, describeKind,
+      tp > 1 ? ", each rank its " + std::to_string(hq) + " query and " +
+                   std::to_string(hkv) +
+                   " KV heads (--tensor-parallel=" + std::to_string(tp) + ")"
+             : std::string()};
   if (!check(q, "q", {-1, hq, -1, kd->head_dim}, {"B", "", "Sq", ""}))
     return check.status;
   int64_t b = q->shape[0], sq = q->shape[2], pages, pageSize, maxPages;
@@ -71,13 +70,12 @@ attn_status decodePaged(const attn_model *model, int32_t kind,
       !check(out, "out", {b, hq, sq, kd->head_dim_v}, {}) ||
       (part && !check(stats, "stats", {b, hq, sq, 2}, {})))
     return check.status;
-  std::vector<std::pair<const attn_tensor *, const char *>> ins = {
-      {q, "q"},
-      {k_cache, "k_cache"},
-      {v_cache, "v_cache"},
-      {block_table, "block_table"}};
   if (attn_status s =
-          checkPagedDecode(check, kv_lengths, q_pos, part, *out, stats, ins,
+          checkPagedDecode(check, kv_lengths, q_pos, part, *out, stats,
+                           {{q, "q"},
+                            {k_cache, "k_cache"},
+                            {v_cache, "v_cache"},
+                            {block_table, "block_table"}},
                            block_table, b, pages, pageSize))
     return s;
   // Only the chunked mask depends on where the range starts in its
@@ -93,25 +91,28 @@ attn_status decodePaged(const attn_model *model, int32_t kind,
   if (numelOf(*out) == 0)
     return ATTN_OK;
   using attn_rt::view4;
-  attn_rt_memref_f32_4 dout = view4(f32(*out), dims(*out)),
-                       dq = view4(f32(*q), dims(*q)),
-                       dk = view4(f32(*k_cache), dims(*k_cache)),
-                       dv = view4(f32(*v_cache), dims(*v_cache));
+  attn_rt_memref_f32_4 dout = view4(f32(*out), out->shape),
+                       dq = view4(f32(*q), q->shape),
+                       dk = view4(f32(*k_cache), k_cache->shape),
+                       dv = view4(f32(*v_cache), v_cache->shape);
   // (A bf16/f16 cache's descriptor holds the same addresses; the kernel
   // indexes it by 2-byte elements.)
   auto *t = static_cast<int32_t *>(block_table->data);
   attn_rt_memref_i32_2 dt{t, t, 0, {b, maxPages}, {maxPages, 1}};
-  // The lengths and positions read once, before anything is written.
-  std::vector<int64_t> lensCopy(kv_lengths, kv_lengths + b), posCopy,
-      startCopy;
+  // The lengths and positions read once, before anything is written (into
+  // this thread's reused buffers).
+  int64_t *lens = attn_rt::callScratchI64(0, size_t(b));
+  std::copy(kv_lengths, kv_lengths + b, lens);
+  int64_t *pos = nullptr, *start = nullptr;
   if (part) {
-    posCopy.assign(q_pos, q_pos + b);
+    pos = attn_rt::callScratchI64(1, size_t(b));
+    start = attn_rt::callScratchI64(2, size_t(b));
+    std::copy(q_pos, q_pos + b, pos);
     if (range_start)
-      startCopy.assign(range_start, range_start + b);
+      std::copy(range_start, range_start + b, start);
     else
-      startCopy.assign(size_t(b), 0);
+      std::fill(start, start + b, int64_t(0));
   }
-  int64_t *lens = lensCopy.data();
   attn_rt_memref_i64_1 dl{lens, lens, 0, {b}, {1}};
   // The whole-cache call counts the kind's sinks; a partial one none
   // (they are folded in once, after the ranges merge).
@@ -131,18 +132,13 @@ attn_status decodePaged(const attn_model *model, int32_t kind,
     kd->paged(&dout, &dq, &dk, &dv, &dt, &dl);
     return ATTN_OK;
   }
-  attn_rt_memref_f32_4 ds = view4(f32(*stats), dims(*stats));
-  int64_t *pos = posCopy.data(), *start = startCopy.data();
+  attn_rt_memref_f32_4 ds = view4(f32(*stats), stats->shape);
   attn_rt_memref_i64_1 dp{pos, pos, 0, {b}, {1}},
       dr{start, start, 0, {b}, {1}};
   if (kd->has_sinks) {
-    std::vector<float> none;
-    try {
-      none.assign(size_t(hq), -INFINITY);
-    } catch (const std::bad_alloc &) {
-      return failWith(ATTN_ERR_MEMORY, std::string(call) + ": out of memory");
-    }
-    attn_rt_memref_f32_1 dn{none.data(), none.data(), 0, {hq}, {1}};
+    float *none = attn_rt::callScratchF32(0, size_t(hq));
+    std::fill(none, none + hq, -INFINITY);
+    attn_rt_memref_f32_1 dn{none, none, 0, {hq}, {1}};
     reinterpret_cast<attn_rt_paged_part_sinks_fn>(
         reinterpret_cast<void (*)(void)>(kd->paged_part))(
         &dout, &ds, &dq, &dk, &dv, &dt, &dl, &dp, &dr, &dn);
@@ -195,7 +191,7 @@ attn_status attn_append_kv(const attn_model *model, int32_t kind,
   if (attn_status s =
           getKind(model, kind, "attn_append_kv", ATTN_RT_OP_SDPA, kd))
     return s;
-  TensorCheck check{"attn_append_kv", describeKind(*kd)};
+  TensorCheck check{"attn_append_kv", kd, describeKind};
   // New rows are stored as they come: of the cache's element type.
   attn_dtype dt = kvDtype(*kd);
   if (!check(k_new, "k_new", {-1, kd->num_kv_heads, -1, kd->head_dim},
@@ -211,7 +207,7 @@ attn_status attn_append_kv(const attn_model *model, int32_t kind,
     return failWith(ATTN_ERR_ARGUMENT,
                     "attn_append_kv: start is NULL; pass each sequence's "
                     "position of its first new token");
-  std::vector<int64_t> end(b);
+  int64_t *end = attn_rt::callScratchI64(0, size_t(b));
   for (int64_t i = 0; i < b; ++i) {
     int64_t c = counts ? counts[i] : n;
     if (c < 0 || c > n)
@@ -240,15 +236,15 @@ attn_status attn_append_kv(const attn_model *model, int32_t kind,
   if (overlaps(*k_cache, *v_cache))
     return failWith(ATTN_ERR_LAYOUT,
                       "attn_append_kv: k_cache overlaps v_cache");
-  if (!checkPagesUsed(check, block_table, start, end.data(), b, pages,
-                      pageSize))
+  if (!checkPagesUsed(check, block_table, start, end, b, pages, pageSize))
     return check.status;
   const int32_t *table = static_cast<const int32_t *>(block_table->data);
   int64_t hkv = kd->num_kv_heads;
   int64_t eb = elementBytes(dt);
   // The starts read once, before the caches are written (a cache that
   // overlaps the caller's array cannot move them).
-  std::vector<int64_t> first(start, start + b);
+  int64_t *first = attn_rt::callScratchI64(1, size_t(b));
+  std::copy(start, start + b, first);
   for (auto [cache, src, d] :
        {std::tuple<attn_tensor *, const attn_tensor *, int64_t>{
             k_cache, k_new, kd->head_dim},

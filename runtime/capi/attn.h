@@ -190,8 +190,9 @@ typedef struct {
 attn_status attn_workspace_get_info(const attn_model *model,
                                     attn_workspace_info *info);
 /* Gives the calling thread's workspace in `model`'s library back to the
- * heap, unless a call on this thread is using it (the next call grows a
- * new one); the OpenMP threads keep theirs. */
+ * heap, with the buffers its C API calls keep (the lengths they copy, a
+ * state copied for an in-place update): the next call grows new ones. The
+ * OpenMP threads keep theirs. */
 attn_status attn_workspace_trim(const attn_model *model);
 
 /* Attention sinks (gpt-oss: a kind whose describe_json layers have

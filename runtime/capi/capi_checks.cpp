@@ -69,12 +69,13 @@ std::string shapeOf(const attn_tensor &t) {
   return s + "]";
 }
 
-std::string dimsStr(const std::vector<int64_t> &want,
-                    const std::vector<const char *> &names) {
+std::string dimsStr(std::initializer_list<int64_t> want,
+                    std::initializer_list<const char *> names) {
   std::string s = "[";
   for (size_t i = 0; i < want.size(); ++i)
-    s += (i ? ", " : "") +
-         (want[i] < 0 && i < names.size() ? std::string(names[i]) : std::to_string(want[i]));
+    s += (i ? ", " : "") + (want.begin()[i] < 0 && i < names.size()
+                                ? std::string(names.begin()[i])
+                                : std::to_string(want.begin()[i]));
   return s + "]";
 }
 
@@ -110,9 +111,10 @@ bool overlaps(const attn_tensor &a, const attn_tensor &b) {
 }
 
 /// Fails with "CALL: OUT overlaps IN" when it does.
-bool noOverlap(TensorCheck &check, const attn_tensor &out, const char *outName,
-               const std::vector<std::pair<const attn_tensor *, const char *>>
-                   &inputs) {
+bool noOverlap(
+    TensorCheck &check, const attn_tensor &out, const char *outName,
+    std::initializer_list<std::pair<const attn_tensor *, const char *>>
+        inputs) {
   for (auto [in, name] : inputs)
     if (in && overlaps(out, *in))
       return check.fail(ATTN_ERR_LAYOUT,
@@ -133,10 +135,6 @@ bool checkLengths(TensorCheck &check, const int64_t *lengths, int64_t b,
                             std::to_string(lengths[i]) + " is outside [0, " +
                             limitName + " = " + std::to_string(limit) + "]");
   return true;
-}
-
-std::vector<int64_t> dims(const attn_tensor &t) {
-  return std::vector<int64_t>(t.shape, t.shape + t.rank);
 }
 
 attn_status getKind(const attn_model *model, int32_t kind, const char *call,
@@ -280,17 +278,17 @@ bool checkPagesUsed(TensorCheck &check, const attn_tensor *table,
 attn_status checkPagedDecode(
     TensorCheck &check, const int64_t *kvLengths, const int64_t *qPos,
     bool part, const attn_tensor &out, const attn_tensor *stats,
-    const std::vector<std::pair<const attn_tensor *, const char *>> &ins,
+    std::initializer_list<std::pair<const attn_tensor *, const char *>> ins,
     const attn_tensor *table, int64_t batch, int64_t pages, int64_t pageSize) {
-  std::string call = check.call;
+  auto call = [&] { return std::string(check.call); };
   if (!kvLengths && batch > 0)
-    return failWith(ATTN_ERR_ARGUMENT, call + ": kv_lengths is NULL; pass "
-                                              "each sequence's length in "
-                                              "tokens");
+    return failWith(ATTN_ERR_ARGUMENT, call() + ": kv_lengths is NULL; pass "
+                                                "each sequence's length in "
+                                                "tokens");
   if (part && !qPos && batch > 0)
     return failWith(ATTN_ERR_ARGUMENT,
-                    call + ": q_pos is NULL; pass each sequence's position "
-                           "of its first query row in the cache's range");
+                    call() + ": q_pos is NULL; pass each sequence's position "
+                             "of its first query row in the cache's range");
   int64_t maxPages = table->shape[1];
   if (!noOverlap(check, out, "out", ins) ||
       (part && !noOverlap(check, *stats, "stats", ins)) ||
@@ -300,20 +298,15 @@ attn_status checkPagedDecode(
                       pageSize))
     return check.status;
   if (part && overlaps(*stats, out))
-    return failWith(ATTN_ERR_LAYOUT, call + ": stats overlaps out");
+    return failWith(ATTN_ERR_LAYOUT, call() + ": stats overlaps out");
   return ATTN_OK;
 }
 
 } // namespace attn_rt::capi
 
-
-/// Runs the body of C entry point `call`: no exception crosses the C
-/// boundary (out of memory is ATTN_ERR_MEMORY, anything else
-/// ATTN_ERR_ARGUMENT), each with its message.
-attn_status attn_rt::guardCall(const char *call,
-                               const std::function<attn_status()> &body) {
+attn_status attn_rt::caughtInCall(const char *call) {
   try {
-    return body();
+    throw;
   } catch (const std::bad_alloc &) {
     capi::lastError().clear();
     try {
@@ -334,6 +327,39 @@ attn_status attn_rt::guardCall(const char *call,
     }
     return ATTN_ERR_ARGUMENT;
   }
+}
+
+namespace {
+struct CallScratch {
+  std::vector<int64_t> i64[4];
+  std::vector<float> f32[4];
+};
+CallScratch &callScratch() {
+  thread_local CallScratch scratch;
+  return scratch;
+}
+} // namespace
+
+int64_t *attn_rt::callScratchI64(int slot, size_t n) {
+  std::vector<int64_t> &v = callScratch().i64[slot];
+  if (v.size() < n)
+    v.resize(n);
+  return v.data();
+}
+
+float *attn_rt::callScratchF32(int slot, size_t n) {
+  std::vector<float> &v = callScratch().f32[slot];
+  if (v.size() < n)
+    v.resize(n);
+  return v.data();
+}
+
+void attn_rt::trimCallScratch() {
+  CallScratch &s = callScratch();
+  for (auto &v : s.i64)
+    std::vector<int64_t>().swap(v);
+  for (auto &v : s.f32)
+    std::vector<float>().swap(v);
 }
 
 attn_status attn_rt::sinksForCall(const attn_model *model, int32_t kind,

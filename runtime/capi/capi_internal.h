@@ -43,11 +43,29 @@ void setLastError(std::string msg);
 /// gave them).
 attn_status sinksForCall(const attn_model *model, int32_t kind,
                          const char *call, int64_t heads, const float *&out);
+/// The status and message of the exception being handled in entry point
+/// `call` (out of memory: ATTN_ERR_MEMORY, anything else
+/// ATTN_ERR_ARGUMENT); only from a catch handler.
+attn_status caughtInCall(const char *call);
 /// Runs the body of C entry point `call`: no exception crosses the C
-/// boundary (out of memory is ATTN_ERR_MEMORY, anything else
-/// ATTN_ERR_ARGUMENT), each with its message.
-attn_status guardCall(const char *call,
-                      const std::function<attn_status()> &body);
+/// boundary. A template rather than std::function, which would allocate
+/// for a lambda of more than two references on every call.
+template <typename Body> attn_status guardCall(const char *call, Body &&body) {
+  try {
+    return body();
+  } catch (...) {
+    return caughtInCall(call);
+  }
+}
+/// Per-thread buffers of the C API's calls (the lengths read once before
+/// a kernel writes, a state copied for an in-place update, zeros for a
+/// missing one): grown when a call needs more, then reused, so that calls
+/// at sizes already seen allocate nothing. `slot` (0-3) tells apart the
+/// buffers one call uses at once. Throws std::bad_alloc.
+int64_t *callScratchI64(int slot, size_t n);
+float *callScratchF32(int slot, size_t n);
+/// Frees this thread's call buffers (attn_workspace_trim).
+void trimCallScratch();
 
 namespace capi {
 
@@ -57,8 +75,8 @@ std::string &lastError();
 attn_status failWith(attn_status status, std::string msg);
 const char *dtypeName(attn_dtype t);
 std::string shapeOf(const attn_tensor &t);
-std::string dimsStr(const std::vector<int64_t> &want,
-                    const std::vector<const char *> &names);
+std::string dimsStr(std::initializer_list<int64_t> want,
+                    std::initializer_list<const char *> names);
 /// The element type of a kind's paged cache.
 attn_dtype kvDtype(const attn_rt_kind &k);
 int64_t elementBytes(attn_dtype t);
@@ -68,29 +86,39 @@ int64_t elementBytes(attn_dtype t);
 /// contiguous, data present unless empty.
 struct TensorCheck {
   const char *call;
-  std::string kindDesc;
+  /// The kind the messages name (" for kind 'NAME' (...)"), built only
+  /// for a message: a call that passes its checks allocates nothing.
+  const attn_rt_kind *kind = nullptr;
+  std::string (*describe)(const attn_rt_kind &) = nullptr;
+  /// What the messages add after the kind.
+  std::string extra = {};
   attn_status status = ATTN_OK;
 
+  std::string kindDesc() const {
+    return (kind && describe ? describe(*kind) : std::string()) + extra;
+  }
+
   bool operator()(const attn_tensor *t, const char *name,
-                  const std::vector<int64_t> &want,
-                  const std::vector<const char *> &names,
+                  std::initializer_list<int64_t> wantDims,
+                  std::initializer_list<const char *> names,
                   attn_dtype dtype = ATTN_F32) {
     if (status != ATTN_OK)
       return false;
-    std::string at = std::string(call) + ": " + name;
+    auto at = [&] { return std::string(call) + ": " + name; };
+    const int64_t *want = wantDims.begin();
     if (!t)
-      return fail(ATTN_ERR_ARGUMENT, at + " is NULL");
+      return fail(ATTN_ERR_ARGUMENT, at() + " is NULL");
     if (t->dtype != dtype)
       return fail(ATTN_ERR_DTYPE,
-                  at + " has dtype " + dtypeName(t->dtype) + "; " +
+                  at() + " has dtype " + dtypeName(t->dtype) + "; " +
                       (dtype == ATTN_F32
                            ? "this kind's kernels take f32 (ATTN_F32)"
                            : std::string("it must be ") + dtypeName(dtype)));
-    int32_t rank = int32_t(want.size());
+    int32_t rank = int32_t(wantDims.size());
     if (t->rank != rank)
-      return fail(ATTN_ERR_SHAPE, at + " has rank " + std::to_string(t->rank) +
-                                      "; it must be " +
-                                      dimsStr(want, names) + kindDesc);
+      return fail(ATTN_ERR_SHAPE,
+                  at() + " has rank " + std::to_string(t->rank) +
+                      "; it must be " + dimsStr(wantDims, names) + kindDesc());
     // The element count, and the product of the dims counting an empty
     // one as 1 (an empty tensor's other dims size the loops and buffers
     // around it): both at most 2^60, checked before any product can wrap.
@@ -98,13 +126,13 @@ struct TensorCheck {
     int64_t numel = 1, extent = 1;
     for (int32_t i = 0; i < rank; ++i) {
       if (t->shape[i] < 0 || (want[i] >= 0 && t->shape[i] != want[i]))
-        return fail(ATTN_ERR_SHAPE, at + " has shape " + shapeOf(*t) +
+        return fail(ATTN_ERR_SHAPE, at() + " has shape " + shapeOf(*t) +
                                         "; it must be " +
-                                        dimsStr(want, names) + kindDesc);
+                                        dimsStr(wantDims, names) + kindDesc());
       int64_t d = std::max<int64_t>(t->shape[i], 1);
       if (d > limit / extent)
         return fail(ATTN_ERR_SHAPE,
-                    at + " has shape " + shapeOf(*t) +
+                    at() + " has shape " + shapeOf(*t) +
                         ": more elements than any machine's memory (at "
                         "most 2^60, counting an empty dim as 1)");
       extent *= d;
@@ -115,14 +143,15 @@ struct TensorCheck {
     for (int32_t i = rank - 1; i >= 0 && numel != 0; --i) {
       if (t->shape[i] != 1 && t->strides[i] != stride)
         return fail(ATTN_ERR_LAYOUT,
-                    at + " has strides [" + stridesOf(*t) +
+                    at() + " has strides [" + stridesOf(*t) +
                         "] (elements) for shape " + shapeOf(*t) +
                         "; the kernels take row-major contiguous tensors "
-                        "(strides [" + contiguousStrides(*t) + "])");
+                        "(strides [" +
+                        contiguousStrides(*t) + "])");
       stride *= t->shape[i];
     }
     if (!t->data && numel != 0)
-      return fail(ATTN_ERR_ARGUMENT, at + " has a NULL data pointer");
+      return fail(ATTN_ERR_ARGUMENT, at() + " has a NULL data pointer");
     return true;
   }
 
@@ -155,13 +184,12 @@ int64_t numelOf(const attn_tensor &t);
 /// True when the bytes of `a` and `b` overlap (both checked contiguous).
 bool overlaps(const attn_tensor &a, const attn_tensor &b);
 /// Fails with "CALL: OUT overlaps IN" when it does.
-bool noOverlap(TensorCheck &check, const attn_tensor &out, const char *outName,
-               const std::vector<std::pair<const attn_tensor *, const char *>>
-                   &inputs);
+bool noOverlap(
+    TensorCheck &check, const attn_tensor &out, const char *outName,
+    std::initializer_list<std::pair<const attn_tensor *, const char *>> inputs);
 /// Lengths in [0, limit], one per batch row.
 bool checkLengths(TensorCheck &check, const int64_t *lengths, int64_t b,
                   int64_t limit, const char *name, const char *limitName);
-std::vector<int64_t> dims(const attn_tensor &t);
 inline float *f32(const attn_tensor &t) { return static_cast<float *>(t.data); }
 /// Kind `kind` of `model`, which must compute `op` (ATTN_RT_OP_*).
 attn_status getKind(const attn_model *model, int32_t kind, const char *call,
@@ -203,7 +231,7 @@ bool checkPagesUsed(TensorCheck &check, const attn_tensor *table,
 attn_status checkPagedDecode(
     TensorCheck &check, const int64_t *kvLengths, const int64_t *qPos,
     bool part, const attn_tensor &out, const attn_tensor *stats,
-    const std::vector<std::pair<const attn_tensor *, const char *>> &ins,
+    std::initializer_list<std::pair<const attn_tensor *, const char *>> ins,
     const attn_tensor *table, int64_t batch, int64_t pages, int64_t pageSize);
 
 } // namespace capi

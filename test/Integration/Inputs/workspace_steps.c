@@ -1,10 +1,11 @@
-/* Decode steps make no malloc in the kernels once warm: their scratch
- * comes from the library's per-thread workspaces (attn_workspace_get_info).
- * The kernels are called directly (the model table of attn_runtime.h), then
- * through the C API, whose argument checks still allocate (their messages'
- * strings, shape vectors): those are printed, the workspaces' growth is
- * checked. Counts the process's mallocs with the counter malloc_count.c
- * exports when it is preloaded (LD_PRELOAD). Usage: workspace_steps LIB.so */
+/* Decode steps make no malloc once warm: the kernels' scratch comes from
+ * the library's per-thread workspaces (attn_workspace_get_info), and the C
+ * API's calls build no message unless they fail and copy their lengths
+ * into reused per-thread buffers. The kernels are called directly (the
+ * model table of attn_runtime.h), then through the C API (a state updated
+ * in place, so copied). Counts the process's mallocs with the counter
+ * malloc_count.c exports when it is preloaded (LD_PRELOAD). Usage:
+ * workspace_steps LIB.so */
 #include "attn.h"
 #include "attn_runtime.h"
 
@@ -115,6 +116,18 @@ static void softmaxSteps(const attn_model *m, int32_t kind,
         (rk->paged(&dout, &dq, &dk, &dv, &dt, &dl), ATTN_OK));
   STEPS(m, "attn_decode_paged", 50,
         attn_decode_paged(m, kind, &tq, &tk, &tv, &tt, lens, &to));
+  /* Appending a token to each sequence (at its last position, again). */
+  int64_t ns[4] = {B, ki->num_kv_heads, 1, ki->head_dim};
+  int64_t nv[4] = {B, ki->num_kv_heads, 1, ki->head_dim_v};
+  float *kn1 = filled((size_t)(B * ns[1] * ns[3]), 8);
+  float *vn1 = filled((size_t)(B * nv[1] * nv[3]), 9);
+  attn_tensor tkn = attn_tensor_contiguous(kn1, ki->kv_dtype, 4, ns);
+  attn_tensor tvn = attn_tensor_contiguous(vn1, ki->kv_dtype, 4, nv);
+  int64_t at[2] = {len - 1, len - 301};
+  STEPS(m, "attn_append_kv", 50,
+        attn_append_kv(m, kind, &tk, &tv, &tt, at, NULL, &tkn, &tvn));
+  free(kn1);
+  free(vn1);
   /* Prefill over contiguous K/V (f32 q; K/V of the kind's type). */
   const int64_t S = 96;
   int64_t pq[4] = {1, ki->num_heads, S, ki->head_dim};
