@@ -27,7 +27,6 @@
 #include <thread>
 #include <vector>
 
-#include <malloc.h>
 #include <unistd.h>
 
 namespace attn_rt::mpi {

@@ -30,7 +30,6 @@
 #include <thread>
 #include <vector>
 
-#include <malloc.h>
 #include <unistd.h>
 
 namespace attn_rt::mpi {
@@ -518,14 +517,9 @@ using namespace attn_rt::mpi;
 extern "C" int attn_rt_mpi_main(const attn_rt_model *m, int argc, char **argv) {
   int provided;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-  // The kernels allocate their tiles' scratch at each call. In an MPI
-  // process glibc's malloc no longer raises its mmap threshold after the
-  // first free of such a block, so every call mapped fresh pages, and page
-  // faults cost ~16 us each in this VM: kernels ran 3-7x slower than in a
-  // single process (measured: a 512-row causal ring step 460 ms instead of
-  // 65). Blocks up to 32 MiB come from the heap and stay there.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  // (No mallopt: the kernels' scratch comes from the runtime's per-thread
+  // workspaces, not malloc, so the MPI process no longer maps fresh pages
+  // for it at every call; docs/mpi.md.)
   World w;
   MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &w.size);
