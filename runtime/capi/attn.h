@@ -1,4 +1,4 @@
-/*===- attn.h - the attn C API, version 4 ---------------------------------===*
+/*===- attn.h - the attn C API, version 7 ---------------------------------===*
  *
  * The plain C interface to a model compiled with `attn-compile --emit=shared`
  * (every such library exports it): opaque handles, plain pointers, shapes,
