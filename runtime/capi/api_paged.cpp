@@ -14,7 +14,6 @@
 #include <cstring>
 #include <new>
 #include <string>
-#include <tuple>
 #include <vector>
 
 using namespace attn_rt::capi;

@@ -18,6 +18,7 @@
 #include "descriptors.h"
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <utility>

@@ -128,32 +128,3 @@ func.func @nest(%n: index, %m: index) {
   }
   return
 }
-
-// -----
-
-// A parallel region inside a loop: the counter is on the function's frame
-// (an alloca in the loop would grow the stack at every iteration), zeroed
-// before each run of the region.
-// CHECK-LABEL: func.func @in_loop
-// CHECK-NEXT: %[[COUNTER:.+]] = memref.alloca() : memref<i64>
-// CHECK: scf.for
-// CHECK: memref.store %{{.+}}, %[[COUNTER]][] : memref<i64>
-// CHECK-NEXT: omp.parallel
-// CHECK: memref.atomic_rmw addi %{{.+}}, %[[COUNTER]][]
-func.func private @tile(index)
-func.func @in_loop(%n: index, %steps: index) {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  scf.for %s = %c0 to %steps step %c1 {
-    omp.parallel {
-      omp.wsloop {
-        omp.loop_nest (%i) : index = (%c0) to (%n) step (%c1) {
-          func.call @tile(%i) : (index) -> ()
-          omp.yield
-        }
-      }
-      omp.terminator
-    }
-  }
-  return
-}
