@@ -158,11 +158,8 @@ struct Workspace {
       return nullptr;
     uintptr_t at = uintptr_t(c->base) + c->top + sizeof(Header);
     uintptr_t user = (at + align - 1) & ~uintptr_t(align - 1);
-    auto *h = reinterpret_cast<Header *>(user) - 1;
-    h->owner = this;
-    h->chunk = c;
-    h->start = c->top;
-    h->freed.store(false, std::memory_order_relaxed);
+    auto *h = new (reinterpret_cast<Header *>(user) - 1)
+        Header{this, c, c->top, {false}};
     if (!push(h))
       return nullptr;
     c->top = user + size - uintptr_t(c->base);

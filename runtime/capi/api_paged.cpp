@@ -14,6 +14,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace attn_rt::capi;

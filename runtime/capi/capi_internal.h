@@ -18,7 +18,6 @@
 #include "descriptors.h"
 
 #include <cstdint>
-#include <functional>
 #include <initializer_list>
 #include <string>
 #include <utility>

@@ -128,3 +128,68 @@ func.func @nest(%n: index, %m: index) {
   }
   return
 }
+
+// -----
+
+// A parallel region inside a loop: the counter is on the function's frame
+// (an alloca in the loop would grow the stack at every iteration), zeroed
+// before each run of the region.
+// CHECK-LABEL: func.func @in_loop
+// CHECK-NEXT: %[[COUNTER:.+]] = memref.alloca() : memref<i64>
+// CHECK: scf.for
+// CHECK: memref.store %{{.+}}, %[[COUNTER]][] : memref<i64>
+// CHECK-NEXT: omp.parallel
+// CHECK: memref.atomic_rmw addi %{{.+}}, %[[COUNTER]][]
+func.func private @tile(index)
+func.func @in_loop(%n: index, %steps: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %s = %c0 to %steps step %c1 {
+    omp.parallel {
+      omp.wsloop {
+        omp.loop_nest (%i) : index = (%c0) to (%n) step (%c1) {
+          func.call @tile(%i) : (index) -> ()
+          omp.yield
+        }
+      }
+      omp.terminator
+    }
+  }
+  return
+}
+
+// -----
+
+// A region nested in a parallel region's loop: its counter is on the stack
+// of the outer region's thread (its body is an allocation scope), not on
+// the function's frame, which the outer threads' inner regions would share.
+// CHECK-LABEL: func.func @nested
+// CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : index
+// CHECK-NEXT: %[[C1:.+]] = arith.constant 1 : index
+// CHECK-NEXT: omp.parallel {
+// CHECK-NEXT: %[[COUNTER:.+]] = memref.alloca() : memref<i64>
+// CHECK: scf.for
+// CHECK: memref.store %{{.+}}, %[[COUNTER]][] : memref<i64>
+// CHECK-NEXT: omp.parallel
+// CHECK: memref.atomic_rmw addi %{{.+}}, %[[COUNTER]][]
+// CHECK-NOT: memref.alloca
+func.func private @inner(index, index)
+func.func @nested(%n: index, %steps: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  omp.parallel {
+    scf.for %s = %c0 to %steps step %c1 {
+      omp.parallel {
+        omp.wsloop {
+          omp.loop_nest (%i) : index = (%c0) to (%n) step (%c1) {
+            func.call @inner(%s, %i) : (index, index) -> ()
+            omp.yield
+          }
+        }
+        omp.terminator
+      }
+    }
+    omp.terminator
+  }
+  return
+}

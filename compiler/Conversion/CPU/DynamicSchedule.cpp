@@ -11,6 +11,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include <algorithm>
 
@@ -65,7 +66,7 @@ Value runLength(omp::WsloopOp loop, int64_t most) {
 }
 
 /// Replaces `loop`, the last op of its parallel region, by runs of `run`
-/// (i64) iterations handed out from a counter the region shares: each
+/// (i64; null: 1) iterations handed out from a counter the region shares: each
 /// thread takes the next run with one atomic add, until none is left. The
 /// same dynamic schedule as libomp's, without its dispatch calls: Debian's
 /// libomp is a KMP_DEBUG build, whose __kmpc_dispatch_next formats its
@@ -85,16 +86,32 @@ void dispatchByCounter(omp::WsloopOp loop, Value run) {
   for (Value x : nest.getOperands())
     if (!x.getType().isIndex())
       return;
+  // The counter lives at the start of the function or of the body of an
+  // enclosing parallel region (outlined: each of its threads runs it on its
+  // own stack frame). An alloca just before a region that runs in a loop
+  // would grow the stack at every iteration (scf.for is an allocation scope
+  // that the lowering to LLVM does not honor: no stack save and restore);
+  // one on the function's frame would be shared by nested regions that the
+  // threads of an outer region run at once.
+  Operation *outer = region;
+  while (outer->getParentOp() &&
+         !isa<FunctionOpInterface, omp::ParallelOp>(outer->getParentOp()))
+    outer = outer->getParentOp();
+  if (!outer->getParentOp())
+    return;
   Location loc = loop.getLoc();
-  // The counter, zeroed before the region: each run of the region (and
-  // each caller's) has its own.
   OpBuilder b(region);
+  b.setInsertionPointToStart(&outer->getParentRegion()->front());
   Type i64 = b.getI64Type(), index = b.getIndexType();
   Value counter =
       memref::AllocaOp::create(b, loc, MemRefType::get({}, i64)).getResult();
+  // Zeroed before each run of the region.
+  b.setInsertionPoint(region);
   Value zero64 = arith::ConstantIntOp::create(b, loc, i64, 0);
   memref::StoreOp::create(b, loc, zero64, counter, ValueRange{});
   b.setInsertionPoint(loop);
+  if (!run)
+    run = arith::ConstantIntOp::create(b, loc, i64, 1);
   auto idx = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(b, loc, v);
   };
@@ -114,8 +131,7 @@ void dispatchByCounter(omp::WsloopOp loop, Value run) {
   Type types[] = {index};
   auto whileOp = scf::WhileOp::create(b, loc, TypeRange(types), ValueRange{});
   {
-    Block *before = b.createBlock(&whileOp.getBefore());
-    (void)before;
+    b.createBlock(&whileOp.getBefore());
     Value first =
         memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addi, run,
                                     counter, ValueRange{})
@@ -177,10 +193,6 @@ struct DynamicScheduleLoopsPass
       if (chunk > 1) {
         run = runLength(loop, chunk);
         loop.getScheduleChunkMutable().assign(run);
-      } else {
-        OpBuilder b(loop);
-        run =
-            arith::ConstantOp::create(b, loop.getLoc(), b.getI64IntegerAttr(1));
       }
       loops.push_back({loop, run});
     });
