@@ -54,6 +54,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/raw_ostream.h"
 
 void mlir::attn::registerAllDialects(DialectRegistry &registry) {
   registry.insert<attn::AttnDialect, arith::ArithDialect,
@@ -112,4 +113,15 @@ void mlir::attn::registerAllPasses() {
   mlir::registerCSEPass();
   mlir::registerInlinerPass();
   mlir::registerSymbolDCEPass();
+}
+
+void mlir::attn::bufferStderrForIRDumps(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg = llvm::StringRef(argv[i]).ltrim('-');
+    if (arg.starts_with("mlir-print-ir") || arg.starts_with("print-after") ||
+        arg.starts_with("print-before") || arg.starts_with("print-changed")) {
+      llvm::errs().SetBufferSize(1 << 20);
+      return;
+    }
+  }
 }

@@ -682,6 +682,7 @@ int writeOutput(const Output &out) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  attn::bufferStderrForIRDumps(argc, argv);
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();

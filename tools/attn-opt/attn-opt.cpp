@@ -19,6 +19,7 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
+  mlir::attn::bufferStderrForIRDumps(argc, argv);
   mlir::DialectRegistry registry;
   mlir::attn::registerAllDialects(registry);
   // The transform dialect drives upstream tiling of attn.sdpa through its
