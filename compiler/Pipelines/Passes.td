@@ -68,4 +68,22 @@ def ExpandShapeToReinterpretCastPass : Pass<"attn-expand-shape-to-reinterpret-ca
   let dependentDialects = ["arith::ArithDialect", "memref::MemRefDialect"];
 }
 
+def MergeIdenticalFunctionsPass : Pass<"attn-merge-identical-functions", "ModuleOp"> {
+  let summary = "One body for the LLVM functions that only their names tell apart";
+  let description = [{
+    Finds the `llvm.func`s whose bodies and attributes are the same but for
+    their names, callees first (two callers become equal once their callees
+    are one), and keeps the first of each: a copy's callers call the first,
+    and a copy that is not internal stays as an `llvm.mlir.alias` of it (the
+    model table and `dlsym` find every entry by its name). Layer kinds that
+    differ only in their feed-forward (DeepSeek's dense first layers, the
+    MoE families' dense layers) have the same attention entries, blocks and
+    reference copies: LLVM optimized and compiled each of them again.
+    Before LLVM's own merge-functions pass can: the OpenMP regions are still
+    inline here, while outlined they are addresses passed to the fork call,
+    which that pass does not unify.
+  }];
+  let dependentDialects = ["LLVM::LLVMDialect"];
+}
+
 #endif // ATTN_PIPELINES_PASSES_TD

@@ -184,6 +184,7 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createMergeIdenticalFunctionsPass());
   return success();
 }
 

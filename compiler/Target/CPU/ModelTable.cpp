@@ -259,8 +259,12 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
   TableBuilder t(m);
   if (!t.checkLayout(error))
     return false;
+  // An entry equal to another kind's is an alias of it
+  // (attn-merge-identical-functions): the table points at the function.
   auto function = [&](const std::string &name) -> llvm::Function * {
-    llvm::Function *fn = m.getFunction(name);
+    llvm::GlobalValue *gv = m.getNamedValue(name);
+    auto *fn =
+        dyn_cast_or_null<llvm::Function>(gv ? gv->getAliaseeObject() : nullptr);
     if (!fn || fn->isDeclaration())
       error = "internal error: the kernels' module has no '" + name + "'";
     return fn && !fn->isDeclaration() ? fn : nullptr;
