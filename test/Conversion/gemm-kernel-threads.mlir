@@ -26,3 +26,31 @@ func.func @nt(%a: memref<?x64xf32>, %b: memref<128x64xf32>, %c: memref<?x128xf32
       ins(%a, %b : memref<?x64xf32>, memref<128x64xf32>) outs(%c : memref<?x128xf32>)
   return
 }
+
+// -----
+
+// One GEMM function per form and depth K, whatever N: N, M, C's row stride
+// and the offsets become dynamic (the kernel reads them from the operands),
+// K and the row strides of A and B stay (a function per shape was 8,600
+// lines of LLVM IR each).
+// CHECK-LABEL: func.func @two_shapes(
+// CHECK: %[[A:.+]] = memref.cast %{{.+}} : memref<?x64xf32> to memref<?x64xf32, strided<[64, 1], offset: ?>>
+// CHECK: %[[B:.+]] = memref.cast %{{.+}} : memref<128x64xf32> to memref<?x64xf32, strided<[64, 1], offset: ?>>
+// CHECK: %[[C:.+]] = memref.cast %{{.+}} : memref<?x128xf32> to memref<?x?xf32, strided<[?, 1], offset: ?>>
+// CHECK: call @two_shapes_gemm(%[[A]], %[[B]], %[[C]])
+// CHECK: call @two_shapes_gemm(
+// CHECK: call @two_shapes_gemm_0(
+// CHECK-NOT: call
+// CHECK: func.func private @two_shapes_gemm(%{{.+}}: memref<?x64xf32, strided<[64, 1], offset: ?>>, %{{.+}}: memref<?x64xf32, strided<[64, 1], offset: ?>>, %{{.+}}: memref<?x?xf32, strided<[?, 1], offset: ?>>)
+// CHECK: func.func private @two_shapes_gemm_0(%{{.+}}: memref<?x96xf32, strided<[96, 1], offset: ?>>,
+func.func @two_shapes(%a: memref<?x64xf32>, %b: memref<128x64xf32>, %c: memref<?x128xf32>,
+                      %b2: memref<32x64xf32>, %c2: memref<?x32xf32>,
+                      %d: memref<?x96xf32>, %e: memref<32x96xf32>, %f: memref<?x32xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+      ins(%a, %b : memref<?x64xf32>, memref<128x64xf32>) outs(%c : memref<?x128xf32>)
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+      ins(%a, %b2 : memref<?x64xf32>, memref<32x64xf32>) outs(%c2 : memref<?x32xf32>)
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+      ins(%d, %e : memref<?x96xf32>, memref<32x96xf32>) outs(%f : memref<?x32xf32>)
+  return
+}

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Utils/Utils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -245,6 +246,38 @@ LogicalResult TileFunctions::lower(GatedDeltaChunkOp chunk) {
 }
 
 void TileFunctions::lowerMatmul(Operation *matmul) {
+  // One GEMM function per form (B [K, N] or [N, K]) and depth K, not per
+  // shape: N, M, C's row stride and every offset dynamic (the kernel reads
+  // them from the operands), K and the row strides of A and B (the weights)
+  // kept, with which the loops along K and the operand-swapped kernel's 12
+  // rows of B are addressed from one pointer (with B's stride dynamic that
+  // kernel ran 3-7% slower on 32 rows; the packed and dot-product kernels
+  // ran the same, measured alternated in one process). Each shape had its
+  // own copy, 8,600 lines of LLVM IR: 13 of them in DeepSeek-V2-Lite.
+  bool bTransposed = isa<linalg::MatmulTransposeBOp>(matmul);
+  OpBuilder cb(matmul);
+  for (auto [i, operand] : llvm::enumerate(matmul->getOpOperands())) {
+    auto type = cast<MemRefType>(operand.get().getType());
+    int64_t dyn = ShapedType::kDynamic;
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(type.getStridesAndOffset(strides, offset)))
+      continue; // (gemmKernelHandles checked that they are strided)
+    SmallVector<int64_t> shape = {dyn, dyn};
+    SmallVector<int64_t> keep = {dyn, 1};
+    if (i == 0 || (i == 1 && bTransposed)) // [M, K] or [N, K]
+      shape[1] = type.getDimSize(1);
+    else if (i == 1) // [K, N]
+      shape[0] = type.getDimSize(0);
+    if (i < 2)
+      keep[0] = strides[0];
+    auto layout = StridedLayoutAttr::get(type.getContext(), dyn, keep);
+    auto generic = MemRefType::get(shape, type.getElementType(), layout,
+                                   type.getMemorySpace());
+    if (generic != type)
+      operand.set(
+          memref::CastOp::create(cb, matmul->getLoc(), generic, operand.get()));
+  }
   // The GEMM holds its own parallel loop over panels: no scratch argument.
   func::FuncOp fn = functionFor(
       matmul, TypeRange{},
