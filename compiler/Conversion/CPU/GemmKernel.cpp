@@ -5,8 +5,8 @@
 // either [K, N] (the default maps: GPT-2's Conv1D weights) or [N, K]
 // (transpose-B maps: nn.Linear weights as checkpoints store them), as
 // attn.linear, attn.gated_mlp, attn.mlp and attn.moe lower. The function
-// attn-cpu-micro-kernel makes of each form (B [K, N] or [N, K]; one for
-// every shape: M, N and K are read from the operands) holds:
+// attn-cpu-micro-kernel makes of each form (B [K, N] or [N, K]) and depth
+// K (M, N and C's row stride are read from the operands) holds:
 //
 //   scf.parallel over panels of NC = NV·W columns of C (W f32 lanes, NV = 4
 //   vectors with AVX-512, 2 with AVX2/SSE):
