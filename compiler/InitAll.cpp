@@ -54,6 +54,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
 
 void mlir::attn::registerAllDialects(DialectRegistry &registry) {
@@ -121,6 +122,10 @@ void mlir::attn::bufferStderrForIRDumps(int argc, char **argv) {
     if (arg.starts_with("mlir-print-ir") || arg.starts_with("print-after") ||
         arg.starts_with("print-before") || arg.starts_with("print-changed")) {
       llvm::errs().SetBufferSize(1 << 20);
+      // A crash still writes what the dumps had buffered: the last stage
+      // before it is what a reader of the dumps is looking for.
+      llvm::sys::AddSignalHandler([](void *) { llvm::errs().flush(); },
+                                  nullptr);
       return;
     }
   }

@@ -24,7 +24,8 @@ void registerAllPasses();
 /// --mlir-print-ir-*, LLVM's --print-after/-before/-changed): llvm::errs()
 /// is unbuffered, and printing a module wrote it a few bytes per syscall
 /// (14 million writes, 85 s of system time, for a 40 MB dump). Diagnostics
-/// are then written when the buffer fills and at exit.
+/// are then written when the buffer fills, at exit, and on a crash (LLVM's
+/// signal handlers flush it).
 void bufferStderrForIRDumps(int argc, char **argv);
 
 } // namespace attn
