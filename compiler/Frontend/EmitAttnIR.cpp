@@ -423,8 +423,6 @@ std::array<Value, 4> Emitter::projectQKV(Location loc, const LayerSpec &l,
     q = sliceHeads(loc, qg, hq, 2, 0, 1, d);
     gate = sliceHeads(loc, qg, hq, 2, 1, 1, d);
   }
-  if (l.scaleOnQuery)
-    q = ScaleOp::create(b, loc, q, b.getF64FloatAttr(l.scale)).getResult();
   return {q, k, v, gate};
 }
 
@@ -525,6 +523,11 @@ func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l,
   Value kvIn = cross ? memory : hIn;
   auto [q, k, v, gate] = projectQKV(loc, l, w, hIn, kvIn);
   auto [qh, kh, vh] = headsOf(loc, l, w, q, k, v, positions);
+  // Whisper scales q_proj's output; on the heads that QKᵀ reads (nothing
+  // but the split lies between), as the kind's kernel does, the fusion
+  // folds it into the sdpa's scale and the block calls that kernel.
+  if (l.scaleOnQuery)
+    qh = ScaleOp::create(b, loc, qh, b.getF64FloatAttr(l.scale)).getResult();
   Value o = scoreChain(loc, l, qh, kh, vh, get("relative_attention_bias"),
                        keyLengths, get("sinks"));
   Value m = MergeHeadsOp::create(b, loc, hiddenType(l.numHeads * l.headDimV),

@@ -1,6 +1,7 @@
 // RUN: attn-opt %s -split-input-file -attn-call-kernels | FileCheck %s
 // RUN: attn-opt %s -split-input-file -attn-call-kernels | FileCheck %s --check-prefix=BIAS
 // RUN: attn-opt %s -split-input-file -attn-call-kernels | FileCheck %s --check-prefix=GDN
+// RUN: attn-opt %s -split-input-file -attn-call-kernels | FileCheck %s --check-prefix=LATENT
 
 // @k_sdpa is a kernel entry (one attn.sdpa of its arguments into its memref
 // argument). The block's sdpa with the same attributes and types becomes a
@@ -76,6 +77,7 @@ func.func @k_block_reference(%q: tensor<?x8x?x64xf32>, %k: tensor<?x2x?x64xf32>,
 // BIAS: %[[LENS:.*]] = tensor.splat
 // BIAS: call @t_sdpa(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[LENS]], %{{.*}})
 // BIAS-NOT: attn.sdpa
+// BIAS: return
 func.func @t_sdpa(%out: memref<?x8x?x64xf32>, %q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>,
                   %v: tensor<?x8x?x64xf32>, %lens: tensor<?xi64>, %t: tensor<32x8xf32>) {
   %c0 = arith.constant 0 : index
@@ -142,4 +144,79 @@ func.func @g_block(%q: tensor<?x2x?x16xf32>, %v: tensor<?x4x?x8xf32>, %g: tensor
   %o, %f = attn.gated_delta_rule %q, %q, %v, %g, %g initial_state(%s0 : tensor<?x4x16x8xf32>) outs(%oi, %si : tensor<?x4x?x8xf32>, tensor<?x4x16x8xf32>) {scale = 0.25 : f64} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?xf32>, tensor<?x4x?xf32>) -> (tensor<?x4x?x8xf32>, tensor<?x4x16x8xf32>)
   %o2, %f2 = attn.gated_delta_rule %q, %q, %v, %g, %g initial_state(%s0 : tensor<?x4x16x8xf32>) outs(%oi, %si : tensor<?x4x?x8xf32>, tensor<?x4x16x8xf32>) {scale = 0.5 : f64} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?xf32>, tensor<?x4x?xf32>) -> (tensor<?x4x?x8xf32>, tensor<?x4x16x8xf32>)
   return %o, %f, %o2 : tensor<?x4x?x8xf32>, tensor<?x4x16x8xf32>, tensor<?x4x?x8xf32>
+}
+
+// -----
+
+// A latent kernel (DeepSeek's absorbed form): keys and values are views of
+// one latent cache argument, a reshape to one KV head and its first 512
+// channels. The block's sdpa on the same views of its latent tensor calls it
+// with that tensor; one whose values are a slice of fewer keys than the
+// latent holds keeps its op.
+// LATENT-LABEL: func.func @m_block(
+// LATENT-SAME: %[[Q:[a-z0-9]+]]: tensor<?x4x?x576xf32>, %[[C:[a-z0-9]+]]: tensor<?x?x576xf32>
+// LATENT: %[[LENS:.*]] = tensor.splat
+// LATENT: call @m_mla(%{{.*}}, %[[Q]], %[[C]], %[[LENS]])
+// LATENT-LABEL: func.func @m_fewer_keys(
+// LATENT-NOT: call
+// LATENT: attn.sdpa
+func.func @m_mla(%out: memref<?x4x?x512xf32>, %q: tensor<?x4x?x576xf32>, %c: tensor<?x?x576xf32>,
+                 %lens: tensor<?xi64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %b = tensor.dim %c, %c0 : tensor<?x?x576xf32>
+  %n = tensor.dim %c, %c1 : tensor<?x?x576xf32>
+  %k = tensor.expand_shape %c [[0, 1], [2], [3]] output_shape [%b, 1, %n, 576]
+      : tensor<?x?x576xf32> into tensor<?x1x?x576xf32>
+  %v = tensor.extract_slice %k[0, 0, 0, 0] [%b, 1, %n, 512] [1, 1, 1, 1]
+      : tensor<?x1x?x576xf32> to tensor<?x1x?x512xf32>
+  %qb = tensor.dim %q, %c0 : tensor<?x4x?x576xf32>
+  %s = tensor.dim %q, %c2 : tensor<?x4x?x576xf32>
+  %e = tensor.empty(%qb, %s) : tensor<?x4x?x512xf32>
+  %r = attn.sdpa %q, %k, %v kv_lengths(%lens : tensor<?xi64>) outs(%e : tensor<?x4x?x512xf32>)
+      {mask = #attn.mask<causal>, scale = 0.125 : f64}
+      : (tensor<?x4x?x576xf32>, tensor<?x1x?x576xf32>, tensor<?x1x?x512xf32>) -> tensor<?x4x?x512xf32>
+  bufferization.materialize_in_destination %r in restrict writable %out
+      : (tensor<?x4x?x512xf32>, memref<?x4x?x512xf32>) -> ()
+  return
+}
+func.func @m_block(%q: tensor<?x4x?x576xf32>, %c: tensor<?x?x576xf32>) -> tensor<?x4x?x512xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %b = tensor.dim %c, %c0 : tensor<?x?x576xf32>
+  %n = tensor.dim %c, %c1 : tensor<?x?x576xf32>
+  %k = tensor.expand_shape %c [[0, 1], [2], [3]] output_shape [%b, 1, %n, 576]
+      : tensor<?x?x576xf32> into tensor<?x1x?x576xf32>
+  %kb = tensor.dim %k, %c0 : tensor<?x1x?x576xf32>
+  %kn = tensor.dim %k, %c2 : tensor<?x1x?x576xf32>
+  %v = tensor.extract_slice %k[0, 0, 0, 0] [%kb, 1, %kn, 512] [1, 1, 1, 1]
+      : tensor<?x1x?x576xf32> to tensor<?x1x?x512xf32>
+  %qb = tensor.dim %q, %c0 : tensor<?x4x?x576xf32>
+  %s = tensor.dim %q, %c2 : tensor<?x4x?x576xf32>
+  %e = tensor.empty(%qb, %s) : tensor<?x4x?x512xf32>
+  %r = attn.sdpa %q, %k, %v outs(%e : tensor<?x4x?x512xf32>)
+      {mask = #attn.mask<causal>, scale = 0.125 : f64}
+      : (tensor<?x4x?x576xf32>, tensor<?x1x?x576xf32>, tensor<?x1x?x512xf32>) -> tensor<?x4x?x512xf32>
+  return %r : tensor<?x4x?x512xf32>
+}
+func.func @m_fewer_keys(%q: tensor<?x4x?x576xf32>, %c: tensor<?x?x576xf32>, %m: index)
+    -> tensor<?x4x?x512xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %b = tensor.dim %c, %c0 : tensor<?x?x576xf32>
+  %n = tensor.dim %c, %c1 : tensor<?x?x576xf32>
+  %k = tensor.expand_shape %c [[0, 1], [2], [3]] output_shape [%b, 1, %n, 576]
+      : tensor<?x?x576xf32> into tensor<?x1x?x576xf32>
+  %v = tensor.extract_slice %k[0, 0, 0, 0] [%b, 1, %m, 512] [1, 1, 1, 1]
+      : tensor<?x1x?x576xf32> to tensor<?x1x?x512xf32>
+  %qb = tensor.dim %q, %c0 : tensor<?x4x?x576xf32>
+  %s = tensor.dim %q, %c2 : tensor<?x4x?x576xf32>
+  %e = tensor.empty(%qb, %s) : tensor<?x4x?x512xf32>
+  %r = attn.sdpa %q, %k, %v outs(%e : tensor<?x4x?x512xf32>)
+      {mask = #attn.mask<causal>, scale = 0.125 : f64}
+      : (tensor<?x4x?x576xf32>, tensor<?x1x?x576xf32>, tensor<?x1x?x512xf32>) -> tensor<?x4x?x512xf32>
+  return %r : tensor<?x4x?x512xf32>
 }

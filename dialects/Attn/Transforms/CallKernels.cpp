@@ -3,7 +3,10 @@
 // This file implements attn-call-kernels: an attn.sdpa or
 // attn.gated_delta_rule that a kernel entry of the module computes (same
 // attributes and types) becomes a call to that entry, so the kernel is tiled
-// and compiled once.
+// and compiled once. A kernel may read an operand through views of an
+// argument (the latent kernels' keys and values are a reshape and a slice of
+// one latent cache): the op's operand must then be the same views of a value,
+// which becomes the call's argument.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,9 +37,27 @@ struct Kernel {
 /// The fused op a kernel entry or a block computes.
 bool isKernelOp(Operation *op) { return isa<SDPAOp, GatedDeltaRuleOp>(op); }
 
+/// The views a kernel entry may take of its arguments before its op reads
+/// them.
+bool isView(Operation *op) {
+  return isa<tensor::ExpandShapeOp, tensor::ExtractSliceOp>(op);
+}
+
+/// The argument of `fn` that `v` is a chain of views of, or null.
+BlockArgument viewRoot(func::FuncOp fn, Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isView(def))
+      return nullptr;
+    v = def->getOperand(0);
+  }
+  auto arg = cast<BlockArgument>(v);
+  return arg.getOwner() == &fn.getBody().front() ? arg : nullptr;
+}
+
 /// `fn` as a kernel entry, if it is one: every argument is a result buffer
-/// or an operand of the op (not a destination), and nothing else happens
-/// but the destinations' creation and shape queries.
+/// or what an operand of the op (not a destination) is, or is a chain of
+/// views of, and nothing else happens but the views, the destinations'
+/// creation and shape queries.
 std::optional<Kernel> asKernel(func::FuncOp fn) {
   if (fn.isPrivate() || fn.isExternal() || fn->hasAttr("attn.reference"))
     return std::nullopt;
@@ -66,14 +87,21 @@ std::optional<Kernel> asKernel(func::FuncOp fn) {
   }
   for (Operation &other : fn.getBody().front())
     if (&other != op.getOperation() && !llvm::is_contained(stores, &other) &&
-        !isa<tensor::EmptyOp, tensor::DimOp, arith::ConstantOp,
-             func::ReturnOp>(other))
+        !isView(&other) &&
+        !isa<tensor::EmptyOp, tensor::DimOp, arith::ConstantOp, func::ReturnOp>(
+            other))
       return std::nullopt;
+  SmallVector<BlockArgument> read;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    BlockArgument root = viewRoot(fn, input->get());
+    if (!root)
+      return std::nullopt;
+    read.push_back(root);
+  }
   for (BlockArgument a : fn.getArguments()) {
     if (llvm::is_contained(kernel.outs, a.getArgNumber()))
       continue;
-    if (!llvm::is_contained(op->getOperands(), a) ||
-        llvm::is_contained(op.getDpsInits(), a))
+    if (!llvm::is_contained(read, a) || llvm::is_contained(op.getDpsInits(), a))
       return std::nullopt;
   }
   return kernel;
@@ -93,9 +121,88 @@ bool fillsBuffers(Kernel kernel, Operation *op) {
   return true;
 }
 
-/// Whether `kernel` computes `op`: the same attributes and operand types, and
-/// the same optional operands but for kv_lengths, which the call can supply.
-bool computes(Kernel kernel, SDPAOp op) {
+/// The kernel's arguments, each bound to the value a call passes for it.
+using Binding = DenseMap<Value, Value>;
+
+/// Whether `size`, the size of dimension `d` of `slice`, is the whole extent
+/// of the slice's source there: a tensor.dim of the source, or of the
+/// source's expand_shape source where `d` is its group's one dynamic size.
+bool isWholeExtent(tensor::ExtractSliceOp slice, Value size, int64_t d) {
+  auto dim = size.getDefiningOp<tensor::DimOp>();
+  std::optional<int64_t> index = dim ? dim.getConstantIndex() : std::nullopt;
+  if (!index)
+    return false;
+  if (dim.getSource() == slice.getSource())
+    return *index == d;
+  auto expand = slice.getSource().getDefiningOp<tensor::ExpandShapeOp>();
+  if (!expand || dim.getSource() != expand.getSrc())
+    return false;
+  ArrayRef<int64_t> shape = expand.getResultType().getShape();
+  for (auto [g, group] : llvm::enumerate(expand.getReassociationIndices()))
+    if (llvm::is_contained(group, d))
+      return int64_t(g) == *index && llvm::count_if(group, [&](int64_t i) {
+                                       return ShapedType::isDynamic(shape[i]);
+                                     }) == 1;
+  return false;
+}
+
+/// Binds the kernel's arguments so that the kernel's value `kv` (an
+/// argument, or views of one) is `ov`: `ov` must be the same views (same
+/// static shapes, offsets and strides; dynamic slice sizes whole extents on
+/// both sides) of the value bound to the argument.
+bool bindViews(Value kv, Value ov, Binding &binding) {
+  if (kv.getType() != ov.getType())
+    return false;
+  if (isa<BlockArgument>(kv)) {
+    auto [it, inserted] = binding.try_emplace(kv, ov);
+    return inserted || it->second == ov;
+  }
+  Operation *k = kv.getDefiningOp(), *o = ov.getDefiningOp();
+  if (auto ke = dyn_cast<tensor::ExpandShapeOp>(k)) {
+    // Each group of the kernel's result has at most one dynamic size (the
+    // source's), so the source's shape fixes the output shape.
+    auto oe = dyn_cast_if_present<tensor::ExpandShapeOp>(o);
+    ArrayRef<int64_t> shape = ke.getResultType().getShape();
+    if (!oe || ke.getReassociationIndices() != oe.getReassociationIndices() ||
+        llvm::any_of(ke.getReassociationIndices(), [&](const auto &group) {
+          return llvm::count_if(group, [&](int64_t i) {
+                   return ShapedType::isDynamic(shape[i]);
+                 }) > 1;
+        }))
+      return false;
+    return bindViews(ke.getSrc(), oe.getSrc(), binding);
+  }
+  auto ks = cast<tensor::ExtractSliceOp>(k);
+  auto os = dyn_cast_if_present<tensor::ExtractSliceOp>(o);
+  if (!os || ks.getSourceType().getRank() != ks.getType().getRank() ||
+      !ks.getOffsets().empty() || !ks.getStrides().empty() ||
+      !os.getOffsets().empty() || !os.getStrides().empty() ||
+      ks.getStaticOffsets() != os.getStaticOffsets() ||
+      ks.getStaticSizes() != os.getStaticSizes() ||
+      ks.getStaticStrides() != os.getStaticStrides())
+    return false;
+  for (auto [d, size] : llvm::enumerate(ks.getStaticSizes()))
+    if (ShapedType::isDynamic(size)) {
+      Value kSize = cast<Value>(ks.getMixedSizes()[d]);
+      Value oSize = cast<Value>(os.getMixedSizes()[d]);
+      if (!isWholeExtent(ks, kSize, d) || !isWholeExtent(os, oSize, d))
+        return false;
+    }
+  return bindViews(ks.getSource(), os.getSource(), binding);
+}
+
+/// Binds every pair (kernel value, op value) of `pairs`; false if one does
+/// not match.
+bool bindAll(ArrayRef<std::pair<Value, Value>> pairs, Binding &binding) {
+  return llvm::all_of(pairs, [&](const std::pair<Value, Value> &p) {
+    return bindViews(p.first, p.second, binding);
+  });
+}
+
+/// The binding with which `kernel` computes `op`: the same attributes, the
+/// same optional operands but for kv_lengths, which the call can supply, and
+/// operands that bind the kernel's arguments.
+std::optional<Binding> match(Kernel kernel, SDPAOp op) {
   auto k = dyn_cast<SDPAOp>(kernel.op.getOperation());
   if (!k || op.getScaleAttr() != k.getScaleAttr() ||
       op.getRelativeBiasAttr() != k.getRelativeBiasAttr() ||
@@ -104,43 +211,51 @@ bool computes(Kernel kernel, SDPAOp op) {
       op.getAlign() != k.getAlign() || op.getQPos() ||
       bool(op.getBiasTable()) != bool(k.getBiasTable()) ||
       bool(op.getSinks()) != bool(k.getSinks()) ||
-      (op.getKvLengths() && !k.getKvLengths()))
-    return false;
+      (op.getKvLengths() && !k.getKvLengths()) ||
+      (!op.getKvLengths() && k.getKvLengths() &&
+       !isa<BlockArgument>(k.getKvLengths())))
+    return std::nullopt;
   // Operand by operand, by name: the two ops need not have the same optional
   // operands (kv_lengths), so their operand lists do not line up.
-  if (op.getQuery().getType() != k.getQuery().getType() ||
-      op.getKey().getType() != k.getKey().getType() ||
-      op.getValue().getType() != k.getValue().getType() ||
-      (op.getBiasTable() &&
-       op.getBiasTable().getType() != k.getBiasTable().getType()) ||
-      (op.getSinks() && op.getSinks().getType() != k.getSinks().getType()) ||
-      (op.getKvLengths() &&
-       op.getKvLengths().getType() != k.getKvLengths().getType()))
-    return false;
-  return fillsBuffers(kernel, op);
+  SmallVector<std::pair<Value, Value>> pairs = {{k.getQuery(), op.getQuery()},
+                                                {k.getKey(), op.getKey()},
+                                                {k.getValue(), op.getValue()}};
+  if (op.getBiasTable())
+    pairs.push_back({k.getBiasTable(), op.getBiasTable()});
+  if (op.getSinks())
+    pairs.push_back({k.getSinks(), op.getSinks()});
+  if (op.getKvLengths())
+    pairs.push_back({k.getKvLengths(), op.getKvLengths()});
+  Binding binding;
+  if (!bindAll(pairs, binding) || !fillsBuffers(kernel, op))
+    return std::nullopt;
+  return binding;
 }
 
 /// The same for the gated delta rule: same scale and operand types, an
 /// initial state on both or neither, and lengths only if the kernel takes
 /// them (it is given the full length otherwise).
-bool computes(Kernel kernel, GatedDeltaRuleOp op) {
+std::optional<Binding> match(Kernel kernel, GatedDeltaRuleOp op) {
   auto k = dyn_cast<GatedDeltaRuleOp>(kernel.op.getOperation());
   if (!k || op.getScaleAttr() != k.getScaleAttr() ||
       bool(op.getInitialState()) != bool(k.getInitialState()) ||
-      (op.getLengths() && !k.getLengths()))
-    return false;
-  SmallVector<std::pair<Value, Value>> pairs = {
-      {op.getQuery(), k.getQuery()}, {op.getKey(), k.getKey()},
-      {op.getValue(), k.getValue()}, {op.getGate(), k.getGate()},
-      {op.getBeta(), k.getBeta()}};
+      (op.getLengths() && !k.getLengths()) ||
+      (!op.getLengths() && k.getLengths() &&
+       !isa<BlockArgument>(k.getLengths())))
+    return std::nullopt;
+  SmallVector<std::pair<Value, Value>> pairs = {{k.getQuery(), op.getQuery()},
+                                                {k.getKey(), op.getKey()},
+                                                {k.getValue(), op.getValue()},
+                                                {k.getGate(), op.getGate()},
+                                                {k.getBeta(), op.getBeta()}};
   if (op.getInitialState())
-    pairs.push_back({op.getInitialState(), k.getInitialState()});
+    pairs.push_back({k.getInitialState(), op.getInitialState()});
   if (op.getLengths())
-    pairs.push_back({op.getLengths(), k.getLengths()});
-  for (auto [a, b] : pairs)
-    if (a.getType() != b.getType())
-      return false;
-  return fillsBuffers(kernel, op);
+    pairs.push_back({k.getLengths(), op.getLengths()});
+  Binding binding;
+  if (!bindAll(pairs, binding) || !fillsBuffers(kernel, op))
+    return std::nullopt;
+  return binding;
 }
 
 /// `given` lengths, or when the op has none and the kernel takes
@@ -161,11 +276,10 @@ Value lengthsFor(Operation *op, Value given, Value kernelLengths, Value seqOf,
   return tensor::SplatOp::create(b, loc, fill, type, batch);
 }
 
-/// Replaces `op` by a call of `kernel` on fresh buffers, one per result;
-/// `argFor` gives the call's value for a kernel argument that is an operand
-/// of the kernel's op.
+/// Replaces `op` by a call of `kernel` on fresh buffers, one per result,
+/// passing each other argument its value in `binding`.
 void callKernel(Kernel kernel, DestinationStyleOpInterface op,
-                function_ref<Value(BlockArgument)> argFor) {
+                const Binding &binding) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   SmallVector<Value> buffers;
@@ -182,9 +296,8 @@ void callKernel(Kernel kernel, DestinationStyleOpInterface op,
   SmallVector<Value> args;
   for (BlockArgument a : kernel.fn.getArguments()) {
     auto *out = llvm::find(kernel.outs, a.getArgNumber());
-    args.push_back(out != kernel.outs.end()
-                       ? buffers[out - kernel.outs.begin()]
-                       : argFor(a));
+    args.push_back(out != kernel.outs.end() ? buffers[out - kernel.outs.begin()]
+                                            : binding.lookup(a));
   }
   func::CallOp::create(b, loc, kernel.fn, args);
   for (auto [r, buffer] : llvm::zip(op->getResults(), buffers)) {
@@ -195,52 +308,31 @@ void callKernel(Kernel kernel, DestinationStyleOpInterface op,
   op.erase();
 }
 
-void callKernel(Kernel kernel, SDPAOp op) {
+/// The kernel's lengths argument, when the op has none: every batch row's
+/// full length.
+void bindLengths(SDPAOp op, Kernel kernel, Binding &binding) {
   auto k = cast<SDPAOp>(kernel.op.getOperation());
-  Value lengths = lengthsFor(op, op.getKvLengths(), k.getKvLengths(),
-                             op.getKey(), op.getQuery());
-  callKernel(kernel, op, [&](BlockArgument a) -> Value {
-    if (a == k.getQuery())
-      return op.getQuery();
-    if (a == k.getKey())
-      return op.getKey();
-    if (a == k.getValue())
-      return op.getValue();
-    if (a == k.getKvLengths())
-      return lengths;
-    if (a == k.getSinks())
-      return op.getSinks();
-    return op.getBiasTable();
-  });
+  if (Value lengths = lengthsFor(op, op.getKvLengths(), k.getKvLengths(),
+                                 op.getKey(), op.getQuery());
+      lengths && !op.getKvLengths())
+    binding[k.getKvLengths()] = lengths;
 }
 
-void callKernel(Kernel kernel, GatedDeltaRuleOp op) {
+void bindLengths(GatedDeltaRuleOp op, Kernel kernel, Binding &binding) {
   auto k = cast<GatedDeltaRuleOp>(kernel.op.getOperation());
-  Value lengths = lengthsFor(op, op.getLengths(), k.getLengths(),
-                             op.getValue(), op.getValue());
-  callKernel(kernel, op, [&](BlockArgument a) -> Value {
-    if (a == k.getQuery())
-      return op.getQuery();
-    if (a == k.getKey())
-      return op.getKey();
-    if (a == k.getValue())
-      return op.getValue();
-    if (a == k.getGate())
-      return op.getGate();
-    if (a == k.getBeta())
-      return op.getBeta();
-    if (a == k.getLengths())
-      return lengths;
-    return op.getInitialState();
-  });
+  if (Value lengths = lengthsFor(op, op.getLengths(), k.getLengths(),
+                                 op.getValue(), op.getValue());
+      lengths && !op.getLengths())
+    binding[k.getLengths()] = lengths;
 }
 
 template <typename OpT>
 void callKernels(ArrayRef<Kernel> kernels, ArrayRef<OpT> ops) {
   for (OpT op : ops)
     for (const Kernel &k : kernels)
-      if (computes(k, op)) {
-        callKernel(k, op);
+      if (std::optional<Binding> binding = match(k, op)) {
+        bindLengths(op, k, *binding);
+        callKernel(k, op, *binding);
         break;
       }
 }

@@ -201,6 +201,14 @@ def CallKernelsPass : Pass<"attn-call-kernels", "ModuleOp"> {
     `attn.gated_delta_rule` and the `<kind>_gdn` entries (two results, two
     buffers; the same scale, operand types and initial state).
 
+    A kernel may read an operand through views of an argument
+    (`tensor.expand_shape`, and `tensor.extract_slice` at static offsets
+    with whole extents where sizes are dynamic): the `<kind>_mla` entries
+    read keys and values from one latent cache. The op's operand must then
+    be the same views of a value, which the call passes; DeepSeek's and
+    Kimi's blocks call the absorbed-form kernel this way, and keep no
+    `_reference` copy (no sdpa is left in them).
+
     ```mlir
     func.func @k_sdpa(%out: memref<?x8x?x64xf32>, %q: tensor<?x8x?x64xf32>, ...) {
       %r = attn.sdpa %q, %k, %v kv_lengths(%l : tensor<?xi64>) outs(%e : ...) {...}
