@@ -300,13 +300,8 @@ OwningOpRef<ModuleOp> Emitter::kernels() {
         block->setAttr("llvm.emit_c_interface", b.getUnitAttr());
         toDestinationStyle(block);
         module->push_back(block);
-        if (hasFeedForward(l)) {
-          func::FuncOp layer =
-              emitLinearKind(name + "_layer", l, true, /*withFFN=*/true);
-          layer->setAttr("llvm.emit_c_interface", b.getUnitAttr());
-          toDestinationStyle(layer);
-          module->push_back(layer);
-        }
+        if (hasFeedForward(l))
+          module->push_back(emitLayerOverBlock(name + "_layer", l, block, 3));
       }
       continue;
     }
@@ -351,13 +346,9 @@ OwningOpRef<ModuleOp> Emitter::kernels() {
       block->setAttr("llvm.emit_c_interface", b.getUnitAttr());
       toDestinationStyle(block);
       module->push_back(block);
-      if (hasFeedForward(l)) {
-        func::FuncOp layer = emitKind(name + "_layer", l, /*blockEntry=*/true,
-                                      /*withFFN=*/true);
-        layer->setAttr("llvm.emit_c_interface", b.getUnitAttr());
-        toDestinationStyle(layer);
-        module->push_back(layer);
-      }
+      if (hasFeedForward(l))
+        module->push_back(emitLayerOverBlock(name + "_layer", l, block,
+                                             l.isLatent() ? 2 : 1));
     }
   }
   return module;
@@ -475,7 +466,7 @@ std::array<Value, 3> Emitter::headsOf(Location loc, const LayerSpec &l,
 }
 
 func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l,
-                               bool blockEntry, bool withFFN) {
+                               bool blockEntry) {
   Location loc = NameLoc::get(b.getStringAttr(name),
                               FileLineColLoc::get(ctx, spec.configPath, 1, 1));
   int64_t h = spec.hiddenSize;
@@ -483,7 +474,7 @@ func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l,
   if (l.role == LayerRole::LinearAttention)
     return emitLinearKind(name, l);
   if (l.isLatent())
-    return emitLatentKind(name, l, /*withCache=*/blockEntry, withFFN);
+    return emitLatentKind(name, l, /*withCache=*/blockEntry);
 
   // Signature: x, [memory], [positions], [key lengths], weights.
   SmallVector<Type> inputs = {xTy};
@@ -498,8 +489,6 @@ func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l,
   if (lengths)
     inputs.push_back(RankedTensorType::get({kDyn}, b.getI64Type()));
   std::vector<WeightArg> weights = layerWeights(spec, l);
-  if (withFFN)
-    llvm::append_range(weights, ffnWeights(spec, l));
   for (const WeightArg &w : weights)
     inputs.push_back(tensor(w.shape));
   auto fn = func::FuncOp::create(loc, name, b.getFunctionType(inputs, {xTy}));
@@ -543,9 +532,93 @@ func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l,
   Value r = AddOp::create(b, loc, x, y);
   if (l.placement == NormPlacement::Post)
     r = norm(loc, l, r, get("norm_weight"), get("norm_bias"));
-  if (withFFN)
-    r = feedForward(loc, l, w, x, hIn, r);
   func::ReturnOp::create(b, loc, r);
+  return fn;
+}
+
+func::FuncOp Emitter::emitLayerOverBlock(const std::string &name,
+                                         const LayerSpec &l, func::FuncOp block,
+                                         unsigned numResults) {
+  Location loc = NameLoc::get(b.getStringAttr(name),
+                              FileLineColLoc::get(ctx, spec.configPath, 1, 1));
+  FunctionType blockTy = block.getFunctionType();
+  SmallVector<Type> inputs(blockTy.getInputs().drop_front(numResults));
+  SmallVector<Type> results;
+  for (Type t : blockTy.getInputs().take_front(numResults)) {
+    auto m = cast<MemRefType>(t);
+    results.push_back(RankedTensorType::get(m.getShape(), m.getElementType()));
+  }
+  std::vector<WeightArg> blockWeights = layerWeights(spec, l),
+                         ffn = ffnWeights(spec, l);
+  unsigned numBlockInputs = inputs.size(),
+           first = numBlockInputs - blockWeights.size();
+  for (const WeightArg &w : ffn)
+    inputs.push_back(tensor(w.shape));
+  auto fn = func::FuncOp::create(loc, name, b.getFunctionType(inputs, results));
+  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  for (unsigned i = 0; i < numBlockInputs; ++i)
+    if (DictionaryAttr attrs = block.getArgAttrDict(numResults + i))
+      fn.setArgAttrs(i, attrs);
+  nameWeightArgs(fn, numBlockInputs, ffn, l);
+
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value x = entry->getArgument(0);
+  Value batch = tensor::DimOp::create(b, loc, x, 0);
+  Value seq = tensor::DimOp::create(b, loc, x, 1);
+  // The block's results: the hidden states [B, S, h], a latent block's
+  // cache [B, P + S, r + dr] (its cache_in, the input of the same type
+  // after x, holds P rows), a linear block's states [B, ...].
+  SmallVector<Value> buffers;
+  for (auto [i, t] :
+       llvm::enumerate(blockTy.getInputs().take_front(numResults))) {
+    auto type = cast<MemRefType>(t);
+    SmallVector<Value> sizes;
+    for (auto [d, size] : llvm::enumerate(type.getShape())) {
+      if (!ShapedType::isDynamic(size))
+        continue;
+      if (d == 0) {
+        sizes.push_back(batch);
+        continue;
+      }
+      Value rows = seq;
+      if (i > 0) {
+        ArrayRef<Type> before = ArrayRef<Type>(inputs).slice(1, first - 1);
+        const Type *in = llvm::find(before, results[i]);
+        assert(in != before.end() && "a grown result without its input");
+        Value past = tensor::DimOp::create(
+            b, loc, entry->getArgument(1 + (in - before.begin())), 1);
+        rows = arith::AddIOp::create(b, loc, past, seq);
+      }
+      sizes.push_back(rows);
+    }
+    buffers.push_back(
+        memref::AllocOp::create(b, loc, type, sizes, b.getI64IntegerAttr(64)));
+  }
+  SmallVector<Value> args(buffers);
+  llvm::append_range(args, entry->getArguments().take_front(numBlockInputs));
+  func::CallOp::create(b, loc, block, args);
+  SmallVector<Value> outs;
+  for (auto [buffer, t] : llvm::zip(buffers, results))
+    outs.push_back(bufferization::ToTensorOp::create(
+        b, loc, t, buffer, /*restrict=*/true, /*writable=*/true));
+
+  Weights w;
+  for (auto [i, arg] : llvm::enumerate(blockWeights))
+    w[arg.role] = entry->getArgument(first + i);
+  for (auto [i, arg] : llvm::enumerate(ffn))
+    w[arg.role] = entry->getArgument(numBlockInputs + i);
+  // The attention's normed input, which a parallel feed-forward without
+  // a norm of its own reads (Falcon, GPT-J): recomputed from x.
+  Value hIn = x;
+  if (l.ffn.placement == FFNPlacement::Parallel &&
+      !w.lookup("ffn_norm_weight") &&
+      (l.placement == NormPlacement::Pre ||
+       l.placement == NormPlacement::PrePost))
+    hIn = norm(loc, l, x, w.lookup("norm_weight"), w.lookup("norm_bias"));
+  outs[0] = feedForward(loc, l, w, x, hIn, outs[0]);
+  func::ReturnOp::create(b, loc, outs);
+  toDestinationStyle(fn);
   return fn;
 }
 

@@ -53,8 +53,7 @@ static Value concatTokens(OpBuilder &b, Location loc, Value a, Value c) {
 }
 
 func::FuncOp Emitter::emitLatentKind(const std::string &name,
-                                     const LayerSpec &l, bool withCache,
-                                     bool withFFN) {
+                                     const LayerSpec &l, bool withCache) {
   Location loc = NameLoc::get(b.getStringAttr(name),
                               FileLineColLoc::get(ctx, spec.configPath, 1, 1));
   const LatentSpec &m = l.latent;
@@ -65,8 +64,6 @@ func::FuncOp Emitter::emitLatentKind(const std::string &name,
   if (withCache)
     inputs.push_back(cacheTy);
   std::vector<WeightArg> weights = layerWeights(spec, l);
-  if (withFFN)
-    llvm::append_range(weights, ffnWeights(spec, l));
   for (const WeightArg &w : weights)
     inputs.push_back(tensor(w.shape));
   unsigned first = withCache ? 3 : 2;
@@ -168,8 +165,6 @@ func::FuncOp Emitter::emitLatentKind(const std::string &name,
       b, loc, hiddenType(heads * l.headDimV), o);
   Value y = linear(loc, l, w, merged, "o", h);
   Value res = AddOp::create(b, loc, x, y);
-  if (withFFN)
-    res = feedForward(loc, l, w, x, hIn, res);
   if (withCache)
     func::ReturnOp::create(b, loc, ValueRange{res, cache});
   else

@@ -52,8 +52,7 @@ func::FuncOp Emitter::emitLinearKernel(const std::string &name,
 }
 
 func::FuncOp Emitter::emitLinearKind(const std::string &name,
-                                     const LayerSpec &l, bool withState,
-                                     bool withFFN) {
+                                     const LayerSpec &l, bool withState) {
   Location loc = NameLoc::get(b.getStringAttr(name),
                               FileLineColLoc::get(ctx, spec.configPath, 1, 1));
   int64_t h = spec.hiddenSize, hk = l.numKVHeads, hv = l.numHeads,
@@ -63,8 +62,6 @@ func::FuncOp Emitter::emitLinearKind(const std::string &name,
   RankedTensorType convStateTy = tensor({kDyn, conv, K - 1}),
                    stateTy = tensor({kDyn, hv, dk, dv});
   std::vector<WeightArg> weights = layerWeights(spec, l);
-  if (withFFN)
-    llvm::append_range(weights, ffnWeights(spec, l));
   SmallVector<Type> inputs = {xTy}, results = {xTy};
   if (withState) {
     inputs.append({convStateTy, stateTy});
@@ -94,8 +91,6 @@ func::FuncOp Emitter::emitLinearKind(const std::string &name,
     MixerResult mix = l.noDelta ? mambaMixer(loc, l, w, hIn, convState, state)
                                 : kdaMixer(loc, l, w, hIn, convState, state);
     Value res = residual(loc, l, x, mix.out);
-    if (withFFN)
-      res = feedForward(loc, l, w, x, hIn, res);
     if (withState)
       func::ReturnOp::create(b, loc, ValueRange{res, mix.convState, mix.state});
     else
@@ -158,8 +153,6 @@ func::FuncOp Emitter::emitLinearKind(const std::string &name,
                                                normed, re);
   Value out = linearTo(flat, "out_proj_weight", h);
   Value res = residual(loc, l, x, out);
-  if (withFFN)
-    res = feedForward(loc, l, w, x, hIn, res);
   if (withState)
     func::ReturnOp::create(
         b, loc, ValueRange{res, convOp.getFinalState(), rule.getFinalState()});

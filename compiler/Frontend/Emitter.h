@@ -87,14 +87,22 @@ private:
   /// bidirectional or cross-attention kind also takes its key lengths [B]
   /// (key padding) after the positions.
   func::FuncOp emitKind(const std::string &name, const LayerSpec &l,
-                        bool blockEntry = false, bool withFFN = false);
+                        bool blockEntry = false);
+  /// `<kind>_layer`, over the kind's `<kind>_block` entry `block`
+  /// (destination style, its `numResults` results as leading memref
+  /// arguments): the block's arguments, then the feed-forward weights; a
+  /// call of the block on fresh buffers, then the feed-forward sub-layer on
+  /// its hidden states. The block's code is compiled once, not a second
+  /// time inside the layer. Destination style too.
+  func::FuncOp emitLayerOverBlock(const std::string &name, const LayerSpec &l,
+                                  func::FuncOp block, unsigned numResults);
   /// A Gated DeltaNet layer (transformers' Qwen3NextGatedDeltaNet with its
   /// pre-norm and residual): x, weights -> x + out_proj(...). With
   /// `withState` (the `<kind>_block` entry): x, conv_state [B, C, K-1],
   /// state [B, Hv, dk, dv], weights -> y, conv_state', state', so decode
   /// can follow prefill.
   func::FuncOp emitLinearKind(const std::string &name, const LayerSpec &l,
-                              bool withState = false, bool withFFN = false);
+                              bool withState = false);
   /// A multi-head latent attention layer (transformers'
   /// DeepseekV3Attention with its pre-norm and residual): x, positions,
   /// weights -> y. With `withCache` (the `<kind>_block` entry): x,
@@ -103,7 +111,7 @@ private:
   /// r + dr] (the cache with the new tokens' rows appended), the attention
   /// over all P + S tokens.
   func::FuncOp emitLatentKind(const std::string &name, const LayerSpec &l,
-                              bool withCache = false, bool withFFN = false);
+                              bool withCache = false);
   /// `<kind>_mla(q [B, H, Sq, r + dr], cache [B, Skv, r + dr], kv_lengths
   /// [B]) -> out [B, H, Sq, r]`: the absorbed form's attention, all heads
   /// over the latent rows, the values the rows' first r features.
