@@ -2,7 +2,8 @@
 //
 // The emitter of a model's attn IR (EmitAttnIR.cpp), shared by the files
 // that emit its parts: EmitLinear.cpp (Gated DeltaNet kinds and kernels),
-// EmitLatent.cpp (multi-head latent attention kinds and kernels). Internal
+// EmitLatent.cpp (multi-head latent attention kinds and kernels),
+// EmitLayer.cpp (the layer entries: block, then feed-forward). Internal
 // to the front end.
 //
 //===----------------------------------------------------------------------===//
@@ -191,6 +192,12 @@ private:
   /// Batch and sequence sizes of the values sliceHeads has sliced.
   llvm::DenseMap<Value, std::pair<Value, Value>> dims;
 };
+
+/// Rewrites `fn` (tensor results) into destination-passing style for the C
+/// ABI: leading memref arguments receive the results, in order
+/// (bufferization.materialize_in_destination), nothing is returned, so the
+/// caller owns and reuses the output buffers.
+void toDestinationStyle(func::FuncOp fn);
 
 } // namespace mlir::attn::emit
 
