@@ -498,14 +498,12 @@ func::FuncOp Emitter::emitKind(const std::string &name, const LayerSpec &l,
   if (gate)
     m = SigmoidGateOp::create(b, loc, m, gate);
   Value y = linear(loc, l, w, m, "o", h);
-  if (l.placement == NormPlacement::PrePost ||
-      l.placement == NormPlacement::Output)
-    y = norm(loc, l, y, get("post_norm_weight"), Value());
-  if (l.residualScale != 1.0)
-    y = ScaleOp::create(b, loc, y, b.getF64FloatAttr(l.residualScale));
-  Value r = AddOp::create(b, loc, x, y);
-  if (l.placement == NormPlacement::Post)
-    r = norm(loc, l, r, get("norm_weight"), get("norm_bias"));
+  Value r =
+      closeSublayer(loc, l, x, y,
+                    l.placement == NormPlacement::PrePost ||
+                        l.placement == NormPlacement::Output,
+                    get("post_norm_weight"), l.placement == NormPlacement::Post,
+                    get("norm_weight"), get("norm_bias"));
   func::ReturnOp::create(b, loc, r);
   return fn;
 }

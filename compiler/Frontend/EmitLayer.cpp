@@ -195,15 +195,21 @@ Value Emitter::feedForward(Location loc, const LayerSpec &l, const Weights &w,
                       get("ffn_up_bias"), get("ffn_down_weight"),
                       get("ffn_down_bias"), act, unit(f.transposedWeights));
   }
-  if (f.placement == FFNPlacement::PrePost ||
-      f.placement == FFNPlacement::Output)
-    y = norm(loc, l, y, get("ffn_post_norm_weight"), Value());
-  if (l.residualScale != 1.0)
-    y = ScaleOp::create(b, loc, y, b.getF64FloatAttr(l.residualScale));
-  Value out = AddOp::create(b, loc, r, y);
-  if (f.placement == FFNPlacement::Post)
-    out = norm(loc, l, out, get("ffn_norm_weight"), get("ffn_norm_bias"));
-  return out;
+  return closeSublayer(loc, l, r, y,
+                       f.placement == FFNPlacement::PrePost ||
+                           f.placement == FFNPlacement::Output,
+                       get("ffn_post_norm_weight"),
+                       f.placement == FFNPlacement::Post,
+                       get("ffn_norm_weight"), get("ffn_norm_bias"));
+}
+
+Value Emitter::closeSublayer(Location loc, const LayerSpec &l, Value x, Value y,
+                             bool normOut, Value outWeight, bool normSum,
+                             Value sumWeight, Value sumBias) {
+  if (normOut)
+    y = norm(loc, l, y, outWeight, Value());
+  Value sum = residual(loc, l, x, y);
+  return normSum ? norm(loc, l, sum, sumWeight, sumBias) : sum;
 }
 
 } // namespace mlir::attn::emit

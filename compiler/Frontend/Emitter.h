@@ -140,6 +140,11 @@ private:
                        Value hIn, Value convState, Value state);
   /// [B, S, heads·dim] viewed as [B, S, heads, dim].
   Value perHead(Location loc, Value t, int64_t heads, int64_t dim);
+  /// A sub-layer's end: y normed if `normOut` (weight `outWeight`), added
+  /// to the residual stream x (residual), the sum normed if `normSum`.
+  Value closeSublayer(Location loc, const LayerSpec &l, Value x, Value y,
+                      bool normOut, Value outWeight, bool normSum,
+                      Value sumWeight, Value sumBias);
   /// x + scale · y (LayerSpec::residualScale).
   Value residual(Location loc, const LayerSpec &l, Value x, Value y);
   /// The feed-forward sub-block closing the layer: r (the attention block's

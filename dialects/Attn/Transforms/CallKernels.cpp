@@ -191,12 +191,17 @@ bool bindViews(Value kv, Value ov, Binding &binding) {
   return bindViews(ks.getSource(), os.getSource(), binding);
 }
 
-/// Binds every pair (kernel value, op value) of `pairs`; false if one does
-/// not match.
-bool bindAll(ArrayRef<std::pair<Value, Value>> pairs, Binding &binding) {
-  return llvm::all_of(pairs, [&](const std::pair<Value, Value> &p) {
-    return bindViews(p.first, p.second, binding);
-  });
+/// The binding of every pair (kernel value, op value) of `pairs`, if each
+/// binds and `op`'s results fill the kernel's buffers.
+std::optional<Binding> bindAll(Kernel kernel, Operation *op,
+                               ArrayRef<std::pair<Value, Value>> pairs) {
+  Binding binding;
+  for (auto [kv, ov] : pairs)
+    if (!bindViews(kv, ov, binding))
+      return std::nullopt;
+  if (!fillsBuffers(kernel, op))
+    return std::nullopt;
+  return binding;
 }
 
 /// The binding with which `kernel` computes `op`: the same attributes, the
@@ -226,10 +231,7 @@ std::optional<Binding> match(Kernel kernel, SDPAOp op) {
     pairs.push_back({k.getSinks(), op.getSinks()});
   if (op.getKvLengths())
     pairs.push_back({k.getKvLengths(), op.getKvLengths()});
-  Binding binding;
-  if (!bindAll(pairs, binding) || !fillsBuffers(kernel, op))
-    return std::nullopt;
-  return binding;
+  return bindAll(kernel, op, pairs);
 }
 
 /// The same for the gated delta rule: same scale and operand types, an
@@ -252,10 +254,7 @@ std::optional<Binding> match(Kernel kernel, GatedDeltaRuleOp op) {
     pairs.push_back({k.getInitialState(), op.getInitialState()});
   if (op.getLengths())
     pairs.push_back({k.getLengths(), op.getLengths()});
-  Binding binding;
-  if (!bindAll(pairs, binding) || !fillsBuffers(kernel, op))
-    return std::nullopt;
-  return binding;
+  return bindAll(kernel, op, pairs);
 }
 
 /// `given` lengths, or when the op has none and the kernel takes
