@@ -108,31 +108,28 @@ func::FuncOp Emitter::emitLayerOverBlock(const std::string &name,
     w[arg.role] = entry->getArgument(first + i);
   for (auto [i, arg] : llvm::enumerate(ffn))
     w[arg.role] = entry->getArgument(numBlockInputs + i);
-  // The attention's normed input, which a parallel feed-forward without
-  // a norm of its own reads (Falcon, GPT-J): recomputed from x.
-  Value hIn = x;
-  if (l.ffn.placement == FFNPlacement::Parallel &&
-      !w.lookup("ffn_norm_weight") &&
-      (l.placement == NormPlacement::Pre ||
-       l.placement == NormPlacement::PrePost))
-    hIn = norm(loc, l, x, w.lookup("norm_weight"), w.lookup("norm_bias"));
-  outs[0] = feedForward(loc, l, w, x, hIn, outs[0]);
+  outs[0] = feedForward(loc, l, w, x, outs[0]);
   func::ReturnOp::create(b, loc, outs);
   toDestinationStyle(fn);
   return fn;
 }
 
 Value Emitter::feedForward(Location loc, const LayerSpec &l, const Weights &w,
-                           Value x, Value hIn, Value r) {
+                           Value x, Value r) {
   const FFNSpec &f = l.ffn;
   if (f.kind == FFNKind::Identity)
     return r;
   auto get = [&](llvm::StringRef role) { return w.lookup(role); };
   Value in = r;
+  // A parallel feed-forward reads x through its own norm or, without one
+  // (Falcon, GPT-J), through the attention's (computed again from x).
+  bool attnNorm = l.placement == NormPlacement::Pre ||
+                  l.placement == NormPlacement::PrePost;
   if (f.placement == FFNPlacement::Parallel)
     in = get("ffn_norm_weight")
              ? norm(loc, l, x, get("ffn_norm_weight"), get("ffn_norm_bias"))
-             : hIn;
+         : attnNorm ? norm(loc, l, x, get("norm_weight"), get("norm_bias"))
+                    : x;
   else if (f.placement == FFNPlacement::Pre ||
            f.placement == FFNPlacement::PrePost)
     in = norm(loc, l, r, get("ffn_norm_weight"), get("ffn_norm_bias"));

@@ -148,10 +148,10 @@ private:
   /// x + scale · y (LayerSpec::residualScale).
   Value residual(Location loc, const LayerSpec &l, Value x, Value y);
   /// The feed-forward sub-block closing the layer: r (the attention block's
-  /// output) -> the layer's output; x is the layer's input and hIn the
-  /// attention's normed input (Falcon's parallel MLP reads them).
-  Value feedForward(Location loc, const LayerSpec &l, const Weights &w,
-                    Value x, Value hIn, Value r);
+  /// output) -> the layer's output; x is the layer's input (a parallel MLP
+  /// reads it, normed).
+  Value feedForward(Location loc, const LayerSpec &l, const Weights &w, Value x,
+                    Value r);
   /// Names the checkpoint tensor of each weight argument of `fn` (from
   /// argument `first` on): `attn.tensor`, the layer's pattern (or the
   /// tensor's own name for a tensor shared by the layers).

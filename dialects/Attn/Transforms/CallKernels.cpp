@@ -124,6 +124,12 @@ bool fillsBuffers(Kernel kernel, Operation *op) {
 /// The kernel's arguments, each bound to the value a call passes for it.
 using Binding = DenseMap<Value, Value>;
 
+/// How many of `group`'s sizes in `shape` are dynamic.
+int64_t dynamicSizes(ArrayRef<int64_t> shape, ArrayRef<int64_t> group) {
+  return llvm::count_if(
+      group, [&](int64_t i) { return ShapedType::isDynamic(shape[i]); });
+}
+
 /// Whether `size`, the size of dimension `d` of `slice`, is the whole extent
 /// of the slice's source there: a tensor.dim of the source, or of the
 /// source's expand_shape source where `d` is its group's one dynamic size.
@@ -140,9 +146,7 @@ bool isWholeExtent(tensor::ExtractSliceOp slice, Value size, int64_t d) {
   ArrayRef<int64_t> shape = expand.getResultType().getShape();
   for (auto [g, group] : llvm::enumerate(expand.getReassociationIndices()))
     if (llvm::is_contained(group, d))
-      return int64_t(g) == *index && llvm::count_if(group, [&](int64_t i) {
-                                       return ShapedType::isDynamic(shape[i]);
-                                     }) == 1;
+      return int64_t(g) == *index && dynamicSizes(shape, group) == 1;
   return false;
 }
 
@@ -165,9 +169,7 @@ bool bindViews(Value kv, Value ov, Binding &binding) {
     ArrayRef<int64_t> shape = ke.getResultType().getShape();
     if (!oe || ke.getReassociationIndices() != oe.getReassociationIndices() ||
         llvm::any_of(ke.getReassociationIndices(), [&](const auto &group) {
-          return llvm::count_if(group, [&](int64_t i) {
-                   return ShapedType::isDynamic(shape[i]);
-                 }) > 1;
+          return dynamicSizes(shape, group) > 1;
         }))
       return false;
     return bindViews(ke.getSrc(), oe.getSrc(), binding);
