@@ -9,7 +9,6 @@
 #include "compiler/Conversion/CPU/MicroKernel.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
@@ -72,6 +71,25 @@ int64_t mlir::attn::cpuVectorLanes(llvm::StringRef cpu) {
   return 4;
 }
 
+/// Runs the module passes `build` makes from a pass builder for `tm` with
+/// `tuning` on `m`.
+static void runPasses(
+    llvm::Module &m, llvm::TargetMachine &tm,
+    const llvm::PipelineTuningOptions &tuning,
+    llvm::function_ref<llvm::ModulePassManager(llvm::PassBuilder &)> build) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder builder(&tm, tuning);
+  builder.registerModuleAnalyses(mam);
+  builder.registerCGSCCAnalyses(cgam);
+  builder.registerFunctionAnalyses(fam);
+  builder.registerLoopAnalyses(lam);
+  builder.crossRegisterProxies(lam, fam, cgam, mam);
+  build(builder).run(m, mam);
+}
+
 /// AddressSanitizer instrumentation of every function and global of `m`, as
 /// clang adds it after optimization: a sanitizer build (ATTN_SANITIZE, see
 /// the README) links the executables with the ASan runtime, so their
@@ -92,19 +110,11 @@ static void instrumentAddresses(llvm::Module &m, llvm::TargetMachine *tm) {
   for (llvm::Function &fn : m)
     if (!fn.isDeclaration())
       fn.addFnAttr(llvm::Attribute::SanitizeAddress);
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder builder(tm);
-  builder.registerModuleAnalyses(mam);
-  builder.registerCGSCCAnalyses(cgam);
-  builder.registerFunctionAnalyses(fam);
-  builder.registerLoopAnalyses(lam);
-  builder.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm;
-  mpm.addPass(llvm::AddressSanitizerPass(llvm::AddressSanitizerOptions()));
-  mpm.run(m, mam);
+  runPasses(m, *tm, {}, [](llvm::PassBuilder &) {
+    llvm::ModulePassManager mpm;
+    mpm.addPass(llvm::AddressSanitizerPass(llvm::AddressSanitizerOptions()));
+    return mpm;
+  });
 }
 
 namespace {
@@ -194,15 +204,35 @@ std::unique_ptr<llvm::Module> translate(ModuleOp module,
   return llvmModule;
 }
 
+/// LLVM's default pipeline at `optLevel` on `m`, without LLVM's loop
+/// unroller below -O3. The kernels' loops come out of MLIR already unrolled
+/// where it pays (the micro-kernels' register tiles, the chunk loops over a
+/// head's vectors); LLVM's runtime, partial and full unrolling on top of
+/// them doubled the code (Gemma-3-1B: 72.7k -> 127.4k lines of optimized IR)
+/// and took 40% of its compile time, and no kernel measured slower without them
+/// (docs/benchmarks.md, "LLVM's loop unroller").
+static void optimize(llvm::Module &m, llvm::TargetMachine &tm,
+                     unsigned optLevel) {
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopUnrolling = optLevel >= 3;
+  tuning.LoopInterleaving = true;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  llvm::OptimizationLevel level = optLevel >= 3   ? llvm::OptimizationLevel::O3
+                                  : optLevel == 2 ? llvm::OptimizationLevel::O2
+                                  : optLevel == 1 ? llvm::OptimizationLevel::O1
+                                                  : llvm::OptimizationLevel::O0;
+  runPasses(m, tm, tuning, [&](llvm::PassBuilder &builder) {
+    return builder.buildPerModuleDefaultPipeline(level);
+  });
+}
+
 /// Optimizes `m` (and instruments it in a sanitizer build), then writes it
 /// to `os` as `output`.
 bool optimizeAndEmit(llvm::Module &m, llvm::TargetMachine &tm,
                      unsigned optLevel, CPUOutput output,
                      llvm::raw_pwrite_stream &os, std::string &error) {
-  if (llvm::Error err = makeOptimizingTransformer(optLevel, 0, &tm)(&m)) {
-    error = llvm::toString(std::move(err));
-    return false;
-  }
+  optimize(m, tm, optLevel);
   if (ATTN_SANITIZE_ADDRESS)
     instrumentAddresses(m, &tm);
   if (output == CPUOutput::LLVMIR) {
