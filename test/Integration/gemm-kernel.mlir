@@ -19,6 +19,7 @@
 // RUN: attn-opt %s -attn-pipeline='stop-after=llvm-dialect reference=false vector-lanes=8' | %mlir_runner | FileCheck %s --implicit-check-not=BAD
 // RUN: attn-opt %s -attn-pipeline='stop-after=llvm-dialect reference=false vector-lanes=4' | %mlir_runner | FileCheck %s --implicit-check-not=BAD
 // IR-DAG: llvm.func internal @nt_gemm(
+// IR-DAG: llvm.func internal @nt_gemm_kdyn(
 // IR-DAG: llvm.call @omp_get_max_threads()
 // IR-DAG: llvm.func internal @nn_gemm(
 

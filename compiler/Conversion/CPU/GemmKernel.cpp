@@ -5,8 +5,8 @@
 // either [K, N] (the default maps: GPT-2's Conv1D weights) or [N, K]
 // (transpose-B maps: nn.Linear weights as checkpoints store them), as
 // attn.linear, attn.gated_mlp, attn.mlp and attn.moe lower. The function
-// attn-cpu-micro-kernel makes of each form (B [K, N] or [N, K]) and depth
-// K (M, N and C's row stride are read from the operands) holds:
+// attn-cpu-micro-kernel makes of each form (B [K, N] or [N, K]), every
+// size, stride and offset read from the operands, holds:
 //
 //   scf.parallel over panels of NC = NV·W columns of C (W f32 lanes, NV = 4
 //   vectors with AVX-512, 2 with AVX2/SSE):
@@ -26,8 +26,9 @@
 // instead, 4 columns × 1 row per step, B streamed from memory once per row.
 // From 8 to 48 rows with 16 lanes (a mixture of experts gives each expert
 // ~40 tokens), a packed panel would serve only M / 4 blocks of rows: the
-// operands swap roles instead, C[m, n] = (B·Aᵀ)[n, m] with the rows of A in
-// the lanes (≤ 3 vectors), tiles of 12/12/8 rows of B read in place along K
+// operands swap roles instead (in a function per depth K, which calls the
+// generic one for other row counts), C[m, n] = (B·Aᵀ)[n, m] with the rows of A
+// in the lanes (≤ 3 vectors), tiles of 12/12/8 rows of B read in place along K
 // (broadcast element by element, one line of each row prefetched per 16
 // k), each tile's accumulators transposed (W×W shuffles) and added into C
 // a masked row at a time. The parallel loop runs over chunks of ~256
@@ -181,10 +182,29 @@ struct GemmEmitter {
     otherwise();
   }
 
-  void emit() {
+  /// The packed panels, or with B [N, K] and fewer than 8 rows the dot
+  /// products; with `generic` (the function of those for every K), the
+  /// operand-swapped kernel from 8 to 48 rows, else a call of `generic`.
+  void emit(func::FuncOp generic) {
     M = dim(C, 0);
     N = dim(C, 1);
     K = dim(A, 1);
+    if (generic) {
+      Value many = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, M,
+                                         idx(kDotRows));
+      Value few = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, M,
+                                        idx(kSwapRows));
+      ifElse(
+          arith::AndIOp::create(b, loc, many, few), [&] { swappedRows(1); },
+          [&] {
+            SmallVector<Value> args = {A, B, C};
+            for (auto [v, t] :
+                 llvm::zip_equal(args, generic.getArgumentTypes()))
+              v = memref::CastOp::create(b, loc, t, v);
+            func::CallOp::create(b, loc, generic, args);
+          });
+      return;
+    }
     if (!bTransposed) {
       panels();
       return;
@@ -192,16 +212,7 @@ struct GemmEmitter {
     Value small = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, M,
                                         idx(kDotRows));
     ifElse(
-        small, [&] { dotColumns(); },
-        [&] {
-          // 8 to 48 rows with 16 lanes: the operand-swapped kernel.
-          if (W != 16)
-            return panels();
-          Value few = arith::CmpIOp::create(
-              b, loc, arith::CmpIPredicate::ule, M, idx(kSwapRows));
-          ifElse(
-              few, [&] { swappedRows(1); }, [&] { panels(); });
-        });
+        small, [&] { dotColumns(); }, [&] { panels(); });
   }
 
   //===--------------------------------------------------------------------===//
@@ -668,8 +679,12 @@ bool mlir::attn::gemmKernelHandles(Operation *op) {
   return true;
 }
 
-void mlir::attn::emitGemmKernel(OpBuilder &b, Operation *matmul,
-                                int64_t lanes) {
+bool mlir::attn::gemmKernelSwaps(Operation *matmul, int64_t lanes) {
+  return isa<linalg::MatmulTransposeBOp>(matmul) && lanes == 16;
+}
+
+void mlir::attn::emitGemmKernel(OpBuilder &b, Operation *matmul, int64_t lanes,
+                                func::FuncOp generic) {
   GemmEmitter e(b, cast<linalg::MatmulOp>(matmul), lanes);
-  e.emit();
+  e.emit(generic);
 }

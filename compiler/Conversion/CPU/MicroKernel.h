@@ -12,6 +12,7 @@
 #ifndef ATTN_COMPILER_CONVERSION_CPU_MICROKERNEL_H
 #define ATTN_COMPILER_CONVERSION_CPU_MICROKERNEL_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "llvm/ADT/StringRef.h"
@@ -92,9 +93,16 @@ bool gemmKernelHandles(Operation *op);
 
 /// Emits the GEMM kernel of `matmul` (gemmKernelHandles; its operands the
 /// ones the code reads and writes) at the builder's insertion point: a
-/// parallel loop over panels of columns; `matmul` is left for the caller
-/// to erase.
-void emitGemmKernel(OpBuilder &b, Operation *matmul, int64_t lanes);
+/// parallel loop over panels of columns, or dot products for fewer than 8
+/// rows of a B [N, K]; with `generic`, a function holding that code for
+/// operands of any sizes and strides, the operand-swapped kernel (B [N, K],
+/// 8 to 48 rows, 16 lanes) instead, else a call of `generic`. `matmul` is
+/// left for the caller to erase.
+void emitGemmKernel(OpBuilder &b, Operation *matmul, int64_t lanes,
+                    func::FuncOp generic = {});
+/// True when emitGemmKernel gives `matmul`'s rows an operand-swapped kernel
+/// at `lanes` (B [N, K], 16 lanes).
+bool gemmKernelSwaps(Operation *matmul, int64_t lanes);
 
 /// Stores the transpose of a `square` W×W f32 block whose row i is
 /// `loadRow(i)` at dst[row0 + i, col0 .. col0 + W) (column i of the block):

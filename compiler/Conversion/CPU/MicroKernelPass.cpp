@@ -98,7 +98,7 @@ func::FuncOp TileFunctions::functionFor(
   std::string key;
   {
     llvm::raw_string_ostream os(key);
-    os << op->getName() << op->getAttrDictionary();
+    os << suffix << op->getName() << op->getAttrDictionary();
     for (Type t : op->getOperandTypes())
       os << ";" << t;
   }
@@ -246,46 +246,78 @@ LogicalResult TileFunctions::lower(GatedDeltaChunkOp chunk) {
 }
 
 void TileFunctions::lowerMatmul(Operation *matmul) {
-  // One GEMM function per form (B [K, N] or [N, K]) and depth K, not per
-  // shape: N, M, C's row stride and every offset dynamic (the kernel reads
-  // them from the operands), K and the row strides of A and B (the weights)
-  // kept, with which the loops along K and the operand-swapped kernel's 12
-  // rows of B are addressed from one pointer (with B's stride dynamic that
-  // kernel ran 3-7% slower on 32 rows; the packed and dot-product kernels
-  // ran the same, measured alternated in one process). Each shape had its
-  // own copy, 8,600 lines of LLVM IR: 13 of them in DeepSeek-V2-Lite.
-  bool bTransposed = isa<linalg::MatmulTransposeBOp>(matmul);
+  // One function of the packed and dot-product kernels for every GEMM of a
+  // module, all its sizes, strides and offsets dynamic (they ran as fast as
+  // per-shape copies, measured alternated in one process). With 16 lanes
+  // and B [N, K], one function per depth K holds the operand-swapped kernel
+  // (8 to 48 rows: a mixture of experts' GEMMs) and calls that one for
+  // other row counts: K and the row strides of A and B kept, with which the
+  // swapped kernel addresses its 12 rows of B from one pointer (with B's
+  // stride dynamic it ran 3-7% slower on 32 rows). Each shape had its own
+  // copy of all three kernels once, 8,600 lines of LLVM IR: 13 of them in
+  // DeepSeek-V2-Lite.
+  bool swaps = gemmKernelSwaps(matmul, lanes);
   OpBuilder cb(matmul);
-  for (auto [i, operand] : llvm::enumerate(matmul->getOpOperands())) {
-    auto type = cast<MemRefType>(operand.get().getType());
-    int64_t dyn = ShapedType::kDynamic;
-    SmallVector<int64_t> strides;
-    int64_t offset;
-    if (failed(type.getStridesAndOffset(strides, offset)))
-      continue; // (gemmKernelHandles checked that they are strided)
-    SmallVector<int64_t> shape = {dyn, dyn};
-    SmallVector<int64_t> keep = {dyn, 1};
-    if (i == 0 || (i == 1 && bTransposed)) // [M, K] or [N, K]
-      shape[1] = type.getDimSize(1);
-    else if (i == 1) // [K, N]
-      shape[0] = type.getDimSize(0);
-    if (i < 2)
-      keep[0] = strides[0];
-    auto layout = StridedLayoutAttr::get(type.getContext(), dyn, keep);
-    auto generic = MemRefType::get(shape, type.getElementType(), layout,
-                                   type.getMemorySpace());
-    if (generic != type)
-      operand.set(
-          memref::CastOp::create(cb, matmul->getLoc(), generic, operand.get()));
-  }
+  // `keepK`: K and the row strides of A and B as they are.
+  auto castOperands = [&](bool keepK) {
+    cb.setInsertionPoint(matmul);
+    for (auto [i, operand] : llvm::enumerate(matmul->getOpOperands())) {
+      auto type = cast<MemRefType>(operand.get().getType());
+      int64_t dyn = ShapedType::kDynamic;
+      SmallVector<int64_t> strides;
+      int64_t offset;
+      if (failed(type.getStridesAndOffset(strides, offset)))
+        continue; // (gemmKernelHandles checked that they are strided)
+      SmallVector<int64_t> shape = {dyn, dyn};
+      SmallVector<int64_t> keep = {dyn, 1};
+      if (keepK && i < 2) {
+        // [M, K] and [N, K] keep K (swaps: B is [N, K]).
+        shape[1] = type.getDimSize(1);
+        keep[0] = strides[0];
+      }
+      auto layout = StridedLayoutAttr::get(type.getContext(), dyn, keep);
+      auto cast = MemRefType::get(shape, type.getElementType(), layout,
+                                  type.getMemorySpace());
+      if (cast != type)
+        operand.set(
+            memref::CastOp::create(cb, matmul->getLoc(), cast, operand.get()));
+    }
+  };
   // The GEMM holds its own parallel loop over panels: no scratch argument.
-  func::FuncOp fn = functionFor(
-      matmul, TypeRange{},
-      [&](OpBuilder &fb, Operation *clone, ValueRange) {
-        emitGemmKernel(fb, clone, lanes);
-      },
-      "_gemm");
-  replaceByCall(matmul, fn, ValueRange{});
+  // Named <caller>_gemm, the per-depth ones <caller>_gemm_k<K> (_kdyn
+  // where K is dynamic: a GEMM of its own then, as a depth).
+  auto function = [&](func::FuncOp generic) {
+    std::string suffix = "_gemm";
+    if (generic) {
+      int64_t k =
+          cast<MemRefType>(matmul->getOperand(0).getType()).getDimSize(1);
+      suffix += ShapedType::isDynamic(k) ? "_kdyn" : "_k" + std::to_string(k);
+    }
+    return functionFor(
+        matmul, TypeRange{},
+        [&](OpBuilder &fb, Operation *clone, ValueRange) {
+          emitGemmKernel(fb, clone, lanes, generic);
+        },
+        suffix);
+  };
+  if (!swaps) {
+    castOperands(/*keepK=*/false);
+    replaceByCall(matmul, function({}), ValueRange{});
+    return;
+  }
+  // The generic function from a copy of the matmul on dynamic operands.
+  Operation *perDepth = matmul;
+  matmul = cb.clone(*perDepth);
+  castOperands(/*keepK=*/false);
+  func::FuncOp generic = function({});
+  SmallVector<Value> casts(matmul->getOperands());
+  matmul->erase();
+  for (Value v : casts)
+    if (v.use_empty())
+      v.getDefiningOp()->erase();
+  matmul = perDepth;
+  castOperands(/*keepK=*/true);
+  replaceByCall(matmul, function(generic), ValueRange{});
 }
 
 struct CPUMicroKernelPass
