@@ -65,13 +65,13 @@ void GDEmitter::loadChannelGates(Value t0, Value len) {
   });
 }
 
-Value GDEmitter::expDiffAt(Value i, Value j, int64_t j0) {
+Value GDEmitter::expDiffAt(Value i, Value j, Value j0) {
   // One op per statement: the IR must not depend on the host compiler's
   // order of evaluating arguments (tools/check-host-compiler.sh).
-  Value hiI = vload(s[Gc], {i, idx(j0)});
-  Value hiJ = vload(s[Gc], {j, idx(j0)});
-  Value loI = vload(s[Gl], {i, idx(j0)});
-  Value loJ = vload(s[Gl], {j, idx(j0)});
+  Value hiI = vload(s[Gc], {i, j0});
+  Value hiJ = vload(s[Gc], {j, j0});
+  Value loI = vload(s[Gl], {i, j0});
+  Value loJ = vload(s[Gl], {j, j0});
   Value hi = fsub(hiI, hiJ);
   Value lo = fsub(loI, loJ);
   return exp(fadd(hi, lo));
@@ -261,23 +261,23 @@ void GDEmitter::channelProducts() {
       Value bandEnd = idx(r + kBand);
       Value one = idx(1);
       loop(rv, bandEnd, one, [&](Value i) {
-        for (int64_t j0 = 0; j0 < dkp; j0 += W) {
+        overChannels([&](Value j0) {
           Value e = expDiffAt(i, rv, j0);
           if (!noDelta)
-            vstore(fmul(vload(s[Ks], {i, idx(j0)}), e), s[Rk], {i, idx(j0)});
-          vstore(fmul(vload(s[Qs], {i, idx(j0)}), e), s[Rq], {i, idx(j0)});
-        }
+            vstore(fmul(vload(s[Ks], {i, j0}), e), s[Rk], {i, j0});
+          vstore(fmul(vload(s[Qs], {i, j0}), e), s[Rq], {i, j0});
+        });
       });
       loop(0, rv, [&](Value j) {
-        for (int64_t j0 = 0; j0 < dkp; j0 += W) {
+        overChannels([&](Value j0) {
           Value e = expDiffAt(rv, j, j0);
-          Value kj = fmul(vload(s[Ks], {j, idx(j0)}), e);
+          Value kj = fmul(vload(s[Ks], {j, j0}), e);
           for (int64_t l = 0; l < W; ++l) {
             Value x = vector::ExtractOp::create(b, loc, kj, l);
-            Value row = idx(j0 + l);
+            Value row = add(j0, idx(l));
             store(x, s[Ct], {row, j});
           }
-        }
+        });
       });
       // The band's rows × columns [0, r): M = kBand, N = r, K = d_k.
       auto band = [&](Scratch m) {
@@ -314,12 +314,15 @@ void GDEmitter::channelProducts() {
       Value past = add(i, one);
       loop(rv, past, one, [&](Value j) {
         Value accA = zeros(), accQ = zeros();
+        // Unrolled: the d_k / W exps of a pair are independent chains that
+        // overlap (a loop over them ran 4.5% slower at S = 1024).
         for (int64_t j0 = 0; j0 < dkp; j0 += W) {
-          Value e = expDiffAt(i, j, j0);
-          Value kj = fmul(vload(s[Ks], {j, idx(j0)}), e);
-          accQ = fma(vload(s[Qs], {i, idx(j0)}), kj, accQ);
+          Value at = idx(j0);
+          Value e = expDiffAt(i, j, at);
+          Value kj = fmul(vload(s[Ks], {j, at}), e);
+          accQ = fma(vload(s[Qs], {i, at}), kj, accQ);
           if (!noDelta)
-            accA = fma(vload(s[Ks], {i, idx(j0)}), kj, accA);
+            accA = fma(vload(s[Ks], {i, at}), kj, accA);
         }
         Value q = vector::ReductionOp::create(b, loc,
                                               vector::CombiningKind::ADD, accQ);
@@ -347,14 +350,14 @@ void GDEmitter::channelProducts() {
 
 void GDEmitter::channelScale(Value last) {
   loop(0, idx(kChunk), [&](Value t) {
-    for (int64_t j0 = 0; j0 < dkp; j0 += W) {
-      Value ehi = exp(vload(s[Gc], {t, idx(j0)}));
-      Value elo = exp(vload(s[Gl], {t, idx(j0)}));
+    overChannels([&](Value j0) {
+      Value ehi = exp(vload(s[Gc], {t, j0}));
+      Value elo = exp(vload(s[Gl], {t, j0}));
       Value eq = fmul(ehi, elo);
-      vstore(fmul(vload(s[Qs], {t, idx(j0)}), eq), s[Qs], {t, idx(j0)});
+      vstore(fmul(vload(s[Qs], {t, j0}), eq), s[Qs], {t, j0});
       Value ek = expDiffAt(last, t, j0);
-      vstore(fmul(vload(s[Ks], {t, idx(j0)}), ek), s[Ks], {t, idx(j0)});
-    }
+      vstore(fmul(vload(s[Ks], {t, j0}), ek), s[Ks], {t, j0});
+    });
   });
 }
 

@@ -228,7 +228,18 @@ struct GDEmitter {
   void loadChannelGates(Value t0, Value len);
 
   /// e^(c_i − c_j) over channels [j0, j0 + W) (per-channel prefix sums).
-  Value expDiffAt(Value i, Value j, int64_t j0);
+  Value expDiffAt(Value i, Value j, Value j0);
+  /// A loop over the key channels' vectors of the scratch, j0 = 0, W, ...
+  /// dkp − W: one exp per vector in its body, not d_k / W copies of it
+  /// (KDA's chunk kernel held 120 of them, 8,800 lines of LLVM IR).
+  /// (The bounds one per statement: the IR must not depend on the host
+  /// compiler's order of evaluating arguments.)
+  void overChannels(function_ref<void(Value)> body) {
+    Value zero = idx(0);
+    Value end = idx(dkp);
+    Value step = idx(W);
+    loop(zero, end, step, body);
+  }
 
   /// Loads tokens [t0, t0 + len) into the scratch, zero past len.
   void loadChunk(Value t0, Value len);
