@@ -118,10 +118,10 @@ cl::opt<std::string>
                  "model, for cross-compiling)"),
         cl::init("native"), cl::cat(category));
 
-// -O2 by default: LLVM's -O3 adds non-trivial loop unswitching and its loop
-// unroller (off below -O3: CPUTarget.cpp), which made the kernels' LLVM IR
-// 40% larger and the build 15-25% longer for no measured kernel speed
-// (docs/benchmarks.md "Compile time").
+// -O2 by default: -O3 adds LLVM's non-trivial loop unswitching and its loop
+// unroller (off below -O3: CPUTarget.cpp), which make the kernels' code much
+// larger and the build longer for no measured kernel speed
+// (docs/benchmarks.md, "Compile time" and "LLVM's loop unroller").
 cl::opt<unsigned> optLevel("O",
                            cl::desc("Optimization level 0-3 (default 2; 3 adds "
                                     "LLVM's loop unroller and unswitching)"),

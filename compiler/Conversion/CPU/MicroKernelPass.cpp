@@ -310,11 +310,11 @@ void TileFunctions::lowerMatmul(Operation *matmul) {
   matmul = cb.clone(*perDepth);
   castOperands(/*keepK=*/false);
   func::FuncOp generic = function({});
-  SmallVector<Value> casts(matmul->getOperands());
+  SmallVector<Value> operands(matmul->getOperands());
   matmul->erase();
-  for (Value v : casts)
-    if (v.use_empty())
-      v.getDefiningOp()->erase();
+  for (Value v : operands)
+    if (auto c = v.getDefiningOp<memref::CastOp>(); c && c.use_empty())
+      c.erase();
   matmul = perDepth;
   castOperands(/*keepK=*/true);
   replaceByCall(matmul, function(generic), ValueRange{});

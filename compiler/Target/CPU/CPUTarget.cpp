@@ -208,9 +208,9 @@ std::unique_ptr<llvm::Module> translate(ModuleOp module,
 /// unroller below -O3. The kernels' loops come out of MLIR already unrolled
 /// where it pays (the micro-kernels' register tiles, the chunk loops over a
 /// head's vectors); LLVM's runtime, partial and full unrolling on top of
-/// them doubled the code (Gemma-3-1B: 72.7k -> 127.4k lines of optimized IR)
-/// and took 40% of its compile time, and no kernel measured slower without them
-/// (docs/benchmarks.md, "LLVM's loop unroller").
+/// them nearly doubled the code (Gemma-3-1B: 72.7k -> 127.4k lines of
+/// optimized IR) and ~40% of its opt + llc time; no kernel measured slower
+/// without them (docs/benchmarks.md, "LLVM's loop unroller").
 static void optimize(llvm::Module &m, llvm::TargetMachine &tm,
                      unsigned optLevel) {
   llvm::PipelineTuningOptions tuning;
