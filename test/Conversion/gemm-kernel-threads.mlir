@@ -55,9 +55,26 @@ func.func @nt(%a: memref<?x64xf32>, %b: memref<128x64xf32>, %c: memref<?x128xf32
 // CHECK: %[[SWAP:.+]] = arith.andi %[[MANY]], %[[FEW]]
 // CHECK: scf.if %[[SWAP]]
 // CHECK: call @omp_get_max_threads
+// CHECK: call @attn_gemm_swap_pack_16(%{{.+}}, %{{.+}}) : (memref<?x?xf32, strided<[?, 1], offset: ?>>, memref<?x16xf32>) -> ()
+// CHECK: vector.fma
+// CHECK: call @attn_gemm_swap_add_16(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) : (memref<16x16xf32>, memref<?x?xf32, strided<[?, 1], offset: ?>>, index, index) -> ()
 // CHECK: } else {
 // CHECK: func.call @two_shapes_gemm(%{{.+}}, %{{.+}}, %{{.+}}) : (memref<?x?xf32, strided<[?, 1], offset: ?>>
+// The swapped kernel's pack of Aᵀ and its epilogue (the accumulators'
+// transposes added into C) do not depend on K: one function each per
+// vectors of rows (16, 32, 48), shared by every depth's function, which
+// keeps only its product loop.
+// CHECK: func.func private @attn_gemm_swap_pack_16(
+// CHECK: vector.shuffle
+// CHECK: func.func private @attn_gemm_swap_add_16(
+// CHECK: vector.shuffle
+// CHECK: vector.maskedstore
+// CHECK: func.func private @attn_gemm_swap_pack_48(
+// CHECK: func.func private @attn_gemm_swap_add_48(
 // CHECK: func.func private @two_shapes_gemm_k96(%{{.+}}: memref<?x96xf32, strided<[96, 1], offset: ?>>,
+// CHECK-NOT: func.func private @attn_gemm_swap
+// CHECK: call @attn_gemm_swap_pack_16(
+// CHECK-NOT: func.func private @attn_gemm_swap
 // CHECK: func.call @two_shapes_gemm(
 func.func @two_shapes(%a: memref<?x64xf32>, %b: memref<128x64xf32>, %c: memref<?x128xf32>,
                       %b2: memref<32x64xf32>, %c2: memref<?x32xf32>,

@@ -33,7 +33,11 @@
 // k), each tile's accumulators transposed (W×W shuffles) and added into C
 // a masked row at a time. The parallel loop runs over chunks of ~256
 // columns of C, each packing Aᵀ into its own buffer: an Aᵀ shared by the
-// threads was rewritten every call in lines the other core held. Measured
+// threads was rewritten every call in lines the other core held. The pack
+// and the epilogue (transposes, masked adds) do not depend on K: they are
+// module-wide functions per vectors of rows (attn_gemm_swap_pack_<16|32|48>,
+// attn_gemm_swap_add_<..>) that every depth's function calls, the
+// accumulators passed through a [W, 16·vectors] buffer per chunk. Measured
 // against the panels (64 experts' [1024, 2048] weights, alternated, before
 // the chunks): 16 rows 1.4× faster, 40 rows ~1.1×, 64 rows 5% slower
 // (hence the bound of 48).
@@ -50,6 +54,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Utils/Utils.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -110,6 +115,11 @@ struct GemmEmitter {
         B(op.getDpsInputs()[1]), C(op.getDpsInits()[0]),
         bTransposed(isa<linalg::MatmulTransposeBOp>(op.getOperation())),
         W(lanes), NV(lanes >= 16 ? 4 : 2),
+        vt(VectorType::get({lanes}, b.getF32Type())),
+        vmask(VectorType::get({lanes}, b.getI1Type())) {}
+  /// An emitter of the operand-swapped kernel's helpers (sharedFunction).
+  GemmEmitter(OpBuilder &b, Location loc, int64_t lanes)
+      : b(b), loc(loc), bTransposed(true), W(lanes), NV(lanes >= 16 ? 4 : 2),
         vt(VectorType::get({lanes}, b.getF32Type())),
         vmask(VectorType::get({lanes}, b.getI1Type())) {}
 
@@ -266,17 +276,100 @@ struct GemmEmitter {
     Value nSpan = add(N, sub(span, one));
     Value chunks = arith::DivUIOp::create(b, loc, nSpan, span);
     auto atTy = MemRefType::get({ShapedType::kDynamic, mp}, b.getF32Type());
+    auto accTy = MemRefType::get({W, mp}, b.getF32Type());
+    Value dynA = memref::CastOp::create(b, loc, dynamicMatrix(), A);
+    Value dynC = memref::CastOp::create(b, loc, dynamicMatrix(), C);
+    func::FuncOp pack = packFunction(mvs);
+    func::FuncOp addTile = addTileFunction(mvs);
     parallel(chunks, [&](Value c) {
       Value at = memref::AllocOp::create(b, loc, atTy, ValueRange{K},
                                          b.getI64IntegerAttr(64));
-      packAt(at, mvs);
+      func::CallOp::create(b, loc, pack, ValueRange{dynA, at});
+      // The tiles' accumulators, rows past a tile's nr zero (never
+      // written: the 1-row tiles rewrite row 0 only, whose columns past 1
+      // the masked add leaves out).
+      Value accBuf =
+          memref::AllocOp::create(b, loc, accTy, b.getI64IntegerAttr(64));
+      loop(idx(0), idx(W), one, [&](Value r) {
+        for (int64_t v = 0; v < mvs; ++v)
+          vector::StoreOp::create(b, loc, zeros(), accBuf,
+                                  ValueRange{r, idx(v * W)});
+      });
       Value n0 = mul(c, span);
       Value top = add(n0, span);
       Value end = min(top, N);
       Value fullEnd = add(n0, floorTo(sub(end, n0), nr));
-      loop(n0, fullEnd, idx(nr), [&](Value n) { swappedTile(nr, mvs, at, n); });
-      loop(fullEnd, end, one, [&](Value n) { swappedTile(1, mvs, at, n); });
+      loop(n0, fullEnd, idx(nr), [&](Value n) {
+        swappedTile(nr, mvs, at, n, accBuf, dynC, addTile);
+      });
+      loop(fullEnd, end, one,
+           [&](Value n) { swappedTile(1, mvs, at, n, accBuf, dynC, addTile); });
     });
+  }
+
+  /// memref<?x?xf32, strided<[?, 1], offset: ?>>: A and C as the shared
+  /// helpers take them.
+  MemRefType dynamicMatrix() {
+    int64_t dyn = ShapedType::kDynamic;
+    auto layout = StridedLayoutAttr::get(b.getContext(), dyn, {dyn, 1});
+    return MemRefType::get({dyn, dyn}, b.getF32Type(), layout);
+  }
+
+  /// The module's private no-inline function `name` of `type`, built once
+  /// by `build` on its arguments and called by every GEMM function that
+  /// needs it: the operand-swapped kernel's pack and epilogue are the same
+  /// code whatever K (only its product loop gains from K being static), and
+  /// their W×W transposes were most of each per-depth function.
+  func::FuncOp
+  sharedFunction(StringRef name, FunctionType type,
+                 function_ref<void(GemmEmitter &, ValueRange)> build) {
+    auto module =
+        b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+    if (auto fn = module.lookupSymbol<func::FuncOp>(name);
+        fn && fn.getFunctionType() == type)
+      return fn;
+    MLIRContext *ctx = b.getContext();
+    OpBuilder mb(ctx);
+    mb.setInsertionPointToEnd(module.getBody());
+    auto fn = func::FuncOp::create(mb, loc, name, type);
+    fn.setPrivate();
+    fn->setAttr("llvm.linkage",
+                LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
+    fn->setAttr(kNoInlineAttr, UnitAttr::get(ctx));
+    SymbolTable(module).insert(fn); // renamed if the name is taken
+    Block *body = fn.addEntryBlock();
+    OpBuilder fb = OpBuilder::atBlockBegin(body);
+    GemmEmitter e(fb, loc, W);
+    build(e, body->getArguments());
+    func::ReturnOp::create(fb, loc);
+    return fn;
+  }
+
+  /// (A, at): packAt for mvs vectors of rows.
+  func::FuncOp packFunction(int64_t mvs) {
+    int64_t mp = mvs * W;
+    auto atTy = MemRefType::get({ShapedType::kDynamic, mp}, b.getF32Type());
+    auto type = b.getFunctionType({dynamicMatrix(), atTy}, {});
+    return sharedFunction(("attn_gemm_swap_pack_" + llvm::Twine(mp)).str(),
+                          type, [&](GemmEmitter &e, ValueRange args) {
+                            e.A = args[0];
+                            e.M = e.dim(e.A, 0);
+                            e.K = e.dim(e.A, 1);
+                            e.packAt(args[1], mvs);
+                          });
+  }
+
+  /// (acc, C, n0, nr): C[0 .. M, n0 .. n0+nr) += the transpose of acc's
+  /// rows [0, nr) (row r: column n0 + r of C, its rows in the lanes).
+  func::FuncOp addTileFunction(int64_t mvs) {
+    int64_t mp = mvs * W;
+    auto accTy = MemRefType::get({W, mp}, b.getF32Type());
+    Type index = b.getIndexType();
+    auto type = b.getFunctionType({accTy, dynamicMatrix(), index, index}, {});
+    return sharedFunction(("attn_gemm_swap_add_" + llvm::Twine(mp)).str(), type,
+                          [&](GemmEmitter &e, ValueRange args) {
+                            e.addTile(mvs, args[0], args[1], args[2], args[3]);
+                          });
   }
 
   /// omp_get_max_threads() as an index (declared in the module when it is
@@ -339,11 +432,10 @@ struct GemmEmitter {
     });
   }
 
-  /// C[0 .. M, n0 .. n0+nr) += (B[n0 .., :] · Aᵀ)ᵀ.
-  void swappedTile(int64_t nr, int64_t mvs, Value at, Value n0) {
-    auto scope = memref::AllocaScopeOp::create(b, loc, TypeRange{});
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(b.createBlock(&scope.getBodyRegion()));
+  /// C[0 .. M, n0 .. n0+nr) += (B[n0 .., :] · Aᵀ)ᵀ, the accumulators
+  /// through `accBuf` into `addTile`.
+  void swappedTile(int64_t nr, int64_t mvs, Value at, Value n0, Value accBuf,
+                   Value dynC, func::FuncOp addTile) {
     Value zero = idx(0), one = idx(1);
     SmallVector<Value> bRows;
     for (int64_t r = 0; r < nr; ++r) {
@@ -398,25 +490,39 @@ struct GemmEmitter {
           return loop(k0, kTop, one, a, step);
         });
     acc = loop(kLines, K, one, acc, step);
-    // The accumulators transposed (W×W blocks, rows past nr zero) into a
-    // stack tile whose row m is C[m, n0 .. n0+nr), then added into C one
-    // masked vector per row.
+    for (int64_t r = 0; r < nr; ++r)
+      for (int64_t v = 0; v < mvs; ++v)
+        vector::StoreOp::create(b, loc, acc[r * mvs + v], accBuf,
+                                ValueRange{idx(r), idx(v * W)});
+    func::CallOp::create(b, loc, addTile,
+                         ValueRange{accBuf, dynC, n0, idx(nr)});
+  }
+
+  /// The epilogue of a tile: acc's rows transposed (W×W blocks) into a
+  /// stack tile whose row m is C[m, n0 .. n0+nr), then added into C one
+  /// masked vector per row (rows of C: C's first dimension).
+  void addTile(int64_t mvs, Value accBuf, Value c, Value n0, Value nr) {
+    Value zero = idx(0), one = idx(1);
     auto tTy = MemRefType::get({mvs * W, W}, b.getF32Type());
     Value tile = memref::AllocaOp::create(b, loc, tTy, b.getI64IntegerAttr(64));
     auto square = VectorType::get({W, W}, b.getF32Type());
     for (int64_t v = 0; v < mvs; ++v)
       storeTransposedBlock(
           b, loc, square,
-          [&](int64_t r) { return r < nr ? acc[r * mvs + v] : zeros(); },
+          [&](int64_t r) {
+            return vector::LoadOp::create(b, loc, vt, accBuf,
+                                          ValueRange{idx(r), idx(v * W)})
+                .getResult();
+          },
           tile, idx(v * W), zero);
-    Value cols = maskOf(idx(nr));
-    loop(zero, M, one, [&](Value m) {
-      Value old = maskedLoad(C, ValueRange{m, n0}, cols);
+    Value cols = maskOf(nr);
+    Value rows = dim(c, 0);
+    loop(zero, rows, one, [&](Value m) {
+      Value old = maskedLoad(c, ValueRange{m, n0}, cols);
       Value x = vector::LoadOp::create(b, loc, vt, tile, ValueRange{m, zero});
       Value sum = arith::AddFOp::create(b, loc, old, x);
-      vector::MaskedStoreOp::create(b, loc, C, ValueRange{m, n0}, cols, sum);
+      vector::MaskedStoreOp::create(b, loc, c, ValueRange{m, n0}, cols, sum);
     });
-    memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
   }
 
   //===--------------------------------------------------------------------===//

@@ -253,9 +253,10 @@ void TileFunctions::lowerMatmul(Operation *matmul) {
   // (8 to 48 rows: a mixture of experts' GEMMs) and calls that one for
   // other row counts: K and the row strides of A and B kept, with which the
   // swapped kernel addresses its 12 rows of B from one pointer (with B's
-  // stride dynamic it ran 3-7% slower on 32 rows). Each shape had its own
-  // copy of all three kernels once, 8,600 lines of LLVM IR: 13 of them in
-  // DeepSeek-V2-Lite.
+  // stride dynamic it ran 3-7% slower on 32 rows); its pack and epilogue,
+  // which do not need K, are functions of their own that every depth's
+  // calls (GemmKernel.cpp). Each shape had its own copy of all three
+  // kernels once, 8,600 lines of LLVM IR: 13 of them in DeepSeek-V2-Lite.
   bool swaps = gemmKernelSwaps(matmul, lanes);
   OpBuilder cb(matmul);
   // `keepK`: K and the row strides of A and B as they are.
