@@ -9,6 +9,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/IR/OperationSupport.h"
+#include "mlir/IR/Threading.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
 
@@ -53,14 +54,20 @@ bool equal(LLVM::LLVMFuncOp a, LLVM::LLVMFuncOp b) {
 }
 
 /// Each defined function equal to an earlier one (in module order), mapped
-/// to that one's name.
+/// to that one's name. The hashes (a walk of every function) are computed
+/// on the context's threads.
 llvm::MapVector<LLVM::LLVMFuncOp, StringAttr> findCopies(ModuleOp module) {
+  SmallVector<LLVM::LLVMFuncOp> defined;
+  for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
+    if (!fn.isExternal())
+      defined.push_back(fn);
+  SmallVector<size_t> hashes(defined.size());
+  parallelFor(module.getContext(), 0, defined.size(),
+              [&](size_t i) { hashes[i] = size_t(shapeHash(defined[i])); });
   llvm::DenseMap<size_t, SmallVector<LLVM::LLVMFuncOp>> firsts;
   llvm::MapVector<LLVM::LLVMFuncOp, StringAttr> copies;
-  for (auto fn : module.getOps<LLVM::LLVMFuncOp>()) {
-    if (fn.isExternal())
-      continue;
-    SmallVector<LLVM::LLVMFuncOp> &same = firsts[size_t(shapeHash(fn))];
+  for (auto [fn, hash] : llvm::zip_equal(defined, hashes)) {
+    SmallVector<LLVM::LLVMFuncOp> &same = firsts[hash];
     auto it = llvm::find_if(
         same, [&](LLVM::LLVMFuncOp first) { return equal(first, fn); });
     if (it != same.end())
@@ -105,15 +112,22 @@ struct MergeIdenticalFunctionsPassImpl
           aliasInstead(copy, target);
         copy.erase();
       }
-      AttrTypeReplacer replacer;
-      replacer.addReplacement(
-          [&](FlatSymbolRefAttr ref) -> std::optional<Attribute> {
-            auto it = to.find(ref);
-            if (it == to.end())
-              return std::nullopt;
-            return it->second;
-          });
-      replacer.recursivelyReplaceElementsIn(module);
+      // The references renamed in each top-level op by itself, on the
+      // context's threads (a replacer, whose cache is not shared, each).
+      SmallVector<Operation *> ops;
+      for (Operation &op : module.getBody()->getOperations())
+        ops.push_back(&op);
+      parallelFor(module.getContext(), 0, ops.size(), [&](size_t i) {
+        AttrTypeReplacer replacer;
+        replacer.addReplacement(
+            [&](FlatSymbolRefAttr ref) -> std::optional<Attribute> {
+              auto it = to.find(ref);
+              if (it == to.end())
+                return std::nullopt;
+              return it->second;
+            });
+        replacer.recursivelyReplaceElementsIn(ops[i]);
+      });
     }
   }
 };

@@ -176,14 +176,16 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   memrefToLLVM.useGenericFunctions = options.runtimeAlloc;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   pm.addNestedPass<func::FuncOp>(createSCFToControlFlowPass());
+  pm.addNestedPass<func::FuncOp>(createArithToLLVMConversionPass());
+  pm.addNestedPass<func::FuncOp>(createConvertMathToLLVMPass());
+  pm.addNestedPass<func::FuncOp>(createConvertIndexToLLVMPass());
   // (The OpenMP conversion turns the functions into llvm.func.)
   pm.addPass(createConvertOpenMPToLLVMPass());
-  pm.addNestedPass<LLVM::LLVMFuncOp>(createArithToLLVMConversionPass());
-  pm.addNestedPass<LLVM::LLVMFuncOp>(createConvertMathToLLVMPass());
-  pm.addNestedPass<LLVM::LLVMFuncOp>(createConvertIndexToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
+  // Each function by itself, on the context's threads (what is left of the
+  // casts is in function bodies).
+  pm.addNestedPass<LLVM::LLVMFuncOp>(createReconcileUnrealizedCastsPass());
   pm.addPass(createMergeIdenticalFunctionsPass());
   return success();
 }

@@ -290,10 +290,13 @@ struct GemmEmitter {
       // the masked add leaves out).
       Value accBuf =
           memref::AllocOp::create(b, loc, accTy, b.getI64IntegerAttr(64));
-      loop(idx(0), idx(W), one, [&](Value r) {
-        for (int64_t v = 0; v < mvs; ++v)
-          vector::StoreOp::create(b, loc, zeros(), accBuf,
-                                  ValueRange{r, idx(v * W)});
+      Value zero = idx(0);
+      Value rowsW = idx(W);
+      loop(zero, rowsW, one, [&](Value r) {
+        for (int64_t v = 0; v < mvs; ++v) {
+          Value z = zeros();
+          vector::StoreOp::create(b, loc, z, accBuf, ValueRange{r, idx(v * W)});
+        }
       });
       Value n0 = mul(c, span);
       Value top = add(n0, span);
