@@ -61,28 +61,47 @@ def build(compiler, config, out, args, timeout):
     return seconds
 
 
+def count(text):
+    """--rounds: an integer of at least 1."""
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
+def seconds(text):
+    """--timeout, --under: a positive number of seconds."""
+    x = float(text)
+    if not x > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {x:g}")
+    return x
+
+
+# The options: (flags, argparse keywords).
+OPTIONS = [
+    ("--rounds", dict(type=count, default=1,
+                      help="builds of each config per compiler (median; "
+                           "default 1)")),
+    ("--under", dict(type=seconds, default=5.0,
+                     help="the line the summary counts configs under "
+                          "(seconds, default 5)")),
+    ("--args", dict(default="",
+                    help="more attn-compile options, one string (as "
+                         "--args=\"--entries=sdpa ...\")")),
+    ("--timeout", dict(type=seconds, default=600,
+                       help="seconds one build may take (default 600)")),
+    ("--configs", dict(nargs="+", metavar="FILE",
+                       help="these configs instead of the default list")),
+    ("compilers", dict(nargs="+", metavar="COMPILER",
+                       help="attn-compile binaries (e.g. of two commits)")),
+]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--rounds", type=int, default=1,
-                   help="builds of each config per compiler (median; "
-                        "default 1)")
-    p.add_argument("--under", type=float, default=5.0,
-                   help="the line the summary counts configs under "
-                        "(seconds, default 5)")
-    p.add_argument("--args", default="",
-                   help="more attn-compile options, one string (as "
-                        "--args=\"--entries=sdpa ...\")")
-    p.add_argument("--timeout", type=float, default=600,
-                   help="seconds one build may take (default 600)")
-    p.add_argument("--configs", nargs="+", metavar="FILE",
-                   help="these configs instead of the default list")
-    p.add_argument("compilers", nargs="+", metavar="COMPILER",
-                   help="attn-compile binaries (e.g. of two commits)")
+    for flag, keywords in OPTIONS:
+        p.add_argument(flag, **keywords)
     a = p.parse_args()
-    if a.rounds < 1:
-        p.error(f"--rounds must be at least 1, got {a.rounds}")
-    if not a.timeout > 0:
-        p.error(f"--timeout must be positive, got {a.timeout:g}")
     configs = a.configs or default_configs()
     for c in configs:
         if not os.path.isfile(c):
