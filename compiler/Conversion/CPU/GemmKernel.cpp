@@ -54,7 +54,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Utils/Utils.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -110,18 +109,19 @@ struct GemmEmitter {
   VectorType vt, vmask;
   Value M, N, K;
 
-  GemmEmitter(OpBuilder &b, linalg::MatmulOp op, int64_t lanes)
-      : b(b), loc(op.getLoc()), A(op.getDpsInputs()[0]),
-        B(op.getDpsInputs()[1]), C(op.getDpsInits()[0]),
-        bTransposed(isa<linalg::MatmulTransposeBOp>(op.getOperation())),
-        W(lanes), NV(lanes >= 16 ? 4 : 2),
-        vt(VectorType::get({lanes}, b.getF32Type())),
-        vmask(VectorType::get({lanes}, b.getI1Type())) {}
-  /// An emitter of the operand-swapped kernel's helpers (sharedFunction).
+  /// An emitter without operands: the operand-swapped kernel's helpers
+  /// (sharedFunction) set the ones they use.
   GemmEmitter(OpBuilder &b, Location loc, int64_t lanes)
       : b(b), loc(loc), bTransposed(true), W(lanes), NV(lanes >= 16 ? 4 : 2),
         vt(VectorType::get({lanes}, b.getF32Type())),
         vmask(VectorType::get({lanes}, b.getI1Type())) {}
+  GemmEmitter(OpBuilder &b, linalg::MatmulOp op, int64_t lanes)
+      : GemmEmitter(b, op.getLoc(), lanes) {
+    A = op.getDpsInputs()[0];
+    B = op.getDpsInputs()[1];
+    C = op.getDpsInits()[0];
+    bTransposed = isa<linalg::MatmulTransposeBOp>(op.getOperation());
+  }
 
   int64_t panel() const { return NV * W; }
   Value idx(int64_t c) { return arith::ConstantIndexOp::create(b, loc, c); }
@@ -331,16 +331,9 @@ struct GemmEmitter {
     if (auto fn = module.lookupSymbol<func::FuncOp>(name);
         fn && fn.getFunctionType() == type)
       return fn;
-    MLIRContext *ctx = b.getContext();
-    OpBuilder mb(ctx);
-    mb.setInsertionPointToEnd(module.getBody());
-    auto fn = func::FuncOp::create(mb, loc, name, type);
-    fn.setPrivate();
-    fn->setAttr("llvm.linkage",
-                LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
-    fn->setAttr(kNoInlineAttr, UnitAttr::get(ctx));
-    SymbolTable(module).insert(fn); // renamed if the name is taken
-    Block *body = fn.addEntryBlock();
+    SymbolTable symbols(module);
+    func::FuncOp fn = createKernelFunction(symbols, loc, name, type);
+    Block *body = &fn.getBody().front();
     OpBuilder fb = OpBuilder::atBlockBegin(body);
     GemmEmitter e(fb, loc, W);
     build(e, body->getArguments());

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringRef.h"
 
 namespace mlir {
@@ -115,6 +116,13 @@ void storeTransposedBlock(OpBuilder &b, Location loc, VectorType square,
 /// by the CPU target before translation; FuncToLLVM keeps it discardable).
 /// The micro-kernel's tile functions carry it.
 constexpr llvm::StringLiteral kNoInlineAttr = "attn.no_inline";
+
+/// A private function `name` of `type` at the end of `symbols`' module
+/// (renamed there if the name is taken), internal to its LLVM module and
+/// marked kNoInlineAttr, with its entry block: the micro-kernel's tile
+/// functions and the GEMM kernel's shared helpers.
+func::FuncOp createKernelFunction(SymbolTable &symbols, Location loc,
+                                  StringRef name, FunctionType type);
 
 /// An integer attribute on a func.call inside a parallel loop: the loop's
 /// iterations are alike and stream memory, so attn-dynamic-schedule hands

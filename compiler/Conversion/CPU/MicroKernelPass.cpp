@@ -108,17 +108,10 @@ func::FuncOp TileFunctions::functionFor(
   SmallVector<Type> args(op->getOperandTypes());
   args.append(scratch.begin(), scratch.end());
   auto caller = op->getParentOfType<func::FuncOp>();
-  OpBuilder mb(ctx);
-  mb.setInsertionPointToEnd(module.getBody());
-  auto fn = func::FuncOp::create(mb, op->getLoc(),
-                                 (caller.getSymName() + suffix).str(),
-                                 FunctionType::get(ctx, args, {}));
-  fn.setPrivate();
-  fn->setAttr("llvm.linkage",
-              LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
-  fn->setAttr(kNoInlineAttr, UnitAttr::get(ctx));
-  symbols.insert(fn); // renamed if the name is taken
-  Block *body = fn.addEntryBlock();
+  func::FuncOp fn = createKernelFunction(symbols, op->getLoc(),
+                                         (caller.getSymName() + suffix).str(),
+                                         FunctionType::get(ctx, args, {}));
+  Block *body = &fn.getBody().front();
   IRRewriter b(ctx);
   b.setInsertionPointToStart(body);
   IRMapping map;
@@ -357,3 +350,20 @@ struct CPUMicroKernelPass
 };
 
 } // namespace
+
+func::FuncOp mlir::attn::createKernelFunction(SymbolTable &symbols,
+                                              Location loc, StringRef name,
+                                              FunctionType type) {
+  MLIRContext *ctx = loc.getContext();
+  auto module = cast<ModuleOp>(symbols.getOp());
+  OpBuilder mb(ctx);
+  mb.setInsertionPointToEnd(module.getBody());
+  auto fn = func::FuncOp::create(mb, loc, name, type);
+  fn.setPrivate();
+  fn->setAttr("llvm.linkage",
+              LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
+  fn->setAttr(kNoInlineAttr, UnitAttr::get(ctx));
+  symbols.insert(fn); // renamed if the name is taken
+  fn.addEntryBlock();
+  return fn;
+}
