@@ -233,7 +233,13 @@ LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addPass(createNameConstantGlobalsPass());
-  pm.addPass(createCanonicalizerPass());
+  // Bottom-up: the top-down walk pre-folds each constant into the region's
+  // entry, and a tensor-core launch body holds thousands of them among
+  // ~20k ops; moving each one renumbered the block (Gemma-3-1B's four f16
+  // kernels: 9.4 s in this pass, 0.45 s bottom-up, the same IR).
+  GreedyRewriteConfig bottomUp;
+  bottomUp.setUseTopDownTraversal(false);
+  pm.addPass(createCanonicalizerPass(bottomUp));
   pm.addPass(createCSEPass());
   // Constants and dims into the launch, so the kernel has few arguments.
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());
