@@ -1,8 +1,9 @@
 //===- SanitizerDefaults.cpp - ASan defaults of the compiler tools --------===//
 //
-// Linked into attn-compile and attn-opt (an object library, so that the
-// definition is not left in an archive). Under AddressSanitizer
-// (-DATTN_SANITIZE=address,...) the tools hold a 16 MB quarantine of freed
+// Linked into attn-compile and attn-opt when they are built with
+// AddressSanitizer (-DATTN_SANITIZE=address,...; tools/common/CMakeLists.txt,
+// an object library so that the definition is not left in an archive). The
+// tools then hold a 16 MB quarantine of freed
 // memory instead of ASan's 256 MB: MLIR and LLVM free millions of small
 // objects while compiling, and the large quarantine made every compile touch
 // ~900 MB of cold memory (Qwen3-Next's test config as a shared library:
@@ -14,18 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ATTN_TOOL_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define ATTN_TOOL_ASAN 1
-#endif
-
-#ifdef ATTN_TOOL_ASAN
 extern "C" __attribute__((visibility("default"), used)) const char *
 __asan_default_options() {
   return "quarantine_size_mb=16";
 }
-#endif
