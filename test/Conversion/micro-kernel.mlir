@@ -81,8 +81,12 @@
 // DECODE: scf.for {{.*}} step %c4
 // DECODE: %[[NC4:.*]] = arith.ceildivsi %{{.*}}, %c4
 // DECODE: %[[END:.*]] = arith.muli %[[NC4]], %c4
-// DECODE: scf.for {{.*}} = %c0{{.*}} to %[[END]] step %c4
+// DECODE: scf.for %[[J0:.*]] = %c0{{.*}} to %[[END]] step %c4
+// The next chunk's K rows: a loop over the 4 keys, one prefetch per 64-byte
+// line of a row in its body (unrolled, 4 x 4 of them).
+// DECODE: scf.for {{.*}} = %[[J0]] to %{{.*}} step %c1
 // DECODE-COUNT-4: memref.prefetch %arg1[{{.*}}], read, locality<2>, data : memref<?x64xf32>
+// DECODE-NEXT: }
 // DECODE: scf.for {{.*}} step %c16
 // DECODE-COUNT-16: vector.fma {{.*}} : vector<16xf32>
 // DECODE: vector.shuffle
