@@ -24,6 +24,11 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.attn_tools_dir, config.llvm_tools_dir]
+# attn-compile verifies the IR after every pass here (attn-opt always does),
+# so that a pass that breaks the IR fails at that pass. Not in the sanitizer
+# build: its suite runs attn-compile as users do (the result verified once).
+if not config.attn_sanitize:
+    config.environment["ATTN_COMPILE_OPTIONS"] = "--verify-each"
 llvm_config.add_tool_substitutions(["attn-opt", "attn-compile"], tool_dirs)
 # attn-bench is built where OpenBLAS and OpenMP are installed.
 if os.access(os.path.join(config.attn_tools_dir, "attn-bench"), os.X_OK):

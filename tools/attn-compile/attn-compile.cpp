@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Description.h"
 #include "Files.h"
 
 #include "compiler/Conversion/CPU/MicroKernel.h"
@@ -26,6 +27,7 @@
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
@@ -43,6 +45,7 @@
 
 using namespace mlir;
 namespace cl = llvm::cl;
+using attn_compile::kEntryNames;
 using attn_compile::sameFile;
 using attn_compile::writeFile;
 
@@ -260,16 +263,18 @@ cl::opt<int64_t> tensorParallel(
              "tensor-parallel x context shards; default 1)"),
     cl::init(1), cl::cat(category));
 
+cl::opt<bool> verifyEach(
+    "verify-each",
+    cl::desc("Verify the IR after every pass, as attn-opt does (the test "
+             "suite's setting; 10-15% of an executable's build time). "
+             "Without it the front end's IR and the pipeline's result are "
+             "verified"),
+    cl::init(false), cl::cat(category));
+
 cl::opt<bool> describe("describe",
                        cl::desc("Print the normalized model description as "
                                 "JSON instead of IR"),
                        cl::init(false), cl::cat(category));
-
-/// The optional entries by name (--entries, `info`'s "entries").
-constexpr std::pair<const char *, bool attn::EntrySet::*> kEntryNames[] = {
-    {"reference", &attn::EntrySet::reference},
-    {"paged", &attn::EntrySet::paged},
-    {"blocks", &attn::EntrySet::blocks}};
 
 /// --entries and --reference as the entries to compile; false after an
 /// error that names what is accepted.
@@ -320,15 +325,6 @@ bool parseEntries(attn::EntrySet &entries) {
     return fail("--distributed=mpi adds <kind>_paged_part kernels beside the "
                 "paged ones: the list must include paged");
   return true;
-}
-
-/// The entries an executable or library holds, as `info` lists them.
-nlohmann::ordered_json entryNames(const attn::EntrySet &entries) {
-  nlohmann::ordered_json j = {"sdpa"};
-  for (const auto &[name, member] : kEntryNames)
-    if (entries.*member)
-      j.push_back(name);
-  return j;
 }
 
 /// The root of --mlir-timing's report: the front end, each pass, LLVM's
@@ -448,6 +444,7 @@ bool runPipeline(MLIRContext &context, ModuleOp module, const Options &options,
   PassManager pm(&context);
   if (failed(applyPassManagerCLOptions(pm)))
     return false;
+  pm.enableVerifier(verifyEach);
   TimingScope timing = timingRoot->nest("pass pipeline");
   pm.enableTiming(timing);
   std::string error;
@@ -455,55 +452,18 @@ bool runPipeline(MLIRContext &context, ModuleOp module, const Options &options,
     llvm::errs() << "attn-compile: error: " << error << "\n";
     return false;
   }
-  return succeeded(pm.run(module));
-}
-
-/// The description an executable or library carries (`info`,
-/// attn_rt_model.describe_json): --describe's, and for CPU kernels each
-/// softmax kind's tiling as compiled (attn-bench prints it): rows per head
-/// and keys per tile, the micro-kernel's register block and chunk.
-nlohmann::ordered_json tableDescription(const attn::ModelSpec &spec,
-                                        bool cuda) {
-  nlohmann::ordered_json j = attn::describeModel(spec);
-  // What this build holds of each kind (attn-compile --entries), the K/V
-  // element type its softmax kernels read (--kv-dtype) and, for CUDA, the
-  // kernels' arithmetic (--gpu-precision).
-  j["entries"] = entryNames(spec.entries);
-  j["kv_dtype"] = spec.kvCache == attn::KVCacheType::bf16  ? "bf16"
-                  : spec.kvCache == attn::KVCacheType::f16 ? "f16"
-                                                           : "f32";
-  if (cuda)
-    j["gpu_precision"] = gpuPrecision == attn::GPUPrecision::bf16  ? "bf16"
-                         : gpuPrecision == attn::GPUPrecision::f16 ? "f16"
-                                                                   : "fp32";
-  int64_t lanes = attn::cpuVectorLanes(cpu);
-  if (cuda || !lanes)
-    return j;
-  using Tiles = mlir::attn::CPUTileDefaults;
-  for (auto &k : j["layer_kinds"]) {
-    // The kind's layers share their heads: the first one's group size.
-    int64_t group = 0, d = 0, dv = 0;
-    for (const auto &layer : j["layers"])
-      if (layer["index"] == k["layers"][0] &&
-          layer.contains("gqa_group_size")) {
-        group = layer["gqa_group_size"].get<int64_t>();
-        d = layer.value("head_dim_qk", int64_t(0));
-        dv = layer.value("head_dim_v", int64_t(0));
-      }
-    if (!group)
-      continue; // linear attention: its own kernel
-    k["cpu_tiles"] = {
-        {"q_block", Tiles::qBlockFor(group, d, dv, qBlock)},
-        {"kv_block", kvBlock ? int64_t(kvBlock) : Tiles::kvBlock},
-        {"decode_kv_block", Tiles::decodeKvBlock},
-        {"vector_lanes", lanes},
-        {"chunk_keys", attn::kMicroKernelChunkVectors * lanes},
-        {"score_tile_rows", attn::microKernelScoreVectors(lanes) * lanes},
-        {"score_tile_keys", attn::microKernelScoreKeys(lanes)},
-        {"pv_tile_rows", attn::microKernelRows(lanes)},
-        {"pv_tile_vectors", attn::kMicroKernelChunkVectors}};
-  }
-  return j;
+  if (failed(pm.run(module)))
+    return false;
+  if (verifyEach)
+    return true;
+  // Verifying after every pass took 10-15% of a build; once here still
+  // stops invalid IR before LLVM sees it.
+  TimingScope verifyTiming = timing.nest("verify the result");
+  if (succeeded(verify(module)))
+    return true;
+  llvm::errs() << "attn-compile: error: the pass pipeline produced invalid IR "
+                  "(a compiler bug: --verify-each names the pass)\n";
+  return false;
 }
 
 /// The LLVM dialect module as x86-64 code in `out`: with `table` (an
@@ -519,14 +479,16 @@ bool emitHost(ModuleOp module, attn::CPUOutput kind,
   attn::CPUTargetOptions options;
   options.cpu = cpu;
   options.optLevel = optLevel;
+  options.timing = &timing;
   if (table)
     options.extendModule = [&](llvm::Module &m, std::string &error) {
-      return attn::addModelTable(m, *table,
-                                 tableDescription(*table, cuda).dump(
-                                     2, ' ', false,
-                                     nlohmann::ordered_json::
-                                         error_handler_t::replace), cuda,
-                                 bf16, error);
+      return attn::addModelTable(
+          m, *table,
+          attn_compile::tableDescription(
+              *table, {cpu, cuda, gpuPrecision, qBlock, kvBlock})
+              .dump(2, ' ', false,
+                    nlohmann::ordered_json::error_handler_t::replace),
+          cuda, bf16, error);
     };
   std::string error;
   unsigned n = jobs ? jobs.getValue()
@@ -696,13 +658,17 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "attn-compile: compile a Hugging Face config.json's attention\n\n"
-      "  attn-compile config.json -o NAME [--cpu=native|x86-64-v3|x86-64-v4|CPU] "
+      "  attn-compile config.json -o NAME "
+      "[--cpu=native|x86-64-v3|x86-64-v4|CPU] "
       "[-O3]\n"
       "  attn-compile config.json --describe\n"
       "  attn-compile config.json --compile-to=attn|fused|tiled|linalg|"
       "llvm-dialect|llvm-ir|asm|obj [-o FILE]\n"
       "  attn-compile config.json --target=cuda [--gpu-arch=sm_90|sm_80] "
-      "[--gpu-precision=fp32|bf16] [-o NAME | --compile-to=tiled|gpu|ptx]\n");
+      "[--gpu-precision=fp32|bf16] [-o NAME | --compile-to=tiled|gpu|ptx]\n"
+      "\nATTN_COMPILE_OPTIONS in the environment: options read before the "
+      "command line's (the test suite sets --verify-each there)\n",
+      /*Errs=*/nullptr, /*VFS=*/nullptr, "ATTN_COMPILE_OPTIONS");
 
   DefaultTimingManager timingManager;
   applyDefaultTimingManagerCLOptions(timingManager);

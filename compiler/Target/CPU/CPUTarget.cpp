@@ -255,6 +255,11 @@ bool optimizeAndEmit(llvm::Module &m, llvm::TargetMachine &tm,
 
 namespace {
 
+/// A step under `options.timing` (an inactive scope without one).
+TimingScope nestTiming(const CPUTargetOptions &options, llvm::StringRef name) {
+  return options.timing ? options.timing->nest(name) : TimingScope();
+}
+
 /// `module` as LLVM IR for `options`' target (resolved into `t`, a target
 /// machine in `tm`); null with `error` set.
 std::unique_ptr<llvm::Module>
@@ -264,6 +269,7 @@ lowerToLLVM(ModuleOp module, const CPUTargetOptions &options, X86Target &t,
   if (!resolveTarget(options, t, error))
     return nullptr;
   tm = t.create();
+  TimingScope timing = nestTiming(options, "translate to LLVM IR");
   return translate(module, options, *tm, context, error);
 }
 
@@ -278,10 +284,11 @@ LogicalResult mlir::attn::emitCPU(ModuleOp module,
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
       lowerToLLVM(module, options, t, tm, llvmContext, error);
-  if (!llvmModule ||
-      !optimizeAndEmit(*llvmModule, *tm, options.optLevel, output, os, error))
+  if (!llvmModule)
     return failure();
-  return success();
+  TimingScope timing = nestTiming(options, "optimize and emit");
+  return success(
+      optimizeAndEmit(*llvmModule, *tm, options.optLevel, output, os, error));
 }
 
 LogicalResult mlir::attn::emitCPUObjects(
@@ -298,6 +305,7 @@ LogicalResult mlir::attn::emitCPUObjects(
   // AddressSanitizer gives every instrumented object one module constructor
   // in a COMDAT of a fixed name: parts would share it. One object there.
   if (jobs <= 1 || ATTN_SANITIZE_ADDRESS) {
+    TimingScope timing = nestTiming(options, "optimize and emit");
     objects.emplace_back();
     llvm::raw_svector_ostream os(objects.back());
     return success(optimizeAndEmit(*llvmModule, *tm, options.optLevel,
@@ -310,6 +318,7 @@ LogicalResult mlir::attn::emitCPUObjects(
   // robin: the functions' compile times differ too much for one part per
   // thread to balance (keeping local symbols with their users instead put
   // 90% of Llama's code in one part).
+  TimingScope splitTiming = nestTiming(options, "split into parts");
   std::vector<llvm::SmallString<0>> parts;
   llvm::SplitModule(
       *llvmModule, jobs * 4,
@@ -320,12 +329,18 @@ LogicalResult mlir::attn::emitCPUObjects(
       },
       /*PreserveLocals=*/false, /*RoundRobin=*/true);
   llvmModule.reset();
+  splitTiming.stop();
+  // Each part's optimization and code generation, timed on its thread.
+  TimingScope partsTiming =
+      nestTiming(options, "optimize and emit " + std::to_string(parts.size()) +
+                              " parts on " + std::to_string(jobs) + " threads");
   objects.resize(parts.size());
   std::vector<std::string> errors(parts.size());
   {
     llvm::DefaultThreadPool pool(llvm::hardware_concurrency(jobs));
     for (size_t i = 0; i < parts.size(); ++i)
       pool.async([&, i] {
+        TimingScope partTiming = partsTiming.nest("part " + std::to_string(i));
         llvm::LLVMContext context;
         llvm::Expected<std::unique_ptr<llvm::Module>> m =
             llvm::parseBitcodeFile(

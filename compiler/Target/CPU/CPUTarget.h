@@ -11,6 +11,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -38,6 +39,9 @@ struct CPUTargetOptions {
   /// Runs on the translated LLVM IR before it is optimized (the model
   /// table of executables, see ModelTable.h); false with `error` set stops.
   std::function<bool(llvm::Module &, std::string &error)> extendModule;
+  /// Where --mlir-timing shows the steps (translation to LLVM IR, the
+  /// split, optimization and code generation); none when null.
+  TimingScope *timing = nullptr;
 };
 
 /// Registers the dialect translations the CPU target needs.

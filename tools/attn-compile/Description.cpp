@@ -1,0 +1,75 @@
+//===- Description.cpp - what an executable says of itself --------------===//
+//
+// The JSON description attn-compile stores in an executable or library's
+// model table.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Description.h"
+
+#include "compiler/Conversion/CPU/MicroKernel.h"
+#include "compiler/Conversion/CPU/TileChoice.h"
+#include "compiler/Frontend/Frontend.h"
+#include "compiler/Target/CPU/CPUTarget.h"
+
+namespace attn = mlir::attn;
+
+/// The entries an executable or library holds, as `info` lists them.
+nlohmann::ordered_json attn_compile::entryNames(const attn::EntrySet &entries) {
+  nlohmann::ordered_json j = {"sdpa"};
+  for (const auto &[name, member] : kEntryNames)
+    if (entries.*member)
+      j.push_back(name);
+  return j;
+}
+
+/// The description an executable or library carries (`info`,
+/// attn_rt_model.describe_json): --describe's, and for CPU kernels each
+/// softmax kind's tiling as compiled (attn-bench prints it): rows per head
+/// and keys per tile, the micro-kernel's register block and chunk.
+nlohmann::ordered_json
+attn_compile::tableDescription(const attn::ModelSpec &spec,
+                               const TableOptions &options) {
+  bool cuda = options.cuda;
+  nlohmann::ordered_json j = attn::describeModel(spec);
+  // What this build holds of each kind (attn-compile --entries), the K/V
+  // element type its softmax kernels read (--kv-dtype) and, for CUDA, the
+  // kernels' arithmetic (--gpu-precision).
+  j["entries"] = entryNames(spec.entries);
+  j["kv_dtype"] = spec.kvCache == attn::KVCacheType::bf16  ? "bf16"
+                  : spec.kvCache == attn::KVCacheType::f16 ? "f16"
+                                                           : "f32";
+  if (cuda)
+    j["gpu_precision"] = options.precision == attn::GPUPrecision::bf16 ? "bf16"
+                         : options.precision == attn::GPUPrecision::f16
+                             ? "f16"
+                             : "fp32";
+  int64_t lanes = attn::cpuVectorLanes(options.cpu);
+  if (cuda || !lanes)
+    return j;
+  using Tiles = mlir::attn::CPUTileDefaults;
+  for (auto &k : j["layer_kinds"]) {
+    // The kind's layers share their heads: the first one's group size.
+    int64_t group = 0, d = 0, dv = 0;
+    for (const auto &layer : j["layers"])
+      if (layer["index"] == k["layers"][0] &&
+          layer.contains("gqa_group_size")) {
+        group = layer["gqa_group_size"].get<int64_t>();
+        d = layer.value("head_dim_qk", int64_t(0));
+        dv = layer.value("head_dim_v", int64_t(0));
+      }
+    if (!group)
+      continue; // linear attention: its own kernel
+    k["cpu_tiles"] = {
+        {"q_block", Tiles::qBlockFor(group, d, dv, options.qBlock)},
+        {"kv_block", options.kvBlock ? options.kvBlock : Tiles::kvBlock},
+        {"decode_kv_block", Tiles::decodeKvBlock},
+        {"vector_lanes", lanes},
+        {"chunk_keys", attn::kMicroKernelChunkVectors * lanes},
+        {"score_tile_rows", attn::microKernelScoreVectors(lanes) * lanes},
+        {"score_tile_keys", attn::microKernelScoreKeys(lanes)},
+        {"pv_tile_rows", attn::microKernelRows(lanes)},
+        {"pv_tile_vectors", attn::kMicroKernelChunkVectors}};
+  }
+  return j;
+}
