@@ -198,10 +198,26 @@ def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "func::FuncOp"> {
     `precision=f16` the same on f16. K and V may be f32, bf16 or f16
     (a --kv-dtype cache, read as it is: the fp32 kernel widens them in
     shared memory, the tensor-core kernels take a cache of their own type
-    or f32). T5
-    relative bias and split-K are not lowered.
+    or f32). T5 relative bias is not lowered.
+
+    Split-K (decode and other short grids): where the grid's blocks
+    (query blocks x KV heads x batch) are fewer than `split-blocks`, each
+    block's key range is cut into parts of at least `split-min-keys` keys
+    (whole kv-block tiles) computed by blocks of their own: the parts
+    write their normalized rows and log2-sum-exp to a workspace
+    (`gpu.alloc`, freed after the call), and a second kernel merges them
+    into the output. The number of parts is chosen at run time from the
+    grid and the cache's capacity (contiguous: its length; paged: the
+    block table's pages); with one part the kernel writes the output
+    directly and the merge does not run.
   }];
   let options = [
+    Option<"splitBlocks", "split-blocks", "int64_t", /*default=*/"264",
+           "Split-K: cut each block's keys into parts while the grid has "
+           "fewer blocks than this (264: two per SM of an H100/H200; 0: "
+           "never split)">,
+    Option<"splitMinKeys", "split-min-keys", "int64_t", /*default=*/"512",
+           "Split-K: the fewest keys per part">,
     Option<"kvBlock", "kv-block", "int64_t", /*default=*/"0",
            "Keys per shared-memory tile (0: 4096 / head dim, at least 8; "
            "bf16/f16: 64, or 32 where 64 exceeds max-shared-memory)">,

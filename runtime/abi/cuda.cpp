@@ -2,7 +2,8 @@
 //
 // This file implements the host calls that MLIR's gpu-to-llvm lowering emits
 // (`mgpuModuleLoad`, `mgpuModuleLoadJIT`, `mgpuModuleGetFunction`,
-// `mgpuLaunchKernel`, `mgpuStream*`, `mgpuModuleUnload`) and the device
+// `mgpuLaunchKernel`, `mgpuStream*`, `mgpuMemAlloc`/`mgpuMemFree`,
+// `mgpuModuleUnload`) and the device
 // buffers of the executables' commands, over the CUDA driver API. The driver
 // (`libcuda.so.1`) is loaded with dlopen on first use, so executables start
 // on machines without a GPU: `info` works, and the commands that need the
@@ -24,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -49,6 +51,7 @@ constexpr int kFuncMaxDynamicSmem =
     8; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 constexpr int32_t kDefaultSmemLimit = 48 * 1024;
 constexpr int kAttrSmemOptin = 97; // ..._MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+constexpr int kPoolReleaseThreshold = 4; // CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
 
 struct Driver {
   CUresult (*cuInit)(unsigned);
@@ -70,6 +73,10 @@ struct Driver {
   CUresult (*cuStreamSynchronize)(CUstream);
   CUresult (*cuStreamDestroy)(CUstream);
   CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+  CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
+  CUresult (*cuDeviceGetDefaultMemPool)(void **, CUdevice);
+  CUresult (*cuMemPoolSetAttribute)(void *, int, void *);
   CUresult (*cuMemFree)(CUdeviceptr);
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
   CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
@@ -137,6 +144,10 @@ bool initDriver() {
   get(d.cuStreamSynchronize, "cuStreamSynchronize");
   get(d.cuStreamDestroy, "cuStreamDestroy_v2");
   get(d.cuMemAlloc, "cuMemAlloc_v2");
+  get(d.cuMemAllocAsync, "cuMemAllocAsync");
+  get(d.cuMemFreeAsync, "cuMemFreeAsync");
+  get(d.cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool");
+  get(d.cuMemPoolSetAttribute, "cuMemPoolSetAttribute");
   get(d.cuMemFree, "cuMemFree_v2");
   get(d.cuMemcpyHtoD, "cuMemcpyHtoD_v2");
   get(d.cuMemcpyDtoH, "cuMemcpyDtoH_v2");
@@ -295,6 +306,36 @@ void mgpuStreamSynchronize(CUstream stream) {
 
 void mgpuStreamDestroy(CUstream stream) {
   check(state().d.cuStreamDestroy(stream), "cuStreamDestroy");
+}
+
+/// The split-K workspace of the attention kernels (gpu.alloc async):
+/// stream-ordered allocation from the device's default pool, so that a
+/// decode step's workspace reuses the last one's memory. Nothing for 0
+/// bytes (no split).
+void *mgpuMemAlloc(uint64_t bytes, CUstream stream, bool /*hostShared*/) {
+  if (bytes == 0)
+    return nullptr;
+  // The pool keeps what is freed (its default threshold 0 returns it to
+  // the OS at every synchronization: each step would map it again).
+  static std::once_flag pool;
+  std::call_once(pool, [] {
+    void *p = nullptr;
+    uint64_t keep = UINT64_MAX;
+    check(state().d.cuDeviceGetDefaultMemPool(&p, state().device),
+          "cuDeviceGetDefaultMemPool");
+    check(state().d.cuMemPoolSetAttribute(p, kPoolReleaseThreshold, &keep),
+          "cuMemPoolSetAttribute (release threshold)");
+  });
+  CUdeviceptr p = 0;
+  check(state().d.cuMemAllocAsync(&p, size_t(bytes), stream),
+        "cuMemAllocAsync (the split-K workspace)");
+  return reinterpret_cast<void *>(p);
+}
+
+void mgpuMemFree(void *ptr, CUstream stream) {
+  if (ptr)
+    check(state().d.cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr), stream),
+          "cuMemFreeAsync");
 }
 
 //===----------------------------------------------------------------------===//

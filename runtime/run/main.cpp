@@ -467,11 +467,16 @@ bool checkPagedKind(const attn_rt_kind &kind, std::mt19937 &rng) {
     int64_t page, sq;
     std::vector<int64_t> lens;
   };
-  const Case cases[] = {{16, 1, {15, 17, 0, 1}},
-                        {16, 4, {16, 33, 3}},
-                        {5, 1, {1, 5, 6, 70}},
-                        {16, 1, {1000}},
-                        {64, 7, {200, 64}}};
+  std::vector<Case> cases = {{16, 1, {15, 17, 0, 1}},
+                             {16, 4, {16, 33, 3}},
+                             {5, 1, {1, 5, 6, 70}},
+                             {16, 1, {1000}},
+                             {64, 7, {200, 64}}};
+  // On the GPU, caches long enough for split-K (parts of at least 512
+  // keys of the table's capacity): a sequence of 1 key beside one of
+  // 3,000 (parts that see no key), several rows.
+  if (gCuda)
+    cases.insert(cases.end(), {{16, 1, {3000, 1}}, {64, 3, {2600, 700}}});
   bool allOk = true, narrow = kind.kv_dtype != ATTN_RT_KV_F32;
   int64_t hq = kind.num_heads, hkv = kind.num_kv_heads, d = kind.head_dim,
           dv = kind.head_dim_v;
@@ -582,9 +587,16 @@ int cmdCheck(const attn_rt_model *m, int argc, char **argv) {
   std::vector<Shape> shapes = {{1, 1, 1},   {2, 3, 3},  {1, 17, 17},
                                {1, 5, 33},  {1, 33, 7}, {2, 70, 70}};
   // On the GPU also several thread blocks and key tiles, decode against a
-  // long cache, and more rows than one block.
+  // long cache, and more rows than one block; split-K (grids of fewer than
+  // 264 blocks, parts of at least 512 keys): decode against 4,099 keys, a
+  // batch whose second sequence has half the keys, 7 causal rows.
   if (gCuda)
-    shapes.insert(shapes.end(), {{1, 1, 1000}, {2, 130, 130}, {1, 300, 1000}});
+    shapes.insert(shapes.end(), {{1, 1, 1000},
+                                 {2, 130, 130},
+                                 {1, 300, 1000},
+                                 {1, 1, 4099},
+                                 {2, 1, 2500},
+                                 {1, 7, 3000}});
   bool allOk = true;
   for (int64_t i = 0; i < m->num_kinds; ++i) {
     const attn_rt_kind &kind = m->kinds[i];

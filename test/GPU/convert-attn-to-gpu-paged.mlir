@@ -26,6 +26,24 @@
 // CHECK: memref.load %{{.*}}[%[[B]], %{{.*}}] : memref<?x?xi32>
 // CHECK: gpu.barrier
 // CHECK-NOT: attn.online_attention
+
+// Split-K of a paged cache: the parts from the capacity of the block table
+// (its pages x the page size: the lengths are on the device), at least 512
+// keys each; split-blocks=0 never splits (no workspace, no merge).
+// RUN: attn-opt %s -attn-tile-attention=target=gpu\ split-target=0\ block-rows=32 -convert-attn-to-gpu | FileCheck %s --check-prefix=SPLITK
+// SPLITK-DAG: %[[PSIZE:.*]] = memref.dim %{{.*}}, %c2{{.*}} : memref<?x2x?x64xf32>
+// SPLITK-DAG: %[[PAGES:.*]] = memref.dim %{{.*}}, %c1{{.*}} : memref<?x?xi32>
+// SPLITK: %[[CAP:.*]] = arith.muli %[[PAGES]], %[[PSIZE]]
+// SPLITK: arith.divui %[[CAP]], %c512
+// SPLITK: gpu.alloc async
+// SPLITK: gpu.launch
+// SPLITK: gpu.launch
+// SPLITK: gpu.dealloc async
+// RUN: attn-opt %s -attn-tile-attention=target=gpu\ split-target=0\ block-rows=32 -convert-attn-to-gpu=split-blocks=0 | FileCheck %s --check-prefix=NOSPLIT
+// NOSPLIT-NOT: gpu.alloc
+// NOSPLIT: gpu.launch
+// NOSPLIT-NOT: gpu.launch
+// NOSPLIT-NOT: gpu.alloc
 func.func @entry(%out: memref<?x8x?x64xf32>, %q: tensor<?x8x?x64xf32>, %kc: tensor<?x2x?x64xf32>, %vc: tensor<?x2x?x64xf32>, %table: tensor<?x?xi32>, %lens: tensor<?xi64>) {
   %o = attn.paged_sdpa %q, %kc, %vc, %table, %lens outs(%q : tensor<?x8x?x64xf32>) {mask = #attn.mask<causal>, scale = 0.125 : f64} : (tensor<?x8x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x?xi32>, tensor<?xi64>) -> tensor<?x8x?x64xf32>
   bufferization.materialize_in_destination %o in restrict writable %out

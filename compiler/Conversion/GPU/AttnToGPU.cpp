@@ -24,8 +24,9 @@
 // computes Q·Kᵀ and P·V on tensor cores (MmaKernel.cpp: mma.sync m16n8k16
 // on bf16 (f16) inputs, fp32 accumulators). K and V may be a bf16 or f16
 // cache (--kv-dtype): the fp32 kernel widens it as it stages the tiles,
-// the tensor-core kernel of the same type stages it as it is. This file reads
-// the tiled form and runs the pass.
+// the tensor-core kernel of the same type stages it as it is. A short grid
+// (decode) splits each block's keys into parts merged by a second kernel
+// (SplitK.cpp). This file reads the tiled form and runs the pass.
 //
 //===----------------------------------------------------------------------===//
 
@@ -214,6 +215,10 @@ struct ConvertAttnToGPUPass
                             : std::max<int64_t>(8, 4096 / std::max(d, dv));
     if (e.kvBlock <= 0)
       return op->emitOpError("kv-block must be positive");
+    if (splitBlocks < 0 || splitMinKeys <= 0)
+      return op->emitOpError("split-blocks must be 0 or more and "
+                             "split-min-keys positive, got ")
+             << int64_t(splitBlocks) << " and " << int64_t(splitMinKeys);
     if (mmaKernel && e.kvBlock % 16)
       return op->emitOpError("the ")
              << mmaName << " kernel's kv-block must be a multiple of 16, got "
@@ -261,7 +266,9 @@ struct ConvertAttnToGPUPass
   LogicalResult convert(scf::ForallOp forall) {
     if (forall.getRank() != 3)
       return forall.emitOpError(
-          "split-K is not lowered to the GPU yet: tile with split-target=0");
+          "the tiler's split-K parts are not lowered to the GPU: tile with "
+          "split-target=0 (convert-attn-to-gpu splits a short grid's keys "
+          "itself: split-blocks)");
     if (!isGridMapping(forall))
       return forall.emitOpError(
           "expects the tiled forall mapped to the grid (mapping = "
@@ -352,10 +359,14 @@ struct ConvertAttnToGPUPass
     Value qBuf = buffer(qT);
     Value kBuf = buffer(kT);
     Value vBuf = buffer(vT);
+    if (splitBlocks > 0)
+      e.planSplit(qBuf, kBuf, splitBlocks, splitMinKeys);
     if (mmaKernel)
       e.emitMma(dest.getDest(), qBuf, kBuf, vBuf, lens);
     else
       e.emit(dest.getDest(), qBuf, kBuf, vBuf, lens);
+    if (splitBlocks > 0)
+      e.finishSplit(dest.getDest());
     dest.erase();
     forall.erase();
     return success();

@@ -28,28 +28,29 @@ KernelEmitter::Launch KernelEmitter::beginLaunch(Value k, Value lens,
   // #gpu.block mapping says: (batch, KV head, query block) -> (z, y, x).
   Launch L;
   scf::ForallOp forall = src.forall;
-  SmallVector<OpFoldResult> ubs = forall.getMixedUpperBound();
-  auto value = [&](OpFoldResult f) -> Value {
-    if (auto v = dyn_cast<Value>(f))
-      return v;
-    return c(cast<IntegerAttr>(cast<Attribute>(f)).getInt());
-  };
   Value grid[3];
   for (auto [i, m] : llvm::enumerate(*forall.getMapping()))
     grid[static_cast<int>(cast<gpu::GPUBlockMappingAttr>(m).getBlock())] =
-        value(ubs[i]);
+        forallBound(i);
   Value gridQ = grid[0], gridG = grid[1], gridB = grid[2];
+  // Split-K: each query block's parts are blocks of their own along x.
+  Value gridX = parts ? mul(gridQ, parts) : gridQ;
   Value one = c(1);
   Value blockX = c(threads);
   Value smem;
   if (dynamicSmem)
     smem = arith::ConstantIntOp::create(b, loc, dynamicSmem, 32);
   L.op =
-      gpu::LaunchOp::create(b, loc, gridQ, gridG, gridB, blockX, one, one, smem,
+      gpu::LaunchOp::create(b, loc, gridX, gridG, gridB, blockX, one, one, smem,
                             /*asyncTokenType=*/Type(),
                             /*asyncDependencies=*/ValueRange(), tileTypes);
   b.setInsertionPointToStart(&L.op.getBody().front());
   L.qb = L.op.getBlockIds().x;
+  if (parts) {
+    L.part = arith::DivUIOp::create(b, loc, L.qb, gridQ);
+    L.qb = arith::RemUIOp::create(b, loc, L.qb, gridQ);
+    L.split = cmp(arith::CmpIPredicate::sgt, parts, c(1));
+  }
   L.g = L.op.getBlockIds().y;
   L.bi = L.op.getBlockIds().z;
   L.tid = L.op.getThreadIds().x;
@@ -66,7 +67,7 @@ KernelEmitter::Launch KernelEmitter::beginLaunch(Value k, Value lens,
   // Query blocks run last-first: under a causal mask the last blocks see
   // the most keys, and the lightest ones left for the end shorten the
   // grid's tail.
-  map.map(body->getArgument(2), sub(sub(L.op.getGridSize().x, c(1)), L.qb));
+  map.map(body->getArgument(2), sub(sub(gridQ, c(1)), L.qb));
   for (Operation &o : body->without_terminator()) {
     tensor::ExtractOp kvLength = src.kvLength;
     if (kvLength && &o == kvLength.getOperation()) {
@@ -87,6 +88,8 @@ KernelEmitter::Launch KernelEmitter::beginLaunch(Value k, Value lens,
   L.hi = map.lookupOrDefault(src.hi);
   // Row r of the block sits at key position qPos + r: offset = qPos - q0.
   L.offset = sub(map.lookupOrDefault(src.qPos), L.q0);
+  if (parts)
+    splitKeyRange(L);
   return L;
 }
 
@@ -255,9 +258,13 @@ void KernelEmitter::emit(Value out, Value q, Value k, Value v, Value lens) {
         return SmallVector<Value>(keys.getResults());
       });
 
-  // out = acc / sum (0 for a row that saw no key).
+  // out = acc / sum (0 for a row that saw no key); with split keys the
+  // part's row and its log2-sum-exp (lane 0) to the workspace.
   for (int64_t i = 0; i < kRowsPerWarp; ++i) {
     Value l = tiles.getResult(i * stride + 1);
+    Value lane0 = cmp(arith::CmpIPredicate::eq, L.lane, c(0));
+    storeRowLse(L, andI(warpRows.valid[i], lane0), tiles.getResult(i * stride),
+                l, warpRows.head[i], warpRows.pos[i]);
     Value empty =
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, f32(0.0));
     Value zero = f32(0.0);
@@ -270,9 +277,8 @@ void KernelEmitter::emit(Value out, Value q, Value k, Value v, Value lens) {
       auto ifOp = scf::IfOp::create(b, loc, in, /*withElseRegion=*/false);
       OpBuilder::InsertionGuard g2(b);
       b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      memref::StoreOp::create(
-          b, loc, fmul(tiles.getResult(i * stride + 2 + e), inv), out,
-          ValueRange{L.bi, warpRows.head[i], warpRows.pos[i], col});
+      storeResult(L, out, fmul(tiles.getResult(i * stride + 2 + e), inv),
+                  warpRows.head[i], warpRows.pos[i], col);
     }
   }
   gpu::TerminatorOp::create(b, loc);

@@ -67,8 +67,21 @@ struct KernelEmitter {
   Type mmaElt = Type();
   /// The block table's buffer of a paged cache (null: contiguous K/V).
   Value table = Value();
+  /// Split-K (SplitK.cpp), host values: the query blocks of the grid, the
+  /// parts each block's keys are cut into (1: no split), the workspace of
+  /// the parts' normalized rows [parts, B, Hq, S, dv] and their log2-sum-
+  /// exp [parts, B, Hq, S] (empty without split). Null: no split-K.
+  Value gridQ = Value(), parts = Value(), ws = Value(), lse = Value();
 
   Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  /// The tiled forall's upper bound `i` as an index value.
+  Value forallBound(unsigned i) {
+    scf::ForallOp forall = src.forall;
+    OpFoldResult f = forall.getMixedUpperBound()[i];
+    if (auto v = dyn_cast<Value>(f))
+      return v;
+    return c(cast<IntegerAttr>(cast<Attribute>(f)).getInt());
+  }
   Value f32(double v) {
     return arith::ConstantOp::create(b, loc, b.getF32Type(),
                                      b.getF32FloatAttr(v));
@@ -164,6 +177,9 @@ struct KernelEmitter {
   struct Launch {
     gpu::LaunchOp op;
     Value bi, g, qb, tid, lane, warp, kvLen, q0, qn, offset, lo, hi;
+    /// Split-K: this block's part and whether the keys are split (parts >
+    /// 1); null without split-K.
+    Value part = Value(), split = Value();
   };
   Launch beginLaunch(Value k, Value lens, int64_t threads, TypeRange tileTypes,
                      int64_t dynamicSmem = 0);
@@ -177,6 +193,26 @@ struct KernelEmitter {
   /// keys go to its slot `stage`.
   void stageTile(const Launch &L, Value src, Value tile, int64_t width,
                  Value kt, Value kn, int64_t threads, Value stage = Value());
+
+  /// Split-K, in the launch: [lo, hi) cut to this block's part (whole
+  /// kv-block tiles; empty past the keys).
+  void splitKeyRange(Launch &L);
+  /// Stores `x`, element `col` of the finished row (`head`, `pos`): into
+  /// the output, or with split keys into the part's workspace row.
+  void storeResult(const Launch &L, Value out, Value x, Value head, Value pos,
+                   Value col);
+  /// Split-K: where `first` (one thread per row) and the keys are split,
+  /// stores the row's log2-sum-exp m + log2(l) (-inf for a part that saw no
+  /// key: l = 0).
+  void storeRowLse(const Launch &L, Value first, Value m, Value l, Value head,
+                   Value pos);
+  /// Split-K on the host, before the launch: the parts (from the grid and
+  /// the cache's capacity: `k`'s keys, or the block table's pages) and the
+  /// workspace (gpu.alloc). `forall`'s grid.
+  void planSplit(Value q, Value k, int64_t splitBlocks, int64_t minKeys);
+  /// Split-K on the host, after the launch: the merge kernel (where the keys
+  /// were split) and the workspace freed.
+  void finishSplit(Value out);
 
   /// Row `r` of the block (heads of the group x query rows, flattened):
   /// whether it is one of the block's, its query head and position (row 0's

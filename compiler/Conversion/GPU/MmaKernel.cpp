@@ -340,8 +340,12 @@ void KernelEmitter::mmaStore(const MmaState &m, scf::ForOp tiles, Value out) {
   // out = O / l (the quad's partial sums added; 0 for a row with no key).
   int64_t mt = m.mt, nRows = 2 * mt, nTilesO = dv / 8;
   SmallVector<Value> inv;
+  Value quadLead = cmp(arith::CmpIPredicate::eq, m.tq, c(0));
   for (int64_t r = 0; r < nRows; ++r) {
     Value l = quadReduce(tiles.getResult(nRows + r), /*isMax=*/false);
+    // Split keys: the row's log2-sum-exp, by the first lane of its quad.
+    storeRowLse(m.L, andI(m.valid[r], quadLead), tiles.getResult(r), l,
+                m.head[r], m.pos[r]);
     Value empty =
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, f32(0.0));
     Value zero = f32(0.0);
@@ -358,8 +362,7 @@ void KernelEmitter::mmaStore(const MmaState &m, scf::ForOp tiles, Value out) {
         OpBuilder::InsertionGuard g2(b);
         b.setInsertionPointToStart(&ifOp.getThenRegion().front());
         Value acc = tiles.getResult(4 * mt + (t * nTilesO + n) * 4 + e);
-        memref::StoreOp::create(b, loc, fmul(acc, inv[r]), out,
-                                ValueRange{m.L.bi, m.head[r], m.pos[r], col});
+        storeResult(m.L, out, fmul(acc, inv[r]), m.head[r], m.pos[r], col);
       }
 }
 
