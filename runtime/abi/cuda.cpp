@@ -144,10 +144,17 @@ bool initDriver() {
   get(d.cuStreamSynchronize, "cuStreamSynchronize");
   get(d.cuStreamDestroy, "cuStreamDestroy_v2");
   get(d.cuMemAlloc, "cuMemAlloc_v2");
-  get(d.cuMemAllocAsync, "cuMemAllocAsync");
-  get(d.cuMemFreeAsync, "cuMemFreeAsync");
-  get(d.cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool");
-  get(d.cuMemPoolSetAttribute, "cuMemPoolSetAttribute");
+  // Stream-ordered allocation (CUDA 11.2+) is optional: without it, or
+  // on a device without memory pools, the split-K workspace falls back to
+  // cuMemAlloc/cuMemFree.
+  auto optional = [&](auto &fn, const char *name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+        dlsym(lib, name));
+  };
+  optional(d.cuMemAllocAsync, "cuMemAllocAsync");
+  optional(d.cuMemFreeAsync, "cuMemFreeAsync");
+  optional(d.cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool");
+  optional(d.cuMemPoolSetAttribute, "cuMemPoolSetAttribute");
   get(d.cuMemFree, "cuMemFree_v2");
   get(d.cuMemcpyHtoD, "cuMemcpyHtoD_v2");
   get(d.cuMemcpyDtoH, "cuMemcpyDtoH_v2");
@@ -208,6 +215,24 @@ CUmodule loadModule(const void *data, bool ptx) {
     return nullptr;
   }
   return m;
+}
+
+/// Whether workspaces come from the device's default pool, stream-ordered
+/// (cuMemAllocAsync); decided once. The pool then keeps what is freed (its
+/// default threshold 0 returns it to the OS at every synchronization: each
+/// step would map it again). Without pools (an older driver, a device
+/// without them) workspaces are allocated and freed synchronously.
+bool pooledAllocation() {
+  static bool pooled = [] {
+    Driver &d = state().d;
+    void *p = nullptr;
+    uint64_t keep = UINT64_MAX;
+    return d.cuMemAllocAsync && d.cuMemFreeAsync &&
+           d.cuDeviceGetDefaultMemPool && d.cuMemPoolSetAttribute &&
+           d.cuDeviceGetDefaultMemPool(&p, state().device) == 0 &&
+           d.cuMemPoolSetAttribute(p, kPoolReleaseThreshold, &keep) == 0;
+  }();
+  return pooled;
 }
 
 } // namespace
@@ -315,27 +340,27 @@ void mgpuStreamDestroy(CUstream stream) {
 void *mgpuMemAlloc(uint64_t bytes, CUstream stream, bool /*hostShared*/) {
   if (bytes == 0)
     return nullptr;
-  // The pool keeps what is freed (its default threshold 0 returns it to
-  // the OS at every synchronization: each step would map it again).
-  static std::once_flag pool;
-  std::call_once(pool, [] {
-    void *p = nullptr;
-    uint64_t keep = UINT64_MAX;
-    check(state().d.cuDeviceGetDefaultMemPool(&p, state().device),
-          "cuDeviceGetDefaultMemPool");
-    check(state().d.cuMemPoolSetAttribute(p, kPoolReleaseThreshold, &keep),
-          "cuMemPoolSetAttribute (release threshold)");
-  });
+  bool pooled = pooledAllocation();
   CUdeviceptr p = 0;
-  check(state().d.cuMemAllocAsync(&p, size_t(bytes), stream),
-        "cuMemAllocAsync (the split-K workspace)");
+  Driver &d = state().d;
+  if (pooled)
+    check(d.cuMemAllocAsync(&p, size_t(bytes), stream),
+          "cuMemAllocAsync (the split-K workspace)");
+  else
+    check(d.cuMemAlloc(&p, size_t(bytes)),
+          "cuMemAlloc (the split-K workspace)");
   return reinterpret_cast<void *>(p);
 }
 
 void mgpuMemFree(void *ptr, CUstream stream) {
-  if (ptr)
-    check(state().d.cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr), stream),
+  if (!ptr)
+    return;
+  Driver &d = state().d;
+  if (pooledAllocation())
+    check(d.cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr), stream),
           "cuMemFreeAsync");
+  else
+    check(d.cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)), "cuMemFree");
 }
 
 //===----------------------------------------------------------------------===//

@@ -360,7 +360,7 @@ struct ConvertAttnToGPUPass
     Value kBuf = buffer(kT);
     Value vBuf = buffer(vT);
     if (splitBlocks > 0)
-      e.planSplit(qBuf, kBuf, splitBlocks, splitMinKeys);
+      e.planSplit(qBuf, kBuf, dest.getDest(), splitBlocks, splitMinKeys);
     if (mmaKernel)
       e.emitMma(dest.getDest(), qBuf, kBuf, vBuf, lens);
     else

@@ -209,7 +209,8 @@ struct KernelEmitter {
   /// Split-K on the host, before the launch: the parts (from the grid and
   /// the cache's capacity: `k`'s keys, or the block table's pages) and the
   /// workspace (gpu.alloc). `forall`'s grid.
-  void planSplit(Value q, Value k, int64_t splitBlocks, int64_t minKeys);
+  void planSplit(Value q, Value k, Value out, int64_t splitBlocks,
+                 int64_t minKeys);
   /// Split-K on the host, after the launch: the merge kernel (where the keys
   /// were split) and the workspace freed.
   void finishSplit(Value out);

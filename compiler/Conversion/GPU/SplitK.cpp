@@ -15,12 +15,15 @@
 // split-min-keys keys of the cache's capacity (contiguous: its length;
 // paged: the block table's pages times the page size; the lengths of a
 // batch are on the device) and at most 64. With one part the kernels write
-// the output as before, the workspace is empty and the merge is not
-// launched.
+// the output as before: no workspace is allocated (the kernel gets empty
+// views of the output) and the merge is not launched.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Conversion/GPU/KernelEmitter.h"
+
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 #include <limits>
 
@@ -81,7 +84,7 @@ void KernelEmitter::storeRowLse(const Launch &L, Value first, Value m, Value l,
                           ValueRange{L.part, L.bi, head, pos});
 }
 
-void KernelEmitter::planSplit(Value q, Value k, int64_t splitBlocks,
+void KernelEmitter::planSplit(Value q, Value k, Value out, int64_t splitBlocks,
                               int64_t minKeys) {
   // (batch, KV head, query block) -> (z, y, x): the forall's dims 0, 1, 2.
   gridQ = forallBound(2);
@@ -96,26 +99,60 @@ void KernelEmitter::planSplit(Value q, Value k, int64_t splitBlocks,
   Value n = clamp(min(want, byKeys), c(1), c(kMaxParts));
   Value few = cmp(arith::CmpIPredicate::slt, blocks, c(splitBlocks));
   parts = select(few, n, c(1));
-  // The workspace, empty without split (dim 0 is 0: no allocation).
+  // The workspace, allocated only where the keys are split (a call that
+  // does not split makes no allocation and no extra stream): else empty
+  // views (0 parts) of the output, never accessed.
   Value split = cmp(arith::CmpIPredicate::sgt, parts, c(1));
-  Value rows = select(split, parts, c(0));
   auto qTy = cast<MemRefType>(q.getType());
   Value batch = memref::DimOp::create(b, loc, q, 0);
   Value seq = memref::DimOp::create(b, loc, q, 2);
   int64_t hq = qTy.getDimSize(1), kDyn = ShapedType::kDynamic;
-  auto tokenTy = gpu::AsyncTokenType::get(b.getContext());
-  Value t0 = gpu::WaitOp::create(b, loc, tokenTy, ValueRange{}).getAsyncToken();
   auto wsTy = MemRefType::get({kDyn, kDyn, hq, kDyn, dv}, b.getF32Type());
-  auto wsAlloc = gpu::AllocOp::create(b, loc, wsTy, tokenTy, ValueRange{t0},
-                                      ValueRange{rows, batch, seq},
-                                      ValueRange{}, /*hostShared=*/false);
   auto lseTy = MemRefType::get({kDyn, kDyn, hq, kDyn}, b.getF32Type());
-  auto lseAlloc = gpu::AllocOp::create(
-      b, loc, lseTy, tokenTy, ValueRange{wsAlloc.getAsyncToken()},
-      ValueRange{rows, batch, seq}, ValueRange{}, /*hostShared=*/false);
-  gpu::WaitOp::create(b, loc, Type(), ValueRange{lseAlloc.getAsyncToken()});
-  ws = wsAlloc.getMemref();
-  lse = lseAlloc.getMemref();
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{wsTy, lseTy}, split,
+                                /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    auto tokenTy = gpu::AsyncTokenType::get(b.getContext());
+    Value t0 =
+        gpu::WaitOp::create(b, loc, tokenTy, ValueRange{}).getAsyncToken();
+    auto wsAlloc = gpu::AllocOp::create(b, loc, wsTy, tokenTy, ValueRange{t0},
+                                        ValueRange{parts, batch, seq},
+                                        ValueRange{}, /*hostShared=*/false);
+    auto lseAlloc = gpu::AllocOp::create(
+        b, loc, lseTy, tokenTy, ValueRange{wsAlloc.getAsyncToken()},
+        ValueRange{parts, batch, seq}, ValueRange{}, /*hostShared=*/false);
+    gpu::WaitOp::create(b, loc, Type(), ValueRange{lseAlloc.getAsyncToken()});
+    scf::YieldOp::create(b, loc,
+                         ValueRange{wsAlloc.getMemref(), lseAlloc.getMemref()});
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    auto emptyView = [&](MemRefType ty) -> Value {
+      SmallVector<OpFoldResult> sizes = {c(0), batch, b.getIndexAttr(hq), seq};
+      if (ty.getRank() == 5)
+        sizes.push_back(b.getIndexAttr(dv));
+      // The identity layout's strides: static while the inner sizes are.
+      SmallVector<OpFoldResult> strides(sizes.size());
+      OpFoldResult stride = b.getIndexAttr(1);
+      for (int64_t i = int64_t(sizes.size()) - 1; i >= 0; --i) {
+        strides[i] = stride;
+        std::optional<int64_t> s = getConstantIntValue(stride),
+                               n = getConstantIntValue(sizes[i]);
+        stride = s && n
+                     ? OpFoldResult(b.getIndexAttr(*s * *n))
+                     : OpFoldResult(mul(
+                           getValueOrCreateConstantIndexOp(b, loc, stride),
+                           getValueOrCreateConstantIndexOp(b, loc, sizes[i])));
+      }
+      return memref::ReinterpretCastOp::create(
+          b, loc, ty, out, b.getIndexAttr(0), sizes, strides);
+    };
+    Value wsView = emptyView(wsTy);
+    Value lseView = emptyView(lseTy);
+    scf::YieldOp::create(b, loc, ValueRange{wsView, lseView});
+  }
+  ws = ifOp.getResult(0);
+  lse = ifOp.getResult(1);
 }
 
 void KernelEmitter::finishSplit(Value out) {
@@ -184,6 +221,8 @@ void KernelEmitter::finishSplit(Value out) {
     gpu::TerminatorOp::create(b, loc);
   }
   // The workspace is freed once the kernels are done.
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPoint(ifOp.getThenRegion().front().getTerminator());
   auto tokenTy = gpu::AsyncTokenType::get(b.getContext());
   Value t0 = gpu::WaitOp::create(b, loc, tokenTy, ValueRange{}).getAsyncToken();
   Value t1 = gpu::DeallocOp::create(b, loc, tokenTy, ValueRange{t0}, ws)
