@@ -39,7 +39,8 @@ constexpr int64_t kMergeThreads = 128;
 void KernelEmitter::splitKeyRange(Launch &L) {
   // Parts of whole kv-block tiles: chunk = ceil(ceil(n / parts) / kvBlock)
   // tiles; part p covers [lo + p chunk, lo + (p + 1) chunk) within hi.
-  Value n = max(sub(L.hi, L.lo), c(0));
+  Value span = sub(L.hi, L.lo);
+  Value n = max(span, c(0));
   Value perPart = arith::CeilDivUIOp::create(b, loc, n, parts);
   Value tiles = arith::CeilDivUIOp::create(b, loc, perPart, c(kvBlock));
   Value chunk = mul(tiles, c(kvBlock));
@@ -87,16 +88,23 @@ void KernelEmitter::storeRowLse(const Launch &L, Value first, Value m, Value l,
 void KernelEmitter::planSplit(Value q, Value k, Value out, int64_t splitBlocks,
                               int64_t minKeys) {
   // (batch, KV head, query block) -> (z, y, x): the forall's dims 0, 1, 2.
+  // (One op-creating call per statement: the IR must not depend on the
+  // host compiler's order of evaluating arguments.)
   gridQ = forallBound(2);
-  Value blocks = mul(mul(forallBound(0), forallBound(1)), gridQ);
+  Value batches = forallBound(0);
+  Value heads = forallBound(1);
+  Value blocks = mul(mul(batches, heads), gridQ);
   // The cache's capacity in keys: what the block's key loops may cover.
   Value capacity = memref::DimOp::create(b, loc, k, 2);
   if (table)
     capacity = mul(memref::DimOp::create(b, loc, table, 1), capacity);
-  Value want =
-      arith::CeilDivUIOp::create(b, loc, c(splitBlocks), max(blocks, c(1)));
+  Value target = c(splitBlocks);
+  Value someBlocks = max(blocks, c(1));
+  Value want = arith::CeilDivUIOp::create(b, loc, target, someBlocks);
   Value byKeys = arith::DivUIOp::create(b, loc, capacity, c(minKeys));
-  Value n = clamp(min(want, byKeys), c(1), c(kMaxParts));
+  Value fewest = c(1);
+  Value most = c(kMaxParts);
+  Value n = clamp(min(want, byKeys), fewest, most);
   Value few = cmp(arith::CmpIPredicate::slt, blocks, c(splitBlocks));
   parts = select(few, n, c(1));
   // The workspace, allocated only where the keys are split (a call that
@@ -138,11 +146,13 @@ void KernelEmitter::planSplit(Value q, Value k, Value out, int64_t splitBlocks,
         strides[i] = stride;
         std::optional<int64_t> s = getConstantIntValue(stride),
                                n = getConstantIntValue(sizes[i]);
-        stride = s && n
-                     ? OpFoldResult(b.getIndexAttr(*s * *n))
-                     : OpFoldResult(mul(
-                           getValueOrCreateConstantIndexOp(b, loc, stride),
-                           getValueOrCreateConstantIndexOp(b, loc, sizes[i])));
+        if (s && n) {
+          stride = b.getIndexAttr(*s * *n);
+          continue;
+        }
+        Value inner = getValueOrCreateConstantIndexOp(b, loc, stride);
+        Value size = getValueOrCreateConstantIndexOp(b, loc, sizes[i]);
+        stride = mul(inner, size);
       }
       return memref::ReinterpretCastOp::create(
           b, loc, ty, out, b.getIndexAttr(0), sizes, strides);
@@ -166,7 +176,8 @@ void KernelEmitter::finishSplit(Value out) {
     Value batch = memref::DimOp::create(b, loc, out, 0);
     Value seq = memref::DimOp::create(b, loc, out, 2);
     int64_t hq = cast<MemRefType>(out.getType()).getDimSize(1);
-    Value total = mul(mul(mul(batch, c(hq)), seq), c(dv));
+    Value rows = mul(mul(batch, c(hq)), seq);
+    Value total = mul(rows, c(dv));
     Value grid = arith::CeilDivUIOp::create(b, loc, total, c(kMergeThreads));
     Value one = c(1);
     auto launch =
@@ -189,8 +200,11 @@ void KernelEmitter::finishSplit(Value out) {
       Value bh = arith::DivUIOp::create(b, loc, row, seq);
       Value head = arith::RemUIOp::create(b, loc, bh, c(hq));
       Value bi = arith::DivUIOp::create(b, loc, bh, c(hq));
+      Value zero = c(0);
+      Value step = c(1);
+      Value noMax = f32(-inf);
       scf::ForOp maxLoop =
-          loop(c(0), parts, c(1), ValueRange{f32(-inf)},
+          loop(zero, parts, step, ValueRange{noMax},
                [&](Value p, ValueRange st) -> SmallVector<Value> {
                  Value x = memref::LoadOp::create(b, loc, lse,
                                                   ValueRange{p, bi, head, pos});
@@ -200,8 +214,10 @@ void KernelEmitter::finishSplit(Value out) {
       Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mx,
                                          f32(-inf));
       Value shift = select(none, f32(0.0), mx);
+      Value wSum0 = f32(0.0);
+      Value acc0 = f32(0.0);
       scf::ForOp sumLoop =
-          loop(c(0), parts, c(1), ValueRange{f32(0.0), f32(0.0)},
+          loop(zero, parts, step, ValueRange{wSum0, acc0},
                [&](Value p, ValueRange st) -> SmallVector<Value> {
                  Value x = memref::LoadOp::create(b, loc, lse,
                                                   ValueRange{p, bi, head, pos});
