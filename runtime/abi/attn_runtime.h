@@ -466,6 +466,11 @@ void *attn_rt_cuda_alloc(int64_t bytes);
 void attn_rt_cuda_free(void *device);
 void attn_rt_cuda_to_device(void *device, const void *host, int64_t bytes);
 void attn_rt_cuda_to_host(void *host, const void *device, int64_t bytes);
+/* The device's memory bandwidth as a device-to-device copy of `bytes`
+ * (read and written: 2 x bytes per copy), median of `repeats` after one
+ * warm-up, in GB/s: what a memory-bound kernel (decode) is measured
+ * against. */
+double attn_rt_cuda_copy_gbps(int64_t bytes, int repeats);
 /* The device's name, SM count, clock (kHz) and compute capability. */
 void attn_rt_cuda_describe(char *name, int name_size, int *sms, int *khz,
                            int *major, int *minor);

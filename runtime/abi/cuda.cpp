@@ -20,6 +20,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <type_traits>
 #include <utility>
@@ -80,6 +81,8 @@ struct Driver {
   CUresult (*cuMemFree)(CUdeviceptr);
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
   CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*cuMemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
+  CUresult (*cuCtxSynchronize)();
   CUresult (*cuGetErrorString)(CUresult, const char **);
 };
 
@@ -158,6 +161,8 @@ bool initDriver() {
   get(d.cuMemFree, "cuMemFree_v2");
   get(d.cuMemcpyHtoD, "cuMemcpyHtoD_v2");
   get(d.cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+  get(d.cuMemcpyDtoD, "cuMemcpyDtoD_v2");
+  get(d.cuCtxSynchronize, "cuCtxSynchronize");
   if (missing)
     return false;
   CUresult r = d.cuInit(0);
@@ -404,6 +409,27 @@ void attn_rt_cuda_to_host(void *host, const void *device, int64_t bytes) {
     check(state().d.cuMemcpyDtoH(host, reinterpret_cast<CUdeviceptr>(device),
                                  size_t(bytes)),
           "cuMemcpyDtoH");
+}
+
+double attn_rt_cuda_copy_gbps(int64_t bytes, int repeats) {
+  Driver &d = state().d;
+  CUdeviceptr a = 0, c = 0;
+  check(d.cuMemAlloc(&a, size_t(bytes)), "cuMemAlloc (bandwidth probe)");
+  check(d.cuMemAlloc(&c, size_t(bytes)), "cuMemAlloc (bandwidth probe)");
+  std::vector<double> seconds;
+  for (int i = 0; i <= repeats; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    check(d.cuMemcpyDtoD(c, a, size_t(bytes)), "cuMemcpyDtoD");
+    check(d.cuCtxSynchronize(), "cuCtxSynchronize");
+    auto t1 = std::chrono::steady_clock::now();
+    if (i) // the first copy warms up
+      seconds.push_back(std::chrono::duration<double>(t1 - t0).count());
+  }
+  check(d.cuMemFree(a), "cuMemFree");
+  check(d.cuMemFree(c), "cuMemFree");
+  std::sort(seconds.begin(), seconds.end());
+  double median = seconds[seconds.size() / 2];
+  return 2.0 * double(bytes) / median / 1e9;
 }
 
 void attn_rt_cuda_describe(char *name, int nameSize, int *sms, int *khz,

@@ -130,13 +130,19 @@ void benchPaged(const attn_rt_kind &kind, int64_t b, int64_t sq, int64_t skv,
                 first ? "" : ",", kind.name, dt, (long long)page,
                 (long long)b, (long long)sq, (long long)skv, ompThreads(), ms,
                 kvBytes / ms / 1e6, cacheBytes / 1048576.0, rssMb);
-  else
+  else {
+    // On the GPU, against the device-to-device copy bandwidth.
+    char ofCopy[64] = "";
+    if (gCuda)
+      std::snprintf(ofCopy, sizeof(ofCopy), " (%.1f%% of the copy bandwidth)",
+                    100 * kvBytes / ms / 1e6 / gDevice.copyGbps);
     std::printf("%-30s B=%lld Sq=%lld Skv=%lld threads=%d paged %s cache, "
-                "page %lld: %9.3f ms, K+V read %.1f GB/s | cache %.1f MB, "
+                "page %lld: %9.3f ms, K+V read %.1f GB/s%s | cache %.1f MB, "
                 "peak RSS %.1f MB\n",
                 kind.name, (long long)b, (long long)sq, (long long)skv,
                 ompThreads(), dt, (long long)page, ms, kvBytes / ms / 1e6,
-                cacheBytes / 1048576.0, rssMb);
+                ofCopy, cacheBytes / 1048576.0, rssMb);
+  }
 }
 } // namespace
 
@@ -234,10 +240,11 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
     describeDevice();
     if (!json)
       std::printf("device: %s, %d SMs at %.0f MHz, sm_%d%d: fp32 peak %.1f "
-                  "TFLOP/s, dense bf16 tensor peak %.1f TFLOP/s\n",
-                  gDevice.name.c_str(), gDevice.sms, gDevice.mhz,
-                  gDevice.major, gDevice.minor, gDevice.fp32Tflops,
-                  gDevice.tensorTflops);
+                  "TFLOP/s, dense bf16 tensor peak %.1f TFLOP/s, "
+                  "device-to-device copy %.0f GB/s\n",
+                  gDevice.name.c_str(), gDevice.sms, gDevice.mhz, gDevice.major,
+                  gDevice.minor, gDevice.fp32Tflops, gDevice.tensorTflops,
+                  gDevice.copyGbps);
   }
   std::mt19937 rng(7);
   if (json)
@@ -276,24 +283,32 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
       double tflops = f / fusedMs / 1e9;
       double pctFp32 = 100 * tflops / gDevice.fp32Tflops;
       double pctTensor = 100 * tflops / gDevice.tensorTflops;
+      // K and V read once (what bounds decode), against the copy bandwidth.
+      double kvGbps = double(b) * skv * kind.num_kv_heads *
+                      (kind.head_dim + kind.head_dim_v) *
+                      (kind.kv_dtype == ATTN_RT_KV_F32 ? 4 : 2) / fusedMs / 1e6;
+      double pctCopy = 100 * kvGbps / gDevice.copyGbps;
       if (json)
         std::printf("%s\n  {\"kind\": \"%s\", \"device\": \"%s\", "
                     "\"kv_dtype\": \"%s\", "
                     "\"batch\": %lld, \"seq\": %lld, \"kv_len\": %lld, "
                     "\"flops\": %.0f, \"fused_ms\": %.4f, "
                     "\"fused_tflops\": %.3f, \"pct_fp32_peak\": %.2f, "
-                    "\"pct_bf16_tensor_peak\": %.2f}",
+                    "\"pct_bf16_tensor_peak\": %.2f, \"kv_gbps\": %.1f, "
+                    "\"pct_copy_bandwidth\": %.2f}",
                     ki ? "," : "", kind.name, gDevice.name.c_str(),
                     kvDtypeName(kind), (long long)b, (long long)sq,
-                    (long long)skv, f, fusedMs, tflops, pctFp32, pctTensor);
+                    (long long)skv, f, fusedMs, tflops, pctFp32, pctTensor,
+                    kvGbps, pctCopy);
       else
         std::printf("%-30s B=%lld Sq=%lld Skv=%lld%s%s: fused %9.3f ms %8.3f "
                     "TFLOP/s, %.1f%% of the fp32 peak, %.1f%% of the dense "
-                    "bf16 tensor peak\n",
+                    "bf16 tensor peak; K+V read %.1f GB/s, %.1f%% of the "
+                    "copy bandwidth\n",
                     kind.name, (long long)b, (long long)sq, (long long)skv,
                     kind.kv_dtype == ATTN_RT_KV_F32 ? "" : " K/V ",
                     kind.kv_dtype == ATTN_RT_KV_F32 ? "" : kvDtypeName(kind),
-                    fusedMs, tflops, pctFp32, pctTensor);
+                    fusedMs, tflops, pctFp32, pctTensor, kvGbps, pctCopy);
       continue;
     }
     // K/V narrowed once (a --kv-dtype=bf16/f16 kind): the calls read the

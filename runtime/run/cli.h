@@ -72,6 +72,9 @@ struct DeviceInfo {
   std::string name;
   int sms = 0, major = 0, minor = 0;
   double mhz = 0, fp32Tflops = 0, tensorTflops = 0;
+  /// Device-to-device copy of 1 GiB, read + written (bench's decode lines
+  /// are quoted against it).
+  double copyGbps = 0;
 };
 extern DeviceInfo gDevice;
 void describeDevice();

@@ -28,6 +28,7 @@ void describeDevice() {
   double clk = khz * 1e3;
   gDevice.fp32Tflops = gDevice.sms * clk * (hopper ? 256 : 128) / 1e12;
   gDevice.tensorTflops = gDevice.sms * clk * (hopper ? 4096 : 2048) / 1e12;
+  gDevice.copyGbps = attn_rt_cuda_copy_gbps(int64_t(1) << 30, 5);
 }
 
 void requireDevice(const char *command) {

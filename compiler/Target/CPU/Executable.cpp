@@ -115,14 +115,14 @@ struct LinkPaths {
 
 LinkPaths findLinkPaths() {
   static int anchor;
-  LinkPaths paths{ATTN_CXX, ATTN_RUNTIME_LIBRARY_DIR};
+  LinkPaths paths{ATTN_CXX, ATTN_RUNTIME_LIBRARY_DIR, {}};
   std::string exe = llvm::sys::fs::getMainExecutable("attn-compile",
                                                      (void *)&anchor);
   if (!exe.empty()) {
     llvm::SmallString<256> lib(llvm::sys::path::parent_path(
         llvm::sys::path::parent_path(exe)));
     llvm::sys::path::append(lib, "lib");
-    LinkPaths installed{paths.cxx, lib.str().str()};
+    LinkPaths installed{paths.cxx, lib.str().str(), {}};
     if (llvm::sys::fs::exists(installed.library("attn_runtime")))
       paths.libDir = installed.libDir;
   }
