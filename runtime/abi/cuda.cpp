@@ -72,7 +72,6 @@ struct Driver {
                              void **, void **);
   CUresult (*cuStreamCreate)(CUstream *, unsigned);
   CUresult (*cuStreamSynchronize)(CUstream);
-  CUresult (*cuStreamDestroy)(CUstream);
   CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
   CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
   CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
@@ -145,7 +144,6 @@ bool initDriver() {
   get(d.cuLaunchKernel, "cuLaunchKernel");
   get(d.cuStreamCreate, "cuStreamCreate");
   get(d.cuStreamSynchronize, "cuStreamSynchronize");
-  get(d.cuStreamDestroy, "cuStreamDestroy_v2");
   get(d.cuMemAlloc, "cuMemAlloc_v2");
   // Stream-ordered allocation (CUDA 11.2+) is optional: without it, or
   // on a device without memory pools, the split-K workspace falls back to
@@ -318,14 +316,21 @@ void mgpuLaunchKernel(CUfunction function, intptr_t gridX, intptr_t gridY,
         "cuLaunchKernel");
 }
 
+// The generated host code makes a stream for each launch and for each
+// allocation's chain (gpu.wait async), waits for it and destroys it: three
+// or four per attention call with split-K. Every call of a host thread runs
+// in order anyway, so each thread keeps one stream for all of them: "create"
+// hands it out, "destroy" leaves it (it lives until the process ends), and
+// a call pays no stream creation.
 CUstream mgpuStreamCreate() {
   if (!initDriver()) {
     std::fprintf(stderr, "error: CUDA: %s\n", state().why.c_str());
     std::exit(1);
   }
-  CUstream s = nullptr;
-  check(state().d.cuStreamCreate(&s, /*CU_STREAM_NON_BLOCKING=*/1),
-        "cuStreamCreate");
+  thread_local CUstream s = nullptr;
+  if (!s)
+    check(state().d.cuStreamCreate(&s, /*CU_STREAM_NON_BLOCKING=*/1),
+          "cuStreamCreate");
   return s;
 }
 
@@ -334,9 +339,7 @@ void mgpuStreamSynchronize(CUstream stream) {
         "cuStreamSynchronize (the kernel)");
 }
 
-void mgpuStreamDestroy(CUstream stream) {
-  check(state().d.cuStreamDestroy(stream), "cuStreamDestroy");
-}
+void mgpuStreamDestroy(CUstream /*stream*/) {}
 
 /// The split-K workspace of the attention kernels (gpu.alloc async):
 /// stream-ordered allocation from the device's default pool, so that a
