@@ -10,8 +10,8 @@
 // each row: M = max_s lse_s, w_s = 2^(lse_s - M), O = sum_s w_s O_s /
 // sum_s w_s (0 where no part saw a key).
 //
-// The parts are chosen on the host at each call: while the grid has fewer
-// blocks than split-blocks, ceil(split-blocks / blocks), at most one per
+// The parts are chosen on the host at each call: ceil(split-blocks /
+// blocks) (1 once the grid has split-blocks blocks), at most one per
 // split-min-keys keys of the cache's capacity (contiguous: its length;
 // paged: the block table's pages times the page size; the lengths of a
 // batch are on the device) and at most 64. With one part the kernels write
@@ -102,11 +102,11 @@ void KernelEmitter::planSplit(Value q, Value k, Value out, int64_t splitBlocks,
   Value someBlocks = max(blocks, c(1));
   Value want = arith::CeilDivUIOp::create(b, loc, target, someBlocks);
   Value byKeys = arith::DivUIOp::create(b, loc, capacity, c(minKeys));
+  // ceil(split-blocks / blocks) is already 1 once the grid has as many
+  // blocks: no separate test.
   Value fewest = c(1);
   Value most = c(kMaxParts);
-  Value n = clamp(min(want, byKeys), fewest, most);
-  Value few = cmp(arith::CmpIPredicate::slt, blocks, c(splitBlocks));
-  parts = select(few, n, c(1));
+  parts = clamp(min(want, byKeys), fewest, most);
   // The workspace, allocated only where the keys are split (a call that
   // does not split makes no allocation and no extra stream): else empty
   // views (0 parts) of the output, never accessed.
