@@ -120,10 +120,10 @@ bool initDriver() {
     return false;
   }
   bool missing = false;
-  auto get = [&](auto &fn, const char *name) {
+  auto get = [&](auto &fn, const char *name, bool required = true) {
     fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
         dlsym(lib, name));
-    if (!fn) {
+    if (!fn && required) {
       s.why = std::string("libcuda.so.1 lacks ") + name;
       missing = true;
     }
@@ -148,14 +148,11 @@ bool initDriver() {
   // Stream-ordered allocation (CUDA 11.2+) is optional: without it, or
   // on a device without memory pools, the split-K workspace falls back to
   // cuMemAlloc/cuMemFree.
-  auto optional = [&](auto &fn, const char *name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
-        dlsym(lib, name));
-  };
-  optional(d.cuMemAllocAsync, "cuMemAllocAsync");
-  optional(d.cuMemFreeAsync, "cuMemFreeAsync");
-  optional(d.cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool");
-  optional(d.cuMemPoolSetAttribute, "cuMemPoolSetAttribute");
+  get(d.cuMemAllocAsync, "cuMemAllocAsync", /*required=*/false);
+  get(d.cuMemFreeAsync, "cuMemFreeAsync", /*required=*/false);
+  get(d.cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool",
+      /*required=*/false);
+  get(d.cuMemPoolSetAttribute, "cuMemPoolSetAttribute", /*required=*/false);
   get(d.cuMemFree, "cuMemFree_v2");
   get(d.cuMemcpyHtoD, "cuMemcpyHtoD_v2");
   get(d.cuMemcpyDtoH, "cuMemcpyDtoH_v2");

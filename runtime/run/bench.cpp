@@ -41,7 +41,7 @@ double flops(const attn_rt_kind &k, int64_t b, int64_t sq, int64_t skv) {
 void benchPaged(const attn_rt_kind &kind, int64_t b, int64_t sq, int64_t skv,
                 int64_t page, int64_t repeats, bool json, bool first) {
   // (cmdBench refused a kind without a paged kernel before the device.)
-  int64_t eb = kind.kv_dtype == ATTN_RT_KV_F32 ? 4 : 2;
+  int64_t eb = kvElementBytes(kind);
   const char *dt = kvDtypeName(kind);
   int64_t perSeq = (skv + page - 1) / page, pages = b * perSeq;
   int64_t rowK = kind.num_kv_heads * page * kind.head_dim,
@@ -285,8 +285,8 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
       double pctTensor = 100 * tflops / gDevice.tensorTflops;
       // K and V read once (what bounds decode), against the copy bandwidth.
       double kvGbps = double(b) * skv * kind.num_kv_heads *
-                      (kind.head_dim + kind.head_dim_v) *
-                      (kind.kv_dtype == ATTN_RT_KV_F32 ? 4 : 2) / fusedMs / 1e6;
+                      (kind.head_dim + kind.head_dim_v) * kvElementBytes(kind) /
+                      fusedMs / 1e6;
       double pctCopy = 100 * kvGbps / gDevice.copyGbps;
       if (json)
         std::printf("%s\n  {\"kind\": \"%s\", \"device\": \"%s\", "

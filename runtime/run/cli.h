@@ -87,6 +87,10 @@ void requireDevice(const char *command);
 inline bool kvIsHalf(const attn_rt_kind &kind) {
   return kind.kv_dtype == ATTN_RT_KV_F16;
 }
+/// Bytes of one K/V element as the kind's kernels read it: 4 (f32) or 2.
+inline int64_t kvElementBytes(const attn_rt_kind &kind) {
+  return kind.kv_dtype == ATTN_RT_KV_F32 ? 4 : 2;
+}
 /// "f32", "bf16" or "f16": the kind's --kv-dtype.
 const char *kvDtypeName(const attn_rt_kind &kind);
 /// Rounds `x` in place to the values the kind's K/V element type holds

@@ -172,10 +172,8 @@ DeviceCall::DeviceCall(const attn_rt_kind &kind, Buf<float> &hq,
                        const std::vector<int64_t> &vs, std::vector<int64_t> &hl,
                        int64_t outElems)
     : out(nullptr, 4 * outElems), q(hq.data(), 4 * int64_t(hq.size())),
-      k(nullptr,
-        (kind.kv_dtype == ATTN_RT_KV_F32 ? 4 : 2) * int64_t(hk.size())),
-      v(nullptr,
-        (kind.kv_dtype == ATTN_RT_KV_F32 ? 4 : 2) * int64_t(hv.size())),
+      k(nullptr, kvElementBytes(kind) * int64_t(hk.size())),
+      v(nullptr, kvElementBytes(kind) * int64_t(hv.size())),
       lens(hl.data(), 8 * int64_t(hl.size())) {
   if (kind.kv_dtype == ATTN_RT_KV_F32) {
     attn_rt_cuda_to_device(k.ptr, hk.data(), k.bytes);

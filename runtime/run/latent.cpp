@@ -417,7 +417,7 @@ void benchLatentKind(const attn_rt_kind &kind, int64_t b, int64_t sq,
     fail(std::string("bench --page-size: kind '") + kind.name +
          "' was compiled without its paged kernel (attn-compile --entries "
          "without paged)");
-  int64_t eb = kind.kv_dtype == ATTN_RT_KV_F32 ? 4 : 2;
+  int64_t eb = kvElementBytes(kind);
   double cacheBytes = double(b) * skv * row * eb;
   if (cacheBytes + 4.0 * b * h * sq * (row + r) > double(memoryBudget()))
     fail("bench: a latent cache of " + std::to_string(skv) + " tokens x "

@@ -246,8 +246,8 @@ int cmdBench(const attn_rt_model *m, const World &w, int argc, char **argv) {
     int64_t localTokens = 0;
     for (int64_t b = 0; b < B; ++b)
       localTokens += shard.len[b];
-    double kvBytes = double(localTokens) * lHkv * (D + Dv) *
-                     (kind.kv_dtype == ATTN_RT_KV_F32 ? 4 : 2);
+    double kvBytes =
+        double(localTokens) * lHkv * (D + Dv) * kvElementBytes(kind);
     double kms = medianOf(kern);
     if (w.rank == 0) {
       std::printf("decode: B=%lld, %lld tokens per sequence in pages of %lld, "

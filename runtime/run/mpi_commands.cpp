@@ -94,7 +94,7 @@ struct LatentShard {
               int64_t P)
       : pageSize(P), row(kind.kv_lora_rank + kind.rope_head_dim),
         start(std::move(starts)), len(std::move(lens)) {
-    int64_t eb = kind.kv_dtype == ATTN_RT_KV_F32 ? 4 : 2;
+    int64_t eb = kvElementBytes(kind);
     pagesFromEnd(len, P, numPages, maxPages, table);
     pool.assign(std::max<int64_t>(numPages, 1) * P * row * eb, 0);
     for (int64_t b = 0; b < B; ++b)
