@@ -22,8 +22,10 @@
 // address and row count, set to -1 where the scratch is allocated, skips
 // the pack for the iteration's next tiles): 16×16 transposes as 64
 // shuffles (32-bit and 64-bit interleaves, then 128-bit lanes), times the
-// scale, into Qᵀ. Per chunk of 64 keys, an f32 K is read in place when the
-// chunk is full (copied otherwise) and the V rows are copied; per block of
+// scale, into Qᵀ by blocks of 32 rows ([256 rows / 32 · d 64, 32]: a
+// block's d steps 128 bytes apart). Per chunk of 64 keys, an f32 K is read
+// in place when the chunk is full (copied otherwise) and the V rows are
+// copied; per block of
 // 32 rows (2 vectors of 16 lanes), Q·Kᵀ in 2 × 8 register tiles (per d
 // step 2 loads of Qᵀ, 8 broadcasts of K, 16 FMAs), the causal mask as lane
 // compares of the rows' positions against the key's, the scores stored
@@ -34,7 +36,7 @@
 // Scratch is allocated outside the key loop.
 // CHECK-LABEL: func.func @step(
 // CHECK-NOT: attn.online_attention
-// CHECK: memref.alloc() {alignment = 64 : i64} : memref<64x256xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<512x32xf32>
 // CHECK: %[[TAG:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2xindex>
 // CHECK: memref.store %c-1, %[[TAG]][%c0] : memref<2xindex>
 // CHECK: call @step_tile(
@@ -110,7 +112,7 @@
 // AVX2: scf.for {{.*}} step %c16
 // AVX2: scf.for {{.*}} step %c4
 // AVX2: scf.for
-// AVX2-COUNT-2: vector.load {{.*}} : memref<64x256xf32>, vector<8xf32>
+// AVX2-COUNT-2: vector.load {{.*}} : memref<1024x16xf32>, vector<8xf32>
 // AVX2-COUNT-8: vector.fma {{.*}} : vector<8xf32>
 // Eight lanes: 2^n in the exponent bits (no vscalefps before AVX-512).
 // AVX2-NOT: x86vector

@@ -560,6 +560,8 @@ void Emitter::packQueries(Value s0, Value ns, Value T, Value M,
                               ValueRange{t});
     }
     Value dEnd = idx(d);
+    Value blockRow = qtBlockRow(tb);
+    Value blockCol = arith::RemUIOp::create(b, loc, tb, idx(RB()));
     loop(zero, dEnd, idx(W), [&](Value k0) {
       Value mask;
       if (d % W != 0)
@@ -571,7 +573,7 @@ void Emitter::packQueries(Value s0, Value ns, Value T, Value M,
             Value x = loadF32(q, at(rows[i], {k0}), mask);
             return arith::MulFOp::create(b, loc, x, scale).getResult();
           },
-          Qt, k0, tb);
+          Qt, add(blockRow, k0), blockCol);
     });
   });
   memref::StoreOp::create(b, loc, key, tag, ValueRange{zero});
@@ -596,16 +598,16 @@ mlir::attn::allocateMicroKernelScratch(OpBuilder &b, Location loc,
   auto alloc = [&](ArrayRef<int64_t> shape, Type elt) -> Value {
     return memref::AllocOp::create(b, loc, MemRefType::get(shape, elt), align);
   };
-  SmallVector<Value> scratch = {alloc({rows, chunk}, f32),      // P
-                                alloc({rows}, f32),             // A
-                                alloc({chunk, d}, f32),         // Kw
-                                alloc({chunk, dv}, f32),        // Vw
-                                alloc({dPad, tcap}, f32),       // Qt
-                                alloc({chunk, rb}, f32),        // Pt
-                                alloc({3, rb}, f32),            // St
-                                alloc({tcap, lead + 1}, index), // rowTab
-                                alloc({tcap}, b.getI32Type()),  // rowPos
-                                alloc({2}, index)};             // tag
+  SmallVector<Value> scratch = {alloc({rows, chunk}, f32),          // P
+                                alloc({rows}, f32),                 // A
+                                alloc({chunk, d}, f32),             // Kw
+                                alloc({chunk, dv}, f32),            // Vw
+                                alloc({tcap / rb * dPad, rb}, f32), // Qt
+                                alloc({chunk, rb}, f32),            // Pt
+                                alloc({3, rb}, f32),                // St
+                                alloc({tcap, lead + 1}, index),     // rowTab
+                                alloc({tcap}, b.getI32Type()),      // rowPos
+                                alloc({2}, index)};                 // tag
   // No query rows packed yet (no buffer is at address -1).
   Value none = arith::ConstantIndexOp::create(b, loc, -1);
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
@@ -634,7 +636,8 @@ void mlir::attn::emitMicroKernel(OpBuilder &b, OnlineAttentionOp tile,
   e.dv = cast<ShapedType>(tile.getValue().getType()).getShape().back();
   e.RV = microKernelScoreVectors(lanes);
   e.KB = microKernelScoreKeys(lanes);
-  e.Tcap = cast<MemRefType>(scratch[4].getType()).getDimSize(1);
+  auto qtType = cast<MemRefType>(scratch[4].getType());
+  e.Tcap = qtType.getDimSize(0) / e.dPad() * qtType.getDimSize(1);
   e.P = scratch[0];
   e.A = scratch[1];
   e.Kw = scratch[2];

@@ -44,7 +44,11 @@ struct Emitter {
   Value P = {}, A = {};
   /// Scratch of the lanes path (prefill, or d % W != 0): the chunk's K and
   /// V rows as f32 [C, d] and [C, dv] (copied, widened from bf16/f16, once
-  /// per chunk); the query rows transposed and scaled, Qt [dPad, Tcap];
+  /// per chunk); the query rows transposed and scaled, by blocks of RB rows,
+  /// Qt [Tcap / RB · dPad, RB]: element (k, t) at row (t / RB) · dPad + k,
+  /// column t % RB, so a register block's rows are one contiguous span
+  /// (a [dPad, Tcap] layout put the block's d steps Tcap · 4 bytes apart,
+  /// on a few L1 sets: at Tcap = 256, 1 KiB, 8 sets for 256 lines);
   /// key-major probabilities Pt [C, RB]; per block row alpha, new max and
   /// new sum St [3, RB]; per packed row its indices in q/acc/max/sum
   /// (rowTab [Tcap, lead + 1]) and its position m (rowPos [Tcap], i32);
@@ -55,6 +59,13 @@ struct Emitter {
   /// register tile of its scores (RV·KB accumulators), rows Qt holds.
   int64_t RV = 2, KB = 8, Tcap = 0;
   int64_t RB() const { return RV * W; }
+  int64_t dPad() const { return (d + W - 1) / W * W; }
+  /// The row of Qt that holds d step 0 of the block of packed row t0 (a
+  /// multiple of RB).
+  Value qtBlockRow(Value t0) {
+    Value blk = arith::DivUIOp::create(b, loc, t0, idx(RB()));
+    return arith::MulIOp::create(b, loc, blk, idx(dPad()));
+  }
   /// Set while the lanes path's P·V runs: P·V reads Pt[n, pRow0 + r].
   Value pRow0 = {};
   /// p of block row r and key n for P·V: P[r, n] (decode) or Pt.

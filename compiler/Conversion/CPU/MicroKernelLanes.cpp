@@ -40,12 +40,14 @@ void Emitter::laneBlock(Value t0, Value ns, Value n0, Value nc, int64_t rvs) {
   runMax =
       loop(zero, groupsEnd, idx(KB), runMax, [&](Value g, ValueRange curMax) {
         SmallVector<Value> init(rvs * KB, splatF(0.0));
+        Value qRow0 = qtBlockRow(t0);
         SmallVector<Value> s =
             loop(zero, idx(d), one, init, [&](Value kk, ValueRange a) {
               SmallVector<Value> qv, next(a.begin(), a.end());
+              Value qRow = add(qRow0, kk);
               for (int64_t rv = 0; rv < rvs; ++rv)
                 qv.push_back(vector::LoadOp::create(
-                    b, loc, vt, Qt, ValueRange{kk, add(t0, idx(rv * W))}));
+                    b, loc, vt, Qt, ValueRange{qRow, idx(rv * W)}));
               for (int64_t j = 0; j < KB; ++j) {
                 Value kx = memref::LoadOp::create(
                     b, loc, kSrc, ValueRange{add(g, idx(j)), kk});
