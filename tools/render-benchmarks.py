@@ -55,6 +55,12 @@ DESCRIPTIONS = {
         "GPU_BENCH=tc sh build/gpu-check/gpu-check.sh build/gpu-check (on "
         "the GPU machine; docs/cuda.md)",
         ["run", "kernel", "args"]),
+    "attn-bench-ceiling": (
+        "The micro-kernel's register tiles with every operand in L1 (one "
+        "thread; peak_gflops and pct_peak: FMAs alone on that thread; the "
+        "shipped tiles are marked *)",
+        "build/bin/attn-bench --ceiling",
+        ["loop", "tile"]),
     "attn-bench-layers": (
         "Whole transformer layers",
         "build/bin/attn-bench --layers",

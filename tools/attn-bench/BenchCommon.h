@@ -172,7 +172,7 @@ struct Options {
   /// the libraries it sampled); default a temporary folder, removed.
   std::string keepDir;
   bool longSeq = false, openblasInfo = false, linear = false, layers = false,
-       mla = false, variants = false;
+       mla = false, variants = false, ceiling = false;
   /// --linear --decode: the linear decode rows only (no prefill, no
   /// full-attention layer, no crossover), for a baseline script.
   bool linearDecodeOnly = false;
@@ -468,6 +468,9 @@ bool benchLatent(const Options &o, const Machine &mc, const std::string &dir);
 /// (VariantsBench.cpp).
 bool benchVariants(const Options &o, const Machine &mc,
                    const std::string &dir);
+/// attn-bench --ceiling: the micro-kernel's register tiles with every
+/// operand in L1, one thread, as % of FMAs alone (CeilingBench.cpp).
+bool benchCeiling(const Options &o, const Machine &mc);
 /// Reads and checks --config (a JSON object; num_experts_per_tok, when
 /// present, a non-negative integer) into `o`; false with `error` set.
 bool readLayerConfig(Options &o, std::string &error);

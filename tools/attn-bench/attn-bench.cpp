@@ -291,6 +291,8 @@ int parseArgs(int argc, char **argv, Options &o) {
       o.mla = true;
     else if (a == "--variants")
       o.variants = true;
+    else if (a == "--ceiling")
+      o.ceiling = true;
     else if (a == "--config")
       o.layerConfig = next();
     else if (a == "--seq")
@@ -308,7 +310,7 @@ int parseArgs(int argc, char **argv, Options &o) {
           "[--decode]] "
           "[--layers [--seq S] [--shape MODEL | --config FILE]] "
           "[--mla [--shape M1|M2|M3|M4|MP]] [--variants [--shape S1..S5|C1]] "
-          "[--openblas-core NAME|auto] [--cpu CPU] [--keep DIR]\n"
+          "[--ceiling] [--openblas-core NAME|auto] [--cpu CPU] [--keep DIR]\n"
           "  --cpu: attn-compile --cpu for the kernels (default "
           "native; e.g. x86-64-v3 runs the AVX2 kernels here)\n"
           "  --keep DIR: compile the kernels into DIR and leave them "
@@ -347,7 +349,11 @@ int parseArgs(int argc, char **argv, Options &o) {
           "prefill S = 4096, decode over 32k keys at batch 1 and 4k at batch "
           "8: S1-S5), Llama 4's chunked attention (chunks of 2k over 8k "
           "tokens) next to the causal kernel of the same work (C1); CSV "
-          "default attn-bench-variants.csv\n");
+          "default attn-bench-variants.csv\n"
+          "  --ceiling: the micro-kernel's register tiles (and neighbours) "
+          "with every operand in L1, one thread, as % of FMAs alone: what "
+          "the prefill loops can reach on this core; CSV default "
+          "attn-bench-ceiling.csv\n");
       return a == "--help" ? 0 : 2;
     }
   }
@@ -657,6 +663,11 @@ int main(int argc, char **argv) {
               mc.avx512 ? "AVX-512" : "AVX2", o.threads, mc.peak,
               mc.bandwidth, blas.c_str());
 
+  if (o.ceiling) {
+    bool ok = benchCeiling(o, mc);
+    removeDir();
+    return ok ? 0 : 1;
+  }
   if (o.linear || o.layers || o.mla || o.variants) {
     bool ok = o.linear     ? benchLinear(o, mc, dir)
               : o.mla      ? benchLatent(o, mc, dir)
