@@ -351,7 +351,7 @@ int parseArgs(int argc, char **argv, Options &o) {
           "tokens) next to the causal kernel of the same work (C1); CSV "
           "default attn-bench-variants.csv\n"
           "  --ceiling: the micro-kernel's register tiles (and neighbours) "
-          "with every operand in L1, one thread, as % of FMAs alone: what "
+          "with every operand in L1, one thread, as %% of FMAs alone: what "
           "the prefill loops can reach on this core; CSV default "
           "attn-bench-ceiling.csv\n");
       return a == "--help" ? 0 : 2;
