@@ -176,3 +176,37 @@ func.func @tile_bf16(%q: tensor<4x?x64xf32>, %k: tensor<?x64xbf16>, %v: tensor<?
         -> (tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>)
   return %a, %mx, %s : tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>
 }
+
+// -----
+
+// A group of 16 query heads per KV head over a bf16 cache (the seed's 64/4
+// decode): decode's blocks are 8 rows (P [8, 64], alphas [8]): scores of 8
+// rows × 2 keys, 2 K vectors widened per d step for 16 FMAs; P·V of 8 rows
+// × 3 vectors (24 FMAs per key for 3 widened V vectors), the last vector of
+// dv = 64 a group of one. 12 rows (a remainder of 4) would take a block of
+// 4 after the blocks of 8.
+// DECODE-LABEL: func.func @group16_bf16(
+// DECODE: memref.alloc() {alignment = 64 : i64} : memref<8x64xf32>
+// DECODE: memref.alloc() {alignment = 64 : i64} : memref<8xf32>
+// DECODE-LABEL: func.func private @group16_bf16_tile(
+// DECODE: scf.for {{.*}} step %c8
+// DECODE: scf.for {{.*}} step %c2
+// DECODE: scf.for {{.*}} step %c16
+// DECODE-COUNT-2: arith.extf {{.*}} : vector<16xbf16> to vector<16xf32>
+// DECODE-COUNT-16: vector.fma {{.*}} : vector<16xf32>
+// DECODE: vector.shuffle
+// DECODE: scf.for {{.*}} step %c4
+// DECODE: scf.for {{.*}} step %c1
+// DECODE-COUNT-3: arith.extf {{.*}} : vector<16xbf16> to vector<16xf32>
+// DECODE-COUNT-24: vector.fma {{.*}} : vector<16xf32>
+func.func @group16_bf16(%q: tensor<16x?x64xf32>, %k: tensor<?x64xbf16>, %v: tensor<?x64xbf16>,
+                        %acc: tensor<16x?x64xf32>, %m: tensor<16x?xf32>, %l: tensor<16x?xf32>,
+                        %qp: index, %kp: index)
+    -> (tensor<16x?x64xf32>, tensor<16x?xf32>, tensor<16x?xf32>) {
+  %a, %mx, %s = attn.online_attention %q, %k, %v, %acc, %m, %l, %qp, %kp
+      {scale = 0.125 : f64}
+      : (tensor<16x?x64xf32>, tensor<?x64xbf16>, tensor<?x64xbf16>,
+         tensor<16x?x64xf32>, tensor<16x?xf32>, tensor<16x?xf32>)
+        -> (tensor<16x?x64xf32>, tensor<16x?xf32>, tensor<16x?xf32>)
+  return %a, %mx, %s : tensor<16x?x64xf32>, tensor<16x?xf32>, tensor<16x?xf32>
+}

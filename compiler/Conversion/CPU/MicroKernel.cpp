@@ -591,7 +591,8 @@ mlir::attn::allocateMicroKernelScratch(OpBuilder &b, Location loc,
   int64_t d = cast<ShapedType>(tile.getQuery().getType()).getShape().back();
   int64_t dv = cast<ShapedType>(tile.getValue().getType()).getShape().back();
   int64_t lead = cast<ShapedType>(tile.getQuery().getType()).getRank() - 2;
-  int64_t chunk = Emitter::kChunkVectors * lanes, rows = microKernelRows(lanes);
+  int64_t chunk = Emitter::kChunkVectors * lanes,
+          rows = microKernelDecodeRows(tile, lanes);
   int64_t dPad = (d + lanes - 1) / lanes * lanes;
   int64_t tcap = Emitter::packRows(tile, lanes);
   int64_t rb = microKernelScoreVectors(lanes) * lanes;
@@ -630,6 +631,8 @@ void mlir::attn::emitMicroKernel(OpBuilder &b, OnlineAttentionOp tile,
   e.sum = tile.getSum();
   e.W = lanes;
   e.R = microKernelRows(lanes);
+  e.RD = microKernelDecodeRows(tile, lanes);
+  e.CVD = e.RD > e.R ? 3 : e.CV;
   auto qt = cast<ShapedType>(tile.getQuery().getType());
   e.lead = qt.getRank() - 2;
   e.d = qt.getShape().back();
@@ -654,6 +657,15 @@ void mlir::attn::emitMicroKernel(OpBuilder &b, OnlineAttentionOp tile,
     e.vRows = scratch[11];
   }
   e.emit();
+}
+
+int64_t mlir::attn::microKernelDecodeRows(OnlineAttentionOp tile,
+                                          int64_t lanes) {
+  auto qt = cast<ShapedType>(tile.getQuery().getType());
+  int64_t group = 1;
+  for (int64_t i = 0; i + 2 < qt.getRank(); ++i)
+    group = qt.isDynamicDim(i) ? 0 : group * qt.getDimSize(i);
+  return lanes >= 16 && group >= 8 ? 8 : microKernelRows(lanes);
 }
 
 bool mlir::attn::microKernelHandles(Operation *op) {

@@ -32,6 +32,15 @@ bool microKernelHandles(Operation *op);
 /// vector registers (AVX-512, 16 lanes) hold a 4×4 tile of vectors plus
 /// operands; 16 (AVX2, SSE) a 2×4 tile.
 inline int64_t microKernelRows(int64_t lanes) { return lanes >= 16 ? 4 : 2; }
+/// Decode's rows per block (its scores' dot products and its P · V) for
+/// `tile`: 8 with AVX-512 when the tile's group of query heads per KV head
+/// (its static leading dims) holds at least 8 rows, else microKernelRows.
+/// A block of 8 rows × 2 keys of scores widens 2 K vectors per d step for
+/// 16 FMAs, and P · V's 8 rows × 3 vectors widen 3 V vectors for 24
+/// FMAs, where 4 × 4 widened 4 for 16: on an Intel core the widening of a
+/// 16-bit cache (a zero-extend and a shift, or vcvtph2ps) takes the FMA
+/// ports. The seed's 64/4 decode (16 rows) over a bf16 cache: 1.19×.
+int64_t microKernelDecodeRows(OnlineAttentionOp tile, int64_t lanes);
 /// The prefill scores' register tile, query rows in the lanes: 2 vectors
 /// of rows × 8 keys (AVX-512: 16 accumulators, per d step 2 loads of the
 /// packed Qᵀ and 8 broadcasts of K for 16 FMAs), × 4 keys with 16

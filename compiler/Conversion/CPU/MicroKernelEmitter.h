@@ -38,6 +38,9 @@ struct Emitter {
   /// Vectors of W keys per chunk of keys.
   static constexpr int64_t kChunkVectors = kMicroKernelChunkVectors;
   int64_t W = 16, R = 4, NV = kChunkVectors, CV = 4;
+  /// Decode's rows per block and P · V's vectors per row there
+  /// (microKernelDecodeRows): R and CV while the dot path is emitted.
+  int64_t RD = 4, CVD = 4;
   int64_t d = 0, dv = 0, lead = 0;
   VectorType vt = {}, vi32 = {}, vmask = {};
   /// Scratch of decode's path: [R, C] probabilities, [R] alphas.

@@ -243,7 +243,17 @@ void Emitter::emit() {
   auto ifOp = scf::IfOp::create(b, loc, few, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  // Blocks of RD rows, then (when RD > R) of R, then single rows.
+  int64_t lanesR = R, lanesCV = CV;
+  R = RD;
+  CV = CVD;
   Value tFull = sub(T, arith::RemSIOp::create(b, loc, T, idx(R)));
+  Value tMid = tFull;
+  if (lanesR < R) {
+    Value left = sub(T, tFull);
+    tMid = add(tFull,
+               sub(left, arith::RemSIOp::create(b, loc, left, idx(lanesR))));
+  }
   Value C = idx(chunk());
   loop(zero, N, C, [&](Value n0) {
     Value nc = minI(sub(N, n0), C);
@@ -255,9 +265,13 @@ void Emitter::emit() {
       rowBlock(t0, rows, M, leadUbs, n0, nc);
     };
     loop(zero, tFull, idx(R), [&](Value t0) { block(t0, R); });
-    loop(tFull, T, one, [&](Value t) { block(t, 1); });
+    if (lanesR < R)
+      loop(tFull, tMid, idx(lanesR), [&](Value t0) { block(t0, lanesR); });
+    loop(tMid, T, one, [&](Value t) { block(t, 1); });
     prefetchBase = prefetchLast = Value();
   });
+  R = lanesR;
+  CV = lanesCV;
   b.setInsertionPointToStart(&ifOp.getElseRegion().front());
   lanesPath(T, M, leadUbs, N);
 }
