@@ -6,6 +6,10 @@
 // declared in the module and called by the kernel.
 // CHECK-LABEL: func.func private @omp_get_max_threads() -> i32
 // CHECK: func.func private @nt_gemm(
+// The generic kernel's packed panels (past 48 rows): blocks of 6 rows of
+// A, 6 × 4 vectors of accumulators (24 FMAs per k).
+// CHECK: scf.for {{.*}} step %c6
+// CHECK-COUNT-24: vector.fma
 // CHECK: func.func private @nt_gemm_k64(
 // CHECK: call @omp_get_max_threads() : () -> i32
 // CHECK: vector.fma

@@ -15,11 +15,12 @@
 //         scratch (W×W vector transposes for full blocks; 32 KiB with
 //         AVX-512, so it stays in L1 while every row block reads it), so
 //         that the inner loop loads NC consecutive floats per k;
-//       for each block of R = 4 rows of A: R × NV accumulators loaded from
-//         C, per k NV loads of B, R broadcasts of A (each row a 1-D view:
-//         addressed by k alone), R·NV FMAs, stored back (masked in the last
-//         panel); leftover rows one by one. While block j runs, row j mod
-//         NC of the next K block of B is prefetched for the next pack.
+//       for each block of R = 6 rows of A (4 with AVX2/SSE): R × NV
+//         accumulators loaded from C, per k NV loads of B, R broadcasts of
+//         A (each row a 1-D view: addressed by k alone), R·NV FMAs, stored
+//         back (masked in the last panel); leftover rows one by one. While
+//         block j runs, row j mod NC of the next K block of B is
+//         prefetched for the next pack.
 //
 // With B [N, K] and fewer than 8 rows (decode), packing B would read and
 // write every weight once more than the product does: dot products along K
@@ -42,10 +43,13 @@
 // the chunks): 16 rows 1.4× faster, 40 rows ~1.1×, 64 rows 5% slower
 // (hence the bound of 48).
 //
-// R = 6 (24 accumulators) ran out of the 32 registers once LLVM hoisted the
-// broadcasts: spills in the inner loop. Measured on a Zen 5 (attn-bench
-// --layers): Llama 3.2 1B's SwiGLU at S = 512, 51.5 GFLOP, runs at 72-78%
-// of the FMA peak, as fast as OpenBLAS sgemm on the same shapes.
+// Measured on a Zen 5 (attn-bench --layers) with R = 4: Llama 3.2 1B's
+// SwiGLU at S = 512, 51.5 GFLOP, ran at 72-78% of the FMA peak, as fast as
+// OpenBLAS sgemm on the same shapes. R = 6 then spilled in the inner loop
+// (LLVM hoisted the broadcasts); with LLVM 22 it does not, and on an Intel
+// core with two 512-bit FMA units (whose loads compete with its FMAs more:
+// attn-bench --ceiling) it made the same SwiGLU 1.08x faster (230.7-248.1
+// -> 260.8-264.3 GFLOP/s, 3 alternated rounds; OpenBLAS 304-346).
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Conversion/CPU/MicroKernel.h"
@@ -66,8 +70,10 @@ using namespace mlir::attn;
 
 namespace {
 
-/// Rows of A per register block.
-constexpr int64_t kRows = 4;
+/// Rows of A per register block: 6 with AVX-512 (6 × 4 vectors: 24
+/// accumulators, 4 loads of B and 6 broadcasts of A per 24 FMAs), 4 with
+/// AVX2/SSE (4 × 2 of 16 registers).
+constexpr int64_t rowsFor(int64_t lanes) { return lanes >= 16 ? 6 : 4; }
 /// K per packed block: a [256, NC] scratch (64 KiB with AVX-512) stays in L2.
 constexpr int64_t kDepth = 128;
 /// Below this many rows, B [N, K] is read by dot products (no pack).
@@ -105,7 +111,7 @@ struct GemmEmitter {
   Location loc;
   Value A, B, C;
   bool bTransposed; ///< B is [N, K]
-  int64_t W, NV;
+  int64_t W, NV, R;
   VectorType vt, vmask;
   Value M, N, K;
 
@@ -113,7 +119,7 @@ struct GemmEmitter {
   /// (sharedFunction) set the ones they use.
   GemmEmitter(OpBuilder &b, Location loc, int64_t lanes)
       : b(b), loc(loc), bTransposed(true), W(lanes), NV(lanes >= 16 ? 4 : 2),
-        vt(VectorType::get({lanes}, b.getF32Type())),
+        R(rowsFor(lanes)), vt(VectorType::get({lanes}, b.getF32Type())),
         vmask(VectorType::get({lanes}, b.getI1Type())) {}
   GemmEmitter(OpBuilder &b, linalg::MatmulOp op, int64_t lanes)
       : GemmEmitter(b, op.getLoc(), lanes) {
@@ -553,12 +559,12 @@ struct GemmEmitter {
         Value kc = min(kRest, depth);
         if (bTransposed)
           pack(packed, n0, cols, k0, kc);
-        Value fullRows = floorTo(M, kRows);
-        Value rowStep = idx(kRows), one = idx(1);
+        Value fullRows = floorTo(M, R);
+        Value rowStep = idx(R), one = idx(1);
         loop(zero, fullRows, rowStep, [&](Value m0) {
           if (bTransposed)
             prefetchNextBlock(m0, n0, k0);
-          rowBlock(kRows, m0, n0, k0, kc, masks, packed);
+          rowBlock(R, m0, n0, k0, kc, masks, packed);
         });
         loop(fullRows, M, one, [&](Value m) {
           rowBlock(1, m, n0, k0, kc, masks, packed);
@@ -573,7 +579,7 @@ struct GemmEmitter {
   /// next pack then reads from cache, not memory (it waited on memory line
   /// by line: a fifth of the GEMM's time).
   void prefetchNextBlock(Value m0, Value n0, Value k0) {
-    Value blockIx = arith::DivUIOp::create(b, loc, m0, idx(kRows));
+    Value blockIx = arith::DivUIOp::create(b, loc, m0, idx(R));
     Value r = arith::RemUIOp::create(b, loc, blockIx, idx(panel()));
     Value lastRow = sub(N, idx(1)), lastCol = sub(K, idx(1));
     Value row = min(add(n0, r), lastRow);
