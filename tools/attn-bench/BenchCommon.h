@@ -123,6 +123,21 @@ __attribute__((target("avx512f"))) inline float sumFloats512(const float *p,
       _mm512_add_ps(_mm512_add_ps(a, b), _mm512_add_ps(c, d)));
 }
 
+/// 12 independent chains of AVX-512 FMAs, `iters` times (the FMA peak
+/// loop: attn-bench's machine figures, attn-bench --ceiling).
+__attribute__((target("avx512f"))) inline double fmaLoop512(int64_t iters) {
+  __m512 a[12], b = _mm512_set1_ps(1.0000001f), c = _mm512_set1_ps(1e-7f);
+  for (int i = 0; i < 12; ++i)
+    a[i] = _mm512_set1_ps(float(i));
+  for (int64_t it = 0; it < iters; ++it)
+    for (int i = 0; i < 12; ++i)
+      a[i] = _mm512_fmadd_ps(a[i], b, c);
+  float sum = 0;
+  for (int i = 0; i < 12; ++i)
+    sum += _mm512_reduce_add_ps(a[i]);
+  return sum;
+}
+
 __attribute__((target("avx2"))) inline float sumFloats256(const float *p,
                                                    int64_t n) {
   __m256 a = _mm256_setzero_ps(), b = a, c = a, d = a;

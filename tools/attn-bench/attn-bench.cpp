@@ -73,19 +73,6 @@ double flops(const Shape &s) {
 // FMA peak
 //===----------------------------------------------------------------------===//
 
-__attribute__((target("avx512f"))) double fmaLoop512(int64_t iters) {
-  __m512 a[12], b = _mm512_set1_ps(1.0000001f), c = _mm512_set1_ps(1e-7f);
-  for (int i = 0; i < 12; ++i)
-    a[i] = _mm512_set1_ps(float(i));
-  for (int64_t it = 0; it < iters; ++it)
-    for (int i = 0; i < 12; ++i)
-      a[i] = _mm512_fmadd_ps(a[i], b, c);
-  float sum = 0;
-  for (int i = 0; i < 12; ++i)
-    sum += _mm512_reduce_add_ps(a[i]);
-  return sum;
-}
-
 __attribute__((target("avx2,fma"))) double fmaLoop256(int64_t iters) {
   __m256 a[12], b = _mm256_set1_ps(1.0000001f), c = _mm256_set1_ps(1e-7f);
   for (int i = 0; i < 12; ++i)
