@@ -130,6 +130,17 @@ cl::opt<unsigned> optLevel("O",
                                     "LLVM's loop unroller and unswitching)"),
                            cl::Prefix, cl::init(2), cl::cat(category));
 
+// Subnormal floats flushed to zero while the generated CPU code runs (MXCSR
+// FTZ and DAZ, the caller's MXCSR restored on return): the linear
+// attentions' decays reach subnormals, which Intel cores compute by
+// microcode assists (Qwen3-Next's linear layer 1.3x faster on one;
+// docs/benchmarks.md).
+cl::opt<bool> preserveDenormals(
+    "preserve-denormals",
+    cl::desc("Keep subnormal floats in the CPU kernels (default: flushed to "
+             "zero, MXCSR FTZ/DAZ set on entry and restored on return)"),
+    cl::init(false), cl::cat(category));
+
 // LLVM's optimization and code generation of an executable or library
 // take most of a build: its module is split into parts compiled on this
 // many threads (docs/benchmarks.md "Compile time").
@@ -480,6 +491,7 @@ bool emitHost(ModuleOp module, attn::CPUOutput kind,
   options.cpu = cpu;
   options.optLevel = optLevel;
   options.timing = &timing;
+  options.flushDenormals = !preserveDenormals;
   if (table)
     options.extendModule = [&](llvm::Module &m, std::string &error) {
       return attn::addModelTable(

@@ -15,6 +15,8 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -172,6 +174,45 @@ bool resolveTarget(const CPUTargetOptions &options, X86Target &t,
   return true;
 }
 
+/// MXCSR's flush-to-zero and denormals-are-zero bits.
+constexpr uint32_t kFlushDenormalBits = 0x8040;
+
+/// `f` runs with FTZ and DAZ set and restores the MXCSR it found before
+/// each return (see CPUTargetOptions::flushDenormals).
+void flushDenormalsIn(llvm::Function &f) {
+  llvm::Module &m = *f.getParent();
+  llvm::LLVMContext &ctx = m.getContext();
+  llvm::Function *save = llvm::Intrinsic::getOrInsertDeclaration(
+      &m, llvm::Intrinsic::x86_sse_stmxcsr);
+  llvm::Function *load = llvm::Intrinsic::getOrInsertDeclaration(
+      &m, llvm::Intrinsic::x86_sse_ldmxcsr);
+  llvm::IRBuilder<> b(&*f.getEntryBlock().getFirstInsertionPt());
+  llvm::Type *i32 = llvm::Type::getInt32Ty(ctx);
+  llvm::Value *saved = b.CreateAlloca(i32, nullptr, "mxcsr.saved");
+  llvm::Value *flushed = b.CreateAlloca(i32, nullptr, "mxcsr.flush");
+  b.CreateCall(save, {saved});
+  llvm::Value *old = b.CreateLoad(i32, saved);
+  b.CreateStore(b.CreateOr(old, kFlushDenormalBits), flushed);
+  b.CreateCall(load, {flushed});
+  for (llvm::BasicBlock &bb : f)
+    if (auto *ret = llvm::dyn_cast<llvm::ReturnInst>(bb.getTerminator())) {
+      b.SetInsertPoint(ret);
+      b.CreateCall(load, {saved});
+    }
+}
+
+/// Applies flushDenormalsIn to the functions through which code runs: the
+/// externally visible ones (the library's and executable's entry points)
+/// and the OpenMP regions' outlined bodies (each on its own thread). Not to
+/// internal helpers, which their callers cover and which LLVM may inline
+/// into loops.
+void flushDenormals(llvm::Module &m) {
+  for (llvm::Function &f : m)
+    if (!f.isDeclaration() &&
+        (!f.hasLocalLinkage() || f.getName().contains(".omp_par")))
+      flushDenormalsIn(f);
+}
+
 /// `module` as LLVM IR in `context`, with `options`' extension (the model
 /// table); null with `error` set.
 std::unique_ptr<llvm::Module> translate(ModuleOp module,
@@ -201,6 +242,8 @@ std::unique_ptr<llvm::Module> translate(ModuleOp module,
   llvmModule->setDataLayout(tm.createDataLayout());
   if (options.extendModule && !options.extendModule(*llvmModule, error))
     return nullptr;
+  if (options.flushDenormals)
+    flushDenormals(*llvmModule);
   return llvmModule;
 }
 

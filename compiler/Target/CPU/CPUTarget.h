@@ -42,6 +42,12 @@ struct CPUTargetOptions {
   /// Where --mlir-timing shows the steps (translation to LLVM IR, the
   /// split, optimization and code generation); none when null.
   TimingScope *timing = nullptr;
+  /// Subnormal floats flushed to zero (MXCSR FTZ and DAZ) while the
+  /// generated code runs: every externally visible function and every
+  /// OpenMP region's body sets them on entry and restores the caller's
+  /// MXCSR on return. Decays in the linear attentions reach subnormals,
+  /// which Intel cores handle by microcode assists (docs/benchmarks.md).
+  bool flushDenormals = true;
 };
 
 /// Registers the dialect translations the CPU target needs.

@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 static unsigned seed = 7;
 static float uniform(void) {
@@ -205,9 +208,25 @@ static const char *dtypeName(attn_dtype dt) {
 }
 
 static int failures = 0;
+/* The caller's MXCSR (its exception flags aside) at the start: the
+ * generated code flushes subnormals (FTZ/DAZ) while it runs and must give
+ * the caller its own MXCSR back. */
+static unsigned initialCsr;
+static unsigned callerCsr(void) {
+#if defined(__x86_64__)
+  return _mm_getcsr() & ~0x3fu;
+#else
+  return 0;
+#endif
+}
 static void expectOk(attn_status s, const char *what) {
   if (s != ATTN_OK) {
     printf("FAIL %s: status %d: %s\n", what, (int)s, attn_last_error());
+    ++failures;
+  }
+  if (callerCsr() != initialCsr) {
+    printf("FAIL %s: the MXCSR is %#x after the call, %#x before\n", what,
+           callerCsr(), initialCsr);
     ++failures;
   }
 }
@@ -608,6 +627,7 @@ static void testGdnDecode(attn_model *m, int32_t kind,
 }
 
 int main(int argc, char **argv) {
+  initialCsr = callerCsr();
   /* --gdn-only: the Gated DeltaNet kinds' calls only. */
   int gdnOnly = argc == 3 && !strcmp(argv[2], "--gdn-only");
   if (argc != 2 && !gdnOnly) {
