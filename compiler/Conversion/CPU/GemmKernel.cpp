@@ -74,7 +74,7 @@ namespace {
 /// accumulators, 4 loads of B and 6 broadcasts of A per 24 FMAs), 4 with
 /// AVX2/SSE (4 × 2 of 16 registers).
 constexpr int64_t rowsFor(int64_t lanes) { return lanes >= 16 ? 6 : 4; }
-/// K per packed block: a [256, NC] scratch (64 KiB with AVX-512) stays in L2.
+/// K per packed block: a [128, NC] scratch (32 KiB with AVX-512) stays in L1.
 constexpr int64_t kDepth = 128;
 /// Below this many rows, B [N, K] is read by dot products (no pack).
 constexpr int64_t kDotRows = 8;

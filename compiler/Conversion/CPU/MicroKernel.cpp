@@ -180,7 +180,7 @@ void Emitter::rowBlock(Value t0, int64_t rows, Value M, ArrayRef<Value> leadUbs,
   SmallVector<Value> alphas;
   for (int64_t r = 0; r < rows; ++r)
     alphas.push_back(memref::LoadOp::create(b, loc, A, ValueRange{idx(r)}));
-  pvBlock(rowAt, alphas, n0, nc);
+  pvBlock(rowAt, alphas, n0, nc, CVD);
 }
 
 Value Emitter::sumLanes(SmallVector<Value> v) {
@@ -376,25 +376,25 @@ Value Emitter::softmaxRow(ArrayRef<Value> row, ArrayRef<Value> scores, Value pRo
   }
 }
 
-void Emitter::pvBlock(ArrayRef<SmallVector<Value>> rowAt, ArrayRef<Value> alphas,
-             Value n0, Value nc) {
-  int64_t groups = dv / (CV * W);
+void Emitter::pvBlock(ArrayRef<SmallVector<Value>> rowAt,
+                      ArrayRef<Value> alphas, Value n0, Value nc, int64_t cv) {
+  int64_t groups = dv / (cv * W);
   if (groups == 1) {
-    pvGroup(rowAt, alphas, n0, nc, idx(0), SmallVector<Value>(CV));
+    pvGroup(rowAt, alphas, n0, nc, idx(0), SmallVector<Value>(cv));
   } else if (groups > 1) {
-    Value begin = idx(0), end = idx(groups * CV * W), step = idx(CV * W);
+    Value begin = idx(0), end = idx(groups * cv * W), step = idx(cv * W);
     loop(begin, end, step, [&](Value col) {
-      pvGroup(rowAt, alphas, n0, nc, col, SmallVector<Value>(CV));
+      pvGroup(rowAt, alphas, n0, nc, col, SmallVector<Value>(cv));
     });
   }
   SmallVector<Value> masks;
-  for (int64_t c = groups * CV * W; c < dv; c += W)
+  for (int64_t c = groups * cv * W; c < dv; c += W)
     masks.push_back(dv - c >= W ? Value()
                                 : vector::ConstantMaskOp::create(
                                       b, loc, vmask,
                                       ArrayRef<int64_t>{dv - c}));
   if (!masks.empty())
-    pvGroup(rowAt, alphas, n0, nc, idx(groups * CV * W), masks);
+    pvGroup(rowAt, alphas, n0, nc, idx(groups * cv * W), masks);
 }
 
 void Emitter::pvGroup(ArrayRef<SmallVector<Value>> rowAt, ArrayRef<Value> alphas,

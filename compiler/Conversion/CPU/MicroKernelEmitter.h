@@ -39,7 +39,7 @@ struct Emitter {
   static constexpr int64_t kChunkVectors = kMicroKernelChunkVectors;
   int64_t W = 16, R = 4, NV = kChunkVectors, CV = 4;
   /// Decode's rows per block and P · V's vectors per row there
-  /// (microKernelDecodeRows): R and CV while the dot path is emitted.
+  /// (microKernelDecodeRows); R and CV are the lanes path's.
   int64_t RD = 4, CVD = 4;
   int64_t d = 0, dv = 0, lead = 0;
   VectorType vt = {}, vi32 = {}, vmask = {};
@@ -269,12 +269,12 @@ struct Emitter {
                    Value n0, Value nc);
 
   /// acc = acc · alpha + P · V for the rows `rowAt` (P in scratch rows
-  /// 0..rows), CV vectors of dv at a time in rows × CV registers: a loop
-  /// over the groups of CV full vectors (one copy of the code whatever dv
+  /// 0..rows), cv vectors of dv at a time in rows × cv registers: a loop
+  /// over the groups of cv full vectors (one copy of the code whatever dv
   /// is), then the rest of dv (fewer vectors, the last one masked when W
   /// does not divide dv).
   void pvBlock(ArrayRef<SmallVector<Value>> rowAt, ArrayRef<Value> alphas,
-               Value n0, Value nc);
+               Value n0, Value nc, int64_t cv);
 
   /// pvBlock on the masks.size() vectors of dv from column `col`; a null
   /// mask is a full vector. In decode, the same columns of the next chunk's

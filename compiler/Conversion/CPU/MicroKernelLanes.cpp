@@ -37,10 +37,10 @@ void Emitter::laneBlock(Value t0, Value ns, Value n0, Value nc, int64_t rvs) {
   // Scores, masked, into Pt (key-major) and the running max.
   SmallVector<Value> runMax(rvs, ninf);
   Value groupsEnd = roundUp(nc, KB);
+  Value qRow0 = qtBlockRow(t0);
   runMax =
       loop(zero, groupsEnd, idx(KB), runMax, [&](Value g, ValueRange curMax) {
         SmallVector<Value> init(rvs * KB, splatF(0.0));
-        Value qRow0 = qtBlockRow(t0);
         SmallVector<Value> s =
             loop(zero, idx(d), one, init, [&](Value kk, ValueRange a) {
               SmallVector<Value> qv, next(a.begin(), a.end());
@@ -143,7 +143,7 @@ void Emitter::laneBlock(Value t0, Value ns, Value n0, Value nc, int64_t rvs) {
           memref::LoadOp::create(b, loc, St, ValueRange{zero, i}));
     }
     pRow0 = i0;
-    pvBlock(rowAt, alphas, n0, nc);
+    pvBlock(rowAt, alphas, n0, nc, CV);
     pRow0 = Value();
   };
   loop(zero, fullEnd, idx(R), [&](Value i0) { pv(i0, R); });
@@ -244,15 +244,11 @@ void Emitter::emit() {
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(&ifOp.getThenRegion().front());
   // Blocks of RD rows, then (when RD > R) of R, then single rows.
-  int64_t lanesR = R, lanesCV = CV;
-  R = RD;
-  CV = CVD;
-  Value tFull = sub(T, arith::RemSIOp::create(b, loc, T, idx(R)));
+  Value tFull = sub(T, arith::RemSIOp::create(b, loc, T, idx(RD)));
   Value tMid = tFull;
-  if (lanesR < R) {
+  if (R < RD) {
     Value left = sub(T, tFull);
-    tMid = add(tFull,
-               sub(left, arith::RemSIOp::create(b, loc, left, idx(lanesR))));
+    tMid = add(tFull, sub(left, arith::RemSIOp::create(b, loc, left, idx(R))));
   }
   Value C = idx(chunk());
   loop(zero, N, C, [&](Value n0) {
@@ -264,14 +260,12 @@ void Emitter::emit() {
     auto block = [&](Value t0, int64_t rows) {
       rowBlock(t0, rows, M, leadUbs, n0, nc);
     };
-    loop(zero, tFull, idx(R), [&](Value t0) { block(t0, R); });
-    if (lanesR < R)
-      loop(tFull, tMid, idx(lanesR), [&](Value t0) { block(t0, lanesR); });
+    loop(zero, tFull, idx(RD), [&](Value t0) { block(t0, RD); });
+    if (R < RD)
+      loop(tFull, tMid, idx(R), [&](Value t0) { block(t0, R); });
     loop(tMid, T, one, [&](Value t) { block(t, 1); });
     prefetchBase = prefetchLast = Value();
   });
-  R = lanesR;
-  CV = lanesCV;
   b.setInsertionPointToStart(&ifOp.getElseRegion().front());
   lanesPath(T, M, leadUbs, N);
 }
