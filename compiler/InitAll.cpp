@@ -22,6 +22,7 @@
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
@@ -63,7 +64,7 @@ void mlir::attn::registerAllDialects(DialectRegistry &registry) {
                   linalg::LinalgDialect, LLVM::LLVMDialect, math::MathDialect,
                   memref::MemRefDialect, omp::OpenMPDialect, scf::SCFDialect,
                   tensor::TensorDialect, vector::VectorDialect,
-                  x86vector::X86VectorDialect>();
+                  x86vector::X86VectorDialect, amx::AMXDialect>();
   // What the later stages print (affine.apply from the strided metadata,
   // cf after scf-to-cf, index and ub from the upstream lowerings): every
   // dialect a pipeline stage prints parses back in attn-opt.

@@ -135,9 +135,14 @@ def CPUMicroKernelPass : Pass<"attn-cpu-micro-kernel", "ModuleOp"> {
   }];
   let options = [
     Option<"lanes", "lanes", "int64_t", /*default=*/"16",
-           "f32 vector lanes: 16 (AVX-512), 8 (AVX2) or 4 (SSE)">
+           "f32 vector lanes: 16 (AVX-512), 8 (AVX2) or 4 (SSE)">,
+    Option<"amx", "amx", "bool", /*default=*/"false",
+           "decode of a bf16 cache on AMX tiles (amx-tile, amx-bf16) for "
+           "groups of 8 to 16 query heads per KV head, where the OS "
+           "grants them">
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::amx::AMXDialect",
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",

@@ -120,6 +120,7 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   if (options.vectorLanes > 0) {
     CPUMicroKernelPassOptions microKernel;
     microKernel.lanes = options.vectorLanes;
+    microKernel.amx = options.amx && options.vectorLanes == 16;
     pm.addPass(createCPUMicroKernelPass(microKernel));
   }
   // (batch, KV head, query block) in parallel on all cores. scf.parallel
@@ -167,6 +168,7 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   // The softmax's exp scales by 2^n with x86vector.avx512.mask.scalef
   // (vscalefps) when the micro-kernel has 16 lanes.
   toLLVM.x86Vector = true;
+  toLLVM.amx = options.amx; // decode's tile products (MicroKernelAmx.cpp)
   // The Kᵀ pack: 16×16 transposes as AVX-512 shuffle sequences.
   toLLVM.vectorTransposeLowering =
       options.vectorLanes == 16 ? vector::VectorTransposeLowering::Shuffle16x16

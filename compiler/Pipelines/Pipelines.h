@@ -68,6 +68,12 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                      "default), 8 (AVX2), 4 (SSE); 0 lowers the tiles "
                      "through linalg instead"),
       llvm::cl::init(16)};
+  Option<bool> amx{
+      *this, "amx",
+      llvm::cl::desc("Grouped decode of a bf16 KV cache on AMX tiles "
+                     "(amx-tile, amx-bf16: the target must have them; the "
+                     "kernels fall back to AVX-512 where the OS refuses)"),
+      llvm::cl::init(false)};
   Option<bool> runtimeAlloc{
       *this, "runtime-alloc",
       llvm::cl::desc("Heap buffers through the runtime's "

@@ -141,6 +141,15 @@ cl::opt<bool> preserveDenormals(
              "zero, MXCSR FTZ/DAZ set on entry and restored on return)"),
     cl::init(false), cl::cat(category));
 
+// Grouped decode of a bf16 cache on the AMX tile unit where the target CPU
+// has it (docs/benchmarks.md).
+cl::opt<bool>
+    noAmx("no-amx",
+          cl::desc("Keep the CPU kernels off the AMX tile unit (default: the "
+                   "grouped decode of a bf16 cache uses it when --cpu has "
+                   "amx-tile and amx-bf16 and the OS grants it)"),
+          cl::init(false), cl::cat(category));
+
 // LLVM's optimization and code generation of an executable or library
 // take most of a build: its module is split into parts compiled on this
 // many threads (docs/benchmarks.md "Compile time").
@@ -591,6 +600,7 @@ int compileCPU(MLIRContext &context, const attn::ModelSpec &spec,
   options.latentForm = latentForm;
   if (int64_t lanes = attn::cpuVectorLanes(cpu))
     options.vectorLanes = lanes;
+  options.amx = !noAmx && attn::cpuHasAMX(cpu);
   // What is linked with the runtime allocates through it.
   options.runtimeAlloc = building;
   if (!runPipeline(context, module, options, attn::buildAttnPipeline))

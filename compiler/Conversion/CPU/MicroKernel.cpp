@@ -582,10 +582,10 @@ void Emitter::packQueries(Value s0, Value ns, Value T, Value M,
 
 } // namespace mlir::attn::microkernel
 
-
 SmallVector<Value>
 mlir::attn::allocateMicroKernelScratch(OpBuilder &b, Location loc,
-                                       OnlineAttentionOp tile, int64_t lanes) {
+                                       OnlineAttentionOp tile, int64_t lanes,
+                                       bool amx) {
   IntegerAttr align = b.getI64IntegerAttr(64);
   Type f32 = b.getF32Type(), index = b.getIndexType();
   int64_t d = cast<ShapedType>(tile.getQuery().getType()).getShape().back();
@@ -617,11 +617,13 @@ mlir::attn::allocateMicroKernelScratch(OpBuilder &b, Location loc,
   if (tile.isPaged())
     for (int i = 0; i < 2; ++i)
       scratch.push_back(alloc({2 * chunk}, index));
+  if (amxDecodeApplies(tile, lanes, amx))
+    llvm::append_range(scratch, allocateAmxScratch(b, loc, tile));
   return scratch;
 }
 
 void mlir::attn::emitMicroKernel(OpBuilder &b, OnlineAttentionOp tile,
-                                 ValueRange scratch, int64_t lanes) {
+                                 ValueRange scratch, int64_t lanes, bool amx) {
   Emitter e{b, tile.getLoc(), tile};
   e.q = tile.getQuery();
   e.k = tile.getKey();
@@ -655,6 +657,11 @@ void mlir::attn::emitMicroKernel(OpBuilder &b, OnlineAttentionOp tile,
     e.paged = true;
     e.kRows = scratch[10];
     e.vRows = scratch[11];
+  }
+  if (amxDecodeApplies(tile, lanes, amx)) {
+    e.amx = true;
+    size_t first = tile.isPaged() ? 12 : 10;
+    e.amxBufs.assign(scratch.begin() + first, scratch.end());
   }
   e.emit();
 }

@@ -65,14 +65,24 @@ inline constexpr int64_t kMicroKernelChunkVectors = 4;
 /// row tables [8·lanes] (index).
 SmallVector<Value> allocateMicroKernelScratch(OpBuilder &b, Location loc,
                                               OnlineAttentionOp tile,
-                                              int64_t lanes);
+                                              int64_t lanes, bool amx = false);
+
+/// True when `tile`'s decode runs on AMX tiles (MicroKernelAmx.cpp) where
+/// the OS grants them: `amx` (the target has amx-tile and amx-bf16), 16
+/// lanes, a bf16 K and V with d and dv multiples of 32, and a static group
+/// of at least 8 query heads per KV head (microKernelDecodeRows is 8).
+bool amxDecodeApplies(OnlineAttentionOp tile, int64_t lanes, bool amx);
+/// The AMX path's scratch (i8 buffers, 64-byte aligned), appended to the
+/// micro-kernel's by allocateMicroKernelScratch.
+SmallVector<Value> allocateAmxScratch(OpBuilder &b, Location loc,
+                                      OnlineAttentionOp tile);
 
 /// Emits the micro-kernel of `tile` (buffer form, operands f32 with a
 /// contiguous innermost dim: microKernelHandles) at the builder's insertion
 /// point, with the buffers of allocateMicroKernelScratch. `tile` is
 /// left for the caller to erase.
 void emitMicroKernel(OpBuilder &b, OnlineAttentionOp tile, ValueRange scratch,
-                     int64_t lanes);
+                     int64_t lanes, bool amx = false);
 
 /// True when the gated-delta kernel (GatedDeltaKernel.cpp) handles `op`
 /// (an attn.gated_delta_chunk with f32 operands; any d_k, d_v).

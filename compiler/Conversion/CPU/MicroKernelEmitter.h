@@ -407,6 +407,20 @@ struct Emitter {
   /// and V rows copied to f32 scratch and laneBlock per RB rows.
   void lanesPath(Value T, Value M, ArrayRef<Value> leadUbs, Value N);
 
+  /// Grouped decode of a bf16 cache on AMX tiles (MicroKernelAmx.cpp):
+  /// `amx` when amxDecodeApplies, with its scratch (allocateAmxScratch).
+  bool amx = false;
+  SmallVector<Value> amxBufs;
+  /// `buf` (i8, 64-byte aligned) as a static [shape] of `elt`.
+  Value amxView(Value buf, ArrayRef<int64_t> shape, Type elt);
+  /// True once the OS has granted this process the tile data state: asked
+  /// once (arch_prctl) and remembered in a module global.
+  Value amxReady();
+  /// x as three bf16 parts whose sum is x to f32 accuracy.
+  SmallVector<Value> splitBF16(Value x);
+  /// The decode of at most 16 rows T on the tile unit.
+  void amxPath(Value T, Value M, ArrayRef<Value> leadUbs, Value N);
+
   /// The tile's code, at the builder's insertion point, scratch set.
   void emit();
 

@@ -251,21 +251,38 @@ void Emitter::emit() {
     tMid = add(tFull, sub(left, arith::RemSIOp::create(b, loc, left, idx(R))));
   }
   Value C = idx(chunk());
-  loop(zero, N, C, [&](Value n0) {
-    Value nc = minI(sub(N, n0), C);
-    if (paged)
-      fillRowTables(n0, /*touchNext=*/true);
-    prefetchBase = add(n0, C);
-    prefetchLast = sub(N, one);
-    auto block = [&](Value t0, int64_t rows) {
-      rowBlock(t0, rows, M, leadUbs, n0, nc);
-    };
-    loop(zero, tFull, idx(RD), [&](Value t0) { block(t0, RD); });
-    if (R < RD)
-      loop(tFull, tMid, idx(R), [&](Value t0) { block(t0, R); });
-    loop(tMid, T, one, [&](Value t) { block(t, 1); });
-    prefetchBase = prefetchLast = Value();
-  });
+  auto dotPath = [&] {
+    loop(zero, N, C, [&](Value n0) {
+      Value nc = minI(sub(N, n0), C);
+      if (paged)
+        fillRowTables(n0, /*touchNext=*/true);
+      prefetchBase = add(n0, C);
+      prefetchLast = sub(N, one);
+      auto block = [&](Value t0, int64_t rows) {
+        rowBlock(t0, rows, M, leadUbs, n0, nc);
+      };
+      loop(zero, tFull, idx(RD), [&](Value t0) { block(t0, RD); });
+      if (R < RD)
+        loop(tFull, tMid, idx(R), [&](Value t0) { block(t0, R); });
+      loop(tMid, T, one, [&](Value t) { block(t, 1); });
+      prefetchBase = prefetchLast = Value();
+    });
+  };
+  if (!amx) {
+    dotPath();
+  } else {
+    // At most 16 rows, on the tile unit when the OS grants it.
+    Value fits =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, T, idx(16));
+    Value ready = amxReady();
+    Value useAmx = arith::AndIOp::create(b, loc, fits, ready);
+    auto amxIf = scf::IfOp::create(b, loc, useAmx, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(&amxIf.getThenRegion().front());
+    amxPath(T, M, leadUbs, N);
+    b.setInsertionPointToStart(&amxIf.getElseRegion().front());
+    dotPath();
+  }
   b.setInsertionPointToStart(&ifOp.getElseRegion().front());
   lanesPath(T, M, leadUbs, N);
 }

@@ -73,6 +73,17 @@ int64_t mlir::attn::cpuVectorLanes(llvm::StringRef cpu) {
   return 4;
 }
 
+bool mlir::attn::cpuHasAMX(llvm::StringRef cpu) {
+  if (cpu == "x86-64-v4" || cpu == "x86-64-v3" || cpu == "x86-64")
+    return false;
+  llvm::StringMap<bool> features;
+  if (cpu == "native")
+    features = llvm::sys::getHostCPUFeatures();
+  else if (!namedCPUFeatures(cpu, features))
+    return false;
+  return features.lookup("amx-tile") && features.lookup("amx-bf16");
+}
+
 /// Runs the module passes `build` makes from a pass builder for `tm` with
 /// `tuning` on `m`.
 static void runPasses(
@@ -145,6 +156,8 @@ bool resolveTarget(const CPUTargetOptions &options, X86Target &t,
   LLVMInitializeX86Target();
   LLVMInitializeX86TargetMC();
   LLVMInitializeX86AsmPrinter();
+  // The AMX path asks the OS for the tile state with inline asm.
+  LLVMInitializeX86AsmParser();
 
   t.cpu = options.cpu;
   llvm::StringMap<bool> named;

@@ -57,6 +57,10 @@ void registerCPUTranslations(DialectRegistry &registry);
 /// with AVX-512, 8 with AVX2, 4 otherwise; 0 for an unknown name.
 int64_t cpuVectorLanes(llvm::StringRef cpu);
 
+/// True when `cpu` (a --cpu value) has the AMX tile unit with bf16 products
+/// (amx-tile, amx-bf16: Sapphire Rapids and later).
+bool cpuHasAMX(llvm::StringRef cpu);
+
 /// Translates, optimizes and emits `module` (LLVM dialect). On failure
 /// returns failure with a message in `error`.
 LogicalResult emitCPU(ModuleOp module, const CPUTargetOptions &options,
