@@ -47,6 +47,12 @@ run_shard() {
       compare "$base --compile-to=$stage" "$cfg" --compile-to=$stage
     done
     compare "$base --target=cuda --compile-to=gpu" "$cfg" --target=cuda --compile-to=gpu
+    # The grouped decode on AMX tiles (a bf16 cache, groups of 8 to 16).
+    case "$base" in
+      *-g8-*|*-g16-*)
+        compare "$base --kv-dtype=bf16 --cpu=sapphirerapids --compile-to=llvm-dialect" \
+          "$cfg" --kv-dtype=bf16 --cpu=sapphirerapids --compile-to=llvm-dialect ;;
+    esac
     # The tensor-core kernel on a bf16 cache (cp.async, ldmatrix, mma.sync).
     compare "$base --target=cuda --gpu-precision=bf16 --kv-dtype=bf16 --compile-to=gpu" \
       "$cfg" --target=cuda --gpu-precision=bf16 --kv-dtype=bf16 --compile-to=gpu
