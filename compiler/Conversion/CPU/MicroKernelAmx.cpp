@@ -16,9 +16,11 @@
 //      a scratch [16, dv] for the whole tile call.
 // The tile unit multiplies bf16 pairs exactly and accumulates in f32; the
 // f32 operands (the scaled query rows, P) are split into three bf16 parts,
-// x = hi + lo + lo2 to within 2^-24·|x|, so the products keep f32 accuracy
-// (the K and V of a bf16 cache are exact): three tile products per block,
-// which cost nothing next to the cache's bytes.
+// x = hi + lo + lo2 to within 2^-27·|x|, so the products keep f32 accuracy
+// (the K and V of a bf16 cache are exact): three tile products per block
+// (one tile product, 16×16×32, issues every 16 cycles: 1,024 FLOP/cycle
+// against the FMAs' 64). The seed's 64/4 decode over 65,536 keys: 1.51×
+// the AVX-512 path (docs/benchmarks.md).
 //
 //===----------------------------------------------------------------------===//
 
