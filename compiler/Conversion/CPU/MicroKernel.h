@@ -67,10 +67,11 @@ SmallVector<Value> allocateMicroKernelScratch(OpBuilder &b, Location loc,
                                               OnlineAttentionOp tile,
                                               int64_t lanes, bool amx = false);
 
-/// True when `tile`'s decode runs on AMX tiles (MicroKernelAmx.cpp) where
-/// the OS grants them: `amx` (the target has amx-tile and amx-bf16), 16
-/// lanes, a bf16 K and V with d and dv multiples of 32, and a static group
-/// of at least 8 query heads per KV head (microKernelDecodeRows is 8).
+/// True when `tile`'s decode can run on AMX tiles (MicroKernelAmx.cpp):
+/// `amx` (the target has amx-tile and amx-bf16), 16 lanes, a bf16 K and V
+/// with d and dv multiples of 32, and a static group of at least 8 query
+/// heads per KV head (microKernelDecodeRows is 8). It then does for 9 to 16
+/// rows where the OS grants the tile state.
 bool amxDecodeApplies(OnlineAttentionOp tile, int64_t lanes, bool amx);
 /// The AMX path's scratch (i8 buffers, 64-byte aligned), appended to the
 /// micro-kernel's by allocateMicroKernelScratch.

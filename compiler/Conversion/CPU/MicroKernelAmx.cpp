@@ -1,9 +1,10 @@
 //===- MicroKernelAmx.cpp - grouped decode on AMX tiles -------------------===//
 //
-// Decode of a bf16 KV cache for a group of 8 to 16 query heads per KV head
-// on the AMX tile unit (Intel Sapphire Rapids and later: amx-tile,
-// amx-bf16), when the target has it and the OS grants it (arch_prctl, once
-// per process; otherwise the dot-product path runs).
+// Decode of a bf16 KV cache on the AMX tile unit (Intel Sapphire Rapids and
+// later: amx-tile, amx-bf16) for tiles of 9 to 16 query rows per KV head (a
+// group of 16, or of 8 with two query rows; the group at least 8), when the
+// target has it and the OS grants it (arch_prctl, once per process;
+// otherwise the dot-product path runs).
 //
 // Per chunk of 32 keys:
 //   1. Sᵀ [32 keys, 16 rows] = K · Qᵀ: the A tiles are 16 K rows × 32 of d,
