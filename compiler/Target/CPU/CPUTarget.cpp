@@ -54,6 +54,15 @@ static bool namedCPUFeatures(llvm::StringRef cpu, llvm::StringMap<bool> &out) {
   return true;
 }
 
+/// The features of a --cpu value: the host's for `native`, else a named
+/// CPU's (namedCPUFeatures); false for an unknown name.
+static bool cpuFeatures(llvm::StringRef cpu, llvm::StringMap<bool> &out) {
+  if (cpu != "native")
+    return namedCPUFeatures(cpu, out);
+  out = llvm::sys::getHostCPUFeatures();
+  return true;
+}
+
 int64_t mlir::attn::cpuVectorLanes(llvm::StringRef cpu) {
   if (cpu == "x86-64-v4")
     return 16;
@@ -62,9 +71,7 @@ int64_t mlir::attn::cpuVectorLanes(llvm::StringRef cpu) {
   if (cpu == "x86-64")
     return 4;
   llvm::StringMap<bool> features;
-  if (cpu == "native")
-    features = llvm::sys::getHostCPUFeatures();
-  else if (!namedCPUFeatures(cpu, features))
+  if (!cpuFeatures(cpu, features))
     return 0;
   if (features.lookup("avx512f"))
     return 16;
@@ -74,14 +81,9 @@ int64_t mlir::attn::cpuVectorLanes(llvm::StringRef cpu) {
 }
 
 bool mlir::attn::cpuHasAMX(llvm::StringRef cpu) {
-  if (cpu == "x86-64-v4" || cpu == "x86-64-v3" || cpu == "x86-64")
-    return false;
   llvm::StringMap<bool> features;
-  if (cpu == "native")
-    features = llvm::sys::getHostCPUFeatures();
-  else if (!namedCPUFeatures(cpu, features))
-    return false;
-  return features.lookup("amx-tile") && features.lookup("amx-bf16");
+  return cpuFeatures(cpu, features) && features.lookup("amx-tile") &&
+         features.lookup("amx-bf16");
 }
 
 /// Runs the module passes `build` makes from a pass builder for `tm` with
