@@ -17,6 +17,10 @@
 // CHECK-LABEL: func.func @group16_bf16(
 // CHECK-COUNT-10: memref.alloc() {alignment = 64 : i64} : memref<{{[0-9]+}}xi8>
 // CHECK-LABEL: func.func private @group16_bf16_tile(
+// 9 to 16 rows: 8 (a group of 8 in decode) keep the dot products.
+// CHECK: %[[LE:.*]] = arith.cmpi sle, %[[T:.*]], %c16
+// CHECK: %[[GT:.*]] = arith.cmpi sgt, %[[T]], %c8
+// CHECK: arith.andi %[[LE]], %[[GT]]
 // CHECK: memref.get_global @attn_amx_state
 // CHECK: llvm.inline_asm has_side_effects "syscall"
 // CHECK: memref.view {{.*}} to memref<96x32xbf16>
