@@ -40,6 +40,8 @@ try:
         flags = next((l for l in f if l.startswith("flags")), "").split()
     if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= set(flags):
         config.available_features.add("avx512")
+    if {"amx_tile", "amx_bf16"} <= set(flags):
+        config.available_features.add("amx")
 except OSError:
     pass
 

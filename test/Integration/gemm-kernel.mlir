@@ -18,11 +18,27 @@
 // The AVX2 (8 lanes: 4x2 register blocks) and SSE (4 lanes) kernels:
 // RUN: attn-opt %s -attn-pipeline='stop-after=llvm-dialect reference=false vector-lanes=8' | %mlir_runner | FileCheck %s --implicit-check-not=BAD
 // RUN: attn-opt %s -attn-pipeline='stop-after=llvm-dialect reference=false vector-lanes=4' | %mlir_runner | FileCheck %s --implicit-check-not=BAD
+// With amx=true the generic B [N, K] function calls the tile kernel
+// (GemmAmx.cpp) from 64 rows where the OS grants the tile state; the JIT
+// targets the host CPU, so the results are checked where it has AMX:
+// RUN: attn-opt %s -attn-pipeline='stop-after=llvm-dialect reference=false amx=true' -o %t.amx.mlir
+// RUN: FileCheck %s --check-prefix=AMXIR < %t.amx.mlir
+// RUN: %if amx %{ %mlir_runner %t.amx.mlir | FileCheck %s --implicit-check-not=BAD %}
+// RUN: %if amx %{ env OMP_NUM_THREADS=3 %mlir_runner %t.amx.mlir | FileCheck %s --implicit-check-not=BAD %}
+// AMXIR-DAG: llvm.func internal @attn_gemm_amx(
+// AMXIR-DAG: llvm.func internal @attn_gemm_amx_block(
+// AMXIR-DAG: llvm.func internal @attn_gemm_amx_block_partial(
+// AMXIR-DAG: llvm.mlir.global private @attn_amx_state
+// AMXIR-DAG: llvm.call @attn_gemm_amx(
+// AMXIR-DAG: "llvm.x86.tdpbf16ps.internal"
 // IR-DAG: llvm.func internal @nt_gemm(
 // IR-DAG: llvm.func internal @nt_gemm_kdyn(
 // IR-DAG: llvm.call @omp_get_max_threads()
 // IR-DAG: llvm.func internal @nn_gemm(
 
+// CHECK: OK
+// CHECK: OK
+// CHECK: OK
 // CHECK: OK
 // CHECK: OK
 // CHECK: OK
@@ -175,6 +191,11 @@ func.func @main() {
   %i520 = arith.constant 520 : index
   %i600 = arith.constant 600 : index
   %i601 = arith.constant 601 : index
+  %i32 = arith.constant 32 : index
+  %i96 = arith.constant 96 : index
+  %i129 = arith.constant 129 : index
+  %i1000 = arith.constant 1000 : index
+  %i1537 = arith.constant 1537 : index
   func.call @case(%i1, %i1, %i1, %t) : (index, index, index, i1) -> ()
   func.call @case(%i1, %i130, %i300, %t) : (index, index, index, i1) -> ()
   func.call @case(%i3, %i17, %i15, %t) : (index, index, index, i1) -> ()
@@ -198,6 +219,12 @@ func.func @main() {
   func.call @case(%i40, %i600, %i300, %t) : (index, index, index, i1) -> ()
   func.call @case(%i20, %i601, %i33, %t) : (index, index, index, i1) -> ()
   func.call @case(%i8, %i300, %i520, %t) : (index, index, index, i1) -> ()
+  // With AMX (64 rows or more): whole blocks of 32 rows and 32 columns,
+  // several chunks of columns with a partial last panel, K in whole and
+  // partial blocks of 512 (padded to 128), one block of 32 x 32 x 32.
+  func.call @case(%i96, %i601, %i1000, %t) : (index, index, index, i1) -> ()
+  func.call @case(%i129, %i64, %i1537, %t) : (index, index, index, i1) -> ()
+  func.call @case(%i64, %i32, %i32, %t) : (index, index, index, i1) -> ()
   func.call @case(%i1, %i1, %i1, %f) : (index, index, index, i1) -> ()
   func.call @case(%i3, %i17, %i15, %f) : (index, index, index, i1) -> ()
   func.call @case(%i7, %i65, %i257, %f) : (index, index, index, i1) -> ()

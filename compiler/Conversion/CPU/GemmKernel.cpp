@@ -111,6 +111,7 @@ struct GemmEmitter {
   Location loc;
   Value A, B, C;
   bool bTransposed; ///< B is [N, K]
+  bool amx = false; ///< B [N, K] GEMMs of kAmxGemmRows rows on AMX tiles
   int64_t W, NV, R;
   VectorType vt, vmask;
   Value M, N, K;
@@ -225,10 +226,45 @@ struct GemmEmitter {
       panels();
       return;
     }
-    Value small = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, M,
-                                        idx(kDotRows));
+    auto avx = [&] {
+      Value small = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, M,
+                                          idx(kDotRows));
+      ifElse(
+          small, [&] { dotColumns(); }, [&] { panels(); });
+    };
+    if (!amx) {
+      avx();
+      return;
+    }
+    // Enough rows for the W pack to pay, and the tile state granted (asked
+    // only then: decode never asks).
+    auto module =
+        b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+    Value many = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, M,
+                                       idx(kAmxGemmRows));
+    auto tiles = scf::IfOp::create(b, loc, TypeRange{b.getI1Type()}, many,
+                                   /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&tiles.getThenRegion().front());
+      Value ready = emitAmxReady(b, loc, module);
+      scf::YieldOp::create(b, loc, ready);
+      b.setInsertionPointToStart(&tiles.getElseRegion().front());
+      Value no = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+      scf::YieldOp::create(b, loc, no);
+    }
     ifElse(
-        small, [&] { dotColumns(); }, [&] { panels(); });
+        tiles.getResult(0),
+        [&] {
+          func::FuncOp fn = getOrCreateAmxGemm(b, loc, module);
+          SmallVector<Value> args = {A, B, C};
+          for (auto [v, t] : llvm::zip(args, fn.getArgumentTypes()))
+            if (v.getType() != t)
+              v = memref::CastOp::create(b, loc, t, v);
+          args.push_back(maxThreads());
+          func::CallOp::create(b, loc, fn, args);
+        },
+        avx);
   }
 
   //===--------------------------------------------------------------------===//
@@ -792,7 +828,8 @@ bool mlir::attn::gemmKernelSwaps(Operation *matmul, int64_t lanes) {
 }
 
 void mlir::attn::emitGemmKernel(OpBuilder &b, Operation *matmul, int64_t lanes,
-                                func::FuncOp generic) {
+                                func::FuncOp generic, bool amx) {
   GemmEmitter e(b, cast<linalg::MatmulOp>(matmul), lanes);
+  e.amx = amx && lanes == 16;
   e.emit(generic);
 }

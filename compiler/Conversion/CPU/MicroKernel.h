@@ -119,8 +119,32 @@ bool gemmKernelHandles(Operation *op);
 /// operands of any sizes and strides, the operand-swapped kernel (B [N, K],
 /// 8 to 48 rows, 16 lanes) instead, else a call of `generic`. `matmul` is
 /// left for the caller to erase.
+///
+/// With `amx` (16 lanes; the target has amx-tile and amx-bf16) the generic
+/// function runs B [N, K] GEMMs of at least kAmxGemmRows rows on AMX tiles
+/// (GemmAmx.cpp) where the OS grants the tile state.
 void emitGemmKernel(OpBuilder &b, Operation *matmul, int64_t lanes,
-                    func::FuncOp generic = {});
+                    func::FuncOp generic = {}, bool amx = false);
+
+/// Rows of A from which a B [N, K] GEMM runs on AMX tiles: its W pack
+/// (split into bf16 parts, interleaved by pairs) serves all of them.
+constexpr int64_t kAmxGemmRows = 64;
+
+/// The module's function attn_gemm_amx(A, B, C, threads): C[M, N] +=
+/// A[M, K] · B[N, K]ᵀ, f32, on AMX tiles with each operand split into three
+/// bf16 parts (f32 accuracy), all sizes and row strides dynamic
+/// (memref<?x?xf32, strided<[?, 1], offset: ?>>); created on first use.
+func::FuncOp getOrCreateAmxGemm(OpBuilder &b, Location loc, ModuleOp module);
+
+/// True once Linux has granted this process the AMX tile state: asks it
+/// (arch_prctl, an inline syscall) on the first call, remembered in the
+/// module's global attn_amx_state.
+Value emitAmxReady(OpBuilder &b, Location loc, ModuleOp module);
+
+/// x (f32 lanes) as `parts` bf16 vectors whose sum is x (three parts: to
+/// within 2^-27·|x|), each rounded to nearest from what the others left.
+SmallVector<Value> splitToBF16(OpBuilder &b, Location loc, Value x,
+                               int64_t parts);
 /// True when emitGemmKernel gives `matmul`'s rows an operand-swapped kernel
 /// at `lanes` (B [N, K], 16 lanes).
 bool gemmKernelSwaps(Operation *matmul, int64_t lanes);

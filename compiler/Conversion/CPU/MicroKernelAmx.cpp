@@ -89,8 +89,13 @@ Value Emitter::amxView(Value buf, ArrayRef<int64_t> shape, Type elt) {
 }
 
 Value Emitter::amxReady() {
+  return emitAmxReady(b, loc, op->getParentOfType<ModuleOp>());
+}
+
+} // namespace mlir::attn::microkernel
+
+Value mlir::attn::emitAmxReady(OpBuilder &b, Location loc, ModuleOp module) {
   // One flag per module: 0 not asked yet, 1 granted, 2 refused.
-  auto module = op->getParentOfType<ModuleOp>();
   Type i32 = b.getI32Type();
   auto ty = MemRefType::get({}, i32);
   StringRef name = "attn_amx_state";
@@ -144,21 +149,28 @@ Value Emitter::amxReady() {
                                ask.getResult(0), one);
 }
 
-/// x (f32 lanes) as kSplits bf16 parts whose sum is x to f32 accuracy.
-SmallVector<Value> Emitter::splitBF16(Value x) {
+SmallVector<Value> mlir::attn::splitToBF16(OpBuilder &b, Location loc, Value x,
+                                           int64_t parts) {
   auto half = VectorType::get(cast<VectorType>(x.getType()).getShape(),
                               b.getBF16Type());
-  SmallVector<Value> parts;
+  SmallVector<Value> out;
   Value rest = x;
-  for (int64_t s = 0; s < kSplits; ++s) {
+  for (int64_t s = 0; s < parts; ++s) {
     Value p = arith::TruncFOp::create(b, loc, half, rest);
-    parts.push_back(p);
-    if (s + 1 < kSplits) {
+    out.push_back(p);
+    if (s + 1 < parts) {
       Value back = arith::ExtFOp::create(b, loc, rest.getType(), p);
       rest = arith::SubFOp::create(b, loc, rest, back);
     }
   }
-  return parts;
+  return out;
+}
+
+namespace mlir::attn::microkernel {
+
+/// x (f32 lanes) as kSplits bf16 parts whose sum is x to f32 accuracy.
+SmallVector<Value> Emitter::splitBF16(Value x) {
+  return splitToBF16(b, loc, x, kSplits);
 }
 
 namespace {

@@ -291,7 +291,7 @@ void TileFunctions::lowerMatmul(Operation *matmul) {
     return functionFor(
         matmul, TypeRange{},
         [&](OpBuilder &fb, Operation *clone, ValueRange) {
-          emitGemmKernel(fb, clone, lanes, generic);
+          emitGemmKernel(fb, clone, lanes, generic, amx);
         },
         suffix);
   };

@@ -1,0 +1,467 @@
+//===- GemmAmx.cpp - f32 GEMMs on AMX tiles -------------------------------===//
+//
+// C[M, N] += A[M, K] · B[N, K]ᵀ in f32 on the AMX tile unit (Intel Sapphire
+// Rapids and later: amx-tile, amx-bf16): the projections and feed-forward
+// GEMMs of a prefill (nn.Linear weights, M = the tokens) when the generic
+// GEMM function (GemmKernel.cpp) has at least kAmxGemmRows rows and the OS
+// grants the tile state.
+//
+// A tile product (tdpbf16ps: 16×16 f32 += 16×32 bf16 · 32×16 bf16, one per
+// 16 cycles, 1,024 FLOP/cycle against the FMAs' 64) multiplies bf16 pairs
+// exactly and accumulates in f32. Each f32 operand is split into three
+// bf16 parts, x = x0 + x1 + x2 to within 2^-27·|x|, and the six products
+// of parts whose orders sum below 3 are kept (x0·y0, x0·y1, x1·y0, x0·y2,
+// x2·y0, x1·y1): the result keeps f32 accuracy (a standalone prototype:
+// error per sum of |terms| 7.6·10⁻⁸, OpenBLAS sgemm 5.2·10⁻⁸).
+//
+// Per block of kBlockK of K (K padded with zeros to whole steps):
+//   1. A parallel loop packs A's rows, 32 at a time, into the tiles'
+//      layout: per step of 32 k and part, 32 rows × 32 bf16 (two 1 KiB
+//      tiles, consecutive: tiles loaded from A's rows, 4 KiB apart, would
+//      share L1 sets), rows past M zero.
+//   2. A parallel loop over chunks of at most kMaxSpan columns: each packs
+//      its columns of B (per 16 columns, step and part, the VNNI tile of
+//      tdpbf16ps: row kk holds the pairs (B[n, 2kk], B[n, 2kk + 1]), a
+//      16×16 transpose of 32-bit pairs) into its own scratch, then per
+//      block of 32 rows of C and 32 of its columns: 2 × 2 C tiles over the
+//      block's steps, loaded from C and stored back every kStepsPerC steps;
+//      per step the six products of each tile, 6 B and 10 A tile loads for
+//      24 products. Blocks that cross M or N go through a 32 × 32 scratch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/CPU/MicroKernel.h"
+#include "compiler/Conversion/LoopBuilder.h"
+
+#include "mlir/Dialect/AMX/AMXDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+/// Parts of each f32 operand.
+constexpr int64_t kParts = 3;
+/// K per block: a 32-row block of packed A is 96 KiB, a chunk's packed B
+/// 768 KiB at kMaxSpan (the core's L2: 2 MiB).
+constexpr int64_t kBlockK = 512;
+/// Steps of 32 k between a C tile's load and store.
+constexpr int64_t kStepsPerC = 4;
+/// K is padded with zeros to a multiple of this.
+constexpr int64_t kUnitK = 32 * kStepsPerC;
+/// Steps of 32 k per block.
+constexpr int64_t kSteps = kBlockK / 32;
+/// Columns of C per parallel chunk, at most.
+constexpr int64_t kMaxSpan = 256;
+/// The products (part of A, part of B), ordered so that each B part is
+/// loaded once per step and A's part 0 is reused across B's parts 0 and 1.
+constexpr std::pair<int64_t, int64_t> kProducts[] = {{2, 0}, {1, 0}, {0, 0},
+                                                     {0, 1}, {1, 1}, {0, 2}};
+
+struct AmxGemm {
+  OpBuilder &b;
+  Location loc;
+  Value A, B, C, threads;
+  Value M, N, K;
+  Type f32, bf16;
+  VectorType vt, vhalf, vpair, vmask;
+  amx::TileType tileAB, tileC;
+  /// The block functions (blockBody).
+  func::FuncOp wholeFn, partialFn;
+
+  AmxGemm(OpBuilder &b, Location loc) : b(b), loc(loc) {
+    f32 = b.getF32Type();
+    bf16 = b.getBF16Type();
+    vt = VectorType::get({16}, f32);
+    vhalf = VectorType::get({16}, bf16);
+    vpair = VectorType::get({32}, bf16);
+    vmask = VectorType::get({16}, b.getI1Type());
+    tileAB = amx::TileType::get({16, 32}, bf16);
+    tileC = amx::TileType::get({16, 16}, f32);
+  }
+
+  Value idx(int64_t c) { return arith::ConstantIndexOp::create(b, loc, c); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  Value divUp(Value x, int64_t d) {
+    Value up = add(x, idx(d - 1));
+    return arith::DivUIOp::create(b, loc, up, idx(d));
+  }
+  Value lt(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, y);
+  }
+  Value le(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, x, y);
+  }
+  void loop(Value lb, Value ub, Value step, function_ref<void(Value)> body) {
+    buildForLoop(b, loc, lb, ub, step, body);
+  }
+  void parallel(Value n, function_ref<void(Value)> body) {
+    Value zero = idx(0), one = idx(1);
+    auto par = scf::ParallelOp::create(b, loc, ValueRange{zero}, ValueRange{n},
+                                       ValueRange{one});
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(par.getBody());
+    body(par.getInductionVars()[0]);
+  }
+  void ifElse(Value cond, function_ref<void()> then,
+              function_ref<void()> otherwise) {
+    auto ifOp = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    then();
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    otherwise();
+  }
+  /// A 64-byte aligned buffer of `rows` rows of 64 bytes, as [rows, 32]
+  /// bf16 (the tiles) and [rows, 16] f32 (the transposes' stores).
+  std::pair<Value, Value> tileBuffer(Value rows) {
+    Value bytes = mul(rows, idx(64));
+    Value raw = memref::AllocOp::create(
+        b, loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type()),
+        ValueRange{bytes}, b.getI64IntegerAttr(64));
+    Value zero = idx(0);
+    auto asBF16 = MemRefType::get({ShapedType::kDynamic, 32}, bf16);
+    auto asF32 = MemRefType::get({ShapedType::kDynamic, 16}, f32);
+    Value tiles =
+        memref::ViewOp::create(b, loc, asBF16, raw, zero, ValueRange{rows});
+    Value words =
+        memref::ViewOp::create(b, loc, asF32, raw, zero, ValueRange{rows});
+    return {tiles, words};
+  }
+
+  /// mem[row, col .. col + 16) where row < rows and col + lane < cols,
+  /// zero elsewhere (row clamped into mem: no lane is read past it).
+  Value loadClamped(Value mem, Value row, Value rows, Value col, Value cols) {
+    Value inRows = lt(row, rows);
+    Value lastRow = sub(rows, idx(1));
+    Value r = min(row, lastRow);
+    Value left = sub(cols, col);
+    Value zero = idx(0);
+    Value lanes = max(left, zero);
+    Value n = arith::SelectOp::create(b, loc, inRows, lanes, zero);
+    Value mask = vector::CreateMaskOp::create(b, loc, vmask, ValueRange{n});
+    Value pass = arith::ConstantOp::create(
+        b, loc, vt, DenseElementsAttr::get(vt, b.getF32FloatAttr(0.0)));
+    return vector::MaskedLoadOp::create(b, loc, vt, mem, ValueRange{r, col},
+                                        mask, pass);
+  }
+
+  /// Part `part` of mem[row, col .. col + 32) (clamped as loadClamped) as
+  /// 32 bf16.
+  Value splitPair(Value mem, Value row, Value rows, Value col, Value cols,
+                  int64_t part) {
+    Value x0 = loadClamped(mem, row, rows, col, cols);
+    Value col16 = add(col, idx(16));
+    Value x1 = loadClamped(mem, row, rows, col16, cols);
+    Value lo = splitToBF16(b, loc, x0, part + 1)[part];
+    Value hi = splitToBF16(b, loc, x1, part + 1)[part];
+    SmallVector<int64_t> order(32);
+    for (int64_t i = 0; i < 32; ++i)
+      order[i] = i;
+    return vector::ShuffleOp::create(b, loc, lo, hi, order);
+  }
+
+  /// The packed A block of rows [32·mb, 32·mb + 32) and k [k0, k0 + 32·
+  /// steps): row ((mb·kSteps + s)·kParts + p)·32 + r of `ap` holds part p
+  /// of A[32·mb + r, k0 + 32·s .. + 32).
+  void packA(Value ap, Value mb, Value k0, Value steps) {
+    Value zero = idx(0), one = idx(1);
+    Value m0 = mul(mb, idx(32));
+    loop(zero, steps, one, [&](Value s) {
+      Value ks = mul(s, idx(32));
+      Value k = add(k0, ks);
+      Value blockStep = add(mul(mb, idx(kSteps)), s);
+      Value base = mul(blockStep, idx(kParts * 32));
+      loop(zero, idx(32), one, [&](Value r) {
+        Value m = add(m0, r);
+        Value x0 = loadClamped(A, m, M, k, K);
+        Value k16 = add(k, idx(16));
+        Value x1 = loadClamped(A, m, M, k16, K);
+        SmallVector<Value> p0 = splitToBF16(b, loc, x0, kParts);
+        SmallVector<Value> p1 = splitToBF16(b, loc, x1, kParts);
+        for (int64_t p = 0; p < kParts; ++p) {
+          Value row = add(base, add(idx(p * 32), r));
+          vector::StoreOp::create(b, loc, p0[p], ap, ValueRange{row, zero});
+          Value c16 = idx(16);
+          vector::StoreOp::create(b, loc, p1[p], ap, ValueRange{row, c16});
+        }
+      });
+    });
+  }
+
+  /// B's columns [c0, c0 + 32·panels) and k [k0, k0 + 32·steps) packed
+  /// into `bw` (the f32 view of the chunk's buffer): row ((j·kSteps + s)·
+  /// kParts + p)·32 + 16h + kk holds, for the 16 columns n = c0 + 32j +
+  /// 16h + i, the pairs of part p of B[n, k0 + 32s + 2kk .. + 2].
+  void packB(Value bw, Value c0, Value panels, Value k0, Value steps) {
+    Value zero = idx(0), one = idx(1);
+    auto square = VectorType::get({16, 16}, f32);
+    loop(zero, panels, one, [&](Value j) {
+      loop(zero, steps, one, [&](Value s) {
+        Value ks = mul(s, idx(32));
+        Value k = add(k0, ks);
+        Value panelStep = add(mul(j, idx(kSteps)), s);
+        Value base = mul(panelStep, idx(kParts * 32));
+        Value jc = mul(j, idx(32));
+        Value panelCol = add(c0, jc);
+        for (int64_t h = 0; h < 2; ++h)
+          for (int64_t p = 0; p < kParts; ++p) {
+            Value n0 = add(panelCol, idx(16 * h));
+            storeTransposedBlock(
+                b, loc, square,
+                [&](int64_t i) {
+                  Value n = add(n0, idx(i));
+                  Value pairs = splitPair(B, n, N, k, K, p);
+                  return vector::BitCastOp::create(b, loc, vt, pairs)
+                      .getResult();
+                },
+                bw, add(base, idx(p * 32 + 16 * h)), zero);
+          }
+      });
+    });
+  }
+
+  /// Per step s, the six products of each of the 2 × 2 C tiles `c`, A's
+  /// tiles from row aRow + s·kParts·32 of `ap`, B's from bRow + ... of `bp`.
+  void step(SmallVectorImpl<Value> &c, Value ap, Value bp, Value aRow,
+            Value bRow, Value s) {
+    Value zero = idx(0);
+    Value stepRows = idx(kParts * 32);
+    Value sRows = mul(s, stepRows);
+    Value aStep = add(aRow, sRows);
+    Value bStep = add(bRow, sRows);
+    int64_t curA = -1, curB = -1;
+    Value aT[2], bT[2];
+    for (auto [pa, pb] : kProducts) {
+      if (pb != curB) {
+        for (int64_t g = 0; g < 2; ++g) {
+          Value row = add(bStep, idx(pb * 32 + 16 * g));
+          bT[g] = amx::TileLoadOp::create(b, loc, tileAB, bp,
+                                          ValueRange{row, zero}, Value());
+        }
+        curB = pb;
+      }
+      if (pa != curA) {
+        for (int64_t h = 0; h < 2; ++h) {
+          Value row = add(aStep, idx(pa * 32 + 16 * h));
+          aT[h] = amx::TileLoadOp::create(b, loc, tileAB, ap,
+                                          ValueRange{row, zero}, Value());
+        }
+        curA = pa;
+      }
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t g = 0; g < 2; ++g)
+          c[2 * h + g] = amx::TileMulFOp::create(b, loc, tileC, aT[h], bT[g],
+                                                 c[2 * h + g]);
+    }
+  }
+
+  /// The body of a block function (args: cmem, r0, c0, ap, bp, aRow, bRow
+  /// and, for the partial block, units): C tiles [r0, r0 + 32) × [c0, c0 +
+  /// 32) of `cmem` += the products of `steps` steps (kSteps, unrolled: the
+  /// C tiles loaded and stored once) or units × kStepsPerC steps (the C
+  /// tiles loaded and stored every kStepsPerC: tiles do not cross a loop).
+  void blockBody(ValueRange args, bool whole) {
+    Value cmem = args[0], r0 = args[1], c0 = args[2], ap = args[3],
+          bp = args[4], aRow = args[5], bRow = args[6];
+    SmallVector<Value> rows, cols;
+    for (int64_t h = 0; h < 2; ++h) {
+      rows.push_back(add(r0, idx(16 * h)));
+      cols.push_back(add(c0, idx(16 * h)));
+    }
+    auto run = [&](Value s0, int64_t steps) {
+      SmallVector<Value> c;
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t g = 0; g < 2; ++g)
+          c.push_back(amx::TileLoadOp::create(
+              b, loc, tileC, cmem, ValueRange{rows[h], cols[g]}, Value()));
+      for (int64_t t = 0; t < steps; ++t) {
+        Value s = add(s0, idx(t));
+        step(c, ap, bp, aRow, bRow, s);
+      }
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t g = 0; g < 2; ++g)
+          amx::TileStoreOp::create(b, loc, cmem, ValueRange{rows[h], cols[g]},
+                                   c[2 * h + g], Value());
+    };
+    if (whole) {
+      run(idx(0), kSteps);
+      return;
+    }
+    Value units = args[7];
+    loop(idx(0), units, idx(1), [&](Value u) {
+      Value s0 = mul(u, idx(kStepsPerC));
+      run(s0, kStepsPerC);
+    });
+  }
+
+  /// C tiles [r0, r0 + 32) × [c0, c0 + 32) of `cmem` += the products of
+  /// A's packed block mb and B's packed panel j over `steps` steps, in a
+  /// call of `whole` (kSteps steps) or `partial`.
+  void block(Value cmem, Value r0, Value c0, Value ap, Value bp, Value mb,
+             Value j, Value steps) {
+    Value blockRows = idx(kSteps * kParts * 32);
+    Value aRow = mul(mb, blockRows);
+    Value bRow = mul(j, blockRows);
+    Type dynTy = wholeFn.getArgumentTypes()[0];
+    if (cmem.getType() != dynTy)
+      cmem = memref::CastOp::create(b, loc, dynTy, cmem);
+    SmallVector<Value> args = {cmem, r0, c0, ap, bp, aRow, bRow};
+    Value isWhole = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          steps, idx(kSteps));
+    ifElse(
+        isWhole, [&] { func::CallOp::create(b, loc, wholeFn, args); },
+        [&] {
+          Value units = arith::DivUIOp::create(b, loc, steps, idx(kStepsPerC));
+          args.push_back(units);
+          func::CallOp::create(b, loc, partialFn, args);
+        });
+  }
+
+  /// A block of C that crosses M or N: its part in C copied into a 32 × 32
+  /// scratch (zero elsewhere), the products there, the part copied back.
+  void edgeBlock(Value scratch, Value m0, Value n0, Value ap, Value bp,
+                 Value mb, Value j, Value steps) {
+    Value zero = idx(0), one = idx(1);
+    auto copy = [&](bool in) {
+      loop(zero, idx(32), one, [&](Value r) {
+        Value m = add(m0, r);
+        for (int64_t v = 0; v < 2; ++v) {
+          Value col = add(n0, idx(16 * v));
+          Value sc = idx(16 * v);
+          if (in) {
+            Value x = loadClamped(C, m, M, col, N);
+            vector::StoreOp::create(b, loc, x, scratch, ValueRange{r, sc});
+            continue;
+          }
+          Value inRows = lt(m, M);
+          Value left = max(sub(N, col), zero);
+          Value n = arith::SelectOp::create(b, loc, inRows, left, zero);
+          Value mask =
+              vector::CreateMaskOp::create(b, loc, vmask, ValueRange{n});
+          Value lastRow = sub(M, one);
+          Value row = min(m, lastRow);
+          Value x =
+              vector::LoadOp::create(b, loc, vt, scratch, ValueRange{r, sc});
+          vector::MaskedStoreOp::create(b, loc, C, ValueRange{row, col}, mask,
+                                        x);
+        }
+      });
+    };
+    copy(true);
+    block(scratch, zero, zero, ap, bp, mb, j, steps);
+    copy(false);
+  }
+
+  /// The function's body (A, B, C, threads set).
+  void emit() {
+    M = memref::DimOp::create(b, loc, C, 0);
+    N = memref::DimOp::create(b, loc, C, 1);
+    K = memref::DimOp::create(b, loc, A, 1);
+    Value zero = idx(0), one = idx(1);
+    Value unitK = idx(kUnitK);
+    Value kPadded = mul(divUp(K, kUnitK), unitK);
+    Value mBlocks = divUp(M, 32);
+    // Chunks of whole 32-column panels, at most kMaxSpan columns, at least
+    // as many as there are threads when N allows.
+    Value someThreads = max(threads, one);
+    Value nUp = add(N, sub(someThreads, one));
+    Value perThread = arith::DivUIOp::create(b, loc, nUp, someThreads);
+    Value c32 = idx(32), maxSpan = idx(kMaxSpan);
+    Value span0 = mul(divUp(perThread, 32), c32);
+    Value span = max(min(span0, maxSpan), c32);
+    Value spanUp = add(N, sub(span, one));
+    Value chunks = arith::DivUIOp::create(b, loc, spanUp, span);
+    Value apRows = mul(mBlocks, idx(kSteps * kParts * 32));
+    Value ap = tileBuffer(apRows).first;
+    loop(zero, kPadded, idx(kBlockK), [&](Value k0) {
+      Value blockK = idx(kBlockK);
+      Value kc = min(sub(kPadded, k0), blockK);
+      Value steps = arith::DivUIOp::create(b, loc, kc, idx(32));
+      parallel(mBlocks, [&](Value mb) { packA(ap, mb, k0, steps); });
+      parallel(chunks, [&](Value chunk) {
+        Value c0 = mul(chunk, span);
+        Value cEnd = min(add(c0, span), N);
+        Value panels = divUp(sub(cEnd, c0), 32);
+        Value bpRows = mul(panels, idx(kSteps * kParts * 32));
+        auto [bpTiles, bpWords] = tileBuffer(bpRows);
+        Value bp = bpTiles, bw = bpWords;
+        packB(bw, c0, panels, k0, steps);
+        auto scratchTy = MemRefType::get({32, 32}, f32);
+        Value scratch = memref::AllocaOp::create(b, loc, scratchTy,
+                                                 b.getI64IntegerAttr(64));
+        loop(zero, mBlocks, one, [&](Value mb) {
+          Value m0 = mul(mb, idx(32));
+          Value mEnd = add(m0, idx(32));
+          Value fullRows = le(mEnd, M);
+          loop(zero, panels, one, [&](Value j) {
+            Value n0 = add(c0, mul(j, idx(32)));
+            Value nEnd = add(n0, idx(32));
+            Value fullCols = le(nEnd, N);
+            Value full = arith::AndIOp::create(b, loc, fullRows, fullCols);
+            ifElse(
+                full, [&] { block(C, m0, n0, ap, bp, mb, j, steps); },
+                [&] { edgeBlock(scratch, m0, n0, ap, bp, mb, j, steps); });
+          });
+        });
+      });
+    });
+  }
+};
+
+} // namespace
+
+func::FuncOp mlir::attn::getOrCreateAmxGemm(OpBuilder &b, Location loc,
+                                            ModuleOp module) {
+  StringRef name = "attn_gemm_amx";
+  int64_t dyn = ShapedType::kDynamic;
+  auto layout = StridedLayoutAttr::get(b.getContext(), dyn, {dyn, 1});
+  auto matrix = MemRefType::get({dyn, dyn}, b.getF32Type(), layout);
+  auto type = b.getFunctionType({matrix, matrix, matrix, b.getIndexType()}, {});
+  if (auto fn = module.lookupSymbol<func::FuncOp>(name);
+      fn && fn.getFunctionType() == type)
+    return fn;
+  SymbolTable symbols(module);
+  // The block functions: (cmem, r0, c0, ap, bp, aRow, bRow[, units]).
+  Type index = b.getIndexType();
+  auto tiles = MemRefType::get({dyn, 32}, b.getBF16Type());
+  SmallVector<Type> blockArgs = {matrix, index, index, tiles,
+                                 tiles,  index, index};
+  auto makeBlock = [&](StringRef blockName, bool whole) {
+    SmallVector<Type> argTypes = blockArgs;
+    if (!whole)
+      argTypes.push_back(index);
+    func::FuncOp f = createKernelFunction(symbols, loc, blockName,
+                                          b.getFunctionType(argTypes, {}));
+    Block *entry = &f.getBody().front();
+    OpBuilder bb = OpBuilder::atBlockBegin(entry);
+    AmxGemm e(bb, loc);
+    e.blockBody(entry->getArguments(), whole);
+    func::ReturnOp::create(bb, loc);
+    return f;
+  };
+  func::FuncOp wholeFn = makeBlock("attn_gemm_amx_block", true);
+  func::FuncOp partialFn = makeBlock("attn_gemm_amx_block_partial", false);
+  func::FuncOp fn = createKernelFunction(symbols, loc, name, type);
+  Block *body = &fn.getBody().front();
+  OpBuilder fb = OpBuilder::atBlockBegin(body);
+  AmxGemm g(fb, loc);
+  g.wholeFn = wholeFn;
+  g.partialFn = partialFn;
+  g.A = body->getArgument(0);
+  g.B = body->getArgument(1);
+  g.C = body->getArgument(2);
+  g.threads = body->getArgument(3);
+  g.emit();
+  func::ReturnOp::create(fb, loc);
+  return fn;
+}
