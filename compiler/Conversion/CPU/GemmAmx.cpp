@@ -465,3 +465,40 @@ func::FuncOp mlir::attn::getOrCreateAmxGemm(OpBuilder &b, Location loc,
   func::ReturnOp::create(fb, loc);
   return fn;
 }
+
+void mlir::attn::emitAmxGemmOr(OpBuilder &b, Location loc, Value A, Value B,
+                               Value C, Value threads,
+                               function_ref<void()> otherwise) {
+  // Enough rows for the B pack to pay, and the tile state granted (asked
+  // only then: decode never asks).
+  auto module =
+      b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  Value M = memref::DimOp::create(b, loc, C, 0);
+  Value bound = arith::ConstantIndexOp::create(b, loc, kAmxGemmRows);
+  Value many =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, M, bound);
+  auto tiles = scf::IfOp::create(b, loc, TypeRange{b.getI1Type()}, many,
+                                 /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&tiles.getThenRegion().front());
+    Value ready = emitAmxReady(b, loc, module);
+    scf::YieldOp::create(b, loc, ready);
+    b.setInsertionPointToStart(&tiles.getElseRegion().front());
+    Value no = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+    scf::YieldOp::create(b, loc, no);
+  }
+  auto use = scf::IfOp::create(b, loc, tiles.getResult(0),
+                               /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(&use.getThenRegion().front());
+  func::FuncOp fn = getOrCreateAmxGemm(b, loc, module);
+  SmallVector<Value> args = {A, B, C};
+  for (auto [v, t] : llvm::zip(args, fn.getArgumentTypes()))
+    if (v.getType() != t)
+      v = memref::CastOp::create(b, loc, t, v);
+  args.push_back(threads);
+  func::CallOp::create(b, loc, fn, args);
+  b.setInsertionPointToStart(&use.getElseRegion().front());
+  otherwise();
+}

@@ -41,15 +41,9 @@
 // accumulators passed through a [W, 16·vectors] buffer per chunk. Measured
 // against the panels (64 experts' [1024, 2048] weights, alternated, before
 // the chunks): 16 rows 1.4× faster, 40 rows ~1.1×, 64 rows 5% slower
-// (hence the bound of 48).
-//
-// Measured on a Zen 5 (attn-bench --layers) with R = 4: Llama 3.2 1B's
-// SwiGLU at S = 512, 51.5 GFLOP, ran at 72-78% of the FMA peak, as fast as
-// OpenBLAS sgemm on the same shapes. R = 6 then spilled in the inner loop
-// (LLVM hoisted the broadcasts); with LLVM 22 it does not, and on an Intel
-// core with two 512-bit FMA units (whose loads compete with its FMAs more:
-// attn-bench --ceiling) it made the same SwiGLU 1.08x faster (230.7-248.1
-// -> 260.8-264.3 GFLOP/s, 3 alternated rounds; OpenBLAS 304-346).
+// (hence the bound of 48). Measured: docs/benchmarks.md, "Whole transformer
+// layers". With `amx`, 64 rows or more of a B [N, K] GEMM run on AMX tiles
+// (GemmAmx.cpp).
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Conversion/CPU/MicroKernel.h"
@@ -111,7 +105,7 @@ struct GemmEmitter {
   Location loc;
   Value A, B, C;
   bool bTransposed; ///< B is [N, K]
-  bool amx = false; ///< B [N, K] GEMMs of kAmxGemmRows rows on AMX tiles
+  bool amx = false; ///< B [N, K], kAmxGemmRows rows or more: AMX tiles
   int64_t W, NV, R;
   VectorType vt, vmask;
   Value M, N, K;
@@ -232,39 +226,10 @@ struct GemmEmitter {
       ifElse(
           small, [&] { dotColumns(); }, [&] { panels(); });
     };
-    if (!amx) {
+    if (amx)
+      emitAmxGemmOr(b, loc, A, B, C, maxThreads(), avx);
+    else
       avx();
-      return;
-    }
-    // Enough rows for the W pack to pay, and the tile state granted (asked
-    // only then: decode never asks).
-    auto module =
-        b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
-    Value many = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, M,
-                                       idx(kAmxGemmRows));
-    auto tiles = scf::IfOp::create(b, loc, TypeRange{b.getI1Type()}, many,
-                                   /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(&tiles.getThenRegion().front());
-      Value ready = emitAmxReady(b, loc, module);
-      scf::YieldOp::create(b, loc, ready);
-      b.setInsertionPointToStart(&tiles.getElseRegion().front());
-      Value no = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
-      scf::YieldOp::create(b, loc, no);
-    }
-    ifElse(
-        tiles.getResult(0),
-        [&] {
-          func::FuncOp fn = getOrCreateAmxGemm(b, loc, module);
-          SmallVector<Value> args = {A, B, C};
-          for (auto [v, t] : llvm::zip(args, fn.getArgumentTypes()))
-            if (v.getType() != t)
-              v = memref::CastOp::create(b, loc, t, v);
-          args.push_back(maxThreads());
-          func::CallOp::create(b, loc, fn, args);
-        },
-        avx);
   }
 
   //===--------------------------------------------------------------------===//

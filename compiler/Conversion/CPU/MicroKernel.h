@@ -136,6 +136,11 @@ constexpr int64_t kAmxGemmRows = 64;
 /// (memref<?x?xf32, strided<[?, 1], offset: ?>>); created on first use.
 func::FuncOp getOrCreateAmxGemm(OpBuilder &b, Location loc, ModuleOp module);
 
+/// From kAmxGemmRows rows of C where the tile state is granted, a call of
+/// attn_gemm_amx(A, B, C, threads); else what `otherwise` builds.
+void emitAmxGemmOr(OpBuilder &b, Location loc, Value A, Value B, Value C,
+                   Value threads, function_ref<void()> otherwise);
+
 /// True once Linux has granted this process the AMX tile state: asks it
 /// (arch_prctl, an inline syscall) on the first call, remembered in the
 /// module's global attn_amx_state.

@@ -410,7 +410,7 @@ struct Emitter {
   /// Grouped decode of a bf16 cache on AMX tiles (MicroKernelAmx.cpp):
   /// `amx` when amxDecodeApplies, with its scratch (allocateAmxScratch).
   bool amx = false;
-  SmallVector<Value> amxBufs;
+  SmallVector<Value> amxBufs = {};
   /// `buf` (i8, 64-byte aligned) as a static [shape] of `elt`.
   Value amxView(Value buf, ArrayRef<int64_t> shape, Type elt);
   /// True once the OS has granted this process the tile data state: asked
