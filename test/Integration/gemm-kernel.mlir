@@ -26,8 +26,8 @@
 // RUN: %if amx %{ %mlir_runner %t.amx.mlir | FileCheck %s --implicit-check-not=BAD %}
 // RUN: %if amx %{ env OMP_NUM_THREADS=3 %mlir_runner %t.amx.mlir | FileCheck %s --implicit-check-not=BAD %}
 // AMXIR-DAG: llvm.func internal @attn_gemm_amx(
-// AMXIR-DAG: llvm.func internal @attn_gemm_amx_block(
-// AMXIR-DAG: llvm.func internal @attn_gemm_amx_block_partial(
+// AMXIR-DAG: llvm.func internal @attn_gemm_amx_chunk(
+// AMXIR-DAG: llvm.func internal @attn_gemm_amx_chunk_partial(
 // AMXIR-DAG: llvm.mlir.global private @attn_amx_state
 // AMXIR-DAG: llvm.call @attn_gemm_amx(
 // AMXIR-DAG: "llvm.x86.tdpbf16ps.internal"

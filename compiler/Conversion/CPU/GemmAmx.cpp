@@ -56,6 +56,8 @@ constexpr int64_t kStepsPerC = 4;
 constexpr int64_t kUnitK = 32 * kStepsPerC;
 /// Steps of 32 k per block.
 constexpr int64_t kSteps = kBlockK / 32;
+/// How many steps of 32 k ahead the B pack prefetches each row.
+constexpr int64_t kPackAhead = 4;
 /// Columns of C per parallel chunk, at most.
 constexpr int64_t kMaxSpan = 256;
 /// The products (part of A, part of B), ordered so that each B part is
@@ -71,7 +73,7 @@ struct AmxGemm {
   Type f32, bf16;
   VectorType vt, vhalf, vpair, vmask;
   amx::TileType tileAB, tileC;
-  /// The block functions (blockBody).
+  /// The chunk functions (chunkBody): whole K blocks, partial ones.
   func::FuncOp wholeFn, partialFn;
 
   AmxGemm(OpBuilder &b, Location loc) : b(b), loc(loc) {
@@ -123,11 +125,16 @@ struct AmxGemm {
   }
   /// A 64-byte aligned buffer of `rows` rows of 64 bytes, as [rows, 32]
   /// bf16 (the tiles) and [rows, 16] f32 (the transposes' stores).
-  std::pair<Value, Value> tileBuffer(Value rows) {
+  std::pair<Value, Value> tileBuffer(Value rows, bool stack = false) {
     Value bytes = mul(rows, idx(64));
-    Value raw = memref::AllocOp::create(
-        b, loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type()),
-        ValueRange{bytes}, b.getI64IntegerAttr(64));
+    auto rawTy = MemRefType::get({ShapedType::kDynamic}, b.getI8Type());
+    Value raw = stack
+                    ? memref::AllocaOp::create(b, loc, rawTy, ValueRange{bytes},
+                                               b.getI64IntegerAttr(64))
+                          .getResult()
+                    : memref::AllocOp::create(b, loc, rawTy, ValueRange{bytes},
+                                              b.getI64IntegerAttr(64))
+                          .getResult();
     Value zero = idx(0);
     auto asBF16 = MemRefType::get({ShapedType::kDynamic, 32}, bf16);
     auto asF32 = MemRefType::get({ShapedType::kDynamic, 16}, f32);
@@ -155,19 +162,12 @@ struct AmxGemm {
                                         mask, pass);
   }
 
-  /// Part `part` of mem[row, col .. col + 32) (clamped as loadClamped) as
-  /// 32 bf16.
-  Value splitPair(Value mem, Value row, Value rows, Value col, Value cols,
-                  int64_t part) {
-    Value x0 = loadClamped(mem, row, rows, col, cols);
-    Value col16 = add(col, idx(16));
-    Value x1 = loadClamped(mem, row, rows, col16, cols);
-    Value lo = splitToBF16(b, loc, x0, part + 1)[part];
-    Value hi = splitToBF16(b, loc, x1, part + 1)[part];
-    SmallVector<int64_t> order(32);
-    for (int64_t i = 0; i < 32; ++i)
-      order[i] = i;
-    return vector::ShuffleOp::create(b, loc, lo, hi, order);
+  /// mem[row, col .. col + 16): clamped (loadClamped) or not.
+  Value loadRow(Value mem, Value row, Value rows, Value col, Value cols,
+                bool clamped) {
+    if (clamped)
+      return loadClamped(mem, row, rows, col, cols);
+    return vector::LoadOp::create(b, loc, vt, mem, ValueRange{row, col});
   }
 
   /// The packed A block of rows [32·mb, 32·mb + 32) and k [k0, k0 + 32·
@@ -203,29 +203,73 @@ struct AmxGemm {
   /// kParts + p)·32 + 16h + kk holds, for the 16 columns n = c0 + 32j +
   /// 16h + i, the pairs of part p of B[n, k0 + 32s + 2kk .. + 2].
   void packB(Value bw, Value c0, Value panels, Value k0, Value steps) {
-    Value zero = idx(0), one = idx(1);
+    Value zero = idx(0), one = idx(1), c16 = idx(16);
+    Value lastCol = sub(K, one);
     auto square = VectorType::get({16, 16}, f32);
+    // The 16 rows' parts, split once: [kParts·16, 32] bf16 (rows of 32
+    // bf16, read back as 16 f32 words by the transposes).
+    std::pair<Value, Value> rowsBuf = tileBuffer(idx(kParts * 16), true);
+    Value rowsTiles = rowsBuf.first, rowsWords = rowsBuf.second;
+    SmallVector<int64_t> order(32);
+    for (int64_t i = 0; i < 32; ++i)
+      order[i] = i;
     loop(zero, panels, one, [&](Value j) {
       loop(zero, steps, one, [&](Value s) {
         Value ks = mul(s, idx(32));
         Value k = add(k0, ks);
+        Value k16 = add(k, c16);
+        Value kEnd = add(k, idx(32));
+        Value fullK = le(kEnd, K);
         Value panelStep = add(mul(j, idx(kSteps)), s);
         Value base = mul(panelStep, idx(kParts * 32));
         Value jc = mul(j, idx(32));
         Value panelCol = add(c0, jc);
-        for (int64_t h = 0; h < 2; ++h)
-          for (int64_t p = 0; p < kParts; ++p) {
-            Value n0 = add(panelCol, idx(16 * h));
+        for (int64_t h = 0; h < 2; ++h) {
+          Value n0 = add(panelCol, idx(16 * h));
+          Value nEnd = add(n0, c16);
+          Value fullN = le(nEnd, N);
+          Value inside = arith::AndIOp::create(b, loc, fullN, fullK);
+          auto split = [&](bool clamped) {
+            loop(zero, c16, one, [&](Value i) {
+              Value n = add(n0, i);
+              // The row's lines kPackAhead steps on (clamped into B): the
+              // pack otherwise waits on memory row by row (60% of its
+              // samples on its loads).
+              if (!clamped)
+                for (int64_t l = 0; l < 2; ++l) {
+                  Value ahead = add(k, idx(32 * kPackAhead + 16 * l));
+                  Value col = min(ahead, lastCol);
+                  memref::PrefetchOp::create(b, loc, B, ValueRange{n, col},
+                                             /*isWrite=*/false,
+                                             /*localityHint=*/3,
+                                             /*isDataCache=*/true);
+                }
+              Value x0 = loadRow(B, n, N, k, K, clamped);
+              Value x1 = loadRow(B, n, N, k16, K, clamped);
+              SmallVector<Value> p0 = splitToBF16(b, loc, x0, kParts);
+              SmallVector<Value> p1 = splitToBF16(b, loc, x1, kParts);
+              for (int64_t p = 0; p < kParts; ++p) {
+                Value pairs =
+                    vector::ShuffleOp::create(b, loc, p0[p], p1[p], order);
+                Value row = add(idx(16 * p), i);
+                vector::StoreOp::create(b, loc, pairs, rowsTiles,
+                                        ValueRange{row, zero});
+              }
+            });
+          };
+          ifElse(
+              inside, [&] { split(false); }, [&] { split(true); });
+          for (int64_t p = 0; p < kParts; ++p)
             storeTransposedBlock(
                 b, loc, square,
                 [&](int64_t i) {
-                  Value n = add(n0, idx(i));
-                  Value pairs = splitPair(B, n, N, k, K, p);
-                  return vector::BitCastOp::create(b, loc, vt, pairs)
+                  return vector::LoadOp::create(
+                             b, loc, vt, rowsWords,
+                             ValueRange{idx(16 * p + i), zero})
                       .getResult();
                 },
                 bw, add(base, idx(p * 32 + 16 * h)), zero);
-          }
+        }
       });
     });
   }
@@ -265,14 +309,13 @@ struct AmxGemm {
     }
   }
 
-  /// The body of a block function (args: cmem, r0, c0, ap, bp, aRow, bRow
-  /// and, for the partial block, units): C tiles [r0, r0 + 32) × [c0, c0 +
-  /// 32) of `cmem` += the products of `steps` steps (kSteps, unrolled: the
-  /// C tiles loaded and stored once) or units × kStepsPerC steps (the C
-  /// tiles loaded and stored every kStepsPerC: tiles do not cross a loop).
-  void blockBody(ValueRange args, bool whole) {
-    Value cmem = args[0], r0 = args[1], c0 = args[2], ap = args[3],
-          bp = args[4], aRow = args[5], bRow = args[6];
+  /// C tiles [r0, r0 + 32) × [c0, c0 + 32) of `cmem` += the products of
+  /// kSteps steps (no `units`: unrolled, the C tiles loaded and stored
+  /// once) or of units × kStepsPerC steps (the C tiles loaded and stored
+  /// every kStepsPerC: tiles do not cross a loop), A's tiles from row aRow
+  /// of `ap`, B's from row bRow of `bp`.
+  void block(Value cmem, Value r0, Value c0, Value ap, Value bp, Value aRow,
+             Value bRow, Value units) {
     SmallVector<Value> rows, cols;
     for (int64_t h = 0; h < 2; ++h) {
       rows.push_back(add(r0, idx(16 * h)));
@@ -293,73 +336,144 @@ struct AmxGemm {
           amx::TileStoreOp::create(b, loc, cmem, ValueRange{rows[h], cols[g]},
                                    c[2 * h + g], Value());
     };
-    if (whole) {
+    if (!units) {
       run(idx(0), kSteps);
       return;
     }
-    Value units = args[7];
     loop(idx(0), units, idx(1), [&](Value u) {
       Value s0 = mul(u, idx(kStepsPerC));
       run(s0, kStepsPerC);
     });
   }
 
-  /// C tiles [r0, r0 + 32) × [c0, c0 + 32) of `cmem` += the products of
-  /// A's packed block mb and B's packed panel j over `steps` steps, in a
-  /// call of `whole` (kSteps steps) or `partial`.
-  void block(Value cmem, Value r0, Value c0, Value ap, Value bp, Value mb,
-             Value j, Value steps) {
-    Value blockRows = idx(kSteps * kParts * 32);
-    Value aRow = mul(mb, blockRows);
-    Value bRow = mul(j, blockRows);
-    Type dynTy = wholeFn.getArgumentTypes()[0];
-    if (cmem.getType() != dynTy)
-      cmem = memref::CastOp::create(b, loc, dynTy, cmem);
-    SmallVector<Value> args = {cmem, r0, c0, ap, bp, aRow, bRow};
-    Value isWhole = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                          steps, idx(kSteps));
-    ifElse(
-        isWhole, [&] { func::CallOp::create(b, loc, wholeFn, args); },
-        [&] {
-          Value units = arith::DivUIOp::create(b, loc, steps, idx(kStepsPerC));
-          args.push_back(units);
-          func::CallOp::create(b, loc, partialFn, args);
-        });
+  /// C[m0 .. m0 + 32, n0 .. n0 + 32) (its part inside C) into `scratch`,
+  /// zero elsewhere (`in`), or back.
+  void copyEdge(Value scratch, Value m0, Value n0, bool in) {
+    Value zero = idx(0), one = idx(1);
+    loop(zero, idx(32), one, [&](Value r) {
+      Value m = add(m0, r);
+      for (int64_t v = 0; v < 2; ++v) {
+        Value col = add(n0, idx(16 * v));
+        Value sc = idx(16 * v);
+        if (in) {
+          Value x = loadClamped(C, m, M, col, N);
+          vector::StoreOp::create(b, loc, x, scratch, ValueRange{r, sc});
+          continue;
+        }
+        Value inRows = lt(m, M);
+        Value left = max(sub(N, col), zero);
+        Value n = arith::SelectOp::create(b, loc, inRows, left, zero);
+        Value mask = vector::CreateMaskOp::create(b, loc, vmask, ValueRange{n});
+        Value lastRow = sub(M, one);
+        Value row = min(m, lastRow);
+        Value x =
+            vector::LoadOp::create(b, loc, vt, scratch, ValueRange{r, sc});
+        vector::MaskedStoreOp::create(b, loc, C, ValueRange{row, col}, mask, x);
+      }
+    });
   }
 
-  /// A block of C that crosses M or N: its part in C copied into a 32 × 32
-  /// scratch (zero elsewhere), the products there, the part copied back.
-  void edgeBlock(Value scratch, Value m0, Value n0, Value ap, Value bp,
-                 Value mb, Value j, Value steps) {
+  /// The rows of C's next block (the next panel, or the first of the next
+  /// block of rows), clamped into C, prefetched into L1 while this block
+  /// runs: its tile loads, 16 rows a row stride apart, otherwise wait on
+  /// memory row by row (C is read once per K block).
+  void prefetchNextC(Value m0, Value n0, Value c0, Value j, Value panels) {
+    Value one = idx(1), c32 = idx(32);
+    Value j1 = add(j, one);
+    Value more = lt(j1, panels);
+    Value nNext = add(n0, c32);
+    Value mNext = add(m0, c32);
+    Value n = arith::SelectOp::create(b, loc, more, nNext, c0);
+    Value m = arith::SelectOp::create(b, loc, more, m0, mNext);
+    Value lastRow = sub(M, one), lastCol = sub(N, one);
+    Value n16 = add(n, idx(16));
+    SmallVector<Value> cols = {min(n, lastCol), min(n16, lastCol)};
+    loop(idx(0), c32, one, [&](Value r) {
+      Value row = min(add(m, r), lastRow);
+      for (Value col : cols)
+        memref::PrefetchOp::create(b, loc, C, ValueRange{row, col},
+                                   /*isWrite=*/true, /*localityHint=*/3,
+                                   /*isDataCache=*/true);
+    });
+  }
+
+  /// The body of a chunk function (args: C, ap, bp, scratch, c0, panels,
+  /// mBlocks, B, nextK[, units]): per block of 32 rows and panel of 32 columns,
+  /// the block's products (`block`; whole K blocks without `units`), blocks
+  /// that cross M or N through the 32 × 32 scratch. One call per chunk and
+  /// K block: the tile configuration is loaded once per call.
+  void chunkBody(ValueRange args, bool whole) {
+    C = args[0];
+    Value ap = args[1], bp = args[2], scratch = args[3], c0 = args[4],
+          panels = args[5], mBlocks = args[6];
+    B = args[7];
+    Value nextK = args[8];
+    Value units = whole ? Value() : args[9];
+    M = memref::DimOp::create(b, loc, C, 0);
+    N = memref::DimOp::create(b, loc, C, 1);
+    K = memref::DimOp::create(b, loc, B, 1);
     Value zero = idx(0), one = idx(1);
-    auto copy = [&](bool in) {
-      loop(zero, idx(32), one, [&](Value r) {
-        Value m = add(m0, r);
-        for (int64_t v = 0; v < 2; ++v) {
-          Value col = add(n0, idx(16 * v));
-          Value sc = idx(16 * v);
-          if (in) {
-            Value x = loadClamped(C, m, M, col, N);
-            vector::StoreOp::create(b, loc, x, scratch, ValueRange{r, sc});
-            continue;
-          }
-          Value inRows = lt(m, M);
-          Value left = max(sub(N, col), zero);
-          Value n = arith::SelectOp::create(b, loc, inRows, left, zero);
-          Value mask =
-              vector::CreateMaskOp::create(b, loc, vmask, ValueRange{n});
-          Value lastRow = sub(M, one);
-          Value row = min(m, lastRow);
-          Value x =
-              vector::LoadOp::create(b, loc, vt, scratch, ValueRange{r, sc});
-          vector::MaskedStoreOp::create(b, loc, C, ValueRange{row, col}, mask,
-                                        x);
+    Value blockRows = idx(kSteps * kParts * 32);
+    Type matrix = C.getType(), index = b.getIndexType();
+    // The chunk's rows of B for the next K block, prefetched into L2 a few
+    // rows per block of C (`per` rows: all of them over the chunk's
+    // blocks), so that the next pack reads them from cache: its loads from
+    // memory, not overlapped with any product, were ~20% of the time.
+    Value chunkEnd = add(c0, mul(panels, idx(32)));
+    Value cEnd = min(chunkEnd, N);
+    Value chunkRows = sub(cEnd, c0);
+    Value blocks = mul(mBlocks, panels);
+    Value someBlocks = max(blocks, one);
+    Value rowsUp = add(chunkRows, sub(someBlocks, one));
+    Value per = arith::DivUIOp::create(b, loc, rowsUp, someBlocks);
+    Value hasNext = lt(nextK, K);
+    Value nextEnd = min(add(nextK, idx(kBlockK)), K);
+    loop(zero, mBlocks, one, [&](Value mb) {
+      Value m0 = mul(mb, idx(32));
+      Value mEnd = add(m0, idx(32));
+      Value fullRows = le(mEnd, M);
+      Value aRow = mul(mb, blockRows);
+      loop(zero, panels, one, [&](Value j) {
+        auto next =
+            scf::IfOp::create(b, loc, hasNext, /*withElseRegion=*/false);
+        {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPointToStart(&next.getThenRegion().front());
+          Value t = add(mul(mb, panels), j);
+          Value r0 = add(c0, mul(t, per));
+          Value r1 = min(add(r0, per), cEnd);
+          loop(r0, r1, one, [&](Value n) {
+            loop(nextK, nextEnd, idx(16), [&](Value k) {
+              memref::PrefetchOp::create(b, loc, B, ValueRange{n, k},
+                                         /*isWrite=*/false, /*localityHint=*/2,
+                                         /*isDataCache=*/true);
+            });
+          });
         }
+        Value n0 = add(c0, mul(j, idx(32)));
+        Value nEnd = add(n0, idx(32));
+        Value fullCols = le(nEnd, N);
+        Value full = arith::AndIOp::create(b, loc, fullRows, fullCols);
+        Value bRow = mul(j, blockRows);
+        prefetchNextC(m0, n0, c0, j, panels);
+        auto where = scf::IfOp::create(b, loc, TypeRange{matrix, index, index},
+                                       full, /*withElseRegion=*/true);
+        {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPointToStart(&where.getThenRegion().front());
+          scf::YieldOp::create(b, loc, ValueRange{C, m0, n0});
+          b.setInsertionPointToStart(&where.getElseRegion().front());
+          copyEdge(scratch, m0, n0, /*in=*/true);
+          scf::YieldOp::create(b, loc, ValueRange{scratch, zero, zero});
+        }
+        block(where.getResult(0), where.getResult(1), where.getResult(2), ap,
+              bp, aRow, bRow, units);
+        auto back = scf::IfOp::create(b, loc, full, /*withElseRegion=*/true);
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(&back.getElseRegion().front());
+        copyEdge(scratch, m0, n0, /*in=*/false);
       });
-    };
-    copy(true);
-    block(scratch, zero, zero, ap, bp, mb, j, steps);
-    copy(false);
+    });
   }
 
   /// The function's body (A, B, C, threads set).
@@ -383,6 +497,7 @@ struct AmxGemm {
     Value chunks = arith::DivUIOp::create(b, loc, spanUp, span);
     Value apRows = mul(mBlocks, idx(kSteps * kParts * 32));
     Value ap = tileBuffer(apRows).first;
+    Type matrix = wholeFn.getArgumentTypes()[0];
     loop(zero, kPadded, idx(kBlockK), [&](Value k0) {
       Value blockK = idx(kBlockK);
       Value kc = min(sub(kPadded, k0), blockK);
@@ -394,25 +509,25 @@ struct AmxGemm {
         Value panels = divUp(sub(cEnd, c0), 32);
         Value bpRows = mul(panels, idx(kSteps * kParts * 32));
         auto [bpTiles, bpWords] = tileBuffer(bpRows);
-        Value bp = bpTiles, bw = bpWords;
-        packB(bw, c0, panels, k0, steps);
+        Value bp = bpTiles;
+        packB(bpWords, c0, panels, k0, steps);
         auto scratchTy = MemRefType::get({32, 32}, f32);
         Value scratch = memref::AllocaOp::create(b, loc, scratchTy,
                                                  b.getI64IntegerAttr(64));
-        loop(zero, mBlocks, one, [&](Value mb) {
-          Value m0 = mul(mb, idx(32));
-          Value mEnd = add(m0, idx(32));
-          Value fullRows = le(mEnd, M);
-          loop(zero, panels, one, [&](Value j) {
-            Value n0 = add(c0, mul(j, idx(32)));
-            Value nEnd = add(n0, idx(32));
-            Value fullCols = le(nEnd, N);
-            Value full = arith::AndIOp::create(b, loc, fullRows, fullCols);
-            ifElse(
-                full, [&] { block(C, m0, n0, ap, bp, mb, j, steps); },
-                [&] { edgeBlock(scratch, m0, n0, ap, bp, mb, j, steps); });
-          });
-        });
+        Value scratchDyn = memref::CastOp::create(b, loc, matrix, scratch);
+        Value nextK = add(k0, idx(kBlockK));
+        SmallVector<Value> args = {C,      ap,      bp, scratchDyn, c0,
+                                   panels, mBlocks, B,  nextK};
+        Value isWhole = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                              steps, idx(kSteps));
+        ifElse(
+            isWhole, [&] { func::CallOp::create(b, loc, wholeFn, args); },
+            [&] {
+              Value units =
+                  arith::DivUIOp::create(b, loc, steps, idx(kStepsPerC));
+              args.push_back(units);
+              func::CallOp::create(b, loc, partialFn, args);
+            });
       });
     });
   }
@@ -431,11 +546,12 @@ func::FuncOp mlir::attn::getOrCreateAmxGemm(OpBuilder &b, Location loc,
       fn && fn.getFunctionType() == type)
     return fn;
   SymbolTable symbols(module);
-  // The block functions: (cmem, r0, c0, ap, bp, aRow, bRow[, units]).
+  // The chunk functions: (C, ap, bp, scratch, c0, panels, mBlocks, B,
+  // nextK[, units]).
   Type index = b.getIndexType();
   auto tiles = MemRefType::get({dyn, 32}, b.getBF16Type());
-  SmallVector<Type> blockArgs = {matrix, index, index, tiles,
-                                 tiles,  index, index};
+  SmallVector<Type> blockArgs = {matrix, tiles, tiles,  matrix, index,
+                                 index,  index, matrix, index};
   auto makeBlock = [&](StringRef blockName, bool whole) {
     SmallVector<Type> argTypes = blockArgs;
     if (!whole)
@@ -445,12 +561,12 @@ func::FuncOp mlir::attn::getOrCreateAmxGemm(OpBuilder &b, Location loc,
     Block *entry = &f.getBody().front();
     OpBuilder bb = OpBuilder::atBlockBegin(entry);
     AmxGemm e(bb, loc);
-    e.blockBody(entry->getArguments(), whole);
+    e.chunkBody(entry->getArguments(), whole);
     func::ReturnOp::create(bb, loc);
     return f;
   };
-  func::FuncOp wholeFn = makeBlock("attn_gemm_amx_block", true);
-  func::FuncOp partialFn = makeBlock("attn_gemm_amx_block_partial", false);
+  func::FuncOp wholeFn = makeBlock("attn_gemm_amx_chunk", true);
+  func::FuncOp partialFn = makeBlock("attn_gemm_amx_chunk_partial", false);
   func::FuncOp fn = createKernelFunction(symbols, loc, name, type);
   Block *body = &fn.getBody().front();
   OpBuilder fb = OpBuilder::atBlockBegin(body);
