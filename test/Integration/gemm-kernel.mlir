@@ -15,6 +15,8 @@
 // With 7 threads the operand-swapped kernel cuts N into at least 7 chunks
 // (omp_get_max_threads), not ~256 columns each:
 // RUN: env OMP_NUM_THREADS=7 %mlir_runner %t.ll.mlir | FileCheck %s --implicit-check-not=BAD
+// On one thread (all panels on the main thread's stack):
+// RUN: env OMP_NUM_THREADS=1 %mlir_runner %t.ll.mlir | FileCheck %s --implicit-check-not=BAD
 // The AVX2 (8 lanes: 4x2 register blocks) and SSE (4 lanes) kernels:
 // RUN: attn-opt %s -attn-pipeline='stop-after=llvm-dialect reference=false vector-lanes=8' | %mlir_runner | FileCheck %s --implicit-check-not=BAD
 // RUN: attn-opt %s -attn-pipeline='stop-after=llvm-dialect reference=false vector-lanes=4' | %mlir_runner | FileCheck %s --implicit-check-not=BAD
@@ -36,6 +38,7 @@
 // IR-DAG: llvm.call @omp_get_max_threads()
 // IR-DAG: llvm.func internal @nn_gemm(
 
+// CHECK: OK
 // CHECK: OK
 // CHECK: OK
 // CHECK: OK
@@ -196,6 +199,8 @@ func.func @main() {
   %i129 = arith.constant 129 : index
   %i1000 = arith.constant 1000 : index
   %i1537 = arith.constant 1537 : index
+  %i50 = arith.constant 50 : index
+  %i20000 = arith.constant 20000 : index
   func.call @case(%i1, %i1, %i1, %t) : (index, index, index, i1) -> ()
   func.call @case(%i1, %i130, %i300, %t) : (index, index, index, i1) -> ()
   func.call @case(%i3, %i17, %i15, %t) : (index, index, index, i1) -> ()
@@ -225,6 +230,10 @@ func.func @main() {
   func.call @case(%i96, %i601, %i1000, %t) : (index, index, index, i1) -> ()
   func.call @case(%i129, %i64, %i1537, %t) : (index, index, index, i1) -> ()
   func.call @case(%i64, %i32, %i32, %t) : (index, index, index, i1) -> ()
+  // 313 panels of 64 columns: each one's pack scratch must be freed after
+  // it (an alloca once took 32 KiB of stack per panel: on one thread 10 MiB,
+  // past the main thread's 8 MiB).
+  func.call @case(%i50, %i20000, %i3, %t) : (index, index, index, i1) -> ()
   func.call @case(%i1, %i1, %i1, %f) : (index, index, index, i1) -> ()
   func.call @case(%i3, %i17, %i15, %f) : (index, index, index, i1) -> ()
   func.call @case(%i7, %i65, %i257, %f) : (index, index, index, i1) -> ()

@@ -125,16 +125,11 @@ struct AmxGemm {
   }
   /// A 64-byte aligned buffer of `rows` rows of 64 bytes, as [rows, 32]
   /// bf16 (the tiles) and [rows, 16] f32 (the transposes' stores).
-  std::pair<Value, Value> tileBuffer(Value rows, bool stack = false) {
+  std::pair<Value, Value> tileBuffer(Value rows) {
     Value bytes = mul(rows, idx(64));
     auto rawTy = MemRefType::get({ShapedType::kDynamic}, b.getI8Type());
-    Value raw = stack
-                    ? memref::AllocaOp::create(b, loc, rawTy, ValueRange{bytes},
-                                               b.getI64IntegerAttr(64))
-                          .getResult()
-                    : memref::AllocOp::create(b, loc, rawTy, ValueRange{bytes},
-                                              b.getI64IntegerAttr(64))
-                          .getResult();
+    Value raw = memref::AllocOp::create(b, loc, rawTy, ValueRange{bytes},
+                                        b.getI64IntegerAttr(64));
     Value zero = idx(0);
     auto asBF16 = MemRefType::get({ShapedType::kDynamic, 32}, bf16);
     auto asF32 = MemRefType::get({ShapedType::kDynamic, 16}, f32);
@@ -208,7 +203,7 @@ struct AmxGemm {
     auto square = VectorType::get({16, 16}, f32);
     // The 16 rows' parts, split once: [kParts·16, 32] bf16 (rows of 32
     // bf16, read back as 16 f32 words by the transposes).
-    std::pair<Value, Value> rowsBuf = tileBuffer(idx(kParts * 16), true);
+    std::pair<Value, Value> rowsBuf = tileBuffer(idx(kParts * 16));
     Value rowsTiles = rowsBuf.first, rowsWords = rowsBuf.second;
     SmallVector<int64_t> order(32);
     for (int64_t i = 0; i < 32; ++i)
@@ -512,8 +507,10 @@ struct AmxGemm {
         Value bp = bpTiles;
         packB(bpWords, c0, panels, k0, steps);
         auto scratchTy = MemRefType::get({32, 32}, f32);
-        Value scratch = memref::AllocaOp::create(b, loc, scratchTy,
-                                                 b.getI64IntegerAttr(64));
+        // Heap scratch (the runtime's workspace), freed after the chunk: an
+        // alloca in a parallel loop's body is not popped per iteration.
+        Value scratch =
+            memref::AllocOp::create(b, loc, scratchTy, b.getI64IntegerAttr(64));
         Value scratchDyn = memref::CastOp::create(b, loc, matrix, scratch);
         Value nextK = add(k0, idx(kBlockK));
         SmallVector<Value> args = {C,      ap,      bp, scratchDyn, c0,

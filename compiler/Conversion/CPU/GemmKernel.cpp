@@ -537,10 +537,6 @@ struct GemmEmitter {
     Value last = sub(N, idx(1));
     Value count = arith::DivUIOp::create(b, loc, add(last, nc), nc);
     parallel(count, [&](Value p) {
-      // The pack's scratch lives for one panel (stack save/restore).
-      auto scope = memref::AllocaScopeOp::create(b, loc, TypeRange{});
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(b.createBlock(&scope.getBodyRegion()));
       Value n0 = mul(p, nc);
       Value rest = sub(N, n0);
       Value cols = min(rest, nc);
@@ -552,7 +548,12 @@ struct GemmEmitter {
       Value packed;
       if (bTransposed) {
         auto t = MemRefType::get({kDepth, panel()}, b.getF32Type());
-        packed = memref::AllocaOp::create(b, loc, t, b.getI64IntegerAttr(64));
+        // On the heap (the runtime's per-thread workspace), freed after
+        // the panel: an alloca here was never popped (the scf.parallel
+        // body, an allocation scope, becomes a loop of the outlined OpenMP
+        // function), 32 KiB more stack per panel; 512 panels (N = 32768)
+        // overflowed a thread's 8 MiB.
+        packed = memref::AllocOp::create(b, loc, t, b.getI64IntegerAttr(64));
       }
       Value zero = idx(0), depth = idx(kDepth);
       loop(zero, K, depth, [&](Value k0) {
@@ -571,7 +572,6 @@ struct GemmEmitter {
           rowBlock(1, m, n0, k0, kc, masks, packed);
         });
       });
-      memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
     });
   }
 
