@@ -51,7 +51,11 @@ func.func @nt(%a: memref<?x64xf32>, %b: memref<128x64xf32>, %c: memref<?x128xf32
 // CHECK: func.func private @two_shapes_gemm(%{{.+}}: memref<?x?xf32, strided<[?, 1], offset: ?>>, %{{.+}}: memref<?x?xf32, strided<[?, 1], offset: ?>>, %{{.+}}: memref<?x?xf32, strided<[?, 1], offset: ?>>)
 // CHECK-NOT: func.func
 // CHECK: scf.parallel
-// CHECK-NOT: call @omp_get_max_threads
+// The packed panels split the rows too when there are fewer than two
+// panels per thread:
+// CHECK: call @omp_get_max_threads
+// CHECK: arith.muli
+// CHECK: scf.parallel
 // CHECK: func.func private @two_shapes_gemm_k64(%{{.+}}: memref<?x64xf32, strided<[64, 1], offset: ?>>, %{{.+}}: memref<?x64xf32, strided<[64, 1], offset: ?>>, %{{.+}}: memref<?x?xf32, strided<[?, 1], offset: ?>>)
 // CHECK: %[[M:.+]] = memref.dim %{{.+}}, %c0
 // CHECK-DAG: %[[MANY:.+]] = arith.cmpi uge, %[[M]], %c8

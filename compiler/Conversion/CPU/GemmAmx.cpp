@@ -582,14 +582,21 @@ func::FuncOp mlir::attn::getOrCreateAmxGemm(OpBuilder &b, Location loc,
 void mlir::attn::emitAmxGemmOr(OpBuilder &b, Location loc, Value A, Value B,
                                Value C, Value threads,
                                function_ref<void()> otherwise) {
-  // Enough rows for the B pack to pay, and the tile state granted (asked
-  // only then: decode never asks).
+  // Enough rows for the B pack to pay and columns for the A pack (split
+  // into parts once per GEMM, ~1 cycle per element: at 64 columns it cost
+  // more than the products), and the tile state granted (asked only then:
+  // decode never asks).
   auto module =
       b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
   Value M = memref::DimOp::create(b, loc, C, 0);
-  Value bound = arith::ConstantIndexOp::create(b, loc, kAmxGemmRows);
-  Value many =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, M, bound);
+  Value N = memref::DimOp::create(b, loc, C, 1);
+  Value rowBound = arith::ConstantIndexOp::create(b, loc, kAmxGemmRows);
+  Value colBound = arith::ConstantIndexOp::create(b, loc, kAmxGemmCols);
+  Value rows =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, M, rowBound);
+  Value cols =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, N, colBound);
+  Value many = arith::AndIOp::create(b, loc, rows, cols);
   auto tiles = scf::IfOp::create(b, loc, TypeRange{b.getI1Type()}, many,
                                  /*withElseRegion=*/true);
   {

@@ -121,14 +121,19 @@ bool gemmKernelHandles(Operation *op);
 /// left for the caller to erase.
 ///
 /// With `amx` (16 lanes; the target has amx-tile and amx-bf16) the generic
-/// function runs B [N, K] GEMMs of at least kAmxGemmRows rows on AMX tiles
-/// (GemmAmx.cpp) where the OS grants the tile state.
+/// function runs B [N, K] GEMMs of at least kAmxGemmRows rows and
+/// kAmxGemmCols columns on AMX tiles (GemmAmx.cpp) where the OS grants the
+/// tile state.
 void emitGemmKernel(OpBuilder &b, Operation *matmul, int64_t lanes,
                     func::FuncOp generic = {}, bool amx = false);
 
-/// Rows of A from which a B [N, K] GEMM runs on AMX tiles: its W pack
-/// (split into bf16 parts, interleaved by pairs) serves all of them.
+/// Rows of A (and columns of C) from which a B [N, K] GEMM runs on AMX
+/// tiles: B's pack (split into bf16 parts, interleaved by pairs) serves all
+/// the rows, A's all the columns; with fewer the AVX-512 kernel was faster
+/// (tools/gemm-bench.py: 512 × 256 × 2048 0.86× OpenBLAS on tiles, 0.99×
+/// on AVX-512; 512 × 384 × 2048 1.04× against 0.85×).
 constexpr int64_t kAmxGemmRows = 64;
+constexpr int64_t kAmxGemmCols = 320;
 
 /// The module's function attn_gemm_amx(A, B, C, threads): C[M, N] +=
 /// A[M, K] · B[N, K]ᵀ, f32, on AMX tiles with each operand split into three
@@ -136,7 +141,8 @@ constexpr int64_t kAmxGemmRows = 64;
 /// (memref<?x?xf32, strided<[?, 1], offset: ?>>); created on first use.
 func::FuncOp getOrCreateAmxGemm(OpBuilder &b, Location loc, ModuleOp module);
 
-/// From kAmxGemmRows rows of C where the tile state is granted, a call of
+/// From kAmxGemmRows rows and kAmxGemmCols columns of C where the tile
+/// state is granted, a call of
 /// attn_gemm_amx(A, B, C, threads); else what `otherwise` builds.
 void emitAmxGemmOr(OpBuilder &b, Location loc, Value A, Value B, Value C,
                    Value threads, function_ref<void()> otherwise);
