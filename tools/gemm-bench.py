@@ -340,7 +340,7 @@ def main():
             times[word].append(float(value))
     peak = max(peaks)
     print(f"CPU: {cpu}; {args.threads} threads; FMA peak {peak:.1f} GFLOP/s "
-          f"(best of 3); ours: {'AMX tiles from 64 rows' if amx else 'AVX'}"
+          f"(best of 3); ours: {'AMX tiles from 128 rows and 320 columns, AVX-512 below' if amx else 'AVX'}"
           f"{'-512' if args.vector_lanes == 16 and not amx else ''}; "
           f"OpenBLAS {env['OPENBLAS_CORETYPE']} kernels; medians of "
           f"{args.rounds} alternated rounds (idle threads sleep: "

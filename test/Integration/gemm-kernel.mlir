@@ -21,7 +21,7 @@
 // RUN: attn-opt %s -attn-pipeline='stop-after=llvm-dialect reference=false vector-lanes=8' | %mlir_runner | FileCheck %s --implicit-check-not=BAD
 // RUN: attn-opt %s -attn-pipeline='stop-after=llvm-dialect reference=false vector-lanes=4' | %mlir_runner | FileCheck %s --implicit-check-not=BAD
 // With amx=true the generic B [N, K] function calls the tile kernel
-// (GemmAmx.cpp) from 64 rows and 320 columns where the OS grants the tile
+// (GemmAmx.cpp) from 128 rows and 320 columns where the OS grants the tile
 // state; the JIT
 // targets the host CPU, so the results are checked where it has AMX:
 // RUN: attn-opt %s -attn-pipeline='stop-after=llvm-dialect reference=false amx=true' -o %t.amx.mlir
@@ -198,7 +198,8 @@ func.func @main() {
   %i32 = arith.constant 32 : index
   %i320 = arith.constant 320 : index
   %i330 = arith.constant 330 : index
-  %i96 = arith.constant 96 : index
+  %i128 = arith.constant 128 : index
+  %i160 = arith.constant 160 : index
   %i129 = arith.constant 129 : index
   %i1000 = arith.constant 1000 : index
   %i1537 = arith.constant 1537 : index
@@ -227,13 +228,13 @@ func.func @main() {
   func.call @case(%i40, %i600, %i300, %t) : (index, index, index, i1) -> ()
   func.call @case(%i20, %i601, %i33, %t) : (index, index, index, i1) -> ()
   func.call @case(%i8, %i300, %i520, %t) : (index, index, index, i1) -> ()
-  // With AMX (64 rows and 320 columns or more): whole blocks of 32 rows
+  // With AMX (128 rows and 320 columns or more): whole blocks of 32 rows
   // and 32 columns, several chunks of columns with a partial last panel,
   // a last block of one row, K in whole and partial blocks of 512 (padded
   // to 128), a K of 32 (one partial block).
-  func.call @case(%i96, %i601, %i1000, %t) : (index, index, index, i1) -> ()
+  func.call @case(%i160, %i601, %i1000, %t) : (index, index, index, i1) -> ()
   func.call @case(%i129, %i330, %i1537, %t) : (index, index, index, i1) -> ()
-  func.call @case(%i64, %i320, %i32, %t) : (index, index, index, i1) -> ()
+  func.call @case(%i128, %i320, %i32, %t) : (index, index, index, i1) -> ()
   // 313 panels of 64 columns: each one's pack scratch must be freed after
   // it (an alloca once took 32 KiB of stack per panel: on one thread 10 MiB,
   // past the main thread's 8 MiB).

@@ -30,6 +30,8 @@ constexpr int64_t rowsFor(int64_t lanes) { return lanes >= 16 ? 6 : 4; }
 constexpr int64_t kDepth = 128;
 /// Below this many rows, B [N, K] is read by dot products (no pack).
 constexpr int64_t kDotRows = 8;
+/// How many blocks of R rows ahead the panels prefetch A's rows.
+constexpr int64_t kRowsAhead = 2;
 /// How far ahead (64-byte lines) the pack prefetches each row of B.
 constexpr int64_t kPrefetchLines = 8;
 /// Columns per step of the dot-product path.
@@ -196,6 +198,10 @@ struct GemmEmitter {
   /// next pack then reads from cache, not memory (it waited on memory line
   /// by line: a fifth of the GEMM's time).
   void prefetchNextBlock(Value m0, Value n0, Value k0);
+  /// The K block's lines of the rows kRowsAhead blocks of R after m0
+  /// (clamped into A): A's rows lie K floats apart, a stride the hardware
+  /// prefetchers do not follow, and with few panels A comes from memory.
+  void prefetchRowsAhead(Value m0, Value k0, Value kc);
   /// packed[k, c] = B[n0 + c, k0 + k] for k < kc, c < cols; zero columns
   /// past `cols` (the last panel), whose lanes are never stored.
   void pack(Value packed, Value n0, Value cols, Value k0, Value kc);

@@ -42,9 +42,10 @@
 // against the panels (64 experts' [1024, 2048] weights, alternated, before
 // the chunks): 16 rows 1.4× faster, 40 rows ~1.1×, 64 rows 5% slower
 // (hence the bound of 48). Measured: docs/benchmarks.md, "Whole transformer
-// layers". With `amx`, 64 rows or more of a B [N, K] GEMM run on AMX tiles
-// (GemmAmx.cpp).
+// layers". With `amx`, B [N, K] GEMMs of 128 rows and 320 columns or more
+// run on AMX tiles (GemmAmx.cpp).
 //===----------------------------------------------------------------------===//
+
 #include "compiler/Conversion/CPU/GemmEmitter.h"
 
 #include "mlir/Dialect/Func/Utils/Utils.h"
@@ -132,6 +133,9 @@ void GemmEmitter::panels() {
   Value rowsUp = add(perGroup, idx(R - 1));
   Value rowsPer = floorTo(rowsUp, R);
   Value items = mul(count, groups);
+  // With that few panels A's rows come from memory, once or twice each.
+  Value fewPanels =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, count, want);
   parallel(items, [&](Value item) {
     Value p = arith::DivUIOp::create(b, loc, item, groups);
     Value g = arith::RemUIOp::create(b, loc, item, groups);
@@ -167,6 +171,12 @@ void GemmEmitter::panels() {
       loop(rowStart, fullRows, rowStep, [&](Value m0) {
         if (bTransposed)
           prefetchNextBlock(m0, n0, k0);
+        auto ahead = scf::IfOp::create(b, loc, fewPanels, false);
+        {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPointToStart(&ahead.getThenRegion().front());
+          prefetchRowsAhead(m0, k0, kc);
+        }
         rowBlock(R, m0, n0, k0, kc, masks, packed);
       });
       loop(fullRows, rowEnd, one,
@@ -186,6 +196,20 @@ void GemmEmitter::prefetchNextBlock(Value m0, Value n0, Value k0) {
     memref::PrefetchOp::create(b, loc, B, ValueRange{row, col},
                                /*isWrite=*/false, /*localityHint=*/2,
                                /*isDataCache=*/true);
+  }
+}
+
+void GemmEmitter::prefetchRowsAhead(Value m0, Value k0, Value kc) {
+  Value lastRow = sub(M, idx(1));
+  Value kEnd = add(k0, kc);
+  for (int64_t r = 0; r < R; ++r) {
+    Value ahead = add(m0, idx(kRowsAhead * R + r));
+    Value row = min(ahead, lastRow);
+    loop(k0, kEnd, idx(16), [&](Value k) {
+      memref::PrefetchOp::create(b, loc, A, ValueRange{row, k},
+                                 /*isWrite=*/false, /*localityHint=*/3,
+                                 /*isDataCache=*/true);
+    });
   }
 }
 

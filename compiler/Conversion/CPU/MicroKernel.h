@@ -131,8 +131,9 @@ void emitGemmKernel(OpBuilder &b, Operation *matmul, int64_t lanes,
 /// tiles: B's pack (split into bf16 parts, interleaved by pairs) serves all
 /// the rows, A's all the columns; with fewer the AVX-512 kernel was faster
 /// (tools/gemm-bench.py: 512 × 256 × 2048 0.86× OpenBLAS on tiles, 0.99×
-/// on AVX-512; 512 × 384 × 2048 1.04× against 0.85×).
-constexpr int64_t kAmxGemmRows = 64;
+/// on AVX-512; 512 × 384 × 2048 1.04× against 0.85×; 80 × 512 × 2048 0.69×
+/// against 1.16×, 160 × 2048 × 2048 1.15× against 0.98×).
+constexpr int64_t kAmxGemmRows = 128;
 constexpr int64_t kAmxGemmCols = 320;
 
 /// The module's function attn_gemm_amx(A, B, C, threads): C[M, N] +=
