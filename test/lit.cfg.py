@@ -30,6 +30,9 @@ tool_dirs = [config.attn_tools_dir, config.llvm_tools_dir]
 if not config.attn_sanitize:
     config.environment["ATTN_COMPILE_OPTIONS"] = "--verify-each"
 llvm_config.add_tool_substitutions(["attn-opt", "attn-compile"], tool_dirs)
+# The attn-opt of this build, for scripts that take its path.
+config.substitutions.append(("%attn_opt_path",
+                             os.path.join(config.attn_tools_dir, "attn-opt")))
 # attn-bench is built where OpenBLAS and OpenMP are installed.
 if os.access(os.path.join(config.attn_tools_dir, "attn-bench"), os.X_OK):
     config.available_features.add("attn-bench")

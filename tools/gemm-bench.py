@@ -282,7 +282,7 @@ def main():
                     help="the AVX-512 kernel even where the CPU has AMX")
     ap.add_argument("--vector-lanes", type=int, default=16)
     ap.add_argument("--csv", help="append one row per shape to this file")
-    ap.add_argument("--attn-opt", default=os.path.join(ROOT, "build", "bin",
+    ap.add_argument("--opt", default=os.path.join(ROOT, "build", "bin",
                                                         "attn-opt"))
     args = ap.parse_args()
     if args.rounds < 1 or args.threads < 1:
@@ -305,7 +305,7 @@ def main():
                     f"vector-lanes={args.vector_lanes} "
                     f"amx={'true' if amx else 'false'}")
         lowered = os.path.join(tmp, "gemm.ll.mlir")
-        subprocess.run([args.attn_opt, path, f"-attn-pipeline={pipeline}",
+        subprocess.run([args.opt, path, f"-attn-pipeline={pipeline}",
                         "-o", lowered], check=True)
         libs = [os.path.join(LLVM_LIB, n) for n in
                 ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so",
