@@ -27,6 +27,8 @@ SkylakeX (AVX-512) kernels unless OPENBLAS_CORETYPE says otherwise.
 """
 
 import argparse
+import csv
+import datetime
 import os
 import re
 import shutil
@@ -280,7 +282,8 @@ def main():
     ap.add_argument("--shapes", default="qwen3-next")
     ap.add_argument("--no-amx", action="store_true",
                     help="the AVX-512 kernel even where the CPU has AMX")
-    ap.add_argument("--vector-lanes", type=int, default=16)
+    ap.add_argument("--vector-lanes", type=int, default=16,
+                    choices=[16, 8, 4])
     ap.add_argument("--csv", help="append one row per shape to this file")
     ap.add_argument("--opt", default=os.path.join(ROOT, "build", "bin",
                                                         "attn-opt"))
@@ -293,6 +296,10 @@ def main():
         text = f.read()
         flags = set(re.search(r"^flags\s*:(.*)$", text, re.M).group(1).split())
         cpu = re.search(r"^model name\s*:\s*(.*)$", text, re.M).group(1)
+        family = re.search(r"^cpu family\s*:\s*(\d+)", text, re.M)
+        model = re.search(r"^model\s*:\s*(\d+)", text, re.M)
+        if family and model:
+            cpu += f" (family {family.group(1)} model {model.group(1)})"
     amx = not args.no_amx and {"amx_tile", "amx_bf16"} <= flags
     src, peak_flops = module(shapes, args.rounds, args.threads)
     runner = os.path.join(LLVM_BIN, "mlir-runner")
@@ -362,17 +369,23 @@ def main():
               f"{diffs[i]:>8.1e}")
     if args.csv:
         new = not os.path.exists(args.csv)
-        with open(args.csv, "a") as f:
+        day = datetime.date.today().isoformat()
+        kernel = ("amx" if amx else
+                  {16: "avx512", 8: "avx2", 4: "sse"}[args.vector_lanes])
+        with open(args.csv, "a", newline="") as f:
+            w = csv.writer(f)
             if new:
-                f.write("cpu,threads,peak_gflops,kernel,gemm,m,n,k,ours_ms,"
-                        "ours_gflops,openblas_ms,openblas_gflops,ratio,"
-                        "rel_diff\n")
-            kernel = "amx" if amx else f"lanes{args.vector_lanes}"
+                w.writerow(["date", "cpu", "threads", "peak_gflops",
+                            "bandwidth_gbs", "kernel", "gemm", "m", "n", "k",
+                            "ours_ms", "ours_gflops", "ours_pct_peak",
+                            "openblas_ms", "openblas_gflops",
+                            "openblas_pct_peak", "ratio", "rel_diff"])
             for name, m, n, k, o, go, b, gb, d in rows:
-                f.write(f"\"{cpu}\",{args.threads},{peak:.1f},{kernel},"
-                        f"\"{name}\",{m},{n},{k},{o * 1e3:.3f},{go:.1f},"
-                        f"{b * 1e3:.3f},{gb:.1f},{b / o:.3f},{d:.2e}\n")
-
+                w.writerow([day, cpu, args.threads, f"{peak:.1f}", "", kernel,
+                            name, m, n, k, f"{o * 1e3:.3f}", f"{go:.1f}",
+                            f"{100 * go / peak:.1f}", f"{b * 1e3:.3f}",
+                            f"{gb:.1f}", f"{100 * gb / peak:.1f}",
+                            f"{b / o:.3f}", f"{d:.2e}"])
 
 if __name__ == "__main__":
     main()

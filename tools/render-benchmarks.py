@@ -55,6 +55,13 @@ DESCRIPTIONS = {
         "GPU_BENCH=tc sh build/gpu-check/gpu-check.sh build/gpu-check (on "
         "the GPU machine; docs/cuda.md)",
         ["run", "kernel", "args"]),
+    "gemm-bench": (
+        "The GEMM kernel against OpenBLAS sgemm, shape by shape (C += A·Bᵀ, "
+        "one process, alternated; kernel: amx = tiles from 128 rows and 320 "
+        "columns, AVX-512 below)",
+        "tools/gemm-bench.py [--shapes qwen3-next,seed] [--seq S] "
+        "[--no-amx]",
+        ["kernel", "gemm", "m", "n", "k"]),
     "attn-bench-ceiling": (
         "The micro-kernel's register tiles with every operand in L1 (one "
         "thread; peak_gflops and pct_peak: FMAs alone on that thread; the "
