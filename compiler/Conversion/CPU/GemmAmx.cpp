@@ -39,8 +39,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Conversion/CPU/MicroKernel.h"
-#include "compiler/Conversion/LoopBuilder.h"
+#include "compiler/Conversion/CPU/GemmEmitter.h"
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -74,33 +73,25 @@ constexpr int64_t kMaxSpan = 256;
 constexpr std::pair<int64_t, int64_t> kProducts[] = {{2, 0}, {1, 0}, {0, 0},
                                                      {0, 1}, {1, 1}, {0, 2}};
 
-struct AmxGemm {
-  OpBuilder &b;
-  Location loc;
-  Value A, B, C, threads;
-  Value M, N, K;
+/// The AVX-512 GEMM emitter's helpers and operands (A, B, C, M, N, K, vt,
+/// vmask), with the tiles' types.
+struct AmxGemm : gemm::GemmEmitter {
+  Value threads;
   Type f32, bf16;
-  VectorType vt, vhalf, vpair, vmask;
+  VectorType vhalf, vpair;
   amx::TileType tileAB, tileC;
   /// The chunk functions (chunkBody): whole K blocks, partial ones.
   func::FuncOp wholeFn, partialFn;
 
-  AmxGemm(OpBuilder &b, Location loc) : b(b), loc(loc) {
+  AmxGemm(OpBuilder &b, Location loc) : GemmEmitter(b, loc, 16) {
     f32 = b.getF32Type();
     bf16 = b.getBF16Type();
-    vt = VectorType::get({16}, f32);
     vhalf = VectorType::get({16}, bf16);
     vpair = VectorType::get({32}, bf16);
-    vmask = VectorType::get({16}, b.getI1Type());
     tileAB = amx::TileType::get({16, 32}, bf16);
     tileC = amx::TileType::get({16, 16}, f32);
   }
 
-  Value idx(int64_t c) { return arith::ConstantIndexOp::create(b, loc, c); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
   Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
   Value divUp(Value x, int64_t d) {
     Value up = add(x, idx(d - 1));
@@ -111,26 +102,6 @@ struct AmxGemm {
   }
   Value le(Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, x, y);
-  }
-  void loop(Value lb, Value ub, Value step, function_ref<void(Value)> body) {
-    buildForLoop(b, loc, lb, ub, step, body);
-  }
-  void parallel(Value n, function_ref<void(Value)> body) {
-    Value zero = idx(0), one = idx(1);
-    auto par = scf::ParallelOp::create(b, loc, ValueRange{zero}, ValueRange{n},
-                                       ValueRange{one});
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(par.getBody());
-    body(par.getInductionVars()[0]);
-  }
-  void ifElse(Value cond, function_ref<void()> then,
-              function_ref<void()> otherwise) {
-    auto ifOp = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    then();
-    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-    otherwise();
   }
   /// A 64-byte aligned buffer of `rows` rows of 64 bytes, as [rows, 32]
   /// bf16 (the tiles) and [rows, 16] f32 (the transposes' stores).
@@ -287,25 +258,24 @@ struct AmxGemm {
     Value sRows = mul(s, stepRows);
     Value aStep = add(aRow, sRows);
     Value bStep = add(bRow, sRows);
+    // The two tiles (16 rows each) of part `part` from row `base` of `mem`,
+    // unless `loaded` holds that part already.
+    auto load = [&](Value(&tiles)[2], int64_t &loaded, Value mem, Value base,
+                    int64_t part) {
+      if (part == loaded)
+        return;
+      for (int64_t t = 0; t < 2; ++t) {
+        Value row = add(base, idx(part * 32 + 16 * t));
+        tiles[t] = amx::TileLoadOp::create(b, loc, tileAB, mem,
+                                           ValueRange{row, zero}, Value());
+      }
+      loaded = part;
+    };
     int64_t curA = -1, curB = -1;
     Value aT[2], bT[2];
     for (auto [pa, pb] : kProducts) {
-      if (pb != curB) {
-        for (int64_t g = 0; g < 2; ++g) {
-          Value row = add(bStep, idx(pb * 32 + 16 * g));
-          bT[g] = amx::TileLoadOp::create(b, loc, tileAB, bp,
-                                          ValueRange{row, zero}, Value());
-        }
-        curB = pb;
-      }
-      if (pa != curA) {
-        for (int64_t h = 0; h < 2; ++h) {
-          Value row = add(aStep, idx(pa * 32 + 16 * h));
-          aT[h] = amx::TileLoadOp::create(b, loc, tileAB, ap,
-                                          ValueRange{row, zero}, Value());
-        }
-        curA = pa;
-      }
+      load(bT, curB, bp, bStep, pb);
+      load(aT, curA, ap, aStep, pa);
       for (int64_t h = 0; h < 2; ++h)
         for (int64_t g = 0; g < 2; ++g)
           c[2 * h + g] = amx::TileMulFOp::create(b, loc, tileC, aT[h], bT[g],
