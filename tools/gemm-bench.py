@@ -332,9 +332,7 @@ def main():
                              text=True)
     peaks, diffs, times = [], [], {"ours": [], "blas": []}
     # Pairs of lines: a tag (1 peak, 2 diff, 3 ours, 4 OpenBLAS, 5 the
-    # peak loop's sink), its value. (vector.print str would name a string
-    # global per function, which the pipeline's per-function conversions
-    # do not keep.)
+    # peak loop's sink), its value.
     out = run.stdout.split()
     tags = {"1": "peak", "2": "diff", "3": "ours", "4": "blas", "5": "sink"}
     for tag, value in zip(out[0::2], out[1::2]):

@@ -66,7 +66,8 @@ llvm::MapVector<LLVM::LLVMFuncOp, StringAttr> findCopies(ModuleOp module) {
               [&](size_t i) { hashes[i] = size_t(shapeHash(defined[i])); });
   llvm::DenseMap<size_t, SmallVector<LLVM::LLVMFuncOp>> firsts;
   llvm::MapVector<LLVM::LLVMFuncOp, StringAttr> copies;
-  for (auto [fn, hash] : llvm::zip_equal(defined, hashes)) {
+  for (auto [fnRef, hash] : llvm::zip_equal(defined, hashes)) {
+    LLVM::LLVMFuncOp fn = fnRef;
     SmallVector<LLVM::LLVMFuncOp> &same = firsts[hash];
     auto it = llvm::find_if(
         same, [&](LLVM::LLVMFuncOp first) { return equal(first, fn); });

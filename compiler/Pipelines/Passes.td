@@ -86,4 +86,26 @@ def MergeIdenticalFunctionsPass : Pass<"attn-merge-identical-functions", "Module
   let dependentDialects = ["LLVM::LLVMDialect"];
 }
 
+def VectorToLLVMPass : Pass<"attn-convert-vector-to-llvm", "ModuleOp"> {
+  let summary = "convert-vector-to-llvm on each function, on the context's threads, or on the module where it prints";
+  let description = [{
+    Upstream's convert-vector-to-llvm with the pipeline's settings
+    (reassociated reductions, x86vector, AMX when `amx`, 16×16 shuffle
+    transposes with 16 `lanes`), run on each function by itself on the
+    context's threads. A module holding `vector.print` is converted whole
+    instead: the print lowering declares its runtime functions and string
+    globals in the module, and per-function runs did that at once from
+    several threads ("redefinition of symbol named 'printString'", or a
+    string global lost).
+  }];
+  let options = [
+    Option<"amx", "amx", "bool", /*default=*/"false",
+           "Lower the AMX dialect's ops (tile products)">,
+    Option<"lanes", "lanes", "int64_t", /*default=*/"16",
+           "The micro-kernels' f32 lanes: 16 lowers 16x16 transposes as "
+           "AVX-512 shuffle sequences">,
+  ];
+  let dependentDialects = ["LLVM::LLVMDialect"];
+}
+
 #endif // ATTN_PIPELINES_PASSES_TD

@@ -162,18 +162,12 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   pm.addPass(createExpandShapeToReinterpretCastPass());
   pm.addNestedPass<func::FuncOp>(memref::createExpandStridedMetadataPass());
   pm.addNestedPass<func::FuncOp>(createLowerAffinePass());
-  ConvertVectorToLLVMPassOptions toLLVM;
-  // Row sums of the micro-kernel: a shuffle tree, not 16 ordered adds.
-  toLLVM.reassociateFPReductions = true;
-  // The softmax's exp scales by 2^n with x86vector.avx512.mask.scalef
-  // (vscalefps) when the micro-kernel has 16 lanes.
-  toLLVM.x86Vector = true;
-  toLLVM.amx = options.amx; // decode's tile products (MicroKernelAmx.cpp)
-  // The Kᵀ pack: 16×16 transposes as AVX-512 shuffle sequences.
-  toLLVM.vectorTransposeLowering =
-      options.vectorLanes == 16 ? vector::VectorTransposeLowering::Shuffle16x16
-                                : vector::VectorTransposeLowering::Shuffle1D;
-  pm.addNestedPass<func::FuncOp>(createConvertVectorToLLVMPass(toLLVM));
+  // convert-vector-to-llvm per function (on the whole module where it
+  // prints: the print lowering's declarations are module-wide).
+  VectorToLLVMPassOptions toLLVM;
+  toLLVM.amx = options.amx; // the tile products (MicroKernelAmx.cpp, GemmAmx)
+  toLLVM.lanes = options.vectorLanes;
+  pm.addPass(createVectorToLLVMPass(toLLVM));
   FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
   memrefToLLVM.useGenericFunctions = options.runtimeAlloc;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
