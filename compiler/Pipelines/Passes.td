@@ -108,4 +108,24 @@ def VectorToLLVMPass : Pass<"attn-convert-vector-to-llvm", "ModuleOp"> {
   let dependentDialects = ["LLVM::LLVMDialect"];
 }
 
+def ScopeLoopAllocasPass : Pass<"attn-scope-loop-allocas", "func::FuncOp"> {
+  let summary = "memref.alloca in a loop body freed per iteration";
+  let description = [{
+    Saves the stack pointer (llvm.intr.stacksave) before the first
+    memref.alloca of an scf.for, scf.while or scf.parallel body and restores
+    it before the body's terminator. MLIR treats those bodies as allocation
+    scopes (canonicalization inlines the memref.alloca_scope
+    convert-scf-to-openmp puts around a parallel body into the loop
+    attn-dynamic-schedule makes of it), but scf-to-cf lowers them to plain
+    branches: each iteration's allocas stayed on the stack. The GEMM
+    kernel's 32 KiB pack scratch per panel overflowed a thread's 8 MiB on
+    the seed's q_proj that way. (An alloca_scope here would be lowered to
+    blocks inside the loop's region before scf-to-cf runs.) Runs after the
+    last canonicalization. A body that passes a memref defined after its
+    first alloca to its terminator (it may be one of the allocas) is left
+    as it is.
+  }];
+  let dependentDialects = ["LLVM::LLVMDialect"];
+}
+
 #endif // ATTN_PIPELINES_PASSES_TD

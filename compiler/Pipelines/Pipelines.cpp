@@ -159,6 +159,9 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   // itself, on every thread of the context, as canonicalize and CSE do
   // throughout.
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  // After the last canonicalization (which inlines alloca scopes into loop
+  // bodies): each loop body's allocas freed per iteration.
+  pm.addNestedPass<func::FuncOp>(createScopeLoopAllocasPass());
   pm.addPass(createExpandShapeToReinterpretCastPass());
   pm.addNestedPass<func::FuncOp>(memref::createExpandStridedMetadataPass());
   pm.addNestedPass<func::FuncOp>(createLowerAffinePass());

@@ -153,10 +153,9 @@ void GemmEmitter::panels() {
     if (bTransposed) {
       auto t = MemRefType::get({kDepth, panel()}, b.getF32Type());
       // On the heap (the runtime's per-thread workspace), freed after
-      // the panel: an alloca here was never popped (the scf.parallel
-      // body, an allocation scope, becomes a loop of the outlined OpenMP
-      // function), 32 KiB more stack per panel; 512 panels (N = 32768)
-      // overflowed a thread's 8 MiB.
+      // the panel. (An alloca here once stayed on the stack, 32 KiB per
+      // panel: 512 panels overflowed a thread's 8 MiB. The pipeline now
+      // pops a loop body's allocas per iteration: attn-scope-loop-allocas.)
       packed = memref::AllocOp::create(b, loc, t, b.getI64IntegerAttr(64));
     }
     Value zero = idx(0), depth = idx(kDepth);
