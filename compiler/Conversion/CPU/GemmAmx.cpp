@@ -54,7 +54,7 @@ using namespace mlir::attn;
 namespace {
 
 /// Parts of each f32 operand.
-constexpr int64_t kParts = 3;
+constexpr int64_t kParts = kBF16Parts;
 /// K per block: a 32-row block of packed A is 96 KiB, a chunk's packed B
 /// 768 KiB at kMaxSpan (the core's L2: 2 MiB).
 constexpr int64_t kBlockK = 512;
@@ -78,7 +78,6 @@ constexpr std::pair<int64_t, int64_t> kProducts[] = {{2, 0}, {1, 0}, {0, 0},
 struct AmxGemm : gemm::GemmEmitter {
   Value threads;
   Type f32, bf16;
-  VectorType vhalf, vpair;
   amx::TileType tileAB, tileC;
   /// The chunk functions (chunkBody): whole K blocks, partial ones.
   func::FuncOp wholeFn, partialFn;
@@ -86,8 +85,6 @@ struct AmxGemm : gemm::GemmEmitter {
   AmxGemm(OpBuilder &b, Location loc) : GemmEmitter(b, loc, 16) {
     f32 = b.getF32Type();
     bf16 = b.getBF16Type();
-    vhalf = VectorType::get({16}, bf16);
-    vpair = VectorType::get({32}, bf16);
     tileAB = amx::TileType::get({16, 32}, bf16);
     tileC = amx::TileType::get({16, 16}, f32);
   }
@@ -371,18 +368,22 @@ struct AmxGemm : gemm::GemmEmitter {
     });
   }
 
-  /// The body of a chunk function (args: C, ap, bp, scratch, c0, panels,
-  /// mBlocks, B, nextK[, units]): per block of 32 rows and panel of 32 columns,
+  /// The body of a chunk function (args: C, ap, bp, c0, panels, mBlocks,
+  /// B, nextK[, units]): per block of 32 rows and panel of 32 columns,
   /// the block's products (`block`; whole K blocks without `units`), blocks
   /// that cross M or N through the 32 × 32 scratch. One call per chunk and
   /// K block: the tile configuration is loaded once per call.
   void chunkBody(ValueRange args, bool whole) {
     C = args[0];
-    Value ap = args[1], bp = args[2], scratch = args[3], c0 = args[4],
-          panels = args[5], mBlocks = args[6];
-    B = args[7];
-    Value nextK = args[8];
-    Value units = whole ? Value() : args[9];
+    Value ap = args[1], bp = args[2], c0 = args[3], panels = args[4],
+          mBlocks = args[5];
+    B = args[6];
+    Value nextK = args[7];
+    Value units = whole ? Value() : args[8];
+    // Blocks that cross M or N: C's part copied in and out of this.
+    Value scratchTile = memref::AllocaOp::create(
+        b, loc, MemRefType::get({32, 32}, f32), b.getI64IntegerAttr(64));
+    Value scratch = memref::CastOp::create(b, loc, C.getType(), scratchTile);
     M = memref::DimOp::create(b, loc, C, 0);
     N = memref::DimOp::create(b, loc, C, 1);
     K = memref::DimOp::create(b, loc, B, 1);
@@ -471,7 +472,6 @@ struct AmxGemm : gemm::GemmEmitter {
     Value chunks = arith::DivUIOp::create(b, loc, spanUp, span);
     Value apRows = mul(mBlocks, idx(kSteps * kParts * 32));
     Value ap = tileBuffer(apRows).first;
-    Type matrix = wholeFn.getArgumentTypes()[0];
     loop(zero, kPadded, idx(kBlockK), [&](Value k0) {
       Value blockK = idx(kBlockK);
       Value kc = min(sub(kPadded, k0), blockK);
@@ -485,15 +485,8 @@ struct AmxGemm : gemm::GemmEmitter {
         auto [bpTiles, bpWords] = tileBuffer(bpRows);
         Value bp = bpTiles;
         packB(bpWords, c0, panels, k0, steps);
-        auto scratchTy = MemRefType::get({32, 32}, f32);
-        // Heap scratch (the runtime's workspace), freed after the chunk: an
-        // alloca in a parallel loop's body is not popped per iteration.
-        Value scratch =
-            memref::AllocOp::create(b, loc, scratchTy, b.getI64IntegerAttr(64));
-        Value scratchDyn = memref::CastOp::create(b, loc, matrix, scratch);
         Value nextK = add(k0, idx(kBlockK));
-        SmallVector<Value> args = {C,      ap,      bp, scratchDyn, c0,
-                                   panels, mBlocks, B,  nextK};
+        SmallVector<Value> args = {C, ap, bp, c0, panels, mBlocks, B, nextK};
         Value isWhole = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                               steps, idx(kSteps));
         ifElse(
@@ -522,11 +515,11 @@ func::FuncOp mlir::attn::getOrCreateAmxGemm(OpBuilder &b, Location loc,
       fn && fn.getFunctionType() == type)
     return fn;
   SymbolTable symbols(module);
-  // The chunk functions: (C, ap, bp, scratch, c0, panels, mBlocks, B,
-  // nextK[, units]).
+  // The chunk functions: (C, ap, bp, c0, panels, mBlocks, B, nextK[,
+  // units]).
   Type index = b.getIndexType();
   auto tiles = MemRefType::get({dyn, 32}, b.getBF16Type());
-  SmallVector<Type> blockArgs = {matrix, tiles, tiles,  matrix, index,
+  SmallVector<Type> blockArgs = {matrix, tiles, tiles,  index,
                                  index,  index, matrix, index};
   auto makeBlock = [&](StringRef blockName, bool whole) {
     SmallVector<Type> argTypes = blockArgs;

@@ -153,6 +153,10 @@ void emitAmxGemmOr(OpBuilder &b, Location loc, Value A, Value B, Value C,
 /// module's global attn_amx_state.
 Value emitAmxReady(OpBuilder &b, Location loc, ModuleOp module);
 
+/// The bf16 parts the AMX kernels split each f32 operand into (x = x0 + x1
+/// + x2 to within 2^-27·|x|): their products keep f32 accuracy.
+constexpr int64_t kBF16Parts = 3;
+
 /// x (f32 lanes) as `parts` bf16 vectors whose sum is x (three parts: to
 /// within 2^-27·|x|), each rounded to nearest from what the others left.
 SmallVector<Value> splitToBF16(OpBuilder &b, Location loc, Value x,

@@ -35,7 +35,7 @@ using namespace mlir::attn;
 namespace {
 
 /// Parts of each f32 operand of the tile products.
-constexpr int64_t kSplits = 3;
+constexpr int64_t kSplits = kBF16Parts;
 /// Keys per chunk: a P·V tile product's depth.
 constexpr int64_t kAmxChunk = 32;
 /// How far scores may pass a row's reference max before it moves.
