@@ -47,11 +47,14 @@ run_shard() {
       compare "$base --compile-to=$stage" "$cfg" --compile-to=$stage
     done
     compare "$base --target=cuda --compile-to=gpu" "$cfg" --target=cuda --compile-to=gpu
-    # The grouped decode on AMX tiles (a bf16 cache, groups of 8 to 16).
+    # The grouped decode and the prefill on AMX tiles (a bf16 cache, groups
+    # of 8 to 16), and the prefill of an f32 cache in three bf16 parts.
     case "$base" in
       *-g8-*|*-g16-*)
         compare "$base --kv-dtype=bf16 --cpu=sapphirerapids --compile-to=llvm-dialect" \
-          "$cfg" --kv-dtype=bf16 --cpu=sapphirerapids --compile-to=llvm-dialect ;;
+          "$cfg" --kv-dtype=bf16 --cpu=sapphirerapids --compile-to=llvm-dialect
+        compare "$base --amx-f32-prefill --cpu=sapphirerapids --compile-to=llvm-dialect" \
+          "$cfg" --amx-f32-prefill --cpu=sapphirerapids --compile-to=llvm-dialect ;;
     esac
     # The tensor-core kernel on a bf16 cache (cp.async, ldmatrix, mma.sync).
     compare "$base --target=cuda --gpu-precision=bf16 --kv-dtype=bf16 --compile-to=gpu" \

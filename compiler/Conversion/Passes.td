@@ -137,9 +137,13 @@ def CPUMicroKernelPass : Pass<"attn-cpu-micro-kernel", "ModuleOp"> {
     Option<"lanes", "lanes", "int64_t", /*default=*/"16",
            "f32 vector lanes: 16 (AVX-512), 8 (AVX2) or 4 (SSE)">,
     Option<"amx", "amx", "bool", /*default=*/"false",
-           "decode of a bf16 cache on AMX tiles (amx-tile, amx-bf16) for "
-           "groups of 8 to 16 query heads per KV head, where the OS "
-           "grants them">
+           "AMX tiles (amx-tile, amx-bf16), where the OS grants them: "
+           "decode of a bf16 cache for groups of 8 to 16 query heads per "
+           "KV head, prefill (more than 16 rows) of a bf16 cache, the "
+           "GEMMs">,
+    Option<"amxF32Prefill", "amx-f32-prefill", "bool", /*default=*/"false",
+           "with amx: the prefill of f32 and f16 K/V on AMX tiles too "
+           "(split into three bf16 parts)">
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::amx::AMXDialect",

@@ -121,6 +121,7 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
     CPUMicroKernelPassOptions microKernel;
     microKernel.lanes = options.vectorLanes;
     microKernel.amx = options.amx && options.vectorLanes == 16;
+    microKernel.amxF32Prefill = options.amxF32Prefill;
     pm.addPass(createCPUMicroKernelPass(microKernel));
   }
   // (batch, KV head, query block) in parallel on all cores. scf.parallel

@@ -70,9 +70,15 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
       llvm::cl::init(16)};
   Option<bool> amx{
       *this, "amx",
-      llvm::cl::desc("Grouped decode of a bf16 KV cache on AMX tiles "
-                     "(amx-tile, amx-bf16: the target must have them; the "
-                     "kernels fall back to AVX-512 where the OS refuses)"),
+      llvm::cl::desc("Grouped decode and prefill of a bf16 KV cache and the "
+                     "GEMMs on AMX tiles (amx-tile, amx-bf16: the target "
+                     "must have them; the kernels fall back to AVX-512 "
+                     "where the OS refuses)"),
+      llvm::cl::init(false)};
+  Option<bool> amxF32Prefill{
+      *this, "amx-f32-prefill",
+      llvm::cl::desc("With amx: the prefill of f32 and f16 K/V on AMX "
+                     "tiles too (split into three bf16 parts)"),
       llvm::cl::init(false)};
   Option<bool> runtimeAlloc{
       *this, "runtime-alloc",

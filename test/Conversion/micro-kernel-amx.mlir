@@ -1,4 +1,5 @@
-// RUN: attn-opt %s -split-input-file -attn-cpu-select-kernels -convert-attn-to-linalg -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -attn-cpu-micro-kernel=amx=true | FileCheck %s
+// RUN: attn-opt %s -split-input-file -attn-cpu-select-kernels -convert-attn-to-linalg -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -attn-cpu-micro-kernel="amx=true amx-f32-prefill=true" | FileCheck %s
+// RUN: attn-opt %s -split-input-file -attn-cpu-select-kernels -convert-attn-to-linalg -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -attn-cpu-micro-kernel=amx=true | FileCheck %s --check-prefix=BF16ONLY
 // RUN: attn-opt %s -split-input-file -attn-cpu-select-kernels -convert-attn-to-linalg -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -attn-cpu-micro-kernel | FileCheck %s --check-prefix=OFF
 
 // A group of 16 query heads per KV head over a bf16 cache, with amx=true
@@ -49,11 +50,52 @@ func.func @group16_bf16(%q: tensor<16x?x64xf32>, %k: tensor<?x64xbf16>, %v: tens
 
 // -----
 
-// An f32 cache, or a group of 4: no tile path.
+// Prefill (more than 16 rows) takes the tiles for a bf16 cache, and with
+// amx-f32-prefill for f32 and f16 ones, d and dv multiples of 32: its
+// scratch after the decode's (QR, QB, ST, PT, PA, VB, OS, K's parts, the
+// pack's tag, then the second block's ST, PT, PA, OS), the tile-state guard,
+// and per half chunk of 32 keys a pair of blocks of 16 rows: for an f32 K
+// and V in three parts, the scores' 2 × 2 C tiles over the six products of
+// K's and the rows' parts per d block of 32 (24 per block: 48 for d 64),
+// then O += P · V per 32 columns (24: six pairs of parts × 2 × 2 tiles); a
+// last block of at most 16 rows is paired with copies of its last row. A
+// bf16 cache (exact) takes K and V in one part: 12 products per d block, 12
+// per 32 columns.
+// Without amx-f32-prefill, an f32 cache keeps the lanes path.
+// BF16ONLY-LABEL: func.func private @group16_f32_tile(
+// BF16ONLY-NOT: amx.
+// BF16ONLY-LABEL: func.func private @group4_bf16_tile(
+// BF16ONLY: amx.tile_mulf
 // CHECK-LABEL: func.func @group16_f32(
-// CHECK-NOT: amx.
+// CHECK-COUNT-8: memref.alloc() {alignment = 64 : i64} : memref<{{[0-9]+}}xi8>
+// CHECK-NEXT: memref.alloc() {alignment = 64 : i64} : memref<2xindex>
+// CHECK-COUNT-4: memref.alloc() {alignment = 64 : i64} : memref<{{[0-9]+}}xi8>
 // CHECK-LABEL: func.func @group4_bf16(
+// CHECK-LABEL: func.func private @group16_f32_tile(
+// CHECK: memref.get_global @attn_amx_state
+// CHECK: llvm.inline_asm has_side_effects "syscall"
+// CHECK: scf.for {{.*}} step %c32
+// CHECK-COUNT-4: amx.tile_zero : !amx.tile<16x16xf32>
+// CHECK-COUNT-48: amx.tile_mulf
+// CHECK-COUNT-4: amx.tile_store
+// CHECK-NOT: amx.tile_mulf
+// CHECK: scf.for {{.*}} step %c32
+// CHECK-COUNT-4: amx.tile_load {{.*}} into !amx.tile<16x16xf32>
+// CHECK-COUNT-24: amx.tile_mulf
+// CHECK-COUNT-4: amx.tile_store
+// CHECK-NOT: amx.tile_mulf
+// The lanes path where the OS refuses the tile state.
+// CHECK: scf.for {{.*}} step %c32
 // CHECK-NOT: amx.
+// CHECK-LABEL: func.func private @group4_bf16_tile(
+// CHECK: memref.get_global @attn_amx_state
+// CHECK-COUNT-4: amx.tile_zero : !amx.tile<16x16xf32>
+// CHECK-COUNT-24: amx.tile_mulf
+// CHECK-COUNT-4: amx.tile_store
+// CHECK-NOT: amx.tile_mulf
+// CHECK: scf.for {{.*}} step %c32
+// CHECK-COUNT-12: amx.tile_mulf
+// CHECK-NOT: amx.tile_mulf
 func.func @group16_f32(%q: tensor<16x?x64xf32>, %k: tensor<?x64xf32>, %v: tensor<?x64xf32>,
                        %acc: tensor<16x?x64xf32>, %m: tensor<16x?xf32>, %l: tensor<16x?xf32>,
                        %qp: index, %kp: index)
@@ -75,4 +117,20 @@ func.func @group4_bf16(%q: tensor<4x?x64xf32>, %k: tensor<?x64xbf16>, %v: tensor
          tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>)
         -> (tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>)
   return %a, %mx, %s : tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>
+}
+// -----
+
+// A head size that is not a multiple of 32: no tile path.
+// CHECK-LABEL: func.func @d40_bf16(
+// CHECK-NOT: amx.
+func.func @d40_bf16(%q: tensor<16x?x40xf32>, %k: tensor<?x40xbf16>, %v: tensor<?x40xbf16>,
+                    %acc: tensor<16x?x40xf32>, %m: tensor<16x?xf32>, %l: tensor<16x?xf32>,
+                    %qp: index, %kp: index)
+    -> (tensor<16x?x40xf32>, tensor<16x?xf32>, tensor<16x?xf32>) {
+  %a, %mx, %s = attn.online_attention %q, %k, %v, %acc, %m, %l, %qp, %kp
+      {scale = 0.125 : f64}
+      : (tensor<16x?x40xf32>, tensor<?x40xbf16>, tensor<?x40xbf16>,
+         tensor<16x?x40xf32>, tensor<16x?xf32>, tensor<16x?xf32>)
+        -> (tensor<16x?x40xf32>, tensor<16x?xf32>, tensor<16x?xf32>)
+  return %a, %mx, %s : tensor<16x?x40xf32>, tensor<16x?xf32>, tensor<16x?xf32>
 }

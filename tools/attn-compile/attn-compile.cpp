@@ -141,14 +141,25 @@ cl::opt<bool> preserveDenormals(
              "zero, MXCSR FTZ/DAZ set on entry and restored on return)"),
     cl::init(false), cl::cat(category));
 
-// Grouped decode of a bf16 cache on the AMX tile unit where the target CPU
-// has it (docs/benchmarks.md).
+// Prefill, the grouped decode of a bf16 cache and the GEMMs on the AMX tile
+// unit where the target CPU has it (docs/benchmarks.md).
 cl::opt<bool>
     noAmx("no-amx",
-          cl::desc("Keep the CPU kernels off the AMX tile unit (default: the "
-                   "grouped decode of a bf16 cache uses it when --cpu has "
-                   "amx-tile and amx-bf16 and the OS grants it)"),
+          cl::desc("Keep the CPU kernels off the AMX tile unit (default: "
+                   "the prefill (head sizes multiples of 32, up to 256) and "
+                   "grouped decode of a bf16 cache and the projections' "
+                   "GEMMs use it when --cpu has amx-tile and amx-bf16 and "
+                   "the OS grants it)"),
           cl::init(false), cl::cat(category));
+
+// Prefill of f32/f16 caches on AMX tiles: measured 0.9-1.07x the AVX-512
+// path on an Intel core (docs/benchmarks.md), so off by default.
+cl::opt<bool> amxF32Prefill(
+    "amx-f32-prefill",
+    cl::desc("Also run the prefill of f32 and f16 K/V on the AMX tile unit "
+             "(split into three bf16 parts, f32-accurate; default: only a "
+             "bf16 cache's, exact in one part)"),
+    cl::init(false), cl::cat(category));
 
 // LLVM's optimization and code generation of an executable or library
 // take most of a build: its module is split into parts compiled on this
@@ -601,6 +612,7 @@ int compileCPU(MLIRContext &context, const attn::ModelSpec &spec,
   if (int64_t lanes = attn::cpuVectorLanes(cpu))
     options.vectorLanes = lanes;
   options.amx = !noAmx && attn::cpuHasAMX(cpu);
+  options.amxF32Prefill = amxF32Prefill;
   // What is linked with the runtime allocates through it.
   options.runtimeAlloc = building;
   if (!runPipeline(context, module, options, attn::buildAttnPipeline))

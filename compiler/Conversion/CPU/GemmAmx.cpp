@@ -255,29 +255,16 @@ struct AmxGemm : gemm::GemmEmitter {
     Value sRows = mul(s, stepRows);
     Value aStep = add(aRow, sRows);
     Value bStep = add(bRow, sRows);
-    // The two tiles (16 rows each) of part `part` from row `base` of `mem`,
-    // unless `loaded` holds that part already.
-    auto load = [&](Value(&tiles)[2], int64_t &loaded, Value mem, Value base,
-                    int64_t part) {
-      if (part == loaded)
-        return;
-      for (int64_t t = 0; t < 2; ++t) {
-        Value row = add(base, idx(part * 32 + 16 * t));
-        tiles[t] = amx::TileLoadOp::create(b, loc, tileAB, mem,
-                                           ValueRange{row, zero}, Value());
-      }
-      loaded = part;
+    // The two tiles (16 rows each) of part `part` from row `base` of `mem`.
+    auto tile = [&](Value mem, Value base, int64_t part, int64_t t) -> Value {
+      Value row = add(base, idx(part * 32 + 16 * t));
+      return amx::TileLoadOp::create(b, loc, tileAB, mem, ValueRange{row, zero},
+                                     Value());
     };
-    int64_t curA = -1, curB = -1;
-    Value aT[2], bT[2];
-    for (auto [pa, pb] : kProducts) {
-      load(bT, curB, bp, bStep, pb);
-      load(aT, curA, ap, aStep, pa);
-      for (int64_t h = 0; h < 2; ++h)
-        for (int64_t g = 0; g < 2; ++g)
-          c[2 * h + g] = amx::TileMulFOp::create(b, loc, tileC, aT[h], bT[g],
-                                                 c[2 * h + g]);
-    }
+    emitAmxPairProducts(
+        b, loc, kProducts, c,
+        [&](int64_t part, int64_t t) { return tile(ap, aStep, part, t); },
+        [&](int64_t part, int64_t t) { return tile(bp, bStep, part, t); });
   }
 
   /// C tiles [r0, r0 + 32) × [c0, c0 + 32) of `cmem` += the products of

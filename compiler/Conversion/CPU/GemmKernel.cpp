@@ -152,11 +152,10 @@ void GemmEmitter::panels() {
     Value packed;
     if (bTransposed) {
       auto t = MemRefType::get({kDepth, panel()}, b.getF32Type());
-      // On the heap (the runtime's per-thread workspace), freed after
-      // the panel. (An alloca here once stayed on the stack, 32 KiB per
-      // panel: 512 panels overflowed a thread's 8 MiB. The pipeline now
-      // pops a loop body's allocas per iteration: attn-scope-loop-allocas.)
-      packed = memref::AllocOp::create(b, loc, t, b.getI64IntegerAttr(64));
+      // On the stack, popped per panel by attn-scope-loop-allocas (before
+      // it, 32 KiB stayed per panel and 512 panels overflowed a thread's
+      // 8 MiB; the heap block that replaced it was an allocation per panel).
+      packed = memref::AllocaOp::create(b, loc, t, b.getI64IntegerAttr(64));
     }
     Value zero = idx(0), depth = idx(kDepth);
     loop(zero, K, depth, [&](Value k0) {

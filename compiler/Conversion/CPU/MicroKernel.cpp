@@ -518,74 +518,12 @@ void Emitter::fillRowTables(Value n0, bool touchNext) {
   }
 }
 
-void Emitter::packQueries(Value s0, Value ns, Value T, Value M,
-                 ArrayRef<Value> leadUbs) {
-  Value zero = idx(0), one = idx(1);
-  Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, q);
-  auto md = memref::ExtractStridedMetadataOp::create(b, loc, q);
-  Value key = add(ptr, arith::MulIOp::create(b, loc, md.getOffset(), idx(4)));
-  auto eq = [&](Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, y)
-        .getResult();
-  };
-  auto andI = [&](Value x, Value y) {
-    return arith::AndIOp::create(b, loc, x, y).getResult();
-  };
-  Value tag0 = memref::LoadOp::create(b, loc, tag, ValueRange{zero});
-  Value tag1 = memref::LoadOp::create(b, loc, tag, ValueRange{one});
-  Value oneSlab =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, T, idx(Tcap));
-  Value sameBuffer = eq(tag0, key);
-  Value sameRows = eq(tag1, T);
-  Value fresh = andI(andI(sameBuffer, sameRows), oneSlab);
-  Value stale = arith::XOrIOp::create(
-      b, loc, fresh,
-      arith::ConstantOp::create(b, loc, b.getI1Type(), b.getBoolAttr(true)));
-  auto ifOp = scf::IfOp::create(b, loc, stale, /*withElseRegion=*/false);
-  OpBuilder::InsertionGuard g(b);
-  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-  Value last = sub(T, one);
-  Value scale = splatF(op.getScale().convertToDouble());
-  auto square = VectorType::get({W, W}, b.getF32Type());
-  Value packEnd = roundUp(ns, RB());
-  loop(zero, packEnd, idx(W), [&](Value tb) {
-    SmallVector<SmallVector<Value>> rows;
-    for (int64_t i = 0; i < W; ++i) {
-      Value t = add(tb, idx(i));
-      rows.push_back(delinearize(minI(add(s0, t), last), M, leadUbs));
-      for (int64_t c = 0; c <= lead; ++c)
-        memref::StoreOp::create(b, loc, rows[i][c], rowTab,
-                                ValueRange{t, idx(c)});
-      memref::StoreOp::create(b, loc, toI32(rows[i][lead]), rowPos,
-                              ValueRange{t});
-    }
-    Value dEnd = idx(d);
-    Value blockRow = qtBlockRow(tb);
-    Value blockCol = arith::RemUIOp::create(b, loc, tb, idx(RB()));
-    loop(zero, dEnd, idx(W), [&](Value k0) {
-      Value mask;
-      if (d % W != 0)
-        mask = vector::CreateMaskOp::create(b, loc, vmask,
-                                            ValueRange{sub(idx(d), k0)});
-      storeTransposedBlock(
-          b, loc, square,
-          [&](int64_t i) {
-            Value x = loadF32(q, at(rows[i], {k0}), mask);
-            return arith::MulFOp::create(b, loc, x, scale).getResult();
-          },
-          Qt, add(blockRow, k0), blockCol);
-    });
-  });
-  memref::StoreOp::create(b, loc, key, tag, ValueRange{zero});
-  memref::StoreOp::create(b, loc, T, tag, ValueRange{one});
-}
-
 } // namespace mlir::attn::microkernel
 
 SmallVector<Value>
 mlir::attn::allocateMicroKernelScratch(OpBuilder &b, Location loc,
                                        OnlineAttentionOp tile, int64_t lanes,
-                                       bool amx) {
+                                       bool amx, bool amxF32) {
   IntegerAttr align = b.getI64IntegerAttr(64);
   Type f32 = b.getF32Type(), index = b.getIndexType();
   int64_t d = cast<ShapedType>(tile.getQuery().getType()).getShape().back();
@@ -619,11 +557,14 @@ mlir::attn::allocateMicroKernelScratch(OpBuilder &b, Location loc,
       scratch.push_back(alloc({2 * chunk}, index));
   if (amxDecodeApplies(tile, lanes, amx))
     llvm::append_range(scratch, allocateAmxScratch(b, loc, tile));
+  if (amxPrefillApplies(tile, lanes, amx, amxF32))
+    llvm::append_range(scratch, allocateAmxPrefillScratch(b, loc, tile, tcap));
   return scratch;
 }
 
 void mlir::attn::emitMicroKernel(OpBuilder &b, OnlineAttentionOp tile,
-                                 ValueRange scratch, int64_t lanes, bool amx) {
+                                 ValueRange scratch, int64_t lanes, bool amx,
+                                 bool amxF32) {
   Emitter e{b, tile.getLoc(), tile};
   e.q = tile.getQuery();
   e.k = tile.getKey();
@@ -658,10 +599,16 @@ void mlir::attn::emitMicroKernel(OpBuilder &b, OnlineAttentionOp tile,
     e.kRows = scratch[10];
     e.vRows = scratch[11];
   }
+  size_t first = tile.isPaged() ? 12 : 10;
   if (amxDecodeApplies(tile, lanes, amx)) {
     e.amx = true;
-    size_t first = tile.isPaged() ? 12 : 10;
-    e.amxBufs.assign(scratch.begin() + first, scratch.end());
+    size_t n = kAmxDecodeScratch;
+    e.amxBufs.assign(scratch.begin() + first, scratch.begin() + first + n);
+    first += n;
+  }
+  if (amxPrefillApplies(tile, lanes, amx, amxF32)) {
+    e.amxPrefill = true;
+    e.amxPrefillBufs.assign(scratch.begin() + first, scratch.end());
   }
   e.emit();
 }

@@ -65,7 +65,8 @@ inline constexpr int64_t kMicroKernelChunkVectors = 4;
 /// row tables [8·lanes] (index).
 SmallVector<Value> allocateMicroKernelScratch(OpBuilder &b, Location loc,
                                               OnlineAttentionOp tile,
-                                              int64_t lanes, bool amx = false);
+                                              int64_t lanes, bool amx = false,
+                                              bool amxF32 = false);
 
 /// True when `tile`'s decode can run on AMX tiles (MicroKernelAmx.cpp):
 /// `amx` (the target has amx-tile and amx-bf16), 16 lanes, a bf16 K and V
@@ -73,17 +74,29 @@ SmallVector<Value> allocateMicroKernelScratch(OpBuilder &b, Location loc,
 /// heads per KV head (microKernelDecodeRows is 8). It then does for 9 to 16
 /// rows where the OS grants the tile state.
 bool amxDecodeApplies(OnlineAttentionOp tile, int64_t lanes, bool amx);
-/// The AMX path's scratch (i8 buffers, 64-byte aligned), appended to the
-/// micro-kernel's by allocateMicroKernelScratch.
+/// The AMX path's scratch (kAmxDecodeScratch i8 buffers, 64-byte aligned),
+/// appended to the micro-kernel's by allocateMicroKernelScratch.
+inline constexpr size_t kAmxDecodeScratch = 10;
 SmallVector<Value> allocateAmxScratch(OpBuilder &b, Location loc,
                                       OnlineAttentionOp tile);
+/// True when `tile`'s prefill (more than 16 query rows) can run on AMX
+/// tiles (MicroKernelAmxPrefill.cpp): `amx`, 16 lanes, d and dv multiples
+/// of 32 (d at most 256), a bf16 K and V, or with `amxF32` f32 or f16 ones.
+/// It then does where the OS grants the tile state.
+bool amxPrefillApplies(OnlineAttentionOp tile, int64_t lanes, bool amx,
+                       bool amxF32);
+/// The AMX prefill's scratch for `tcap` packed rows (i8 buffers, 64-byte
+/// aligned, then the pack's tag), appended after the AMX decode's.
+SmallVector<Value> allocateAmxPrefillScratch(OpBuilder &b, Location loc,
+                                             OnlineAttentionOp tile,
+                                             int64_t tcap);
 
 /// Emits the micro-kernel of `tile` (buffer form, operands f32 with a
 /// contiguous innermost dim: microKernelHandles) at the builder's insertion
 /// point, with the buffers of allocateMicroKernelScratch. `tile` is
 /// left for the caller to erase.
 void emitMicroKernel(OpBuilder &b, OnlineAttentionOp tile, ValueRange scratch,
-                     int64_t lanes, bool amx = false);
+                     int64_t lanes, bool amx = false, bool amxF32 = false);
 
 /// True when the gated-delta kernel (GatedDeltaKernel.cpp) handles `op`
 /// (an attn.gated_delta_chunk with f32 operands; any d_k, d_v).
@@ -161,6 +174,18 @@ constexpr int64_t kBF16Parts = 3;
 /// within 2^-27·|x|), each rounded to nearest from what the others left.
 SmallVector<Value> splitToBF16(OpBuilder &b, Location loc, Value x,
                                int64_t parts);
+
+/// 2 × 2 blocked tile products over bf16 parts (the AMX GEMM's steps, the
+/// prefill's scores and P · V): c[2i + j] += X(x, i) · Y(y, j) for each
+/// pair (x, y) of `parts` in order (x a part of the A operand, y of B),
+/// the Y tiles then the X tiles loaded (loadY / loadX) only when the pair
+/// changes their part, so that consecutive pairs sharing a part reuse its
+/// two tiles: four products per operand pair loaded.
+void emitAmxPairProducts(OpBuilder &b, Location loc,
+                         ArrayRef<std::pair<int64_t, int64_t>> parts,
+                         MutableArrayRef<Value> c,
+                         function_ref<Value(int64_t, int64_t)> loadX,
+                         function_ref<Value(int64_t, int64_t)> loadY);
 /// True when emitGemmKernel gives `matmul`'s rows an operand-swapped kernel
 /// at `lanes` (B [N, K], 16 lanes).
 bool gemmKernelSwaps(Operation *matmul, int64_t lanes);

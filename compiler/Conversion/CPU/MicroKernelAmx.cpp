@@ -25,21 +25,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Conversion/CPU/MicroKernelEmitter.h"
-#include "mlir/Dialect/AMX/AMXDialect.h"
-#include <functional>
+#include "compiler/Conversion/CPU/MicroKernelAmx.h"
 
 using namespace mlir;
 using namespace mlir::attn;
+using namespace mlir::attn::microkernel;
 
 namespace {
-
-/// Parts of each f32 operand of the tile products.
-constexpr int64_t kSplits = kBF16Parts;
-/// Keys per chunk: a P·V tile product's depth.
-constexpr int64_t kAmxChunk = 32;
-/// How far scores may pass a row's reference max before it moves.
-constexpr double kLazyMax = 8.0;
 
 /// Byte sizes of the AMX scratch buffers, in allocation order.
 static SmallVector<int64_t> amxScratchBytes(int64_t d, int64_t dv) {
@@ -73,6 +65,7 @@ SmallVector<Value> mlir::attn::allocateAmxScratch(OpBuilder &b, Location loc,
   int64_t d = cast<ShapedType>(tile.getKey().getType()).getShape().back();
   int64_t dv = cast<ShapedType>(tile.getValue().getType()).getShape().back();
   SmallVector<Value> bufs;
+  assert(amxScratchBytes(d, dv).size() == kAmxDecodeScratch);
   for (int64_t bytes : amxScratchBytes(d, dv))
     bufs.push_back(
         memref::AllocOp::create(b, loc, MemRefType::get({bytes}, b.getI8Type()),
@@ -149,6 +142,31 @@ Value mlir::attn::emitAmxReady(OpBuilder &b, Location loc, ModuleOp module) {
                                ask.getResult(0), one);
 }
 
+void mlir::attn::emitAmxPairProducts(
+    OpBuilder &b, Location loc, ArrayRef<std::pair<int64_t, int64_t>> parts,
+    MutableArrayRef<Value> c, function_ref<Value(int64_t, int64_t)> loadX,
+    function_ref<Value(int64_t, int64_t)> loadY) {
+  Type tileC = c.front().getType();
+  int64_t curX = -1, curY = -1;
+  Value X[2], Y[2];
+  auto load = [](Value(&tiles)[2], int64_t &loaded, int64_t part,
+                 function_ref<Value(int64_t, int64_t)> loadPart) {
+    if (part == loaded)
+      return;
+    for (int64_t t = 0; t < 2; ++t)
+      tiles[t] = loadPart(part, t);
+    loaded = part;
+  };
+  for (auto [x, y] : parts) {
+    load(Y, curY, y, loadY);
+    load(X, curX, x, loadX);
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 2; ++j)
+        c[2 * i + j] =
+            amx::TileMulFOp::create(b, loc, tileC, X[i], Y[j], c[2 * i + j]);
+  }
+}
+
 SmallVector<Value> mlir::attn::splitToBF16(OpBuilder &b, Location loc, Value x,
                                            int64_t parts) {
   auto half = VectorType::get(cast<VectorType>(x.getType()).getShape(),
@@ -175,56 +193,20 @@ SmallVector<Value> Emitter::splitBF16(Value x) {
 
 namespace {
 
-/// The decode of at most 16 rows on AMX tiles: the tile function's views
-/// of its scratch and the steps of one chunk of keys (Emitter::amxPath).
-struct AmxDecode {
-  Emitter &e;
-  OpBuilder &b;
-  Location loc;
-  int64_t W, d, dv, DB;
-  static constexpr int64_t C = kAmxChunk;
-  Type bf16, f32t;
-  amx::TileType tileAB, tileC;
-  VectorType vt, vbf, square;
-  Value zero, one, sixteen;
-  /// Views of the scratch (amxScratchBytes).
-  Value QRb, QRf, QBb, QBf, ST, PT, PA, VB, OS, KS, VS, ST2;
-  /// O's columns within each block of 32 are in the order the interleave of
-  /// V's pairs (vpunpcklwd/hwd, within 128-bit lanes) gives the tile's
-  /// columns: position p holds column perm[p] (inv: the inverse); the
-  /// interleave's lanes of (row 2k, row 2k + 1).
-  SmallVector<int64_t> perm, inv, loLanes, hiLanes;
-  /// The tile's rows (flattened, clamped to T - 1), their positions.
-  std::function<SmallVector<Value>(Value)> rowOf;
-  Value qPos;
+/// The decode of at most 16 rows on AMX tiles (a bf16 cache: K and V exact
+/// in one part): its K and V copies for partial chunks and the steps of
+/// one chunk of keys (Emitter::amxPath).
+struct AmxDecode : AmxTiles {
+  /// A partial chunk's K and V rows [32, d] / [32, dv] bf16.
+  Value KS, VS;
 
-  AmxDecode(Emitter &e)
-      : e(e), b(e.b), loc(e.loc), W(e.W), d(e.d), dv(e.dv), DB(e.d / 32) {
-    bf16 = b.getBF16Type();
-    f32t = b.getF32Type();
-    tileAB = amx::TileType::get({16, 32}, bf16);
-    tileC = amx::TileType::get({16, 16}, f32t);
-    vt = e.vt;
-    vbf = VectorType::get({32}, bf16);
-    square = VectorType::get({W, W}, f32t);
-    zero = e.idx(0);
-    one = e.idx(1);
-    sixteen = e.idx(16);
+  AmxDecode(Emitter &e) : AmxTiles(e) {
     ArrayRef<Value> bufs = e.amxBufs;
-    QRb = e.amxView(bufs[0], {kSplits * 16, d}, bf16);
-    QRf = e.amxView(bufs[0], {kSplits * 16, d / 2}, f32t);
-    QBb = e.amxView(bufs[1], {kSplits * DB * 16, 32}, bf16);
-    QBf = e.amxView(bufs[1], {kSplits * DB * 16, 16}, f32t);
-    ST = e.amxView(bufs[2], {C, 16}, f32t);
-    PT = e.amxView(bufs[3], {16, C}, f32t);
-    PA = e.amxView(bufs[4], {kSplits * 16, C}, bf16);
-    // O and V's pairs: rows padded by a line (rows 1 KiB apart would share
-    // a few L1 sets).
-    VB = e.amxView(bufs[5], {16, 2 * dv + 32}, bf16);
-    OS = e.amxView(bufs[6], {16, dv + 16}, f32t);
+    views(bufs, /*blocks=*/1);
     KS = e.amxView(bufs[7], {C, d}, bf16);
     VS = e.amxView(bufs[8], {C, dv}, bf16);
-    ST2 = e.amxView(bufs[9], {C, 16}, f32t);
+    if (DB > 1)
+      ST2 = e.amxView(bufs[9], {C, 16}, f32t);
     inv.resize(32);
     for (int64_t half = 0; half < 2; ++half)
       for (int64_t L = 0; L < 4; ++L)
@@ -237,123 +219,6 @@ struct AmxDecode {
         loLanes.append({8 * L + i, 32 + 8 * L + i});
         hiLanes.append({8 * L + 4 + i, 32 + 8 * L + 4 + i});
       }
-  }
-
-  Value idx(int64_t c) { return e.idx(c); }
-  /// for x in [0, ub) step `step` (the bound and step created in order:
-  /// the emitted IR must not depend on the compiler's argument order).
-  void forUpTo(int64_t ub, int64_t step, function_ref<void(Value)> body) {
-    Value u = idx(ub);
-    Value st = idx(step);
-    e.loop(zero, u, st, body);
-  }
-  Value add(Value x, Value y) { return e.add(x, y); }
-  Value load(Value mem, ValueRange ix) {
-    return vector::LoadOp::create(b, loc, vt, mem, ix);
-  }
-
-  /// out[0..32) = x[0..32)[order] for the 32 lanes of (x0, x1).
-  std::pair<Value, Value> permute32(Value x0, Value x1,
-                                    ArrayRef<int64_t> order) {
-    Value y0 = vector::ShuffleOp::create(b, loc, x0, x1, order.take_front(16));
-    Value y1 = vector::ShuffleOp::create(b, loc, x0, x1, order.drop_front(16));
-    return {y0, y1};
-  }
-
-  /// The query rows, scaled, split (rows past T repeat row T - 1: their
-  /// lanes are computed and never stored), then per d block of 32 the
-  /// transpose of their pairs: the scores' B tiles.
-  void packQueries() {
-    Value scale = e.splatF(e.op.getScale().convertToDouble());
-    e.loop(zero, sixteen, one, [&](Value r) {
-      SmallVector<Value> row = rowOf(r);
-      forUpTo(d, W, [&](Value c) {
-        Value x = load(e.q, Emitter::at(row, {c}));
-        Value xs = arith::MulFOp::create(b, loc, x, scale);
-        SmallVector<Value> parts = e.splitBF16(xs);
-        for (int64_t s = 0; s < kSplits; ++s)
-          vector::StoreOp::create(b, loc, parts[s], QRb,
-                                  ValueRange{add(r, idx(s * 16)), c});
-      });
-    });
-    e.loop(zero, idx(kSplits * DB), one, [&](Value sd) {
-      Value s = arith::DivUIOp::create(b, loc, sd, idx(DB));
-      Value db = arith::RemUIOp::create(b, loc, sd, idx(DB));
-      Value row0 = arith::MulIOp::create(b, loc, s, sixteen);
-      Value col = arith::MulIOp::create(b, loc, db, sixteen);
-      Value dst0 = arith::MulIOp::create(b, loc, sd, sixteen);
-      storeTransposedBlock(
-          b, loc, square,
-          [&](int64_t i) {
-            return load(QRf, {add(row0, idx(i)), col});
-          },
-          QBf, dst0, zero);
-    });
-  }
-
-  /// O from acc (permuted), and max and sum as vectors of rows.
-  SmallVector<Value> loadState() {
-    e.loop(zero, sixteen, one, [&](Value r) {
-      SmallVector<Value> row = rowOf(r);
-      forUpTo(dv, 32, [&](Value c) {
-        Value c1 = add(c, idx(W));
-        Value x0 = load(e.acc, Emitter::at(row, {c}));
-        Value x1 = load(e.acc, Emitter::at(row, {c1}));
-        auto [y0, y1] = permute32(x0, x1, perm);
-        vector::StoreOp::create(b, loc, y0, OS, ValueRange{r, c});
-        vector::StoreOp::create(b, loc, y1, OS, ValueRange{r, c1});
-      });
-    });
-    SmallVector<Value> ms, ls, ps;
-    for (int64_t r = 0; r < 16; ++r) {
-      SmallVector<Value> row = rowOf(idx(r));
-      ms.push_back(memref::LoadOp::create(b, loc, e.max, row));
-      ls.push_back(memref::LoadOp::create(b, loc, e.sum, row));
-      ps.push_back(e.toI32(add(e.op.getQPos(), row.back())));
-    }
-    qPos = vector::FromElementsOp::create(b, loc, e.vi32, ps);
-    return {vector::FromElementsOp::create(b, loc, vt, ms),
-            vector::FromElementsOp::create(b, loc, vt, ls)};
-  }
-
-  /// The rows' O (unpermuted), max and sum back (rows < T).
-  void storeState(Value T, Value m, Value l) {
-    e.loop(zero, T, one, [&](Value r) {
-      SmallVector<Value> row = rowOf(r);
-      forUpTo(dv, 32, [&](Value c) {
-        Value c1 = add(c, idx(W));
-        Value x0 = load(OS, {r, c});
-        Value x1 = load(OS, {r, c1});
-        auto [y0, y1] = permute32(x0, x1, inv);
-        vector::StoreOp::create(b, loc, y0, e.acc, Emitter::at(row, {c}));
-        vector::StoreOp::create(b, loc, y1, e.acc, Emitter::at(row, {c1}));
-      });
-      Value mv =
-          vector::ExtractOp::create(b, loc, m, ArrayRef<OpFoldResult>{r});
-      Value lv =
-          vector::ExtractOp::create(b, loc, l, ArrayRef<OpFoldResult>{r});
-      memref::StoreOp::create(b, loc, mv, e.max, row);
-      memref::StoreOp::create(b, loc, lv, e.sum, row);
-    });
-  }
-
-  /// Copies rows [0, nc) of the chunk (K or V, through kvRow) to `dst`
-  /// [C, width] bf16 and zeroes the rest: a partial chunk's tiles read no
-  /// further than the cache, and V's missing rows are 0, not NaN.
-  void copyRows(bool key, Value dst, int64_t width, Value n0, Value nc) {
-    e.loop(zero, idx(C), one, [&](Value j) {
-      Value in =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, j, nc);
-      Value jr = e.minI(j, e.sub(nc, one));
-      Emitter::RowRef row = e.kvRow(key, n0, jr);
-      Value zeros = arith::ConstantOp::create(
-          b, loc, vbf, DenseElementsAttr::get(vbf, b.getFloatAttr(bf16, 0.0)));
-      forUpTo(width, 32, [&](Value c) {
-        Value x = vector::LoadOp::create(b, loc, vbf, row.mem, e.colOf(row, c));
-        Value y = arith::SelectOp::create(b, loc, in, x, zeros);
-        vector::StoreOp::create(b, loc, y, dst, ValueRange{j, c});
-      });
-    });
   }
 
   /// Sᵀ = K · Qᵀ into ST (+ ST2) from the K rows kRow0.. of `kmem`: four
@@ -376,8 +241,7 @@ struct AmxDecode {
                                             at(h, idx(32 * db)), stride));
       for (int64_t s = 0; s < kSplits; ++s) {
         Value bt = amx::TileLoadOp::create(
-            b, loc, tileAB, QBb, ValueRange{idx((s * DB + db) * 16), zero},
-            Value());
+            b, loc, tileAB, QBb, ValueRange{qbRow(s, db), zero}, Value());
         for (int64_t h = 0; h < halves; ++h)
           cT[first + h] =
               amx::TileMulFOp::create(b, loc, tileC, a[h], bt, cT[first + h]);
@@ -389,92 +253,24 @@ struct AmxDecode {
                                Value());
   }
 
-  /// The chunk's scores (softcap, mask: rows in the lanes) and their
-  /// running max over the chunk, back into ST.
-  Value maskedMax(Value n0, Value nc) {
-    Value ninf = e.splat(e.negInf(), vt);
-    Value kvBase = e.toI32(add(e.op.getKvPos(), n0));
-    auto body = [&](Value n, ValueRange cur) -> SmallVector<Value> {
-      Value x = load(ST, {n, zero});
-      if (DB > 1)
-        x = arith::AddFOp::create(b, loc, x, load(ST2, {n, zero}));
-      if (std::optional<APFloat> cap = e.op.getSoftcap()) {
-        Value c = e.splatF(cap->convertToDouble());
-        Value t =
-            math::TanhOp::create(b, loc, arith::DivFOp::create(b, loc, x, c));
-        x = arith::MulFOp::create(b, loc, t, c);
-      }
-      Value inRange =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, n, nc);
-      Value kPos = arith::AddIOp::create(b, loc, kvBase, e.toI32(n));
-      Value seen = e.laneMask(qPos, kPos, inRange);
-      x = arith::SelectOp::create(b, loc, seen ? seen : inRange, x, ninf);
-      vector::StoreOp::create(b, loc, x, ST, ValueRange{n, zero});
-      return {e.maxNoNaN(cur[0], x)};
-    };
-    return e.loop(zero, idx(C), one, ValueRange{ninf}, body)[0];
-  }
-
-  struct Softmax {
-    Value mNew, lNew, alpha, up;
-  };
-  /// The online softmax of the chunk, P into ST. A row's reference max
-  /// moves only when a score passes it by more than kLazyMax (P ≤ e^8: the
-  /// sums stay far from overflow), so O is rescaled in few chunks;
-  /// (O, sum, max) stays a consistent online-softmax state.
-  Softmax softmax(Value n0, Value nc, Value mOld, Value lOld) {
-    Value runMax = maskedMax(n0, nc);
-    Value ninf = e.splat(e.negInf(), vt);
-    Value limit = arith::AddFOp::create(b, loc, mOld, e.splatF(kLazyMax));
-    Value up =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, runMax, limit);
-    Value mNew =
-        arith::SelectOp::create(b, loc, up, e.maxNoNaN(mOld, runMax), mOld);
-    Value none =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mNew, ninf);
-    Value shift = arith::SelectOp::create(b, loc, none, e.splatF(0.0), mNew);
-    Value alpha = e.expNonPositive(arith::SubFOp::create(b, loc, mOld, shift));
-    constexpr int64_t U = 4;
-    SmallVector<Value> sums(U, e.splatF(0.0));
-    Value keys = idx(C), step = idx(U);
-    sums = e.loop(zero, keys, step, sums, [&](Value n, ValueRange cur) {
-      SmallVector<Value> next(cur.begin(), cur.end());
-      for (int64_t u = 0; u < U; ++u) {
-        SmallVector<Value, 2> ix{add(n, idx(u)), zero};
-        Value x = load(ST, ix);
-        Value p = e.expNonPositive(arith::SubFOp::create(b, loc, x, shift));
-        vector::StoreOp::create(b, loc, p, ST, ix);
-        next[u] = arith::AddFOp::create(b, loc, cur[u], p);
-      }
-      return next;
-    });
-    Value l = sums[0];
-    for (int64_t u = 1; u < U; ++u)
-      l = arith::AddFOp::create(b, loc, l, sums[u]);
-    Value lNew = vector::FMAOp::create(b, loc, lOld, alpha, l);
-    return {mNew, lNew, alpha, up};
-  }
-
-  /// P [16 rows, 32 keys] (the transpose of ST) in kSplits parts: the A
-  /// tiles of P · V.
-  void packP() {
-    for (int64_t h = 0; h < C / 16; ++h)
-      storeTransposedBlock(
-          b, loc, square,
-          [&](int64_t i) {
-            return load(ST, {idx(16 * h + i), zero});
-          },
-          PT, zero, idx(16 * h));
-    e.loop(zero, sixteen, one, [&](Value r) {
-      for (int64_t c = 0; c < C; c += W) {
-        SmallVector<Value> parts = e.splitBF16(load(PT, {r, idx(c)}));
-        for (int64_t s = 0; s < kSplits; ++s)
-          vector::StoreOp::create(b, loc, parts[s], PA,
-                                  ValueRange{add(r, idx(s * 16)), idx(c)});
-      }
+  /// Copies rows [0, nc) of the chunk (K or V, through kvRow) to `dst`
+  /// [C, width] bf16 and zeroes the rest: a partial chunk's tiles read no
+  /// further than the cache, and V's missing rows are 0, not NaN.
+  void copyRows(bool key, Value dst, int64_t width, Value n0, Value nc) {
+    e.loop(zero, idx(C), one, [&](Value j) {
+      Value in =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, j, nc);
+      Value jr = e.minI(j, e.sub(nc, one));
+      Emitter::RowRef row = e.kvRow(key, n0, jr);
+      Value zeros = arith::ConstantOp::create(
+          b, loc, vbf, DenseElementsAttr::get(vbf, b.getFloatAttr(bf16, 0.0)));
+      forUpTo(width, 32, [&](Value c) {
+        Value x = vector::LoadOp::create(b, loc, vbf, row.mem, e.colOf(row, c));
+        Value y = arith::SelectOp::create(b, loc, in, x, zeros);
+        vector::StoreOp::create(b, loc, y, dst, ValueRange{j, c});
+      });
     });
   }
-
   /// V's rows by pairs, interleaved: the B tiles [16 pairs, 16 columns ×
   /// 2] of P · V. The next chunk's K and V rows are prefetched meanwhile.
   void pairs(function_ref<Emitter::RowRef(Value)> rowAt) {
@@ -499,51 +295,6 @@ struct AmxDecode {
       }
     });
   }
-
-  /// O · alpha (skipped unless some row's max moved).
-  void rescale(Value alpha, Value up) {
-    Value anyUp =
-        vector::ReductionOp::create(b, loc, vector::CombiningKind::OR, up);
-    auto scaleIf = scf::IfOp::create(b, loc, anyUp, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&scaleIf.getThenRegion().front());
-    e.loop(zero, sixteen, one, [&](Value r) {
-      Value a =
-          vector::ExtractOp::create(b, loc, alpha, ArrayRef<OpFoldResult>{r});
-      Value av = e.splat(a, vt);
-      forUpTo(dv, W, [&](Value c) {
-        Value y = arith::MulFOp::create(b, loc, load(OS, {r, c}), av);
-        vector::StoreOp::create(b, loc, y, OS, ValueRange{r, c});
-      });
-    });
-  }
-
-  /// O[:, col .. col + 16·tiles) += P · V: `tiles` chains of tile products,
-  /// each over the kSplits parts of P.
-  void pvStep(Value col, int64_t tiles) {
-    SmallVector<Value> cT, cols;
-    for (int64_t j = 0; j < tiles; ++j) {
-      cols.push_back(add(col, idx(16 * j)));
-      cT.push_back(amx::TileLoadOp::create(b, loc, tileC, OS,
-                                           ValueRange{zero, cols[j]}, Value()));
-    }
-    for (int64_t s = 0; s < kSplits; ++s) {
-      Value a = amx::TileLoadOp::create(b, loc, tileAB, PA,
-                                        ValueRange{idx(16 * s), zero}, Value());
-      for (int64_t j = 0; j < tiles; ++j) {
-        Value col2 = add(cols[j], cols[j]);
-        Value bt = amx::TileLoadOp::create(b, loc, tileAB, VB,
-                                           ValueRange{zero, col2}, Value());
-        cT[j] = amx::TileMulFOp::create(b, loc, tileC, a, bt, cT[j]);
-      }
-    }
-    for (int64_t j = 0; j < tiles; ++j)
-      amx::TileStoreOp::create(b, loc, OS, ValueRange{zero, cols[j]}, cT[j],
-                               Value());
-  }
-
-  /// A paged chunk's two halves of 16 K rows each lie in one page, rows a
-  /// row stride apart (pages of 16 or more, the chunk at a page boundary):
   /// the A tiles load them in place.
   Value pagedHalvesContiguous() {
     Value ok;

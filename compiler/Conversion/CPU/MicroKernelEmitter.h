@@ -2,7 +2,8 @@
 //
 // The emitter of the CPU micro-kernel (MicroKernel.cpp: the shared helpers,
 // decode's dot-product path, the paged row tables and the entry points;
-// MicroKernelLanes.cpp: the lanes path of prefill). Internal to
+// MicroKernelLanes.cpp: the lanes path of prefill; MicroKernelAmx.cpp and
+// MicroKernelAmxPrefill.cpp: decode and prefill on AMX tiles). Internal to
 // compiler/Conversion/CPU.
 //
 //===----------------------------------------------------------------------===//
@@ -369,6 +370,10 @@ struct Emitter {
   /// tile (when every row fits: T ≤ Tcap).
   void packQueries(Value s0, Value ns, Value T, Value M,
                    ArrayRef<Value> leadUbs);
+  /// Whether the pack recorded in `tagBuf` ([2]: the query buffer's
+  /// address, the row count) is not the tile's (or T > Tcap: slabs), and
+  /// the address to record after packing.
+  std::pair<Value, Value> staleTag(Value tagBuf, Value T);
 
   /// The scores' mask for lanes of query positions `qPos` (i32) against the
   /// chunk's key at position kPos (scalar), which exists when `inRange`
@@ -420,6 +425,12 @@ struct Emitter {
   SmallVector<Value> splitBF16(Value x);
   /// The decode of at most 16 rows T on the tile unit.
   void amxPath(Value T, Value M, ArrayRef<Value> leadUbs, Value N);
+  /// Prefill (more than 16 rows) on AMX tiles (MicroKernelAmxPrefill.cpp):
+  /// `amxPrefill` when amxPrefillApplies, with its scratch
+  /// (allocateAmxPrefillScratch).
+  bool amxPrefill = false;
+  SmallVector<Value> amxPrefillBufs = {};
+  void amxPrefillPath(Value T, Value M, ArrayRef<Value> leadUbs, Value N);
 
   /// The tile's code, at the builder's insertion point, scratch set.
   void emit();

@@ -181,6 +181,74 @@ void Emitter::chunkKeys(Value n0, Value nc) {
   kSrc = arith::SelectOp::create(b, loc, full, rows, copy);
 }
 
+std::pair<Value, Value> Emitter::staleTag(Value tagBuf, Value T) {
+  Value zero = idx(0), one = idx(1);
+  Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, q);
+  auto md = memref::ExtractStridedMetadataOp::create(b, loc, q);
+  Value key = add(ptr, arith::MulIOp::create(b, loc, md.getOffset(), idx(4)));
+  auto eq = [&](Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, y)
+        .getResult();
+  };
+  auto andI = [&](Value x, Value y) {
+    return arith::AndIOp::create(b, loc, x, y).getResult();
+  };
+  Value tag0 = memref::LoadOp::create(b, loc, tagBuf, ValueRange{zero});
+  Value tag1 = memref::LoadOp::create(b, loc, tagBuf, ValueRange{one});
+  Value oneSlab =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, T, idx(Tcap));
+  Value sameBuffer = eq(tag0, key);
+  Value sameRows = eq(tag1, T);
+  Value fresh = andI(andI(sameBuffer, sameRows), oneSlab);
+  Value stale = arith::XOrIOp::create(
+      b, loc, fresh,
+      arith::ConstantOp::create(b, loc, b.getI1Type(), b.getBoolAttr(true)));
+  return {stale, key};
+}
+
+void Emitter::packQueries(Value s0, Value ns, Value T, Value M,
+                          ArrayRef<Value> leadUbs) {
+  Value zero = idx(0), one = idx(1);
+  auto [stale, key] = staleTag(tag, T);
+  auto ifOp = scf::IfOp::create(b, loc, stale, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  Value last = sub(T, one);
+  Value scale = splatF(op.getScale().convertToDouble());
+  auto square = VectorType::get({W, W}, b.getF32Type());
+  Value packEnd = roundUp(ns, RB());
+  loop(zero, packEnd, idx(W), [&](Value tb) {
+    SmallVector<SmallVector<Value>> rows;
+    for (int64_t i = 0; i < W; ++i) {
+      Value t = add(tb, idx(i));
+      rows.push_back(delinearize(minI(add(s0, t), last), M, leadUbs));
+      for (int64_t c = 0; c <= lead; ++c)
+        memref::StoreOp::create(b, loc, rows[i][c], rowTab,
+                                ValueRange{t, idx(c)});
+      memref::StoreOp::create(b, loc, toI32(rows[i][lead]), rowPos,
+                              ValueRange{t});
+    }
+    Value dEnd = idx(d);
+    Value blockRow = qtBlockRow(tb);
+    Value blockCol = arith::RemUIOp::create(b, loc, tb, idx(RB()));
+    loop(zero, dEnd, idx(W), [&](Value k0) {
+      Value mask;
+      if (d % W != 0)
+        mask = vector::CreateMaskOp::create(b, loc, vmask,
+                                            ValueRange{sub(idx(d), k0)});
+      storeTransposedBlock(
+          b, loc, square,
+          [&](int64_t i) {
+            Value x = loadF32(q, at(rows[i], {k0}), mask);
+            return arith::MulFOp::create(b, loc, x, scale).getResult();
+          },
+          Qt, add(blockRow, k0), blockCol);
+    });
+  });
+  memref::StoreOp::create(b, loc, key, tag, ValueRange{zero});
+  memref::StoreOp::create(b, loc, T, tag, ValueRange{one});
+}
+
 void Emitter::lanesPath(Value T, Value M, ArrayRef<Value> leadUbs, Value N) {
   Value zero = idx(0), C = idx(chunk());
   loop(zero, T, idx(Tcap), [&](Value s0) {
@@ -291,6 +359,16 @@ void Emitter::emit() {
     dotPath();
   }
   b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+  if (!amxPrefill) {
+    lanesPath(T, M, leadUbs, N);
+    return;
+  }
+  // More than 16 rows on the tile unit when the OS grants it.
+  Value ready = amxReady();
+  auto amxIf = scf::IfOp::create(b, loc, ready, /*withElseRegion=*/true);
+  b.setInsertionPointToStart(&amxIf.getThenRegion().front());
+  amxPrefillPath(T, M, leadUbs, N);
+  b.setInsertionPointToStart(&amxIf.getElseRegion().front());
   lanesPath(T, M, leadUbs, N);
 }
 

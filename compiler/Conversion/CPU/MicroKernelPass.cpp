@@ -44,8 +44,9 @@ namespace {
 /// (attributes and operand types), called from every op like it.
 class TileFunctions {
 public:
-  TileFunctions(ModuleOp module, int64_t lanes, bool amx)
-      : module(module), symbols(module), lanes(lanes), amx(amx) {}
+  TileFunctions(ModuleOp module, int64_t lanes, bool amx, bool amxF32)
+      : module(module), symbols(module), lanes(lanes), amx(amx),
+        amxF32(amxF32) {}
 
   /// Replaces `oa` (buffer form) by scratch allocations before its parallel
   /// iteration and a call of its tile function; failure with an error when
@@ -74,7 +75,7 @@ private:
   ModuleOp module;
   SymbolTable symbols;
   int64_t lanes;
-  bool amx;
+  bool amx, amxF32;
   llvm::StringMap<func::FuncOp> byKey;
   /// The scratch of the ops of one parallel iteration (the block the
   /// scratch goes to) that read the same query rows with the same scale
@@ -183,12 +184,14 @@ LogicalResult TileFunctions::lower(OnlineAttentionOp oa) {
       oa.getValue().getType().getAsOpaquePointer(), oa.isPaged());
   SmallVector<Value> &scratch = sharedScratch[key];
   if (scratch.empty())
-    scratch = allocateMicroKernelScratch(b, oa.getLoc(), oa, lanes, amx);
-  func::FuncOp fn = functionFor(
-      oa, ValueRange(scratch).getTypes(),
-      [&](OpBuilder &fb, Operation *tile, ValueRange sc) {
-        emitMicroKernel(fb, cast<OnlineAttentionOp>(tile), sc, lanes, amx);
-      });
+    scratch =
+        allocateMicroKernelScratch(b, oa.getLoc(), oa, lanes, amx, amxF32);
+  func::FuncOp fn =
+      functionFor(oa, ValueRange(scratch).getTypes(),
+                  [&](OpBuilder &fb, Operation *tile, ValueRange sc) {
+                    emitMicroKernel(fb, cast<OnlineAttentionOp>(tile), sc,
+                                    lanes, amx, amxF32);
+                  });
   replaceByCall(oa, fn, scratch);
   return success();
 }
@@ -335,7 +338,7 @@ struct CPUMicroKernelPass
       if (gemmKernelHandles(op))
         ops.push_back(op);
     });
-    TileFunctions tiles(getOperation(), lanes, amx);
+    TileFunctions tiles(getOperation(), lanes, amx, amxF32Prefill);
     for (Operation *op : ops) {
       if (!isa<OnlineAttentionOp, GatedDeltaChunkOp>(op)) {
         tiles.lowerMatmul(op);
