@@ -235,9 +235,10 @@ func.func @main() {
   func.call @case(%i160, %i601, %i1000, %t) : (index, index, index, i1) -> ()
   func.call @case(%i129, %i330, %i1537, %t) : (index, index, index, i1) -> ()
   func.call @case(%i128, %i320, %i32, %t) : (index, index, index, i1) -> ()
-  // 313 panels of 64 columns: each one's pack scratch must be freed after
-  // it (an alloca once took 32 KiB of stack per panel: on one thread 10 MiB,
-  // past the main thread's 8 MiB).
+  // 313 panels of 64 columns (105 groups of 3, the last one partial): each
+  // group's pack scratch (3 x 128 KiB) must be freed after it (an alloca
+  // once took 32 KiB of stack per panel: on one thread 10 MiB, past the
+  // main thread's 8 MiB; unpopped, 105 groups would take 39 MiB).
   func.call @case(%i50, %i20000, %i3, %t) : (index, index, index, i1) -> ()
   func.call @case(%i1, %i1, %i1, %f) : (index, index, index, i1) -> ()
   func.call @case(%i3, %i17, %i15, %f) : (index, index, index, i1) -> ()

@@ -26,8 +26,15 @@ namespace mlir::attn::gemm {
 /// accumulators, 4 loads of B and 6 broadcasts of A per 24 FMAs), 4 with
 /// AVX2/SSE (4 × 2 of 16 registers).
 constexpr int64_t rowsFor(int64_t lanes) { return lanes >= 16 ? 6 : 4; }
-/// K per packed block: a [128, NC] scratch (32 KiB with AVX-512) stays in L1.
-constexpr int64_t kDepth = 128;
+/// K per packed block: a [512, NC] scratch per panel (128 KiB with AVX-512,
+/// read from L2). Blocks of 128 (32 KiB, in L1) loaded and stored C four
+/// times as often: on a Zen 4 core 0.83-0.88x OpenBLAS at 4096 rows, 512:
+/// 0.94-0.99x with kGroup (docs/benchmarks.md, "The GEMM kernel shape by
+/// shape").
+constexpr int64_t kDepth = 512;
+/// Panels per parallel item of the packed path: each block of R rows of A
+/// (R × kDepth floats) is read once into L1 and serves kGroup panels.
+constexpr int64_t kGroup = 3;
 /// Below this many rows, B [N, K] is read by dot products (no pack).
 constexpr int64_t kDotRows = 8;
 /// How many blocks of R rows ahead the panels prefetch A's rows.

@@ -8,19 +8,20 @@
 // attn-cpu-micro-kernel makes of each form (B [K, N] or [N, K]), every
 // size, stride and offset read from the operands, holds:
 //
-//   scf.parallel over panels of NC = NV·W columns of C (W f32 lanes, NV = 4
-//   vectors with AVX-512, 2 with AVX2/SSE):
-//     for each K block of KC = 128:
-//       [B [N, K]] pack the panel's block of B transposed into a [KC, NC]
-//         scratch (W×W vector transposes for full blocks; 32 KiB with
-//         AVX-512, so it stays in L1 while every row block reads it), so
-//         that the inner loop loads NC consecutive floats per k;
-//       for each block of R = 6 rows of A (4 with AVX2/SSE): R × NV
-//         accumulators loaded from C, per k NV loads of B, R broadcasts of
-//         A (each row a 1-D view: addressed by k alone), R·NV FMAs, stored
-//         back (masked in the last panel); leftover rows one by one. While
-//         block j runs, row j mod NC of the next K block of B is
-//         prefetched for the next pack.
+//   scf.parallel over groups of G = 3 panels of NC = NV·W columns of C (W
+//   f32 lanes, NV = 4 vectors with AVX-512, 2 with AVX2/SSE):
+//     for each K block of KC = 512:
+//       [B [N, K]] pack each panel's block of B transposed into a [KC, NC]
+//         scratch (W×W vector transposes for full blocks; 128 KiB with
+//         AVX-512, read from L2), so that the inner loop loads NC
+//         consecutive floats per k;
+//       for each block of R = 6 rows of A (4 with AVX2/SSE), for each panel
+//         of the group: R × NV accumulators loaded from C, per k NV loads
+//         of B, R broadcasts of A (each row a 1-D view: addressed by k
+//         alone; read from memory by the first panel, from L1 by the
+//         others), R·NV FMAs, stored back (masked in the last panel);
+//         leftover rows one by one. While block j runs, row j mod NC of
+//         each panel's next K block of B is prefetched for the next pack.
 //
 // With B [N, K] and fewer than 8 rows (decode), packing B would read and
 // write every weight once more than the product does: dot products along K
@@ -116,14 +117,20 @@ void GemmEmitter::panels() {
   Value one = idx(1);
   Value last = sub(N, one);
   Value count = arith::DivUIOp::create(b, loc, add(last, nc), nc);
-  // With fewer than two panels per thread (N up to a few hundred), the
+  // Panels in groups of G per parallel item: each block of R rows of A
+  // (R × kc floats, read from wherever A lies) is loaded into L1 once
+  // and serves the G panels' products from there.
+  Value groupSize = idx(kGroup);
+  Value groupCount = arith::DivUIOp::create(
+      b, loc, add(count, sub(groupSize, one)), groupSize);
+  // With fewer than two groups per thread (N up to a few hundred), the
   // rows are split too, into `groups` ranges of whole blocks of R rows
-  // (each packs its panel of B itself: B is small there); a GEMM of 64
+  // (each packs its panels of B itself: B is small there); a GEMM of 64
   // columns ran on one thread.
   Value threads = maxThreads();
   Value want = add(threads, threads);
-  Value wantUp = add(want, sub(count, one));
-  Value someCount = arith::MaxUIOp::create(b, loc, count, one);
+  Value wantUp = add(want, sub(groupCount, one));
+  Value someCount = arith::MaxUIOp::create(b, loc, groupCount, one);
   Value byPanels = arith::DivUIOp::create(b, loc, wantUp, someCount);
   Value byRows = arith::DivUIOp::create(b, loc, M, idx(8 * R));
   Value most = arith::MaxUIOp::create(b, loc, byRows, one);
@@ -132,53 +139,80 @@ void GemmEmitter::panels() {
   Value perGroup = arith::DivUIOp::create(b, loc, groupsUp, groups);
   Value rowsUp = add(perGroup, idx(R - 1));
   Value rowsPer = floorTo(rowsUp, R);
-  Value items = mul(count, groups);
-  // With that few panels A's rows come from memory, once or twice each.
-  Value fewPanels =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, count, want);
+  Value items = mul(groupCount, groups);
+  // With that few groups A's rows come from memory, once or twice each.
+  Value fewPanels = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
+                                          groupCount, want);
   parallel(items, [&](Value item) {
-    Value p = arith::DivUIOp::create(b, loc, item, groups);
+    Value pg = arith::DivUIOp::create(b, loc, item, groups);
     Value g = arith::RemUIOp::create(b, loc, item, groups);
     Value rowStart = min(mul(g, rowsPer), M);
     Value rowEnd = min(add(rowStart, rowsPer), M);
-    Value n0 = mul(p, nc);
-    Value rest = sub(N, n0);
-    Value cols = min(rest, nc);
-    SmallVector<Value> masks;
-    for (int64_t v = 0; v < NV; ++v) {
-      Value lanes = sub(cols, idx(v * W));
-      masks.push_back(maskOf(lanes));
-    }
+    Value p0 = mul(pg, groupSize);
+    Value inGroup = min(sub(count, p0), groupSize);
+    Value zero = idx(0), depth = idx(kDepth);
     Value packed;
     if (bTransposed) {
-      auto t = MemRefType::get({kDepth, panel()}, b.getF32Type());
-      // On the stack, popped per panel by attn-scope-loop-allocas (before
-      // it, 32 KiB stayed per panel and 512 panels overflowed a thread's
-      // 8 MiB; the heap block that replaced it was an allocation per panel).
+      auto t = MemRefType::get({kGroup * kDepth, panel()}, b.getF32Type());
+      // On the stack, popped per item by attn-scope-loop-allocas (before
+      // it, the scratch stayed per panel and 512 panels overflowed a
+      // thread's 8 MiB; the heap block that replaced it was an allocation
+      // per panel).
       packed = memref::AllocaOp::create(b, loc, t, b.getI64IntegerAttr(64));
     }
-    Value zero = idx(0), depth = idx(kDepth);
+    // Panel j of the group: its first column, its columns' masks and its
+    // block of the scratch.
+    auto eachPanel = [&](function_ref<void(Value, Value, Value)> body) {
+      loop(zero, inGroup, one, [&](Value j) {
+        Value n0 = mul(add(p0, j), nc);
+        Value view;
+        if (bTransposed) {
+          Value row = mul(j, depth);
+          SmallVector<OpFoldResult> offsets = {row, b.getIndexAttr(0)};
+          SmallVector<OpFoldResult> sizes = {b.getIndexAttr(kDepth),
+                                             b.getIndexAttr(panel())};
+          SmallVector<OpFoldResult> strides = {b.getIndexAttr(1),
+                                               b.getIndexAttr(1)};
+          view = memref::SubViewOp::create(b, loc, packed, offsets, sizes,
+                                           strides);
+        }
+        body(n0, min(sub(N, n0), nc), view);
+      });
+    };
+    auto masksOf = [&](Value cols) {
+      SmallVector<Value> masks;
+      for (int64_t v = 0; v < NV; ++v)
+        masks.push_back(maskOf(sub(cols, idx(v * W))));
+      return masks;
+    };
     loop(zero, K, depth, [&](Value k0) {
       Value kRest = sub(K, k0);
       Value kc = min(kRest, depth);
       if (bTransposed)
-        pack(packed, n0, cols, k0, kc);
+        eachPanel([&](Value n0, Value cols, Value view) {
+          pack(view, n0, cols, k0, kc);
+        });
       Value span = sub(rowEnd, rowStart);
       Value fullRows = add(rowStart, floorTo(span, R));
       Value rowStep = idx(R);
       loop(rowStart, fullRows, rowStep, [&](Value m0) {
-        if (bTransposed)
-          prefetchNextBlock(m0, n0, k0);
         auto ahead = scf::IfOp::create(b, loc, fewPanels, false);
         {
-          OpBuilder::InsertionGuard g(b);
+          OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(&ahead.getThenRegion().front());
           prefetchRowsAhead(m0, k0, kc);
         }
-        rowBlock(R, m0, n0, k0, kc, masks, packed);
+        eachPanel([&](Value n0, Value cols, Value view) {
+          if (bTransposed)
+            prefetchNextBlock(m0, n0, k0);
+          rowBlock(R, m0, n0, k0, kc, masksOf(cols), view);
+        });
       });
-      loop(fullRows, rowEnd, one,
-           [&](Value m) { rowBlock(1, m, n0, k0, kc, masks, packed); });
+      loop(fullRows, rowEnd, one, [&](Value m) {
+        eachPanel([&](Value n0, Value cols, Value view) {
+          rowBlock(1, m, n0, k0, kc, masksOf(cols), view);
+        });
+      });
     });
   });
 }
