@@ -141,7 +141,7 @@ void GemmEmitter::panels() {
   Value rowsPer = floorTo(rowsUp, R);
   Value items = mul(groupCount, groups);
   // With that few groups A's rows come from memory, once or twice each.
-  Value fewPanels = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
+  Value fewGroups = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
                                           groupCount, want);
   parallel(items, [&](Value item) {
     Value pg = arith::DivUIOp::create(b, loc, item, groups);
@@ -196,7 +196,7 @@ void GemmEmitter::panels() {
       Value fullRows = add(rowStart, floorTo(span, R));
       Value rowStep = idx(R);
       loop(rowStart, fullRows, rowStep, [&](Value m0) {
-        auto ahead = scf::IfOp::create(b, loc, fewPanels, false);
+        auto ahead = scf::IfOp::create(b, loc, fewGroups, false);
         {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(&ahead.getThenRegion().front());
