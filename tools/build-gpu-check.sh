@@ -84,6 +84,20 @@ if [ "$ARCH" = sm_90 ]; then
   build_variant "${CONFIGS[seed]}" seed-kvbf16-bf16-q4k64 --q-block=4 --kv-block=64
   build_variant "${CONFIGS[seed]}" seed-kvbf16-bf16-k64 --kv-block=64
 fi
+# sm_90a: the same tensor-core kernels with wgmma products (*-wgmma, benched
+# next to the mma.sync ones by gpu-check.sh's *-kvbf16-bf16-* loop): the two
+# bench shapes contiguous and paged, Gemma-2 (softcap, window), DeepSeek-V3's
+# expanded MLA (D=192, Dv=128) and the f16 variant.
+if [ "$ARCH" = sm_90 ]; then
+  for name in llama-3.1-8b seed gemma-2-27b deepseek-v3; do
+    "$BUILD_DIR/bin/attn-compile" "${CONFIGS[$name]}" --target=cuda \
+      --gpu-arch=sm_90a --kv-dtype=bf16 --gpu-precision=bf16 \
+      --entries=sdpa,paged -o "$OUT/$name-kvbf16-bf16-wgmma"
+  done
+  "$BUILD_DIR/bin/attn-compile" "${CONFIGS[llama-3.1-8b]}" --target=cuda \
+    --gpu-arch=sm_90a --kv-dtype=f16 --gpu-precision=f16 \
+    --entries=sdpa,paged -o "$OUT/llama-3.1-8b-kvf16-f16-wgmma"
+fi
 cp "$ROOT/tools/gpu-check.sh" "$ROOT/tools/gpu-baseline.py" "$OUT/"
 echo "built $(ls "$OUT" | grep -Evc '\.(sh|py)$') CUDA executables for $ARCH in $OUT;"
 echo "on the GPU machine: $OUT/gpu-check.sh $OUT"

@@ -56,17 +56,19 @@ done
 # compute-sanitizer's memcheck on the cp.async tensor-core kernel (where the
 # machine has it: not under gVisor).
 san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-if [ "${GPU_SANITIZE:-1}" != 0 ] && [ -n "$san" ] && [ -x "$DIR/llama-3.1-8b-kvbf16-bf16" ]; then
-  echo "== compute-sanitizer memcheck: llama-3.1-8b-kvbf16-bf16 check"
+# The mma.sync kernel and, where built, the sm_90a wgmma one.
+for sname in llama-3.1-8b-kvbf16-bf16 llama-3.1-8b-kvbf16-bf16-wgmma; do
+  [ "${GPU_SANITIZE:-1}" != 0 ] && [ -n "$san" ] && [ -x "$DIR/$sname" ] || continue
+  echo "== compute-sanitizer memcheck: $sname check"
   if $LIMIT "$san" --tool memcheck --error-exitcode 3 \
-      "$DIR/llama-3.1-8b-kvbf16-bf16" check > "$LOGDIR/sanitizer.log" 2>&1; then
-    echo "ok    memcheck: $(tail -n 1 "$LOGDIR/sanitizer.log")"
+      "$DIR/$sname" check > "$LOGDIR/$sname.sanitizer.log" 2>&1; then
+    echo "ok    memcheck: $(tail -n 1 "$LOGDIR/$sname.sanitizer.log")"
   else
-    failed="$failed memcheck"
-    echo "FAIL  memcheck (see $LOGDIR/sanitizer.log):"
-    grep -E 'ERROR|Invalid|error' "$LOGDIR/sanitizer.log" | head -n 5 | sed 's/^/      /'
+    failed="$failed memcheck:$sname"
+    echo "FAIL  memcheck (see $LOGDIR/$sname.sanitizer.log):"
+    grep -E 'ERROR|Invalid|error' "$LOGDIR/$sname.sanitizer.log" | head -n 5 | sed 's/^/      /'
   fi
-fi
+done
 # One bench: prints its lines prefixed with the executable and arguments,
 # and appends "name,args,ms,tflops,pct" to the CSV.
 bench() {

@@ -233,6 +233,11 @@ def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "func::FuncOp"> {
     Option<"warpRows", "warp-rows", "int64_t", /*default=*/"0",
            "Tensor-core kernel: rows per warp, 16 or 32 (two m16 tiles "
            "sharing each K/V fragment; value head dims up to 128); 0: 16">,
+    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
+           "Tensor-core kernel (sm_90a): S = Q·Kᵀ and O += P·V as warpgroup "
+           "MMAs (wgmma) on 128-byte-swizzled tiles, where the K/V cache is "
+           "of the kernel's type and the head dims are multiples of 64 (up "
+           "to 256); the mma.sync kernel elsewhere">,
     Option<"maxSharedMemory", "max-shared-memory", "int64_t",
            /*default=*/"166912",
            "Tensor-core kernel: the most dynamic shared memory a block may "

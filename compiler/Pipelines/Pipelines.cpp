@@ -191,7 +191,15 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
 }
 
 llvm::StringRef mlir::attn::gpuArchName(GPUArch arch) {
-  return arch == GPUArch::sm_80 ? "sm_80" : "sm_90";
+  switch (arch) {
+  case GPUArch::sm_80:
+    return "sm_80";
+  case GPUArch::sm_90:
+    return "sm_90";
+  case GPUArch::sm_90a:
+    return "sm_90a";
+  }
+  llvm_unreachable("GPUArch");
 }
 
 LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
@@ -226,6 +234,7 @@ LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
   // Hopper.
   toGPU.maxSharedMemory = options.arch == GPUArch::sm_80 ? 166912 : 232448;
   toGPU.precision = options.precision;
+  toGPU.wgmma = options.arch == GPUArch::sm_90a;
   pm.addNestedPass<func::FuncOp>(createConvertAttnToGPUPass(toGPU));
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;

@@ -100,9 +100,11 @@ LogicalResult buildAttnPipeline(OpPassManager &pm,
 enum class GPUStage { Tiled, GPU, PTX };
 
 /// The NVIDIA architectures the PTX is for.
-enum class GPUArch { sm_80, sm_90 };
+/// sm_90a: Hopper's architecture-specific features (wgmma), whose PTX runs
+/// only on sm_90 GPUs.
+enum class GPUArch { sm_80, sm_90, sm_90a };
 
-/// "sm_80" / "sm_90".
+/// "sm_80" / "sm_90" / "sm_90a".
 llvm::StringRef gpuArchName(GPUArch arch);
 
 /// The CUDA pipeline: fuse, tile for the GPU (stop-after=tiled stops here),
@@ -113,8 +115,10 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
   Option<GPUArch> arch{
       *this, "arch", llvm::cl::desc("GPU architecture"),
       llvm::cl::init(GPUArch::sm_90),
-      llvm::cl::values(clEnumValN(GPUArch::sm_90, "sm_90", "H100/H200"),
-                       clEnumValN(GPUArch::sm_80, "sm_80", "A100"))};
+      llvm::cl::values(
+          clEnumValN(GPUArch::sm_90, "sm_90", "H100/H200"),
+          clEnumValN(GPUArch::sm_90a, "sm_90a", "H100/H200 with wgmma"),
+          clEnumValN(GPUArch::sm_80, "sm_80", "A100"))};
   Option<int64_t> qBlock{*this, "q-block",
                          llvm::cl::desc("Query rows per tile (0: default)"),
                          llvm::cl::init(0)};

@@ -5,6 +5,7 @@
 // tensor-core kernel refuses a block of more than 128 rows.
 // RUN: attn-opt %s -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu | FileCheck %s --check-prefix=FP32
 // RUN: attn-opt %s -attn-gpu-select-tiles=block-rows=128 -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu=precision=bf16 | FileCheck %s --check-prefix=BF16
+// RUN: attn-opt %s -attn-gpu-select-tiles=block-rows=128 -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu="precision=bf16 wgmma=true" | FileCheck %s --check-prefix=WGMMA
 // RUN: not attn-opt %s -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu=precision=bf16 2>&1 | FileCheck %s --check-prefix=ROWS
 // RUN: not attn-opt %s -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu=precision=f16 2>&1 | FileCheck %s --check-prefix=F16
 // FP32: gpu.launch
@@ -29,6 +30,35 @@
 // BF16: nvgpu.ldmatrix %[[V]]{{.*}}transpose = true
 // BF16: nvvm.mma.sync
 // BF16: gpu.barrier
+// wgmma (sm_90a): two warpgroups of 64 rows; Q 128 x 64 and the rings 2 x
+// 64 x 64 unpadded in 128-byte swizzled rows (16384 bytes each), plus 1024
+// to align the base at run time; the copies land at swizzled indices (the
+// 16-byte chunk XOR the row mod 8) and are fenced for the async proxy; S
+// and P·V as wgmma m64n64k16 (A by descriptor, then from 4 registers).
+// WGMMA: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256, {{.*}}) dynamic_shared_memory_size %c50176_i32
+// WGMMA: %[[SMEM:.*]] = gpu.dynamic_shared_memory
+// WGMMA: memref.extract_aligned_pointer_as_index %[[SMEM]]
+// WGMMA: %[[Q:.*]] = memref.view %[[SMEM]]{{.*}} to memref<8192xbf16, #gpu.address_space<workgroup>>
+// WGMMA: %[[K:.*]] = memref.view %[[SMEM]]{{.*}} to memref<8192xbf16, #gpu.address_space<workgroup>>
+// WGMMA: %[[V:.*]] = memref.view %[[SMEM]]{{.*}} to memref<8192xbf16, #gpu.address_space<workgroup>>
+// WGMMA: arith.xori
+// WGMMA: memref.store %{{.*}}, %[[Q]][%{{.*}}] : memref<8192xbf16
+// WGMMA: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// WGMMA: gpu.barrier
+// WGMMA: nvgpu.device_async_copy %{{.*}}[{{.*}}], %[[K]][%{{.*}}], 8
+// WGMMA: nvgpu.device_async_copy %{{.*}}[{{.*}}], %[[V]][%{{.*}}], 8
+// WGMMA: scf.for
+// WGMMA: nvgpu.device_async_wait
+// WGMMA: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// WGMMA-NEXT: gpu.barrier
+// WGMMA: nvvm.wgmma.fence.aligned
+// WGMMA: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}}, $64, $65, p, 1, 1, 0, 0;
+// WGMMA: nvvm.wgmma.commit.group.sync.aligned
+// WGMMA-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// WGMMA: nvvm.wgmma.fence.aligned
+// WGMMA: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;
+// WGMMA: nvvm.wgmma.commit.group.sync.aligned
+// WGMMA-NOT: nvgpu.ldmatrix
 // ROWS: error: 'attn.online_attention' op the bf16 tensor-core kernel holds at most 128 rows per thread block, got 4 heads x q-block 128 = 512: use a q-block of at most 32
 // F16: error: 'attn.online_attention' op the f16 tensor-core kernel would round a bf16 K/V cache to f16: compile with precision=bf16 or fp32
 func.func @entry(%out: memref<?x8x?x64xf32>, %q: tensor<?x8x?x64xf32>,

@@ -222,8 +222,10 @@ cl::opt<attn::GPUPrecision> gpuPrecision(
 cl::opt<attn::GPUArch> gpuArch(
     "gpu-arch", cl::desc("--target=cuda: the GPU architecture"),
     cl::init(attn::GPUArch::sm_90),
-    cl::values(clEnumValN(attn::GPUArch::sm_90, "sm_90",
-                          "H100/H200 (default)"),
+    cl::values(clEnumValN(attn::GPUArch::sm_90, "sm_90", "H100/H200 (default)"),
+               clEnumValN(attn::GPUArch::sm_90a, "sm_90a",
+                          "H100/H200, the bf16/f16 kernels' products as "
+                          "warpgroup MMAs (wgmma); runs only on sm_90"),
                clEnumValN(attn::GPUArch::sm_80, "sm_80", "A100")),
     cl::cat(category));
 
@@ -698,7 +700,8 @@ int main(int argc, char **argv) {
       "  attn-compile config.json --describe\n"
       "  attn-compile config.json --compile-to=attn|fused|tiled|linalg|"
       "llvm-dialect|llvm-ir|asm|obj [-o FILE]\n"
-      "  attn-compile config.json --target=cuda [--gpu-arch=sm_90|sm_80] "
+      "  attn-compile config.json --target=cuda "
+      "[--gpu-arch=sm_90|sm_90a|sm_80] "
       "[--gpu-precision=fp32|bf16] [-o NAME | --compile-to=tiled|gpu|ptx]\n"
       "\nATTN_COMPILE_OPTIONS in the environment: options read before the "
       "command line's (the test suite sets --verify-each there)\n",

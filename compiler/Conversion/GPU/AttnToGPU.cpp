@@ -207,7 +207,7 @@ struct ConvertAttnToGPUPass
     // an H200 at head dim 256: 64 keys 7-11% faster than 32 (docs/cuda.md).
     auto mmaBytes = [&](int64_t keys) {
       return KernelEmitter::mmaSharedMemory(group * e.qRows, d, dv, keys,
-                                            /*stages=*/2, rowsPerWarp)
+                                            /*stages=*/2, rowsPerWarp, e.wgmma)
           .bytes;
     };
     e.kvBlock = kvBlock     ? kvBlock
@@ -339,6 +339,12 @@ struct ConvertAttnToGPUPass
     e.eplV = (dv + kWarp - 1) / kWarp;
     e.kRowsPerWarp = std::max(e.epl, e.eplV) <= 1 ? 8 : 4;
     e.mmaElt = mmaElt;
+    // sm_90a: warpgroup MMAs on tiles copied as they are (a cache of the
+    // kernel's type) in whole swizzle blocks of 64 columns; one m16 tile per
+    // warp (the warpgroup's rows); wgmma's N (kv-block for S, Dv for P·V)
+    // at most 256.
+    e.wgmma = wgmma && mmaKernel && kvElt == mmaElt && d % 64 == 0 &&
+              dv % 64 == 0 && dv <= 256 && warpRows != 32 && kvBlock <= 256;
     if (mmaKernel && (d % 16 || dv % 16))
       return op->emitOpError("the ")
              << mmaName

@@ -59,6 +59,9 @@ struct KernelEmitter {
   int64_t qRows = 0, kvBlock = 0;
   /// The tensor-core kernel's rows per warp (16 or 32).
   int64_t warpRows = 16;
+  /// sm_90a: the tensor-core kernel's products as warpgroup MMAs (wgmma,
+  /// WgmmaKernel.cpp) on 128-byte-swizzled tiles.
+  bool wgmma = false;
   // Static shape facts.
   int64_t hkv = 1, group = 1, d = 0, dv = 0, epl = 1, eplV = 1;
   /// Query rows per warp: 8 for head dims up to 32, else 4 (registers).
@@ -275,16 +278,25 @@ struct KernelEmitter {
     Value aRow, aCol, kRow, kCol, vRow, vCol;
     /// qFrag[t][ks]: m-tile t's A fragment of columns 16·ks...
     SmallVector<SmallVector<SmallVector<Value>>> qFrag;
+    /// wgmma: the tiles are flat views of 128-byte-swizzled rows (column
+    /// blocks of 64 elements), `smemBase` the shared-memory address of the
+    /// Q tile (1024-byte aligned), `layout` their offsets.
+    bool wgmma = false;
+    Value smemBase;
+    int64_t qRowsPad = 0, kOffset = 0, vOffset = 0;
   };
   /// The tensor-core kernel's shared memory: the Q tile's rows, the byte
   /// offsets of the K and V rings (each 128-byte aligned) and the total.
   struct MmaSmem {
     int64_t qRows = 0, kOffset = 0, vOffset = 0, bytes = 0;
   };
+  /// With `wgmma`, the swizzled layout: Q rows padded to 64 (a
+  /// warpgroup's), no row padding, every tile 1024-byte aligned, and 1024
+  /// bytes more to align the base.
   static MmaSmem mmaSharedMemory(int64_t rows, int64_t d, int64_t dv,
                                  int64_t kvBlock, int64_t stages,
-                                 int64_t warpRows);
-  MmaState beginMma(Value q, Value k, Value lens, bool asyncCopy);
+                                 int64_t warpRows, bool wgmma = false);
+  MmaState beginMma(Value q, Value k, Value lens, bool asyncCopy, bool wgmma);
   /// m-tile t's A fragment of Q's 16 columns from 16·ks (ldmatrix.x4 of
   /// the Q tile).
   SmallVector<Value> mmaQFragment(const MmaState &m, int64_t t, int64_t ks);
@@ -297,6 +309,29 @@ struct KernelEmitter {
   /// softmax, O = O·alpha + P·V.
   SmallVector<Value> mmaTile(const MmaState &m, Value kt, Value stage,
                              bool masked, ValueRange st);
+  /// The online softmax of one tile's scores sFrag[t][8-key tile][4] (C
+  /// fragments): softcap, the mask where `masked`, the rows' new maxima then
+  /// sums into `next`, their factors `alpha` for O, P rounded into A
+  /// fragments pPacked[t][16-key step].
+  void mmaSoftmax(const MmaState &m, Value kt, bool masked, ValueRange st,
+                  SmallVector<SmallVector<SmallVector<Value>>> &sFrag,
+                  SmallVector<Value> &next,
+                  SmallVector<SmallVector<SmallVector<Value>>> &pPacked,
+                  SmallVector<Value> &alpha);
+  /// wgmma: the element index of (row, col) in a swizzled tile of `rows`
+  /// rows (column blocks of 64 elements, 128-byte rows whose 16-byte chunks
+  /// are XORed with the row's index mod 8: the wgmma/TMA 128-byte swizzle).
+  Value swizzled(int64_t rows, Value row, Value col);
+  /// wgmma: one key tile (as mmaTile) with S = Q·Kᵀ and O += P·V as
+  /// warpgroup MMAs (WgmmaKernel.cpp).
+  SmallVector<Value> wgmmaTile(const MmaState &m, Value kt, Value stage,
+                               bool masked, ValueRange st);
+  /// D += A·B on the warpgroup, wgmma.mma_async m64n(2·acc)k16: A by its
+  /// shared-memory descriptor `aDesc` or (null) from registers `aRegs`
+  /// (the m16n8k16 A fragment of the warp's 16 rows), B by `bDesc`
+  /// (K-major, or N-major with `transB`).
+  SmallVector<Value> wgmmaOp(ArrayRef<Value> acc, Value aDesc,
+                             ArrayRef<Value> aRegs, Value bDesc, bool transB);
   /// O·alpha + P·V on the tile's probabilities (pPacked[t][16-key step]:
   /// m-tile t's A fragments).
   void mmaPV(const MmaState &m, Value stage,

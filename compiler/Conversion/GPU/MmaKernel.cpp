@@ -43,12 +43,20 @@ constexpr int64_t kPad = 8;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 } // namespace
 
-KernelEmitter::MmaSmem KernelEmitter::mmaSharedMemory(int64_t rows, int64_t d,
-                                                      int64_t dv,
-                                                      int64_t kvBlock,
-                                                      int64_t stages,
-                                                      int64_t warpRows) {
+KernelEmitter::MmaSmem
+KernelEmitter::mmaSharedMemory(int64_t rows, int64_t d, int64_t dv,
+                               int64_t kvBlock, int64_t stages,
+                               int64_t warpRows, bool wgmma) {
   MmaSmem s;
+  if (wgmma) {
+    // Every tile a whole number of 1024-byte swizzle atoms (8 rows of 128
+    // bytes), from a base aligned at run time.
+    s.qRows = llvm::alignTo(rows, 64);
+    s.kOffset = llvm::alignTo(s.qRows * d * 2, 1024);
+    s.vOffset = s.kOffset + llvm::alignTo(stages * kvBlock * d * 2, 1024);
+    s.bytes = s.vOffset + stages * kvBlock * dv * 2 + 1024;
+    return s;
+  }
   s.qRows = llvm::alignTo(rows, warpRows);
   s.kOffset = llvm::alignTo(s.qRows * (d + kPad) * 2, 128);
   s.vOffset = s.kOffset + llvm::alignTo(stages * kvBlock * (d + kPad) * 2, 128);
@@ -74,16 +82,20 @@ SmallVector<Value> KernelEmitter::ldmatrix4(Value tile, Value stage, Value row,
 }
 
 KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
-                                                bool asyncCopy) {
+                                                bool asyncCopy, bool wgmma) {
   MmaState m;
   m.mt = warpRows / kTileRows;
   m.warps = (group * qRows + warpRows - 1) / warpRows;
   m.asyncCopy = asyncCopy;
   // Q's fragments stay in registers next to one m-tile's accumulators up to
   // head dim 128; otherwise they are read from the Q tile per step.
-  m.qInRegisters = m.mt == 1 && d <= 128;
-  MmaSmem smemLayout =
-      mmaSharedMemory(group * qRows, d, dv, kvBlock, m.stages, warpRows);
+  m.wgmma = wgmma;
+  m.qInRegisters = m.mt == 1 && d <= 128 && !m.wgmma;
+  // wgmma: whole warpgroups of 4 warps (64 rows).
+  if (m.wgmma)
+    m.warps = llvm::alignTo(m.warps, 4);
+  MmaSmem smemLayout = mmaSharedMemory(group * qRows, d, dv, kvBlock, m.stages,
+                                       warpRows, m.wgmma);
   int64_t rows = smemLayout.qRows;
   m.L = beginLaunch(k, lens, m.warps * kWarp, TypeRange{}, smemLayout.bytes);
   const Launch &L = m.L;
@@ -97,9 +109,30 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
     auto ty = MemRefType::get(shape, mmaElt, MemRefLayoutAttrInterface(), wg);
     return memref::ViewOp::create(b, loc, ty, smem, c(offset), ValueRange{});
   };
-  m.qTile = view(0, {rows, d + kPad});
-  m.kRing = view(smemLayout.kOffset, {m.stages, kvBlock, d + kPad});
-  m.vRing = view(smemLayout.vOffset, {m.stages, kvBlock, dv + kPad});
+  if (m.wgmma) {
+    // Flat views from the first 1024-byte boundary of the dynamic shared
+    // memory (its address in the shared window, as the descriptors take).
+    Value addr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, smem);
+    Value neg = sub(c(0), addr);
+    Value pad = arith::AndIOp::create(b, loc, neg, c(1023));
+    m.smemBase = add(addr, pad);
+    m.qRowsPad = rows;
+    m.kOffset = smemLayout.kOffset;
+    m.vOffset = smemLayout.vOffset;
+    auto flat = [&](int64_t offset, int64_t elems) -> Value {
+      auto ty =
+          MemRefType::get({elems}, mmaElt, MemRefLayoutAttrInterface(), wg);
+      Value at = add(pad, c(offset));
+      return memref::ViewOp::create(b, loc, ty, smem, at, ValueRange{});
+    };
+    m.qTile = flat(0, rows * d);
+    m.kRing = flat(m.kOffset, m.stages * kvBlock * d);
+    m.vRing = flat(m.vOffset, m.stages * kvBlock * dv);
+  } else {
+    m.qTile = view(0, {rows, d + kPad});
+    m.kRing = view(smemLayout.kOffset, {m.stages, kvBlock, d + kPad});
+    m.vRing = view(smemLayout.vOffset, {m.stages, kvBlock, dv + kPad});
+  }
   // Fragment coordinates: group (row within 8) and thread in group.
   m.gq = arith::DivUIOp::create(b, loc, L.lane, c(4));
   m.tq = arith::RemUIOp::create(b, loc, L.lane, c(4));
@@ -150,10 +183,19 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
          Value x = memref::LoadOp::create(
              b, loc, q, ValueRange{L.bi, row.head, row.pos, col});
          Value scaled = fmul(x, m.qScale);
+         SmallVector<Value> at = {r, col};
+         if (m.wgmma)
+           at = {swizzled(rows, r, col)};
          memref::StoreOp::create(b, loc, toNarrow(select(ok, scaled, f32(0.0))),
-                                 m.qTile, ValueRange{r, col});
+                                 m.qTile, at);
          return {};
        });
+  // The wgmma reads the tile through the async proxy.
+  if (m.wgmma)
+    NVVM::FenceProxyOp::create(
+        b, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(b.getContext(),
+                                   NVVM::SharedSpace::shared_cta));
   gpu::BarrierOp::create(b, loc);
   if (m.qInRegisters) {
     m.qFrag.emplace_back();
@@ -199,9 +241,13 @@ void KernelEmitter::mmaIssueTile(const MmaState &m, Value k, Value v, Value kt,
         SmallVector<Value> at = kvIndices(L, srcBuf, key, col);
         Value eight = c(8), none = c(0);
         Value n = select(in, eight, none);
-        nvgpu::DeviceAsyncCopyOp::create(
-            b, loc, tokenTy, ring, ValueRange{stage, row, col}, srcBuf, at,
-            b.getIndexAttr(8), n, b.getUnitAttr());
+        SmallVector<Value> dst = {stage, row, col};
+        if (m.wgmma) {
+          Value slot = mul(stage, c(kvBlock * width));
+          dst = {add(slot, swizzled(kvBlock, row, col))};
+        }
+        nvgpu::DeviceAsyncCopyOp::create(b, loc, tokenTy, ring, dst, srcBuf, at,
+                                         b.getIndexAttr(8), n, b.getUnitAttr());
       };
       if ((i + 1) * threads <= total) {
         body();
@@ -222,8 +268,7 @@ void KernelEmitter::mmaIssueTile(const MmaState &m, Value k, Value v, Value kt,
 SmallVector<Value> KernelEmitter::mmaTile(const MmaState &m, Value kt,
                                           Value stage, bool masked,
                                           ValueRange st) {
-  const Launch &L = m.L;
-  int64_t mt = m.mt, nRows = 2 * mt;
+  int64_t mt = m.mt;
   int64_t nTilesS = kvBlock / 8;
   // S = Q·Kᵀ: per m-tile t and 8 keys j, C fragments {r0,c} {r0,c+1}
   // {r1,c} {r1,c+1}; each ldmatrix of K feeds 2·mt mma.
@@ -245,6 +290,22 @@ SmallVector<Value> KernelEmitter::mmaTile(const MmaState &m, Value kt,
       }
     }
   }
+  SmallVector<Value> next, alpha;
+  SmallVector<SmallVector<SmallVector<Value>>> pPacked;
+  mmaSoftmax(m, kt, masked, st, sFrag, next, pPacked, alpha);
+  mmaPV(m, stage, pPacked, alpha, st, next);
+  return next;
+}
+
+void KernelEmitter::mmaSoftmax(
+    const MmaState &m, Value kt, bool masked, ValueRange st,
+    SmallVector<SmallVector<SmallVector<Value>>> &sFrag,
+    SmallVector<Value> &next,
+    SmallVector<SmallVector<SmallVector<Value>>> &pPacked,
+    SmallVector<Value> &alpha) {
+  const Launch &L = m.L;
+  int64_t mt = m.mt, nRows = 2 * mt;
+  int64_t nTilesS = kvBlock / 8;
   // Softcap, the mask where the tile needs it, row max over the quad.
   SmallVector<Value> rowMax(nRows, f32(-kInf));
   for (int64_t t = 0; t < mt; ++t)
@@ -265,8 +326,8 @@ SmallVector<Value> KernelEmitter::mmaTile(const MmaState &m, Value kt,
         rowMax[r] = arith::MaximumFOp::create(b, loc, rowMax[r], s);
       }
   // State: m[nRows], l[nRows], o[mt][dv / 8][4].
-  SmallVector<Value> next;
-  SmallVector<Value> shift(nRows), alpha(nRows);
+  SmallVector<Value> shift(nRows);
+  alpha.assign(nRows, Value());
   for (int64_t r = 0; r < nRows; ++r) {
     Value mNew = arith::MaximumFOp::create(
         b, loc, st[r], quadReduce(rowMax[r], /*isMax=*/true));
@@ -280,7 +341,7 @@ SmallVector<Value> KernelEmitter::mmaTile(const MmaState &m, Value kt,
   // 16-key step: {r0: keys 2tq.., r1: 2tq.., r0: 2tq+8.., r1: 2tq+8..};
   // this thread's part of the row sums.
   SmallVector<Value> rowSum(nRows, f32(0.0));
-  SmallVector<SmallVector<SmallVector<Value>>> pPacked(mt);
+  pPacked.assign(mt, {});
   for (int64_t t = 0; t < mt; ++t) {
     SmallVector<SmallVector<Value>> p(nTilesS);
     for (int64_t j = 0; j < nTilesS; ++j)
@@ -299,8 +360,6 @@ SmallVector<Value> KernelEmitter::mmaTile(const MmaState &m, Value kt,
   }
   for (int64_t r = 0; r < nRows; ++r)
     next.push_back(fma(st[nRows + r], alpha[r], rowSum[r]));
-  mmaPV(m, stage, pPacked, alpha, st, next);
-  return next;
 }
 
 void KernelEmitter::mmaPV(const MmaState &m, Value stage,
@@ -369,7 +428,7 @@ void KernelEmitter::mmaStore(const MmaState &m, scf::ForOp tiles, Value out) {
 void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
   OpBuilder::InsertionGuard guard(b);
   bool asyncCopy = cast<MemRefType>(k.getType()).getElementType() == mmaElt;
-  MmaState m = beginMma(q, k, lens, asyncCopy);
+  MmaState m = beginMma(q, k, lens, asyncCopy, wgmma && asyncCopy);
   const Launch &L = m.L;
   auto tokenTy = nvgpu::DeviceAsyncTokenType::get(b.getContext());
   // One cp.async group per tile (empty past the last one), so that
@@ -419,8 +478,15 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
     if (m.asyncCopy)
       nvgpu::DeviceAsyncWaitOp::create(b, loc, commit(),
                                        b.getI32IntegerAttr(1));
+    // The copies (generic proxy) made visible to the wgmma (async proxy).
+    if (m.wgmma)
+      NVVM::FenceProxyOp::create(
+          b, loc, NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(b.getContext(),
+                                     NVVM::SharedSpace::shared_cta));
     gpu::BarrierOp::create(b, loc);
-    SmallVector<Value> res = mmaTile(m, kt, stage, masked, st);
+    SmallVector<Value> res = m.wgmma ? wgmmaTile(m, kt, stage, masked, st)
+                                     : mmaTile(m, kt, stage, masked, st);
     // The slot is refilled two tiles later: every warp is done with it.
     gpu::BarrierOp::create(b, loc);
     return res;

@@ -1,0 +1,181 @@
+//===- WgmmaKernel.cpp - the tensor-core kernel's sm_90a products ---------===//
+//
+// This file implements the wgmma form of the tensor-core kernel
+// (MmaKernel.cpp), for --gpu-arch=sm_90a: the same launch, cp.async ring
+// and online softmax, with each warpgroup (4 warps, 64 rows) computing
+//
+//   - S = Q·Kᵀ as wgmma.mma_async m64n{kv-block}k16, A (its 64 rows of Q)
+//     and B (the K tile) both from shared memory by descriptor, K-major;
+//   - O += P·V as wgmma.mma_async m64n{dv}k16, A = P from registers (the
+//     S accumulator's layout per warp is the m16n8 C fragment's, so P's
+//     rounded pairs are the A fragments as mma.sync takes them), B = the V
+//     tile by descriptor, N-major (transposed);
+//
+// on tiles in the 128-byte swizzled layout that wgmma's descriptors (and
+// TMA) use: column blocks of 64 16-bit elements, each row of a block 128
+// bytes whose 16-byte chunks are XORed with the row's index mod 8, every
+// block 1024-byte aligned. The copies into the ring (generic proxy) are
+// fenced (fence.proxy.async) before the warpgroup reads them.
+//
+// Matrix descriptors (PTX ISA, "Matrix Descriptor Format"): bits 0-13 the
+// start address >> 4, 16-29 the leading dimension byte offset >> 4, 32-45
+// the stride dimension byte offset >> 4, 62-63 the swizzle (1: 128 bytes).
+// K-major (Q, K): 8-row groups 1024 bytes apart (stride), each k16 step 32
+// bytes further in the 128-byte row, the next 64 columns one block further.
+// N-major (V): 8-key groups 1024 bytes apart (stride), the next 64 columns
+// one block (kv-block · 128 bytes) further (leading), each k16 step 16 keys
+// (2048 bytes) further.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/GPU/KernelEmitter.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::gpu_kernels;
+
+namespace {
+/// Bytes of a swizzled row (64 16-bit elements) and of an 8-row atom.
+constexpr int64_t kRowBytes = 128;
+constexpr int64_t kAtomBytes = 1024;
+/// Rows of a warpgroup's A operand.
+constexpr int64_t kGroupRows = 64;
+} // namespace
+
+Value KernelEmitter::swizzled(int64_t rows, Value row, Value col) {
+  Value c8 = c(8), c64 = c(64);
+  Value blk = arith::DivUIOp::create(b, loc, col, c64);
+  Value inBlk = arith::RemUIOp::create(b, loc, col, c64);
+  Value chunk = arith::DivUIOp::create(b, loc, inBlk, c8);
+  Value within = arith::RemUIOp::create(b, loc, inBlk, c8);
+  Value phase = arith::RemUIOp::create(b, loc, row, c8);
+  Value swz = arith::XOrIOp::create(b, loc, chunk, phase);
+  Value idx = mul(blk, c(rows * 64));
+  idx = add(idx, mul(row, c64));
+  idx = add(idx, mul(swz, c8));
+  return add(idx, within);
+}
+
+SmallVector<Value> KernelEmitter::wgmmaOp(ArrayRef<Value> acc, Value aDesc,
+                                          ArrayRef<Value> aRegs, Value bDesc,
+                                          bool transB) {
+  int64_t n = static_cast<int64_t>(acc.size());
+  StringRef t = mmaElt.isF16() ? "f16" : "bf16";
+  // Operands: the accumulators ($0..), tied to the first n inputs, then A
+  // (a descriptor or 4 registers), B's descriptor, scale-d.
+  std::string text, constraints;
+  llvm::raw_string_ostream os(text), cs(constraints);
+  int64_t aAt = 2 * n, bAt = aAt + (aDesc ? 1 : 4), scaleAt = bAt + 1;
+  os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << scaleAt << ", 0;\n"
+     << "wgmma.mma_async.sync.aligned.m64n" << 2 * n << "k16.f32." << t << "."
+     << t << " {";
+  for (int64_t i = 0; i < n; ++i) {
+    os << (i ? ", $" : "$") << i;
+    cs << (i ? ",=f" : "=f");
+  }
+  os << "}, ";
+  for (int64_t i = 0; i < n; ++i)
+    cs << "," << i;
+  SmallVector<Value> operands(acc);
+  if (aDesc) {
+    os << "$" << aAt;
+    cs << ",l";
+    operands.push_back(aDesc);
+  } else {
+    os << "{$" << aAt << ", $" << aAt + 1 << ", $" << aAt + 2 << ", $"
+       << aAt + 3 << "}";
+    cs << ",r,r,r,r";
+    operands.append(aRegs.begin(), aRegs.end());
+  }
+  // scale-d (p), scale-a, scale-b, [transpose-a,] transpose-b.
+  os << ", $" << bAt << ", p, 1, 1, " << (aDesc ? "0, " : "")
+     << (transB ? 1 : 0) << ";\n}\n";
+  cs << ",l,r";
+  operands.push_back(bDesc);
+  operands.push_back(arith::ConstantOp::create(b, loc, b.getI32Type(),
+                                               b.getI32IntegerAttr(1)));
+  SmallVector<Type> fields(n, b.getF32Type());
+  auto resTy = LLVM::LLVMStructType::getLiteral(b.getContext(), fields);
+  auto op = LLVM::InlineAsmOp::create(
+      b, loc, resTy, operands, text, constraints, /*has_side_effects=*/true,
+      /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+      LLVM::AsmDialectAttr(), ArrayAttr());
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < n; ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, op.getResult(0), i));
+  return out;
+}
+
+SmallVector<Value> KernelEmitter::wgmmaTile(const MmaState &m, Value kt,
+                                            Value stage, bool masked,
+                                            ValueRange st) {
+  const Launch &L = m.L;
+  Type i64 = b.getI64Type();
+  auto i64c = [&](int64_t v) -> Value {
+    return arith::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
+  };
+  // A descriptor of the swizzled tile at byte address `addr` (index):
+  // (addr >> 4) & 0x3fff | leading >> 4 << 16 | stride >> 4 << 32 | 1 << 62.
+  auto descriptor = [&](Value addr, int64_t leading) -> Value {
+    Value a = arith::IndexCastUIOp::create(b, loc, i64, addr);
+    a = arith::ShRUIOp::create(b, loc, a, i64c(4));
+    a = arith::AndIOp::create(b, loc, a, i64c(0x3fff));
+    int64_t high = ((leading >> 4) & 0x3fff) << 16 |
+                   ((kAtomBytes >> 4) & 0x3fff) << 32 | int64_t(1) << 62;
+    return arith::OrIOp::create(b, loc, a, i64c(high));
+  };
+  // Byte offsets stay inside the 14-bit address field (shared memory is
+  // under 256 KB), so a descriptor plus offset >> 4 is the descriptor of
+  // the offset address.
+  auto advance = [&](Value desc, int64_t bytes) -> Value {
+    return bytes ? Value(arith::AddIOp::create(b, loc, desc, i64c(bytes >> 4)))
+                 : desc;
+  };
+  Value warpgroup = arith::DivUIOp::create(b, loc, L.warp, c(4));
+  Value qAddr = add(m.smemBase, mul(warpgroup, c(kGroupRows * kRowBytes)));
+  Value kSlot = mul(stage, c(kvBlock * d * 2));
+  Value kAddr = add(add(m.smemBase, c(m.kOffset)), kSlot);
+  Value vSlot = mul(stage, c(kvBlock * dv * 2));
+  Value vAddr = add(add(m.smemBase, c(m.vOffset)), vSlot);
+  Value qDesc = descriptor(qAddr, 16);
+  Value kDesc = descriptor(kAddr, 16);
+  Value vDesc = descriptor(vAddr, kvBlock * kRowBytes);
+
+  // S = Q·Kᵀ: d / 16 steps of m64n{kv-block}k16.
+  SmallVector<Value> s(kvBlock / 2, f32(0.0));
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  for (int64_t ks = 0; ks < d / 16; ++ks) {
+    int64_t blk = ks / 4, inRow = (ks % 4) * 32;
+    Value a = advance(qDesc, blk * m.qRowsPad * kRowBytes + inRow);
+    Value bk = advance(kDesc, blk * kvBlock * kRowBytes + inRow);
+    s = wgmmaOp(s, a, {}, bk, /*transB=*/false);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  // The accumulator of the warp's 16 rows in the m16n8 C fragments' order:
+  // register 4j + e is element e of 8-key tile j.
+  SmallVector<SmallVector<SmallVector<Value>>> sFrag(1);
+  for (int64_t j = 0; j < kvBlock / 8; ++j)
+    sFrag[0].push_back(
+        SmallVector<Value>(s.begin() + 4 * j, s.begin() + 4 * j + 4));
+  SmallVector<Value> next, alpha;
+  SmallVector<SmallVector<SmallVector<Value>>> pPacked;
+  mmaSoftmax(m, kt, masked, st, sFrag, next, pPacked, alpha);
+
+  // O = O·alpha + P·V: kv-block / 16 steps of m64n{dv}k16, P from registers.
+  int64_t base = 4;
+  SmallVector<Value> o;
+  for (int64_t i = 0; i < dv / 2; ++i)
+    o.push_back(fmul(st[base + i], alpha[(i % 4) / 2]));
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  for (int64_t s2 = 0; s2 < kvBlock / 16; ++s2) {
+    Value bv = advance(vDesc, s2 * 16 * kRowBytes);
+    o = wgmmaOp(o, Value(), pPacked[0][s2], bv, /*transB=*/true);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  next.append(o.begin(), o.end());
+  return next;
+}
