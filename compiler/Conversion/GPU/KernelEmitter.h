@@ -318,6 +318,15 @@ struct KernelEmitter {
                   SmallVector<Value> &next,
                   SmallVector<SmallVector<SmallVector<Value>>> &pPacked,
                   SmallVector<Value> &alpha);
+  /// wgmma: this thread's shared-memory writes (generic proxy) ordered
+  /// before the tensor cores' reads (async proxy):
+  /// fence.proxy.async.shared::cta.
+  void fenceAsyncProxy() {
+    NVVM::FenceProxyOp::create(
+        b, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(b.getContext(),
+                                   NVVM::SharedSpace::shared_cta));
+  }
   /// wgmma: the element index of (row, col) in a swizzled tile of `rows`
   /// rows (column blocks of 64 elements, 128-byte rows whose 16-byte chunks
   /// are XORed with the row's index mod 8: the wgmma/TMA 128-byte swizzle).

@@ -192,10 +192,7 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
        });
   // The wgmma reads the tile through the async proxy.
   if (m.wgmma)
-    NVVM::FenceProxyOp::create(
-        b, loc, NVVM::ProxyKind::async_shared,
-        NVVM::SharedSpaceAttr::get(b.getContext(),
-                                   NVVM::SharedSpace::shared_cta));
+    fenceAsyncProxy();
   gpu::BarrierOp::create(b, loc);
   if (m.qInRegisters) {
     m.qFrag.emplace_back();
@@ -480,10 +477,7 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
                                        b.getI32IntegerAttr(1));
     // The copies (generic proxy) made visible to the wgmma (async proxy).
     if (m.wgmma)
-      NVVM::FenceProxyOp::create(
-          b, loc, NVVM::ProxyKind::async_shared,
-          NVVM::SharedSpaceAttr::get(b.getContext(),
-                                     NVVM::SharedSpace::shared_cta));
+      fenceAsyncProxy();
     gpu::BarrierOp::create(b, loc);
     SmallVector<Value> res = m.wgmma ? wgmmaTile(m, kt, stage, masked, st)
                                      : mmaTile(m, kt, stage, masked, st);
