@@ -97,6 +97,14 @@ if [ "$ARCH" = sm_90 ]; then
   "$BUILD_DIR/bin/attn-compile" "${CONFIGS[llama-3.1-8b]}" --target=cuda \
     --gpu-arch=sm_90a --kv-dtype=f16 --gpu-precision=f16 \
     --entries=sdpa,paged -o "$OUT/llama-3.1-8b-kvf16-f16-wgmma"
+  # Diagnostics (checked, not benched): only S = Q·Kᵀ, only P·V, or neither
+  # as wgmma on the same swizzled tiles; which of these pass tells a wrong
+  # K-major or N-major descriptor from a wrong tile layout or fence.
+  for pr in qk pv none; do
+    "$BUILD_DIR/bin/attn-compile" "${CONFIGS[llama-3.1-8b]}" --target=cuda \
+      --gpu-arch=sm_90a --kv-dtype=bf16 --gpu-precision=bf16 \
+      --gpu-wgmma-products=$pr -o "$OUT/llama-3.1-8b-wgmma-only-$pr"
+  done
 fi
 cp "$ROOT/tools/gpu-check.sh" "$ROOT/tools/gpu-baseline.py" "$OUT/"
 echo "built $(ls "$OUT" | grep -Evc '\.(sh|py)$') CUDA executables for $ARCH in $OUT;"

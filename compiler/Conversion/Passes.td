@@ -238,6 +238,13 @@ def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "func::FuncOp"> {
            "MMAs (wgmma) on 128-byte-swizzled tiles, where the K/V cache is "
            "of the kernel's type and the head dims are multiples of 64 (up "
            "to 256); the mma.sync kernel elsewhere">,
+    Option<"wgmmaProducts", "wgmma-products", "std::string",
+           /*default=*/"\"all\"",
+           "With wgmma: which products are warpgroup MMAs: all, qk (S = "
+           "Q·Kᵀ), pv (O += P·V) or none; the others are mma.sync on "
+           "fragments ldmatrix reads from the same swizzled tiles (a "
+           "diagnostic: a GPU run of the four tells a wrong descriptor from "
+           "a wrong tile layout)">,
     Option<"maxSharedMemory", "max-shared-memory", "int64_t",
            /*default=*/"166912",
            "Tensor-core kernel: the most dynamic shared memory a block may "

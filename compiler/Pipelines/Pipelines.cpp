@@ -235,6 +235,7 @@ LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
   toGPU.maxSharedMemory = options.arch == GPUArch::sm_80 ? 166912 : 232448;
   toGPU.precision = options.precision;
   toGPU.wgmma = options.arch == GPUArch::sm_90a;
+  toGPU.wgmmaProducts = options.wgmmaProducts;
   pm.addNestedPass<func::FuncOp>(createConvertAttnToGPUPass(toGPU));
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;

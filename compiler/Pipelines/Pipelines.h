@@ -119,6 +119,11 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
           clEnumValN(GPUArch::sm_90, "sm_90", "H100/H200"),
           clEnumValN(GPUArch::sm_90a, "sm_90a", "H100/H200 with wgmma"),
           clEnumValN(GPUArch::sm_80, "sm_80", "A100"))};
+  Option<std::string> wgmmaProducts{
+      *this, "wgmma-products",
+      llvm::cl::desc("sm_90a: which products are wgmma (all, qk, pv, none; "
+                     "a diagnostic)"),
+      llvm::cl::init("all")};
   Option<int64_t> qBlock{*this, "q-block",
                          llvm::cl::desc("Query rows per tile (0: default)"),
                          llvm::cl::init(0)};

@@ -243,6 +243,13 @@ cl::opt<int64_t> gpuWarpRows(
              "kernel, 16 or 32 (0: default)"),
     cl::init(0), cl::cat(category));
 
+cl::opt<std::string> gpuWgmmaProducts(
+    "gpu-wgmma-products",
+    cl::desc("--gpu-arch=sm_90a: which products are wgmma: all (default), "
+             "qk, pv or none (the others mma.sync on the same swizzled "
+             "tiles: a diagnostic for a GPU run)"),
+    cl::init("all"), cl::Hidden, cl::cat(category));
+
 cl::opt<int64_t> splitTarget(
     "split-target",
     cl::desc("Split-K decode (flash-decoding): a query of one block whose "
@@ -404,6 +411,11 @@ bool checkOptions(Stage stage, bool building) {
     return fail(llvm::Twine("--compile-to=") +
                 (stage == Stage::GPU ? "gpu" : "ptx") +
                 " needs --target=cuda");
+  llvm::StringRef products = gpuWgmmaProducts;
+  if (products != "all" && products != "qk" && products != "pv" &&
+      products != "none")
+    return fail("--gpu-wgmma-products takes all, qk, pv or none, got '" +
+                products + "'");
   if (cuda && !building && stage >= Stage::Linalg && !gpuStage)
     return fail("--target=cuda compiles to --compile-to=attn|fused|tiled|"
                 "gpu|ptx or to an executable (-o NAME); the other stages are "
@@ -551,6 +563,7 @@ int compileCUDA(MLIRContext &context, const attn::ModelSpec &spec,
   options.qBlock = qBlock;
   options.kvBlock = kvBlock;
   options.warpRows = gpuWarpRows;
+  options.wgmmaProducts = gpuWgmmaProducts;
   options.precision = gpuPrecision;
   options.stopAfter = stage == Stage::Tiled ? attn::GPUStage::Tiled
                       : stage == Stage::GPU ? attn::GPUStage::GPU

@@ -345,6 +345,13 @@ struct ConvertAttnToGPUPass
     // at most 256.
     e.wgmma = wgmma && mmaKernel && kvElt == mmaElt && d % 64 == 0 &&
               dv % 64 == 0 && dv <= 256 && warpRows != 32 && kvBlock <= 256;
+    StringRef products = wgmmaProducts;
+    if (products != "all" && products != "qk" && products != "pv" &&
+        products != "none")
+      return op->emitOpError("wgmma-products takes all, qk, pv or none; got '")
+             << products << "'";
+    e.wgmmaQK = products == "all" || products == "qk";
+    e.wgmmaPV = products == "all" || products == "pv";
     if (mmaKernel && (d % 16 || dv % 16))
       return op->emitOpError("the ")
              << mmaName

@@ -62,6 +62,11 @@ struct KernelEmitter {
   /// sm_90a: the tensor-core kernel's products as warpgroup MMAs (wgmma,
   /// WgmmaKernel.cpp) on 128-byte-swizzled tiles.
   bool wgmma = false;
+  /// Which of its products are warpgroup MMAs (S = Q·Kᵀ, O += P·V); the
+  /// others are mma.sync on fragments that ldmatrix reads from the same
+  /// swizzled tiles (--gpu-wgmma-products: a GPU run tells a wrong
+  /// descriptor from a wrong tile layout).
+  bool wgmmaQK = true, wgmmaPV = true;
   // Static shape facts.
   int64_t hkv = 1, group = 1, d = 0, dv = 0, epl = 1, eplV = 1;
   /// Query rows per warp: 8 for head dims up to 32, else 4 (registers).
@@ -281,7 +286,7 @@ struct KernelEmitter {
     /// wgmma: the tiles are flat views of 128-byte-swizzled rows (column
     /// blocks of 64 elements), `smemBase` the shared-memory address of the
     /// Q tile (1024-byte aligned), `layout` their offsets.
-    bool wgmma = false;
+    bool wgmma = false, wgmmaQK = false, wgmmaPV = false;
     Value smemBase;
     int64_t qRowsPad = 0, kOffset = 0, vOffset = 0;
   };
@@ -351,8 +356,15 @@ struct KernelEmitter {
   /// ldmatrix.x4 (transposed for V) at `row`, `col` of `tile` (with its
   /// ring slot `stage` first when given): four i32 registers of two 16-bit
   /// values each.
+  /// With `swizzleRows`, `tile` is a flat swizzled tile (ring of slots of
+  /// swizzleRows x width) and each lane's row address its swizzled chunk.
   SmallVector<Value> ldmatrix4(Value tile, Value stage, Value row, Value col,
-                               bool transpose);
+                               bool transpose, int64_t swizzleRows = 0,
+                               int64_t width = 0);
+  /// S = Q·Kᵀ of the tile in ring slot `stage` as mma.sync: sFrag[m-tile][8
+  /// keys][4] (C fragments).
+  SmallVector<SmallVector<SmallVector<Value>>> mmaScores(const MmaState &m,
+                                                         Value stage);
 
   /// Two f32 rounded to the mma operand type and packed (the first in the
   /// low half): one cvt.rn.bf16x2.f32 (f16x2) in PTX.

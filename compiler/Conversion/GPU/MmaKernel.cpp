@@ -65,10 +65,19 @@ KernelEmitter::mmaSharedMemory(int64_t rows, int64_t d, int64_t dv,
 }
 
 SmallVector<Value> KernelEmitter::ldmatrix4(Value tile, Value stage, Value row,
-                                            Value col, bool transpose) {
+                                            Value col, bool transpose,
+                                            int64_t swizzleRows,
+                                            int64_t width) {
   SmallVector<Value> at = {row, col};
   if (stage)
     at.insert(at.begin(), stage);
+  if (swizzleRows) {
+    // A lane's row address is its 16-byte chunk where the swizzle put it.
+    Value idx = swizzled(swizzleRows, row, col);
+    if (stage)
+      idx = add(mul(stage, c(swizzleRows * width)), idx);
+    at = {idx};
+  }
   auto resTy = VectorType::get({4, 2}, mmaElt);
   Value r = nvgpu::LdMatrixOp::create(b, loc, resTy, tile, at,
                                       b.getBoolAttr(transpose),
@@ -90,7 +99,9 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
   // Q's fragments stay in registers next to one m-tile's accumulators up to
   // head dim 128; otherwise they are read from the Q tile per step.
   m.wgmma = wgmma;
-  m.qInRegisters = m.mt == 1 && d <= 128 && !m.wgmma;
+  m.wgmmaQK = wgmma && wgmmaQK;
+  m.wgmmaPV = wgmma && wgmmaPV;
+  m.qInRegisters = m.mt == 1 && d <= 128 && !m.wgmmaQK;
   // wgmma: whole warpgroups of 4 warps (64 rows).
   if (m.wgmma)
     m.warps = llvm::alignTo(m.warps, 4);
@@ -208,7 +219,8 @@ SmallVector<Value> KernelEmitter::mmaQFragment(const MmaState &m, int64_t t,
   // the m16n8k16 A fragment's order.
   Value row = add(m.aRow, c(kTileRows * t));
   Value col = add(c(16 * ks), m.aCol);
-  return ldmatrix4(m.qTile, Value(), row, col, /*transpose=*/false);
+  return ldmatrix4(m.qTile, Value(), row, col, /*transpose=*/false,
+                   m.wgmma ? m.qRowsPad : 0, d);
 }
 
 void KernelEmitter::mmaIssueTile(const MmaState &m, Value k, Value v, Value kt,
@@ -265,6 +277,16 @@ void KernelEmitter::mmaIssueTile(const MmaState &m, Value k, Value v, Value kt,
 SmallVector<Value> KernelEmitter::mmaTile(const MmaState &m, Value kt,
                                           Value stage, bool masked,
                                           ValueRange st) {
+  SmallVector<SmallVector<SmallVector<Value>>> sFrag = mmaScores(m, stage);
+  SmallVector<Value> next, alpha;
+  SmallVector<SmallVector<SmallVector<Value>>> pPacked;
+  mmaSoftmax(m, kt, masked, st, sFrag, next, pPacked, alpha);
+  mmaPV(m, stage, pPacked, alpha, st, next);
+  return next;
+}
+
+SmallVector<SmallVector<SmallVector<Value>>>
+KernelEmitter::mmaScores(const MmaState &m, Value stage) {
   int64_t mt = m.mt;
   int64_t nTilesS = kvBlock / 8;
   // S = Q·Kᵀ: per m-tile t and 8 keys j, C fragments {r0,c} {r0,c+1}
@@ -280,18 +302,15 @@ SmallVector<Value> KernelEmitter::mmaTile(const MmaState &m, Value kt,
       Value row = add(c(8 * j), m.kRow);
       Value col = add(c(16 * ks), m.kCol);
       SmallVector<Value> r =
-          ldmatrix4(m.kRing, stage, row, col, /*transpose=*/false);
+          ldmatrix4(m.kRing, stage, row, col,
+                    /*transpose=*/false, m.wgmma ? kvBlock : 0, d);
       for (int64_t t = 0; t < mt; ++t) {
         sFrag[t][j] = mma(a[t], {r[0], r[1]}, sFrag[t][j]);
         sFrag[t][j + 1] = mma(a[t], {r[2], r[3]}, sFrag[t][j + 1]);
       }
     }
   }
-  SmallVector<Value> next, alpha;
-  SmallVector<SmallVector<SmallVector<Value>>> pPacked;
-  mmaSoftmax(m, kt, masked, st, sFrag, next, pPacked, alpha);
-  mmaPV(m, stage, pPacked, alpha, st, next);
-  return next;
+  return sFrag;
 }
 
 void KernelEmitter::mmaSoftmax(
@@ -381,7 +400,8 @@ void KernelEmitter::mmaPV(const MmaState &m, Value stage,
       Value row = add(c(16 * s2), m.vRow);
       Value col = add(c(8 * n), m.vCol);
       SmallVector<Value> r =
-          ldmatrix4(m.vRing, stage, row, col, /*transpose=*/true);
+          ldmatrix4(m.vRing, stage, row, col,
+                    /*transpose=*/true, m.wgmma ? kvBlock : 0, dv);
       for (int64_t t = 0; t < mt; ++t) {
         o[t][n] = mma(pPacked[t][s2], {r[0], r[1]}, o[t][n]);
         o[t][n + 1] = mma(pPacked[t][s2], {r[2], r[3]}, o[t][n + 1]);

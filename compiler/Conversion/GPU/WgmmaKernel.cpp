@@ -144,25 +144,33 @@ SmallVector<Value> KernelEmitter::wgmmaTile(const MmaState &m, Value kt,
   Value vDesc = descriptor(vAddr, kvBlock * kRowBytes);
 
   // S = Q·Kᵀ: d / 16 steps of m64n{kv-block}k16.
-  SmallVector<Value> s(kvBlock / 2, f32(0.0));
-  NVVM::WgmmaFenceAlignedOp::create(b, loc);
-  for (int64_t ks = 0; ks < d / 16; ++ks) {
-    int64_t blk = ks / 4, inRow = (ks % 4) * 32;
-    Value a = advance(qDesc, blk * m.qRowsPad * kRowBytes + inRow);
-    Value bk = advance(kDesc, blk * kvBlock * kRowBytes + inRow);
-    s = wgmmaOp(s, a, {}, bk, /*transB=*/false);
-  }
-  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-  // The accumulator of the warp's 16 rows in the m16n8 C fragments' order:
-  // register 4j + e is element e of 8-key tile j.
   SmallVector<SmallVector<SmallVector<Value>>> sFrag(1);
-  for (int64_t j = 0; j < kvBlock / 8; ++j)
-    sFrag[0].push_back(
-        SmallVector<Value>(s.begin() + 4 * j, s.begin() + 4 * j + 4));
+  if (m.wgmmaQK) {
+    SmallVector<Value> s(kvBlock / 2, f32(0.0));
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+    for (int64_t ks = 0; ks < d / 16; ++ks) {
+      int64_t blk = ks / 4, inRow = (ks % 4) * 32;
+      Value a = advance(qDesc, blk * m.qRowsPad * kRowBytes + inRow);
+      Value bk = advance(kDesc, blk * kvBlock * kRowBytes + inRow);
+      s = wgmmaOp(s, a, {}, bk, /*transB=*/false);
+    }
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+    // The accumulator of the warp's 16 rows in the m16n8 C fragments'
+    // order: register 4j + e is element e of 8-key tile j.
+    for (int64_t j = 0; j < kvBlock / 8; ++j)
+      sFrag[0].push_back(
+          SmallVector<Value>(s.begin() + 4 * j, s.begin() + 4 * j + 4));
+  } else {
+    sFrag = mmaScores(m, stage);
+  }
   SmallVector<Value> next, alpha;
   SmallVector<SmallVector<SmallVector<Value>>> pPacked;
   mmaSoftmax(m, kt, masked, st, sFrag, next, pPacked, alpha);
+  if (!m.wgmmaPV) {
+    mmaPV(m, stage, pPacked, alpha, st, next);
+    return next;
+  }
 
   // O = O·alpha + P·V: kv-block / 16 steps of m64n{dv}k16, P from registers.
   int64_t base = 4;
