@@ -105,6 +105,11 @@ if [ "$ARCH" = sm_90 ]; then
       --gpu-arch=sm_90a --kv-dtype=bf16 --gpu-precision=bf16 \
       --gpu-wgmma-products=$pr -o "$OUT/llama-3.1-8b-wgmma-only-$pr"
   done
+  # The contiguous wgmma kernels load K/V by TMA; this one by cp.async
+  # (checked and benched: TMA's gain, or a TMA fault, in the same run).
+  "$BUILD_DIR/bin/attn-compile" "${CONFIGS[llama-3.1-8b]}" --target=cuda \
+    --gpu-arch=sm_90a --kv-dtype=bf16 --gpu-precision=bf16 --gpu-tma=false \
+    -o "$OUT/llama-3.1-8b-kvbf16-bf16-wgmma-cpasync"
 fi
 cp "$ROOT/tools/gpu-check.sh" "$ROOT/tools/gpu-baseline.py" "$OUT/"
 echo "built $(ls "$OUT" | grep -Evc '\.(sh|py)$') CUDA executables for $ARCH in $OUT;"

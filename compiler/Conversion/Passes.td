@@ -238,6 +238,10 @@ def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "func::FuncOp"> {
            "MMAs (wgmma) on 128-byte-swizzled tiles, where the K/V cache is "
            "of the kernel's type and the head dims are multiples of 64 (up "
            "to 256); the mma.sync kernel elsewhere">,
+    Option<"tma", "tma", "bool", /*default=*/"false",
+           "With wgmma, a contiguous cache: K/V tiles by TMA (tensor maps "
+           "made on the host by the runtime's mgpuTensorMapEncodeTiledMemref, "
+           "an mbarrier per ring slot) instead of cp.async">,
     Option<"wgmmaProducts", "wgmma-products", "std::string",
            /*default=*/"\"all\"",
            "With wgmma: which products are warpgroup MMAs: all, qk (S = "

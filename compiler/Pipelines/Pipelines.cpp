@@ -236,6 +236,7 @@ LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
   toGPU.precision = options.precision;
   toGPU.wgmma = options.arch == GPUArch::sm_90a;
   toGPU.wgmmaProducts = options.wgmmaProducts;
+  toGPU.tma = options.arch == GPUArch::sm_90a && options.tma;
   pm.addNestedPass<func::FuncOp>(createConvertAttnToGPUPass(toGPU));
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
@@ -267,7 +268,9 @@ LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
   nvvm.cubinChip = gpuArchName(options.arch).str();
   // PTX ISA 8.0 (CUDA 12+) covers sm_80 and sm_90; LLVM's default 6.0
   // cannot target sm_90.
-  nvvm.cubinFeatures = "+ptx80";
+  // sm_90a's TMA path acquires its tensor maps (fence.proxy.tensormap:
+  // PTX 8.3, CUDA 12.3+ drivers).
+  nvvm.cubinFeatures = options.arch == GPUArch::sm_90a ? "+ptx83" : "+ptx80";
   nvvm.cubinFormat = "isa";
   nvvm.optLevel = 3;
   gpu::buildLowerToNVVMPassPipeline(pm, nvvm);

@@ -119,6 +119,10 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
           clEnumValN(GPUArch::sm_90, "sm_90", "H100/H200"),
           clEnumValN(GPUArch::sm_90a, "sm_90a", "H100/H200 with wgmma"),
           clEnumValN(GPUArch::sm_80, "sm_80", "A100"))};
+  Option<bool> tma{*this, "tma",
+                   llvm::cl::desc("sm_90a: K/V tiles of a contiguous cache by "
+                                  "TMA (false: cp.async)"),
+                   llvm::cl::init(true)};
   Option<std::string> wgmmaProducts{
       *this, "wgmma-products",
       llvm::cl::desc("sm_90a: which products are wgmma (all, qk, pv, none; "

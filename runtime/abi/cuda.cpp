@@ -3,7 +3,7 @@
 // This file implements the host calls that MLIR's gpu-to-llvm lowering emits
 // (`mgpuModuleLoad`, `mgpuModuleLoadJIT`, `mgpuModuleGetFunction`,
 // `mgpuLaunchKernel`, `mgpuStream*`, `mgpuMemAlloc`/`mgpuMemFree`,
-// `mgpuModuleUnload`) and the device
+// `mgpuModuleUnload`, `mgpuTensorMapEncodeTiledMemref`) and the device
 // buffers of the executables' commands, over the CUDA driver API. The driver
 // (`libcuda.so.1`) is loaded with dlopen on first use, so executables start
 // on machines without a GPU: `info` works, and the commands that need the
@@ -83,6 +83,10 @@ struct Driver {
   CUresult (*cuMemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
   CUresult (*cuCtxSynchronize)();
   CUresult (*cuGetErrorString)(CUresult, const char **);
+  CUresult (*cuTensorMapEncodeTiled)(void *, int, unsigned, void *,
+                                     const uint64_t *, const uint64_t *,
+                                     const unsigned *, const unsigned *, int,
+                                     int, int, int);
 };
 
 struct State {
@@ -158,6 +162,8 @@ bool initDriver() {
   get(d.cuMemcpyDtoH, "cuMemcpyDtoH_v2");
   get(d.cuMemcpyDtoD, "cuMemcpyDtoD_v2");
   get(d.cuCtxSynchronize, "cuCtxSynchronize");
+  // TMA tensor maps (CUDA 12+ drivers): only the sm_90a kernels use them.
+  get(d.cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", /*required=*/false);
   if (missing)
     return false;
   CUresult r = d.cuInit(0);
@@ -366,6 +372,90 @@ void mgpuMemFree(void *ptr, CUstream stream) {
           "cuMemFreeAsync");
   else
     check(d.cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)), "cuMemFree");
+}
+
+/// The tensor map of a TMA load (nvgpu.tma.create.descriptor): `desc` is a
+/// rank-`rank` memref descriptor {allocated, aligned, offset, sizes[rank],
+/// strides[rank]} of `dataType` (CUtensorMapDataType) elements, `box` the
+/// box's sizes in the memref's order (outermost first). Returns the device
+/// address of the 128-byte map, which the kernel reads from global memory.
+/// Maps are kept by content (a decode step makes the same ones as the last),
+/// at most kTensorMaps: past that the oldest slot is rewritten, long after
+/// the launch that used it finished (every call waits for its kernels).
+void *mgpuTensorMapEncodeTiledMemref(int64_t rank, void *desc, int64_t dataType,
+                                     int64_t interleave, int64_t swizzle,
+                                     int64_t l2Promotion, int64_t oobFill,
+                                     int64_t *box) {
+  constexpr int kTensorMaps = 1024;
+  // Bytes per element of each CUtensorMapDataType (uint8 ... tf32_ftz).
+  static const int eltBytes[] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4};
+  if (!initDriver()) {
+    std::fprintf(stderr, "error: CUDA: %s\n", state().why.c_str());
+    std::exit(1);
+  }
+  Driver &d = state().d;
+  if (!d.cuTensorMapEncodeTiled) {
+    std::fprintf(stderr, "error: CUDA: this driver has no "
+                         "cuTensorMapEncodeTiled (TMA needs CUDA 12+); "
+                         "recompile with --gpu-tma=false\n");
+    std::exit(1);
+  }
+  if (rank < 1 || rank > 5 || dataType < 0 || dataType > 12) {
+    std::fprintf(stderr,
+                 "error: CUDA: a tensor map of rank %lld, data type %lld: "
+                 "ranks 1-5 and CUtensorMapDataType values 0-12 are "
+                 "accepted\n",
+                 (long long)rank, (long long)dataType);
+    std::exit(1);
+  }
+  // The memref descriptor's fields, then the driver's order (innermost
+  // first, strides in bytes of the outer dims).
+  auto *fields = static_cast<char **>(desc);
+  char *aligned = fields[1];
+  auto *ints = reinterpret_cast<int64_t *>(fields + 2);
+  int64_t offset = ints[0];
+  const int64_t *sizes = ints + 1, *strides = ints + 1 + rank;
+  int bytes = eltBytes[dataType];
+  uint64_t dims[5], byteStrides[4];
+  unsigned boxDims[5], elementStrides[5];
+  for (int64_t i = 0; i < rank; ++i) {
+    dims[i] = uint64_t(sizes[rank - 1 - i]);
+    boxDims[i] = unsigned(box[rank - 1 - i]);
+    elementStrides[i] = 1;
+  }
+  for (int64_t i = 0; i + 1 < rank; ++i)
+    byteStrides[i] = uint64_t(strides[rank - 2 - i]) * uint64_t(bytes);
+  alignas(64) unsigned char map[128];
+  check(d.cuTensorMapEncodeTiled(map, int(dataType), unsigned(rank),
+                                 aligned + offset * bytes, dims, byteStrides,
+                                 boxDims, elementStrides, int(interleave),
+                                 int(swizzle), int(l2Promotion), int(oobFill)),
+        "cuTensorMapEncodeTiled");
+  struct Slot {
+    unsigned char map[128];
+    CUdeviceptr device;
+  };
+  static std::mutex mu;
+  static std::vector<Slot> slots;
+  static size_t next = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const Slot &s : slots)
+    if (std::memcmp(s.map, map, sizeof(map)) == 0)
+      return reinterpret_cast<void *>(s.device);
+  Slot *slot;
+  if (slots.size() < kTensorMaps) {
+    slots.emplace_back();
+    slot = &slots.back();
+    check(d.cuMemAlloc(&slot->device, sizeof(map)),
+          "cuMemAlloc (a TMA tensor map)");
+  } else {
+    slot = &slots[next];
+    next = (next + 1) % kTensorMaps;
+  }
+  std::memcpy(slot->map, map, sizeof(map));
+  check(d.cuMemcpyHtoD(slot->device, map, sizeof(map)),
+        "cuMemcpyHtoD (a TMA tensor map)");
+  return reinterpret_cast<void *>(slot->device);
 }
 
 //===----------------------------------------------------------------------===//

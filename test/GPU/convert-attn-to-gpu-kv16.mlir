@@ -6,6 +6,7 @@
 // RUN: attn-opt %s -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu | FileCheck %s --check-prefix=FP32
 // RUN: attn-opt %s -attn-gpu-select-tiles=block-rows=128 -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu=precision=bf16 | FileCheck %s --check-prefix=BF16
 // RUN: attn-opt %s -attn-gpu-select-tiles=block-rows=128 -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu="precision=bf16 wgmma=true" | FileCheck %s --check-prefix=WGMMA
+// RUN: attn-opt %s -attn-gpu-select-tiles=block-rows=128 -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu="precision=bf16 wgmma=true tma=true" | FileCheck %s --check-prefix=TMA
 // RUN: not attn-opt %s -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu=precision=bf16 2>&1 | FileCheck %s --check-prefix=ROWS
 // RUN: not attn-opt %s -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu=precision=f16 2>&1 | FileCheck %s --check-prefix=F16
 // FP32: gpu.launch
@@ -59,6 +60,35 @@
 // WGMMA: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;
 // WGMMA: nvvm.wgmma.commit.group.sync.aligned
 // WGMMA-NOT: nvgpu.ldmatrix
+// tma=true: K's and V's tensor maps made on the host (boxes of 1 x 1 x 64
+// keys x 64 columns, 128-byte swizzle, zeros out of bounds), into the
+// kernel as addresses; one mbarrier per ring slot, armed by thread 0 with
+// the tile's 64 x (64 + 64) x 2 bytes; boxes at (column, key, KV head,
+// batch); a wait by parity; V's rows past the keys zeroed in masked tiles.
+// TMA: %[[KC:.*]] = memref.cast %{{.*}} : memref<?x2x?x64xbf16> to memref<*xbf16>
+// TMA: %[[KM:.*]] = nvgpu.tma.create.descriptor %[[KC]] box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<*xbf16> -> <tensor = memref<1x1x64x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = l2promo_128b, oob = zero, interleave = none>
+// TMA: %[[KP:.*]] = builtin.unrealized_conversion_cast %[[KM]]
+// TMA: %[[KA:.*]] = llvm.ptrtoint %[[KP]] : !llvm.ptr to i64
+// TMA: nvgpu.tma.create.descriptor
+// TMA: gpu.launch
+// TMA: llvm.inttoptr %[[KA]] : i64 to !llvm.ptr
+// TMA: %[[MB:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+// TMA: nvgpu.mbarrier.init %[[MB]][%{{.*}}], %{{.*}}, predicate = %{{.*}}
+// TMA: nvgpu.mbarrier.init %[[MB]][%{{.*}}], %{{.*}}, predicate = %{{.*}}
+// TMA-NEXT: nvvm.fence.mbarrier.init
+// TMA-NEXT: nvgpu.tma.fence.descriptor
+// TMA-NEXT: nvgpu.tma.fence.descriptor
+// TMA: nvgpu.mbarrier.arrive.expect_tx %[[MB]][%{{.*}}], %c16384
+// TMA: nvgpu.tma.async.load %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], %[[MB]][%{{.*}}] to %{{.*}} : {{.*}} -> memref<1x1x64x64xbf16, #gpu.address_space<workgroup>>
+// TMA: nvgpu.tma.async.load
+// TMA: scf.for
+// TMA: nvgpu.mbarrier.try_wait.parity %[[MB]]
+// TMA: nvvm.wgmma.fence.aligned
+// TMA: scf.for
+// TMA: nvgpu.mbarrier.try_wait.parity %[[MB]]
+// TMA: arith.cmpi sge
+// TMA: memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<8192xbf16, #gpu.address_space<workgroup>>
+// TMA-NOT: nvgpu.device_async_copy
 // ROWS: error: 'attn.online_attention' op the bf16 tensor-core kernel holds at most 128 rows per thread block, got 4 heads x q-block 128 = 512: use a q-block of at most 32
 // F16: error: 'attn.online_attention' op the f16 tensor-core kernel would round a bf16 K/V cache to f16: compile with precision=bf16 or fp32
 func.func @entry(%out: memref<?x8x?x64xf32>, %q: tensor<?x8x?x64xf32>,

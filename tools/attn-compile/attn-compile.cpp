@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaOptions.h"
 #include "Description.h"
 #include "Files.h"
 
@@ -206,29 +207,6 @@ cl::opt<Target> target(
                clEnumValN(Target::CUDA, "gpu", "an alias of cuda")),
     cl::cat(category));
 
-cl::opt<attn::GPUPrecision> gpuPrecision(
-    "gpu-precision", cl::desc("--target=cuda: the kernels' arithmetic"),
-    cl::init(attn::GPUPrecision::fp32),
-    cl::values(clEnumValN(attn::GPUPrecision::fp32, "fp32",
-                          "CUDA cores, the accuracy path (default)"),
-               clEnumValN(attn::GPUPrecision::bf16, "bf16",
-                          "tensor cores: mma.sync on bf16 inputs, fp32 "
-                          "accumulators"),
-               clEnumValN(attn::GPUPrecision::f16, "f16",
-                          "tensor cores: mma.sync on f16 inputs, fp32 "
-                          "accumulators (an f16 --kv-dtype cache)")),
-    cl::cat(category));
-
-cl::opt<attn::GPUArch> gpuArch(
-    "gpu-arch", cl::desc("--target=cuda: the GPU architecture"),
-    cl::init(attn::GPUArch::sm_90),
-    cl::values(clEnumValN(attn::GPUArch::sm_90, "sm_90", "H100/H200 (default)"),
-               clEnumValN(attn::GPUArch::sm_90a, "sm_90a",
-                          "H100/H200, the bf16/f16 kernels' products as "
-                          "warpgroup MMAs (wgmma); runs only on sm_90"),
-               clEnumValN(attn::GPUArch::sm_80, "sm_80", "A100")),
-    cl::cat(category));
-
 cl::opt<int64_t> qBlock("q-block",
                         cl::desc("Query rows per tile (0: target default)"),
                         cl::init(0), cl::cat(category));
@@ -236,19 +214,6 @@ cl::opt<int64_t> qBlock("q-block",
 cl::opt<int64_t> kvBlock("kv-block",
                          cl::desc("Keys per tile (0: target default)"),
                          cl::init(0), cl::cat(category));
-
-cl::opt<int64_t> gpuWarpRows(
-    "gpu-warp-rows",
-    cl::desc("--target=cuda, bf16/f16: rows per warp of the tensor-core "
-             "kernel, 16 or 32 (0: default)"),
-    cl::init(0), cl::cat(category));
-
-cl::opt<std::string> gpuWgmmaProducts(
-    "gpu-wgmma-products",
-    cl::desc("--gpu-arch=sm_90a: which products are wgmma: all (default), "
-             "qk, pv or none (the others mma.sync on the same swizzled "
-             "tiles: a diagnostic for a GPU run)"),
-    cl::init("all"), cl::Hidden, cl::cat(category));
 
 cl::opt<int64_t> splitTarget(
     "split-target",
@@ -409,13 +374,7 @@ bool checkOptions(Stage stage, bool building) {
                 "--compile-to=STAGE, or --describe)");
   if (gpuStage && !cuda)
     return fail(llvm::Twine("--compile-to=") +
-                (stage == Stage::GPU ? "gpu" : "ptx") +
-                " needs --target=cuda");
-  llvm::StringRef products = gpuWgmmaProducts;
-  if (products != "all" && products != "qk" && products != "pv" &&
-      products != "none")
-    return fail("--gpu-wgmma-products takes all, qk, pv or none, got '" +
-                products + "'");
+                (stage == Stage::GPU ? "gpu" : "ptx") + " needs --target=cuda");
   if (cuda && !building && stage >= Stage::Linalg && !gpuStage)
     return fail("--target=cuda compiles to --compile-to=attn|fused|tiled|"
                 "gpu|ptx or to an executable (-o NAME); the other stages are "
@@ -439,13 +398,15 @@ bool checkOptions(Stage stage, bool building) {
   // the other one would be rounded again (f16 -> bf16 drops 3 mantissa
   // bits, bf16 -> f16 overflows past 65504).
   if (cuda && ((kvDtype == attn::KVCacheType::f16 &&
-                gpuPrecision == attn::GPUPrecision::bf16) ||
+                attn_compile::gpuPrecision() == attn::GPUPrecision::bf16) ||
                (kvDtype == attn::KVCacheType::bf16 &&
-                gpuPrecision == attn::GPUPrecision::f16)))
+                attn_compile::gpuPrecision() == attn::GPUPrecision::f16)))
     return fail(llvm::Twine("--kv-dtype=") +
                 (kvDtype == attn::KVCacheType::bf16 ? "bf16" : "f16") +
                 " with --gpu-precision=" +
-                (gpuPrecision == attn::GPUPrecision::bf16 ? "bf16" : "f16") +
+                (attn_compile::gpuPrecision() == attn::GPUPrecision::bf16
+                     ? "bf16"
+                     : "f16") +
                 ": the tensor-core kernel would round the cache to its own "
                 "16-bit type; use --gpu-precision=" +
                 (kvDtype == attn::KVCacheType::bf16 ? "bf16" : "f16") +
@@ -531,7 +492,8 @@ bool emitHost(ModuleOp module, attn::CPUOutput kind,
       return attn::addModelTable(
           m, *table,
           attn_compile::tableDescription(
-              *table, {cpu, cuda, gpuPrecision, qBlock, kvBlock})
+              *table,
+              {cpu, cuda, attn_compile::gpuPrecision(), qBlock, kvBlock})
               .dump(2, ' ', false,
                     nlohmann::ordered_json::error_handler_t::replace),
           cuda, bf16, error);
@@ -559,12 +521,9 @@ int compileCUDA(MLIRContext &context, const attn::ModelSpec &spec,
                 ModuleOp module, Stage stage, bool building, Output &out) {
   attn::initializeNVPTXTarget();
   attn::GPUPipelineOptions options;
-  options.arch = gpuArch;
+  attn_compile::setCudaPipelineOptions(options);
   options.qBlock = qBlock;
   options.kvBlock = kvBlock;
-  options.warpRows = gpuWarpRows;
-  options.wgmmaProducts = gpuWgmmaProducts;
-  options.precision = gpuPrecision;
   options.stopAfter = stage == Stage::Tiled ? attn::GPUStage::Tiled
                       : stage == Stage::GPU ? attn::GPUStage::GPU
                                             : attn::GPUStage::PTX;
@@ -577,7 +536,8 @@ int compileCUDA(MLIRContext &context, const attn::ModelSpec &spec,
     // runtime, whose CUDA part loads libcuda.so.1 with dlopen.
     std::vector<llvm::SmallString<0>> objects;
     if (!emitHost(module, attn::CPUOutput::Object, objects, &spec,
-                  /*cuda=*/true, gpuPrecision != attn::GPUPrecision::fp32))
+                  /*cuda=*/true,
+                  attn_compile::gpuPrecision() != attn::GPUPrecision::fp32))
       return 1;
     return attn_compile::linkObjects(
         objects, outputPath, /*shared=*/false,
@@ -703,7 +663,7 @@ int main(int argc, char **argv) {
   registerDefaultTimingManagerCLOptions();
   // libLLVM registers hundreds of backend options; --help shows ours
   // (--help-hidden shows all, including the MLIR printing options).
-  cl::HideUnrelatedOptions(category);
+  cl::HideUnrelatedOptions({&category, &attn_compile::cudaCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
       "attn-compile: compile a Hugging Face config.json's attention\n\n"

@@ -350,6 +350,7 @@ struct ConvertAttnToGPUPass
         products != "none")
       return op->emitOpError("wgmma-products takes all, qk, pv or none; got '")
              << products << "'";
+    e.tma = tma;
     e.wgmmaQK = products == "all" || products == "qk";
     e.wgmmaPV = products == "all" || products == "pv";
     if (mmaKernel && (d % 16 || dv % 16))

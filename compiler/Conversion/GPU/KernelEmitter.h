@@ -67,6 +67,10 @@ struct KernelEmitter {
   /// swizzled tiles (--gpu-wgmma-products: a GPU run tells a wrong
   /// descriptor from a wrong tile layout).
   bool wgmmaQK = true, wgmmaPV = true;
+  /// sm_90a, wgmma on a contiguous cache: K/V tiles by TMA (tensor maps made
+  /// on the host, completion on an mbarrier per ring slot) instead of each
+  /// thread's cp.async.
+  bool tma = false;
   // Static shape facts.
   int64_t hkv = 1, group = 1, d = 0, dv = 0, epl = 1, eplV = 1;
   /// Query rows per warp: 8 for head dims up to 32, else 4 (registers).
@@ -287,6 +291,11 @@ struct KernelEmitter {
     /// blocks of 64 elements), `smemBase` the shared-memory address of the
     /// Q tile (1024-byte aligned), `layout` their offsets.
     bool wgmma = false, wgmmaQK = false, wgmmaPV = false;
+    /// TMA: the tensor maps of K and V (host values, kernel arguments after
+    /// outlining), the ring slots' mbarriers, the dynamic shared memory and
+    /// the byte offset of its aligned base.
+    bool tma = false;
+    Value kMap, vMap, mbar, smem, pad;
     Value smemBase;
     int64_t qRowsPad = 0, kOffset = 0, vOffset = 0;
   };
@@ -301,7 +310,9 @@ struct KernelEmitter {
   static MmaSmem mmaSharedMemory(int64_t rows, int64_t d, int64_t dv,
                                  int64_t kvBlock, int64_t stages,
                                  int64_t warpRows, bool wgmma = false);
-  MmaState beginMma(Value q, Value k, Value lens, bool asyncCopy, bool wgmma);
+  /// With tensor maps `kMap`, `vMap` (wgmma only), K/V tiles come by TMA.
+  MmaState beginMma(Value q, Value k, Value lens, bool asyncCopy, bool wgmma,
+                    Value kMap = Value(), Value vMap = Value());
   /// m-tile t's A fragment of Q's 16 columns from 16·ks (ldmatrix.x4 of
   /// the Q tile).
   SmallVector<Value> mmaQFragment(const MmaState &m, int64_t t, int64_t ks);
@@ -332,6 +343,28 @@ struct KernelEmitter {
         NVVM::SharedSpaceAttr::get(b.getContext(),
                                    NVVM::SharedSpace::shared_cta));
   }
+  /// wgmma: the flat swizzled views of the dynamic shared memory `smem`
+  /// (its `layout`, from a base aligned at run time) and, with the tensor
+  /// maps' addresses `kMap`, `vMap` of cache `k`, the TMA mbarriers.
+  void wgmmaTiles(MmaState &m, Value smem, const MmaSmem &layout, Value k,
+                  Value kMap, Value vMap);
+  /// TMA, on the host: the tensor map of `src` ([B, Hkv, keys, width] of
+  /// the kernel's 16-bit type) in boxes of kv-block keys x 64 columns,
+  /// 128-byte swizzled, zeros past the keys.
+  Value tmaDescriptor(Value src);
+  /// TMA: the tensor map type of a [B, Hkv, keys, width] cache `srcTy`.
+  Type tmaMapType(MemRefType srcTy);
+  /// TMA: thread 0 arms slot `stage`'s mbarrier with the tile's bytes and
+  /// loads keys [kt, kt + kv-block) of K and V into the slot, a box per 64
+  /// columns.
+  void tmaIssueTile(const MmaState &m, Value kt, Value stage);
+  /// TMA: waits for slot `stage`'s load of the ring's j-th tile (the
+  /// mbarrier's phase j / stages mod 2).
+  void tmaWait(const MmaState &m, Value j, Value stage);
+  /// TMA, a masked tile: zeros in V's rows of keys [hi, kt + kv-block), which
+  /// the box read from the cache (past the sequence's length anything: P is
+  /// 0 there, and 0 · NaN is NaN).
+  void tmaZeroTail(const MmaState &m, Value kt, Value stage);
   /// wgmma: the element index of (row, col) in a swizzled tile of `rows`
   /// rows (column blocks of 64 elements, 128-byte rows whose 16-byte chunks
   /// are XORed with the row's index mod 8: the wgmma/TMA 128-byte swizzle).

@@ -91,8 +91,10 @@ SmallVector<Value> KernelEmitter::ldmatrix4(Value tile, Value stage, Value row,
 }
 
 KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
-                                                bool asyncCopy, bool wgmma) {
+                                                bool asyncCopy, bool wgmma,
+                                                Value kMap, Value vMap) {
   MmaState m;
+  m.tma = kMap != Value();
   m.mt = warpRows / kTileRows;
   m.warps = (group * qRows + warpRows - 1) / warpRows;
   m.asyncCopy = asyncCopy;
@@ -121,24 +123,7 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
     return memref::ViewOp::create(b, loc, ty, smem, c(offset), ValueRange{});
   };
   if (m.wgmma) {
-    // Flat views from the first 1024-byte boundary of the dynamic shared
-    // memory (its address in the shared window, as the descriptors take).
-    Value addr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, smem);
-    Value neg = sub(c(0), addr);
-    Value pad = arith::AndIOp::create(b, loc, neg, c(1023));
-    m.smemBase = add(addr, pad);
-    m.qRowsPad = rows;
-    m.kOffset = smemLayout.kOffset;
-    m.vOffset = smemLayout.vOffset;
-    auto flat = [&](int64_t offset, int64_t elems) -> Value {
-      auto ty =
-          MemRefType::get({elems}, mmaElt, MemRefLayoutAttrInterface(), wg);
-      Value at = add(pad, c(offset));
-      return memref::ViewOp::create(b, loc, ty, smem, at, ValueRange{});
-    };
-    m.qTile = flat(0, rows * d);
-    m.kRing = flat(m.kOffset, m.stages * kvBlock * d);
-    m.vRing = flat(m.vOffset, m.stages * kvBlock * dv);
+    wgmmaTiles(m, smem, smemLayout, k, kMap, vMap);
   } else {
     m.qTile = view(0, {rows, d + kPad});
     m.kRing = view(smemLayout.kOffset, {m.stages, kvBlock, d + kPad});
@@ -227,6 +212,10 @@ void KernelEmitter::mmaIssueTile(const MmaState &m, Value k, Value v, Value kt,
                                  Value stage) {
   const Launch &L = m.L;
   int64_t threads = m.warps * kWarp;
+  if (m.tma) {
+    tmaIssueTile(m, kt, stage);
+    return;
+  }
   if (!m.asyncCopy) {
     Value left = sub(L.hi, kt);
     Value kn = min(c(kvBlock), left);
@@ -445,7 +434,23 @@ void KernelEmitter::mmaStore(const MmaState &m, scf::ForOp tiles, Value out) {
 void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
   OpBuilder::InsertionGuard guard(b);
   bool asyncCopy = cast<MemRefType>(k.getType()).getElementType() == mmaElt;
-  MmaState m = beginMma(q, k, lens, asyncCopy, wgmma && asyncCopy);
+  // TMA for a contiguous cache (a paged one keeps cp.async through the
+  // block table): the tensor maps are made on the host, before the launch.
+  Value kMap, vMap;
+  if (wgmma && asyncCopy && tma && !table) {
+    // Into the kernel as an address (i64): the outlined kernel's arguments
+    // must convert to LLVM without the nvgpu types, and a cast pair would
+    // fold away.
+    auto toAddress = [&](Value map) -> Value {
+      auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
+      Value ptr =
+          UnrealizedConversionCastOp::create(b, loc, ptrTy, map).getResult(0);
+      return LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), ptr);
+    };
+    kMap = toAddress(tmaDescriptor(k));
+    vMap = toAddress(tmaDescriptor(v));
+  }
+  MmaState m = beginMma(q, k, lens, asyncCopy, wgmma && asyncCopy, kMap, vMap);
   const Launch &L = m.L;
   auto tokenTy = nvgpu::DeviceAsyncTokenType::get(b.getContext());
   // One cp.async group per tile (empty past the last one), so that
@@ -462,7 +467,7 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
     mmaIssueTile(m, k, v, L.lo, c(0));
   }
-  if (m.asyncCopy)
+  if (m.asyncCopy && !m.tma)
     commit();
   // Tiles every row of the block sees whole (below the diagonal of its
   // first row, no padding, no window) need no mask: [lo, full), the rest
@@ -492,9 +497,14 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
       Value nextStage = sub(c(m.stages - 1), stage);
       mmaIssueTile(m, k, v, nextKt, nextStage);
     }
-    if (m.asyncCopy)
+    if (m.tma) {
+      tmaWait(m, j, stage);
+      if (masked)
+        tmaZeroTail(m, kt, stage);
+    } else if (m.asyncCopy) {
       nvgpu::DeviceAsyncWaitOp::create(b, loc, commit(),
                                        b.getI32IntegerAttr(1));
+    }
     // The copies (generic proxy) made visible to the wgmma (async proxy).
     if (m.wgmma)
       fenceAsyncProxy();

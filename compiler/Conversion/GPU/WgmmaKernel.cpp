@@ -30,6 +30,8 @@
 
 #include "compiler/Conversion/GPU/KernelEmitter.h"
 
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -186,4 +188,141 @@ SmallVector<Value> KernelEmitter::wgmmaTile(const MmaState &m, Value kt,
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
   next.append(o.begin(), o.end());
   return next;
+}
+
+void KernelEmitter::wgmmaTiles(MmaState &m, Value smem, const MmaSmem &layout,
+                               Value k, Value kMap, Value vMap) {
+  const Launch &L = m.L;
+  auto wg =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  int64_t rows = layout.qRows;
+  // Flat views from the first 1024-byte boundary of the dynamic shared
+  // memory (its address in the shared window, as the descriptors take).
+  Value addr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, smem);
+  Value neg = sub(c(0), addr);
+  Value pad = arith::AndIOp::create(b, loc, neg, c(1023));
+  m.smemBase = add(addr, pad);
+  m.smem = smem;
+  m.pad = pad;
+  m.qRowsPad = rows;
+  m.kOffset = layout.kOffset;
+  m.vOffset = layout.vOffset;
+  auto flat = [&](int64_t offset, int64_t elems) -> Value {
+    auto ty = MemRefType::get({elems}, mmaElt, MemRefLayoutAttrInterface(), wg);
+    Value at = add(pad, c(offset));
+    return memref::ViewOp::create(b, loc, ty, smem, at, ValueRange{});
+  };
+  m.qTile = flat(0, rows * d);
+  m.kRing = flat(m.kOffset, m.stages * kvBlock * d);
+  m.vRing = flat(m.vOffset, m.stages * kvBlock * dv);
+  if (m.tma) {
+    // One mbarrier per ring slot, armed by thread 0 with the tile's bytes
+    // (its one arrival); the tensor maps were copied to the device before
+    // the launch.
+    // The maps cross into the kernel as pointers (the outlined kernel's
+    // arguments must be LLVM-convertible before the nvgpu lowering).
+    auto fromPointer = [&](Value p) -> Value {
+      auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
+      Value ptr = LLVM::IntToPtrOp::create(b, loc, ptrTy, p);
+      return UnrealizedConversionCastOp::create(
+                 b, loc, tmaMapType(cast<MemRefType>(k.getType())), ptr)
+          .getResult(0);
+    };
+    m.kMap = fromPointer(kMap);
+    m.vMap = fromPointer(vMap);
+    auto group =
+        nvgpu::MBarrierGroupType::get(b.getContext(), wg, unsigned(m.stages));
+    m.mbar = nvgpu::MBarrierCreateOp::create(b, loc, group);
+    Value first = cmp(arith::CmpIPredicate::eq, L.tid, c(0));
+    for (int64_t st = 0; st < m.stages; ++st)
+      nvgpu::MBarrierInitOp::create(b, loc, m.mbar, c(1), c(st), first);
+    // The initialized barriers visible to the TMA unit (then the barrier
+    // after Q's tile).
+    NVVM::FenceMbarrierInitOp::create(b, loc);
+    nvgpu::TmaFenceOp::create(b, loc, m.kMap);
+    nvgpu::TmaFenceOp::create(b, loc, m.vMap);
+  }
+}
+
+Type KernelEmitter::tmaMapType(MemRefType srcTy) {
+  auto wg =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  auto boxTy = MemRefType::get({1, 1, kvBlock, 64}, srcTy.getElementType(),
+                               MemRefLayoutAttrInterface(), wg);
+  return nvgpu::TensorMapDescriptorType::get(
+      b.getContext(), boxTy, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
+      nvgpu::TensorMapL2PromoKind::L2PROMO_128B,
+      nvgpu::TensorMapOOBKind::OOB_ZERO,
+      nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+}
+
+Value KernelEmitter::tmaDescriptor(Value src) {
+  auto srcTy = cast<MemRefType>(src.getType());
+  Type mapTy = tmaMapType(srcTy);
+  auto unranked =
+      UnrankedMemRefType::get(srcTy.getElementType(), srcTy.getMemorySpace());
+  Value cast = memref::CastOp::create(b, loc, unranked, src);
+  SmallVector<Value> box = {c(1), c(1), c(kvBlock), c(64)};
+  return nvgpu::TmaCreateDescriptorOp::create(b, loc, mapTy, cast, box);
+}
+
+void KernelEmitter::tmaIssueTile(const MmaState &m, Value kt, Value stage) {
+  const Launch &L = m.L;
+  Value first = cmp(arith::CmpIPredicate::eq, L.tid, c(0));
+  auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  int64_t bytes = kvBlock * (d + dv) * 2;
+  nvgpu::MBarrierArriveExpectTxOp::create(b, loc, m.mbar, c(bytes), stage,
+                                          Value());
+  auto wg =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  auto boxTy = MemRefType::get({1, 1, kvBlock, 64}, mmaElt,
+                               MemRefLayoutAttrInterface(), wg);
+  // Column block `blk` of the slot: its own 1024-byte aligned [kv-block, 64]
+  // swizzled tile, as the box lands.
+  auto load = [&](Value map, int64_t offset, int64_t width) {
+    Value slot = mul(stage, c(kvBlock * width * 2));
+    Value at = add(add(m.pad, c(offset)), slot);
+    for (int64_t blk = 0; blk < width / 64; ++blk) {
+      Value byteShift = add(at, c(blk * kvBlock * kRowBytes));
+      Value dst = memref::ViewOp::create(b, loc, boxTy, m.smem, byteShift,
+                                         ValueRange{});
+      // Coordinates innermost first: column, key, KV head, batch.
+      SmallVector<Value> coords = {c(64 * blk), kt, L.g, L.bi};
+      nvgpu::TmaAsyncLoadOp::create(b, loc, dst, m.mbar, map, coords, stage,
+                                    Value(), Value());
+    }
+  };
+  load(m.kMap, m.kOffset, d);
+  load(m.vMap, m.vOffset, dv);
+}
+
+void KernelEmitter::tmaWait(const MmaState &m, Value j, Value stage) {
+  Value use = arith::DivUIOp::create(b, loc, j, c(m.stages));
+  Value odd = arith::RemUIOp::create(b, loc, use, c(2));
+  Value parity = cmp(arith::CmpIPredicate::ne, odd, c(0));
+  nvgpu::MBarrierTryWaitParityOp::create(b, loc, m.mbar, parity, c(10000000),
+                                         stage);
+}
+
+void KernelEmitter::tmaZeroTail(const MmaState &m, Value kt, Value stage) {
+  const Launch &L = m.L;
+  int64_t threads = m.warps * kWarp;
+  Value zero =
+      arith::ConstantOp::create(b, loc, mmaElt, b.getFloatAttr(mmaElt, 0.0));
+  Value slot = mul(stage, c(kvBlock * dv));
+  loop(L.tid, c(kvBlock * dv), c(threads), ValueRange{},
+       [&](Value idx, ValueRange) -> SmallVector<Value> {
+         Value row = arith::DivUIOp::create(b, loc, idx, c(dv));
+         Value col = arith::RemUIOp::create(b, loc, idx, c(dv));
+         Value key = add(kt, row);
+         Value past = cmp(arith::CmpIPredicate::sge, key, L.hi);
+         auto ifOp = scf::IfOp::create(b, loc, past, /*withElseRegion=*/false);
+         OpBuilder::InsertionGuard g(b);
+         b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+         Value at = add(slot, swizzled(kvBlock, row, col));
+         memref::StoreOp::create(b, loc, zero, m.vRing, ValueRange{at});
+         return {};
+       });
 }

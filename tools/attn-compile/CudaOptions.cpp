@@ -1,0 +1,76 @@
+//===- CudaOptions.cpp - attn-compile's --target=cuda options -------------===//
+
+#include "CudaOptions.h"
+
+namespace cl = llvm::cl;
+namespace attn = mlir::attn;
+
+cl::OptionCategory &attn_compile::cudaCategory() {
+  static cl::OptionCategory category("attn-compile --target=cuda options");
+  return category;
+}
+
+namespace {
+
+cl::opt<attn::GPUPrecision> precision(
+    "gpu-precision", cl::desc("--target=cuda: the kernels' arithmetic"),
+    cl::init(attn::GPUPrecision::fp32),
+    cl::values(clEnumValN(attn::GPUPrecision::fp32, "fp32",
+                          "CUDA cores, the accuracy path (default)"),
+               clEnumValN(attn::GPUPrecision::bf16, "bf16",
+                          "tensor cores: mma.sync on bf16 inputs, fp32 "
+                          "accumulators"),
+               clEnumValN(attn::GPUPrecision::f16, "f16",
+                          "tensor cores: mma.sync on f16 inputs, fp32 "
+                          "accumulators (an f16 --kv-dtype cache)")),
+    cl::cat(attn_compile::cudaCategory()));
+
+cl::opt<attn::GPUArch> arch(
+    "gpu-arch", cl::desc("--target=cuda: the GPU architecture"),
+    cl::init(attn::GPUArch::sm_90),
+    cl::values(clEnumValN(attn::GPUArch::sm_90, "sm_90", "H100/H200 (default)"),
+               clEnumValN(attn::GPUArch::sm_90a, "sm_90a",
+                          "H100/H200, the bf16/f16 kernels' products as "
+                          "warpgroup MMAs (wgmma), K/V by TMA; runs only "
+                          "on sm_90"),
+               clEnumValN(attn::GPUArch::sm_80, "sm_80", "A100")),
+    cl::cat(attn_compile::cudaCategory()));
+
+cl::opt<int64_t> warpRows(
+    "gpu-warp-rows",
+    cl::desc("--target=cuda, bf16/f16: rows per warp of the tensor-core "
+             "kernel, 16 or 32 (0: default)"),
+    cl::init(0), cl::cat(attn_compile::cudaCategory()));
+
+/// Diagnostics of the sm_90a kernel for a GPU run (hidden).
+enum class Products { all, qk, pv, none };
+cl::opt<Products> wgmmaProducts(
+    "gpu-wgmma-products",
+    cl::desc("--gpu-arch=sm_90a: which products are wgmma (the others "
+             "mma.sync on the same swizzled tiles)"),
+    cl::init(Products::all),
+    cl::values(clEnumValN(Products::all, "all",
+                          "S = Q·Kᵀ and O += P·V (default)"),
+               clEnumValN(Products::qk, "qk", "S = Q·Kᵀ only"),
+               clEnumValN(Products::pv, "pv", "O += P·V only"),
+               clEnumValN(Products::none, "none", "neither")),
+    cl::Hidden, cl::cat(attn_compile::cudaCategory()));
+
+cl::opt<bool>
+    tma("gpu-tma",
+        cl::desc("--gpu-arch=sm_90a: K/V tiles of a contiguous cache by TMA "
+                 "(default true; false: each thread's cp.async)"),
+        cl::init(true), cl::Hidden, cl::cat(attn_compile::cudaCategory()));
+
+} // namespace
+
+attn::GPUPrecision attn_compile::gpuPrecision() { return precision; }
+
+void attn_compile::setCudaPipelineOptions(attn::GPUPipelineOptions &options) {
+  options.arch = arch;
+  options.warpRows = warpRows;
+  static const char *const names[] = {"all", "qk", "pv", "none"};
+  options.wgmmaProducts = names[static_cast<int>(wgmmaProducts.getValue())];
+  options.tma = tma;
+  options.precision = precision;
+}
