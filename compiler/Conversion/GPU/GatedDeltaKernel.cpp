@@ -2,14 +2,17 @@
 //
 // This file implements the GPU kernel of the tiled gated delta rule: the
 // (batch, value head) forall of attn-tile-gated-delta becomes the grid
-// (value head, batch) of one gpu.launch whose block carries that head's
-// state [d_k, d_v] in registers through the sequence, token by token (the
-// recurrent form, for every length: the chunkwise WY/UT form on tensor cores
-// is the next step):
+// (value head × C column blocks, batch) of one gpu.launch whose block
+// carries d_v / C columns of that head's state [d_k, d_v] in registers
+// through the sequence, token by token (the recurrent form, for every
+// length: the chunkwise WY/UT form on tensor cores is the next step). The
+// columns are independent, so C (a power of two, at least 32 columns per
+// block) grows until the heads' blocks reach 264, two per SM of an H100/H200:
+// a decode step of one sequence is no longer a handful of blocks.
 //
-//   block   = d_v · P threads, P = ceil(d_k / 32): thread (p, j) holds
-//             column j of the state, rows [p·R, p·R + R), R = ceil(d_k / P)
-//             registers;
+//   block   = (d_v / C) · P threads, P = ceil(d_k / 32): thread (p, j)
+//             holds column j of the state, rows [p·R, p·R + R),
+//             R = ceil(d_k / P) registers;
 //   per token, q_t (scaled) and k_t are staged in shared memory (zeros past
 //             d_k, so padding rows stay 0), with a per-channel gate (KDA)
 //             also each key channel's decay e^{g_t[i]} (row i of the state
@@ -131,10 +134,21 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
   int64_t hv = vTy.getDimSize(1), hk = kTy.getDimSize(1),
           dk = kTy.getDimSize(3), dv = vTy.getDimSize(3);
   int64_t parts = (dk + 31) / 32, rows = (dk + parts - 1) / parts;
-  int64_t threads = dv * parts;
+  // The state's columns are independent (each its own δ_j, o_j): a value
+  // head's columns go to `colBlocks` blocks of `cols` (at least a warp's
+  // 32, whole divisors of d_v) until the heads' blocks reach kGridBlocks,
+  // so that a decode step of a few sequences keeps the SMs busy.
+  constexpr int64_t kGridBlocks = 264;
+  int64_t colBlocks = 1;
+  while (dv % (colBlocks * 2) == 0 && dv / (colBlocks * 2) >= 32 &&
+         hv * colBlocks < kGridBlocks)
+    colBlocks *= 2;
+  int64_t cols = dv / colBlocks;
+  int64_t threads = cols * parts;
   if (threads > 1024)
     return forall.emitOpError("the GPU gated-delta kernel holds a state column "
-                              "per thread: d_v · ceil(d_k / 32) = ")
+                              "per thread: a block's columns · ceil(d_k / "
+                              "32) = ")
            << threads << " threads, more than a block's 1024";
   OpBuilder b(s.dests.front());
   Location loc = forall.getLoc();
@@ -163,12 +177,12 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
   int64_t stagedRows = s.channel ? 3 : 2;
   auto qkTy = MemRefType::get({stagedRows, parts * rows}, f32,
                               MemRefLayoutAttrInterface(), wg);
-  auto redTy = MemRefType::get({parts, dv}, f32, MemRefLayoutAttrInterface(),
-                               wg);
+  auto redTy =
+      MemRefType::get({parts, cols}, f32, MemRefLayoutAttrInterface(), wg);
   // One op created per statement below: the IR must not depend on the host
   // compiler's order of evaluating arguments (tools/check-host-compiler.sh).
   Value one = e.c(1);
-  Value gridX = e.c(hv);
+  Value gridX = e.c(hv * colBlocks);
   Value blockX = e.c(threads);
   auto launch = gpu::LaunchOp::create(
       b, loc, gridX, batch, one, blockX, one, one,
@@ -180,11 +194,18 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
     Value qk = launch.getWorkgroupAttributions()[0];
     Value red = launch.getWorkgroupAttributions()[1];
     Value red2 = launch.getWorkgroupAttributions()[2];
-    Value h = launch.getBlockIds().x, bi = launch.getBlockIds().y;
+    Value bx = launch.getBlockIds().x, bi = launch.getBlockIds().y;
     Value tid = launch.getThreadIds().x;
-    Value dvC = e.c(dv);
-    Value j = arith::RemUIOp::create(b, loc, tid, dvC);
-    Value p = arith::DivUIOp::create(b, loc, tid, dvC);
+    // Block x: value head h, its column block; thread: part p (rows) and
+    // column jl of the block (j of the state).
+    Value colBlocksC = e.c(colBlocks);
+    Value h = arith::DivUIOp::create(b, loc, bx, colBlocksC);
+    Value cb = arith::RemUIOp::create(b, loc, bx, colBlocksC);
+    Value colsC = e.c(cols);
+    Value jl = arith::RemUIOp::create(b, loc, tid, colsC);
+    Value p = arith::DivUIOp::create(b, loc, tid, colsC);
+    Value col0 = e.mul(cb, colsC);
+    Value j = e.add(col0, jl);
     Value ratio = e.c(hv / hk);
     Value hkIdx = arith::DivUIOp::create(b, loc, h, ratio);
     Value rowsC = e.c(rows);
@@ -280,11 +301,12 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
               Value kd = s.channel ? e.fmul(kr[r], dr[r]) : kr[r];
               part = e.fma(S[r], kd, part);
             }
-            memref::StoreOp::create(b, loc, part, red, ValueRange{p, j});
+            memref::StoreOp::create(b, loc, part, red, ValueRange{p, jl});
             gpu::BarrierOp::create(b, loc);
             for (int64_t x = 0; x < parts; ++x) {
               Value xi = e.c(x);
-              Value px = memref::LoadOp::create(b, loc, red, ValueRange{xi, j});
+              Value px =
+                  memref::LoadOp::create(b, loc, red, ValueRange{xi, jl});
               kv = e.fadd(kv, px);
             }
           }
@@ -311,7 +333,7 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
             next.push_back(sNew);
             po = e.fma(sNew, qr[r], po);
           }
-          memref::StoreOp::create(b, loc, po, red2, ValueRange{p, j});
+          memref::StoreOp::create(b, loc, po, red2, ValueRange{p, jl});
           gpu::BarrierOp::create(b, loc);
           Value first = e.cmp(arith::CmpIPredicate::eq, p, zeroI);
           auto ifOp = scf::IfOp::create(b, loc, first, false);
@@ -322,7 +344,7 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
             for (int64_t x = 0; x < parts; ++x) {
               Value xi = e.c(x);
               Value px =
-                  memref::LoadOp::create(b, loc, red2, ValueRange{xi, j});
+                  memref::LoadOp::create(b, loc, red2, ValueRange{xi, jl});
               o = e.fadd(o, px);
             }
             memref::StoreOp::create(b, loc, o, s.out,

@@ -234,8 +234,11 @@ void KernelEmitter::wgmmaTiles(MmaState &m, Value smem, const MmaSmem &layout,
         nvgpu::MBarrierGroupType::get(b.getContext(), wg, unsigned(m.stages));
     m.mbar = nvgpu::MBarrierCreateOp::create(b, loc, group);
     Value first = cmp(arith::CmpIPredicate::eq, L.tid, c(0));
-    for (int64_t st = 0; st < m.stages; ++st)
-      nvgpu::MBarrierInitOp::create(b, loc, m.mbar, c(1), c(st), first);
+    Value one = c(1);
+    for (int64_t st = 0; st < m.stages; ++st) {
+      Value slot = c(st);
+      nvgpu::MBarrierInitOp::create(b, loc, m.mbar, one, slot, first);
+    }
     // The initialized barriers visible to the TMA unit (then the barrier
     // after Q's tile).
     NVVM::FenceMbarrierInitOp::create(b, loc);
