@@ -379,6 +379,10 @@ struct KernelEmitter {
   /// (K-major, or N-major with `transB`).
   SmallVector<Value> wgmmaOp(ArrayRef<Value> acc, Value aDesc,
                              ArrayRef<Value> aRegs, Value bDesc, bool transB);
+  /// wgmma: `regs` (products' results, or an A operand's registers) read
+  /// and redefined by an empty asm after a wait_group: uses of the results
+  /// stay below the wait, the operand's registers unwritten until it.
+  SmallVector<Value> wgmmaFenceOperands(ArrayRef<Value> regs);
   /// O·alpha + P·V on the tile's probabilities (pPacked[t][16-key step]:
   /// m-tile t's A fragments).
   void mmaPV(const MmaState &m, Value stage,

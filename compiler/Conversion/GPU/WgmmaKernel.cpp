@@ -158,6 +158,7 @@ SmallVector<Value> KernelEmitter::wgmmaTile(const MmaState &m, Value kt,
     }
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+    s = wgmmaFenceOperands(s);
     // The accumulator of the warp's 16 rows in the m16n8 C fragments'
     // order: register 4j + e is element e of 8-key tile j.
     for (int64_t j = 0; j < kvBlock / 8; ++j)
@@ -186,8 +187,41 @@ SmallVector<Value> KernelEmitter::wgmmaTile(const MmaState &m, Value kt,
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  // P's registers stay live (unwritten) until the products that read them
+  // are done, and O is read only after.
+  SmallVector<Value> pRegs;
+  for (const auto &frag : pPacked[0])
+    pRegs.append(frag.begin(), frag.end());
+  wgmmaFenceOperands(pRegs);
+  o = wgmmaFenceOperands(o);
   next.append(o.begin(), o.end());
   return next;
+}
+
+SmallVector<Value> KernelEmitter::wgmmaFenceOperands(ArrayRef<Value> regs) {
+  // An empty asm that reads and redefines each register, ordered after the
+  // wait_group before it (both have side effects): LLVM may move plain
+  // arithmetic on the products' results above the wait, and reuse the
+  // registers of an A operand the asynchronous product still reads, since it
+  // does not know wgmma is asynchronous (CUTLASS's warpgroup_fence_operand).
+  std::string constraints;
+  llvm::raw_string_ostream cs(constraints);
+  SmallVector<Type> types;
+  for (auto [i, r] : llvm::enumerate(regs)) {
+    cs << (i ? "," : "") << (r.getType().isF32() ? "=f" : "=r");
+    types.push_back(r.getType());
+  }
+  for (size_t i = 0; i < regs.size(); ++i)
+    cs << "," << i;
+  auto resTy = LLVM::LLVMStructType::getLiteral(b.getContext(), types);
+  auto op = LLVM::InlineAsmOp::create(
+      b, loc, resTy, regs, "", constraints, /*has_side_effects=*/true,
+      /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+      LLVM::AsmDialectAttr(), ArrayAttr());
+  SmallVector<Value> out;
+  for (size_t i = 0; i < regs.size(); ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, op.getResult(0), i));
+  return out;
 }
 
 void KernelEmitter::wgmmaTiles(MmaState &m, Value smem, const MmaSmem &layout,
