@@ -242,6 +242,10 @@ def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "func::FuncOp"> {
            "With wgmma, a contiguous cache: K/V tiles by TMA (tensor maps "
            "made on the host by the runtime's mgpuTensorMapEncodeTiledMemref, "
            "an mbarrier per ring slot) instead of cp.async">,
+    Option<"overlap", "overlap", "bool", /*default=*/"false",
+           "With TMA and both products on wgmma: each tile's softmax "
+           "overlapped with the previous tile's P·V (V's loads a tile behind "
+           "K's)">,
     Option<"wgmmaProducts", "wgmma-products", "std::string",
            /*default=*/"\"all\"",
            "With wgmma: which products are warpgroup MMAs: all, qk (S = "

@@ -237,6 +237,7 @@ LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
   toGPU.wgmma = options.arch == GPUArch::sm_90a;
   toGPU.wgmmaProducts = options.wgmmaProducts;
   toGPU.tma = options.arch == GPUArch::sm_90a && options.tma;
+  toGPU.overlap = options.overlap;
   pm.addNestedPass<func::FuncOp>(createConvertAttnToGPUPass(toGPU));
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;

@@ -123,6 +123,11 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
                    llvm::cl::desc("sm_90a: K/V tiles of a contiguous cache by "
                                   "TMA (false: cp.async)"),
                    llvm::cl::init(true)};
+  Option<bool> overlap{
+      *this, "overlap",
+      llvm::cl::desc("sm_90a with TMA: each tile's softmax overlapped with "
+                     "the previous tile's P·V"),
+      llvm::cl::init(false)};
   Option<std::string> wgmmaProducts{
       *this, "wgmma-products",
       llvm::cl::desc("sm_90a: which products are wgmma (all, qk, pv, none; "

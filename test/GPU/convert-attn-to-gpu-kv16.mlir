@@ -7,6 +7,7 @@
 // RUN: attn-opt %s -attn-gpu-select-tiles=block-rows=128 -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu=precision=bf16 | FileCheck %s --check-prefix=BF16
 // RUN: attn-opt %s -attn-gpu-select-tiles=block-rows=128 -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu="precision=bf16 wgmma=true" | FileCheck %s --check-prefix=WGMMA
 // RUN: attn-opt %s -attn-gpu-select-tiles=block-rows=128 -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu="precision=bf16 wgmma=true tma=true" | FileCheck %s --check-prefix=TMA
+// RUN: attn-opt %s -attn-gpu-select-tiles=block-rows=128 -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu="precision=bf16 wgmma=true tma=true overlap=true" | FileCheck %s --check-prefix=OVERLAP
 // RUN: not attn-opt %s -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu=precision=bf16 2>&1 | FileCheck %s --check-prefix=ROWS
 // RUN: not attn-opt %s -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu=precision=f16 2>&1 | FileCheck %s --check-prefix=F16
 // FP32: gpu.launch
@@ -89,6 +90,37 @@
 // TMA: arith.cmpi sge
 // TMA: memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<8192xbf16, #gpu.address_space<workgroup>>
 // TMA-NOT: nvgpu.device_async_copy
+// overlap=true: K and V on barriers of their own; V's slot 1 zeroed (the
+// first tile's P·V step reads it with P = 0); per tile, K of the next tile
+// issued, this tile's K waited, the previous tile's V waited after the
+// first, S and the previous P·V committed as two groups, the softmax after
+// wait_group 1, O scaled after wait_group 0, the next tile's V issued after
+// the barrier; the last tile's P·V after the loops.
+// OVERLAP: %[[KB:.*]] = nvgpu.mbarrier.create
+// OVERLAP: %[[VB:.*]] = nvgpu.mbarrier.create
+// OVERLAP: scf.for
+// OVERLAP: memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<8192xbf16, #gpu.address_space<workgroup>>
+// OVERLAP: nvgpu.mbarrier.arrive.expect_tx %[[KB]]
+// OVERLAP: nvgpu.mbarrier.arrive.expect_tx %[[VB]]
+// OVERLAP: scf.for
+// OVERLAP: nvgpu.mbarrier.arrive.expect_tx %[[KB]]
+// OVERLAP: nvgpu.mbarrier.try_wait.parity %[[KB]]
+// OVERLAP: nvgpu.mbarrier.try_wait.parity %[[VB]]
+// OVERLAP: nvvm.wgmma.fence.aligned
+// OVERLAP: nvvm.wgmma.commit.group.sync.aligned
+// OVERLAP: {$64, $65, $66, $67}
+// OVERLAP: nvvm.wgmma.commit.group.sync.aligned
+// OVERLAP-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// OVERLAP: llvm.call_intrinsic "llvm.nvvm.ex2.approx"
+// OVERLAP: nvvm.wgmma.wait.group.sync.aligned 0
+// OVERLAP: gpu.barrier
+// OVERLAP: nvgpu.mbarrier.arrive.expect_tx %[[VB]]
+// OVERLAP: scf.yield
+// OVERLAP: scf.for
+// OVERLAP: scf.if
+// OVERLAP: nvgpu.mbarrier.try_wait.parity %[[VB]]
+// OVERLAP: {$64, $65, $66, $67}
+// OVERLAP: nvvm.wgmma.wait.group.sync.aligned 0
 // ROWS: error: 'attn.online_attention' op the bf16 tensor-core kernel holds at most 128 rows per thread block, got 4 heads x q-block 128 = 512: use a q-block of at most 32
 // F16: error: 'attn.online_attention' op the f16 tensor-core kernel would round a bf16 K/V cache to f16: compile with precision=bf16 or fp32
 func.func @entry(%out: memref<?x8x?x64xf32>, %q: tensor<?x8x?x64xf32>,

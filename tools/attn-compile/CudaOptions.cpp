@@ -62,6 +62,12 @@ cl::opt<bool>
                  "(default true; false: each thread's cp.async)"),
         cl::init(true), cl::Hidden, cl::cat(attn_compile::cudaCategory()));
 
+cl::opt<bool> overlap(
+    "gpu-overlap",
+    cl::desc("--gpu-arch=sm_90a with TMA: each tile's softmax overlapped "
+             "with the previous tile's P·V (default false)"),
+    cl::init(false), cl::Hidden, cl::cat(attn_compile::cudaCategory()));
+
 } // namespace
 
 attn::GPUPrecision attn_compile::gpuPrecision() { return precision; }
@@ -72,5 +78,6 @@ void attn_compile::setCudaPipelineOptions(attn::GPUPipelineOptions &options) {
   static const char *const names[] = {"all", "qk", "pv", "none"};
   options.wgmmaProducts = names[static_cast<int>(wgmmaProducts.getValue())];
   options.tma = tma;
+  options.overlap = overlap;
   options.precision = precision;
 }

@@ -342,15 +342,19 @@ struct ConvertAttnToGPUPass
     // sm_90a: warpgroup MMAs on tiles copied as they are (a cache of the
     // kernel's type) in whole swizzle blocks of 64 columns; one m16 tile per
     // warp (the warpgroup's rows); wgmma's N (kv-block for S, Dv for P·V)
-    // at most 256.
+    // at most 256. A paged cache's copies (cp.async through the block
+    // table) next to Dv = 256's accumulators spill: the mma.sync kernel
+    // there.
     e.wgmma = wgmma && mmaKernel && kvElt == mmaElt && d % 64 == 0 &&
-              dv % 64 == 0 && dv <= 256 && warpRows != 32 && kvBlock <= 256;
+              dv % 64 == 0 && dv <= 256 && warpRows != 32 && kvBlock <= 256 &&
+              (!src.pageTable || dv <= 128);
     StringRef products = wgmmaProducts;
     if (products != "all" && products != "qk" && products != "pv" &&
         products != "none")
       return op->emitOpError("wgmma-products takes all, qk, pv or none; got '")
              << products << "'";
     e.tma = tma;
+    e.overlap = overlap;
     e.wgmmaQK = products == "all" || products == "qk";
     e.wgmmaPV = products == "all" || products == "pv";
     if (mmaKernel && (d % 16 || dv % 16))

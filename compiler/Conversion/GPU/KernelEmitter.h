@@ -71,6 +71,9 @@ struct KernelEmitter {
   /// on the host, completion on an mbarrier per ring slot) instead of each
   /// thread's cp.async.
   bool tma = false;
+  /// With TMA and both products on wgmma: each tile's softmax overlapped
+  /// with the previous tile's P·V (emitWgmmaOverlap).
+  bool overlap = false;
   // Static shape facts.
   int64_t hkv = 1, group = 1, d = 0, dv = 0, epl = 1, eplV = 1;
   /// Query rows per warp: 8 for head dims up to 32, else 4 (registers).
@@ -295,7 +298,11 @@ struct KernelEmitter {
     /// outlining), the ring slots' mbarriers, the dynamic shared memory and
     /// the byte offset of its aligned base.
     bool tma = false;
-    Value kMap, vMap, mbar, smem, pad;
+    /// TMA with both products on wgmma and `overlap` set: each tile's
+    /// softmax overlapped with the previous tile's P·V (emitWgmmaOverlap);
+    /// K's loads complete on `mbar`, V's on `vBar`.
+    bool overlap = false;
+    Value kMap, vMap, mbar, vBar, smem, pad;
     Value smemBase;
     int64_t qRowsPad = 0, kOffset = 0, vOffset = 0;
   };
@@ -356,11 +363,20 @@ struct KernelEmitter {
   Type tmaMapType(MemRefType srcTy);
   /// TMA: thread 0 arms slot `stage`'s mbarrier with the tile's bytes and
   /// loads keys [kt, kt + kv-block) of K and V into the slot, a box per 64
-  /// columns.
-  void tmaIssueTile(const MmaState &m, Value kt, Value stage);
-  /// TMA: waits for slot `stage`'s load of the ring's j-th tile (the
+  /// columns (with overlap, K and V each on their own barriers, issued by
+  /// separate calls: `keys`, `values`).
+  void tmaIssueTile(const MmaState &m, Value kt, Value stage, bool keys = true,
+                    bool values = true);
+  /// TMA: waits on `bar`'s slot `stage` for the ring's j-th tile (the
   /// mbarrier's phase j / stages mod 2).
-  void tmaWait(const MmaState &m, Value j, Value stage);
+  void tmaWait(const MmaState &m, Value bar, Value j, Value stage);
+  /// The tensor-core kernel: the end of the key tiles every row of the
+  /// block sees whole (no mask needed), from lo.
+  Value unmaskedEnd(const Launch &L);
+  /// wgmma with TMA, overlapped (WgmmaKernel.cpp): tile j's S = Q·Kᵀ and
+  /// tile j - 1's O += P·V issued together, j's softmax while P·V runs; V's
+  /// loads a tile behind K's (its slot frees when P·V is done). Writes out.
+  void emitWgmmaOverlap(MmaState &m, Value out);
   /// TMA, a masked tile: zeros in V's rows of keys [hi, kt + kv-block), which
   /// the box read from the cache (past the sequence's length anything: P is
   /// 0 there, and 0 · NaN is NaN).
@@ -379,6 +395,30 @@ struct KernelEmitter {
   /// (K-major, or N-major with `transB`).
   SmallVector<Value> wgmmaOp(ArrayRef<Value> acc, Value aDesc,
                              ArrayRef<Value> aRegs, Value bDesc, bool transB);
+  /// An i64 constant.
+  Value i64Const(int64_t v);
+  /// wgmma: the matrix descriptor of the swizzled tile at shared address
+  /// `addr` (index), 8-row groups 1024 bytes apart, leading byte offset
+  /// `leading` (unused K-major), 128-byte swizzle.
+  Value wgmmaDescriptor(Value addr, int64_t leading);
+  /// wgmma: `desc` moved `bytes` on.
+  Value wgmmaAdvance(Value desc, int64_t bytes);
+  /// wgmma: the descriptor of this thread's warpgroup's 64 rows of Q.
+  Value wgmmaQDescriptor(const MmaState &m);
+  /// wgmma: the descriptor of ring slot `stage` of K (K-major) or V
+  /// (`values`: N-major).
+  Value wgmmaRingDescriptor(const MmaState &m, bool values, Value stage);
+  /// wgmma: S = Q·Kᵀ's d / 16 products (not committed).
+  SmallVector<Value> wgmmaScoresChain(const MmaState &m, Value qDesc,
+                                      Value kDesc);
+  /// wgmma: O += P·V's kv-block / 16 products, P's A fragments per 16 keys
+  /// (not committed).
+  SmallVector<Value> wgmmaPVChain(SmallVector<Value> o,
+                                  ArrayRef<SmallVector<Value>> pPacked,
+                                  Value vDesc);
+  /// wgmma: S's accumulators as mmaSoftmax's sFrag[0][8-key tile][4].
+  SmallVector<SmallVector<SmallVector<Value>>>
+  wgmmaFragments(ArrayRef<Value> s);
   /// wgmma: `regs` (products' results, or an A operand's registers) read
   /// and redefined by an empty asm after a wait_group: uses of the results
   /// stay below the wait, the operand's registers unwritten until it.
@@ -389,7 +429,7 @@ struct KernelEmitter {
              ArrayRef<SmallVector<SmallVector<Value>>> pPacked,
              ArrayRef<Value> alpha, ValueRange st, SmallVector<Value> &next);
   /// out = O / l for the thread's rows.
-  void mmaStore(const MmaState &m, scf::ForOp tiles, Value out);
+  void mmaStore(const MmaState &m, ValueRange tiles, Value out);
   /// ldmatrix.x4 (transposed for V) at `row`, `col` of `tile` (with its
   /// ring slot `stage` first when given): four i32 registers of two 16-bit
   /// values each.

@@ -103,6 +103,9 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
   m.wgmma = wgmma;
   m.wgmmaQK = wgmma && wgmmaQK;
   m.wgmmaPV = wgmma && wgmmaPV;
+  // (Value head dims up to 128: at 256, O's 128 accumulators next to S's
+  // and two tiles' P spill.)
+  m.overlap = overlap && m.tma && m.wgmmaQK && m.wgmmaPV && dv <= 128;
   m.qInRegisters = m.mt == 1 && d <= 128 && !m.wgmmaQK;
   // wgmma: whole warpgroups of 4 warps (64 rows).
   if (m.wgmma)
@@ -401,16 +404,16 @@ void KernelEmitter::mmaPV(const MmaState &m, Value stage,
       next.append(acc.begin(), acc.end());
 }
 
-void KernelEmitter::mmaStore(const MmaState &m, scf::ForOp tiles, Value out) {
+void KernelEmitter::mmaStore(const MmaState &m, ValueRange tiles, Value out) {
   // out = O / l (the quad's partial sums added; 0 for a row with no key).
   int64_t mt = m.mt, nRows = 2 * mt, nTilesO = dv / 8;
   SmallVector<Value> inv;
   Value quadLead = cmp(arith::CmpIPredicate::eq, m.tq, c(0));
   for (int64_t r = 0; r < nRows; ++r) {
-    Value l = quadReduce(tiles.getResult(nRows + r), /*isMax=*/false);
+    Value l = quadReduce(tiles[nRows + r], /*isMax=*/false);
     // Split keys: the row's log2-sum-exp, by the first lane of its quad.
-    storeRowLse(m.L, andI(m.valid[r], quadLead), tiles.getResult(r), l,
-                m.head[r], m.pos[r]);
+    storeRowLse(m.L, andI(m.valid[r], quadLead), tiles[r], l, m.head[r],
+                m.pos[r]);
     Value empty =
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, f32(0.0));
     Value zero = f32(0.0);
@@ -426,9 +429,28 @@ void KernelEmitter::mmaStore(const MmaState &m, scf::ForOp tiles, Value out) {
             scf::IfOp::create(b, loc, m.valid[r], /*withElseRegion=*/false);
         OpBuilder::InsertionGuard g2(b);
         b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-        Value acc = tiles.getResult(4 * mt + (t * nTilesO + n) * 4 + e);
+        Value acc = tiles[4 * mt + (t * nTilesO + n) * 4 + e];
         storeResult(m.L, out, fmul(acc, inv[r]), m.head[r], m.pos[r], col);
       }
+}
+
+Value KernelEmitter::unmaskedEnd(const Launch &L) {
+  // Tiles every row of the block sees whole (below the diagonal of its
+  // first row, no padding, no window) need no mask: [lo, full), the rest
+  // [full, hi) does.
+  if (src.window)
+    return L.lo;
+  Value end = L.hi;
+  if (src.mask != MaskKind::none) {
+    Value diag = add(L.q0, L.offset);
+    Value past = add(diag, c(1));
+    end = min(past, L.hi);
+  }
+  Value span = sub(end, L.lo);
+  Value n = max(span, c(0));
+  n = arith::DivUIOp::create(b, loc, n, c(kvBlock));
+  Value whole = mul(n, c(kvBlock));
+  return add(L.lo, whole);
 }
 
 void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
@@ -451,6 +473,11 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
     vMap = toAddress(tmaDescriptor(v));
   }
   MmaState m = beginMma(q, k, lens, asyncCopy, wgmma && asyncCopy, kMap, vMap);
+  if (m.overlap) {
+    emitWgmmaOverlap(m, out);
+    gpu::TerminatorOp::create(b, loc);
+    return;
+  }
   const Launch &L = m.L;
   auto tokenTy = nvgpu::DeviceAsyncTokenType::get(b.getContext());
   // One cp.async group per tile (empty past the last one), so that
@@ -469,21 +496,7 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
   }
   if (m.asyncCopy && !m.tma)
     commit();
-  // Tiles every row of the block sees whole (below the diagonal of its
-  // first row, no padding, no window) need no mask: [lo, full), the rest
-  // [full, hi) does.
-  Value full;
-  if (src.window) {
-    full = L.lo;
-  } else {
-    Value end = L.hi;
-    if (src.mask != MaskKind::none)
-      end = min(add(add(L.q0, L.offset), c(1)), L.hi);
-    Value span = sub(end, L.lo);
-    Value n = max(span, c(0));
-    n = arith::DivUIOp::create(b, loc, n, c(kvBlock));
-    full = add(L.lo, mul(n, c(kvBlock)));
-  }
+  Value full = unmaskedEnd(L);
   auto body = [&](Value kt, ValueRange st, bool masked) {
     Value done = sub(kt, L.lo);
     Value j = arith::DivUIOp::create(b, loc, done, c(kvBlock));
@@ -498,7 +511,7 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
       mmaIssueTile(m, k, v, nextKt, nextStage);
     }
     if (m.tma) {
-      tmaWait(m, j, stage);
+      tmaWait(m, m.mbar, j, stage);
       if (masked)
         tmaZeroTail(m, kt, stage);
     } else if (m.asyncCopy) {
@@ -527,6 +540,6 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
   scf::ForOp edge = loop(
       full, L.hi, c(kvBlock), whole.getResults(),
       [&](Value kt, ValueRange st) { return body(kt, st, /*masked=*/true); });
-  mmaStore(m, edge, out);
+  mmaStore(m, edge.getResults(), out);
   gpu::TerminatorOp::create(b, loc);
 }

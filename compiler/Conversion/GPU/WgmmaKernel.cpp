@@ -34,6 +34,8 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::gpu_kernels;
@@ -110,60 +112,94 @@ SmallVector<Value> KernelEmitter::wgmmaOp(ArrayRef<Value> acc, Value aDesc,
   return out;
 }
 
-SmallVector<Value> KernelEmitter::wgmmaTile(const MmaState &m, Value kt,
-                                            Value stage, bool masked,
-                                            ValueRange st) {
-  const Launch &L = m.L;
-  Type i64 = b.getI64Type();
-  auto i64c = [&](int64_t v) -> Value {
-    return arith::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
-  };
-  // A descriptor of the swizzled tile at byte address `addr` (index):
+Value KernelEmitter::i64Const(int64_t v) {
+  return arith::ConstantOp::create(b, loc, b.getI64Type(),
+                                   b.getI64IntegerAttr(v));
+}
+
+Value KernelEmitter::wgmmaDescriptor(Value addr, int64_t leading) {
   // (addr >> 4) & 0x3fff | leading >> 4 << 16 | stride >> 4 << 32 | 1 << 62.
-  auto descriptor = [&](Value addr, int64_t leading) -> Value {
-    Value a = arith::IndexCastUIOp::create(b, loc, i64, addr);
-    a = arith::ShRUIOp::create(b, loc, a, i64c(4));
-    a = arith::AndIOp::create(b, loc, a, i64c(0x3fff));
-    int64_t high = ((leading >> 4) & 0x3fff) << 16 |
-                   ((kAtomBytes >> 4) & 0x3fff) << 32 | int64_t(1) << 62;
-    return arith::OrIOp::create(b, loc, a, i64c(high));
-  };
+  Value a = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), addr);
+  a = arith::ShRUIOp::create(b, loc, a, i64Const(4));
+  a = arith::AndIOp::create(b, loc, a, i64Const(0x3fff));
+  int64_t high = ((leading >> 4) & 0x3fff) << 16 |
+                 ((kAtomBytes >> 4) & 0x3fff) << 32 | int64_t(1) << 62;
+  return arith::OrIOp::create(b, loc, a, i64Const(high));
+}
+
+Value KernelEmitter::wgmmaAdvance(Value desc, int64_t bytes) {
   // Byte offsets stay inside the 14-bit address field (shared memory is
   // under 256 KB), so a descriptor plus offset >> 4 is the descriptor of
   // the offset address.
-  auto advance = [&](Value desc, int64_t bytes) -> Value {
-    return bytes ? Value(arith::AddIOp::create(b, loc, desc, i64c(bytes >> 4)))
-                 : desc;
-  };
-  Value warpgroup = arith::DivUIOp::create(b, loc, L.warp, c(4));
-  Value qAddr = add(m.smemBase, mul(warpgroup, c(kGroupRows * kRowBytes)));
-  Value kSlot = mul(stage, c(kvBlock * d * 2));
-  Value kAddr = add(add(m.smemBase, c(m.kOffset)), kSlot);
-  Value vSlot = mul(stage, c(kvBlock * dv * 2));
-  Value vAddr = add(add(m.smemBase, c(m.vOffset)), vSlot);
-  Value qDesc = descriptor(qAddr, 16);
-  Value kDesc = descriptor(kAddr, 16);
-  Value vDesc = descriptor(vAddr, kvBlock * kRowBytes);
+  if (!bytes)
+    return desc;
+  return arith::AddIOp::create(b, loc, desc, i64Const(bytes >> 4));
+}
 
-  // S = Q·Kᵀ: d / 16 steps of m64n{kv-block}k16.
+Value KernelEmitter::wgmmaQDescriptor(const MmaState &m) {
+  Value warpgroup = arith::DivUIOp::create(b, loc, m.L.warp, c(4));
+  Value qAddr = add(m.smemBase, mul(warpgroup, c(kGroupRows * kRowBytes)));
+  return wgmmaDescriptor(qAddr, 16);
+}
+
+Value KernelEmitter::wgmmaRingDescriptor(const MmaState &m, bool values,
+                                         Value stage) {
+  int64_t width = values ? dv : d;
+  Value slot = mul(stage, c(kvBlock * width * 2));
+  Value ring = add(m.smemBase, c(values ? m.vOffset : m.kOffset));
+  Value addr = add(ring, slot);
+  // K: K-major, the leading offset unused; V: N-major, the next 64 columns
+  // one block further.
+  return wgmmaDescriptor(addr, values ? kvBlock * kRowBytes : 16);
+}
+
+SmallVector<Value> KernelEmitter::wgmmaScoresChain(const MmaState &m,
+                                                   Value qDesc, Value kDesc) {
+  SmallVector<Value> s(kvBlock / 2, f32(0.0));
+  for (int64_t ks = 0; ks < d / 16; ++ks) {
+    int64_t blk = ks / 4, inRow = (ks % 4) * 32;
+    Value a = wgmmaAdvance(qDesc, blk * m.qRowsPad * kRowBytes + inRow);
+    Value bk = wgmmaAdvance(kDesc, blk * kvBlock * kRowBytes + inRow);
+    s = wgmmaOp(s, a, {}, bk, /*transB=*/false);
+  }
+  return s;
+}
+
+SmallVector<Value>
+KernelEmitter::wgmmaPVChain(SmallVector<Value> o,
+                            ArrayRef<SmallVector<Value>> pPacked, Value vDesc) {
+  for (int64_t s2 = 0; s2 < kvBlock / 16; ++s2) {
+    Value bv = wgmmaAdvance(vDesc, s2 * 16 * kRowBytes);
+    o = wgmmaOp(o, Value(), pPacked[s2], bv, /*transB=*/true);
+  }
+  return o;
+}
+
+SmallVector<SmallVector<SmallVector<Value>>>
+KernelEmitter::wgmmaFragments(ArrayRef<Value> s) {
+  // The accumulator of the warp's 16 rows in the m16n8 C fragments' order:
+  // register 4j + e is element e of 8-key tile j.
   SmallVector<SmallVector<SmallVector<Value>>> sFrag(1);
+  for (int64_t j = 0; j < kvBlock / 8; ++j)
+    sFrag[0].push_back(
+        SmallVector<Value>(s.begin() + 4 * j, s.begin() + 4 * j + 4));
+  return sFrag;
+}
+
+SmallVector<Value> KernelEmitter::wgmmaTile(const MmaState &m, Value kt,
+                                            Value stage, bool masked,
+                                            ValueRange st) {
+  Value qDesc = wgmmaQDescriptor(m);
+  Value kDesc = wgmmaRingDescriptor(m, /*values=*/false, stage);
+  Value vDesc = wgmmaRingDescriptor(m, /*values=*/true, stage);
+  // S = Q·Kᵀ: d / 16 steps of m64n{kv-block}k16.
+  SmallVector<SmallVector<SmallVector<Value>>> sFrag;
   if (m.wgmmaQK) {
-    SmallVector<Value> s(kvBlock / 2, f32(0.0));
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
-    for (int64_t ks = 0; ks < d / 16; ++ks) {
-      int64_t blk = ks / 4, inRow = (ks % 4) * 32;
-      Value a = advance(qDesc, blk * m.qRowsPad * kRowBytes + inRow);
-      Value bk = advance(kDesc, blk * kvBlock * kRowBytes + inRow);
-      s = wgmmaOp(s, a, {}, bk, /*transB=*/false);
-    }
+    SmallVector<Value> s = wgmmaScoresChain(m, qDesc, kDesc);
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-    s = wgmmaFenceOperands(s);
-    // The accumulator of the warp's 16 rows in the m16n8 C fragments'
-    // order: register 4j + e is element e of 8-key tile j.
-    for (int64_t j = 0; j < kvBlock / 8; ++j)
-      sFrag[0].push_back(
-          SmallVector<Value>(s.begin() + 4 * j, s.begin() + 4 * j + 4));
+    sFrag = wgmmaFragments(wgmmaFenceOperands(s));
   } else {
     sFrag = mmaScores(m, stage);
   }
@@ -181,10 +217,7 @@ SmallVector<Value> KernelEmitter::wgmmaTile(const MmaState &m, Value kt,
   for (int64_t i = 0; i < dv / 2; ++i)
     o.push_back(fmul(st[base + i], alpha[(i % 4) / 2]));
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
-  for (int64_t s2 = 0; s2 < kvBlock / 16; ++s2) {
-    Value bv = advance(vDesc, s2 * 16 * kRowBytes);
-    o = wgmmaOp(o, Value(), pPacked[0][s2], bv, /*transB=*/true);
-  }
+  o = wgmmaPVChain(o, pPacked[0], vDesc);
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
   // P's registers stay live (unwritten) until the products that read them
@@ -266,13 +299,20 @@ void KernelEmitter::wgmmaTiles(MmaState &m, Value smem, const MmaSmem &layout,
     m.vMap = fromPointer(vMap);
     auto group =
         nvgpu::MBarrierGroupType::get(b.getContext(), wg, unsigned(m.stages));
-    m.mbar = nvgpu::MBarrierCreateOp::create(b, loc, group);
     Value first = cmp(arith::CmpIPredicate::eq, L.tid, c(0));
     Value one = c(1);
-    for (int64_t st = 0; st < m.stages; ++st) {
-      Value slot = c(st);
-      nvgpu::MBarrierInitOp::create(b, loc, m.mbar, one, slot, first);
-    }
+    auto barriers = [&]() -> Value {
+      Value bars = nvgpu::MBarrierCreateOp::create(b, loc, group);
+      for (int64_t st = 0; st < m.stages; ++st) {
+        Value slot = c(st);
+        nvgpu::MBarrierInitOp::create(b, loc, bars, one, slot, first);
+      }
+      return bars;
+    };
+    m.mbar = barriers();
+    // Overlapped: V's loads run a tile behind K's, on their own barriers.
+    if (m.overlap)
+      m.vBar = barriers();
     // The initialized barriers visible to the TMA unit (then the barrier
     // after Q's tile).
     NVVM::FenceMbarrierInitOp::create(b, loc);
@@ -303,22 +343,35 @@ Value KernelEmitter::tmaDescriptor(Value src) {
   return nvgpu::TmaCreateDescriptorOp::create(b, loc, mapTy, cast, box);
 }
 
-void KernelEmitter::tmaIssueTile(const MmaState &m, Value kt, Value stage) {
+void KernelEmitter::tmaIssueTile(const MmaState &m, Value kt, Value stage,
+                                 bool keys, bool values) {
   const Launch &L = m.L;
   Value first = cmp(arith::CmpIPredicate::eq, L.tid, c(0));
   auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-  int64_t bytes = kvBlock * (d + dv) * 2;
-  nvgpu::MBarrierArriveExpectTxOp::create(b, loc, m.mbar, c(bytes), stage,
-                                          Value());
+  // Each barrier armed with the bytes of the boxes that complete on it.
+  Value kBar = m.mbar, vBar = m.overlap ? m.vBar : m.mbar;
+  int64_t kBytes = keys ? kvBlock * d * 2 : 0;
+  int64_t vBytes = values ? kvBlock * dv * 2 : 0;
+  if (kBar == vBar) {
+    nvgpu::MBarrierArriveExpectTxOp::create(b, loc, kBar, c(kBytes + vBytes),
+                                            stage, Value());
+  } else {
+    if (keys)
+      nvgpu::MBarrierArriveExpectTxOp::create(b, loc, kBar, c(kBytes), stage,
+                                              Value());
+    if (values)
+      nvgpu::MBarrierArriveExpectTxOp::create(b, loc, vBar, c(vBytes), stage,
+                                              Value());
+  }
   auto wg =
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   auto boxTy = MemRefType::get({1, 1, kvBlock, 64}, mmaElt,
                                MemRefLayoutAttrInterface(), wg);
   // Column block `blk` of the slot: its own 1024-byte aligned [kv-block, 64]
   // swizzled tile, as the box lands.
-  auto load = [&](Value map, int64_t offset, int64_t width) {
+  auto load = [&](Value map, Value bar, int64_t offset, int64_t width) {
     Value slot = mul(stage, c(kvBlock * width * 2));
     Value at = add(add(m.pad, c(offset)), slot);
     for (int64_t blk = 0; blk < width / 64; ++blk) {
@@ -327,19 +380,22 @@ void KernelEmitter::tmaIssueTile(const MmaState &m, Value kt, Value stage) {
                                          ValueRange{});
       // Coordinates innermost first: column, key, KV head, batch.
       SmallVector<Value> coords = {c(64 * blk), kt, L.g, L.bi};
-      nvgpu::TmaAsyncLoadOp::create(b, loc, dst, m.mbar, map, coords, stage,
+      nvgpu::TmaAsyncLoadOp::create(b, loc, dst, bar, map, coords, stage,
                                     Value(), Value());
     }
   };
-  load(m.kMap, m.kOffset, d);
-  load(m.vMap, m.vOffset, dv);
+  if (keys)
+    load(m.kMap, kBar, m.kOffset, d);
+  if (values)
+    load(m.vMap, vBar, m.vOffset, dv);
 }
 
-void KernelEmitter::tmaWait(const MmaState &m, Value j, Value stage) {
+void KernelEmitter::tmaWait(const MmaState &m, Value bar, Value j,
+                            Value stage) {
   Value use = arith::DivUIOp::create(b, loc, j, c(m.stages));
   Value odd = arith::RemUIOp::create(b, loc, use, c(2));
   Value parity = cmp(arith::CmpIPredicate::ne, odd, c(0));
-  nvgpu::MBarrierTryWaitParityOp::create(b, loc, m.mbar, parity, c(10000000),
+  nvgpu::MBarrierTryWaitParityOp::create(b, loc, bar, parity, c(10000000),
                                          stage);
 }
 
@@ -362,4 +418,154 @@ void KernelEmitter::tmaZeroTail(const MmaState &m, Value kt, Value stage) {
          memref::StoreOp::create(b, loc, zero, m.vRing, ValueRange{at});
          return {};
        });
+}
+
+void KernelEmitter::emitWgmmaOverlap(MmaState &m, Value out) {
+  // Long: the loop body and its prologue/epilogue share the ring's state.
+  const Launch &L = m.L;
+  int64_t nO = dv / 2, nP = kvBlock / 16 * 4;
+  int64_t threads = m.warps * kWarp;
+  // V's slot 1 zeroed once: the first tile's P·V step multiplies P = 0 by
+  // it (0 · NaN would be NaN).
+  {
+    Value zero =
+        arith::ConstantOp::create(b, loc, mmaElt, b.getFloatAttr(mmaElt, 0.0));
+    Value slot1 = c(kvBlock * dv);
+    loop(L.tid, c(kvBlock * dv), c(threads), ValueRange{},
+         [&](Value idx, ValueRange) -> SmallVector<Value> {
+           Value at = add(slot1, idx);
+           memref::StoreOp::create(b, loc, zero, m.vRing, ValueRange{at});
+           return {};
+         });
+    fenceAsyncProxy();
+    gpu::BarrierOp::create(b, loc);
+  }
+  // Tile 0's K and V.
+  {
+    Value any = cmp(arith::CmpIPredicate::slt, L.lo, L.hi);
+    auto ifOp = scf::IfOp::create(b, loc, any, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    tmaIssueTile(m, L.lo, c(0));
+  }
+  Value full = unmaskedEnd(L);
+  Value qDesc = wgmmaQDescriptor(m);
+  auto packed = [&](ValueRange p) {
+    SmallVector<SmallVector<Value>> frags;
+    for (int64_t i = 0; i < nP; i += 4)
+      frags.push_back(SmallVector<Value>(p.begin() + i, p.begin() + i + 4));
+    return frags;
+  };
+  auto ifThen = [&](Value cond, function_ref<void()> then) {
+    auto ifOp = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    then();
+  };
+  // State: m[2], l[2], O[dv / 2], P[kv-block / 16][4] (the previous tile's,
+  // not yet multiplied by its V).
+  auto body = [&](Value kt, ValueRange st, bool masked) -> SmallVector<Value> {
+    Value done = sub(kt, L.lo);
+    Value j = arith::DivUIOp::create(b, loc, done, c(kvBlock));
+    Value stage = arith::RemUIOp::create(b, loc, j, c(2));
+    Value prev = sub(c(1), stage);
+    Value nextKt = add(kt, c(kvBlock));
+    Value more = cmp(arith::CmpIPredicate::slt, nextKt, L.hi);
+    // K of tile j + 1 into the slot tile j - 1's K left.
+    ifThen(more, [&] {
+      tmaIssueTile(m, nextKt, prev, /*keys=*/true, /*values=*/false);
+    });
+    tmaWait(m, m.mbar, j, stage);
+    // V of tile j - 1 (none before tile 0: slot 1's zeros).
+    Value later = cmp(arith::CmpIPredicate::ne, j, c(0));
+    ifThen(later, [&] {
+      Value jPrev = sub(j, c(1));
+      tmaWait(m, m.vBar, jPrev, prev);
+    });
+    if (masked) {
+      Value ktPrev = sub(kt, c(kvBlock));
+      tmaZeroTail(m, ktPrev, prev);
+    }
+    fenceAsyncProxy();
+    gpu::BarrierOp::create(b, loc);
+    // S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1}, issued together; S first.
+    Value kDesc = wgmmaRingDescriptor(m, /*values=*/false, stage);
+    Value vDesc = wgmmaRingDescriptor(m, /*values=*/true, prev);
+    SmallVector<Value> o(st.begin() + 4, st.begin() + 4 + nO);
+    ValueRange p = st.drop_front(4 + nO);
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+    SmallVector<Value> s = wgmmaScoresChain(m, qDesc, kDesc);
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    o = wgmmaPVChain(o, packed(p), vDesc);
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    // S done (the older group); its softmax runs while P·V does.
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
+    SmallVector<SmallVector<SmallVector<Value>>> sFrag =
+        wgmmaFragments(wgmmaFenceOperands(s));
+    SmallVector<Value> next, alpha;
+    SmallVector<SmallVector<SmallVector<Value>>> pPacked;
+    mmaSoftmax(m, kt, masked, st, sFrag, next, pPacked, alpha);
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+    wgmmaFenceOperands(SmallVector<Value>(p.begin(), p.end()));
+    o = wgmmaFenceOperands(o);
+    for (int64_t i = 0; i < nO; ++i)
+      next.push_back(fmul(o[i], alpha[(i % 4) / 2]));
+    for (const auto &frag : pPacked[0])
+      next.append(frag.begin(), frag.end());
+    // Every warpgroup is done with V_{j-1} and K_j: V of tile j + 1 into
+    // V_{j-1}'s slot.
+    gpu::BarrierOp::create(b, loc);
+    ifThen(more, [&] {
+      tmaIssueTile(m, nextKt, prev, /*keys=*/false, /*values=*/true);
+    });
+    return next;
+  };
+  SmallVector<Value> init(2, f32(-std::numeric_limits<double>::infinity()));
+  for (int64_t i = 0; i < 2 + nO; ++i)
+    init.push_back(f32(0.0));
+  Value zeroI32 =
+      arith::ConstantOp::create(b, loc, b.getI32Type(), b.getI32IntegerAttr(0));
+  init.append(nP, zeroI32);
+  scf::ForOp whole =
+      loop(L.lo, full, c(kvBlock), init, [&](Value kt, ValueRange st) {
+        return body(kt, st, /*masked=*/false);
+      });
+  scf::ForOp edge = loop(
+      full, L.hi, c(kvBlock), whole.getResults(),
+      [&](Value kt, ValueRange st) { return body(kt, st, /*masked=*/true); });
+  // The last tile's P·V.
+  ValueRange st = edge.getResults();
+  SmallVector<Value> o(st.begin() + 4, st.begin() + 4 + nO);
+  ValueRange p = st.drop_front(4 + nO);
+  Value any = cmp(arith::CmpIPredicate::slt, L.lo, L.hi);
+  SmallVector<Type> oTypes(nO, b.getF32Type());
+  auto ifOp = scf::IfOp::create(b, loc, oTypes, any, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    Value span = sub(L.hi, L.lo);
+    Value rounded = add(span, c(kvBlock - 1));
+    Value n = arith::DivUIOp::create(b, loc, rounded, c(kvBlock));
+    Value last = sub(n, c(1));
+    Value slot = arith::RemUIOp::create(b, loc, last, c(2));
+    Value offset = mul(last, c(kvBlock));
+    Value ktLast = add(L.lo, offset);
+    tmaWait(m, m.vBar, last, slot);
+    tmaZeroTail(m, ktLast, slot);
+    fenceAsyncProxy();
+    gpu::BarrierOp::create(b, loc);
+    Value vDesc = wgmmaRingDescriptor(m, /*values=*/true, slot);
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+    SmallVector<Value> oLast = wgmmaPVChain(o, packed(p), vDesc);
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+    wgmmaFenceOperands(SmallVector<Value>(p.begin(), p.end()));
+    oLast = wgmmaFenceOperands(oLast);
+    scf::YieldOp::create(b, loc, oLast);
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    scf::YieldOp::create(b, loc, o);
+  }
+  SmallVector<Value> results(st.begin(), st.begin() + 4);
+  results.append(ifOp.getResults().begin(), ifOp.getResults().end());
+  mmaStore(m, results, out);
 }
