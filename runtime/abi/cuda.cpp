@@ -419,7 +419,9 @@ void *mgpuTensorMapEncodeTiledMemref(int64_t rank, void *desc, int64_t dataType,
   uint64_t dims[5], byteStrides[4];
   unsigned boxDims[5], elementStrides[5];
   for (int64_t i = 0; i < rank; ++i) {
-    dims[i] = uint64_t(sizes[rank - 1 - i]);
+    // An empty tensor (batch or keys 0: the launch computes nothing) still
+    // gets a valid map: the driver refuses a zero dimension.
+    dims[i] = uint64_t(std::max<int64_t>(sizes[rank - 1 - i], 1));
     boxDims[i] = unsigned(box[rank - 1 - i]);
     elementStrides[i] = 1;
   }
@@ -455,6 +457,10 @@ void *mgpuTensorMapEncodeTiledMemref(int64_t rank, void *desc, int64_t dataType,
   std::memcpy(slot->map, map, sizeof(map));
   check(d.cuMemcpyHtoD(slot->device, map, sizeof(map)),
         "cuMemcpyHtoD (a TMA tensor map)");
+  // From pageable memory the copy may still be in flight when it returns,
+  // and the kernels' streams do not wait for the legacy one: done before
+  // any launch reads the map (only when a map is new).
+  check(d.cuCtxSynchronize(), "cuCtxSynchronize (a TMA tensor map)");
   return reinterpret_cast<void *>(slot->device);
 }
 

@@ -34,12 +34,14 @@
 // BF16: gpu.barrier
 // wgmma (sm_90a): two warpgroups of 64 rows; Q 128 x 64 and the rings 2 x
 // 64 x 64 unpadded in 128-byte swizzled rows (16384 bytes each), plus 1024
-// to align the base at run time; the copies land at swizzled indices (the
+// to align the base at run time and 64 past the static .shared variables
+// (the TMA mbarriers, declared after the dynamic memory's symbol); the copies land at swizzled indices (the
 // 16-byte chunk XOR the row mod 8) and are fenced for the async proxy; S
 // and P·V as wgmma m64n64k16 (A by descriptor, then from 4 registers).
-// WGMMA: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256, {{.*}}) dynamic_shared_memory_size %c50176_i32
+// WGMMA: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256, {{.*}}) dynamic_shared_memory_size %c50240_i32
 // WGMMA: %[[SMEM:.*]] = gpu.dynamic_shared_memory
-// WGMMA: memref.extract_aligned_pointer_as_index %[[SMEM]]
+// WGMMA: %[[ADDR:.*]] = memref.extract_aligned_pointer_as_index %[[SMEM]]
+// WGMMA-NEXT: arith.addi %[[ADDR]], %c64
 // WGMMA: %[[Q:.*]] = memref.view %[[SMEM]]{{.*}} to memref<8192xbf16, #gpu.address_space<workgroup>>
 // WGMMA: %[[K:.*]] = memref.view %[[SMEM]]{{.*}} to memref<8192xbf16, #gpu.address_space<workgroup>>
 // WGMMA: %[[V:.*]] = memref.view %[[SMEM]]{{.*}} to memref<8192xbf16, #gpu.address_space<workgroup>>

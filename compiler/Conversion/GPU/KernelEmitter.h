@@ -394,7 +394,8 @@ struct KernelEmitter {
   /// (the m16n8k16 A fragment of the warp's 16 rows), B by `bDesc`
   /// (K-major, or N-major with `transB`).
   SmallVector<Value> wgmmaOp(ArrayRef<Value> acc, Value aDesc,
-                             ArrayRef<Value> aRegs, Value bDesc, bool transB);
+                             ArrayRef<Value> aRegs, Value bDesc, bool transB,
+                             bool accumulate = true);
   /// An i64 constant.
   Value i64Const(int64_t v);
   /// wgmma: the matrix descriptor of the swizzled tile at shared address

@@ -54,7 +54,8 @@ KernelEmitter::mmaSharedMemory(int64_t rows, int64_t d, int64_t dv,
     s.qRows = llvm::alignTo(rows, 64);
     s.kOffset = llvm::alignTo(s.qRows * d * 2, 1024);
     s.vOffset = s.kOffset + llvm::alignTo(stages * kvBlock * d * 2, 1024);
-    s.bytes = s.vOffset + stages * kvBlock * dv * 2 + 1024;
+    // (1024 to align the base, 64 past the static .shared variables.)
+    s.bytes = s.vOffset + stages * kvBlock * dv * 2 + 1024 + 64;
     return s;
   }
   s.qRows = llvm::alignTo(rows, warpRows);

@@ -46,6 +46,9 @@ constexpr int64_t kRowBytes = 128;
 constexpr int64_t kAtomBytes = 1024;
 /// Rows of a warpgroup's A operand.
 constexpr int64_t kGroupRows = 64;
+/// What the tiles skip past the dynamic shared memory's symbol: the static
+/// .shared variables after it (the TMA mbarriers: 4 x 8 bytes at most).
+constexpr int64_t kStaticBytes = 64;
 } // namespace
 
 Value KernelEmitter::swizzled(int64_t rows, Value row, Value col) {
@@ -64,7 +67,7 @@ Value KernelEmitter::swizzled(int64_t rows, Value row, Value col) {
 
 SmallVector<Value> KernelEmitter::wgmmaOp(ArrayRef<Value> acc, Value aDesc,
                                           ArrayRef<Value> aRegs, Value bDesc,
-                                          bool transB) {
+                                          bool transB, bool accumulate) {
   int64_t n = static_cast<int64_t>(acc.size());
   StringRef t = mmaElt.isF16() ? "f16" : "bf16";
   // Operands: the accumulators ($0..), tied to the first n inputs, then A
@@ -98,8 +101,8 @@ SmallVector<Value> KernelEmitter::wgmmaOp(ArrayRef<Value> acc, Value aDesc,
      << (transB ? 1 : 0) << ";\n}\n";
   cs << ",l,r";
   operands.push_back(bDesc);
-  operands.push_back(arith::ConstantOp::create(b, loc, b.getI32Type(),
-                                               b.getI32IntegerAttr(1)));
+  operands.push_back(arith::ConstantOp::create(
+      b, loc, b.getI32Type(), b.getI32IntegerAttr(accumulate ? 1 : 0)));
   SmallVector<Type> fields(n, b.getF32Type());
   auto resTy = LLVM::LLVMStructType::getLiteral(b.getContext(), fields);
   auto op = LLVM::InlineAsmOp::create(
@@ -155,12 +158,16 @@ Value KernelEmitter::wgmmaRingDescriptor(const MmaState &m, bool values,
 
 SmallVector<Value> KernelEmitter::wgmmaScoresChain(const MmaState &m,
                                                    Value qDesc, Value kDesc) {
-  SmallVector<Value> s(kvBlock / 2, f32(0.0));
+  // The first step overwrites the accumulators (scale-d 0): their inputs
+  // are undefined, so nothing writes them between wgmma.fence and the
+  // product.
+  Value undef = LLVM::UndefOp::create(b, loc, b.getF32Type());
+  SmallVector<Value> s(kvBlock / 2, undef);
   for (int64_t ks = 0; ks < d / 16; ++ks) {
     int64_t blk = ks / 4, inRow = (ks % 4) * 32;
     Value a = wgmmaAdvance(qDesc, blk * m.qRowsPad * kRowBytes + inRow);
     Value bk = wgmmaAdvance(kDesc, blk * kvBlock * kRowBytes + inRow);
-    s = wgmmaOp(s, a, {}, bk, /*transB=*/false);
+    s = wgmmaOp(s, a, {}, bk, /*transB=*/false, /*accumulate=*/ks > 0);
   }
   return s;
 }
@@ -263,11 +270,16 @@ void KernelEmitter::wgmmaTiles(MmaState &m, Value smem, const MmaSmem &layout,
   auto wg =
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   int64_t rows = layout.qRows;
-  // Flat views from the first 1024-byte boundary of the dynamic shared
-  // memory (its address in the shared window, as the descriptors take).
+  // Flat views from the first 1024-byte boundary at least kStaticBytes past
+  // the dynamic shared memory's symbol (its address in the shared window,
+  // as the descriptors take): MLIR declares that symbol as a 1-byte
+  // .shared variable, and ptxas places the mbarriers' variables right after
+  // it, inside what the kernel uses as its dynamic memory.
   Value addr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, smem);
-  Value neg = sub(c(0), addr);
-  Value pad = arith::AndIOp::create(b, loc, neg, c(1023));
+  Value past = add(addr, c(kStaticBytes));
+  Value neg = sub(c(0), past);
+  Value align = arith::AndIOp::create(b, loc, neg, c(1023));
+  Value pad = add(align, c(kStaticBytes));
   m.smemBase = add(addr, pad);
   m.smem = smem;
   m.pad = pad;
@@ -405,6 +417,12 @@ void KernelEmitter::tmaZeroTail(const MmaState &m, Value kt, Value stage) {
   Value zero =
       arith::ConstantOp::create(b, loc, mmaElt, b.getFloatAttr(mmaElt, 0.0));
   Value slot = mul(stage, c(kvBlock * dv));
+  // Only the tile that runs past hi has such rows.
+  Value end = add(kt, c(kvBlock));
+  Value runsPast = cmp(arith::CmpIPredicate::sgt, end, L.hi);
+  auto tail = scf::IfOp::create(b, loc, runsPast, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard outer(b);
+  b.setInsertionPointToStart(&tail.getThenRegion().front());
   loop(L.tid, c(kvBlock * dv), c(threads), ValueRange{},
        [&](Value idx, ValueRange) -> SmallVector<Value> {
          Value row = arith::DivUIOp::create(b, loc, idx, c(dv));
@@ -482,10 +500,8 @@ void KernelEmitter::emitWgmmaOverlap(MmaState &m, Value out) {
       Value jPrev = sub(j, c(1));
       tmaWait(m, m.vBar, jPrev, prev);
     });
-    if (masked) {
-      Value ktPrev = sub(kt, c(kvBlock));
-      tmaZeroTail(m, ktPrev, prev);
-    }
+    // (V_{j-1} has no keys past hi: only the last tile can, whose V the
+    // epilogue zeroes.)
     fenceAsyncProxy();
     gpu::BarrierOp::create(b, loc);
     // S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1}, issued together; S first.
