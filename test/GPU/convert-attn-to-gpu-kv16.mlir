@@ -41,7 +41,8 @@
 // WGMMA: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256, {{.*}}) dynamic_shared_memory_size %c50240_i32
 // WGMMA: %[[SMEM:.*]] = gpu.dynamic_shared_memory
 // WGMMA: %[[ADDR:.*]] = memref.extract_aligned_pointer_as_index %[[SMEM]]
-// WGMMA-NEXT: arith.addi %[[ADDR]], %c64
+// WGMMA-NEXT: %[[C64:.*]] = arith.constant 64 : index
+// WGMMA-NEXT: arith.addi %[[ADDR]], %[[C64]]
 // WGMMA: %[[Q:.*]] = memref.view %[[SMEM]]{{.*}} to memref<8192xbf16, #gpu.address_space<workgroup>>
 // WGMMA: %[[K:.*]] = memref.view %[[SMEM]]{{.*}} to memref<8192xbf16, #gpu.address_space<workgroup>>
 // WGMMA: %[[V:.*]] = memref.view %[[SMEM]]{{.*}} to memref<8192xbf16, #gpu.address_space<workgroup>>
