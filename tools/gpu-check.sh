@@ -32,7 +32,9 @@ failed=""
 # GPU_CHECK_ONLY: an extended regex of the executables to check (default:
 # all). GPU_BENCH: "full" (default: every bench below), "tc" (the
 # tensor-core kernels on bf16 caches next to torch, and the decode step) or
-# "none". GPU_SANITIZE=0 skips compute-sanitizer.
+# "none"; GPU_BENCH_ONLY: an extended regex of the executables to bench
+# (default: all; e.g. 'wgmma|kvbf16-bf16$' for the sm_90a kernels next to
+# the mma.sync ones). GPU_SANITIZE=0 skips compute-sanitizer.
 ONLY="${GPU_CHECK_ONLY:-.}"
 BENCH="${GPU_BENCH:-full}"
 CSV="$LOGDIR/gpu-results.csv"
@@ -74,6 +76,7 @@ done
 bench() {
   name=$1; shift
   [ -x "$DIR/$name" ] || return 0
+  echo "$name" | grep -Eq "${GPU_BENCH_ONLY:-.}" || return 0
   out=$($LIMIT "$DIR/$name" bench "$@" 2>&1)
   echo "$out" >> "$LOG"
   echo "$out" | grep -v '^device:' | sed "s/^/$name $*: /"
@@ -109,6 +112,13 @@ done
 for exe in "$DIR"/*-kvbf16-bf16-*; do
   [ -x "$exe" ] || continue
   for s in 4096 16384; do bench "$(basename "$exe")" --seq $s --repeats 10; done
+done
+# The sm_90a kernels' decode step (TMA over a contiguous cache, cp.async
+# through a block table).
+for exe in "$DIR"/*-kvbf16-bf16-wgmma; do
+  [ -x "$exe" ] || continue
+  bench "$(basename "$exe")" --seq 1 --kv-len 131072 --repeats 10
+  bench "$(basename "$exe")" --seq 1 --kv-len 131072 --page-size 64 --repeats 10
 done
 bench llama-3.1-8b-bf16 --seq 4096 --repeats 10
 # torch's scaled_dot_product_attention on the same shapes, same process
