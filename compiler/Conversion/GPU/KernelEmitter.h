@@ -171,6 +171,14 @@ struct KernelEmitter {
     return buildForLoop(b, loc, lb, ub, step, init, body);
   }
 
+  /// scf.if `cond` (no results, no else) whose body `then` builds.
+  void ifThen(Value cond, function_ref<void()> then) {
+    auto ifOp = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    then();
+  }
+
   /// The sum of `x` over the 32 lanes of the warp, in every lane
   /// (gpu.subgroup_reduce; attn-gpu-lower-subgroup-reduce makes it
   /// shuffles).
@@ -361,12 +369,18 @@ struct KernelEmitter {
   Value tmaDescriptor(Value src);
   /// TMA: the tensor map type of a [B, Hkv, keys, width] cache `srcTy`.
   Type tmaMapType(MemRefType srcTy);
+  /// TMA: a box [1, 1, kv-block, 64] of `elt` in shared memory (the map's
+  /// tensor type, and each load's destination).
+  MemRefType tmaBoxType(Type elt);
   /// TMA: thread 0 arms slot `stage`'s mbarrier with the tile's bytes and
   /// loads keys [kt, kt + kv-block) of K and V into the slot, a box per 64
   /// columns (with overlap, K and V each on their own barriers, issued by
   /// separate calls: `keys`, `values`).
   void tmaIssueTile(const MmaState &m, Value kt, Value stage, bool keys = true,
                     bool values = true);
+  /// tmaIssueTile's body, in thread 0.
+  void tmaIssueByThread0(const MmaState &m, Value kt, Value stage, bool keys,
+                         bool values);
   /// TMA: waits on `bar`'s slot `stage` for the ring's j-th tile (the
   /// mbarrier's phase j / stages mod 2).
   void tmaWait(const MmaState &m, Value bar, Value j, Value stage);

@@ -488,13 +488,8 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
                                                    ValueRange{});
   };
   // The first tile's copy.
-  {
-    Value any = cmp(arith::CmpIPredicate::slt, L.lo, L.hi);
-    auto ifOp = scf::IfOp::create(b, loc, any, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    mmaIssueTile(m, k, v, L.lo, c(0));
-  }
+  Value any = cmp(arith::CmpIPredicate::slt, L.lo, L.hi);
+  ifThen(any, [&] { mmaIssueTile(m, k, v, L.lo, c(0)); });
   if (m.asyncCopy && !m.tma)
     commit();
   Value full = unmaskedEnd(L);
@@ -503,14 +498,11 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
     Value j = arith::DivUIOp::create(b, loc, done, c(kvBlock));
     Value stage = arith::RemUIOp::create(b, loc, j, c(m.stages));
     Value nextKt = add(kt, c(kvBlock));
-    {
-      Value more = cmp(arith::CmpIPredicate::slt, nextKt, L.hi);
-      auto ifOp = scf::IfOp::create(b, loc, more, /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    Value more = cmp(arith::CmpIPredicate::slt, nextKt, L.hi);
+    ifThen(more, [&] {
       Value nextStage = sub(c(m.stages - 1), stage);
       mmaIssueTile(m, k, v, nextKt, nextStage);
-    }
+    });
     if (m.tma) {
       tmaWait(m, m.mbar, j, stage);
       if (masked)

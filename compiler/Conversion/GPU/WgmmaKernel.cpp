@@ -333,13 +333,17 @@ void KernelEmitter::wgmmaTiles(MmaState &m, Value smem, const MmaSmem &layout,
   }
 }
 
-Type KernelEmitter::tmaMapType(MemRefType srcTy) {
+MemRefType KernelEmitter::tmaBoxType(Type elt) {
   auto wg =
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  auto boxTy = MemRefType::get({1, 1, kvBlock, 64}, srcTy.getElementType(),
-                               MemRefLayoutAttrInterface(), wg);
+  return MemRefType::get({1, 1, kvBlock, 64}, elt, MemRefLayoutAttrInterface(),
+                         wg);
+}
+
+Type KernelEmitter::tmaMapType(MemRefType srcTy) {
   return nvgpu::TensorMapDescriptorType::get(
-      b.getContext(), boxTy, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
+      b.getContext(), tmaBoxType(srcTy.getElementType()),
+      nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
       nvgpu::TensorMapL2PromoKind::L2PROMO_128B,
       nvgpu::TensorMapOOBKind::OOB_ZERO,
       nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
@@ -359,9 +363,12 @@ void KernelEmitter::tmaIssueTile(const MmaState &m, Value kt, Value stage,
                                  bool keys, bool values) {
   const Launch &L = m.L;
   Value first = cmp(arith::CmpIPredicate::eq, L.tid, c(0));
-  auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
-  OpBuilder::InsertionGuard g(b);
-  b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  ifThen(first, [&] { tmaIssueByThread0(m, kt, stage, keys, values); });
+}
+
+void KernelEmitter::tmaIssueByThread0(const MmaState &m, Value kt, Value stage,
+                                      bool keys, bool values) {
+  const Launch &L = m.L;
   // Each barrier armed with the bytes of the boxes that complete on it.
   Value kBar = m.mbar, vBar = m.overlap ? m.vBar : m.mbar;
   int64_t kBytes = keys ? kvBlock * d * 2 : 0;
@@ -377,10 +384,7 @@ void KernelEmitter::tmaIssueTile(const MmaState &m, Value kt, Value stage,
       nvgpu::MBarrierArriveExpectTxOp::create(b, loc, vBar, c(vBytes), stage,
                                               Value());
   }
-  auto wg =
-      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  auto boxTy = MemRefType::get({1, 1, kvBlock, 64}, mmaElt,
-                               MemRefLayoutAttrInterface(), wg);
+  MemRefType boxTy = tmaBoxType(mmaElt);
   // Column block `blk` of the slot: its own 1024-byte aligned [kv-block, 64]
   // swizzled tile, as the box lands.
   auto load = [&](Value map, Value bar, int64_t offset, int64_t width) {
@@ -420,22 +424,20 @@ void KernelEmitter::tmaZeroTail(const MmaState &m, Value kt, Value stage) {
   // Only the tile that runs past hi has such rows.
   Value end = add(kt, c(kvBlock));
   Value runsPast = cmp(arith::CmpIPredicate::sgt, end, L.hi);
-  auto tail = scf::IfOp::create(b, loc, runsPast, /*withElseRegion=*/false);
-  OpBuilder::InsertionGuard outer(b);
-  b.setInsertionPointToStart(&tail.getThenRegion().front());
-  loop(L.tid, c(kvBlock * dv), c(threads), ValueRange{},
-       [&](Value idx, ValueRange) -> SmallVector<Value> {
-         Value row = arith::DivUIOp::create(b, loc, idx, c(dv));
-         Value col = arith::RemUIOp::create(b, loc, idx, c(dv));
-         Value key = add(kt, row);
-         Value past = cmp(arith::CmpIPredicate::sge, key, L.hi);
-         auto ifOp = scf::IfOp::create(b, loc, past, /*withElseRegion=*/false);
-         OpBuilder::InsertionGuard g(b);
-         b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-         Value at = add(slot, swizzled(kvBlock, row, col));
-         memref::StoreOp::create(b, loc, zero, m.vRing, ValueRange{at});
-         return {};
-       });
+  ifThen(runsPast, [&] {
+    loop(L.tid, c(kvBlock * dv), c(threads), ValueRange{},
+         [&](Value idx, ValueRange) -> SmallVector<Value> {
+           Value row = arith::DivUIOp::create(b, loc, idx, c(dv));
+           Value col = arith::RemUIOp::create(b, loc, idx, c(dv));
+           Value key = add(kt, row);
+           Value past = cmp(arith::CmpIPredicate::sge, key, L.hi);
+           ifThen(past, [&] {
+             Value at = add(slot, swizzled(kvBlock, row, col));
+             memref::StoreOp::create(b, loc, zero, m.vRing, ValueRange{at});
+           });
+           return {};
+         });
+  });
 }
 
 void KernelEmitter::emitWgmmaOverlap(MmaState &m, Value out) {
@@ -459,13 +461,8 @@ void KernelEmitter::emitWgmmaOverlap(MmaState &m, Value out) {
     gpu::BarrierOp::create(b, loc);
   }
   // Tile 0's K and V.
-  {
-    Value any = cmp(arith::CmpIPredicate::slt, L.lo, L.hi);
-    auto ifOp = scf::IfOp::create(b, loc, any, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    tmaIssueTile(m, L.lo, c(0));
-  }
+  Value any = cmp(arith::CmpIPredicate::slt, L.lo, L.hi);
+  ifThen(any, [&] { tmaIssueTile(m, L.lo, c(0)); });
   Value full = unmaskedEnd(L);
   Value qDesc = wgmmaQDescriptor(m);
   auto packed = [&](ValueRange p) {
@@ -473,12 +470,6 @@ void KernelEmitter::emitWgmmaOverlap(MmaState &m, Value out) {
     for (int64_t i = 0; i < nP; i += 4)
       frags.push_back(SmallVector<Value>(p.begin() + i, p.begin() + i + 4));
     return frags;
-  };
-  auto ifThen = [&](Value cond, function_ref<void()> then) {
-    auto ifOp = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    then();
   };
   // State: m[2], l[2], O[dv / 2], P[kv-block / 16][4] (the previous tile's,
   // not yet multiplied by its V).
@@ -553,7 +544,6 @@ void KernelEmitter::emitWgmmaOverlap(MmaState &m, Value out) {
   ValueRange st = edge.getResults();
   SmallVector<Value> o(st.begin() + 4, st.begin() + 4 + nO);
   ValueRange p = st.drop_front(4 + nO);
-  Value any = cmp(arith::CmpIPredicate::slt, L.lo, L.hi);
   SmallVector<Type> oTypes(nO, b.getF32Type());
   auto ifOp = scf::IfOp::create(b, loc, oTypes, any, /*withElseRegion=*/true);
   {
