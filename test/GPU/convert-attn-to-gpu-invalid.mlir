@@ -7,12 +7,14 @@
 // RUN: not attn-opt %s -split-input-file -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu=precision=fp8 2>&1 | FileCheck %s --check-prefix=PRECISION
 // RUN: not attn-opt %s -split-input-file -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu=split-min-keys=0 2>&1 | FileCheck %s --check-prefix=SPLITKEYS
 // RUN: not attn-opt %s -split-input-file -attn-tile-attention=target=cpu\ split-target=0 -convert-attn-to-gpu 2>&1 | FileCheck %s --check-prefix=UNMAPPED
+// RUN: not attn-opt %s -split-input-file -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu="precision=bf16 wgmma=true wgmma-products=both" 2>&1 | FileCheck %s --check-prefix=PRODUCTS
 // UNMAPPED: error: 'scf.forall' op expects the tiled forall mapped to the grid (mapping = [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]: batch, KV head, query block), as attn-tile-attention{target=gpu} makes it
 // UNTILED: error: 'attn.sdpa' op convert-attn-to-gpu lowers the tiled form: run attn-tile-attention (target=gpu, split-target=0) first
 // SPLIT: error: 'scf.forall' op the tiler's split-K parts are not lowered to the GPU: tile with split-target=0 (convert-attn-to-gpu splits a short grid's keys itself: split-blocks)
 // BF16TILE: error: 'attn.online_attention' op the bf16 kernel's kv-block must be a multiple of 16, got 24
 // SMEM: error: 'attn.online_attention' op kv-block 1024 needs 524288 bytes of shared memory (K, V tiles); at most 49152
 // PRECISION: for the --precision option: Cannot find option named 'fp8'!
+// PRODUCTS: error: 'attn.online_attention' op wgmma-products takes all, qk, pv or none; got 'both'
 // SPLITKEYS: error: 'attn.online_attention' op split-blocks must be 0 or more and split-min-keys positive, got 264 and 0
 func.func @entry(%out: memref<?x8x?x64xf32>, %q: tensor<?x8x?x64xf32>,
                  %k: tensor<?x2x?x64xf32>, %v: tensor<?x2x?x64xf32>) {
