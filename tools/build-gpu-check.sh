@@ -80,6 +80,14 @@ build_variant "${CONFIGS[llama-3.1-8b]}" llama-3.1-8b-kvbf16-bf16-q16 --q-block=
 build_variant "${CONFIGS[llama-3.1-8b]}" llama-3.1-8b-kvbf16-bf16-w32k32 \
   --gpu-warp-rows=32 --kv-block=32
 build_variant "${CONFIGS[seed]}" seed-kvbf16-bf16-q4 --q-block=4
+# q and the output in bf16 too (--qo-dtype=bf16, as torch's SDPA takes
+# them): checked, and benched next to the fp32-q build; the fp32 kernel's
+# form checked.
+build_variant "${CONFIGS[llama-3.1-8b]}" llama-3.1-8b-kvbf16-bf16-io16 \
+  --qo-dtype=bf16 --entries=sdpa,paged
+"$BUILD_DIR/bin/attn-compile" "${CONFIGS[llama-3.1-8b]}" --target=cuda \
+  --gpu-arch="$ARCH" --kv-dtype=bf16 --qo-dtype=bf16 --entries=sdpa,paged \
+  -o "$OUT/llama-3.1-8b-kvbf16-io16"
 if [ "$ARCH" = sm_90 ]; then
   build_variant "${CONFIGS[seed]}" seed-kvbf16-bf16-q4k64 --q-block=4 --kv-block=64
   build_variant "${CONFIGS[seed]}" seed-kvbf16-bf16-k64 --kv-block=64
@@ -97,6 +105,9 @@ if [ "$ARCH" = sm_90 ]; then
   "$BUILD_DIR/bin/attn-compile" "${CONFIGS[llama-3.1-8b]}" --target=cuda \
     --gpu-arch=sm_90a --kv-dtype=f16 --gpu-precision=f16 \
     --entries=sdpa,paged -o "$OUT/llama-3.1-8b-kvf16-f16-wgmma"
+  "$BUILD_DIR/bin/attn-compile" "${CONFIGS[llama-3.1-8b]}" --target=cuda \
+    --gpu-arch=sm_90a --kv-dtype=bf16 --gpu-precision=bf16 --qo-dtype=bf16 \
+    --entries=sdpa,paged -o "$OUT/llama-3.1-8b-kvbf16-bf16-wgmma-io16"
   # Diagnostics (checked, not benched): only S = Q·Kᵀ, only P·V, or neither
   # as wgmma on the same swizzled tiles; which of these pass tells a wrong
   # K-major or N-major descriptor from a wrong tile layout or fence.

@@ -165,12 +165,39 @@ Value Emitter::scoreChain(Location loc, const LayerSpec &l, Value qh, Value kh,
   return PVOp::create(b, loc, headsType(hq, l.headDimV), p, vh);
 }
 
+namespace {
+
+/// `t` with the element type `elt`.
+RankedTensorType withElement(RankedTensorType t, Type elt) {
+  return RankedTensorType::get(t.getShape(), elt);
+}
+
+/// q of an attention entry widened to fp32 (an `arith.extf` on the whole
+/// tensor) when it is 16-bit (--qo-dtype), else q itself.
+Value widenQuery(OpBuilder &b, Location loc, Value q) {
+  auto t = cast<RankedTensorType>(q.getType());
+  if (t.getElementType().isF32())
+    return q;
+  return arith::ExtFOp::create(b, loc, withElement(t, b.getF32Type()), q);
+}
+
+/// The entry's fp32 output rounded to `elt` (--qo-dtype: `arith.truncf`),
+/// or itself.
+Value narrowOutput(OpBuilder &b, Location loc, Value o, Type elt) {
+  if (elt.isF32())
+    return o;
+  return arith::TruncFOp::create(
+      b, loc, withElement(cast<RankedTensorType>(o.getType()), elt), o);
+}
+
+} // namespace
+
 func::FuncOp Emitter::emitKernel(const std::string &name, const LayerSpec &l) {
   Location loc = NameLoc::get(b.getStringAttr(name),
                               FileLineColLoc::get(ctx, spec.configPath, 1, 1));
   Type kvElt = cacheType();
   SmallVector<Type> inputs = {
-      headsType(l.numHeads, l.headDimQK),
+      withElement(headsType(l.numHeads, l.headDimQK), qoType()),
       RankedTensorType::get({kDyn, l.numKVHeads, kDyn, l.headDimQK}, kvElt),
       RankedTensorType::get({kDyn, l.numKVHeads, kDyn, l.headDimV}, kvElt),
       RankedTensorType::get({kDyn}, b.getI64Type())};
@@ -182,11 +209,12 @@ func::FuncOp Emitter::emitKernel(const std::string &name, const LayerSpec &l) {
     inputs.push_back(tensor({l.numHeads}));
   auto fn = func::FuncOp::create(
       loc, name + "_sdpa",
-      b.getFunctionType(inputs, {headsType(l.numHeads, l.headDimV)}));
+      b.getFunctionType(
+          inputs, {withElement(headsType(l.numHeads, l.headDimV), qoType())}));
   fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
-  Value q = entry->getArgument(0);
+  Value q = widenQuery(b, loc, entry->getArgument(0));
   if (l.scaleOnQuery) // Whisper scales q before QKᵀ; the fusion folds it.
     q = ScaleOp::create(b, loc, q, b.getF64FloatAttr(l.scale));
   Value o = scoreChain(loc, l, q, entry->getArgument(1),
@@ -194,7 +222,7 @@ func::FuncOp Emitter::emitKernel(const std::string &name, const LayerSpec &l) {
                        bias ? entry->getArgument(4) : Value(),
                        entry->getArgument(3),
                        sinks ? entry->getArgument(4) : Value());
-  func::ReturnOp::create(b, loc, o);
+  func::ReturnOp::create(b, loc, narrowOutput(b, loc, o, qoType()));
   return fn;
 }
 
@@ -205,15 +233,13 @@ func::FuncOp Emitter::emitPagedKernel(const std::string &name,
   RankedTensorType outTy = headsType(l.numHeads, l.headDimV);
   Type cacheElt = cacheType();
   SmallVector<Type> inputs = {
-      headsType(l.numHeads, l.headDimQK),
-      RankedTensorType::get({kDyn, l.numKVHeads, kDyn, l.headDimQK},
-                            cacheElt),
+      withElement(headsType(l.numHeads, l.headDimQK), qoType()),
+      RankedTensorType::get({kDyn, l.numKVHeads, kDyn, l.headDimQK}, cacheElt),
       RankedTensorType::get({kDyn, l.numKVHeads, kDyn, l.headDimV}, cacheElt),
-                              RankedTensorType::get({kDyn, kDyn},
-                                                    b.getI32Type()),
-                              RankedTensorType::get({kDyn}, b.getI64Type())};
+      RankedTensorType::get({kDyn, kDyn}, b.getI32Type()),
+      RankedTensorType::get({kDyn}, b.getI64Type())};
   RankedTensorType statsTy = tensor({kDyn, l.numHeads, kDyn, 2});
-  SmallVector<Type> results = {outTy};
+  SmallVector<Type> results = {withElement(outTy, qoType())};
   if (part) {
     inputs.push_back(RankedTensorType::get({kDyn}, b.getI64Type()));
     inputs.push_back(RankedTensorType::get({kDyn}, b.getI64Type()));
@@ -228,7 +254,7 @@ func::FuncOp Emitter::emitPagedKernel(const std::string &name,
   fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
-  Value q = entry->getArgument(0);
+  Value q = widenQuery(b, loc, entry->getArgument(0));
   Value batch = tensor::DimOp::create(b, loc, q, 0);
   Value rows = tensor::DimOp::create(b, loc, q, 2);
   Value init = tensor::EmptyOp::create(b, loc, outTy, ValueRange{batch, rows});
@@ -246,7 +272,9 @@ func::FuncOp Emitter::emitPagedKernel(const std::string &name,
       sinks ? entry->getArgument(part ? 7 : 5) : Value(), init, statsInit,
       b.getF64FloatAttr(l.scale), MaskKindAttr::get(ctx, kind), window,
       l.softcap ? b.getF64FloatAttr(*l.softcap) : FloatAttr());
-  func::ReturnOp::create(b, loc, op->getResults());
+  SmallVector<Value> returned(op->getResults());
+  returned[0] = narrowOutput(b, loc, returned[0], qoType());
+  func::ReturnOp::create(b, loc, returned);
   return fn;
 }
 

@@ -72,11 +72,14 @@ private:
       return {MaskKind::sliding_window, b.getI64IntegerAttr(*l.window)};
     return {MaskKind::causal, IntegerAttr()};
   }
-  /// The element type of the K/V the kernels read (--kv-dtype).
-  Type cacheType() {
-    return spec.kvCache == KVCacheType::bf16  ? Type(b.getBF16Type())
-           : spec.kvCache == KVCacheType::f16 ? Type(b.getF16Type())
-                                              : f32;
+  /// The element type of the K/V the kernels read (--kv-dtype) and of q
+  /// and the output of the softmax kinds' attention entries (--qo-dtype).
+  Type cacheType() { return elementOf(spec.kvCache); }
+  Type qoType() { return elementOf(spec.qoType); }
+  Type elementOf(KVCacheType t) {
+    return t == KVCacheType::bf16  ? Type(b.getBF16Type())
+           : t == KVCacheType::f16 ? Type(b.getF16Type())
+                                   : f32;
   }
   RankedTensorType positionsType() {
     return RankedTensorType::get({kDyn, kDyn}, b.getI64Type());

@@ -316,6 +316,11 @@ struct EntrySet {
 struct ModelSpec {
   std::string configPath;
   KVCacheType kvCache = KVCacheType::f32;
+  /// The element type of q and the output of the softmax kinds' attention
+  /// entries (`<kind>_sdpa`, its reference, `<kind>_paged`; attn-compile
+  /// --qo-dtype): f32, or the cache's 16-bit type. The arithmetic stays
+  /// fp32; the blocks and layers keep fp32 hidden states.
+  KVCacheType qoType = KVCacheType::f32;
   EntrySet entries;
   /// Context-parallel entries (`<kind>_paged_part`, attn-compile
   /// --distributed=mpi).

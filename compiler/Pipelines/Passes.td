@@ -37,6 +37,26 @@ def FuseElementwiseKeepMatmulsPass : Pass<"attn-fuse-elementwise-keep-matmuls", 
   let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect"];
 }
 
+def LowerIOConversionsPass : Pass<"attn-lower-io-conversions", "func::FuncOp"> {
+  let summary = "A --qo-dtype entry's tensor arith.extf/truncf as linalg.generic, its bf16 rounding as integer operations";
+  let description = [{
+    A `--qo-dtype=bf16|f16` entry widens its q (`arith.extf`) and rounds its
+    output (`arith.truncf`) as whole tensors. This pass makes each such
+    conversion on a ranked tensor a `linalg.generic` (upstream's
+    elementwise-to-linalg patterns, applied to these ops only: other
+    elementwise ops on tensors, such as longrope's `arith.select` of a
+    table, stay as they are), then writes each rounding to bf16, scalar or
+    vector, as the integer operations upstream's `arith-expand{include-bf16}`
+    writes (round to nearest even, NaN kept quiet). LLVM lowers `fptrunc`
+    to bfloat to one instruction where the CPU has AVX512-BF16 and to a
+    call of `__truncsfbf2` elsewhere (AVX2, Intel before Cooper Lake), which
+    neither Debian 12's libgcc nor the default runtime provides. Widening
+    from bf16 (a shift, as the K/V loads do it) stays `arith.extf`.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect"];
+}
+
 def ParallelizeOuterLinalgPass : Pass<"attn-parallelize-outer-linalg", "func::FuncOp"> {
   let summary = "Lower linalg ops outside parallel loops to scf.parallel";
   let description = [{

@@ -97,10 +97,11 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createCPUSelectKernelsPass(select));
   }
   pm.addNestedPass<func::FuncOp>(createConvertAttnToLinalgPass());
+  // --qo-dtype's widening of q and rounding of the output, as linalg.
+  pm.addNestedPass<func::FuncOp>(createLowerIOConversionsPass());
   // Fold the elementwise steps (scale, mask, exp, rescale) into their
   // producers and consumers: fewer passes over each tile, fewer buffers.
-  pm.addNestedPass<func::FuncOp>(
-      createFuseElementwiseKeepMatmulsPass());
+  pm.addNestedPass<func::FuncOp>(createFuseElementwiseKeepMatmulsPass());
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
   if (stop == PipelineStage::Linalg)
@@ -206,6 +207,9 @@ LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
                                                const GPUPipelineOptions &options,
                                                std::string *error) {
   pm.addNestedPass<func::FuncOp>(createFuseAttentionPass());
+  // A --qo-dtype entry's kernel reads its 16-bit q and writes its 16-bit
+  // output itself.
+  pm.addNestedPass<func::FuncOp>(createNarrowAttentionIOPass());
   pm.addPass(createCanonicalizerPass());
   // The tiled form the GPU lowering consumes: one block per (batch, KV
   // head, query block) of 32 rows (fp32) or 128 (bf16: 8 warps of 16) over

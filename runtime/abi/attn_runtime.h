@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define ATTN_RT_ABI_VERSION 12
+#define ATTN_RT_ABI_VERSION 13
 
 /* MLIR's ranked memref descriptor for float32 rank 4, float32 rank 2 and
  * int64 rank 1 (allocated, aligned, offset, sizes, strides). */
@@ -399,9 +399,14 @@ typedef struct {
    * Attention): fused and reference are attn_rt_kda_fn (g [B,Hv,S,dk]).
    * 0 for every other kind. */
   int channel_gate;
+  /* The element type of q and the output of fused, reference and paged
+   * (attn-compile --qo-dtype: ATTN_RT_KV_*): their descriptors then point
+   * at 16-bit elements (the same descriptor layout). ATTN_RT_KV_F32 for
+   * the linear kinds, the latent entries, blocks and layers. */
+  int qo_dtype;
 } attn_rt_kind;
 
-/* attn_rt_kind.kv_dtype (attn-compile --kv-dtype) */
+/* attn_rt_kind.kv_dtype (attn-compile --kv-dtype) and qo_dtype */
 #define ATTN_RT_KV_F32 0
 #define ATTN_RT_KV_BF16 1
 #define ATTN_RT_KV_F16 2

@@ -216,7 +216,8 @@ attn_status attn_kind_get_info(const attn_model *model, int32_t kind,
       k.head_dim,      k.head_dim_v, k.causal,           k.window,
       k.bias_buckets,  k.scale,      k.softcap,          k.num_layers,
       k.layers,        kvDtype(k),   k.paged != nullptr, k.kv_lora_rank,
-      k.rope_head_dim, k.chunk,      k.no_delta,         k.channel_gate};
+      k.rope_head_dim, k.chunk,      k.no_delta,         k.channel_gate,
+      qoDtype(k)};
   return ATTN_OK;
 });
 }
@@ -277,8 +278,10 @@ attn_status attn_sdpa(const attn_model *model, int32_t kind,
             kindSinks(model, kind, *kd, "attn_sdpa", kd->num_heads, sinks))
       return s;
   TensorCheck check{"attn_sdpa", kd, describeKind};
-  if (!check(q, "q", {-1, kd->num_heads, -1, kd->head_dim},
-             {"B", "", "Sq", ""}))
+  attn_dtype qo = qoDtype(*kd);
+  if (!checkQODtype(check, *kd, {{q, "q"}, {out, "out"}}) ||
+      !check(q, "q", {-1, kd->num_heads, -1, kd->head_dim}, {"B", "", "Sq", ""},
+             qo))
     return check.status;
   int64_t b = q->shape[0], sq = q->shape[2];
   attn_dtype dt = kvDtype(*kd);
@@ -288,7 +291,7 @@ attn_status attn_sdpa(const attn_model *model, int32_t kind,
     return check.status;
   int64_t skv = k->shape[2];
   check(v, "v", {b, kd->num_kv_heads, skv, kd->head_dim_v}, {}, dt);
-  check(out, "out", {b, kd->num_heads, sq, kd->head_dim_v}, {});
+  check(out, "out", {b, kd->num_heads, sq, kd->head_dim_v}, {}, qo);
   if (check.status != ATTN_OK)
     return check.status;
   if (kd->bias_buckets > 0 && !bias_table)

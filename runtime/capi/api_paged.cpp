@@ -63,12 +63,14 @@ attn_status decodePaged(const attn_model *model, int32_t kind,
                    std::to_string(hkv) +
                    " KV heads (--tensor-parallel=" + std::to_string(tp) + ")"
              : std::string()};
-  if (!check(q, "q", {-1, hq, -1, kd->head_dim}, {"B", "", "Sq", ""}))
+  attn_dtype qo = qoDtype(*kd);
+  if (!checkQODtype(check, *kd, {{q, "q"}, {out, "out"}}) ||
+      !check(q, "q", {-1, hq, -1, kd->head_dim}, {"B", "", "Sq", ""}, qo))
     return check.status;
   int64_t b = q->shape[0], sq = q->shape[2], pages, pageSize, maxPages;
-  if (!checkPaged(check, kd, k_cache, v_cache, block_table, b, pages,
-                  pageSize, maxPages, hkv) ||
-      !check(out, "out", {b, hq, sq, kd->head_dim_v}, {}) ||
+  if (!checkPaged(check, kd, k_cache, v_cache, block_table, b, pages, pageSize,
+                  maxPages, hkv) ||
+      !check(out, "out", {b, hq, sq, kd->head_dim_v}, {}, qo) ||
       (part && !check(stats, "stats", {b, hq, sq, 2}, {})))
     return check.status;
   if (attn_status s =

@@ -36,7 +36,7 @@
 extern "C" {
 #endif
 
-#define ATTN_API_VERSION 7
+#define ATTN_API_VERSION 8
 
 typedef enum {
   ATTN_OK = 0,
@@ -120,7 +120,8 @@ typedef struct {
   const int64_t *layers;
   /* The element type of the K and V attn_sdpa reads and of the paged cache
    * attn_decode_paged and attn_append_kv take (attn-compile --kv-dtype:
-   * ATTN_F32, ATTN_BF16 or ATTN_F16; q, out and the arithmetic stay f32),
+   * ATTN_F32, ATTN_BF16 or ATTN_F16; q and out: qo_dtype; the arithmetic
+   * stays f32),
    * and whether the kind has paged kernels. */
   attn_dtype kv_dtype;
   int32_t paged;
@@ -142,6 +143,11 @@ typedef struct {
    * API version 6): attn_gated_delta's g is [B, Hv, S, dk], S[i, :] <-
    * e^g[i] S[i, :]; 0 for every other kind. */
   int32_t channel_gate;
+  /* The element type of q and out of attn_sdpa and attn_decode_paged (since
+   * API version 8; attn-compile --qo-dtype): ATTN_F32, or the kind's 16-bit
+   * kv_dtype (ATTN_BF16/ATTN_F16, as torch's bf16/f16 SDPA takes them; the
+   * arithmetic stays f32). */
+  attn_dtype qo_dtype;
 } attn_kind_info;
 
 /* The API version of the library (ATTN_API_VERSION it was built with). */
@@ -209,14 +215,14 @@ attn_status attn_kind_set_sinks(attn_model *model, int32_t kind,
 
 /* Softmax attention of a kind (ATTN_OP_SDPA), fused and tiled:
  *   q [B, Hq, Sq, D], k [B, Hkv, Skv, D], v [B, Hkv, Skv, Dv] -> out
- *   [B, Hq, Sq, Dv]; q and out ATTN_F32, k and v the kind's kv_dtype
- *   (widened in registers, never copied). kv_lengths: B int64 in [0, Skv] (batch
- *   row b attends to its first kv_lengths[b] keys: the rest is padding), or
- *   NULL for Skv everywhere. A causal kind aligns query i with key
- *   Skv - Sq + i (bottom right), a window keeps the last `window` keys up
- *   to it, a softcap c maps scores s to c·tanh(s/c). bias_table:
- *   [bias_buckets, Hq] ATTN_F32 for kinds with bias_buckets > 0, else NULL.
- *   A query row that sees no key is 0. */
+ *   [B, Hq, Sq, Dv]; q and out the kind's qo_dtype (ATTN_F32 unless
+ *   compiled with --qo-dtype), k and v the kind's kv_dtype
+ *   (widened in registers, never copied). kv_lengths: B int64 in [0, Skv]
+ * (batch row b attends to its first kv_lengths[b] keys: the rest is padding),
+ * or NULL for Skv everywhere. A causal kind aligns query i with key Skv - Sq +
+ * i (bottom right), a window keeps the last `window` keys up to it, a softcap c
+ * maps scores s to c·tanh(s/c). bias_table: [bias_buckets, Hq] ATTN_F32 for
+ * kinds with bias_buckets > 0, else NULL. A query row that sees no key is 0. */
 attn_status attn_sdpa(const attn_model *model, int32_t kind,
                       const attn_tensor *q, const attn_tensor *k,
                       const attn_tensor *v, const int64_t *kv_lengths,
@@ -242,7 +248,8 @@ attn_status attn_gated_delta(const attn_model *model, int32_t kind,
 /* A paged KV cache. K and V live in page pools, k_cache [num_pages, Hkv,
  * page_size, D] and v_cache [num_pages, Hkv, page_size, Dv] of the kind's
  * kv_dtype (ATTN_F32, or ATTN_BF16/ATTN_F16 for a library compiled with
- * --kv-dtype=bf16/f16: half the bytes to read; q and out stay f32):
+ * --kv-dtype=bf16/f16: half the bytes to read; q and out the kind's
+ * qo_dtype):
  * one page holds page_size consecutive tokens of every KV head, each
  * head's rows contiguous (FlashInfer's "HND" layout: a kernel streams one
  * head's keys from contiguous memory). block_table [B, max_pages]

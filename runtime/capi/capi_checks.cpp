@@ -210,7 +210,32 @@ checkKVDtype(TensorCheck &check, const attn_rt_kind &kd,
           std::string(check.call) + ": " + name + " has dtype " +
               dtypeName(t->dtype) + "; this library's kernels read K/V as " +
               dtypeName(dt) + " (attn-compile --kv-dtype=" + dtypeName(dt) +
-              "), q and out as f32");
+              "), q and out as " + dtypeName(qoDtype(kd)));
+  return true;
+}
+
+attn_dtype qoDtype(const attn_rt_kind &k) {
+  return k.qo_dtype == ATTN_RT_KV_BF16  ? ATTN_BF16
+         : k.qo_dtype == ATTN_RT_KV_F16 ? ATTN_F16
+                                        : ATTN_F32;
+}
+
+bool checkQODtype(
+    TensorCheck &check, const attn_rt_kind &kd,
+    std::initializer_list<std::pair<const attn_tensor *, const char *>>
+        tensors) {
+  attn_dtype dt = qoDtype(kd);
+  if (dt == ATTN_F32) // the shape check's own message
+    return true;
+  for (auto [t, name] : tensors)
+    if (t && t->dtype != dt)
+      return check.fail(ATTN_ERR_DTYPE,
+                        std::string(check.call) + ": " + name + " has dtype " +
+                            dtypeName(t->dtype) +
+                            "; this library's kernels take q and out " + "as " +
+                            dtypeName(dt) +
+                            " (attn-compile --qo-dtype=" + dtypeName(dt) +
+                            "), K/V as " + dtypeName(kvDtype(kd)));
   return true;
 }
 

@@ -207,6 +207,15 @@ bool checkKVDtype(
     TensorCheck &check, const attn_rt_kind &kd,
     std::initializer_list<std::pair<const attn_tensor *, const char *>>
         tensors);
+/// The element type of q and out of the kind's attn_sdpa and
+/// attn_decode_paged (attn-compile --qo-dtype).
+attn_dtype qoDtype(const attn_rt_kind &k);
+/// q and out of the kind's --qo-dtype, else an error that says which
+/// element type this library's kernels take.
+bool checkQODtype(
+    TensorCheck &check, const attn_rt_kind &kd,
+    std::initializer_list<std::pair<const attn_tensor *, const char *>>
+        tensors);
 /// Checks a paged cache's pools (of the kind's kv_dtype) and block table
 /// for `kd` (its KV heads, or `hkv`); sets `pages`, `pageSize` and
 /// `maxPages`.

@@ -371,8 +371,10 @@ struct Staged {
 /// Writes the array to a unique temporary next to `path`'s target (or
 /// straight into a device or FIFO); `commit` renames it over the target.
 bool stageNpy(const std::string &path, const std::vector<int64_t> &shape,
-              const float *data, Staged &staged, std::string &error) {
-  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
+              const void *data, const char *descr, size_t elementBytes,
+              Staged &staged, std::string &error) {
+  std::string dict = std::string("{'descr': '") + descr +
+                     "', 'fortran_order': False, 'shape': (";
   for (size_t i = 0; i < shape.size(); ++i)
     dict += std::to_string(shape[i]) + (shape.size() == 1 || i + 1 < shape.size() ? ", " : "");
   dict += "), }";
@@ -423,7 +425,7 @@ bool stageNpy(const std::string &path, const std::vector<int64_t> &shape,
                                          // that exists, checked below
   bool ok = n >= 0 && std::fwrite(head, 1, 10, f) == 10 &&
             std::fwrite(dict.data(), 1, dict.size(), f) == dict.size() &&
-            std::fwrite(data, 4, size_t(n), f) == size_t(n);
+            std::fwrite(data, elementBytes, size_t(n), f) == size_t(n);
   ok = (std::fclose(f) == 0) && ok;
   if (!ok) {
     if (!tmp.empty())
@@ -448,7 +450,13 @@ bool attn_rt::writeNpyF32(const std::string &path,
 
 void attn_rt::NpyOutputs::add(const std::string &path,
                               std::vector<int64_t> shape, const float *data) {
-  items.push_back({path, std::move(shape), data});
+  items.push_back({path, std::move(shape), data, "<f4", 4});
+}
+
+void attn_rt::NpyOutputs::add(const std::string &path,
+                              std::vector<int64_t> shape, const uint16_t *data,
+                              bool half) {
+  items.push_back({path, std::move(shape), data, half ? "<f2" : "<u2", 2});
 }
 
 bool attn_rt::NpyOutputs::commit(const std::vector<std::string> &inputs,
@@ -494,8 +502,8 @@ bool attn_rt::NpyOutputs::commit(const std::vector<std::string> &inputs,
         std::remove(st.tmp.c_str());
   };
   for (size_t i = 0; i < items.size(); ++i)
-    if (!stageNpy(items[i].path, items[i].shape, items[i].data, staged[i],
-                  error)) {
+    if (!stageNpy(items[i].path, items[i].shape, items[i].data, items[i].descr,
+                  items[i].elementBytes, staged[i], error)) {
       discard();
       return false;
     }

@@ -61,13 +61,19 @@ class NpyOutputs {
 public:
   void add(const std::string &path, std::vector<int64_t> shape,
            const float *data);
+  /// A 16-bit output: IEEE half ('<f2', `half`) or bfloat16 as its bits
+  /// ('<u2', as the bf16 inputs travel).
+  void add(const std::string &path, std::vector<int64_t> shape,
+           const uint16_t *data, bool half);
   bool commit(const std::vector<std::string> &inputs, std::string &error);
 
 private:
   struct Item {
     std::string path;
     std::vector<int64_t> shape;
-    const float *data;
+    const void *data;
+    const char *descr; ///< "<f4", "<f2" or "<u2"
+    size_t elementBytes;
   };
   std::vector<Item> items;
 };

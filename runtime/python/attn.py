@@ -28,7 +28,7 @@ import os
 
 import numpy as np
 
-API_VERSION = 7
+API_VERSION = 8
 F32, BF16, F16, I64, I32 = 0, 1, 2, 3, 4
 OP_SDPA, OP_GATED_DELTA = 0, 1
 _MAX_RANK = 4
@@ -72,7 +72,8 @@ class _KindInfo(ctypes.Structure):
                 ("rope_head_dim", ctypes.c_int64),
                 ("chunk", ctypes.c_int64),
                 ("no_delta", ctypes.c_int32),
-                ("channel_gate", ctypes.c_int32)]
+                ("channel_gate", ctypes.c_int32),
+                ("qo_dtype", ctypes.c_int)]
 
 
 class Kind:
@@ -102,12 +103,19 @@ class Kind:
         self.rope_head_dim = info.rope_head_dim
         self.no_delta = bool(info.no_delta)
         self.channel_gate = bool(info.channel_gate)
+        # F32, or with --qo-dtype the 16-bit type of q and out (sdpa, decode).
+        self.qo_dtype = info.qo_dtype
 
     def __repr__(self):
         op = "sdpa" if self.op == OP_SDPA else "gated_delta"
         return (f"Kind({self.name!r}, {op}, heads {self.num_heads}/"
                 f"{self.num_kv_heads}, dims {self.head_dim}/{self.head_dim_v},"
                 f" layers {self.layers})")
+
+
+# NumPy's type of a kind's q and out (bfloat16 as its bits, uint16).
+def _qo_numpy(kd):
+    return {F32: np.float32, F16: np.float16, BF16: np.uint16}[kd.qo_dtype]
 
 
 # bfloat16 has no NumPy dtype: its bits travel as uint16.
@@ -284,8 +292,10 @@ class Model:
              bias_table=None, out=None):
         """Softmax attention: q [B, Hq, Sq, D], k [B, Hkv, Skv, D], v [B, Hkv,
         Skv, Dv] -> out [B, Hq, Sq, Dv] (allocated unless given). q and out
-        are float32, k and v the kind's kv_dtype (float32, float16, or
-        bfloat16 bits as uint16: a library built with --kv-dtype). kv_lengths
+        are float32 (a library built with --qo-dtype: the kind's qo_dtype,
+        float16 or bfloat16 bits as uint16), k and v the kind's kv_dtype
+        (float32, float16, or bfloat16 bits as uint16: a library built with
+        --kv-dtype). kv_lengths
         [B]: row b sees its first kv_lengths[b] keys; causal kinds align
         query i with key Skv - Sq + i."""
         kd = self._kind(layer, kind)
@@ -295,7 +305,7 @@ class Model:
         if out is None:
             out = np.empty((q.shape[0] if q.ndim else 0, kd.num_heads,
                             q.shape[2] if q.ndim > 2 else 0, kd.head_dim_v),
-                           np.float32)
+                           _qo_numpy(kd))
         to, out = _tensor("out", out, writable=True)
         tb, table = (None, None) if bias_table is None else _tensor(
             "bias_table", bias_table)
@@ -312,8 +322,9 @@ class Model:
         """Attention over a paged KV cache: q [B, Hq, Sq, D] (each
         sequence's last Sq tokens), k_cache [num_pages, Hkv, page_size, D],
         v_cache [num_pages, Hkv, page_size, Dv], block_table [B, max_pages]
-        int32, kv_lengths [B] -> out [B, Hq, Sq, Dv]. Token j of sequence b
-        is row j % page_size of page block_table[b, j // page_size]."""
+        int32, kv_lengths [B] -> out [B, Hq, Sq, Dv] (q and out: the kind's
+        qo_dtype). Token j of sequence b is row j % page_size of page
+        block_table[b, j // page_size]."""
         kd = self._kind(layer, kind)
         tq, q = _tensor("q", q)
         tk, k_cache = _tensor("k_cache", k_cache)
@@ -322,7 +333,7 @@ class Model:
         b = q.shape[0] if q.ndim else 0
         if out is None:
             out = np.empty((b, kd.num_heads, q.shape[2] if q.ndim > 2 else 0,
-                            kd.head_dim_v), np.float32)
+                            kd.head_dim_v), _qo_numpy(kd))
         to, out = _tensor("out", out, writable=True)
         lens, keep = _lengths("kv_lengths", kv_lengths, b)
         self._check(self._lib.attn_decode_paged(

@@ -78,6 +78,16 @@ void writeOut(Args &args, const std::string &key,
     fail(err);
 }
 
+void writeOut(Args &args, const std::string &key,
+              const std::vector<int64_t> &shape, const uint16_t *data,
+              bool half) {
+  NpyOutputs outs;
+  outs.add(args[key], shape, data, half);
+  std::string err;
+  if (!outs.commit(inputsOf(args, {key}), err))
+    fail(err);
+}
+
 const attn_rt_kind &kindOfLayer(const attn_rt_model *m, int64_t layer) {
   if (layer < 0 || layer >= m->num_layers)
     fail("--layer " + std::to_string(layer) + " is out of range: the model "

@@ -86,7 +86,14 @@ void benchPaged(const attn_rt_kind &kind, int64_t b, int64_t sq, int64_t skv,
   Buf<float> out(b * kind.num_heads * sq * kind.head_dim_v);
   std::vector<int64_t> qs = {b, kind.num_heads, sq, kind.head_dim},
                        os = {b, kind.num_heads, sq, kind.head_dim_v};
-  attn_rt_memref_f32_4 dq = view4(q.data(), qs), dout = view4(out.data(), os);
+  // --qo-dtype: q and the output in 16 bits (through the descriptors'
+  // untyped pointers).
+  int64_t qb = qoNarrow(kind) ? 2 : 4;
+  Buf<uint16_t> q16 = qb == 2 ? narrowToQO(kind, q) : Buf<uint16_t>(),
+                out16(qb == 2 ? out.size() : 0);
+  float *qp = qb == 2 ? reinterpret_cast<float *>(q16.data()) : q.data(),
+        *op = qb == 2 ? reinterpret_cast<float *>(out16.data()) : out.data();
+  attn_rt_memref_f32_4 dq = view4(qp, qs), dout = view4(op, os);
   attn_rt_memref_f32_4 dk = view4(static_cast<float *>(kp),
                                   {pages, kind.num_kv_heads, page,
                                    kind.head_dim}),
@@ -100,12 +107,12 @@ void benchPaged(const attn_rt_kind &kind, int64_t b, int64_t sq, int64_t skv,
   // the host stub (launch, wait).
   std::unique_ptr<DeviceBuffer> gq, gk, gv, gt, gl, gOut;
   if (gCuda) {
-    gq = std::make_unique<DeviceBuffer>(q.data(), 4 * int64_t(q.size()));
+    gq = std::make_unique<DeviceBuffer>(qp, qb * int64_t(q.size()));
     gk = std::make_unique<DeviceBuffer>(kp, pages * rowK * eb);
     gv = std::make_unique<DeviceBuffer>(vp, pages * rowV * eb);
     gt = std::make_unique<DeviceBuffer>(table.data(), 4 * pages);
     gl = std::make_unique<DeviceBuffer>(lens.data(), 8 * b);
-    gOut = std::make_unique<DeviceBuffer>(nullptr, 4 * int64_t(out.size()));
+    gOut = std::make_unique<DeviceBuffer>(nullptr, qb * int64_t(out.size()));
     dq.allocated = dq.aligned = static_cast<float *>(gq->ptr);
     dk.allocated = dk.aligned = static_cast<float *>(gk->ptr);
     dv.allocated = dv.aligned = static_cast<float *>(gv->ptr);
@@ -123,13 +130,15 @@ void benchPaged(const attn_rt_kind &kind, int64_t b, int64_t sq, int64_t skv,
   double rssMb = ru.ru_maxrss / 1024.0;
   if (json)
     std::printf("%s\n  {\"kind\": \"%s\", \"paged\": true, \"kv_dtype\": "
-                "\"%s\", \"page_size\": %lld, \"batch\": %lld, \"seq\": "
+                "\"%s\", \"qo_dtype\": \"%s\", \"page_size\": %lld, "
+                "\"batch\": %lld, \"seq\": "
                 "%lld, \"kv_len\": %lld, \"threads\": %d, \"fused_ms\": %.4f, "
                 "\"kv_gbps\": %.3f, \"cache_mb\": %.1f, \"peak_rss_mb\": "
                 "%.1f}",
-                first ? "" : ",", kind.name, dt, (long long)page,
-                (long long)b, (long long)sq, (long long)skv, ompThreads(), ms,
-                kvBytes / ms / 1e6, cacheBytes / 1048576.0, rssMb);
+                first ? "" : ",", kind.name, dt, qoDtypeName(kind),
+                (long long)page, (long long)b, (long long)sq, (long long)skv,
+                ompThreads(), ms, kvBytes / ms / 1e6, cacheBytes / 1048576.0,
+                rssMb);
   else {
     // On the GPU, against the device-to-device copy bandwidth.
     char ofCopy[64] = "";
@@ -290,16 +299,16 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
       double pctCopy = 100 * kvGbps / gDevice.copyGbps;
       if (json)
         std::printf("%s\n  {\"kind\": \"%s\", \"device\": \"%s\", "
-                    "\"kv_dtype\": \"%s\", "
+                    "\"kv_dtype\": \"%s\", \"qo_dtype\": \"%s\", "
                     "\"batch\": %lld, \"seq\": %lld, \"kv_len\": %lld, "
                     "\"flops\": %.0f, \"fused_ms\": %.4f, "
                     "\"fused_tflops\": %.3f, \"pct_fp32_peak\": %.2f, "
                     "\"pct_bf16_tensor_peak\": %.2f, \"kv_gbps\": %.1f, "
                     "\"pct_copy_bandwidth\": %.2f}",
                     ki ? "," : "", kind.name, gDevice.name.c_str(),
-                    kvDtypeName(kind), (long long)b, (long long)sq,
-                    (long long)skv, f, fusedMs, tflops, pctFp32, pctTensor,
-                    kvGbps, pctCopy);
+                    kvDtypeName(kind), qoDtypeName(kind), (long long)b,
+                    (long long)sq, (long long)skv, f, fusedMs, tflops, pctFp32,
+                    pctTensor, kvGbps, pctCopy);
       else
         std::printf("%-30s B=%lld Sq=%lld Skv=%lld%s%s: fused %9.3f ms %8.3f "
                     "TFLOP/s, %.1f%% of the fp32 peak, %.1f%% of the dense "
@@ -335,14 +344,16 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
         return std::string(buf);
       };
       std::printf("%s\n  {\"kind\": \"%s\", \"kv_dtype\": \"%s\", "
+                  "\"qo_dtype\": \"%s\", "
                   "\"batch\": %lld, \"seq\": %lld, "
                   "\"kv_len\": %lld, \"threads\": %d, \"flops\": %.0f, "
                   "\"fused_ms\": %s, \"fused_gflops\": %s, "
                   "\"unfused_ms\": %s, \"unfused_gflops\": %s}",
-                  ki ? "," : "", kind.name, kvDtypeName(kind), (long long)b,
-                  (long long)sq, (long long)skv, ompThreads(), f,
-                  num(fusedMs).c_str(), num(f / fusedMs / 1e6).c_str(),
-                  num(refMs).c_str(), num(f / refMs / 1e6).c_str());
+                  ki ? "," : "", kind.name, kvDtypeName(kind),
+                  qoDtypeName(kind), (long long)b, (long long)sq,
+                  (long long)skv, ompThreads(), f, num(fusedMs).c_str(),
+                  num(f / fusedMs / 1e6).c_str(), num(refMs).c_str(),
+                  num(f / refMs / 1e6).c_str());
     } else {
       char ref[96];
       if (!kind.reference)

@@ -99,6 +99,19 @@ const char *kvDtypeName(const attn_rt_kind &kind);
 void roundToKV(const attn_rt_kind &kind, Buf<float> &x);
 /// The bits of `x` in the kind's 16-bit K/V type (a bf16/f16 kind).
 Buf<uint16_t> narrowToKV(const attn_rt_kind &kind, const Buf<float> &x);
+/// Whether the kind's fused, reference and paged entries take q and write
+/// their output in 16 bits (attn-compile --qo-dtype: kind.qo_dtype).
+inline bool qoNarrow(const attn_rt_kind &kind) {
+  return kind.qo_dtype != ATTN_RT_KV_F32;
+}
+/// "f32", "bf16" or "f16": the kind's --qo-dtype.
+const char *qoDtypeName(const attn_rt_kind &kind);
+/// roundToKV and narrowToKV for the kind's q/output type.
+void roundToQO(const attn_rt_kind &kind, Buf<float> &x);
+Buf<uint16_t> narrowToQO(const attn_rt_kind &kind, const Buf<float> &x);
+/// `x` (resized) from the kind's 16-bit q/output bits, exactly.
+void widenFromQO(const attn_rt_kind &kind, const Buf<uint16_t> &bits,
+                 Buf<float> &x);
 
 /// How far a kernel's output is from a reference (check): the largest
 /// absolute error and reference value over the pairs added, and whether
@@ -123,9 +136,14 @@ struct MaxError {
 /// buffers themselves), the lengths and `out` (resized to [B, Hq, Sq, Dv]).
 struct HostCall {
   Buf<uint16_t> k16, v16;
+  /// A --qo-dtype kind's q narrowed once and its 16-bit output, widened
+  /// into `out` by finish().
+  Buf<uint16_t> q16, out16;
   attn_rt_memref_f32_4 dout, dq, dk, dv;
   attn_rt_memref_i64_1 dl;
   Buf<float> *table;
+  Buf<float> *out = nullptr;
+  const attn_rt_kind *kind;
   HostCall(const attn_rt_kind &kind, Buf<float> &q,
            const std::vector<int64_t> &qs, Buf<float> &k,
            const std::vector<int64_t> &ks, Buf<float> &v,
@@ -139,6 +157,8 @@ struct HostCall {
            const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
            Buf<float> *table, Buf<float> &out);
   void call(void (*fn)(void), const attn_rt_kind &kind);
+  /// A 16-bit output widened into `out` (nothing for an fp32 one).
+  void finish();
 
 private:
   void describe(Buf<float> &q, const std::vector<int64_t> &qs, float *k,
@@ -174,15 +194,19 @@ struct DeviceCall {
   DeviceBuffer out, q, k, v, lens;
   attn_rt_memref_f32_4 dout, dq, dk, dv;
   attn_rt_memref_i64_1 dl;
+  /// q and the output as the kind's entries take them (--qo-dtype: q
+  /// narrowed on the host, the output widened after the copy back).
+  const attn_rt_kind *kind;
   DeviceCall(const attn_rt_kind &kind, Buf<float> &hq,
              const std::vector<int64_t> &qs, Buf<float> &hk,
              const std::vector<int64_t> &ks, Buf<float> &hv,
              const std::vector<int64_t> &vs, std::vector<int64_t> &hl,
              int64_t outElems);
-  DeviceCall(Buf<float> &hq, const std::vector<int64_t> &qs,
-             const Buf<uint16_t> &hk, const std::vector<int64_t> &ks,
-             const Buf<uint16_t> &hv, const std::vector<int64_t> &vs,
-             std::vector<int64_t> &hl, int64_t outElems);
+  DeviceCall(const attn_rt_kind &kind, Buf<float> &hq,
+             const std::vector<int64_t> &qs, const Buf<uint16_t> &hk,
+             const std::vector<int64_t> &ks, const Buf<uint16_t> &hv,
+             const std::vector<int64_t> &vs, std::vector<int64_t> &hl,
+             int64_t outElems);
   void call(void (*fn)(void), const attn_rt_kind &kind);
   /// One call, its output copied back into `out` (sized to it).
   void callInto(void (*fn)(void), const attn_rt_kind &kind, Buf<float> &out);
@@ -338,6 +362,11 @@ std::vector<std::string> inputsOf(const Args &args,
 /// output that is also an input).
 void writeOut(Args &args, const std::string &key,
               const std::vector<int64_t> &shape, const float *data);
+/// The same for a 16-bit output: IEEE half ('<f2', `half`) or bfloat16 bits
+/// ('<u2').
+void writeOut(Args &args, const std::string &key,
+              const std::vector<int64_t> &shape, const uint16_t *data,
+              bool half);
 
 //===- latent.cpp ----------------------------------------------------------===//
 

@@ -59,7 +59,13 @@ void callKernel(void (*fn)(void), const attn_rt_kind &kind,
 void DeviceCall::callInto(void (*fn)(void), const attn_rt_kind &kind,
                           Buf<float> &out) {
   call(fn, kind);
-  attn_rt_cuda_to_host(out.data(), this->out.ptr, this->out.bytes);
+  if (!qoNarrow(kind)) {
+    attn_rt_cuda_to_host(out.data(), this->out.ptr, this->out.bytes);
+    return;
+  }
+  Buf<uint16_t> bits(out.size());
+  attn_rt_cuda_to_host(bits.data(), this->out.ptr, this->out.bytes);
+  widenFromQO(kind, bits, out);
 }
 
 void runOnDevice(void (*fn)(void), const attn_rt_kind &kind, Buf<float> &q,
@@ -74,20 +80,54 @@ const char *kvDtypeName(const attn_rt_kind &kind) {
                                            : "f32";
 }
 
-Buf<uint16_t> narrowToKV(const attn_rt_kind &kind, const Buf<float> &x) {
-  bool half = kvIsHalf(kind);
+namespace {
+
+/// x's bf16 (or IEEE half: `half`) bits, rounded to nearest even.
+Buf<uint16_t> narrowAll(const Buf<float> &x, bool half) {
   Buf<uint16_t> bits(x.size());
   for (size_t i = 0; i < x.size(); ++i)
     bits[i] = narrowBits(x[i], half);
   return bits;
 }
 
-void roundToKV(const attn_rt_kind &kind, Buf<float> &x) {
-  if (kind.kv_dtype == ATTN_RT_KV_F32)
-    return;
-  bool half = kvIsHalf(kind);
+/// x rounded in place to the values bf16 (or half) holds.
+void roundAll(Buf<float> &x, bool half) {
   for (float &f : x)
     f = widenBits(narrowBits(f, half), half);
+}
+
+} // namespace
+
+Buf<uint16_t> narrowToKV(const attn_rt_kind &kind, const Buf<float> &x) {
+  return narrowAll(x, kvIsHalf(kind));
+}
+
+const char *qoDtypeName(const attn_rt_kind &kind) {
+  return kind.qo_dtype == ATTN_RT_KV_BF16  ? "bf16"
+         : kind.qo_dtype == ATTN_RT_KV_F16 ? "f16"
+                                           : "f32";
+}
+
+Buf<uint16_t> narrowToQO(const attn_rt_kind &kind, const Buf<float> &x) {
+  return narrowAll(x, kind.qo_dtype == ATTN_RT_KV_F16);
+}
+
+void roundToQO(const attn_rt_kind &kind, Buf<float> &x) {
+  if (qoNarrow(kind))
+    roundAll(x, kind.qo_dtype == ATTN_RT_KV_F16);
+}
+
+void widenFromQO(const attn_rt_kind &kind, const Buf<uint16_t> &bits,
+                 Buf<float> &x) {
+  bool half = kind.qo_dtype == ATTN_RT_KV_F16;
+  x.resize(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i)
+    x[i] = widenBits(bits[i], half);
+}
+
+void roundToKV(const attn_rt_kind &kind, Buf<float> &x) {
+  if (kind.kv_dtype != ATTN_RT_KV_F32)
+    roundAll(x, kvIsHalf(kind));
 }
 
 HostCall::HostCall(const attn_rt_kind &kind, Buf<float> &q,
@@ -95,7 +135,7 @@ HostCall::HostCall(const attn_rt_kind &kind, Buf<float> &q,
                    const std::vector<int64_t> &ks, Buf<float> &v,
                    const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
                    Buf<float> *table, Buf<float> &out)
-    : table(table) {
+    : table(table), kind(&kind) {
   float *kp = k.data(), *vp = v.data();
   if (kind.kv_dtype != ATTN_RT_KV_F32) {
     // The kernel's descriptors carry an untyped pointer (the layout of a
@@ -114,7 +154,7 @@ HostCall::HostCall(const attn_rt_kind &kind, Buf<float> &q,
                    const std::vector<int64_t> &ks, Buf<uint16_t> &&v,
                    const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
                    Buf<float> *table, Buf<float> &out)
-    : k16(std::move(k)), v16(std::move(v)), table(table) {
+    : k16(std::move(k)), v16(std::move(v)), table(table), kind(&kind) {
   describe(q, qs, reinterpret_cast<float *>(k16.data()), ks,
            reinterpret_cast<float *>(v16.data()), vs, lens, out);
 }
@@ -127,6 +167,14 @@ void HostCall::describe(Buf<float> &q, const std::vector<int64_t> &qs, float *k,
   out.resize(os[0] * os[1] * os[2] * os[3]);
   dout = view4(out.data(), os);
   dq = view4(q.data(), qs);
+  if (qoNarrow(*kind)) {
+    // The descriptors' untyped pointers again: 16-bit q and output.
+    q16 = narrowToQO(*kind, q);
+    out16.resize(out.size());
+    dq = view4(reinterpret_cast<float *>(q16.data()), qs);
+    dout = view4(reinterpret_cast<float *>(out16.data()), os);
+    this->out = &out;
+  }
   dk = view4(k, ks);
   dv = view4(v, vs);
   dl = {lens.data(), lens.data(), 0, {int64_t(lens.size())}, {1}};
@@ -134,6 +182,11 @@ void HostCall::describe(Buf<float> &q, const std::vector<int64_t> &qs, float *k,
 
 void HostCall::call(void (*fn)(void), const attn_rt_kind &kind) {
   callKernel(fn, kind, &dout, &dq, &dk, &dv, &dl, table);
+}
+
+void HostCall::finish() {
+  if (out)
+    widenFromQO(*kind, out16, *out);
 }
 
 void run(void (*fn)(void), const attn_rt_kind &kind, Buf<float> &q,
@@ -145,7 +198,9 @@ void run(void (*fn)(void), const attn_rt_kind &kind, Buf<float> &q,
     out.resize(qs[0] * qs[1] * qs[2] * vs[3]);
     return runOnDevice(fn, kind, q, qs, k, ks, v, vs, lens, out);
   }
-  HostCall(kind, q, qs, k, ks, v, vs, lens, table, out).call(fn, kind);
+  HostCall c(kind, q, qs, k, ks, v, vs, lens, table, out);
+  c.call(fn, kind);
+  c.finish();
 }
 
 void callKernel(void (*fn)(void), const attn_rt_kind &kind,
@@ -171,10 +226,12 @@ DeviceCall::DeviceCall(const attn_rt_kind &kind, Buf<float> &hq,
                        const std::vector<int64_t> &ks, Buf<float> &hv,
                        const std::vector<int64_t> &vs, std::vector<int64_t> &hl,
                        int64_t outElems)
-    : out(nullptr, 4 * outElems), q(hq.data(), 4 * int64_t(hq.size())),
+    : out(nullptr, (qoNarrow(kind) ? 2 : 4) * outElems),
+      q(qoNarrow(kind) ? narrowToQO(kind, hq).data() : (void *)hq.data(),
+        (qoNarrow(kind) ? 2 : 4) * int64_t(hq.size())),
       k(nullptr, kvElementBytes(kind) * int64_t(hk.size())),
       v(nullptr, kvElementBytes(kind) * int64_t(hv.size())),
-      lens(hl.data(), 8 * int64_t(hl.size())) {
+      lens(hl.data(), 8 * int64_t(hl.size())), kind(&kind) {
   if (kind.kv_dtype == ATTN_RT_KV_F32) {
     attn_rt_cuda_to_device(k.ptr, hk.data(), k.bytes);
     attn_rt_cuda_to_device(v.ptr, hv.data(), v.bytes);
@@ -185,14 +242,17 @@ DeviceCall::DeviceCall(const attn_rt_kind &kind, Buf<float> &hq,
   describe(qs, ks, vs, int64_t(hl.size()));
 }
 
-DeviceCall::DeviceCall(Buf<float> &hq, const std::vector<int64_t> &qs,
-                       const Buf<uint16_t> &hk, const std::vector<int64_t> &ks,
-                       const Buf<uint16_t> &hv, const std::vector<int64_t> &vs,
-                       std::vector<int64_t> &hl, int64_t outElems)
-    : out(nullptr, 4 * outElems), q(hq.data(), 4 * int64_t(hq.size())),
+DeviceCall::DeviceCall(const attn_rt_kind &kind, Buf<float> &hq,
+                       const std::vector<int64_t> &qs, const Buf<uint16_t> &hk,
+                       const std::vector<int64_t> &ks, const Buf<uint16_t> &hv,
+                       const std::vector<int64_t> &vs, std::vector<int64_t> &hl,
+                       int64_t outElems)
+    : out(nullptr, (qoNarrow(kind) ? 2 : 4) * outElems),
+      q(qoNarrow(kind) ? narrowToQO(kind, hq).data() : (void *)hq.data(),
+        (qoNarrow(kind) ? 2 : 4) * int64_t(hq.size())),
       k(hk.data(), 2 * int64_t(hk.size())),
       v(hv.data(), 2 * int64_t(hv.size())),
-      lens(hl.data(), 8 * int64_t(hl.size())) {
+      lens(hl.data(), 8 * int64_t(hl.size())), kind(&kind) {
   describe(qs, ks, vs, int64_t(hl.size()));
 }
 

@@ -220,6 +220,9 @@ bool checkForms(const attn_rt_kind &kind, std::mt19937 &rng) {
   roundToKV(kind, cache);
   auto qn = randomVec(rng, b * h * sq * dn, 1);
   auto qr = randomVec(rng, b * h * sq * dr, 1);
+  // The expanded kernel takes q in its --qo-dtype: both forms see it so.
+  roundToQO(kind, qn);
+  roundToQO(kind, qr);
   auto wAt = [&](int64_t head, int64_t i, int64_t c) -> double {
     return w[(head * (dn + dv) + i) * r + c];
   };

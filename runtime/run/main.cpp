@@ -149,19 +149,21 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
       kind.kv_dtype == ATTN_RT_KV_F32   ? "float32"
       : kind.kv_dtype == ATTN_RT_KV_F16 ? "float16 ('<f2')"
                                         : "bfloat16 bits as uint16 ('<u2')";
+  // q (and the output) are float32, or with --qo-dtype the cache's type.
+  bool narrowQ = qoNarrow(kind);
   for (auto [arr, name] : {std::pair<NpyArray *, const char *>{&q, "q"},
                            {&k, "k"},
                            {&v, "v"}}) {
     if (!readNpy(args[name], *arr, err))
       fail(err);
-    bool isQ = arr == &q;
-    if (arr->dtype != (isQ ? "f4" : kvNpy))
+    bool isQ = arr == &q, f32Q = isQ && !narrowQ;
+    if (arr->dtype != (f32Q ? "f4" : kvNpy))
       fail(args[name] + ": dtype " + arr->dtypeName() + "; --" + name +
-           " must be " + (isQ ? std::string("float32") : kvWhat) +
-           (isQ ? std::string()
-                : std::string(" (layer kind '") + kind.name +
-                      "' is compiled with --kv-dtype=" + kvDtypeName(kind) +
-                      ")"));
+           " must be " + (f32Q ? std::string("float32") : kvWhat) +
+           (f32Q ? std::string()
+                 : std::string(" (layer kind '") + kind.name + "' is " +
+                       "compiled with --" + (isQ ? "qo" : "kv") + "-dtype=" +
+                       (isQ ? qoDtypeName(kind) : kvDtypeName(kind)) + ")"));
     if (arr->shape.size() != 4)
       fail(args[name] + ": rank " + std::to_string(arr->shape.size()) +
            "; --" + name + " must be [batch, heads, seq, head_dim]");
@@ -232,22 +234,34 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
            std::string("layer kind '") + kind.name +
                "' has no attention sinks: --sinks is not accepted");
   requireDevice("sdpa");
+  // A 16-bit q goes through the calls as its exact fp32 values (narrowed
+  // back bit for bit); the output is written in q's type.
+  if (narrowQ)
+    widenFromQO(kind, q.u16, q.f32);
   Buf<float> out;
-  if (kind.kv_dtype == ATTN_RT_KV_F32)
+  if (kind.kv_dtype == ATTN_RT_KV_F32) {
     run(kind.fused, kind, q.f32, q.shape, k.f32, k.shape, v.f32, v.shape, lens,
         &table, out);
-  else if (gCuda) { // the file's bf16/f16 bits as they are (--kv-dtype)
+  } else if (gCuda) { // the file's bf16/f16 bits as they are (--kv-dtype)
     out.resize(q.shape[0] * q.shape[1] * q.shape[2] * v.shape[3]);
-    DeviceCall(q.f32, q.shape, k.u16, k.shape, v.u16, v.shape, lens,
+    DeviceCall(kind, q.f32, q.shape, k.u16, k.shape, v.u16, v.shape, lens,
                int64_t(out.size()))
         .callInto(kind.fused, kind, out);
-  } else
-    HostCall(kind, q.f32, q.shape, std::move(k.u16), k.shape,
-             std::move(v.u16), v.shape, lens, &table, out)
-        .call(kind.fused, kind);
+  } else {
+    HostCall c(kind, q.f32, q.shape, std::move(k.u16), k.shape,
+               std::move(v.u16), v.shape, lens, &table, out);
+    c.call(kind.fused, kind);
+    c.finish();
+  }
   std::vector<int64_t> outShape = {q.shape[0], q.shape[1], q.shape[2],
                                    v.shape[3]};
-  writeOut(args, "out", outShape, out.data());
+  if (!narrowQ) {
+    writeOut(args, "out", outShape, out.data());
+    return 0;
+  }
+  Buf<uint16_t> out16 = narrowToQO(kind, out);
+  writeOut(args, "out", outShape, out16.data(),
+           kind.qo_dtype == ATTN_RT_KV_F16);
   return 0;
 }
 
@@ -492,6 +506,7 @@ bool checkPagedKind(const attn_rt_kind &kind, std::mt19937 &rng) {
     auto v = randomVec(rng, b * hkv * maxLen * dv, 1);
     roundToKV(kind, k);
     roundToKV(kind, v);
+    roundToQO(kind, q);
     std::vector<int32_t> ids(pages), table(b * perSeq);
     for (int64_t p = 0; p < pages; ++p)
       ids[p] = int32_t(p);
@@ -525,11 +540,20 @@ bool checkPagedKind(const attn_rt_kind &kind, std::mt19937 &rng) {
     Buf<float> sinks = kind.has_sinks ? randomExtraInput(kind, rng)
                                       : Buf<float>();
     Buf<float> out(b * hq * sq * dv), ref;
+    // --qo-dtype: q and the output in 16 bits (the descriptors' untyped
+    // pointers).
+    bool narrowQ = qoNarrow(kind);
+    Buf<uint16_t> q16 = narrowQ ? narrowToQO(kind, q) : Buf<uint16_t>(),
+                  out16(narrowQ ? out.size() : 0);
+    int64_t qb = narrowQ ? 2 : 4;
+    void *qHost = narrowQ ? (void *)q16.data() : (void *)q.data();
+    void *outHost = narrowQ ? (void *)out16.data() : (void *)out.data();
     std::vector<int64_t> os = {b, hq, sq, dv}, kps = {pages, hkv, page, d},
                          vps = {pages, hkv, page, dv};
-    auto call = [&](float *po, float *pq, void *pk, void *pv, int32_t *pt,
+    auto call = [&](void *po, void *pq, void *pk, void *pv, int32_t *pt,
                     int64_t *pl) {
-      attn_rt_memref_f32_4 dout = view4(po, os), dq = view4(pq, qs),
+      attn_rt_memref_f32_4 dout = view4(static_cast<float *>(po), os),
+                           dq = view4(static_cast<float *>(pq), qs),
                            dk = view4(static_cast<float *>(pk), kps),
                            dvv = view4(static_cast<float *>(pv), vps);
       attn_rt_memref_i32_2 dt{pt, pt, 0, {b, perSeq}, {perSeq, 1}};
@@ -544,18 +568,19 @@ bool checkPagedKind(const attn_rt_kind &kind, std::mt19937 &rng) {
       }
     };
     if (gCuda) {
-      DeviceBuffer gOut(nullptr, 4 * int64_t(out.size())),
-          gq(q.data(), 4 * int64_t(q.size())),
+      DeviceBuffer gOut(nullptr, qb * int64_t(out.size())),
+          gq(qHost, qb * int64_t(q.size())),
           gk(kHost, eb * int64_t(kPool.size())),
           gv(vHost, eb * int64_t(vPool.size())),
           gt(table.data(), 4 * int64_t(table.size())), gl(lens.data(), 8 * b);
-      call(static_cast<float *>(gOut.ptr), static_cast<float *>(gq.ptr), gk.ptr,
-           gv.ptr, static_cast<int32_t *>(gt.ptr),
+      call(gOut.ptr, gq.ptr, gk.ptr, gv.ptr, static_cast<int32_t *>(gt.ptr),
            static_cast<int64_t *>(gl.ptr));
-      attn_rt_cuda_to_host(out.data(), gOut.ptr, gOut.bytes);
+      attn_rt_cuda_to_host(outHost, gOut.ptr, gOut.bytes);
     } else {
-      call(out.data(), q.data(), kHost, vHost, table.data(), lens.data());
+      call(outHost, qHost, kHost, vHost, table.data(), lens.data());
     }
+    if (narrowQ)
+      widenFromQO(kind, out16, out);
     // Row i of sequence b sits at key position lens[b] - sq + i.
     std::vector<int64_t> qStart(b);
     for (int64_t bi = 0; bi < b; ++bi)
@@ -614,9 +639,11 @@ int cmdCheck(const attn_rt_model *m, int argc, char **argv) {
                          1);
       auto v = randomVec(rng,
                          s.b * kind.num_kv_heads * s.skv * kind.head_dim_v, 1);
-      // A bf16/f16 K/V kind reads its inputs rounded: so does the reference.
+      // A bf16/f16 K/V kind reads its inputs rounded: so does the reference
+      // (and q with --qo-dtype).
       roundToKV(kind, k);
       roundToKV(kind, v);
+      roundToQO(kind, q);
       std::vector<int64_t> lens(s.b, s.skv);
       if (s.b > 1)
         lens[1] = s.skv / 2; // key padding on the second sequence

@@ -81,3 +81,20 @@ void attn_compile::setCudaPipelineOptions(attn::GPUPipelineOptions &options) {
   options.overlap = overlap;
   options.precision = precision;
 }
+
+std::string attn_compile::checkCudaCache(attn::KVCacheType kv) {
+  // The tensor-core kernels compute in their own 16-bit type: a cache of
+  // the other one would be rounded again (f16 -> bf16 drops 3 mantissa
+  // bits, bf16 -> f16 overflows past 65504).
+  bool bf16 = precision == attn::GPUPrecision::bf16,
+       f16 = precision == attn::GPUPrecision::f16;
+  if (!(kv == attn::KVCacheType::f16 && bf16) &&
+      !(kv == attn::KVCacheType::bf16 && f16))
+    return "";
+  std::string cache = kv == attn::KVCacheType::bf16 ? "bf16" : "f16";
+  return "--kv-dtype=" + cache +
+         " with --gpu-precision=" + (bf16 ? "bf16" : "f16") +
+         ": the tensor-core kernel would round the cache to its own 16-bit "
+         "type; use --gpu-precision=" +
+         cache + " (or fp32, which reads any cache)";
+}

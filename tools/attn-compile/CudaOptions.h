@@ -9,6 +9,7 @@
 #ifndef ATTN_TOOLS_ATTN_COMPILE_CUDAOPTIONS_H
 #define ATTN_TOOLS_ATTN_COMPILE_CUDAOPTIONS_H
 
+#include "compiler/Frontend/ModelSpec.h"
 #include "compiler/Pipelines/Pipelines.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -20,6 +21,10 @@ llvm::cl::OptionCategory &cudaCategory();
 
 /// --gpu-precision: the kernels' arithmetic.
 mlir::attn::GPUPrecision gpuPrecision();
+
+/// Why the tensor-core precision cannot read a 16-bit cache of `kv`'s type
+/// (the other 16-bit type would be rounded again), or "".
+std::string checkCudaCache(mlir::attn::KVCacheType kv);
 
 /// The CUDA pipeline's options from the command line: architecture,
 /// precision, rows per warp, the sm_90a kernel's products and loads (the

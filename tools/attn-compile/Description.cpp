@@ -39,6 +39,9 @@ attn_compile::tableDescription(const attn::ModelSpec &spec,
   j["kv_dtype"] = spec.kvCache == attn::KVCacheType::bf16  ? "bf16"
                   : spec.kvCache == attn::KVCacheType::f16 ? "f16"
                                                            : "f32";
+  j["qo_dtype"] = spec.qoType == attn::KVCacheType::bf16  ? "bf16"
+                  : spec.qoType == attn::KVCacheType::f16 ? "f16"
+                                                          : "f32";
   if (cuda)
     j["gpu_precision"] = options.precision == attn::GPUPrecision::bf16 ? "bf16"
                          : options.precision == attn::GPUPrecision::f16

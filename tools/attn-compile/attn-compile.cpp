@@ -236,8 +236,8 @@ cl::opt<attn::KVCacheType> kvDtype(
     "kv-dtype",
     cl::desc("Element type of the K and V the softmax-attention kernels "
              "read (<kind>_sdpa and <kind>_paged: attn_sdpa, "
-             "attn_decode_paged); q, the output, arithmetic and "
-             "accumulation stay fp32"),
+             "attn_decode_paged); arithmetic and accumulation stay fp32 "
+             "(q and the output: --qo-dtype)"),
     cl::init(attn::KVCacheType::f32),
     cl::values(clEnumValN(attn::KVCacheType::f32, "f32", "fp32 (default)"),
                clEnumValN(attn::KVCacheType::bf16, "bf16",
@@ -245,6 +245,20 @@ cl::opt<attn::KVCacheType> kvDtype(
                clEnumValN(attn::KVCacheType::f16, "f16",
                           "IEEE half: widened in registers (F16C "
                           "vcvtph2ps)")),
+    cl::cat(category));
+
+cl::opt<attn::KVCacheType> qoDtype(
+    "qo-dtype",
+    cl::desc("Element type of q and the output of the softmax-attention "
+             "entries (<kind>_sdpa, its reference and <kind>_paged: "
+             "attn_sdpa, attn_decode_paged), as torch's bf16/f16 "
+             "scaled_dot_product_attention takes them; f32 (default) or "
+             "--kv-dtype's 16-bit type. Arithmetic and accumulation stay "
+             "fp32; blocks, layers and latent entries keep fp32"),
+    cl::init(attn::KVCacheType::f32),
+    cl::values(clEnumValN(attn::KVCacheType::f32, "f32", "fp32 (default)"),
+               clEnumValN(attn::KVCacheType::bf16, "bf16", "bfloat16"),
+               clEnumValN(attn::KVCacheType::f16, "f16", "IEEE half")),
     cl::cat(category));
 
 enum class Distributed { None, MPI };
@@ -394,23 +408,27 @@ bool checkOptions(Stage stage, bool building) {
                   llvm::sys::path::stem(outputPath).str() +
                   (emit == Emit::Shared ? ".so" : ".o"));
   }
-  // The tensor-core kernels compute in their own 16-bit type: a cache of
-  // the other one would be rounded again (f16 -> bf16 drops 3 mantissa
-  // bits, bf16 -> f16 overflows past 65504).
-  if (cuda && ((kvDtype == attn::KVCacheType::f16 &&
-                attn_compile::gpuPrecision() == attn::GPUPrecision::bf16) ||
-               (kvDtype == attn::KVCacheType::bf16 &&
-                attn_compile::gpuPrecision() == attn::GPUPrecision::f16)))
-    return fail(llvm::Twine("--kv-dtype=") +
-                (kvDtype == attn::KVCacheType::bf16 ? "bf16" : "f16") +
-                " with --gpu-precision=" +
-                (attn_compile::gpuPrecision() == attn::GPUPrecision::bf16
-                     ? "bf16"
-                     : "f16") +
-                ": the tensor-core kernel would round the cache to its own "
-                "16-bit type; use --gpu-precision=" +
-                (kvDtype == attn::KVCacheType::bf16 ? "bf16" : "f16") +
-                " (or fp32, which reads any cache)");
+  if (cuda)
+    if (std::string why = attn_compile::checkCudaCache(kvDtype); !why.empty())
+      return fail(why);
+  // q and the output in 16 bits come with K and V of the same type (as
+  // torch's SDPA takes them); the distributed merge of partial outputs
+  // stays fp32.
+  auto dtypeName = [](attn::KVCacheType t) {
+    return t == attn::KVCacheType::bf16  ? "bf16"
+           : t == attn::KVCacheType::f16 ? "f16"
+                                         : "f32";
+  };
+  if (qoDtype != attn::KVCacheType::f32 && kvDtype != qoDtype)
+    return fail(llvm::Twine("--qo-dtype=") + dtypeName(qoDtype) +
+                " needs --kv-dtype=" + dtypeName(qoDtype) +
+                " (q, K, V and the output of one 16-bit type), got "
+                "--kv-dtype=" +
+                dtypeName(kvDtype));
+  if (qoDtype != attn::KVCacheType::f32 && distributed == Distributed::MPI)
+    return fail(llvm::Twine("--qo-dtype=") + dtypeName(qoDtype) +
+                " with --distributed=mpi: the ranks' partial outputs are "
+                "merged in fp32; use --qo-dtype=f32");
   if (tensorParallel < 1 || tensorParallel > 4096)
     return fail("--tensor-parallel must be in [1, 4096], got " +
                 llvm::Twine(tensorParallel.getValue()));
@@ -700,6 +718,7 @@ int main(int argc, char **argv) {
     return 1;
   attn::ModelSpec spec;
   spec.kvCache = kvDtype;
+  spec.qoType = qoDtype;
   spec.distributed = distributed == Distributed::MPI;
   spec.gpu = target == Target::CUDA;
   spec.tensorParallel = tensorParallel;

@@ -298,11 +298,17 @@ struct ConvertAttnToGPUPass
           vT = vSlice.getSource();
     Operation *op = first;
     auto qTy = cast<RankedTensorType>(qT.getType());
-    // q is fp32; K and V fp32 or a 16-bit cache (--kv-dtype), read as it
-    // is (widened, or taken by a tensor-core kernel of the same type).
+    // K and V fp32 or a 16-bit cache (--kv-dtype), read as it is (widened,
+    // or taken by a tensor-core kernel of the same type); q and the output
+    // fp32 or of the cache's 16-bit type (--qo-dtype: widened as q is
+    // loaded, rounded as the output is stored).
     Type kvElt = cast<ShapedType>(kT.getType()).getElementType();
-    if (!cast<ShapedType>(qT.getType()).getElementType().isF32())
-      return op->emitOpError("the GPU kernels take an fp32 query");
+    Type qElt = cast<ShapedType>(qT.getType()).getElementType();
+    Type outElt = cast<ShapedType>(dest.getDest().getType()).getElementType();
+    if (!(qElt.isF32() || qElt == kvElt) || outElt != qElt)
+      return op->emitOpError("the GPU kernels take q and the output in f32 "
+                             "or in the K/V cache's 16-bit type; got q ")
+             << qElt << ", output " << outElt << ", K/V " << kvElt;
     if (!(kvElt.isF32() || kvElt.isBF16() || kvElt.isF16()) ||
         cast<ShapedType>(vT.getType()).getElementType() != kvElt)
       return op->emitOpError("the GPU kernels take K and V of one type, "

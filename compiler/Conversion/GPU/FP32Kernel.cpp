@@ -166,8 +166,7 @@ KernelEmitter::WarpRows KernelEmitter::loadWarpRows(const Launch &L,
       Value col = add(c(e * kWarp), L.lane);
       Value in = andI(ok, cmp(arith::CmpIPredicate::slt, col, c(d)));
       Value colS = min(col, c(d - 1));
-      Value x =
-          memref::LoadOp::create(b, loc, q, ValueRange{L.bi, h, p, colS});
+      Value x = loadQuery(q, ValueRange{L.bi, h, p, colS});
       Value scaled = fmul(x, qScale);
       regs.push_back(select(in, scaled, f32(0.0)));
     }

@@ -469,6 +469,21 @@ struct KernelEmitter {
   }
   /// An f32 rounded to the mma operand type.
   Value toNarrow(Value f) { return arith::TruncFOp::create(b, loc, mmaElt, f); }
+  /// q[idx] as f32: a 16-bit query (--qo-dtype) widened as it is loaded.
+  Value loadQuery(Value q, ValueRange idx) {
+    Value x = memref::LoadOp::create(b, loc, q, idx);
+    if (x.getType().isF32())
+      return x;
+    return arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+  }
+  /// out[idx] = x (f32), rounded to a 16-bit output (--qo-dtype) as it is
+  /// stored.
+  void storeOutput(Value x, Value out, ValueRange idx) {
+    Type elt = cast<MemRefType>(out.getType()).getElementType();
+    if (!elt.isF32())
+      x = arith::TruncFOp::create(b, loc, elt, x);
+    memref::StoreOp::create(b, loc, x, out, idx);
+  }
   /// C += A·B for one m16n8k16 tile: A 4 x i32, B 2 x i32 (pairs of
   /// mmaElt, made f16x2 vectors for f16), C 4 x f32.
   SmallVector<Value> mma(ArrayRef<Value> a, ArrayRef<Value> bb,

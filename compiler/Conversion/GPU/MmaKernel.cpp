@@ -180,8 +180,7 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
          Value col = arith::RemUIOp::create(b, loc, idx, c(d));
          Row row = rowOf(L, r);
          Value ok = row.valid;
-         Value x = memref::LoadOp::create(
-             b, loc, q, ValueRange{L.bi, row.head, row.pos, col});
+         Value x = loadQuery(q, ValueRange{L.bi, row.head, row.pos, col});
          Value scaled = fmul(x, m.qScale);
          SmallVector<Value> at = {r, col};
          if (m.wgmma)

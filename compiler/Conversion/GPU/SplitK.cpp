@@ -52,7 +52,7 @@ void KernelEmitter::splitKeyRange(Launch &L) {
 void KernelEmitter::storeResult(const Launch &L, Value out, Value x, Value head,
                                 Value pos, Value col) {
   if (!parts) {
-    memref::StoreOp::create(b, loc, x, out, ValueRange{L.bi, head, pos, col});
+    storeOutput(x, out, ValueRange{L.bi, head, pos, col});
     return;
   }
   auto ifOp = scf::IfOp::create(b, loc, L.split, /*withElseRegion=*/true);
@@ -61,7 +61,7 @@ void KernelEmitter::storeResult(const Launch &L, Value out, Value x, Value head,
   memref::StoreOp::create(b, loc, x, ws,
                           ValueRange{L.part, L.bi, head, pos, col});
   b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-  memref::StoreOp::create(b, loc, x, out, ValueRange{L.bi, head, pos, col});
+  storeOutput(x, out, ValueRange{L.bi, head, pos, col});
 }
 
 void KernelEmitter::storeRowLse(const Launch &L, Value first, Value m, Value l,
@@ -135,6 +135,12 @@ void KernelEmitter::planSplit(Value q, Value k, Value out, int64_t splitBlocks,
     scf::YieldOp::create(b, loc,
                          ValueRange{wsAlloc.getMemref(), lseAlloc.getMemref()});
     b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    // Views of an fp32 buffer: the output, or one host float for a 16-bit
+    // output (--qo-dtype).
+    Value base = out;
+    if (!cast<MemRefType>(out.getType()).getElementType().isF32())
+      base = memref::AllocaOp::create(b, loc,
+                                      MemRefType::get({1}, b.getF32Type()));
     auto emptyView = [&](MemRefType ty) -> Value {
       SmallVector<OpFoldResult> sizes = {c(0), batch, b.getIndexAttr(hq), seq};
       if (ty.getRank() == 5)
@@ -155,7 +161,7 @@ void KernelEmitter::planSplit(Value q, Value k, Value out, int64_t splitBlocks,
         stride = mul(inner, size);
       }
       return memref::ReinterpretCastOp::create(
-          b, loc, ty, out, b.getIndexAttr(0), sizes, strides);
+          b, loc, ty, base, b.getIndexAttr(0), sizes, strides);
     };
     Value wsView = emptyView(wsTy);
     Value lseView = emptyView(lseTy);
@@ -231,8 +237,8 @@ void KernelEmitter::finishSplit(Value out) {
       Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
                                           wSum, f32(0.0));
       Value ratio = arith::DivFOp::create(b, loc, sumLoop.getResult(1), wSum);
-      memref::StoreOp::create(b, loc, select(empty, f32(0.0), ratio), out,
-                              ValueRange{bi, head, pos, col});
+      storeOutput(select(empty, f32(0.0), ratio), out,
+                  ValueRange{bi, head, pos, col});
     }
     gpu::TerminatorOp::create(b, loc);
   }

@@ -39,10 +39,10 @@ public:
         ctx, {ptr, ptr, i64, llvm::ArrayType::get(i64, 4), i64},
         "attn_rt_weight");
     kindTy = llvm::StructType::create(
-        ctx,
-        {ptr, i64, i64, i64, i64, i32, i64, i64, ptr, i64, ptr, ptr, ptr, ptr,
-         i64, f64, f64, f64, i32, ptr, i64, ptr, i32, ptr, i64, i32, ptr, i64,
-         ptr, ptr, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr, i32, i64, i32, i32},
+        ctx, {ptr, i64, i64, i64, i64, i32, i64, i64, ptr, i64, ptr,
+              ptr, ptr, ptr, i64, f64, f64, f64, i32, ptr, i64, ptr,
+              i32, ptr, i64, i32, ptr, i64, ptr, ptr, i64, i64, ptr,
+              ptr, ptr, ptr, ptr, ptr, i32, i64, i32, i32, i32},
         "attn_rt_kind");
     modelTy = llvm::StructType::create(
         ctx, {i32, ptr, i64, ptr, ptr, i64, i64, ptr, i32, ptr},
@@ -158,7 +158,8 @@ bool TableBuilder::checkLayout(std::string &error) const {
         offsetof(attn_rt_kind, has_sinks),
         offsetof(attn_rt_kind, chunk),
         offsetof(attn_rt_kind, no_delta),
-        offsetof(attn_rt_kind, channel_gate)}},
+        offsetof(attn_rt_kind, channel_gate),
+        offsetof(attn_rt_kind, qo_dtype)}},
       {modelTy,
        sizeof(attn_rt_model),
        {offsetof(attn_rt_model, abi_version), offsetof(attn_rt_model, family),
@@ -389,6 +390,12 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
                                    wv),
           "attn_rt.weights." + n);
     }
+    // --qo-dtype: the softmax kinds' q and output (the linear kinds' stay
+    // fp32).
+    int qoDtype = kind.isLinear() || spec.qoType == KVCacheType::f32
+                      ? ATTN_RT_KV_F32
+                  : spec.qoType == KVCacheType::bf16 ? ATTN_RT_KV_BF16
+                                                     : ATTN_RT_KV_F16;
     kindValues.push_back(llvm::ConstantStruct::get(
         t.kindTy,
         {t.string(n), t.c64(l.numHeads), t.c64(l.numKVHeads),
@@ -400,7 +407,9 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
          t.c64(kind.layers.size()), fused, reference, block, weights,
          t.c64(numBlockWeights), t.f(l.scale), t.f(l.softcap.value_or(0.0)),
          // The gated-delta kernel is fp32 whatever the precision.
-         t.f(bf16 && !kind.isLinear() ? 2e-2 : 1e-5),
+         // A 16-bit output: both sides rounded once (one ulp apart at most).
+         t.f((bf16 || qoDtype != ATTN_RT_KV_F32) && !kind.isLinear() ? 2e-2
+                                                                     : 1e-5),
          t.c32(kind.isLinear() ? ATTN_RT_OP_GATED_DELTA : ATTN_RT_OP_SDPA),
          linearBlock, t.c64(kind.isLinear() ? l.convKernel : 0), paged,
          t.c32(spec.kvCache == KVCacheType::bf16  ? ATTN_RT_KV_BF16
@@ -412,7 +421,7 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
          t.c64(latent ? l.latent.ropeDim : 0), mla, mlaReference, mlaPaged,
          latentBlock, latentLayer, mlaPagedPart, t.c32(l.sinks.empty() ? 0 : 1),
          t.c64(l.causal && l.chunk ? *l.chunk : 0), t.c32(l.noDelta ? 1 : 0),
-         t.c32(l.channelGate ? 1 : 0)}));
+         t.c32(l.channelGate ? 1 : 0), t.c32(qoDtype)}));
   }
 
   llvm::Constant *kindArray = t.global(

@@ -193,10 +193,11 @@ LogicalResult verify::verifySinks(Operation *op, Value sinks, Value query) {
     return op->emitOpError() << "expects one sink per query head ("
                              << dimStr(q.getDimSize(1)) << "), got "
                              << dimStr(s.getDimSize(0));
-  if (s.getElementType() != q.getElementType())
-    return op->emitOpError() << "expects sinks of the query's element type "
-                             << q.getElementType() << ", got "
-                             << s.getElementType();
+  // A 16-bit query (a --qo-dtype entry) keeps fp32 sinks.
+  if (s.getElementType() != q.getElementType() && !s.getElementType().isF32())
+    return op->emitOpError() << "expects f32 sinks or sinks of the query's "
+                             << "element type " << q.getElementType()
+                             << ", got " << s.getElementType();
   return success();
 }
 

@@ -138,6 +138,35 @@ def LowerLatentAttentionPass
 // Reference path
 //===----------------------------------------------------------------------===//
 
+def NarrowAttentionIOPass : Pass<"attn-narrow-attention-io", "func::FuncOp"> {
+  let summary = "Fold a 16-bit query's widening and the output's rounding into attn.sdpa / attn.paged_sdpa";
+  let description = [{
+    The front end gives an entry compiled with `--qo-dtype=bf16|f16` a
+    16-bit q and output around an fp32 op: `arith.extf` of the query, the
+    attention, `arith.truncf` of its result. A kernel that reads q and
+    writes its output itself (the GPU's) does better with the 16-bit tensors
+    as the op's operands: q is widened as it is loaded and the output
+    rounded as it is stored, with no fp32 copy of either in memory. This
+    pass makes that the op's form when the query is the `arith.extf` of a
+    16-bit tensor no narrower than the keys, and the op's only use (its
+    first result's; a paged op's stats stay fp32) is an `arith.truncf` to
+    that same type. The arithmetic stays fp32; sinks stay fp32.
+
+    ```mlir
+    %q32 = arith.extf %q : tensor<?x32x?x128xbf16> to tensor<?x32x?x128xf32>
+    %o = attn.sdpa %q32, %k, %v outs(%init : tensor<?x32x?x128xf32>) ...
+    %o16 = arith.truncf %o : tensor<?x32x?x128xf32> to tensor<?x32x?x128xbf16>
+    // becomes
+    %o16 = attn.sdpa %q, %k, %v outs(%init16 : tensor<?x32x?x128xbf16>) ...
+    ```
+
+    The CPU pipeline does not run it: its micro-kernels read an fp32 query
+    (the widening is one pass over q, the rounding one over the output).
+  }];
+  let dependentDialects = ["::mlir::attn::AttnDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def DecomposeSDPAPass : Pass<"attn-decompose-sdpa", "func::FuncOp"> {
   let summary = "Expand attn.sdpa back into the unfused chain (materializes the scores)";
   let description = [{

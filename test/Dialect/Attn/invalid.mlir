@@ -1705,7 +1705,7 @@ func.func @sink_softmax_rank(%s: tensor<?x8x?x?xf32>, %sinks: tensor<8x1xf32>) {
 // -----
 
 func.func @sdpa_sinks_type(%q: tensor<?x8x?x16xf32>, %k: tensor<?x2x?x16xf32>, %sinks: tensor<8xf16>, %init: tensor<?x8x?x16xf32>) {
-  // expected-error @+1 {{expects sinks of the query's element type 'f32', got 'f16'}}
+  // expected-error @+1 {{expects f32 sinks or sinks of the query's element type 'f32', got 'f16'}}
   %0 = attn.sdpa %q, %k, %k sinks(%sinks : tensor<8xf16>) outs(%init : tensor<?x8x?x16xf32>) {scale = 0.25 : f64} : (tensor<?x8x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x8x?x16xf32>
   return
 }

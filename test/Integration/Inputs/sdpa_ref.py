@@ -5,7 +5,9 @@ float64 with NumPy (plain loops over the definition, no shared code with the
 compiler), and compares: max |out - ref| / max |ref| must be <= --tol.
 With --kv-dtype bf16/f16 (an executable compiled with that --kv-dtype), K and
 V are rounded to nearest even, saved as bfloat16 bits ('<u2') or float16
-('<f2'), and the reference reads the rounded values.
+('<f2'), and the reference reads the rounded values. With --qo-dtype bf16/f16
+(--qo-dtype at compile time) q is so too, and the output read back in that
+type must be the reference within the type's rounding (--tol).
 """
 import argparse
 import os
@@ -79,6 +81,7 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tol", type=float, default=1e-5)
     p.add_argument("--kv-dtype", choices=("f32", "bf16", "f16"), default="f32")
+    p.add_argument("--qo-dtype", choices=("f32", "bf16", "f16"), default="f32")
     p.add_argument("--print", action="store_true")
     p.add_argument("--mpirun", type=str,
                    help="run `sdpa` under this MPI launcher (an executable "
@@ -104,7 +107,15 @@ def main():
         lens = [int(x) for x in a.lens.split(",")]
     with tempfile.TemporaryDirectory() as t:
         paths = {n: os.path.join(t, n + ".npy") for n in ("q", "k", "v", "o", "l")}
-        np.save(paths["q"], q)
+        if a.qo_dtype == "bf16":
+            qb = to_bf16_bits(q)
+            q = from_bf16_bits(qb)
+        elif a.qo_dtype == "f16":
+            qb = q.astype(np.float16)
+            q = qb.astype(np.float32)
+        else:
+            qb = q
+        np.save(paths["q"], qb)
         if a.kv_dtype == "bf16":
             kb, vb = to_bf16_bits(k), to_bf16_bits(v)
             k, v = from_bf16_bits(kb), from_bf16_bits(vb)
@@ -126,6 +137,11 @@ def main():
             cmd += ["--kv-lengths", paths["l"]]
         subprocess.run(cmd, check=True)
         out = np.load(paths["o"])
+    want = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}[a.qo_dtype]
+    if out.dtype != want:
+        print(f"FAIL dtype {out.dtype}, expected {np.dtype(want)}")
+        return 1
+    out = from_bf16_bits(out) if a.qo_dtype == "bf16" else out.astype(np.float32)
     ref = reference(q, k, v, scale, a.causal, a.window, a.softcap, lens,
                     per_row=a.mode == "decode")
     if out.shape != ref.shape:
