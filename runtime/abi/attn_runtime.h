@@ -476,6 +476,15 @@ void attn_rt_cuda_to_host(void *host, const void *device, int64_t bytes);
  * warm-up, in GB/s: what a memory-bound kernel (decode) is measured
  * against. */
 double attn_rt_cuda_copy_gbps(int64_t bytes, int repeats);
+/* Device time of the host thread's next calls of a kernel entry: begin
+ * records an event on the thread's stream (0; -1 when the driver has no
+ * events), each stream synchronization of the calls records the end
+ * event, end waits for it and returns the milliseconds between the two
+ * (-1 without a begin). The launches' host work counts where the GPU waits
+ * for it, as with torch.cuda.Event around a call; the copy back and the
+ * host's wake-up after the last kernel do not. */
+int attn_rt_cuda_timing_begin(void);
+double attn_rt_cuda_timing_end(void);
 /* The device's name, SM count, clock (kHz) and compute capability. */
 void attn_rt_cuda_describe(char *name, int name_size, int *sms, int *khz,
                            int *major, int *minor);

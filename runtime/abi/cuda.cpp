@@ -41,6 +41,7 @@ using CUcontext = void *;
 using CUmodule = void *;
 using CUfunction = void *;
 using CUstream = void *;
+using CUevent = void *;
 
 constexpr int kAttrSMs = 16;         // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 constexpr int kAttrClockKHz = 13;    // CU_DEVICE_ATTRIBUTE_CLOCK_RATE
@@ -83,6 +84,10 @@ struct Driver {
   CUresult (*cuMemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
   CUresult (*cuCtxSynchronize)();
   CUresult (*cuGetErrorString)(CUresult, const char **);
+  CUresult (*cuEventCreate)(CUevent *, unsigned);
+  CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuEventSynchronize)(CUevent);
+  CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
   CUresult (*cuTensorMapEncodeTiled)(void *, int, unsigned, void *,
                                      const uint64_t *, const uint64_t *,
                                      const unsigned *, const unsigned *, int,
@@ -162,6 +167,11 @@ bool initDriver() {
   get(d.cuMemcpyDtoH, "cuMemcpyDtoH_v2");
   get(d.cuMemcpyDtoD, "cuMemcpyDtoD_v2");
   get(d.cuCtxSynchronize, "cuCtxSynchronize");
+  // Events time bench's calls on the device (attn_rt_cuda_timing_*).
+  get(d.cuEventCreate, "cuEventCreate", /*required=*/false);
+  get(d.cuEventRecord, "cuEventRecord", /*required=*/false);
+  get(d.cuEventSynchronize, "cuEventSynchronize", /*required=*/false);
+  get(d.cuEventElapsedTime, "cuEventElapsedTime", /*required=*/false);
   // TMA tensor maps (CUDA 12+ drivers): only the sm_90a kernels use them.
   get(d.cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", /*required=*/false);
   if (missing)
@@ -240,6 +250,15 @@ bool pooledAllocation() {
   }();
   return pooled;
 }
+
+/// A timed call's events (attn_rt_cuda_timing_begin/end), per host thread:
+/// `start` recorded on the thread's stream before the call, `stop` at each
+/// of its synchronizations (the last one, after its last kernel, counts).
+struct Timing {
+  bool on = false, stopped = false;
+  CUevent start = nullptr, stop = nullptr;
+};
+thread_local Timing timing;
 
 } // namespace
 
@@ -338,6 +357,11 @@ CUstream mgpuStreamCreate() {
 }
 
 void mgpuStreamSynchronize(CUstream stream) {
+  if (timing.on) {
+    check(state().d.cuEventRecord(timing.stop, stream),
+          "cuEventRecord (timing)");
+    timing.stopped = true;
+  }
   check(state().d.cuStreamSynchronize(stream),
         "cuStreamSynchronize (the kernel)");
 }
@@ -526,6 +550,43 @@ double attn_rt_cuda_copy_gbps(int64_t bytes, int repeats) {
   std::sort(seconds.begin(), seconds.end());
   double median = seconds[seconds.size() / 2];
   return 2.0 * double(bytes) / median / 1e9;
+}
+
+int attn_rt_cuda_timing_begin() {
+  Driver &d = state().d;
+  if (!d.cuEventCreate || !d.cuEventRecord || !d.cuEventSynchronize ||
+      !d.cuEventElapsedTime)
+    return -1;
+  if (!timing.start) {
+    check(d.cuEventCreate(&timing.start, /*CU_EVENT_DEFAULT=*/0),
+          "cuEventCreate (timing)");
+    check(d.cuEventCreate(&timing.stop, /*CU_EVENT_DEFAULT=*/0),
+          "cuEventCreate (timing)");
+  }
+  check(d.cuEventRecord(timing.start, mgpuStreamCreate()),
+        "cuEventRecord (timing)");
+  timing.on = true;
+  timing.stopped = false;
+  return 0;
+}
+
+double attn_rt_cuda_timing_end() {
+  if (!timing.on)
+    return -1;
+  timing.on = false;
+  Driver &d = state().d;
+  // Calls that never synchronized their stream (nothing launched): the
+  // end is now.
+  if (!timing.stopped)
+    check(d.cuEventRecord(timing.stop, mgpuStreamCreate()),
+          "cuEventRecord (timing)");
+  float ms = 0;
+  // A failed measurement is no measurement (the caller uses the wall
+  // clock's), not an error of the kernels.
+  if (d.cuEventSynchronize(timing.stop) != 0 ||
+      d.cuEventElapsedTime(&ms, timing.start, timing.stop) != 0)
+    return -1;
+  return ms;
 }
 
 void attn_rt_cuda_describe(char *name, int nameSize, int *sms, int *khz,

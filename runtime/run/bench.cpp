@@ -34,6 +34,16 @@ double flops(const attn_rt_kind &k, int64_t b, int64_t sq, int64_t skv) {
                                  k.head_dim_v, k.causal, k.window);
 }
 
+/// `"wall_ms": X, ` for a GPU bench's JSON (its fused_ms is the events'),
+/// "" on the CPU (NaN).
+std::string wallJson(double wallMs) {
+  if (std::isnan(wallMs))
+    return "";
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "\"wall_ms\": %.4f, ", wallMs);
+  return buf;
+}
+
 /// bench --page-size: the kind's paged kernel over a cache of `skv` tokens
 /// per sequence in pages of `page` (shuffled over the pool, as an
 /// allocator leaves them), of the kind's kv_dtype, filled in place (no
@@ -120,9 +130,11 @@ void benchPaged(const attn_rt_kind &kind, int64_t b, int64_t sq, int64_t skv,
     dt2.allocated = dt2.aligned = static_cast<int32_t *>(gt->ptr);
     dl.allocated = dl.aligned = static_cast<int64_t *>(gl->ptr);
   }
-  double ms = medianMs(repeats, [&] {
-    kind.paged(&dout, &dq, &dk, &dv, &dt2, &dl);
-  });
+  // On the GPU the device time (events), the wall clock's beside it.
+  double wallMs = NAN;
+  auto step = [&] { kind.paged(&dout, &dq, &dk, &dv, &dt2, &dl); };
+  double ms =
+      gCuda ? deviceMedianMs(repeats, step, wallMs) : medianMs(repeats, step);
   double kvBytes = double(b) * skv * kind.num_kv_heads *
                    (kind.head_dim + kind.head_dim_v) * eb;
   struct rusage ru;
@@ -133,18 +145,19 @@ void benchPaged(const attn_rt_kind &kind, int64_t b, int64_t sq, int64_t skv,
                 "\"%s\", \"qo_dtype\": \"%s\", \"page_size\": %lld, "
                 "\"batch\": %lld, \"seq\": "
                 "%lld, \"kv_len\": %lld, \"threads\": %d, \"fused_ms\": %.4f, "
-                "\"kv_gbps\": %.3f, \"cache_mb\": %.1f, \"peak_rss_mb\": "
+                "%s\"kv_gbps\": %.3f, \"cache_mb\": %.1f, \"peak_rss_mb\": "
                 "%.1f}",
                 first ? "" : ",", kind.name, dt, qoDtypeName(kind),
                 (long long)page, (long long)b, (long long)sq, (long long)skv,
-                ompThreads(), ms, kvBytes / ms / 1e6, cacheBytes / 1048576.0,
-                rssMb);
+                ompThreads(), ms, wallJson(wallMs).c_str(), kvBytes / ms / 1e6,
+                cacheBytes / 1048576.0, rssMb);
   else {
     // On the GPU, against the device-to-device copy bandwidth.
-    char ofCopy[64] = "";
+    char ofCopy[96] = "";
     if (gCuda)
-      std::snprintf(ofCopy, sizeof(ofCopy), " (%.1f%% of the copy bandwidth)",
-                    100 * kvBytes / ms / 1e6 / gDevice.copyGbps);
+      std::snprintf(ofCopy, sizeof(ofCopy),
+                    " (%.1f%% of the copy bandwidth; events, wall %.3f ms)",
+                    100 * kvBytes / ms / 1e6 / gDevice.copyGbps, wallMs);
     std::printf("%-30s B=%lld Sq=%lld Skv=%lld threads=%d paged %s cache, "
                 "page %lld: %9.3f ms, K+V read %.1f GB/s%s | cache %.1f MB, "
                 "peak RSS %.1f MB\n",
@@ -288,7 +301,9 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
       // stream and wait for it.
       int64_t outElems = b * kind.num_heads * sq * kind.head_dim_v;
       DeviceCall c(kind, q, qs, k, ks, v, vs, lens, outElems);
-      double fusedMs = medianMs(repeats, [&] { c.call(kind.fused, kind); });
+      double wallMs = 0;
+      double fusedMs = deviceMedianMs(
+          repeats, [&] { c.call(kind.fused, kind); }, wallMs);
       double tflops = f / fusedMs / 1e9;
       double pctFp32 = 100 * tflops / gDevice.fp32Tflops;
       double pctTensor = 100 * tflops / gDevice.tensorTflops;
@@ -301,23 +316,24 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
         std::printf("%s\n  {\"kind\": \"%s\", \"device\": \"%s\", "
                     "\"kv_dtype\": \"%s\", \"qo_dtype\": \"%s\", "
                     "\"batch\": %lld, \"seq\": %lld, \"kv_len\": %lld, "
-                    "\"flops\": %.0f, \"fused_ms\": %.4f, "
+                    "\"flops\": %.0f, \"fused_ms\": %.4f, \"wall_ms\": %.4f, "
                     "\"fused_tflops\": %.3f, \"pct_fp32_peak\": %.2f, "
                     "\"pct_bf16_tensor_peak\": %.2f, \"kv_gbps\": %.1f, "
                     "\"pct_copy_bandwidth\": %.2f}",
                     ki ? "," : "", kind.name, gDevice.name.c_str(),
                     kvDtypeName(kind), qoDtypeName(kind), (long long)b,
-                    (long long)sq, (long long)skv, f, fusedMs, tflops, pctFp32,
-                    pctTensor, kvGbps, pctCopy);
+                    (long long)sq, (long long)skv, f, fusedMs, wallMs, tflops,
+                    pctFp32, pctTensor, kvGbps, pctCopy);
       else
-        std::printf("%-30s B=%lld Sq=%lld Skv=%lld%s%s: fused %9.3f ms %8.3f "
-                    "TFLOP/s, %.1f%% of the fp32 peak, %.1f%% of the dense "
-                    "bf16 tensor peak; K+V read %.1f GB/s, %.1f%% of the "
-                    "copy bandwidth\n",
+        std::printf("%-30s B=%lld Sq=%lld Skv=%lld%s%s: fused %9.3f ms "
+                    "(events; wall %.3f ms) %8.3f TFLOP/s, %.1f%% of the fp32 "
+                    "peak, %.1f%% of the dense bf16 tensor peak; K+V read "
+                    "%.1f GB/s, %.1f%% of the copy bandwidth\n",
                     kind.name, (long long)b, (long long)sq, (long long)skv,
                     kind.kv_dtype == ATTN_RT_KV_F32 ? "" : " K/V ",
                     kind.kv_dtype == ATTN_RT_KV_F32 ? "" : kvDtypeName(kind),
-                    fusedMs, tflops, pctFp32, pctTensor, kvGbps, pctCopy);
+                    fusedMs, wallMs, tflops, pctFp32, pctTensor, kvGbps,
+                    pctCopy);
       continue;
     }
     // K/V narrowed once (a --kv-dtype=bf16/f16 kind): the calls read the

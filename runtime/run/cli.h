@@ -60,6 +60,30 @@ template <typename F> double medianMs(int64_t repeats, F call) {
   return ms[ms.size() / 2];
 }
 
+/// bench on the GPU: the median device time of `repeats` calls (CUDA events
+/// around each call's launches, attn_rt_cuda_timing_*: no wake-up of the
+/// host after the last kernel), after one warm-up call; `wallMs` gets the
+/// wall-clock median of the same calls. A driver without events: the
+/// wall-clock median for both.
+template <typename F>
+double deviceMedianMs(int64_t repeats, F call, double &wallMs) {
+  call();
+  std::vector<double> events, wall;
+  for (int64_t r = 0; r < repeats; ++r) {
+    bool timed = attn_rt_cuda_timing_begin() == 0;
+    auto t0 = std::chrono::steady_clock::now();
+    call();
+    auto t1 = std::chrono::steady_clock::now();
+    double e = timed ? attn_rt_cuda_timing_end() : -1;
+    wall.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    events.push_back(e >= 0 ? e : wall.back());
+  }
+  std::sort(events.begin(), events.end());
+  std::sort(wall.begin(), wall.end());
+  wallMs = wall[wall.size() / 2];
+  return events[events.size() / 2];
+}
+
 //===- device.cpp ----------------------------------------------------------===//
 
 /// The kernels launch CUDA kernels on device buffers (attn_rt_model.device).

@@ -528,21 +528,24 @@ void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,
     // The recurrent GPU kernel: device buffers once, each call launches and
     // waits. FLOPs counted as the recurrence's (what it computes).
     GdnDevice d(sh, in);
-    double fusedMs = medianMs(repeats, [&] { d.call(kind.fused, sh); });
+    double wallMs = 0;
+    double fusedMs = deviceMedianMs(
+        repeats, [&] { d.call(kind.fused, sh); }, wallMs);
     double stateBytes = 4.0 * 2 * double(NpyArray::numelOf(sh.state));
     if (json)
       std::printf("%s\n  {\"kind\": \"%s\", \"op\": \"gated_delta\", "
                   "\"device\": \"%s\", \"batch\": %lld, \"seq\": %lld, "
                   "\"recurrent_flops\": %.0f, \"fused_ms\": %.4f, "
+                  "\"wall_ms\": %.4f, "
                   "\"fused_tflops\": %.4f, \"us_per_token\": %.4f}",
                   first ? "" : ",", kind.name, gDevice.name.c_str(),
-                  (long long)b, (long long)s, fr, fusedMs,
+                  (long long)b, (long long)s, fr, fusedMs, wallMs,
                   fr / fusedMs / 1e9, 1e3 * fusedMs / double(b * s));
     else
       std::printf("%-30s B=%lld S=%lld: fused (recurrent GPU kernel) %9.3f ms "
-                  "%8.3f TFLOP/s (recurrent count), %.3f us/token, state "
-                  "in+out %.1f MB\n",
-                  kind.name, (long long)b, (long long)s, fusedMs,
+                  "(events; wall %.3f ms) %8.3f TFLOP/s (recurrent count), "
+                  "%.3f us/token, state in+out %.1f MB\n",
+                  kind.name, (long long)b, (long long)s, fusedMs, wallMs,
                   fr / fusedMs / 1e9, 1e3 * fusedMs / double(b * s),
                   stateBytes / 1e6);
     return;
