@@ -165,15 +165,10 @@ Value Emitter::scoreChain(Location loc, const LayerSpec &l, Value qh, Value kh,
   return PVOp::create(b, loc, headsType(hq, l.headDimV), p, vh);
 }
 
-namespace {
-
-/// `t` with the element type `elt`.
 RankedTensorType withElement(RankedTensorType t, Type elt) {
   return RankedTensorType::get(t.getShape(), elt);
 }
 
-/// q of an attention entry widened to fp32 (an `arith.extf` on the whole
-/// tensor) when it is 16-bit (--qo-dtype), else q itself.
 Value widenQuery(OpBuilder &b, Location loc, Value q) {
   auto t = cast<RankedTensorType>(q.getType());
   if (t.getElementType().isF32())
@@ -181,16 +176,12 @@ Value widenQuery(OpBuilder &b, Location loc, Value q) {
   return arith::ExtFOp::create(b, loc, withElement(t, b.getF32Type()), q);
 }
 
-/// The entry's fp32 output rounded to `elt` (--qo-dtype: `arith.truncf`),
-/// or itself.
 Value narrowOutput(OpBuilder &b, Location loc, Value o, Type elt) {
   if (elt.isF32())
     return o;
   return arith::TruncFOp::create(
       b, loc, withElement(cast<RankedTensorType>(o.getType()), elt), o);
 }
-
-} // namespace
 
 func::FuncOp Emitter::emitKernel(const std::string &name, const LayerSpec &l) {
   Location loc = NameLoc::get(b.getStringAttr(name),

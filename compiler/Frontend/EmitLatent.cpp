@@ -178,13 +178,15 @@ func::FuncOp Emitter::emitLatentKernel(const std::string &name,
                               FileLineColLoc::get(ctx, spec.configPath, 1, 1));
   const LatentSpec &m = l.latent;
   int64_t heads = l.numHeads, r = m.kvLoraRank, row = m.cacheWidth();
+  // q and the output in --qo-dtype's type (widened and rounded around the
+  // fp32 attention, as the softmax entries).
   SmallVector<Type> inputs = {
-      headsType(heads, row),
+      withElement(headsType(heads, row), qoType()),
       RankedTensorType::get({kDyn, kDyn, row}, cacheType()),
       RankedTensorType::get({kDyn}, b.getI64Type())};
   auto fn = func::FuncOp::create(
       loc, name + "_mla",
-      b.getFunctionType(inputs, {headsType(heads, r)}));
+      b.getFunctionType(inputs, {withElement(headsType(heads, r), qoType())}));
   fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
@@ -211,9 +213,9 @@ func::FuncOp Emitter::emitLatentKernel(const std::string &name,
   mqa.headDimQK = row;
   mqa.headDimV = r;
   mqa.position = PositionKind::Absolute;
-  Value o = scoreChain(loc, mqa, entry->getArgument(0), k, v, Value(),
-                       entry->getArgument(2));
-  func::ReturnOp::create(b, loc, o);
+  Value o = scoreChain(loc, mqa, widenQuery(b, loc, entry->getArgument(0)), k,
+                       v, Value(), entry->getArgument(2));
+  func::ReturnOp::create(b, loc, narrowOutput(b, loc, o, qoType()));
   return fn;
 }
 
@@ -225,14 +227,14 @@ func::FuncOp Emitter::emitLatentPagedKernel(const std::string &name,
   int64_t heads = l.numHeads, r = m.kvLoraRank, row = m.cacheWidth();
   RankedTensorType outTy = headsType(heads, r);
   SmallVector<Type> inputs = {
-      headsType(heads, row),
+      withElement(headsType(heads, row), qoType()),
       RankedTensorType::get({kDyn, kDyn, row}, cacheType()),
       RankedTensorType::get({kDyn, kDyn}, b.getI32Type()),
       RankedTensorType::get({kDyn}, b.getI64Type())};
   // The partial form (context parallelism): q_pos [B] and each row's
   // softmax statistics [B, H, Sq, 2], as `<kind>_paged_part`.
   RankedTensorType statsTy = tensor({kDyn, heads, kDyn, 2});
-  SmallVector<Type> results = {outTy};
+  SmallVector<Type> results = {withElement(outTy, qoType())};
   if (part) {
     inputs.push_back(RankedTensorType::get({kDyn}, b.getI64Type()));
     results.push_back(statsTy);
@@ -243,7 +245,7 @@ func::FuncOp Emitter::emitLatentPagedKernel(const std::string &name,
   fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
-  Value q = entry->getArgument(0);
+  Value q = widenQuery(b, loc, entry->getArgument(0));
   Value pool = entry->getArgument(1);
   // The pool [pages, page_size, r + dr] as one KV head's pages; the values
   // are each row's first r features, the same rows.
@@ -277,7 +279,9 @@ func::FuncOp Emitter::emitLatentPagedKernel(const std::string &name,
       statsInit, b.getF64FloatAttr(l.scale),
       MaskKindAttr::get(ctx, l.causal ? MaskKind::causal : MaskKind::none),
       IntegerAttr(), FloatAttr());
-  func::ReturnOp::create(b, loc, op->getResults());
+  SmallVector<Value> returned(op->getResults());
+  returned[0] = narrowOutput(b, loc, returned[0], qoType());
+  func::ReturnOp::create(b, loc, returned);
   return fn;
 }
 

@@ -400,9 +400,10 @@ typedef struct {
    * 0 for every other kind. */
   int channel_gate;
   /* The element type of q and the output of fused, reference and paged
-   * (attn-compile --qo-dtype: ATTN_RT_KV_*): their descriptors then point
-   * at 16-bit elements (the same descriptor layout). ATTN_RT_KV_F32 for
-   * the linear kinds, the latent entries, blocks and layers. */
+   * (and of a latent kind's mla, mla_reference and mla_paged; attn-compile
+   * --qo-dtype: ATTN_RT_KV_*): their descriptors then point at 16-bit
+   * elements (the same descriptor layout). ATTN_RT_KV_F32 for the linear
+   * kinds; blocks and layers always take fp32 hidden states. */
   int qo_dtype;
 } attn_rt_kind;
 

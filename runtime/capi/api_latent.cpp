@@ -66,7 +66,11 @@ static attn_status decodeLatent(const attn_model *model, int32_t kind,
   int64_t h = kd->num_heads, r = kd->kv_lora_rank,
           row = kd->kv_lora_rank + kd->rope_head_dim;
   TensorCheck check{call, kd, describeLatent};
-  if (!check(q, "q", {-1, h, -1, row}, {"B", "", "Sq", ""}))
+  // q and out of the kind's --qo-dtype (a library compiled without the
+  // distributed entries: the partial ones stay f32).
+  attn_dtype qo = part ? ATTN_F32 : qoDtype(*kd);
+  if ((!part && !checkQODtype(check, *kd, {{q, "q"}, {out, "out"}})) ||
+      !check(q, "q", {-1, h, -1, row}, {"B", "", "Sq", ""}, qo))
     return check.status;
   int64_t b = q->shape[0], sq = q->shape[2];
   if (!checkKVDtype(check, *kd, {{latent_cache, "latent_cache"}}) ||
@@ -79,7 +83,7 @@ static attn_status decodeLatent(const attn_model *model, int32_t kind,
                     std::string(call) + ": latent_cache has page_size 0");
   if (!check(block_table, "block_table", {b, -1}, {"", "max_pages"},
              ATTN_I32) ||
-      !check(out, "out", {b, h, sq, r}, {}) ||
+      !check(out, "out", {b, h, sq, r}, {}, qo) ||
       (part && !check(stats, "stats", {b, h, sq, 2}, {})))
     return check.status;
   int64_t maxPages = block_table->shape[1];

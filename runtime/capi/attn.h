@@ -143,10 +143,10 @@ typedef struct {
    * API version 6): attn_gated_delta's g is [B, Hv, S, dk], S[i, :] <-
    * e^g[i] S[i, :]; 0 for every other kind. */
   int32_t channel_gate;
-  /* The element type of q and out of attn_sdpa and attn_decode_paged (since
-   * API version 8; attn-compile --qo-dtype): ATTN_F32, or the kind's 16-bit
-   * kv_dtype (ATTN_BF16/ATTN_F16, as torch's bf16/f16 SDPA takes them; the
-   * arithmetic stays f32). */
+  /* The element type of q and out of attn_sdpa, attn_decode_paged and
+   * attn_decode_latent (since API version 8; attn-compile --qo-dtype):
+   * ATTN_F32, or the kind's 16-bit kv_dtype (ATTN_BF16/ATTN_F16, as torch's
+   * bf16/f16 SDPA and FlashMLA take them; the arithmetic stays f32). */
   attn_dtype qo_dtype;
 } attn_kind_info;
 

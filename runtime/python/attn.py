@@ -369,7 +369,8 @@ class Model:
         r + dr] of the kind's kv_dtype (one row per token: the normed latent,
         then the rotated rotary key), block_table [B, max_pages] int32,
         kv_lengths [B] -> out [B, H, Sq, r] (the attention over the rows'
-        first r features, still in the latent space)."""
+        first r features, still in the latent space). q and out: the kind's
+        qo_dtype."""
         kd = self._kind(layer, kind)
         tq, q = _tensor("q", q)
         tc, latent_cache = _tensor("latent_cache", latent_cache)
@@ -377,7 +378,7 @@ class Model:
         b = q.shape[0] if q.ndim else 0
         if out is None:
             out = np.empty((b, kd.num_heads, q.shape[2] if q.ndim > 2 else 0,
-                            kd.latent_rank), np.float32)
+                            kd.latent_rank), _qo_numpy(kd))
         to, out = _tensor("out", out, writable=True)
         lens, keep = _lengths("kv_lengths", kv_lengths, b)
         self._check(self._lib.attn_decode_latent(

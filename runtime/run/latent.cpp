@@ -56,13 +56,19 @@ Buf<float> valuesOf(const Buf<float> &cache, int64_t rows, int64_t row,
 /// [B, H, Sq, r].
 struct MlaCall {
   Buf<uint16_t> c16;
+  /// A --qo-dtype kind's q narrowed once and its 16-bit output (call()
+  /// widens it into `out`).
+  Buf<uint16_t> q16, out16;
+  const attn_rt_kind &kind;
+  Buf<float> &out;
   attn_rt_memref_f32_4 dout, dq;
   attn_rt_memref_f32_3 dc;
   attn_rt_memref_i64_1 dl;
   MlaCall(const attn_rt_kind &kind, Buf<float> &q,
           const std::vector<int64_t> &qs, Buf<float> &cache,
           const std::vector<int64_t> &cs, std::vector<int64_t> &lens,
-          Buf<float> &out) {
+          Buf<float> &out)
+      : kind(kind), out(out) {
     float *cp = cache.data();
     if (kind.kv_dtype != ATTN_RT_KV_F32) {
       c16 = narrowToKV(kind, cache);
@@ -72,10 +78,24 @@ struct MlaCall {
     out.resize(os[0] * os[1] * os[2] * os[3]);
     dout = view4(out.data(), os);
     dq = view4(q.data(), qs);
+    if (qoNarrow(kind)) {
+      q16 = narrowToQO(kind, q);
+      out16.resize(out.size());
+      dq = view4(reinterpret_cast<float *>(q16.data()), qs);
+      dout = view4(reinterpret_cast<float *>(out16.data()), os);
+    }
     dc = view3(cp, cs);
     dl = {lens.data(), lens.data(), 0, {int64_t(lens.size())}, {1}};
   }
-  void call(attn_rt_mla_fn fn) { fn(&dout, &dq, &dc, &dl); }
+  void call(attn_rt_mla_fn fn) {
+    fn(&dout, &dq, &dc, &dl);
+    finish();
+  }
+  /// The 16-bit output widened into `out` (after a call through dout).
+  void finish() {
+    if (qoNarrow(kind))
+      widenFromQO(kind, out16, out);
+  }
 };
 
 /// The float64 reference of the absorbed attention of q over `cache` (its
@@ -120,6 +140,7 @@ bool checkAbsorbed(const attn_rt_kind &kind, std::mt19937 &rng) {
     auto q = randomVec(rng, c.b * h * c.sq * row, 1);
     auto cache = randomVec(rng, c.b * c.skv * row, 1);
     roundToKV(kind, cache);
+    roundToQO(kind, q);
     std::vector<int64_t> lens(c.b, c.skv);
     if (c.b > 1)
       lens[1] = c.skv / 2; // a shorter second sequence
@@ -162,6 +183,7 @@ bool checkAbsorbedPaged(const attn_rt_kind &kind, std::mt19937 &rng) {
     auto q = randomVec(rng, b * h * sq * row, 1);
     auto cache = randomVec(rng, b * maxLen * row, 1);
     roundToKV(kind, cache);
+    roundToQO(kind, q);
     std::vector<int32_t> ids(pages), table(b * perSeq);
     for (int64_t p = 0; p < pages; ++p)
       ids[p] = int32_t(p);
@@ -181,14 +203,15 @@ bool checkAbsorbedPaged(const attn_rt_kind &kind, std::mt19937 &rng) {
       pp = reinterpret_cast<float *>(p16.data());
     }
     std::vector<int64_t> lens = c.lens;
-    Buf<float> out(b * h * sq * kind.kv_lora_rank), ref;
-    attn_rt_memref_f32_4 dout = view4(out.data(), {b, h, sq, kind.kv_lora_rank}),
-                         dq = view4(q.data(), qs);
+    Buf<float> out, ref, unusedCache;
+    // q, the output and the lengths as the contiguous call describes them
+    // (16-bit q and output with --qo-dtype); the pool instead of a cache.
+    MlaCall call(kind, q, qs, unusedCache, {b, 0, row}, lens, out);
     attn_rt_memref_f32_3 dp = view3(pp, {pages, page, row});
     attn_rt_memref_i32_2 dt{table.data(), table.data(), 0, {b, perSeq},
                             {perSeq, 1}};
-    attn_rt_memref_i64_1 dl{lens.data(), lens.data(), 0, {b}, {1}};
-    kind.mla_paged(&dout, &dq, &dp, &dt, &dl);
+    kind.mla_paged(&call.dout, &call.dq, &dp, &dt, &call.dl);
+    call.finish();
     std::vector<int64_t> qStart(b);
     for (int64_t bi = 0; bi < b; ++bi)
       qStart[bi] = c.lens[bi] - sq;
@@ -373,11 +396,18 @@ int cmdMla(const attn_rt_model *m, int argc, char **argv) {
                      std::to_string(h) + ", kv_lora_rank " +
                      std::to_string(r) + " + qk_rope_head_dim " +
                      std::to_string(kind.rope_head_dim) + ")";
-  if (q.dtype != "f4" || q.shape.size() != 4 || q.shape[1] != h ||
-      q.shape[3] != row)
-    fail(args["q"] + ": must be float32 [B, " + std::to_string(h) + ", Sq, " +
-         std::to_string(row) + "] (the queries in the latent space, then "
-         "their rotary part)" + desc);
+  // q and the output: float32, or --qo-dtype's 16-bit type (the cache's).
+  bool narrowQ = qoNarrow(kind);
+  if (q.dtype != (narrowQ ? kvNpy : "f4") || q.shape.size() != 4 ||
+      q.shape[1] != h || q.shape[3] != row)
+    fail(args["q"] + ": must be " +
+         (narrowQ ? std::string(kvNpy == "f2" ? "float16 ('<f2')"
+                                              : "bfloat16 bits as uint16 "
+                                                "('<u2')") +
+                        " (--qo-dtype=" + qoDtypeName(kind) + ")"
+                  : std::string("float32")) +
+         " [B, " + std::to_string(h) + ", Sq, " + std::to_string(row) +
+         "] (the queries in the latent space, then their rotary part)" + desc);
   if (c.dtype != kvNpy || c.shape.size() != 3 || c.shape[0] != q.shape[0] ||
       c.shape[2] != row)
     fail(args["cache"] + ": must be " +
@@ -399,16 +429,22 @@ int cmdMla(const attn_rt_model *m, int argc, char **argv) {
       keyLengths(args, "kv-lengths", q.shape[0], c.shape[1]);
   requireDevice("mla");
   std::vector<int64_t> os = {q.shape[0], h, q.shape[2], r};
-  Buf<float> out(os[0] * os[1] * os[2] * os[3]);
+  // The files' bits as they are: 16-bit q and output with --qo-dtype.
+  Buf<float> out(narrowQ ? 0 : os[0] * os[1] * os[2] * os[3]);
+  Buf<uint16_t> out16(narrowQ ? os[0] * os[1] * os[2] * os[3] : 0);
   float *cp = kind.kv_dtype == ATTN_RT_KV_F32
                   ? c.f32.data()
                   : reinterpret_cast<float *>(c.u16.data());
-  attn_rt_memref_f32_4 dout = view4(out.data(), os),
-                       dq = view4(q.f32.data(), q.shape);
+  float *op = narrowQ ? reinterpret_cast<float *>(out16.data()) : out.data();
+  float *qp = narrowQ ? reinterpret_cast<float *>(q.u16.data()) : q.f32.data();
+  attn_rt_memref_f32_4 dout = view4(op, os), dq = view4(qp, q.shape);
   attn_rt_memref_f32_3 dc = view3(cp, c.shape);
   attn_rt_memref_i64_1 dl{lens.data(), lens.data(), 0, {q.shape[0]}, {1}};
   kind.mla(&dout, &dq, &dc, &dl);
-  writeOut(args, "out", os, out.data());
+  if (narrowQ)
+    writeOut(args, "out", os, out16.data(), kind.qo_dtype == ATTN_RT_KV_F16);
+  else
+    writeOut(args, "out", os, out.data());
   return 0;
 }
 
@@ -463,8 +499,8 @@ void benchLatentKind(const attn_rt_kind &kind, int64_t b, int64_t sq,
   double ms = medianMs(repeats, [&] {
     if (page > 0)
       kind.mla_paged(&call.dout, &call.dq, &dpool, &dt, &call.dl);
-    else
-      call.call(kind.mla);
+    else // the kernel alone (no widening of a 16-bit output)
+      kind.mla(&call.dout, &call.dq, &call.dc, &call.dl);
   });
   // FLOPs of the absorbed attention: 2·(row + r) per visible (query, key)
   // pair and head (bottom-right causal: row i sees skv - sq + i + 1 keys).

@@ -254,7 +254,8 @@ cl::opt<attn::KVCacheType> qoDtype(
              "attn_sdpa, attn_decode_paged), as torch's bf16/f16 "
              "scaled_dot_product_attention takes them; f32 (default) or "
              "--kv-dtype's 16-bit type. Arithmetic and accumulation stay "
-             "fp32; blocks, layers and latent entries keep fp32"),
+             "fp32 (also the latent kinds' absorbed entries); blocks, "
+             "layers and linear kinds keep fp32"),
     cl::init(attn::KVCacheType::f32),
     cl::values(clEnumValN(attn::KVCacheType::f32, "f32", "fp32 (default)"),
                clEnumValN(attn::KVCacheType::bf16, "bf16", "bfloat16"),

@@ -32,6 +32,9 @@ def main():
     p.add_argument("--kv-len", type=int, default=33)
     p.add_argument("--lengths")
     p.add_argument("--kv-dtype", default="f32", choices=["f32", "bf16"])
+    p.add_argument("--qo-dtype", default="f32", choices=["f32", "bf16"],
+                   help="q and the output as bfloat16 bits (an executable "
+                        "compiled with --qo-dtype=bf16)")
     p.add_argument("--tol", type=float, default=1e-5)
     a = p.parse_args()
     rng = np.random.default_rng(5)
@@ -41,11 +44,15 @@ def main():
     if a.kv_dtype == "bf16":
         bits = to_bf16_bits(cache)
         cache = from_bf16_bits(bits)
+    qbits = None
+    if a.qo_dtype == "bf16":
+        qbits = to_bf16_bits(q)
+        q = from_bf16_bits(qbits)
     lens = ([int(n) for n in a.lengths.split(",")] if a.lengths
             else [a.kv_len] * a.batch)
     with tempfile.TemporaryDirectory() as work:
         path = lambda n: os.path.join(work, n)  # noqa: E731
-        np.save(path("q.npy"), q)
+        np.save(path("q.npy"), q if qbits is None else qbits)
         np.save(path("c.npy"), bits if a.kv_dtype == "bf16" else cache)
         cmd = [a.exe, "mla", "--layer", str(a.layer), "--q", path("q.npy"),
                "--cache", path("c.npy"), "--out", path("o.npy")]
@@ -54,13 +61,18 @@ def main():
             cmd += ["--kv-lengths", path("l.npy")]
         subprocess.run(cmd, check=True)
         out = np.load(path("o.npy"))
+    if a.qo_dtype == "bf16":
+        if out.dtype != np.uint16:
+            print(f"FAIL dtype {out.dtype}, expected uint16 (bf16 bits)")
+            return 1
+        out = from_bf16_bits(out)
     k = cache[:, None]
     ref = reference(q, k, k[..., :a.rank], a.scale, True, None, None, lens)
     rel = np.abs(out - ref).max() / max(np.abs(ref).max(), 1e-30) \
         if out.shape == ref.shape else np.inf
     ok = out.shape == ref.shape and np.isfinite(out).all() and rel <= a.tol
     print(f"{'ok' if ok else 'FAIL'} mla B={a.batch} Sq={a.seq} "
-          f"Skv={a.kv_len} {a.kv_dtype} max_rel_err={rel:.3e} "
+          f"Skv={a.kv_len} {a.kv_dtype} q/out {a.qo_dtype} max_rel_err={rel:.3e} "
           f"shape={list(out.shape)}")
     return 0 if ok else 1
 

@@ -4,7 +4,7 @@ against a float64 NumPy reference on the rounded inputs, the output read back
 in its 16-bit type; a fully masked row is exactly 0; float32 q or out is
 refused with the type the library takes.
 
-    qo_dtype_py.py LIBBF16.so LIBF16.so
+    qo_dtype_py.py LIBBF16.so LIBF16.so [LIBMLA.so]
 """
 import sys
 
@@ -96,3 +96,36 @@ for path, name in ((sys.argv[1], "bf16"), (sys.argv[2], "f16")):
     q32 = widen(q)
     expect_error(f"{name} float32 q", lambda: m.decode(q32, kc, vc, table, lens, kind=kd))
     expect_error(f"{name} float32 out", lambda: m.sdpa(q, k, v, kind=kd, out=np.zeros((B, kd.num_heads, 2, kd.head_dim_v), np.float32)))
+
+# Multi-head latent attention (a third library, DeepSeek-V3-shaped, bf16):
+# decode_latent over a paged latent cache written by append_latent, q and
+# out as bf16 bits, against the absorbed attention in float64 (every head
+# over the rows; values = each row's first r features).
+if len(sys.argv) > 3:
+    m = attn.load(sys.argv[3])
+    kd = m.kinds[0]
+    r, row = kd.latent_rank, kd.latent_rank + kd.rope_head_dim
+    assert kd.qo_dtype == attn.BF16
+    P, lens = 16, np.array([40, 1, 0])
+    B, M = len(lens), 3
+    table = rng.permutation(B * M).astype(np.int32).reshape(B, M)
+    cache = np.zeros((B * M, P, row), np.uint16)
+    rows = to_bf16(rng.standard_normal((B, M * P, row)))
+    m.append_latent(cache, table, [0] * B, rows, kind=kd, counts=lens)
+    q = to_bf16(rng.standard_normal((B, kd.num_heads, 2, row)) * 0.3)
+    out = m.decode_latent(q, cache, table, lens, kind=kd)
+    assert out.dtype == np.uint16
+    ref = np.zeros((B, kd.num_heads, 2, r))
+    for b in range(B):
+        c = from_bf16(rows[b, :lens[b]]).astype(np.float64)
+        for i in range(2):
+            seen = lens[b] - 2 + i + 1  # causal, bottom-right
+            if seen <= 0:
+                continue
+            s = from_bf16(q[b, :, i]).astype(np.float64) @ c[:seen].T * kd.scale
+            p = np.exp(s - s.max(-1, keepdims=True))
+            ref[b, :, i] = (p / p.sum(-1, keepdims=True)) @ c[:seen, :r]
+    err = np.abs(from_bf16(out) - ref).max() / max(1.0, np.abs(ref).max())
+    print(f"bf16 decode_latent Sq=2 lengths 40,1,0: {'ok' if err <= 2.0 ** -8 else 'FAIL'}")
+    assert err <= 2.0 ** -8, err
+    expect_error("bf16 decode_latent float32 q", lambda: m.decode_latent(from_bf16(q), cache, table, lens, kind=kd))
