@@ -223,14 +223,17 @@ func::FuncOp Emitter::emitPagedKernel(const std::string &name,
                               FileLineColLoc::get(ctx, spec.configPath, 1, 1));
   RankedTensorType outTy = headsType(l.numHeads, l.headDimV);
   Type cacheElt = cacheType();
+  // q and the output: --qo-dtype's type; the partial form's stay fp32 (the
+  // ranks merge them; --qo-dtype is refused with --distributed=mpi).
+  Type qo = part ? f32 : qoType();
   SmallVector<Type> inputs = {
-      withElement(headsType(l.numHeads, l.headDimQK), qoType()),
+      withElement(headsType(l.numHeads, l.headDimQK), qo),
       RankedTensorType::get({kDyn, l.numKVHeads, kDyn, l.headDimQK}, cacheElt),
       RankedTensorType::get({kDyn, l.numKVHeads, kDyn, l.headDimV}, cacheElt),
       RankedTensorType::get({kDyn, kDyn}, b.getI32Type()),
       RankedTensorType::get({kDyn}, b.getI64Type())};
   RankedTensorType statsTy = tensor({kDyn, l.numHeads, kDyn, 2});
-  SmallVector<Type> results = {withElement(outTy, qoType())};
+  SmallVector<Type> results = {withElement(outTy, qo)};
   if (part) {
     inputs.push_back(RankedTensorType::get({kDyn}, b.getI64Type()));
     inputs.push_back(RankedTensorType::get({kDyn}, b.getI64Type()));
@@ -264,7 +267,7 @@ func::FuncOp Emitter::emitPagedKernel(const std::string &name,
       b.getF64FloatAttr(l.scale), MaskKindAttr::get(ctx, kind), window,
       l.softcap ? b.getF64FloatAttr(*l.softcap) : FloatAttr());
   SmallVector<Value> returned(op->getResults());
-  returned[0] = narrowOutput(b, loc, returned[0], qoType());
+  returned[0] = narrowOutput(b, loc, returned[0], qo);
   func::ReturnOp::create(b, loc, returned);
   return fn;
 }

@@ -226,15 +226,17 @@ func::FuncOp Emitter::emitLatentPagedKernel(const std::string &name,
   const LatentSpec &m = l.latent;
   int64_t heads = l.numHeads, r = m.kvLoraRank, row = m.cacheWidth();
   RankedTensorType outTy = headsType(heads, r);
+  // The partial form's q and output stay fp32 (see emitPagedKernel).
+  Type qo = part ? f32 : qoType();
   SmallVector<Type> inputs = {
-      withElement(headsType(heads, row), qoType()),
+      withElement(headsType(heads, row), qo),
       RankedTensorType::get({kDyn, kDyn, row}, cacheType()),
       RankedTensorType::get({kDyn, kDyn}, b.getI32Type()),
       RankedTensorType::get({kDyn}, b.getI64Type())};
   // The partial form (context parallelism): q_pos [B] and each row's
   // softmax statistics [B, H, Sq, 2], as `<kind>_paged_part`.
   RankedTensorType statsTy = tensor({kDyn, heads, kDyn, 2});
-  SmallVector<Type> results = {withElement(outTy, qoType())};
+  SmallVector<Type> results = {withElement(outTy, qo)};
   if (part) {
     inputs.push_back(RankedTensorType::get({kDyn}, b.getI64Type()));
     results.push_back(statsTy);
@@ -280,7 +282,7 @@ func::FuncOp Emitter::emitLatentPagedKernel(const std::string &name,
       MaskKindAttr::get(ctx, l.causal ? MaskKind::causal : MaskKind::none),
       IntegerAttr(), FloatAttr());
   SmallVector<Value> returned(op->getResults());
-  returned[0] = narrowOutput(b, loc, returned[0], qoType());
+  returned[0] = narrowOutput(b, loc, returned[0], qo);
   func::ReturnOp::create(b, loc, returned);
   return fn;
 }

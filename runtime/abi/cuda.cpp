@@ -357,11 +357,9 @@ CUstream mgpuStreamCreate() {
 }
 
 void mgpuStreamSynchronize(CUstream stream) {
-  if (timing.on) {
-    check(state().d.cuEventRecord(timing.stop, stream),
-          "cuEventRecord (timing)");
-    timing.stopped = true;
-  }
+  // (A failed record is no measurement: timing_end reports none.)
+  if (timing.on)
+    timing.stopped = state().d.cuEventRecord(timing.stop, stream) == 0;
   check(state().d.cuStreamSynchronize(stream),
         "cuStreamSynchronize (the kernel)");
 }
@@ -577,9 +575,8 @@ double attn_rt_cuda_timing_end() {
   Driver &d = state().d;
   // Calls that never synchronized their stream (nothing launched): the
   // end is now.
-  if (!timing.stopped)
-    check(d.cuEventRecord(timing.stop, mgpuStreamCreate()),
-          "cuEventRecord (timing)");
+  if (!timing.stopped && d.cuEventRecord(timing.stop, mgpuStreamCreate()) != 0)
+    return -1;
   float ms = 0;
   // A failed measurement is no measurement (the caller uses the wall
   // clock's), not an error of the kernels.

@@ -15,14 +15,20 @@
 namespace attn_rt {
 
 /// The bits of `f` as bfloat16 (`half` false) or IEEE half (`half` true),
-/// rounded to nearest even. Halves below 2^-14 flush to a signed zero and
-/// past 65504 become infinity: benchmark data stays far from both.
+/// rounded to nearest even; NaN stays NaN. Halves below 2^-14 flush to a
+/// signed zero and past 65504 become infinity: benchmark data stays far
+/// from both.
 inline uint16_t narrowBits(float f, bool half) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
+  uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  // NaN: a quiet NaN keeping its payload's top bits (rounding could carry
+  // it into infinity or zero).
+  if (a > 0x7f800000u)
+    return half ? uint16_t(sign | 0x7e00u | ((a >> 13) & 0x3ffu))
+                : uint16_t((u >> 16) | 0x40u);
   if (!half)
     return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-  uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
   if (a < 0x38800000u)
     return uint16_t(sign);
   if (a >= 0x477ff000u)

@@ -168,6 +168,9 @@ struct HostCall {
   Buf<float> *table;
   Buf<float> *out = nullptr;
   const attn_rt_kind *kind;
+  // The descriptors point into this object's buffers: not copied.
+  HostCall(const HostCall &) = delete;
+  HostCall &operator=(const HostCall &) = delete;
   HostCall(const attn_rt_kind &kind, Buf<float> &q,
            const std::vector<int64_t> &qs, Buf<float> &k,
            const std::vector<int64_t> &ks, Buf<float> &v,
@@ -215,6 +218,8 @@ struct DeviceBuffer {
 /// values rounded to bf16/f16 on the host (as HostCall does), or a file's
 /// 16-bit bits as they are.
 struct DeviceCall {
+  /// A --qo-dtype kind's q narrowed on the host (kept while `q` is copied).
+  Buf<uint16_t> q16;
   DeviceBuffer out, q, k, v, lens;
   attn_rt_memref_f32_4 dout, dq, dk, dv;
   attn_rt_memref_i64_1 dl;
