@@ -130,6 +130,7 @@ if [ "$ARCH" = sm_90 ]; then
       --entries=sdpa,paged -o "$OUT/$name-kvbf16-bf16-wgmma-overlap"
   done
 fi
-cp "$ROOT/tools/gpu-check.sh" "$ROOT/tools/gpu-baseline.py" "$OUT/"
+cp "$ROOT/tools/gpu-check.sh" "$ROOT/tools/gpu-baseline.py" \
+  "$ROOT/test/Integration/Inputs/sdpa_ref.py" "$OUT/"
 echo "built $(ls "$OUT" | grep -Evc '\.(sh|py)$') CUDA executables for $ARCH in $OUT;"
 echo "on the GPU machine: $OUT/gpu-check.sh $OUT"

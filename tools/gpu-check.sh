@@ -8,7 +8,8 @@
 #      paged kernels over shuffled block tables, lengths 0, 1, P-1, P, P+1;
 #      Gated DeltaNet kinds: S up to 1000, state in, extreme gates, split
 #      prefill and decode); fp32 kernels within 1e-5, bf16 tensor-core ones
-#      (*-bf16) within 2e-2;
+#      (*-bf16) within 2e-2; the --qo-dtype executables (*-io16) also run
+#      `sdpa` on bf16 files against sdpa_ref.py (python3 with numpy);
 #   2. `bench` on the seed model and a Llama-3-8B shape (Hq=32 Hkv=8 D=128),
 #      fp32 and bf16 kernels, at S = 1k, 4k, 16k (batch 1, causal prefill):
 #      median ms, TFLOP/s and % of the chip's fp32 and dense bf16 tensor
@@ -55,6 +56,32 @@ for exe in "$DIR"/*; do
   fi
   cat "$LOGDIR/$name.check.log" >> "$LOG"
 done
+# --qo-dtype executables (*-io16): `sdpa` on bf16 .npy files (q, K, V and
+# the output's bits) against a float64 NumPy reference (sdpa_ref.py, where
+# python3 has numpy): causal prefill with rows that see no key, split-K
+# decode against 3,000 keys; half a bf16 ulp for the fp32 kernel, the
+# tensor-core bound for the others.
+if [ -f "$DIR/sdpa_ref.py" ] && python3 -c "import numpy" 2>/dev/null; then
+  for exe in "$DIR"/*-io16; do
+    [ -x "$exe" ] || continue
+    name=$(basename "$exe")
+    echo "$name" | grep -Eq "$ONLY" || continue
+    case "$name" in *-bf16-*) tol=2e-2 ;; *) tol=4.5e-3 ;; esac
+    for shape in "--sq 130 --skv 100" "--sq 1 --skv 3000 --batch 2 --lens 2500,0"; do
+      # shellcheck disable=SC2086
+      if $LIMIT python3 "$DIR/sdpa_ref.py" "$exe" --kv-dtype bf16 \
+          --qo-dtype bf16 --tol $tol --hq 32 --hkv 8 --d 128 --causal \
+          $shape >> "$LOGDIR/$name.sdpa.log" 2>&1; then
+        pass=$((pass + 1))
+        echo "ok    $name sdpa $shape: $(tail -n 1 "$LOGDIR/$name.sdpa.log")"
+      else
+        failed="$failed $name:sdpa"
+        echo "FAIL  $name sdpa $shape (see $LOGDIR/$name.sdpa.log):"
+        tail -n 3 "$LOGDIR/$name.sdpa.log" | sed 's/^/      /'
+      fi
+    done
+  done
+fi
 # compute-sanitizer's memcheck on the cp.async tensor-core kernel (where the
 # machine has it: not under gVisor).
 san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
