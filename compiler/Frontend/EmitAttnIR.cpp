@@ -165,22 +165,18 @@ Value Emitter::scoreChain(Location loc, const LayerSpec &l, Value qh, Value kh,
   return PVOp::create(b, loc, headsType(hq, l.headDimV), p, vh);
 }
 
-RankedTensorType withElement(RankedTensorType t, Type elt) {
-  return RankedTensorType::get(t.getShape(), elt);
-}
-
 Value widenQuery(OpBuilder &b, Location loc, Value q) {
   auto t = cast<RankedTensorType>(q.getType());
   if (t.getElementType().isF32())
     return q;
-  return arith::ExtFOp::create(b, loc, withElement(t, b.getF32Type()), q);
+  return arith::ExtFOp::create(b, loc, t.clone(b.getF32Type()), q);
 }
 
 Value narrowOutput(OpBuilder &b, Location loc, Value o, Type elt) {
   if (elt.isF32())
     return o;
   return arith::TruncFOp::create(
-      b, loc, withElement(cast<RankedTensorType>(o.getType()), elt), o);
+      b, loc, cast<RankedTensorType>(o.getType()).clone(elt), o);
 }
 
 func::FuncOp Emitter::emitKernel(const std::string &name, const LayerSpec &l) {
@@ -188,7 +184,7 @@ func::FuncOp Emitter::emitKernel(const std::string &name, const LayerSpec &l) {
                               FileLineColLoc::get(ctx, spec.configPath, 1, 1));
   Type kvElt = cacheType();
   SmallVector<Type> inputs = {
-      withElement(headsType(l.numHeads, l.headDimQK), qoType()),
+      headsType(l.numHeads, l.headDimQK).clone(qoType()),
       RankedTensorType::get({kDyn, l.numKVHeads, kDyn, l.headDimQK}, kvElt),
       RankedTensorType::get({kDyn, l.numKVHeads, kDyn, l.headDimV}, kvElt),
       RankedTensorType::get({kDyn}, b.getI64Type())};
@@ -200,8 +196,8 @@ func::FuncOp Emitter::emitKernel(const std::string &name, const LayerSpec &l) {
     inputs.push_back(tensor({l.numHeads}));
   auto fn = func::FuncOp::create(
       loc, name + "_sdpa",
-      b.getFunctionType(
-          inputs, {withElement(headsType(l.numHeads, l.headDimV), qoType())}));
+      b.getFunctionType(inputs,
+                        {headsType(l.numHeads, l.headDimV).clone(qoType())}));
   fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
@@ -227,13 +223,13 @@ func::FuncOp Emitter::emitPagedKernel(const std::string &name,
   // ranks merge them; --qo-dtype is refused with --distributed=mpi).
   Type qo = part ? f32 : qoType();
   SmallVector<Type> inputs = {
-      withElement(headsType(l.numHeads, l.headDimQK), qo),
+      headsType(l.numHeads, l.headDimQK).clone(qo),
       RankedTensorType::get({kDyn, l.numKVHeads, kDyn, l.headDimQK}, cacheElt),
       RankedTensorType::get({kDyn, l.numKVHeads, kDyn, l.headDimV}, cacheElt),
       RankedTensorType::get({kDyn, kDyn}, b.getI32Type()),
       RankedTensorType::get({kDyn}, b.getI64Type())};
   RankedTensorType statsTy = tensor({kDyn, l.numHeads, kDyn, 2});
-  SmallVector<Type> results = {withElement(outTy, qo)};
+  SmallVector<Type> results = {outTy.clone(qo)};
   if (part) {
     inputs.push_back(RankedTensorType::get({kDyn}, b.getI64Type()));
     inputs.push_back(RankedTensorType::get({kDyn}, b.getI64Type()));

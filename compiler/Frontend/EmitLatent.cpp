@@ -181,12 +181,12 @@ func::FuncOp Emitter::emitLatentKernel(const std::string &name,
   // q and the output in --qo-dtype's type (widened and rounded around the
   // fp32 attention, as the softmax entries).
   SmallVector<Type> inputs = {
-      withElement(headsType(heads, row), qoType()),
+      headsType(heads, row).clone(qoType()),
       RankedTensorType::get({kDyn, kDyn, row}, cacheType()),
       RankedTensorType::get({kDyn}, b.getI64Type())};
   auto fn = func::FuncOp::create(
       loc, name + "_mla",
-      b.getFunctionType(inputs, {withElement(headsType(heads, r), qoType())}));
+      b.getFunctionType(inputs, {headsType(heads, r).clone(qoType())}));
   fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
@@ -229,14 +229,14 @@ func::FuncOp Emitter::emitLatentPagedKernel(const std::string &name,
   // The partial form's q and output stay fp32 (see emitPagedKernel).
   Type qo = part ? f32 : qoType();
   SmallVector<Type> inputs = {
-      withElement(headsType(heads, row), qo),
+      headsType(heads, row).clone(qo),
       RankedTensorType::get({kDyn, kDyn, row}, cacheType()),
       RankedTensorType::get({kDyn, kDyn}, b.getI32Type()),
       RankedTensorType::get({kDyn}, b.getI64Type())};
   // The partial form (context parallelism): q_pos [B] and each row's
   // softmax statistics [B, H, Sq, 2], as `<kind>_paged_part`.
   RankedTensorType statsTy = tensor({kDyn, heads, kDyn, 2});
-  SmallVector<Type> results = {withElement(outTy, qo)};
+  SmallVector<Type> results = {outTy.clone(qo)};
   if (part) {
     inputs.push_back(RankedTensorType::get({kDyn}, b.getI64Type()));
     results.push_back(statsTy);

@@ -206,8 +206,6 @@ private:
 /// (bufferization.materialize_in_destination), nothing is returned, so the
 /// caller owns and reuses the output buffers.
 void toDestinationStyle(func::FuncOp fn);
-/// `t` with the element type `elt`.
-RankedTensorType withElement(RankedTensorType t, Type elt);
 /// q of an attention entry widened to fp32 (an `arith.extf` on the whole
 /// tensor) when it is 16-bit (--qo-dtype), else q itself.
 Value widenQuery(OpBuilder &b, Location loc, Value q);

@@ -296,6 +296,12 @@ struct LayerSpec {
 /// The element type of the K/V cache the paged kernels read (a compile
 /// option: attn-compile --kv-dtype); arithmetic stays fp32.
 enum class KVCacheType { f32, bf16, f16 };
+/// "f32", "bf16" or "f16": the option's spelling (--kv-dtype, --qo-dtype).
+inline const char *dtypeName(KVCacheType t) {
+  return t == KVCacheType::bf16  ? "bf16"
+         : t == KVCacheType::f16 ? "f16"
+                                 : "f32";
+}
 
 /// The entries of each layer kind compiled besides its fused kernel
 /// (`<kind>_sdpa` / `<kind>_gdn`, always there): a compile option,

@@ -66,10 +66,10 @@ static attn_status decodeLatent(const attn_model *model, int32_t kind,
   int64_t h = kd->num_heads, r = kd->kv_lora_rank,
           row = kd->kv_lora_rank + kd->rope_head_dim;
   TensorCheck check{call, kd, describeLatent};
-  // q and out of the kind's --qo-dtype (a library compiled without the
-  // distributed entries: the partial ones stay f32).
-  attn_dtype qo = part ? ATTN_F32 : qoDtype(*kd);
-  if ((!part && !checkQODtype(check, *kd, {{q, "q"}, {out, "out"}})) ||
+  // q and out of the kind's --qo-dtype (f32 in a library with the partial
+  // entries: attn-compile refuses --qo-dtype with --distributed=mpi).
+  attn_dtype qo = qoDtype(*kd);
+  if (!checkQODtype(check, *kd, {{q, "q"}, {out, "out"}}) ||
       !check(q, "q", {-1, h, -1, row}, {"B", "", "Sq", ""}, qo))
     return check.status;
   int64_t b = q->shape[0], sq = q->shape[2];

@@ -223,9 +223,6 @@ struct DeviceCall {
   DeviceBuffer out, q, k, v, lens;
   attn_rt_memref_f32_4 dout, dq, dk, dv;
   attn_rt_memref_i64_1 dl;
-  /// q and the output as the kind's entries take them (--qo-dtype: q
-  /// narrowed on the host, the output widened after the copy back).
-  const attn_rt_kind *kind;
   DeviceCall(const attn_rt_kind &kind, Buf<float> &hq,
              const std::vector<int64_t> &qs, Buf<float> &hk,
              const std::vector<int64_t> &ks, Buf<float> &hv,
@@ -241,6 +238,21 @@ struct DeviceCall {
   void callInto(void (*fn)(void), const attn_rt_kind &kind, Buf<float> &out);
 
 private:
+  /// K or V on the host as the kernels read it: fp32 values, narrowed once
+  /// to the kind's 16-bit kv_dtype (kept in `bits` while they are copied),
+  /// or 16-bit bits as they are.
+  struct HostKV {
+    Buf<uint16_t> bits;
+    const void *data;
+    int64_t bytes;
+    HostKV(const attn_rt_kind &kind, const Buf<float> &x);
+    explicit HostKV(const Buf<uint16_t> &x);
+  };
+  DeviceCall(const attn_rt_kind &kind, Buf<float> &hq,
+             const std::vector<int64_t> &qs, const HostKV &hk,
+             const std::vector<int64_t> &ks, const HostKV &hv,
+             const std::vector<int64_t> &vs, std::vector<int64_t> &hl,
+             int64_t outElems);
   void describe(const std::vector<int64_t> &qs, const std::vector<int64_t> &ks,
                 const std::vector<int64_t> &vs, int64_t batch);
 };

@@ -74,13 +74,14 @@ void runOnDevice(void (*fn)(void), const attn_rt_kind &kind, Buf<float> &q,
                  const std::vector<int64_t> &vs, std::vector<int64_t> &lens,
                  Buf<float> &out);
 
-const char *kvDtypeName(const attn_rt_kind &kind) {
-  return kind.kv_dtype == ATTN_RT_KV_BF16  ? "bf16"
-         : kind.kv_dtype == ATTN_RT_KV_F16 ? "f16"
-                                           : "f32";
-}
-
 namespace {
+
+/// "f32", "bf16" or "f16" for an ATTN_RT_KV_* element type.
+const char *nameOf(int dtype) {
+  return dtype == ATTN_RT_KV_BF16  ? "bf16"
+         : dtype == ATTN_RT_KV_F16 ? "f16"
+                                   : "f32";
+}
 
 /// x's bf16 (or IEEE half: `half`) bits, rounded to nearest even.
 Buf<uint16_t> narrowAll(const Buf<float> &x, bool half) {
@@ -98,14 +99,16 @@ void roundAll(Buf<float> &x, bool half) {
 
 } // namespace
 
-Buf<uint16_t> narrowToKV(const attn_rt_kind &kind, const Buf<float> &x) {
-  return narrowAll(x, kvIsHalf(kind));
+const char *kvDtypeName(const attn_rt_kind &kind) {
+  return nameOf(kind.kv_dtype);
 }
 
 const char *qoDtypeName(const attn_rt_kind &kind) {
-  return kind.qo_dtype == ATTN_RT_KV_BF16  ? "bf16"
-         : kind.qo_dtype == ATTN_RT_KV_F16 ? "f16"
-                                           : "f32";
+  return nameOf(kind.qo_dtype);
+}
+
+Buf<uint16_t> narrowToKV(const attn_rt_kind &kind, const Buf<float> &x) {
+  return narrowAll(x, kvIsHalf(kind));
 }
 
 Buf<uint16_t> narrowToQO(const attn_rt_kind &kind, const Buf<float> &x) {
@@ -221,40 +224,42 @@ void callKernel(void (*fn)(void), const attn_rt_kind &kind,
   }
 }
 
+DeviceCall::HostKV::HostKV(const attn_rt_kind &kind, const Buf<float> &x)
+    : bits(kind.kv_dtype == ATTN_RT_KV_F32 ? Buf<uint16_t>()
+                                           : narrowToKV(kind, x)),
+      data(kind.kv_dtype == ATTN_RT_KV_F32 ? (const void *)x.data()
+                                           : (const void *)bits.data()),
+      bytes(kvElementBytes(kind) * int64_t(x.size())) {}
+
+DeviceCall::HostKV::HostKV(const Buf<uint16_t> &x)
+    : data(x.data()), bytes(2 * int64_t(x.size())) {}
+
 DeviceCall::DeviceCall(const attn_rt_kind &kind, Buf<float> &hq,
                        const std::vector<int64_t> &qs, Buf<float> &hk,
                        const std::vector<int64_t> &ks, Buf<float> &hv,
                        const std::vector<int64_t> &vs, std::vector<int64_t> &hl,
                        int64_t outElems)
-    : q16(qoNarrow(kind) ? narrowToQO(kind, hq) : Buf<uint16_t>()),
-      out(nullptr, (qoNarrow(kind) ? 2 : 4) * outElems),
-      q(qoNarrow(kind) ? (void *)q16.data() : (void *)hq.data(),
-        (qoNarrow(kind) ? 2 : 4) * int64_t(hq.size())),
-      k(nullptr, kvElementBytes(kind) * int64_t(hk.size())),
-      v(nullptr, kvElementBytes(kind) * int64_t(hv.size())),
-      lens(hl.data(), 8 * int64_t(hl.size())), kind(&kind) {
-  if (kind.kv_dtype == ATTN_RT_KV_F32) {
-    attn_rt_cuda_to_device(k.ptr, hk.data(), k.bytes);
-    attn_rt_cuda_to_device(v.ptr, hv.data(), v.bytes);
-  } else {
-    attn_rt_cuda_to_device(k.ptr, narrowToKV(kind, hk).data(), k.bytes);
-    attn_rt_cuda_to_device(v.ptr, narrowToKV(kind, hv).data(), v.bytes);
-  }
-  describe(qs, ks, vs, int64_t(hl.size()));
-}
+    : DeviceCall(kind, hq, qs, HostKV(kind, hk), ks, HostKV(kind, hv), vs, hl,
+                 outElems) {}
 
 DeviceCall::DeviceCall(const attn_rt_kind &kind, Buf<float> &hq,
                        const std::vector<int64_t> &qs, const Buf<uint16_t> &hk,
                        const std::vector<int64_t> &ks, const Buf<uint16_t> &hv,
                        const std::vector<int64_t> &vs, std::vector<int64_t> &hl,
                        int64_t outElems)
+    : DeviceCall(kind, hq, qs, HostKV(hk), ks, HostKV(hv), vs, hl, outElems) {}
+
+DeviceCall::DeviceCall(const attn_rt_kind &kind, Buf<float> &hq,
+                       const std::vector<int64_t> &qs, const HostKV &hk,
+                       const std::vector<int64_t> &ks, const HostKV &hv,
+                       const std::vector<int64_t> &vs, std::vector<int64_t> &hl,
+                       int64_t outElems)
     : q16(qoNarrow(kind) ? narrowToQO(kind, hq) : Buf<uint16_t>()),
       out(nullptr, (qoNarrow(kind) ? 2 : 4) * outElems),
       q(qoNarrow(kind) ? (void *)q16.data() : (void *)hq.data(),
         (qoNarrow(kind) ? 2 : 4) * int64_t(hq.size())),
-      k(hk.data(), 2 * int64_t(hk.size())),
-      v(hv.data(), 2 * int64_t(hv.size())),
-      lens(hl.data(), 8 * int64_t(hl.size())), kind(&kind) {
+      k(hk.data, hk.bytes), v(hv.data, hv.bytes),
+      lens(hl.data(), 8 * int64_t(hl.size())) {
   describe(qs, ks, vs, int64_t(hl.size()));
 }
 

@@ -91,7 +91,7 @@ std::string attn_compile::checkCudaCache(attn::KVCacheType kv) {
   if (!(kv == attn::KVCacheType::f16 && bf16) &&
       !(kv == attn::KVCacheType::bf16 && f16))
     return "";
-  std::string cache = kv == attn::KVCacheType::bf16 ? "bf16" : "f16";
+  std::string cache = attn::dtypeName(kv);
   return "--kv-dtype=" + cache +
          " with --gpu-precision=" + (bf16 ? "bf16" : "f16") +
          ": the tensor-core kernel would round the cache to its own 16-bit "

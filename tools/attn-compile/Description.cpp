@@ -36,12 +36,8 @@ attn_compile::tableDescription(const attn::ModelSpec &spec,
   // element type its softmax kernels read (--kv-dtype) and, for CUDA, the
   // kernels' arithmetic (--gpu-precision).
   j["entries"] = entryNames(spec.entries);
-  j["kv_dtype"] = spec.kvCache == attn::KVCacheType::bf16  ? "bf16"
-                  : spec.kvCache == attn::KVCacheType::f16 ? "f16"
-                                                           : "f32";
-  j["qo_dtype"] = spec.qoType == attn::KVCacheType::bf16  ? "bf16"
-                  : spec.qoType == attn::KVCacheType::f16 ? "f16"
-                                                          : "f32";
+  j["kv_dtype"] = attn::dtypeName(spec.kvCache);
+  j["qo_dtype"] = attn::dtypeName(spec.qoType);
   if (cuda)
     j["gpu_precision"] = options.precision == attn::GPUPrecision::bf16 ? "bf16"
                          : options.precision == attn::GPUPrecision::f16

@@ -415,19 +415,14 @@ bool checkOptions(Stage stage, bool building) {
   // q and the output in 16 bits come with K and V of the same type (as
   // torch's SDPA takes them); the distributed merge of partial outputs
   // stays fp32.
-  auto dtypeName = [](attn::KVCacheType t) {
-    return t == attn::KVCacheType::bf16  ? "bf16"
-           : t == attn::KVCacheType::f16 ? "f16"
-                                         : "f32";
-  };
   if (qoDtype != attn::KVCacheType::f32 && kvDtype != qoDtype)
-    return fail(llvm::Twine("--qo-dtype=") + dtypeName(qoDtype) +
-                " needs --kv-dtype=" + dtypeName(qoDtype) +
+    return fail(llvm::Twine("--qo-dtype=") + attn::dtypeName(qoDtype) +
+                " needs --kv-dtype=" + attn::dtypeName(qoDtype) +
                 " (q, K, V and the output of one 16-bit type), got "
                 "--kv-dtype=" +
-                dtypeName(kvDtype));
+                attn::dtypeName(kvDtype));
   if (qoDtype != attn::KVCacheType::f32 && distributed == Distributed::MPI)
-    return fail(llvm::Twine("--qo-dtype=") + dtypeName(qoDtype) +
+    return fail(llvm::Twine("--qo-dtype=") + attn::dtypeName(qoDtype) +
                 " with --distributed=mpi: the ranks' partial outputs are "
                 "merged in fp32; use --qo-dtype=f32");
   if (tensorParallel < 1 || tensorParallel > 4096)

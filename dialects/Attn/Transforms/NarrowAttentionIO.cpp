@@ -47,9 +47,8 @@ bool narrow(Operation *op, OpOperand &query, OpOperand &init) {
   auto empty = init.get().getDefiningOp<tensor::EmptyOp>();
   auto wideInit = cast<RankedTensorType>(init.get().getType());
   Value narrowInit =
-      empty ? tensor::EmptyOp::create(
-                  b, loc, RankedTensorType::get(wideInit.getShape(), elt),
-                  empty.getDynamicSizes())
+      empty ? tensor::EmptyOp::create(b, loc, wideInit.clone(elt),
+                                      empty.getDynamicSizes())
                   .getResult()
             : tensor::EmptyOp::create(
                   b, loc, tensor::getMixedSizes(b, loc, init.get()), elt)
