@@ -8,6 +8,8 @@
 // RUN: not attn-opt %s -split-input-file -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu=split-min-keys=0 2>&1 | FileCheck %s --check-prefix=SPLITKEYS
 // RUN: not attn-opt %s -split-input-file -attn-tile-attention=target=cpu\ split-target=0 -convert-attn-to-gpu 2>&1 | FileCheck %s --check-prefix=UNMAPPED
 // RUN: not attn-opt %s -split-input-file -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu="precision=bf16 wgmma=true wgmma-products=both" 2>&1 | FileCheck %s --check-prefix=PRODUCTS
+// RUN: not attn-opt %s -split-input-file -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu 2>&1 | FileCheck %s --check-prefix=QO
+// QO: error: 'attn.online_attention' op the GPU kernels take q and the output in f32 or in the K/V cache's 16-bit type; got q 'f16', output 'f16', K/V 'bf16'
 // UNMAPPED: error: 'scf.forall' op expects the tiled forall mapped to the grid (mapping = [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]: batch, KV head, query block), as attn-tile-attention{target=gpu} makes it
 // UNTILED: error: 'attn.sdpa' op convert-attn-to-gpu lowers the tiled form: run attn-tile-attention (target=gpu, split-target=0) first
 // SPLIT: error: 'scf.forall' op the tiler's split-K parts are not lowered to the GPU: tile with split-target=0 (convert-attn-to-gpu splits a short grid's keys itself: split-blocks)
@@ -22,5 +24,17 @@ func.func @entry(%out: memref<?x8x?x64xf32>, %q: tensor<?x8x?x64xf32>,
       : (tensor<?x8x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>) -> tensor<?x8x?x64xf32>
   bufferization.materialize_in_destination %o in restrict writable %out
       : (tensor<?x8x?x64xf32>, memref<?x8x?x64xf32>) -> ()
+  return
+}
+
+// -----
+
+// A 16-bit q (--qo-dtype) of another type than the cache's.
+func.func @qo_mixed(%out: memref<?x8x?x64xf16>, %q: tensor<?x8x?x64xf16>,
+                    %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>) {
+  %o = attn.sdpa %q, %k, %v outs(%q : tensor<?x8x?x64xf16>) {mask = #attn.mask<causal>, scale = 0.125 : f64}
+      : (tensor<?x8x?x64xf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>) -> tensor<?x8x?x64xf16>
+  bufferization.materialize_in_destination %o in restrict writable %out
+      : (tensor<?x8x?x64xf16>, memref<?x8x?x64xf16>) -> ()
   return
 }
