@@ -15,7 +15,9 @@ INPUTS="$ROOT/test/Frontend/Inputs"
 # cross attention (Whisper), D=64 bidirectional (BERT); the seed model and
 # a small Qwen3-Next config (d_k 40, d_v 24) also carry Gated DeltaNet
 # (linear attention) kinds; DeepSeek-V3's multi-head latent attention in its
-# expanded form (D=192 Dv=128, 128 heads; the absorbed form is CPU-only);
+# expanded form (D=192 Dv=128, 128 heads) and its absorbed form (every head
+# over one 576-wide latent row, V its first 512 columns; contiguous and
+# paged);
 # Kimi-Linear (Kimi Delta Attention's per-channel decay, 32 heads of 128,
 # and NoPE latent layers), a Granite-4.0-H-shaped hybrid (Mamba2's SSD:
 # the rule without the delta correction, n_groups 2) and Nemotron-3-Nano
@@ -39,7 +41,7 @@ declare -A CONFIGS=(
 # tables.
 for name in "${!CONFIGS[@]}"; do
   entries=sdpa
-  case "$name" in llama-3.1-8b|gemma-2-27b|falcon-7b) entries=sdpa,paged ;; esac
+  case "$name" in llama-3.1-8b|gemma-2-27b|falcon-7b|deepseek-v3) entries=sdpa,paged ;; esac
   "$BUILD_DIR/bin/attn-compile" "${CONFIGS[$name]}" --target=cuda \
     --gpu-arch="$ARCH" --entries=$entries -o "$OUT/$name"
 done
@@ -60,6 +62,11 @@ done
 "$BUILD_DIR/bin/attn-compile" "${CONFIGS[seed]}" --target=cuda \
   --gpu-arch="$ARCH" --kv-dtype=bf16 --gpu-precision=bf16 \
   --entries=sdpa,paged -o "$OUT/seed-kvbf16-bf16"
+# MLA's absorbed decode on the bf16 tensor-core kernel over a bf16 latent
+# cache, contiguous and paged (benched at DeepSeek-V3's decode shapes).
+"$BUILD_DIR/bin/attn-compile" "${CONFIGS[deepseek-v3]}" --target=cuda \
+  --gpu-arch="$ARCH" --kv-dtype=bf16 --gpu-precision=bf16 \
+  --entries=sdpa,paged -o "$OUT/deepseek-v3-kvbf16-bf16"
 # The tensor-core kernel on a bf16 cache as FlashAttention runs it (K/V
 # tiles by cp.async): the Llama-3-8B bench shape, contiguous and paged.
 "$BUILD_DIR/bin/attn-compile" "${CONFIGS[llama-3.1-8b]}" --target=cuda \

@@ -108,13 +108,14 @@ bench() {
   echo "$out" >> "$LOG"
   echo "$out" | grep -v '^device:' | sed "s/^/$name $*: /"
   dev=$(echo "$out" | grep '^device:' | head -n 1)
-  echo "$out" | awk -v n="$name" -v a="$*" '/fused/ {
+  echo "$out" | awk -v n="$name" -v a="$*" '/fused|absorbed/ {
     for (i = 1; i <= NF; i++) {
-      if ($i == "ms") ms = $(i - 1);
+      if ($i == "ms" && ms == "") ms = $(i - 1);
       if ($i == "TFLOP/s,") tf = $(i - 1);
+      if ($i == "GFLOP/s,") tf = $(i - 1) / 1000;
       if ($i == "dense") pct = $(i - 3);
     }
-    sub("%", "", pct); print n "," a "," ms "," tf "," pct }' >> "$CSV"
+    sub("%", "", pct); print n "," a "," ms "," tf "," pct; ms = "" }' >> "$CSV"
 }
 if [ "$BENCH" = full ]; then
   echo "== bench (batch 1, causal, median of 5)"
@@ -148,6 +149,15 @@ for exe in "$DIR"/*-kvbf16-bf16-wgmma; do
   bench "$(basename "$exe")" --seq 1 --kv-len 131072 --page-size 64 --repeats 10
 done
 bench llama-3.1-8b-bf16 --seq 4096 --repeats 10
+# DeepSeek-V3's absorbed MLA decode on the bf16 tensor-core kernel (every
+# head over one 576-wide latent row, V its first 512 columns): batch 64
+# at 4k cached tokens (compute-bound) and batch 1 at 64k (memory-bound,
+# split-K), in pages of 64 and contiguous; the lines give % of the dense
+# bf16 tensor peak and of the copy bandwidth.
+echo "== MLA absorbed decode (DeepSeek-V3, bf16 latent cache)"
+bench deepseek-v3-kvbf16-bf16 --layer 0 --seq 1 --batch 64 --kv-len 4096 --page-size 64 --repeats 10
+bench deepseek-v3-kvbf16-bf16 --layer 0 --seq 1 --batch 1 --kv-len 65536 --page-size 64 --repeats 10
+bench deepseek-v3-kvbf16-bf16 --layer 0 --seq 1 --batch 64 --kv-len 4096 --repeats 10
 # torch's scaled_dot_product_attention on the same shapes, same process
 # kind (python3 with torch: the device image has it).
 if [ -f "$DIR/gpu-baseline.py" ] && command -v python3 >/dev/null 2>&1; then

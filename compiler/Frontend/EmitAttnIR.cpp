@@ -300,7 +300,7 @@ OwningOpRef<ModuleOp> Emitter::kernels() {
     func::FuncOp kernel = emitKernel(name, l);
     toDestinationStyle(kernel);
     module->push_back(kernel);
-    if (l.isLatent() && !spec.gpu) {
+    if (l.isLatent()) {
       // The absorbed form's attention over a contiguous and a paged latent
       // cache (the expanded form's is `<kind>_sdpa` above).
       func::FuncOp mla = emitLatentKernel(name, l);

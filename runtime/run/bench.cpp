@@ -277,7 +277,7 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
       benchLinearKind(kind, b, sq, repeats, json, ki == 0);
       continue;
     }
-    if (kind.mla && !gCuda && !expandedFits(kind)) {
+    if (kind.mla && !expandedFits(kind)) {
       if (!json)
         std::printf("%-30s B=%lld Sq=%lld Skv=%lld: the expanded form's "
                     "K/V would not fit in a quarter of the memory: only the "

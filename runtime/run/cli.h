@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -211,6 +212,41 @@ struct DeviceBuffer {
   ~DeviceBuffer();
   DeviceBuffer(const DeviceBuffer &) = delete;
   DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+};
+
+/// On the GPU (gCuda), descriptors made over host buffers pointed at device
+/// copies: in() copies a buffer there, out() allocates one there and
+/// back() copies it into the host buffer; on the CPU all do nothing. The
+/// descriptors' element size is given (16-bit tensors sit in f32
+/// descriptors).
+class OnDevice {
+public:
+  template <class D> void in(D &desc, int64_t elementBytes) {
+    mirror(desc, elementBytes, /*copyIn=*/true);
+  }
+  template <class D> void out(D &desc, int64_t elementBytes) {
+    void *host = desc.aligned;
+    if (DeviceBuffer *d = mirror(desc, elementBytes, /*copyIn=*/false))
+      outs.push_back({host, d});
+  }
+  void back();
+
+private:
+  template <class D>
+  DeviceBuffer *mirror(D &desc, int64_t elementBytes, bool copyIn) {
+    int64_t n = elementBytes;
+    for (int64_t s : desc.sizes)
+      n *= s;
+    if (!gCuda || n == 0)
+      return nullptr;
+    bufs.push_back(
+        std::make_unique<DeviceBuffer>(copyIn ? desc.aligned : nullptr, n));
+    auto *p = static_cast<decltype(desc.aligned)>(bufs.back()->ptr);
+    desc.allocated = desc.aligned = p;
+    return bufs.back().get();
+  }
+  std::vector<std::unique_ptr<DeviceBuffer>> bufs;
+  std::vector<std::pair<void *, DeviceBuffer *>> outs;
 };
 
 /// Device descriptors of the same shapes as the host ones, for repeated

@@ -49,6 +49,11 @@ DeviceBuffer::DeviceBuffer(const void *host, int64_t n) : bytes(n) {
 
 DeviceBuffer::~DeviceBuffer() { attn_rt_cuda_free(ptr); }
 
+void OnDevice::back() {
+  for (auto &[host, dev] : outs)
+    attn_rt_cuda_to_host(host, dev->ptr, dev->bytes);
+}
+
 void callKernel(void (*fn)(void), const attn_rt_kind &kind,
                 attn_rt_memref_f32_4 *out, attn_rt_memref_f32_4 *q,
                 attn_rt_memref_f32_4 *k, attn_rt_memref_f32_4 *v,

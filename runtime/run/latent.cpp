@@ -64,6 +64,9 @@ struct MlaCall {
   attn_rt_memref_f32_4 dout, dq;
   attn_rt_memref_f32_3 dc;
   attn_rt_memref_i64_1 dl;
+  /// On the GPU: q, the cache, the lengths and the output on the device
+  /// (the descriptors point there), the output copied back by finish().
+  OnDevice dev;
   // The descriptors point into this object's buffers: not copied.
   MlaCall(const MlaCall &) = delete;
   MlaCall &operator=(const MlaCall &) = delete;
@@ -89,13 +92,29 @@ struct MlaCall {
     }
     dc = view3(cp, cs);
     dl = {lens.data(), lens.data(), 0, {int64_t(lens.size())}, {1}};
+    int64_t qo = qoNarrow(kind) ? 2 : 4;
+    dev.in(dq, qo);
+    dev.in(dc, kvElementBytes(kind));
+    dev.in(dl, 8);
+    dev.out(dout, qo);
   }
   void call(attn_rt_mla_fn fn) {
     fn(&dout, &dq, &dc, &dl);
     finish();
   }
-  /// The 16-bit output widened into `out` (after a call through dout).
+  /// The paged kernel over `pool` [pages, page, row] (the kind's kv_dtype)
+  /// and block table `table` [B, pages per sequence], copied to the device
+  /// on the GPU; the caller then calls finish().
+  void callPaged(attn_rt_memref_f32_3 pool, attn_rt_memref_i32_2 table) {
+    OnDevice pagedDev;
+    pagedDev.in(pool, kvElementBytes(kind));
+    pagedDev.in(table, 4);
+    kind.mla_paged(&dout, &dq, &pool, &table, &dl);
+  }
+  /// The output copied back from the device (on the GPU) and a 16-bit one
+  /// widened into `out` (after a call through dout).
   void finish() {
+    dev.back();
     if (qoNarrow(kind))
       widenFromQO(kind, out16, out);
   }
@@ -134,8 +153,13 @@ bool checkAbsorbed(const attn_rt_kind &kind, std::mt19937 &rng) {
   struct Case {
     int64_t b, sq, skv;
   };
-  const Case cases[] = {{1, 1, 1},   {2, 1, 37}, {1, 3, 17},
-                        {2, 5, 70},  {1, 1, 1000}, {1, 17, 17}};
+  std::vector<Case> cases = {{1, 1, 1},  {2, 1, 37},   {1, 3, 17},
+                             {2, 5, 70}, {1, 1, 1000}, {1, 17, 17}};
+  // On the GPU also split-K (parts of at least 512 keys): decode against
+  // 4,099 keys, a batch whose second sequence has half the keys, 7 causal
+  // rows.
+  if (gCuda)
+    cases.insert(cases.end(), {{1, 1, 4099}, {2, 1, 2500}, {1, 7, 3000}});
   int64_t h = kind.num_heads, row = rowOf(kind);
   bool allOk = true;
   for (const Case &c : cases) {
@@ -175,9 +199,11 @@ bool checkAbsorbedPaged(const attn_rt_kind &kind, std::mt19937 &rng) {
     int64_t page, sq;
     std::vector<int64_t> lens;
   };
-  const Case cases[] = {{64, 1, {63, 65, 0, 1}},
-                        {16, 3, {16, 33, 3}},
-                        {64, 1, {1000}}};
+  std::vector<Case> cases = {
+      {64, 1, {63, 65, 0, 1}}, {16, 3, {16, 33, 3}}, {64, 1, {1000}}};
+  // On the GPU, split-K through the block table: 3,000 keys beside 1.
+  if (gCuda)
+    cases.push_back({64, 1, {3000, 1}});
   int64_t h = kind.num_heads, row = rowOf(kind);
   bool allOk = true, narrow = kind.kv_dtype != ATTN_RT_KV_F32;
   for (const Case &c : cases) {
@@ -216,7 +242,7 @@ bool checkAbsorbedPaged(const attn_rt_kind &kind, std::mt19937 &rng) {
     attn_rt_memref_f32_3 dp = view3(pp, {pages, page, row});
     attn_rt_memref_i32_2 dt{table.data(), table.data(), 0, {b, perSeq},
                             {perSeq, 1}};
-    kind.mla_paged(&call.dout, &call.dq, &dp, &dt, &call.dl);
+    call.callPaged(dp, dt);
     call.finish();
     std::vector<int64_t> qStart(b);
     for (int64_t bi = 0; bi < b; ++bi)
@@ -381,11 +407,6 @@ int cmdMla(const attn_rt_model *m, int argc, char **argv) {
       fail(std::string("mla needs --") + req);
   int64_t layer = intArg(args, "layer", 0, 0, 1 << 30);
   const attn_rt_kind &kind = kindOfLayer(m, layer);
-  if (kind.kv_lora_rank > 0 && !kind.mla)
-    fail("layer " + std::to_string(layer) + " (kind '" + kind.name +
-         "'): the absorbed form's kernel is not compiled for CUDA yet (its "
-         "group of every head over one latent cache needs head-split GPU "
-         "tiles); `sdpa` runs the expanded form's attention");
   if (!kind.mla)
     fail("layer " + std::to_string(layer) + " (kind '" + kind.name +
          "') is not multi-head latent attention: use `sdpa`" +
@@ -446,13 +467,54 @@ int cmdMla(const attn_rt_model *m, int argc, char **argv) {
   attn_rt_memref_f32_4 dout = view4(op, os), dq = view4(qp, q.shape);
   attn_rt_memref_f32_3 dc = view3(cp, c.shape);
   attn_rt_memref_i64_1 dl{lens.data(), lens.data(), 0, {q.shape[0]}, {1}};
+  // (On the GPU through device copies.)
+  OnDevice dev;
+  dev.in(dq, narrowQ ? 2 : 4);
+  dev.in(dc, kvElementBytes(kind));
+  dev.in(dl, 8);
+  dev.out(dout, narrowQ ? 2 : 4);
   kind.mla(&dout, &dq, &dc, &dl);
+  dev.back();
   if (narrowQ)
     writeOut(args, "out", os, out16.data(), kind.qo_dtype == ATTN_RT_KV_F16);
   else
     writeOut(args, "out", os, out.data());
   return 0;
 }
+
+namespace {
+
+/// bench: the expanded form on the same step: the expanded attention kernel
+/// over keys and values already expanded per head (a plain MHA cache, D =
+/// dn + dr, Dv = dv: the expansion's own 2·r·H·(dn + dv) per token not
+/// counted), when its cache fits in a quarter of the memory; NaN otherwise.
+double expandedFormMs(const attn_rt_kind &kind, int64_t b, int64_t sq,
+                      int64_t skv, std::vector<int64_t> &lens, int64_t repeats,
+                      std::mt19937 &rng) {
+  int64_t h = kind.num_heads;
+  double expBytes = double(b) * skv * h * (kind.head_dim + kind.head_dim_v) *
+                    double(kvElementBytes(kind));
+  if (expBytes >= 0.25 * double(memoryBudget()))
+    return NAN;
+  auto eq = randomVec(rng, b * h * sq * kind.head_dim, 1);
+  auto ek = randomVec(rng, b * h * skv * kind.head_dim, 1);
+  auto ev = randomVec(rng, b * h * skv * kind.head_dim_v, 1);
+  Buf<float> eout;
+  std::vector<int64_t> eqs = {b, h, sq, kind.head_dim},
+                       eks = {b, h, skv, kind.head_dim},
+                       evs = {b, h, skv, kind.head_dim_v};
+  if (gCuda) {
+    DeviceCall ecall(kind, eq, eqs, ek, eks, ev, evs, lens,
+                     b * h * sq * kind.head_dim_v);
+    double wallMs = 0;
+    return deviceMedianMs(
+        repeats, [&] { ecall.call(kind.fused, kind); }, wallMs);
+  }
+  HostCall ecall(kind, eq, eqs, ek, eks, ev, evs, lens, nullptr, eout);
+  return medianMs(repeats, [&] { ecall.call(kind.fused, kind); });
+}
+
+} // namespace
 
 void benchLatentKind(const attn_rt_kind &kind, int64_t b, int64_t sq,
                      int64_t skv, int64_t page, int64_t repeats, bool json,
@@ -502,35 +564,28 @@ void benchLatentKind(const attn_rt_kind &kind, int64_t b, int64_t sq,
     dpool = view3(pp, {pages, page, row});
     dt = {table.data(), table.data(), 0, {b, perSeq}, {perSeq, 1}};
   }
-  double ms = medianMs(repeats, [&] {
+  // On the GPU the pool and table on the device once (as the cache, in
+  // `call`); CUDA events time the calls.
+  OnDevice pagedDev;
+  pagedDev.in(dpool, eb);
+  pagedDev.in(dt, 4);
+  auto step = [&] {
     if (page > 0)
       kind.mla_paged(&call.dout, &call.dq, &dpool, &dt, &call.dl);
     else // the kernel alone (no widening of a 16-bit output)
       kind.mla(&call.dout, &call.dq, &call.dc, &call.dl);
-  });
+  };
+  double wallMs = 0;
+  double ms =
+      gCuda ? deviceMedianMs(repeats, step, wallMs) : medianMs(repeats, step);
   // FLOPs of the absorbed attention: 2·(row + r) per visible (query, key)
   // pair and head (bottom-right causal: row i sees skv - sq + i + 1 keys).
   double pairs = 0;
   for (int64_t i = 0; i < sq; ++i)
     pairs += double(std::max<int64_t>(0, std::min(skv, skv - sq + i + 1)));
   double flops = 2.0 * b * h * pairs * double(row + r);
-  // The expanded form on the same step: the expanded attention kernel over
-  // keys and values already expanded per head (a plain MHA cache, D = dn +
-  // dr, Dv = dv: the expansion's own 2·r·H·(dn + dv) per token not counted),
-  // when its cache fits in a quarter of the memory.
-  double expBytes = double(b) * skv * h * (kind.head_dim + kind.head_dim_v) *
-                    double(eb);
-  double expMs = NAN;
-  if (page == 0 && expBytes < 0.25 * double(memoryBudget())) {
-    auto eq = randomVec(rng, b * h * sq * kind.head_dim, 1);
-    auto ek = randomVec(rng, b * h * skv * kind.head_dim, 1);
-    auto ev = randomVec(rng, b * h * skv * kind.head_dim_v, 1);
-    Buf<float> eout;
-    HostCall ecall(kind, eq, {b, h, sq, kind.head_dim}, ek,
-                   {b, h, skv, kind.head_dim}, ev,
-                   {b, h, skv, kind.head_dim_v}, lens, nullptr, eout);
-    expMs = medianMs(repeats, [&] { ecall.call(kind.fused, kind); });
-  }
+  double expMs =
+      page > 0 ? NAN : expandedFormMs(kind, b, sq, skv, lens, repeats, rng);
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   double rssMb = ru.ru_maxrss / 1024.0;
@@ -541,6 +596,28 @@ void benchLatentKind(const attn_rt_kind &kind, int64_t b, int64_t sq,
     std::snprintf(buf, sizeof(buf), "%.4f", v);
     return std::string(buf);
   };
+  // On the GPU: the device, the wall-clock time, and the figures as % of
+  // the dense bf16 tensor peak and of the copy bandwidth (the cache read
+  // once: what bounds decode).
+  std::string gpu, gpuText;
+  if (gCuda) {
+    char text[160];
+    std::snprintf(text, sizeof(text),
+                  ", %.1f%% of the dense bf16 tensor peak, %.1f%% of the "
+                  "copy bandwidth",
+                  100 * flops / ms / 1e9 / gDevice.tensorTflops,
+                  100 * cacheBytes / ms / 1e6 / gDevice.copyGbps);
+    gpuText = text;
+    char buf[512];
+    std::snprintf(
+        buf, sizeof(buf),
+        ", \"device\": \"%s\", \"wall_ms\": %.4f, "
+        "\"pct_bf16_tensor_peak\": %.2f, \"pct_copy_bandwidth\": %.2f",
+        gDevice.name.c_str(), wallMs,
+        100 * flops / ms / 1e9 / gDevice.tensorTflops,
+        100 * cacheBytes / ms / 1e6 / gDevice.copyGbps);
+    gpu = buf;
+  }
   if (json)
     std::printf("%s\n  {\"kind\": \"%s\", \"form\": \"absorbed\", "
                 "\"kv_dtype\": \"%s\", \"qo_dtype\": \"%s\", \"page_size\": "
@@ -548,25 +625,24 @@ void benchLatentKind(const attn_rt_kind &kind, int64_t b, int64_t sq,
                 "\"seq\": %lld, \"kv_len\": %lld, \"threads\": %d, "
                 "\"flops\": %.0f, \"fused_ms\": %.4f, \"fused_gflops\": %.3f, "
                 "\"cache_gbps\": %.3f, \"expanded_ms\": %s, "
-                "\"peak_rss_mb\": %.1f}",
+                "\"peak_rss_mb\": %.1f%s}",
                 first ? "" : ",", kind.name, kvDtypeName(kind),
                 qoDtypeName(kind), (long long)page, (long long)b, (long long)sq,
                 (long long)skv, ompThreads(), flops, ms, flops / ms / 1e6,
-                cacheBytes / ms / 1e6, num(expMs).c_str(), rssMb);
+                cacheBytes / ms / 1e6, num(expMs).c_str(), rssMb, gpu.c_str());
   else
     std::printf("%-30s B=%lld Sq=%lld Skv=%lld threads=%d absorbed, %s latent "
-                "cache%s: %9.3f ms %8.2f GFLOP/s, cache read %.1f GB/s | "
+                "cache%s: %9.3f ms %8.2f GFLOP/s, cache read %.1f GB/s%s | "
                 "%s | peak RSS %.1f MB\n",
                 kind.name, (long long)b, (long long)sq, (long long)skv,
                 ompThreads(), kvDtypeName(kind),
                 page > 0 ? (" in pages of " + std::to_string(page)).c_str()
                          : "",
-                ms, flops / ms / 1e6, cacheBytes / ms / 1e6,
-                std::isnan(expMs)
-                    ? "expanded form not timed"
-                    : ("expanded form over an MHA cache " + num(expMs) +
-                       " ms, x" + num(expMs / ms))
-                          .c_str(),
+                ms, flops / ms / 1e6, cacheBytes / ms / 1e6, gpuText.c_str(),
+                std::isnan(expMs) ? "expanded form not timed"
+                                  : ("expanded form over an MHA cache " +
+                                     num(expMs) + " ms, x" + num(expMs / ms))
+                                        .c_str(),
                 rssMb);
 }
 

@@ -35,15 +35,18 @@
 
 #include "dialects/Attn/IR/AttnOps.h"
 
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <limits>
 
 namespace mlir {
 namespace attn {
@@ -194,6 +197,8 @@ struct ConvertAttnToGPUPass
   LogicalResult chooseTiles(Operation *op, KernelEmitter &e, bool mmaKernel,
                             StringRef mmaName) {
     int64_t group = e.group, d = e.d, dv = e.dv;
+    // V read from the K tile: no V ring in shared memory.
+    int64_t dvRing = e.vInK ? 0 : dv;
     // fp32: about 32 rows (heads x query rows) per block, static K and V
     // tiles within 48 KB; bf16/f16: up to 128 rows (8 warps of 16), the Q
     // tile and two-slot K/V rings in dynamic shared memory, within
@@ -205,14 +210,48 @@ struct ConvertAttnToGPUPass
     // Tensor cores: 64-key tiles where the block's shared memory allows
     // them (head dim 256: on Hopper, not on an A100), else 32. Measured on
     // an H200 at head dim 256: 64 keys 7-11% faster than 32 (docs/cuda.md).
-    auto mmaBytes = [&](int64_t keys) {
-      return KernelEmitter::mmaSharedMemory(group * e.qRows, d, dv, keys,
+    // Value head dims past 256 (the latent's 512): column groups of warps
+    // of at most 256 columns each.
+    if (mmaKernel && dv > 256) {
+      e.dvSplit = (dv + 255) / 256;
+      if (dv % (16 * e.dvSplit))
+        return op->emitOpError("the ")
+               << mmaName << " tensor-core kernel splits a value head dim "
+               << dv << " into " << e.dvSplit
+               << " column groups of warps, which needs a multiple of "
+               << 16 * e.dvSplit;
+    }
+    // Head chunks, where one query row per head (q-block 1: decode, or a
+    // group at least block-rows wide) of the whole group does not fit a
+    // block: the rows (warps of every column group: at most 8 of them; the
+    // fp32 kernel's wide rows: 32 rows, 256 threads) or the tensor-core
+    // kernel's shared memory at 32-key tiles.
+    int64_t maxRows = mmaKernel ? 128 / e.dvSplit
+                      : e.epl + e.eplV > 8
+                          ? 32
+                          : std::numeric_limits<int64_t>::max();
+    auto mmaBytesFor = [&](int64_t rows, int64_t keys) {
+      return KernelEmitter::mmaSharedMemory(rows, d, dvRing, keys,
                                             /*stages=*/2, rowsPerWarp, e.wgmma)
           .bytes;
     };
-    e.kvBlock = kvBlock     ? kvBlock
-                : mmaKernel ? (mmaBytes(64) <= maxSharedMemory ? 64 : 32)
-                            : std::max<int64_t>(8, 4096 / std::max(d, dv));
+    auto fits = [&](int64_t rows) {
+      return rows <= maxRows &&
+             (!mmaKernel || mmaBytesFor(rows, kvBlock ? int64_t(kvBlock)
+                                                      : 32) <= maxSharedMemory);
+    };
+    if (e.qRows == 1)
+      while (e.headChunks < group && !fits(e.blockHeads()))
+        ++e.headChunks;
+    int64_t blockRows = e.blockHeads() * e.qRows;
+    auto mmaBytes = [&](int64_t keys) { return mmaBytesFor(blockRows, keys); };
+    // (Column groups: 32-key tiles, whose scores sit next to 256 columns'
+    // accumulators without spilling.)
+    e.kvBlock =
+        kvBlock ? kvBlock
+        : mmaKernel
+            ? (e.dvSplit == 1 && mmaBytes(64) <= maxSharedMemory ? 64 : 32)
+            : std::max<int64_t>(8, 4096 / std::max(d, dv));
     if (e.kvBlock <= 0)
       return op->emitOpError("kv-block must be positive");
     if (splitBlocks < 0 || splitMinKeys <= 0)
@@ -235,16 +274,17 @@ struct ConvertAttnToGPUPass
                              "to 128, got ")
              << dv;
     e.warpRows = rowsPerWarp;
-    if (mmaKernel && (group * e.qRows + 15) / 16 > 8)
+    if (mmaKernel && (blockRows + 15) / 16 * e.dvSplit > 8)
       return op->emitOpError("the ")
-             << mmaName
-             << " tensor-core kernel holds at most 128 rows per thread "
-                "block, got "
-             << group << " heads x q-block " << e.qRows << " = "
-             << group * e.qRows << ": use a q-block of at most "
-             << std::max<int64_t>(1, 128 / group)
-             << (group > 128 ? " (a group of more than 128 heads does not fit)"
-                             : "");
+             << mmaName << " tensor-core kernel holds at most "
+             << 128 / e.dvSplit << " rows per thread block"
+             << (e.dvSplit > 1 ? " at this value head dim" : "") << ", got "
+             << e.blockHeads() << " heads x q-block " << e.qRows << " = "
+             << blockRows << ": use a q-block of at most "
+             << std::max<int64_t>(1, 128 / e.dvSplit / e.blockHeads())
+             << (e.blockHeads() * e.dvSplit > 128
+                     ? " (q-block 1 splits the heads across blocks)"
+                     : "");
     if (mmaKernel) {
       int64_t bytes = mmaBytes(e.kvBlock);
       if (bytes > maxSharedMemory)
@@ -296,6 +336,15 @@ struct ConvertAttnToGPUPass
       return first.emitOpError("K and V tiles must be slices of K and V");
     Value qT = qSlice.getSource(), kT = kSlice.getSource(),
           vT = vSlice.getSource();
+    // V as the first columns of K's rows (the latent cache's absorbed
+    // form: V's tiles slices of K itself, or of a slice of K's first
+    // columns): read in place, from K's buffer.
+    bool vInK = vT == kT;
+    if (auto kv = vT.getDefiningOp<tensor::ExtractSliceOp>();
+        kv && kv.getSource() == kT && kv.hasUnitStride() &&
+        llvm::all_of(kv.getMixedOffsets(),
+                     [](OpFoldResult o) { return isConstantIntValue(o, 0); }))
+      vInK = true;
     Operation *op = first;
     auto qTy = cast<RankedTensorType>(qT.getType());
     // K and V fp32 or a 16-bit cache (--kv-dtype), read as it is (widened,
@@ -327,7 +376,8 @@ struct ConvertAttnToGPUPass
              << " or fp32";
     int64_t hq = qTy.getDimSize(1);
     int64_t d = qTy.getDimSize(3);
-    int64_t dv = cast<RankedTensorType>(vT.getType()).getDimSize(3);
+    // (The V tile's width: V's own, or the columns of K it reads.)
+    int64_t dv = vSlice.getType().getDimSize(vSlice.getType().getRank() - 1);
     int64_t hkv = cast<RankedTensorType>(kT.getType()).getDimSize(1);
     if (ShapedType::isDynamic(hq) || ShapedType::isDynamic(hkv) ||
         ShapedType::isDynamic(d) || ShapedType::isDynamic(dv))
@@ -343,6 +393,7 @@ struct ConvertAttnToGPUPass
     e.dv = dv;
     e.epl = (d + kWarp - 1) / kWarp;
     e.eplV = (dv + kWarp - 1) / kWarp;
+    e.vInK = vInK;
     e.kRowsPerWarp = std::max(e.epl, e.eplV) <= 1 ? 8 : 4;
     e.mmaElt = mmaElt;
     // sm_90a: warpgroup MMAs on tiles copied as they are (a cache of the
@@ -353,7 +404,7 @@ struct ConvertAttnToGPUPass
     // there.
     e.wgmma = wgmma && mmaKernel && kvElt == mmaElt && d % 64 == 0 &&
               dv % 64 == 0 && dv <= 256 && warpRows != 32 && kvBlock <= 256 &&
-              (!src.pageTable || dv <= 128);
+              (!src.pageTable || dv <= 128) && !vInK;
     StringRef products = wgmmaProducts;
     if (products != "all" && products != "qk" && products != "pv" &&
         products != "none")
@@ -382,7 +433,7 @@ struct ConvertAttnToGPUPass
       e.table = buffer(src.pageTable);
     Value qBuf = buffer(qT);
     Value kBuf = buffer(kT);
-    Value vBuf = buffer(vT);
+    Value vBuf = vInK ? kBuf : buffer(vT);
     if (splitBlocks > 0)
       e.planSplit(qBuf, kBuf, dest.getDest(), splitBlocks, splitMinKeys);
     if (mmaKernel)

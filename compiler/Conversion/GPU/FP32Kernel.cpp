@@ -33,6 +33,9 @@ KernelEmitter::Launch KernelEmitter::beginLaunch(Value k, Value lens,
     grid[static_cast<int>(cast<gpu::GPUBlockMappingAttr>(m).getBlock())] =
         forallBound(i);
   Value gridQ = grid[0], gridG = grid[1], gridB = grid[2];
+  // Head chunks: each KV head's blocks along y.
+  if (headChunks > 1)
+    gridG = mul(gridG, c(headChunks));
   // Split-K: each query block's parts are blocks of their own along x.
   Value gridX = parts ? mul(gridQ, parts) : gridQ;
   Value one = c(1);
@@ -52,6 +55,11 @@ KernelEmitter::Launch KernelEmitter::beginLaunch(Value k, Value lens,
     L.split = cmp(arith::CmpIPredicate::sgt, parts, c(1));
   }
   L.g = L.op.getBlockIds().y;
+  L.hc = c(0);
+  if (headChunks > 1) {
+    L.hc = arith::RemUIOp::create(b, loc, L.g, c(headChunks));
+    L.g = arith::DivUIOp::create(b, loc, L.g, c(headChunks));
+  }
   L.bi = L.op.getBlockIds().z;
   L.tid = L.op.getThreadIds().x;
   L.kvLen = memref::DimOp::create(b, loc, k, 2);
@@ -217,7 +225,7 @@ SmallVector<Value> KernelEmitter::foldKey(const Launch &L,
 }
 
 void KernelEmitter::emit(Value out, Value q, Value k, Value v, Value lens) {
-  int64_t rows = group * qRows;
+  int64_t rows = blockHeads() * qRows;
   int64_t warps = (rows + kRowsPerWarp - 1) / kRowsPerWarp;
   int64_t threads = warps * kWarp;
   auto wg = gpu::AddressSpaceAttr::get(b.getContext(),

@@ -76,6 +76,22 @@ struct KernelEmitter {
   bool overlap = false;
   // Static shape facts.
   int64_t hkv = 1, group = 1, d = 0, dv = 0, epl = 1, eplV = 1;
+  /// Blocks per KV head (grid y = Hkv · headChunks), each taking
+  /// blockHeads() of the group's query heads: where one query row of every
+  /// head of the group does not fit a block (multi-head latent attention's
+  /// absorbed form, 64 or 128 heads over one latent row).
+  int64_t headChunks = 1;
+  /// V is the first dv columns of K's rows (the latent cache, read in
+  /// place): the tensor-core kernel takes V's fragments from the K tile and
+  /// stages no V of its own.
+  bool vInK = false;
+  /// The tensor-core kernel's column groups of warps: each computes the
+  /// tile's scores for its rows and O's columns [cg · dv / dvSplit, ...),
+  /// so that value head dims past 256 (the latent's 512) keep their
+  /// accumulators within a thread's registers.
+  int64_t dvSplit = 1;
+  int64_t blockHeads() const { return (group + headChunks - 1) / headChunks; }
+  int64_t dvPerWarp() const { return dv / dvSplit; }
   /// Query rows per warp: 8 for head dims up to 32, else 4 (registers).
   int64_t kRowsPerWarp = 8;
   /// The tensor-core kernel's operand type: bf16 or f16.
@@ -200,6 +216,8 @@ struct KernelEmitter {
   struct Launch {
     gpu::LaunchOp op;
     Value bi, g, qb, tid, lane, warp, kvLen, q0, qn, offset, lo, hi;
+    /// The block's chunk of the group's heads (0 without headChunks).
+    Value hc;
     /// Split-K: this block's part and whether the keys are split (parts >
     /// 1); null without split-K.
     Value part = Value(), split = Value();
@@ -245,10 +263,21 @@ struct KernelEmitter {
     Value valid, head, pos;
   };
   Row rowOf(const Launch &L, Value r) {
-    Value ok = cmp(arith::CmpIPredicate::slt, r, mul(c(group), L.qn));
+    int64_t heads = blockHeads();
+    Value ok = cmp(arith::CmpIPredicate::slt, r, mul(c(heads), L.qn));
     Value rs = select(ok, r, c(0));
     Value groupHead0 = mul(L.g, c(group));
-    Value head = add(groupHead0, arith::DivUIOp::create(b, loc, rs, L.qn));
+    Value inGroup = arith::DivUIOp::create(b, loc, rs, L.qn);
+    if (headChunks > 1) {
+      // The block's heads [hc · heads, ...) of the group; the last chunk's
+      // past the group are not rows.
+      Value first = mul(L.hc, c(heads));
+      inGroup = add(first, inGroup);
+      Value real = cmp(arith::CmpIPredicate::slt, inGroup, c(group));
+      ok = andI(ok, real);
+      inGroup = select(real, inGroup, first);
+    }
+    Value head = add(groupHead0, inGroup);
     Value pos = add(L.q0, arith::RemUIOp::create(b, loc, rs, L.qn));
     return {ok, head, pos};
   }
@@ -286,6 +315,10 @@ struct KernelEmitter {
     /// K/V fragment that ldmatrix reads, half the shared-memory traffic
     /// per mma).
     int64_t warps = 0, stages = 2, mt = 1;
+    /// Warps per column group (all the warps without dvSplit).
+    int64_t rowWarps = 0;
+    /// The first of O's columns this warp accumulates (column groups).
+    Value colBase;
     /// K and V copied global -> shared by cp.async (a cache of the mma
     /// type), else staged through registers (rounded from f32).
     bool asyncCopy = false;

@@ -61,7 +61,8 @@ KernelEmitter::mmaSharedMemory(int64_t rows, int64_t d, int64_t dv,
   s.qRows = llvm::alignTo(rows, warpRows);
   s.kOffset = llvm::alignTo(s.qRows * (d + kPad) * 2, 128);
   s.vOffset = s.kOffset + llvm::alignTo(stages * kvBlock * (d + kPad) * 2, 128);
-  s.bytes = s.vOffset + stages * kvBlock * (dv + kPad) * 2;
+  // (dv = 0: V read from the K tile, no ring of its own.)
+  s.bytes = s.vOffset + (dv ? stages * kvBlock * (dv + kPad) * 2 : 0);
   return s;
 }
 
@@ -97,7 +98,8 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
   MmaState m;
   m.tma = kMap != Value();
   m.mt = warpRows / kTileRows;
-  m.warps = (group * qRows + warpRows - 1) / warpRows;
+  m.rowWarps = (blockHeads() * qRows + warpRows - 1) / warpRows;
+  m.warps = m.rowWarps * dvSplit;
   m.asyncCopy = asyncCopy;
   // Q's fragments stay in registers next to one m-tile's accumulators up to
   // head dim 128; otherwise they are read from the Q tile per step.
@@ -111,8 +113,8 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
   // wgmma: whole warpgroups of 4 warps (64 rows).
   if (m.wgmma)
     m.warps = llvm::alignTo(m.warps, 4);
-  MmaSmem smemLayout = mmaSharedMemory(group * qRows, d, dv, kvBlock, m.stages,
-                                       warpRows, m.wgmma);
+  MmaSmem smemLayout = mmaSharedMemory(blockHeads() * qRows, d, vInK ? 0 : dv,
+                                       kvBlock, m.stages, warpRows, m.wgmma);
   int64_t rows = smemLayout.qRows;
   m.L = beginLaunch(k, lens, m.warps * kWarp, TypeRange{}, smemLayout.bytes);
   const Launch &L = m.L;
@@ -131,7 +133,8 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
   } else {
     m.qTile = view(0, {rows, d + kPad});
     m.kRing = view(smemLayout.kOffset, {m.stages, kvBlock, d + kPad});
-    m.vRing = view(smemLayout.vOffset, {m.stages, kvBlock, dv + kPad});
+    m.vRing = vInK ? m.kRing
+                   : view(smemLayout.vOffset, {m.stages, kvBlock, dv + kPad});
   }
   // Fragment coordinates: group (row within 8) and thread in group.
   m.gq = arith::DivUIOp::create(b, loc, L.lane, c(4));
@@ -153,7 +156,16 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
   Value eighth = arith::DivUIOp::create(b, loc, L.lane, c8);
   Value odd = arith::RemUIOp::create(b, loc, eighth, c2);
   Value odd8 = mul(odd, c8);
-  Value warpRow0 = mul(L.warp, c(warpRows));
+  // Column groups: warp w takes rows of warp w mod rowWarps and O's
+  // columns from colBase.
+  Value rowWarp = L.warp;
+  m.colBase = c(0);
+  if (dvSplit > 1) {
+    rowWarp = arith::RemUIOp::create(b, loc, L.warp, c(m.rowWarps));
+    Value cg = arith::DivUIOp::create(b, loc, L.warp, c(m.rowWarps));
+    m.colBase = mul(cg, c(dvPerWarp()));
+  }
+  Value warpRow0 = mul(rowWarp, c(warpRows));
   Value l16 = arith::RemUIOp::create(b, loc, L.lane, c16);
   m.aRow = add(warpRow0, l16);
   m.aCol = hi16;
@@ -223,7 +235,8 @@ void KernelEmitter::mmaIssueTile(const MmaState &m, Value k, Value v, Value kt,
     Value left = sub(L.hi, kt);
     Value kn = min(c(kvBlock), left);
     stageTile(L, k, m.kRing, d, kt, kn, threads, stage);
-    stageTile(L, v, m.vRing, dv, kt, kn, threads, stage);
+    if (!vInK)
+      stageTile(L, v, m.vRing, dv, kt, kn, threads, stage);
     return;
   }
   auto tokenTy = nvgpu::DeviceAsyncTokenType::get(b.getContext());
@@ -263,7 +276,8 @@ void KernelEmitter::mmaIssueTile(const MmaState &m, Value k, Value v, Value kt,
     }
   };
   copyRows(k, m.kRing, d);
-  copyRows(v, m.vRing, dv);
+  if (!vInK)
+    copyRows(v, m.vRing, dv);
 }
 
 SmallVector<Value> KernelEmitter::mmaTile(const MmaState &m, Value kt,
@@ -376,7 +390,7 @@ void KernelEmitter::mmaPV(const MmaState &m, Value stage,
                           SmallVector<Value> &next) {
   // O = O·alpha + P·V: V's B fragments (k = keys, n = columns) by
   // ldmatrix.trans, two n8 tiles per x4, each feeding every m-tile.
-  int64_t mt = m.mt, nTilesO = dv / 8;
+  int64_t mt = m.mt, nTilesO = dvPerWarp() / 8;
   int64_t base = 4 * mt;
   SmallVector<SmallVector<SmallVector<Value>>> o(mt);
   for (int64_t t = 0; t < mt; ++t)
@@ -390,7 +404,7 @@ void KernelEmitter::mmaPV(const MmaState &m, Value stage,
   for (int64_t s2 = 0; s2 < kvBlock / 16; ++s2)
     for (int64_t n = 0; n < nTilesO; n += 2) {
       Value row = add(c(16 * s2), m.vRow);
-      Value col = add(c(8 * n), m.vCol);
+      Value col = add(add(c(8 * n), m.vCol), m.colBase);
       SmallVector<Value> r =
           ldmatrix4(m.vRing, stage, row, col,
                     /*transpose=*/true, m.wgmma ? kvBlock : 0, dv);
@@ -406,9 +420,12 @@ void KernelEmitter::mmaPV(const MmaState &m, Value stage,
 
 void KernelEmitter::mmaStore(const MmaState &m, ValueRange tiles, Value out) {
   // out = O / l (the quad's partial sums added; 0 for a row with no key).
-  int64_t mt = m.mt, nRows = 2 * mt, nTilesO = dv / 8;
+  int64_t mt = m.mt, nRows = 2 * mt, nTilesO = dvPerWarp() / 8;
   SmallVector<Value> inv;
   Value quadLead = cmp(arith::CmpIPredicate::eq, m.tq, c(0));
+  // (Every column group has the rows' statistics: the first stores them.)
+  if (dvSplit > 1)
+    quadLead = andI(quadLead, cmp(arith::CmpIPredicate::eq, m.colBase, c(0)));
   for (int64_t r = 0; r < nRows; ++r) {
     Value l = quadReduce(tiles[nRows + r], /*isMax=*/false);
     // Split keys: the row's log2-sum-exp, by the first lane of its quad.
@@ -424,7 +441,7 @@ void KernelEmitter::mmaStore(const MmaState &m, ValueRange tiles, Value out) {
     for (int64_t n = 0; n < nTilesO; ++n)
       for (int64_t e = 0; e < 4; ++e) {
         int64_t r = 2 * t + e / 2;
-        Value col = add(c(8 * n + e % 2), m.col2);
+        Value col = add(add(c(8 * n + e % 2), m.col2), m.colBase);
         auto ifOp =
             scf::IfOp::create(b, loc, m.valid[r], /*withElseRegion=*/false);
         OpBuilder::InsertionGuard g2(b);
@@ -523,7 +540,7 @@ void KernelEmitter::emitMma(Value out, Value q, Value k, Value v, Value lens) {
   // State: m[2·mt], l[2·mt] (this thread's partial row sums),
   // o[mt][dv / 8][4].
   SmallVector<Value> init(2 * m.mt, f32(-kInf));
-  for (int64_t i = 0; i < 2 * m.mt + m.mt * dv / 8 * 4; ++i)
+  for (int64_t i = 0; i < 2 * m.mt + m.mt * dvPerWarp() / 8 * 4; ++i)
     init.push_back(f32(0.0));
   scf::ForOp whole =
       loop(L.lo, full, c(kvBlock), init, [&](Value kt, ValueRange st) {

@@ -223,8 +223,8 @@ std::vector<KernelEntry> mlir::attn::kernelEntries(const ModelSpec &spec,
   std::string entry = "_mlir_ciface_" + n + (linear ? "_gdn" : "_sdpa");
   std::vector<KernelEntry> e = {{KernelEntry::Fused, entry, fusedType}};
   // The CUDA target compiles the fused kernels and, where listed, the paged
-  // ones (attn-compile clears reference and blocks); not the absorbed latent
-  // form.
+  // ones (attn-compile clears reference and blocks), the absorbed latent
+  // form's included.
   const EntrySet &want = spec.entries;
   if (want.reference)
     e.push_back({KernelEntry::Reference, entry + "_reference", fusedType});
@@ -237,7 +237,7 @@ std::vector<KernelEntry> mlir::attn::kernelEntries(const ModelSpec &spec,
                    sinks ? "attn_rt_paged_part_sinks_t"
                          : "attn_rt_paged_part_t"});
   }
-  if (l.isLatent() && !cuda) {
+  if (l.isLatent()) {
     e.push_back({KernelEntry::Mla, base + "_mla", "attn_rt_mla_t"});
     if (want.reference)
       e.push_back({KernelEntry::MlaReference, base + "_mla_reference",
