@@ -154,6 +154,8 @@ bench llama-3.1-8b-bf16 --seq 4096 --repeats 10
 # at 4k cached tokens (compute-bound) and batch 1 at 64k (memory-bound,
 # split-K), in pages of 64 and contiguous; the lines give % of the dense
 # bf16 tensor peak and of the copy bandwidth.
+echo "== linear decode (the seed's Gated DeltaNet layer, one token: the fp32 state read and written once; % of the copy bandwidth)"
+for bsz in 1 16 64; do bench seed --layer 0 --seq 1 --batch $bsz --repeats 20; done
 echo "== MLA absorbed decode (DeepSeek-V3, bf16 latent cache)"
 bench deepseek-v3-kvbf16-bf16 --layer 0 --seq 1 --batch 64 --kv-len 4096 --page-size 64 --repeats 10
 bench deepseek-v3-kvbf16-bf16 --layer 0 --seq 1 --batch 1 --kv-len 65536 --page-size 64 --repeats 10

@@ -531,23 +531,30 @@ void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,
     double wallMs = 0;
     double fusedMs = deviceMedianMs(
         repeats, [&] { d.call(kind.fused, sh); }, wallMs);
+    // The fp32 state read and written once per call: what bounds decode
+    // (S = 1), against the copy bandwidth.
     double stateBytes = 4.0 * 2 * double(NpyArray::numelOf(sh.state));
+    double stateGbps = stateBytes / fusedMs / 1e6;
+    double pctCopy = 100 * stateGbps / gDevice.copyGbps;
     if (json)
       std::printf("%s\n  {\"kind\": \"%s\", \"op\": \"gated_delta\", "
                   "\"device\": \"%s\", \"batch\": %lld, \"seq\": %lld, "
                   "\"recurrent_flops\": %.0f, \"fused_ms\": %.4f, "
                   "\"wall_ms\": %.4f, "
-                  "\"fused_tflops\": %.4f, \"us_per_token\": %.4f}",
+                  "\"fused_tflops\": %.4f, \"us_per_token\": %.4f, "
+                  "\"state_gbps\": %.1f, \"pct_copy_bandwidth\": %.2f}",
                   first ? "" : ",", kind.name, gDevice.name.c_str(),
                   (long long)b, (long long)s, fr, fusedMs, wallMs,
-                  fr / fusedMs / 1e9, 1e3 * fusedMs / double(b * s));
+                  fr / fusedMs / 1e9, 1e3 * fusedMs / double(b * s), stateGbps,
+                  pctCopy);
     else
       std::printf("%-30s B=%lld S=%lld: fused (recurrent GPU kernel) %9.3f ms "
                   "(events; wall %.3f ms) %8.3f TFLOP/s (recurrent count), "
-                  "%.3f us/token, state in+out %.1f MB\n",
+                  "%.3f us/token, state in+out %.1f MB at %.1f GB/s, %.1f%% "
+                  "of the copy bandwidth\n",
                   kind.name, (long long)b, (long long)s, fusedMs, wallMs,
                   fr / fusedMs / 1e9, 1e3 * fusedMs / double(b * s),
-                  stateBytes / 1e6);
+                  stateBytes / 1e6, stateGbps, pctCopy);
     return;
   }
   double fusedMs = median(kind.fused);
