@@ -108,7 +108,7 @@ bench() {
   echo "$out" >> "$LOG"
   echo "$out" | grep -v '^device:' | sed "s/^/$name $*: /"
   dev=$(echo "$out" | grep '^device:' | head -n 1)
-  echo "$out" | awk -v n="$name" -v a="$*" '/fused|absorbed/ {
+  echo "$out" | awk -v n="$name" -v a="$*" '/fused|absorbed,/ {
     for (i = 1; i <= NF; i++) {
       if ($i == "ms" && ms == "") ms = $(i - 1);
       if ($i == "TFLOP/s,") tf = $(i - 1);

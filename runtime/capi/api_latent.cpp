@@ -34,8 +34,8 @@ static attn_status getLatentKind(const attn_model *model, int32_t kind,
   if (!kd->mla_paged)
     return failWith(ATTN_ERR_UNSUPPORTED,
                     std::string(call) + ": kind '" + kd->name +
-                        "' has no paged latent kernel (a GPU library, or "
-                        "one compiled with --entries without paged)");
+                        "' has no paged latent kernel (compiled with "
+                        "--entries without paged)");
   return ATTN_OK;
 }
 

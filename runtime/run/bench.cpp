@@ -206,13 +206,16 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
              "--entries without paged; GPU builds: --entries=paged)");
     }
     requireDevice("bench");
+    if (gCuda)
+      describeDevice();
     if (json)
       std::printf("[");
     bool first = true;
     for (int64_t ki : kinds) {
       const attn_rt_kind &k = m->kinds[ki];
       if (k.mla) {
-        benchLatentKind(k, b, sq, skv, page, repeats, json, first);
+        benchLatentKind(k, b, sq, skv, page, repeats, json, first,
+                        /*expanded=*/false);
         first = false;
         continue;
       }
@@ -283,7 +286,8 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
                     "K/V would not fit in a quarter of the memory: only the "
                     "absorbed form is timed\n",
                     kind.name, (long long)b, (long long)sq, (long long)skv);
-      benchLatentKind(kind, b, sq, skv, 0, repeats, json, ki == 0);
+      benchLatentKind(kind, b, sq, skv, 0, repeats, json, ki == 0,
+                      /*expanded=*/false);
       continue;
     }
     std::vector<int64_t> qs = {b, kind.num_heads, sq, kind.head_dim},
@@ -393,7 +397,8 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
     }
     // A latent kind's absorbed form (its decode) on the same step.
     if (kind.mla)
-      benchLatentKind(kind, b, sq, skv, 0, repeats, json, false);
+      benchLatentKind(kind, b, sq, skv, 0, repeats, json, false,
+                      /*expanded=*/true);
   }
   if (json)
     std::printf("\n]\n");

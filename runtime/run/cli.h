@@ -239,6 +239,9 @@ private:
       n *= s;
     if (!gCuda || n == 0)
       return nullptr;
+    // (Dense buffers from their first element: what the callers make.)
+    if (desc.offset != 0)
+      fail("internal error: a device copy of a descriptor with an offset");
     bufs.push_back(
         std::make_unique<DeviceBuffer>(copyIn ? desc.aligned : nullptr, n));
     auto *p = static_cast<decltype(desc.aligned)>(bufs.back()->ptr);
@@ -463,10 +466,11 @@ Buf<float> runLatentBlock(const attn_rt_kind &kind,
 /// `mla`: the absorbed form's attention of a layer's kind on .npy files.
 int cmdMla(const attn_rt_model *m, int argc, char **argv);
 /// bench's line for a latent kind's absorbed kernel (paged with `page` >
-/// 0), with the expanded form over an MHA cache on the same step.
+/// 0), with the expanded form over an MHA cache on the same step where
+/// `expanded` (the caller's judgement that its K/V fit) and page is 0.
 void benchLatentKind(const attn_rt_kind &kind, int64_t b, int64_t sq,
                      int64_t skv, int64_t page, int64_t repeats, bool json,
-                     bool first);
+                     bool first, bool expanded);
 
 } // namespace cli
 } // namespace attn_rt

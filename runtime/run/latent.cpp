@@ -518,7 +518,7 @@ double expandedFormMs(const attn_rt_kind &kind, int64_t b, int64_t sq,
 
 void benchLatentKind(const attn_rt_kind &kind, int64_t b, int64_t sq,
                      int64_t skv, int64_t page, int64_t repeats, bool json,
-                     bool first) {
+                     bool first, bool expanded) {
   int64_t h = kind.num_heads, row = rowOf(kind), r = kind.kv_lora_rank;
   if (page > 0 && !kind.mla_paged)
     fail(std::string("bench --page-size: kind '") + kind.name +
@@ -584,8 +584,9 @@ void benchLatentKind(const attn_rt_kind &kind, int64_t b, int64_t sq,
   for (int64_t i = 0; i < sq; ++i)
     pairs += double(std::max<int64_t>(0, std::min(skv, skv - sq + i + 1)));
   double flops = 2.0 * b * h * pairs * double(row + r);
-  double expMs =
-      page > 0 ? NAN : expandedFormMs(kind, b, sq, skv, lens, repeats, rng);
+  double expMs = page > 0 || !expanded
+                     ? NAN
+                     : expandedFormMs(kind, b, sq, skv, lens, repeats, rng);
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   double rssMb = ru.ru_maxrss / 1024.0;

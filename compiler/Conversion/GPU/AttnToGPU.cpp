@@ -221,15 +221,18 @@ struct ConvertAttnToGPUPass
                << " column groups of warps, which needs a multiple of "
                << 16 * e.dvSplit;
     }
-    // Head chunks, where one query row per head (q-block 1: decode, or a
-    // group at least block-rows wide) of the whole group does not fit a
-    // block: the rows (warps of every column group: at most 8 of them; the
-    // fp32 kernel's wide rows: 32 rows, 256 threads) or the tensor-core
-    // kernel's shared memory at 32-key tiles.
-    int64_t maxRows = mmaKernel ? 128 / e.dvSplit
-                      : e.epl + e.eplV > 8
-                          ? 32
-                          : std::numeric_limits<int64_t>::max();
+    // Head chunks, where the group's rows do not fit a block for the
+    // kernel's own reasons: one query row per head (q-block 1: decode, or a
+    // group at least block-rows wide), the column groups of a value head
+    // dim past 256 or the fp32 kernel's wide rows (the latent's 576/512).
+    // The limits: the rows (warps of every column group: at most 8 of them;
+    // the fp32 kernel's wide rows: 32 rows, 256 threads) and the
+    // tensor-core kernel's shared memory at 32-key tiles. (A q-block the
+    // user chose too large is an error below.)
+    bool wideFp32 = !mmaKernel && e.epl + e.eplV > 8;
+    int64_t maxRows = mmaKernel  ? 128 / e.dvSplit
+                      : wideFp32 ? 32
+                                 : std::numeric_limits<int64_t>::max();
     auto mmaBytesFor = [&](int64_t rows, int64_t keys) {
       return KernelEmitter::mmaSharedMemory(rows, d, dvRing, keys,
                                             /*stages=*/2, rowsPerWarp, e.wgmma)
@@ -240,18 +243,23 @@ struct ConvertAttnToGPUPass
              (!mmaKernel || mmaBytesFor(rows, kvBlock ? int64_t(kvBlock)
                                                       : 32) <= maxSharedMemory);
     };
-    if (e.qRows == 1)
-      while (e.headChunks < group && !fits(e.blockHeads()))
+    if (e.qRows == 1 || e.dvSplit > 1 || wideFp32)
+      while (e.headChunks < group && !fits(e.blockHeads() * e.qRows))
         ++e.headChunks;
+    if (!mmaKernel && wideFp32 && e.blockHeads() * e.qRows > maxRows)
+      return op->emitOpError("the fp32 kernel holds at most 32 rows per "
+                             "thread block at head dims ")
+             << d << " and " << dv << ", got q-block " << e.qRows
+             << ": use a q-block of at most 32";
     int64_t blockRows = e.blockHeads() * e.qRows;
     auto mmaBytes = [&](int64_t keys) { return mmaBytesFor(blockRows, keys); };
-    // (Column groups: 32-key tiles, whose scores sit next to 256 columns'
-    // accumulators without spilling.)
-    e.kvBlock =
-        kvBlock ? kvBlock
-        : mmaKernel
-            ? (e.dvSplit == 1 && mmaBytes(64) <= maxSharedMemory ? 64 : 32)
-            : std::max<int64_t>(8, 4096 / std::max(d, dv));
+    // (Column groups: 16-key tiles, whose scores sit next to 256 columns'
+    // accumulators without spilling: at 32 keys ptxas needs 252-255
+    // registers, and Kimi-K2's kernel spills.)
+    e.kvBlock = kvBlock         ? kvBlock
+                : e.dvSplit > 1 ? 16
+                : mmaKernel     ? (mmaBytes(64) <= maxSharedMemory ? 64 : 32)
+                                : std::max<int64_t>(8, 4096 / std::max(d, dv));
     if (e.kvBlock <= 0)
       return op->emitOpError("kv-block must be positive");
     if (splitBlocks < 0 || splitMinKeys <= 0)
@@ -345,6 +353,8 @@ struct ConvertAttnToGPUPass
         llvm::all_of(kv.getMixedOffsets(),
                      [](OpFoldResult o) { return isConstantIntValue(o, 0); }))
       vInK = true;
+    // (Columns from K's first: the tile's own column offset 0.)
+    vInK = vInK && isConstantIntValue(vSlice.getMixedOffsets().back(), 0);
     Operation *op = first;
     auto qTy = cast<RankedTensorType>(qT.getType());
     // K and V fp32 or a 16-bit cache (--kv-dtype), read as it is (widened,

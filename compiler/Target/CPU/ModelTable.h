@@ -42,7 +42,8 @@ struct KernelEntry {
 };
 /// The entries the kernels' module holds for `kind` (of `spec`, first
 /// layer `l`): the fused kernel always, the others as spec.entries and the
-/// kind's features say (none but the fused one for `cuda`).
+/// kind's features say (`cuda`: the reference and blocks are cleared by
+/// attn-compile, so the same rule gives the GPU's).
 std::vector<KernelEntry> kernelEntries(const ModelSpec &spec,
                                        const std::string &kindName,
                                        const LayerSpec &l, bool linear,
