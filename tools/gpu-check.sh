@@ -111,7 +111,7 @@ bench() {
   echo "$out" | awk -v n="$name" -v a="$*" '/fused|absorbed,/ {
     for (i = 1; i <= NF; i++) {
       if ($i == "ms" && ms == "") ms = $(i - 1);
-      if ($i == "TFLOP/s,") tf = $(i - 1);
+      if ($i == "TFLOP/s," || ($i == "TFLOP/s" && $(i + 1) == "chunked")) tf = $(i - 1);
       if ($i == "GFLOP/s,") tf = $(i - 1) / 1000;
       if ($i == "dense") pct = $(i - 3);
     }
@@ -156,6 +156,10 @@ bench llama-3.1-8b-bf16 --seq 4096 --repeats 10
 # bf16 tensor peak and of the copy bandwidth.
 echo "== linear decode (the seed's Gated DeltaNet layer, one token: the fp32 state read and written once; % of the copy bandwidth)"
 for bsz in 1 16 64; do bench seed --layer 0 --seq 1 --batch $bsz --repeats 20; done
+echo "== linear prefill (the seed's Gated DeltaNet layer, S = 4096: the recurrent fp32 kernel, then the chunked one on tensor cores)"
+bench seed --layer 0 --seq 4096 --repeats 5
+bench seed-bf16 --layer 0 --seq 4096 --repeats 10
+bench seed-bf16 --layer 0 --seq 4096 --batch 8 --repeats 5
 echo "== MLA absorbed decode (DeepSeek-V3, bf16 latent cache)"
 bench deepseek-v3-kvbf16-bf16 --layer 0 --seq 1 --batch 64 --kv-len 4096 --page-size 64 --repeats 10
 bench deepseek-v3-kvbf16-bf16 --layer 0 --seq 1 --batch 1 --kv-len 65536 --page-size 64 --repeats 10

@@ -229,7 +229,7 @@ def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "func::FuncOp"> {
            "Split-K: the fewest keys per part">,
     Option<"kvBlock", "kv-block", "int64_t", /*default=*/"0",
            "Keys per shared-memory tile (0: 4096 / head dim, at least 8; "
-           "bf16/f16: 64, or 32 where 64 exceeds max-shared-memory)">,
+           "bf16/f16: 64, or 32 where 64 exceeds max-shared-memory; 16 for the column groups of a value head dim past 256)">,
     Option<"warpRows", "warp-rows", "int64_t", /*default=*/"0",
            "Tensor-core kernel: rows per warp, 16 or 32 (two m16 tiles "
            "sharing each K/V fragment; value head dims up to 128); 0: 16">,

@@ -525,8 +525,11 @@ void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,
                   : attn_rt_gated_delta_recurrent_flops(
                         b, kind.num_heads, s, kind.head_dim, kind.head_dim_v);
   if (gCuda) {
-    // The recurrent GPU kernel: device buffers once, each call launches and
-    // waits. FLOPs counted as the recurrence's (what it computes).
+    // The GPU kernels: device buffers once, each call launches and waits.
+    // FLOPs counted as the recurrence's (what the recurrent kernel
+    // computes; decode) and as the chunked algorithm's (the tensor-core
+    // kernel of a bf16/f16 build, 32 tokens or more), the latter against
+    // the dense bf16 tensor peak.
     GdnDevice d(sh, in);
     double wallMs = 0;
     double fusedMs = deviceMedianMs(
@@ -536,25 +539,30 @@ void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,
     double stateBytes = 4.0 * 2 * double(NpyArray::numelOf(sh.state));
     double stateGbps = stateBytes / fusedMs / 1e6;
     double pctCopy = 100 * stateGbps / gDevice.copyGbps;
+    double pctTensor = 100 * f / fusedMs / 1e9 / gDevice.tensorTflops;
     if (json)
       std::printf("%s\n  {\"kind\": \"%s\", \"op\": \"gated_delta\", "
                   "\"device\": \"%s\", \"batch\": %lld, \"seq\": %lld, "
                   "\"recurrent_flops\": %.0f, \"fused_ms\": %.4f, "
                   "\"wall_ms\": %.4f, "
                   "\"fused_tflops\": %.4f, \"us_per_token\": %.4f, "
-                  "\"state_gbps\": %.1f, \"pct_copy_bandwidth\": %.2f}",
+                  "\"state_gbps\": %.1f, \"pct_copy_bandwidth\": %.2f, "
+                  "\"chunked_flops\": %.0f, \"chunked_tflops\": %.4f, "
+                  "\"pct_bf16_tensor_peak\": %.2f}",
                   first ? "" : ",", kind.name, gDevice.name.c_str(),
                   (long long)b, (long long)s, fr, fusedMs, wallMs,
                   fr / fusedMs / 1e9, 1e3 * fusedMs / double(b * s), stateGbps,
-                  pctCopy);
+                  pctCopy, f, f / fusedMs / 1e9, pctTensor);
     else
-      std::printf("%-30s B=%lld S=%lld: fused (recurrent GPU kernel) %9.3f ms "
+      std::printf("%-30s B=%lld S=%lld: fused %9.3f ms "
                   "(events; wall %.3f ms) %8.3f TFLOP/s (recurrent count), "
-                  "%.3f us/token, state in+out %.1f MB at %.1f GB/s, %.1f%% "
-                  "of the copy bandwidth\n",
+                  "%.3f TFLOP/s chunked count, %.2f%% of the dense bf16 "
+                  "tensor peak, %.3f us/token, state in+out %.1f MB at %.1f "
+                  "GB/s, %.1f%% of the copy bandwidth\n",
                   kind.name, (long long)b, (long long)s, fusedMs, wallMs,
-                  fr / fusedMs / 1e9, 1e3 * fusedMs / double(b * s),
-                  stateBytes / 1e6, stateGbps, pctCopy);
+                  fr / fusedMs / 1e9, f / fusedMs / 1e9, pctTensor,
+                  1e3 * fusedMs / double(b * s), stateBytes / 1e6, stateGbps,
+                  pctCopy);
     return;
   }
   double fusedMs = median(kind.fused);

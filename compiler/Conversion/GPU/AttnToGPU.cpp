@@ -113,8 +113,12 @@ struct ConvertAttnToGPUPass
     for (scf::ForallOp f : foralls)
       if (failed(convert(f)))
         return signalPassFailure();
+    Builder types(fn.getContext());
+    Type mmaElt = precision == GPUPrecision::fp32  ? Type()
+                  : precision == GPUPrecision::f16 ? Type(types.getF16Type())
+                                                   : Type(types.getBF16Type());
     for (scf::ForallOp f : gatedDelta)
-      if (failed(emitGatedDeltaGPU(f)))
+      if (failed(emitGatedDeltaGPU(f, mmaElt)))
         return signalPassFailure();
   }
 

@@ -4,8 +4,10 @@
 // (batch, value head) forall of attn-tile-gated-delta becomes the grid
 // (value head × C column blocks, batch) of one gpu.launch whose block
 // carries d_v / C columns of that head's state [d_k, d_v] in registers
-// through the sequence, token by token (the recurrent form, for every
-// length: the chunkwise WY/UT form on tensor cores is the next step). The
+// through the sequence, token by token (the recurrent form: every length
+// in fp32; with bf16/f16 precision the sequences shorter than 32 tokens,
+// the longer ones taking the chunked kernel on tensor cores,
+// GatedDeltaChunkKernel.cpp, where it takes the shape). The
 // columns are independent, so C (a power of two, at least 32 columns per
 // block) grows until the heads' blocks reach 264, two per SM of an H100/H200:
 // a decode step of one sequence is no longer a handful of blocks.
@@ -37,7 +39,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Conversion/GPU/KernelEmitter.h"
+#include "compiler/Conversion/GPU/GatedDeltaGPU.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -121,7 +123,8 @@ LogicalResult readSource(scf::ForallOp forall, GatedDeltaSource &s) {
 
 } // namespace
 
-LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
+LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall,
+                                                         Type mmaElt) {
   // Long: one kernel body in program order; its parts share many values.
   GatedDeltaSource s;
   if (failed(readSource(forall, s)))
@@ -169,6 +172,26 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall) {
   Value lengths = s.lengths ? buffer(s.lengths) : Value();
   Value seq = memref::DimOp::create(b, loc, v, 2);
   Value batch = memref::DimOp::create(b, loc, v, 0);
+  // Tensor cores (bf16/f16 precision) where the chunked kernel takes the
+  // shape: it runs sequences of kChunkedFrom tokens or more, the recurrent
+  // kernel below the shorter ones (decode).
+  if (mmaElt && gatedDeltaChunkFits(dk, dv, s.channel)) {
+    GatedDeltaBuffers bufs{q, k, v, g, beta, init, lengths, s.out, s.state};
+    bufs.scale = s.scale;
+    bufs.noDelta = s.noDelta;
+    bufs.hv = hv;
+    bufs.hk = hk;
+    bufs.dk = dk;
+    bufs.dv = dv;
+    constexpr int64_t kChunkedFrom = 32;
+    Value from = e.c(kChunkedFrom);
+    Value chunked = e.cmp(arith::CmpIPredicate::sge, seq, from);
+    auto ifOp = scf::IfOp::create(b, loc, chunked, /*withElseRegion=*/true);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    e.mmaElt = mmaElt;
+    emitGatedDeltaChunked(e, bufs);
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+  }
   auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
                                        gpu::AddressSpace::Workgroup);
   Type f32 = b.getF32Type();

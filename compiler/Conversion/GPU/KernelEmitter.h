@@ -556,8 +556,11 @@ struct KernelEmitter {
 
 /// Replaces the (batch, value head) forall of attn-tile-gated-delta, whose
 /// results are materialized into a kernel entry's buffers, by the Gated
-/// DeltaNet kernel's gpu.launch (GatedDeltaKernel.cpp).
-LogicalResult emitGatedDeltaGPU(scf::ForallOp forall);
+/// DeltaNet kernel's gpu.launch (GatedDeltaKernel.cpp); with a tensor-core
+/// operand type `mmaElt` (bf16/f16 precision), where the shape allows, also
+/// the chunked kernel's (GatedDeltaChunkKernel.cpp) for the longer
+/// sequences.
+LogicalResult emitGatedDeltaGPU(scf::ForallOp forall, Type mmaElt = Type());
 
 } // namespace gpu_kernels
 } // namespace attn

@@ -92,7 +92,8 @@ void KernelEmitter::planSplit(Value q, Value k, Value out, int64_t splitBlocks,
   // host compiler's order of evaluating arguments.)
   gridQ = forallBound(2);
   Value batches = forallBound(0);
-  Value heads = mul(forallBound(1), c(headChunks));
+  Value kvHeads = forallBound(1);
+  Value heads = mul(kvHeads, c(headChunks));
   Value blocks = mul(mul(batches, heads), gridQ);
   // The cache's capacity in keys: what the block's key loops may cover.
   Value capacity = memref::DimOp::create(b, loc, k, 2);

@@ -1,0 +1,570 @@
+//===- GatedDeltaChunkKernel.cpp - chunked Gated DeltaNet on tensor cores -===//
+//
+// This file implements the chunked (WY/UT) form of the gated delta rule on
+// the GPU's tensor cores (mma.sync m16n8k16, bf16 or f16 operands, fp32
+// accumulators and state), the GPU twin of the CPU kernel's chunked form
+// (compiler/Conversion/CPU/GatedDeltaKernel.cpp, steps 1 to 8, whose
+// notation this follows) and of flash-linear-attention's
+// chunk_gated_delta_rule:
+//
+//   grid  = (value head × d_v / Dvb column blocks, batch), Dvb = 64 (or d_v
+//           where it is smaller): the state's columns are independent;
+//   block = 4 warps; per chunk of C = 64 tokens, warp w owns tokens
+//           [16w, 16w + 16) of the chunk's products and rows
+//           [w·d_k/4, (w + 1)·d_k/4) of the state slice S [d_k, Dvb], kept
+//           in fp32 in the entry's final-state buffer between chunks (each
+//           thread reads back its own mma C fragments' elements: no
+//           registers held across the chunk's other steps) with a bf16
+//           copy in shared memory, every product's B operand;
+//   per chunk:
+//     1. g and β of the chunk's tokens (0 past its n tokens: padding tokens
+//        leave the state alone) and, by one thread, the gate's prefix sums
+//        c held as hi + lo (TwoSum, as the CPU kernel);
+//     2. the tiles, rounded to bf16: Qs = scale·q, Ks = k, Kb = β·e^c·k,
+//        Kd = e^(c_last − c)·k, Vb = β·v (the decays ≤ 1: c decreases);
+//     3. A = Ks·Ksᵀ and QK = Qs·Ksᵀ (64 × 64); the decay Γ = e^(c_i − c_j)
+//        folded in: A ← −β_i·A⊙Γ strictly below the diagonal, QK ← QK⊙Γ on
+//        and below it;
+//     4. T = (I − A)⁻¹ − I by forward substitution, one column per thread
+//        of the first two warps, in registers (unrolled: 2,016 FMAs);
+//     5. U = (I + T)·Vb, W = (I + T)·Kb;
+//     6. U ← U − W·S (V', the chunk's corrected values);
+//     7. O = e^c ⊙ (Qs·S) + QK·U, stored for the chunk's tokens;
+//     8. S ← e^(c_last)·S + Kdᵀ·U.
+//   Without the delta correction (Mamba2's SSD) steps 3's A, 4, 5's W and 6
+//   vanish: U = Vb.
+//
+// Fragments come from shared memory by ldmatrix (rows padded by 16 bytes):
+// row-major A operands (Qs, Ks, I + T, QK) as the attention kernel's Q,
+// Kdᵀ transposed from Kd's rows, B operands of the k × n tiles (Vb, Kb, S,
+// U) transposed as its V, Ksᵀ as its K; a C fragment becomes the next
+// product's A operand in registers (W for step 6, as the attention
+// kernel's P).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/GPU/GatedDeltaGPU.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::gpu_kernels;
+
+namespace {
+
+constexpr int64_t kChunk = 64;
+constexpr int64_t kPad = 8;
+constexpr int64_t kWarps = 4;
+
+/// A C fragment per 8-column tile: fragments[tile][4].
+using Frags = SmallVector<SmallVector<Value>>;
+
+struct ChunkEmitter {
+  KernelEmitter &e;
+  OpBuilder &b;
+  Location loc;
+  const GatedDeltaBuffers &g;
+  int64_t dk, dvb, mtS;
+  // Launch ids and fragment coordinates.
+  Value tid, warp, bi, h, hkIdx, col0, seq, len, lastToken;
+  Value gq, col2, aRow, aCol, kRow, kCol, vRow, vCol;
+  // Shared-memory tiles.
+  Value qs, ks, kb, kd, vb, ub, sb, qk, tb, af, cHi, cLo, gS, bS;
+
+  ChunkEmitter(KernelEmitter &e, const GatedDeltaBuffers &g)
+      : e(e), b(e.b), loc(e.loc), g(g), dk(g.dk), dvb(chunkColumns(g.dv)),
+        mtS(g.dk / 16 / kWarps) {}
+
+  // (One op created per statement, here as in the other kernels: the IR
+  // must not depend on the host compiler's order of evaluating arguments,
+  // tools/check-host-compiler.sh.)
+  Value c(int64_t v) { return e.c(v); }
+  Value ld(Value m, ValueRange idx) {
+    return memref::LoadOp::create(b, loc, m, idx);
+  }
+  void st(Value x, Value m, ValueRange idx) {
+    memref::StoreOp::create(b, loc, x, m, idx);
+  }
+  void barrier() { gpu::BarrierOp::create(b, loc); }
+  Value exp2e(Value x) { return e.exp2(e.fmul(x, e.f32(kLog2e))); }
+  /// c_i − c_j from the prefix sums' hi and lo parts.
+  Value cDiff(Value i, Value j) {
+    Value hiI = ld(cHi, {i});
+    Value hiJ = ld(cHi, {j});
+    Value loI = ld(cLo, {i});
+    Value loJ = ld(cLo, {j});
+    Value hi = arith::SubFOp::create(b, loc, hiI, hiJ);
+    Value lo = arith::SubFOp::create(b, loc, loI, loJ);
+    return e.fadd(hi, lo);
+  }
+  Value cAt(Value i) {
+    Value hi = ld(cHi, {i});
+    Value lo = ld(cLo, {i});
+    return e.fadd(hi, lo);
+  }
+  Frags zeroFrags(int64_t tiles) {
+    return Frags(tiles, SmallVector<Value>(4, e.f32(0.0)));
+  }
+  /// The A fragment of rows [r0, r0 + 16) x columns [16ks, 16ks + 16) of a
+  /// row-major tile.
+  SmallVector<Value> aFrag(Value tile, Value r0, int64_t ks) {
+    Value row = e.add(r0, aRow);
+    Value col = e.add(c(16 * ks), aCol);
+    return e.ldmatrix4(tile, Value(), row, col, /*transpose=*/false);
+  }
+  /// acc[n] += A·B over `ksteps` k16 steps, B's fragments of the k x n tile
+  /// `tile` (row-major, n contiguous; rows from k0) by ldmatrix.trans, A's
+  /// from `aOf(ks)`.
+  void accumulateKN(Frags &acc, function_ref<SmallVector<Value>(int64_t)> aOf,
+                    Value tile, int64_t ksteps, int64_t k0 = 0) {
+    for (int64_t ks = 0; ks < ksteps; ++ks) {
+      SmallVector<Value> a = aOf(ks);
+      for (int64_t n = 0; n < int64_t(acc.size()); n += 2) {
+        Value row = e.add(c(k0 + 16 * ks), vRow);
+        Value col = e.add(c(8 * n), vCol);
+        SmallVector<Value> r = e.ldmatrix4(tile, Value(), row, col,
+                                           /*transpose=*/true);
+        acc[n] = e.mma(a, {r[0], r[1]}, acc[n]);
+        acc[n + 1] = e.mma(a, {r[2], r[3]}, acc[n + 1]);
+      }
+    }
+  }
+  /// A C fragment set (16 rows x 16·ks columns) as the A operands of the
+  /// next product, multiplied by `sign`.
+  SmallVector<SmallVector<Value>> asA(const Frags &f, double sign) {
+    SmallVector<SmallVector<Value>> a;
+    auto s = [&](Value x) { return sign < 0 ? e.fmul(x, e.f32(-1.0)) : x; };
+    for (int64_t k2 = 0; 2 * k2 + 1 < int64_t(f.size()); ++k2) {
+      SmallVector<Value> x;
+      for (const SmallVector<Value> *t : {&f[2 * k2], &f[2 * k2 + 1]})
+        for (int64_t p = 0; p < 4; p += 2) {
+          Value first = s((*t)[p]);
+          Value second = s((*t)[p + 1]);
+          x.push_back(e.packRounded(first, second));
+        }
+      a.push_back(x);
+    }
+    return a;
+  }
+  /// Fragment element (tile n, element x) of rows r0..: its row and column.
+  Value fragRow(Value r0, int64_t x) {
+    Value r = e.add(r0, gq);
+    return x >= 2 ? e.add(r, c(8)) : r;
+  }
+  Value fragCol(int64_t n, int64_t x) { return e.add(c(8 * n + x % 2), col2); }
+  /// Stores fragments rounded into a 16-bit tile at rows r0...
+  void storeFrags(const Frags &f, Value tile, Value r0) {
+    for (int64_t n = 0; n < int64_t(f.size()); ++n)
+      for (int64_t x = 0; x < 4; ++x) {
+        Value v = e.toNarrow(f[n][x]);
+        st(v, tile, {fragRow(r0, x), fragCol(n, x)});
+      }
+  }
+
+  void emitLaunch();
+  void setUp(gpu::LaunchOp launch);
+  void loadState();
+  SmallVector<Value> stateAt(Value d0, int64_t t);
+  void gatesAndPrefix(Value t0, Value n);
+  void stageTiles(Value t0, Value n);
+  void scores(Value r0);
+  void substitute();
+  void correctedValues(Value r0);
+  void outputs(Value r0, Value t0, Value n);
+  void updateState();
+  void chunk(Value t0);
+  Value stateRow0(int64_t t) {
+    Value tile = e.add(e.mul(warp, c(mtS)), c(t));
+    return e.mul(tile, c(16));
+  }
+};
+
+void ChunkEmitter::setUp(gpu::LaunchOp launch) {
+  tid = launch.getThreadIds().x;
+  Value lane = arith::RemUIOp::create(b, loc, tid, c(kWarp));
+  warp = arith::DivUIOp::create(b, loc, tid, c(kWarp));
+  Value bx = launch.getBlockIds().x;
+  bi = launch.getBlockIds().y;
+  int64_t colBlocks = g.dv / dvb;
+  h = arith::DivUIOp::create(b, loc, bx, c(colBlocks));
+  Value cb = arith::RemUIOp::create(b, loc, bx, c(colBlocks));
+  col0 = e.mul(cb, c(dvb));
+  hkIdx = arith::DivUIOp::create(b, loc, h, c(g.hv / g.hk));
+  // Fragment coordinates and ldmatrix lane offsets (MmaKernel.cpp's).
+  gq = arith::DivUIOp::create(b, loc, lane, c(4));
+  Value tq = arith::RemUIOp::create(b, loc, lane, c(4));
+  col2 = e.mul(tq, c(2));
+  Value l8 = arith::RemUIOp::create(b, loc, lane, c(8));
+  Value half = arith::DivUIOp::create(b, loc, lane, c(16));
+  Value hi16 = e.mul(half, c(8));
+  Value eighth = arith::DivUIOp::create(b, loc, lane, c(8));
+  Value odd = arith::RemUIOp::create(b, loc, eighth, c(2));
+  Value odd8 = e.mul(odd, c(8));
+  aRow = arith::RemUIOp::create(b, loc, lane, c(16));
+  aCol = hi16;
+  kRow = e.add(l8, hi16);
+  kCol = odd8;
+  vRow = e.add(l8, odd8);
+  vCol = hi16;
+  // The tiles: views of the dynamic shared memory.
+  auto wg =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  auto bytesTy = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                                 MemRefLayoutAttrInterface(), wg);
+  Value smem = gpu::DynamicSharedMemoryOp::create(b, loc, bytesTy);
+  int64_t offset = 0;
+  auto view = [&](ArrayRef<int64_t> shape, Type elt) {
+    auto ty = MemRefType::get(shape, elt, MemRefLayoutAttrInterface(), wg);
+    Value v = memref::ViewOp::create(b, loc, ty, smem, c(offset), ValueRange{});
+    offset += llvm::alignTo(ty.getNumElements() * (elt.isF32() ? 4 : 2), 128);
+    return v;
+  };
+  Type n16 = e.mmaElt, f32 = b.getF32Type();
+  qs = view({kChunk, dk + kPad}, n16);
+  ks = view({kChunk, dk + kPad}, n16);
+  kd = view({kChunk, dk + kPad}, n16);
+  if (!g.noDelta)
+    kb = view({kChunk, dk + kPad}, n16);
+  vb = view({kChunk, dvb + kPad}, n16);
+  ub = g.noDelta ? vb : view({kChunk, dvb + kPad}, n16);
+  sb = view({dk, dvb + kPad}, n16);
+  qk = view({kChunk, kChunk + kPad}, n16);
+  if (!g.noDelta) {
+    tb = view({kChunk, kChunk + kPad}, n16);
+    af = view({kChunk, kChunk + 1}, f32);
+  }
+  cHi = view({kChunk}, f32);
+  cLo = view({kChunk}, f32);
+  gS = view({kChunk}, f32);
+  bS = view({kChunk}, f32);
+}
+
+void ChunkEmitter::loadState() {
+  // S's fragment elements (m-tile t of this warp's rows, 8-column tile n):
+  // the initial state (or zeros) into the final-state buffer and, rounded,
+  // into sb.
+  for (int64_t t = 0; t < mtS; ++t) {
+    Value r0 = stateRow0(t);
+    for (int64_t n = 0; n < dvb / 8; ++n)
+      for (int64_t x = 0; x < 4; ++x) {
+        Value row = fragRow(r0, x), col = fragCol(n, x);
+        Value at = e.add(col0, col);
+        Value v = e.f32(0.0);
+        if (g.init)
+          v = ld(g.init, {bi, h, row, at});
+        st(v, g.state, {bi, h, row, at});
+        st(e.toNarrow(v), sb, {row, col});
+      }
+  }
+}
+
+SmallVector<Value> ChunkEmitter::stateAt(Value d0, int64_t) {
+  SmallVector<Value> f;
+  for (int64_t n = 0; n < dvb / 8; ++n)
+    for (int64_t x = 0; x < 4; ++x)
+      f.push_back(
+          ld(g.state, {bi, h, fragRow(d0, x), e.add(col0, fragCol(n, x))}));
+  return f;
+}
+
+void ChunkEmitter::gatesAndPrefix(Value t0, Value n) {
+  // g and β of token t (0 past the chunk's n tokens).
+  Value inChunk = e.cmp(arith::CmpIPredicate::slt, tid, c(kChunk));
+  e.ifThen(inChunk, [&] {
+    Value valid = e.cmp(arith::CmpIPredicate::slt, tid, n);
+    Value tok = e.min(e.add(t0, tid), lastToken);
+    Value gt = ld(g.g, {bi, h, tok});
+    Value bt = ld(g.beta, {bi, h, tok});
+    st(e.select(valid, gt, e.f32(0.0)), gS, {tid});
+    st(e.select(valid, bt, e.f32(0.0)), bS, {tid});
+  });
+  barrier();
+  // The prefix sums c = hi + lo, by thread 0 (TwoSum per step).
+  Value first = e.cmp(arith::CmpIPredicate::eq, tid, c(0));
+  e.ifThen(first, [&] {
+    Value hi = e.f32(0.0), lo = e.f32(0.0);
+    for (int64_t t = 0; t < kChunk; ++t) {
+      Value x = ld(gS, {c(t)});
+      Value s = e.fadd(hi, x);
+      Value bb = arith::SubFOp::create(b, loc, s, hi);
+      Value sLessB = arith::SubFOp::create(b, loc, s, bb);
+      Value errA = arith::SubFOp::create(b, loc, hi, sLessB);
+      Value errB = arith::SubFOp::create(b, loc, x, bb);
+      lo = e.fadd(lo, e.fadd(errA, errB));
+      hi = s;
+      st(hi, cHi, {c(t)});
+      st(lo, cLo, {c(t)});
+    }
+  });
+  barrier();
+}
+
+void ChunkEmitter::stageTiles(Value t0, Value n) {
+  Value threads = c(kWarps * kWarp);
+  Value zero = e.f32(0.0);
+  Value last = c(kChunk - 1);
+  Value scale = e.f32(g.scale);
+  e.loop(tid, c(kChunk * dk), threads, ValueRange{},
+         [&](Value idx, ValueRange) -> SmallVector<Value> {
+           Value t = arith::DivUIOp::create(b, loc, idx, c(dk));
+           Value i = arith::RemUIOp::create(b, loc, idx, c(dk));
+           Value valid = e.cmp(arith::CmpIPredicate::slt, t, n);
+           Value tok = e.min(e.add(t0, t), lastToken);
+           Value qv = ld(g.q, {bi, hkIdx, tok, i});
+           Value kv = ld(g.k, {bi, hkIdx, tok, i});
+           Value q = e.select(valid, e.fmul(qv, scale), zero);
+           Value k = e.select(valid, kv, zero);
+           st(e.toNarrow(q), qs, {t, i});
+           st(e.toNarrow(k), ks, {t, i});
+           st(e.toNarrow(e.fmul(exp2e(cDiff(last, t)), k)), kd, {t, i});
+           if (!g.noDelta) {
+             Value bt = ld(bS, {t});
+             Value w = e.fmul(bt, exp2e(cAt(t)));
+             st(e.toNarrow(e.fmul(w, k)), kb, {t, i});
+           }
+           return {};
+         });
+  e.loop(tid, c(kChunk * dvb), threads, ValueRange{},
+         [&](Value idx, ValueRange) -> SmallVector<Value> {
+           Value t = arith::DivUIOp::create(b, loc, idx, c(dvb));
+           Value j = arith::RemUIOp::create(b, loc, idx, c(dvb));
+           Value tok = e.min(e.add(t0, t), lastToken);
+           Value vv = ld(g.v, {bi, h, tok, e.add(col0, j)});
+           // (β is 0 past the chunk's tokens.)
+           Value bt = ld(bS, {t});
+           Value valid = e.cmp(arith::CmpIPredicate::slt, t, n);
+           st(e.toNarrow(e.select(valid, e.fmul(bt, vv), zero)), vb, {t, j});
+           return {};
+         });
+  barrier();
+}
+
+void ChunkEmitter::scores(Value r0) {
+  // A = Ks·Ksᵀ and QK = Qs·Ksᵀ for this warp's 16 tokens x the chunk's 64,
+  // two 8-token column tiles at a time (their accumulators only: the A
+  // fragments are read again per pair), each pair finished at once: the
+  // decay folded in (its exponent 0 above the diagonal: no overflow), QK
+  // on and below the diagonal into qk (bf16), −β_i·A strictly below it
+  // into af (fp32).
+  Value zero = e.f32(0.0);
+  for (int64_t j = 0; j < kChunk / 8; j += 2) {
+    Frags a = zeroFrags(2), s = zeroFrags(2);
+    for (int64_t kstep = 0; kstep < dk / 16; ++kstep) {
+      SmallVector<Value> qa = aFrag(qs, r0, kstep);
+      Value row = e.add(c(8 * j), kRow);
+      Value col = e.add(c(16 * kstep), kCol);
+      SmallVector<Value> r =
+          e.ldmatrix4(ks, Value(), row, col, /*transpose=*/false);
+      s[0] = e.mma(qa, {r[0], r[1]}, s[0]);
+      s[1] = e.mma(qa, {r[2], r[3]}, s[1]);
+      if (!g.noDelta) {
+        SmallVector<Value> ka = aFrag(ks, r0, kstep);
+        a[0] = e.mma(ka, {r[0], r[1]}, a[0]);
+        a[1] = e.mma(ka, {r[2], r[3]}, a[1]);
+      }
+    }
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t x = 0; x < 4; ++x) {
+        Value i = fragRow(r0, x), jc = fragCol(j + n, x);
+        Value lower = e.cmp(arith::CmpIPredicate::sle, jc, i);
+        Value diff = cDiff(i, jc);
+        Value gamma = exp2e(e.select(lower, diff, zero));
+        Value q = e.select(lower, e.fmul(s[n][x], gamma), zero);
+        st(e.toNarrow(q), qk, {i, jc});
+        if (g.noDelta)
+          continue;
+        Value strict = e.cmp(arith::CmpIPredicate::slt, jc, i);
+        Value bRow = ld(bS, {i});
+        Value nb = e.fmul(bRow, e.f32(-1.0));
+        Value av = e.fmul(e.fmul(a[n][x], gamma), nb);
+        st(e.select(strict, av, zero), af, {i, jc});
+      }
+  }
+}
+
+void ChunkEmitter::substitute() {
+  // Column j of T = (I − A)⁻¹ − I, by thread j < 64: T[i][j] = A[i][j] +
+  // Σ_{m<i} A[i][m]·T[m][j] (zero for i ≤ j by itself), in registers;
+  // I + T into tb.
+  Value inChunk = e.cmp(arith::CmpIPredicate::slt, tid, c(kChunk));
+  e.ifThen(inChunk, [&] {
+    Value j = tid;
+    SmallVector<Value> col;
+    for (int64_t i = 0; i < kChunk; ++i) {
+      Value acc = ld(af, {c(i), j});
+      for (int64_t m = 0; m < i; ++m)
+        acc = e.fma(ld(af, {c(i), c(m)}), col[m], acc);
+      col.push_back(acc);
+      Value diag = e.cmp(arith::CmpIPredicate::eq, j, c(i));
+      Value one = e.toNarrow(e.select(diag, e.f32(1.0), acc));
+      st(one, tb, {c(i), j});
+    }
+  });
+  barrier();
+}
+
+void ChunkEmitter::correctedValues(Value r0) {
+  // U = (I + T)·Vb and W = (I + T)·Kb for this warp's 16 tokens, then
+  // U ← U − W·S; U (bf16) into ub for every warp's steps 7 and 8.
+  Frags u = zeroFrags(dvb / 8), w = zeroFrags(dk / 8);
+  auto tA = [&](int64_t ks) { return aFrag(tb, r0, ks); };
+  accumulateKN(u, tA, vb, kChunk / 16);
+  accumulateKN(w, tA, kb, kChunk / 16);
+  SmallVector<SmallVector<Value>> wa = asA(w, -1.0);
+  accumulateKN(
+      u, [&](int64_t ks) { return wa[ks]; }, sb, dk / 16);
+  storeFrags(u, ub, r0);
+  barrier();
+}
+
+void ChunkEmitter::outputs(Value r0, Value t0, Value n) {
+  // O = e^c ⊙ (Qs·S) + QK·U for this warp's 16 tokens, stored where they
+  // are the chunk's.
+  Frags o = zeroFrags(dvb / 8);
+  accumulateKN(
+      o, [&](int64_t ks) { return aFrag(qs, r0, ks); }, sb, dk / 16);
+  Value ec[2] = {exp2e(cAt(fragRow(r0, 0))), exp2e(cAt(fragRow(r0, 2)))};
+  for (auto &f : o)
+    for (int64_t x = 0; x < 4; ++x)
+      f[x] = e.fmul(f[x], ec[x / 2]);
+  accumulateKN(
+      o, [&](int64_t ks) { return aFrag(qk, r0, ks); }, ub, kChunk / 16);
+  for (int64_t nt = 0; nt < dvb / 8; ++nt)
+    for (int64_t x = 0; x < 4; ++x) {
+      Value t = fragRow(r0, x);
+      Value valid = e.cmp(arith::CmpIPredicate::slt, t, n);
+      e.ifThen(valid, [&] {
+        Value col = e.add(col0, fragCol(nt, x));
+        st(o[nt][x], g.out, {bi, h, e.add(t0, t), col});
+      });
+    }
+}
+
+void ChunkEmitter::updateState() {
+  // S ← e^(c_last)·S + Kdᵀ·U: this warp's m-tiles of S's rows, read back
+  // from the final-state buffer and written there again.
+  Value decay = exp2e(cAt(c(kChunk - 1)));
+  int64_t nTiles = dvb / 8;
+  SmallVector<Frags> next;
+  for (int64_t t = 0; t < mtS; ++t) {
+    Value d0 = stateRow0(t);
+    SmallVector<Value> old = stateAt(d0, t);
+    Frags acc(nTiles);
+    for (int64_t nt = 0; nt < nTiles; ++nt)
+      for (int64_t x = 0; x < 4; ++x)
+        acc[nt].push_back(e.fmul(old[nt * 4 + x], decay));
+    // Kdᵀ's A fragments: ldmatrix.trans of Kd's rows (tokens) at columns
+    // d0 + ... (lanes as for Kᵀ's B fragments in the attention kernel).
+    auto kdT = [&](int64_t ks) {
+      Value row = e.add(c(16 * ks), kRow);
+      Value col = e.add(d0, kCol);
+      return e.ldmatrix4(kd, Value(), row, col, /*transpose=*/true);
+    };
+    accumulateKN(acc, kdT, ub, kChunk / 16);
+    for (int64_t nt = 0; nt < nTiles; ++nt)
+      for (int64_t x = 0; x < 4; ++x)
+        st(acc[nt][x], g.state,
+           {bi, h, fragRow(d0, x), e.add(col0, fragCol(nt, x))});
+    next.push_back(acc);
+  }
+  // Every warp is done with sb (steps 6, 7): its bf16 copy renewed.
+  barrier();
+  for (int64_t t = 0; t < mtS; ++t)
+    storeFrags(next[t], sb, stateRow0(t));
+}
+
+void ChunkEmitter::chunk(Value t0) {
+  Value left = e.sub(len, t0);
+  Value n = e.min(left, c(kChunk));
+  gatesAndPrefix(t0, n);
+  stageTiles(t0, n);
+  Value r0 = e.mul(warp, c(16));
+  scores(r0);
+  barrier();
+  if (!g.noDelta) {
+    substitute();
+    correctedValues(r0);
+  }
+  outputs(r0, t0, n);
+  updateState();
+}
+
+void ChunkEmitter::emitLaunch() {
+  Value gridX = c(g.hv * (g.dv / dvb));
+  Value batch = memref::DimOp::create(b, loc, g.v, 0);
+  seq = memref::DimOp::create(b, loc, g.v, 2);
+  Value one = c(1);
+  auto smemBytes = arith::ConstantIntOp::create(
+      b, loc, gatedDeltaChunkSharedMemory(g.dk, g.dv, g.noDelta), 32);
+  auto launch = gpu::LaunchOp::create(
+      b, loc, gridX, batch, one, c(kWarps * kWarp), one, one, smemBytes,
+      /*asyncTokenType=*/Type(), /*asyncDependencies=*/ValueRange(),
+      TypeRange{});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  setUp(launch);
+  lastToken = e.sub(seq, c(1));
+  // This sequence's tokens [0, len): len = clamp(lengths[b], 0, seq).
+  len = seq;
+  if (g.lengths) {
+    Value raw = ld(g.lengths, {bi});
+    Value idx = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
+    len = e.min(e.max(idx, c(0)), seq);
+  }
+  loadState();
+  Value zero = c(0);
+  Value step = c(kChunk);
+  e.loop(zero, len, step, ValueRange{},
+         [&](Value t0, ValueRange) -> SmallVector<Value> {
+           chunk(t0);
+           return {};
+         });
+  // (The final state is in its buffer.) Zeros for the tokens past len.
+  Value pastLenTokens = e.sub(seq, len);
+  Value pastLen = e.mul(pastLenTokens, c(dvb));
+  e.loop(tid, pastLen, c(kWarps * kWarp), ValueRange{},
+         [&](Value idx, ValueRange) -> SmallVector<Value> {
+           Value t = arith::DivUIOp::create(b, loc, idx, c(dvb));
+           Value j = arith::RemUIOp::create(b, loc, idx, c(dvb));
+           Value zeroF = e.f32(0.0);
+           st(zeroF, g.out, {bi, h, e.add(len, t), e.add(col0, j)});
+           return {};
+         });
+  gpu::TerminatorOp::create(b, loc);
+}
+
+} // namespace
+
+int64_t mlir::attn::gpu_kernels::chunkColumns(int64_t dv) {
+  return dv % 64 == 0 ? 64 : dv;
+}
+
+int64_t mlir::attn::gpu_kernels::gatedDeltaChunkSharedMemory(int64_t dk,
+                                                             int64_t dv,
+                                                             bool noDelta) {
+  int64_t dvb = chunkColumns(dv), bytes = 0;
+  auto tile = [&](int64_t elems, int64_t eltBytes) {
+    bytes += llvm::alignTo(elems * eltBytes, 128);
+  };
+  int64_t kTiles = noDelta ? 3 : 4, vTiles = noDelta ? 1 : 2;
+  for (int64_t i = 0; i < kTiles; ++i)
+    tile(kChunk * (dk + kPad), 2);
+  for (int64_t i = 0; i < vTiles; ++i)
+    tile(kChunk * (dvb + kPad), 2);
+  tile(dk * (dvb + kPad), 2);
+  tile(kChunk * (kChunk + kPad), 2);
+  if (!noDelta) {
+    tile(kChunk * (kChunk + kPad), 2);
+    tile(kChunk * (kChunk + 1), 4);
+  }
+  for (int64_t i = 0; i < 4; ++i)
+    tile(kChunk, 4);
+  return bytes;
+}
+
+void mlir::attn::gpu_kernels::emitGatedDeltaChunked(
+    KernelEmitter &e, const GatedDeltaBuffers &g) {
+  ChunkEmitter(e, g).emitLaunch();
+}

@@ -1,0 +1,43 @@
+//===- GatedDeltaGPU.h - the Gated DeltaNet GPU kernels' shared pieces --*- C++
+//-*-===//
+//
+// Internal to compiler/Conversion/GPU: what the recurrent gated-delta kernel
+// (GatedDeltaKernel.cpp) hands the chunked one on tensor cores
+// (GatedDeltaChunkKernel.cpp) when it compiles both into one entry.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_COMPILER_CONVERSION_GPU_GATEDDELTAGPU_H
+#define ATTN_COMPILER_CONVERSION_GPU_GATEDDELTAGPU_H
+
+#include "compiler/Conversion/GPU/GatedDeltaChunkShape.h"
+#include "compiler/Conversion/GPU/KernelEmitter.h"
+
+namespace mlir {
+namespace attn {
+namespace gpu_kernels {
+
+/// The kernel entry's buffers (host values, memrefs) and the rule's shape:
+/// q, k [B, Hk, S, d_k], v [B, Hv, S, d_v], a scalar gate g and β
+/// [B, Hv, S], the initial state [B, Hv, d_k, d_v] (or null: zeros), the
+/// lengths [B] (or null), the output [B, Hv, S, d_v] and the final state.
+struct GatedDeltaBuffers {
+  Value q, k, v, g, beta, init, lengths, out, state;
+  double scale = 1.0;
+  bool noDelta = false;
+  int64_t hv = 1, hk = 1, dk = 0, dv = 0;
+};
+
+/// The chunked kernel's value columns per block.
+int64_t chunkColumns(int64_t dv);
+/// The chunked kernel's dynamic shared memory in bytes.
+int64_t gatedDeltaChunkSharedMemory(int64_t dk, int64_t dv, bool noDelta);
+/// The chunked kernel's gpu.launch at e.b's insertion point (e.mmaElt the
+/// tensor-core operand type).
+void emitGatedDeltaChunked(KernelEmitter &e, const GatedDeltaBuffers &g);
+
+} // namespace gpu_kernels
+} // namespace attn
+} // namespace mlir
+
+#endif // ATTN_COMPILER_CONVERSION_GPU_GATEDDELTAGPU_H
