@@ -2,7 +2,8 @@
 """Baseline for tools/gpu-check.sh's bench, run on the GPU machine in the same
 call: PyTorch's scaled_dot_product_attention (its FlashAttention kernels for
 bf16) on the same shapes (batch 1, causal prefill, Llama-3-8B Hq=32 Hkv=8
-D=128 and the seed model Hq=64 Hkv=4 D=256, S = 1k, 4k, 16k). Median of
+D=128 and the seed model Hq=64 Hkv=4 D=256, S = 1k, 4k, 16k; DeepSeek-V3's
+absorbed MLA decode at batch 64 x 4k and batch 1 x 64k cached tokens). Median of
 CUDA-event-timed runs; FLOPs counted as gpu-check's bench does (causal: half
 of 4*Hq*S*S*D). Needs python3 with torch (the device image has it)."""
 import statistics
@@ -18,12 +19,8 @@ except ImportError as e:  # pragma: no cover - only on machines without torch
 SHAPES = {"llama-3.1-8b": (32, 8, 128), "seed": (64, 4, 256)}
 
 
-def bench(hq, hkv, d, s, dtype, repeats=5):
-    q = torch.randn(1, hq, s, d, device="cuda", dtype=dtype)
-    k = torch.randn(1, hkv, s, d, device="cuda", dtype=dtype)
-    v = torch.randn(1, hkv, s, d, device="cuda", dtype=dtype)
-    f = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True,
-                                               enable_gqa=True)
+def timed(f, repeats):
+    """Median CUDA-event time of f() in ms (after one warm-up call)."""
     f()
     torch.cuda.synchronize()
     times = []
@@ -35,9 +32,36 @@ def bench(hq, hkv, d, s, dtype, repeats=5):
         b.record()
         b.synchronize()
         times.append(a.elapsed_time(b))
-    ms = statistics.median(times)
+    return statistics.median(times)
+
+
+def bench(hq, hkv, d, s, dtype, repeats=5):
+    q = torch.randn(1, hq, s, d, device="cuda", dtype=dtype)
+    k = torch.randn(1, hkv, s, d, device="cuda", dtype=dtype)
+    v = torch.randn(1, hkv, s, d, device="cuda", dtype=dtype)
+    f = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                               enable_gqa=True)
+    ms = timed(f, repeats)
     flops = 4.0 * hq * s * s * d / 2
     return ms, flops / ms / 1e9
+
+
+def bench_mla(batch, kv_len, repeats=10):
+    """DeepSeek-V3's absorbed MLA decode as torch computes it: one query
+    row of 128 heads (576 wide: latent 512 + rope 64) over the batch's
+    latent cache [B, 1, S, 576], the values its first 512 columns, through
+    scaled_dot_product_attention (enable_gqa; its kernels do not take
+    D = 576, so this is its math path: the baseline a framework has without
+    FlashMLA). FLOPs as the executables' bench: 2·(576 + 512) per head and
+    key."""
+    h, row, r = 128, 576, 512
+    q = torch.randn(batch, h, 1, row, device="cuda", dtype=torch.bfloat16)
+    c = torch.randn(batch, 1, kv_len, row, device="cuda", dtype=torch.bfloat16)
+    v = c[..., :r]
+    f = lambda: F.scaled_dot_product_attention(q, c, v, enable_gqa=True)
+    ms = timed(f, repeats)
+    flops = 2.0 * batch * h * kv_len * (row + r)
+    return ms, flops / ms / 1e9, 2.0 * batch * kv_len * row / ms / 1e6
 
 
 def main():
@@ -72,6 +96,19 @@ def main():
                                     f"{ms:.4f},{tf:.2f},\n")
                 except Exception as e:  # report, go on
                     print(f"torch-sdpa {name} {tag} S={s}: failed: {e}")
+    # gpu-check.sh's MLA decode shapes.
+    for batch, kv_len in ((64, 4096), (1, 65536)):
+        try:
+            ms, tf, gbps = bench_mla(batch, kv_len)
+            print(f"torch-sdpa deepseek-v3 absorbed MLA decode B={batch} "
+                  f"Skv={kv_len}: {ms:.3f} ms, {tf:.1f} TFLOP/s, latent "
+                  f"cache read {gbps:.0f} GB/s")
+            if csv:
+                with open(csv, "a") as f:
+                    f.write(f"torch-sdpa-mla-absorbed,--batch {batch} "
+                            f"--kv-len {kv_len},{ms:.4f},{tf:.2f},\n")
+        except Exception as e:  # report, go on
+            print(f"torch-sdpa MLA B={batch} Skv={kv_len}: failed: {e}")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,8 @@ failed=""
 # tensor-core kernels on bf16 caches next to torch, and the decode step) or
 # "none"; GPU_BENCH_ONLY: an extended regex of the executables to bench
 # (default: all; e.g. 'wgmma|kvbf16-bf16$' for the sm_90a kernels next to
-# the mma.sync ones). GPU_SANITIZE=0 skips compute-sanitizer.
+# the mma.sync ones). GPU_SANITIZE=0 skips compute-sanitizer, =all adds
+# the linear and latent kernels to it.
 ONLY="${GPU_CHECK_ONLY:-.}"
 BENCH="${GPU_BENCH:-full}"
 CSV="$LOGDIR/gpu-results.csv"
@@ -85,8 +86,13 @@ fi
 # compute-sanitizer's memcheck on the cp.async tensor-core kernel (where the
 # machine has it: not under gVisor).
 san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-# The mma.sync kernel and, where built, the sm_90a wgmma one.
-for sname in llama-3.1-8b-kvbf16-bf16 llama-3.1-8b-kvbf16-bf16-wgmma; do
+# The mma.sync kernel and, where built, the sm_90a wgmma one; with
+# GPU_SANITIZE=all also the chunked Gated DeltaNet kernel (seed-bf16) and
+# MLA's absorbed kernels (deepseek-v3-kvbf16-bf16): their whole `check`
+# under memcheck, minutes each.
+more=""
+[ "${GPU_SANITIZE:-1}" = all ] && more="seed-bf16 deepseek-v3-kvbf16-bf16"
+for sname in llama-3.1-8b-kvbf16-bf16 llama-3.1-8b-kvbf16-bf16-wgmma $more; do
   [ "${GPU_SANITIZE:-1}" != 0 ] && [ -n "$san" ] && [ -x "$DIR/$sname" ] || continue
   echo "== compute-sanitizer memcheck: $sname check"
   if $LIMIT "$san" --tool memcheck --error-exitcode 3 \
