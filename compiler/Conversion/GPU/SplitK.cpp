@@ -129,10 +129,14 @@ void KernelEmitter::planSplit(Value q, Value k, Value out, int64_t splitBlocks,
     auto wsAlloc = gpu::AllocOp::create(b, loc, wsTy, tokenTy, ValueRange{t0},
                                         ValueRange{parts, batch, seq},
                                         ValueRange{}, /*hostShared=*/false);
+    // (No wait for the allocations: the runtime runs every call of a host
+    // thread on the thread's one stream (runtime/abi/cuda.cpp,
+    // mgpuStreamCreate), so the kernels launched next come after them in
+    // stream order, and the host does not wait on the device for them.)
     auto lseAlloc = gpu::AllocOp::create(
         b, loc, lseTy, tokenTy, ValueRange{wsAlloc.getAsyncToken()},
-        ValueRange{parts, batch, seq}, ValueRange{}, /*hostShared=*/false);
-    gpu::WaitOp::create(b, loc, Type(), ValueRange{lseAlloc.getAsyncToken()});
+        ValueRange{parts, batch, seq}, ValueRange{},
+        /*hostShared=*/false);
     scf::YieldOp::create(b, loc,
                          ValueRange{wsAlloc.getMemref(), lseAlloc.getMemref()});
     b.setInsertionPointToStart(&ifOp.getElseRegion().front());
@@ -243,14 +247,13 @@ void KernelEmitter::finishSplit(Value out) {
     }
     gpu::TerminatorOp::create(b, loc);
   }
-  // The workspace is freed once the kernels are done.
+  // The workspace is freed once the kernels are done: in stream order after
+  // them, without a wait (as the allocation).
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPoint(ifOp.getThenRegion().front().getTerminator());
   auto tokenTy = gpu::AsyncTokenType::get(b.getContext());
   Value t0 = gpu::WaitOp::create(b, loc, tokenTy, ValueRange{}).getAsyncToken();
   Value t1 = gpu::DeallocOp::create(b, loc, tokenTy, ValueRange{t0}, ws)
                  .getAsyncToken();
-  Value t2 = gpu::DeallocOp::create(b, loc, tokenTy, ValueRange{t1}, lse)
-                 .getAsyncToken();
-  gpu::WaitOp::create(b, loc, Type(), ValueRange{t2});
+  gpu::DeallocOp::create(b, loc, tokenTy, ValueRange{t1}, lse);
 }
