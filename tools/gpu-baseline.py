@@ -86,29 +86,29 @@ def main():
     for name, (hq, hkv, d) in SHAPES.items():
         for dtype, tag in chosen:
             for s in (1024, 4096, 16384):
-                try:
-                    ms, tf = bench(hq, hkv, d, s, dtype, repeats=10)
-                    print(f"torch-sdpa {name} {tag} S={s}: {ms:.3f} ms, "
-                          f"{tf:.1f} TFLOP/s")
-                    if csv:
-                        with open(csv, "a") as f:
-                            f.write(f"torch-sdpa-{name}-{tag},--seq {s},"
-                                    f"{ms:.4f},{tf:.2f},\n")
-                except Exception as e:  # report, go on
-                    print(f"torch-sdpa {name} {tag} S={s}: failed: {e}")
+                run(f"torch-sdpa {name} {tag} S={s}",
+                    f"torch-sdpa-{name}-{tag},--seq {s}",
+                    lambda: bench(hq, hkv, d, s, dtype, repeats=10), csv)
     # gpu-check.sh's MLA decode shapes.
     for batch, kv_len in ((64, 4096), (1, 65536)):
-        try:
-            ms, tf, gbps = bench_mla(batch, kv_len)
-            print(f"torch-sdpa deepseek-v3 absorbed MLA decode B={batch} "
-                  f"Skv={kv_len}: {ms:.3f} ms, {tf:.1f} TFLOP/s, latent "
-                  f"cache read {gbps:.0f} GB/s")
-            if csv:
-                with open(csv, "a") as f:
-                    f.write(f"torch-sdpa-mla-absorbed,--batch {batch} "
-                            f"--kv-len {kv_len},{ms:.4f},{tf:.2f},\n")
-        except Exception as e:  # report, go on
-            print(f"torch-sdpa MLA B={batch} Skv={kv_len}: failed: {e}")
+        run(f"torch-sdpa deepseek-v3 absorbed MLA decode B={batch} "
+            f"Skv={kv_len}",
+            f"torch-sdpa-mla-absorbed,--batch {batch} --kv-len {kv_len}",
+            lambda: bench_mla(batch, kv_len), csv)
+
+
+def run(label, row, measure, csv):
+    """Prints `label: ms, TFLOP/s[, GB/s]` of measure() (or its failure:
+    report, go on) and appends "row,ms,tflops," to the CSV."""
+    try:
+        ms, tf, *gbps = measure()
+        extra = f", latent cache read {gbps[0]:.0f} GB/s" if gbps else ""
+        print(f"{label}: {ms:.3f} ms, {tf:.1f} TFLOP/s{extra}")
+        if csv:
+            with open(csv, "a") as f:
+                f.write(f"{row},{ms:.4f},{tf:.2f},\n")
+    except Exception as e:
+        print(f"{label}: failed: {e}")
 
 
 if __name__ == "__main__":
