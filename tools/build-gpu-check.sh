@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds, on this machine, the CUDA executables that tools/gpu-check.sh runs on
 # a GPU machine. Usage: tools/build-gpu-check.sh OUT_DIR [sm_90|sm_80]
-# (needs a build of attn-compile: tools/dev.sh build).
+# (needs a build of attn-compile: tools/dev.sh build). Also writes
+# OUT_DIR.tar.gz, what a device call carries (OUT_DIR=gpuout in the checkout:
+# ignored by git).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
@@ -141,3 +143,8 @@ cp "$ROOT/tools/gpu-check.sh" "$ROOT/tools/gpu-baseline.py" \
   "$ROOT/test/Integration/Inputs/sdpa_ref.py" "$OUT/"
 echo "built $(ls "$OUT" | grep -Evc '\.(sh|py)$') CUDA executables for $ARCH in $OUT;"
 echo "on the GPU machine: $OUT/gpu-check.sh $OUT"
+# The executables are ~100 MB, past what a device call carries (64 MiB):
+# one compressed archive (~30 MB) travels instead.
+tar czf "$OUT.tar.gz" -C "$OUT" .
+echo "or carry $OUT.tar.gz ($(du -h "$OUT.tar.gz" | cut -f1)) and run there:"
+echo "  mkdir -p /tmp/gc && tar xzf $(basename "$OUT").tar.gz -C /tmp/gc && sh /tmp/gc/gpu-check.sh /tmp/gc"
