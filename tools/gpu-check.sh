@@ -87,11 +87,11 @@ fi
 # machine has it: not under gVisor).
 san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 # The mma.sync kernel and, where built, the sm_90a wgmma one; with
-# GPU_SANITIZE=all also the chunked Gated DeltaNet kernel (seed-bf16) and
+# GPU_SANITIZE=all also the chunked Gated DeltaNet kernel (seed-bf16-chunked) and
 # MLA's absorbed kernels (deepseek-v3-kvbf16-bf16): their whole `check`
 # under memcheck, minutes each.
 more=""
-[ "${GPU_SANITIZE:-1}" = all ] && more="seed-bf16 deepseek-v3-kvbf16-bf16"
+[ "${GPU_SANITIZE:-1}" = all ] && more="seed-bf16-chunked deepseek-v3-kvbf16-bf16"
 for sname in llama-3.1-8b-kvbf16-bf16 llama-3.1-8b-kvbf16-bf16-wgmma $more; do
   [ "${GPU_SANITIZE:-1}" != 0 ] && [ -n "$san" ] && [ -x "$DIR/$sname" ] || continue
   echo "== compute-sanitizer memcheck: $sname check"
@@ -163,9 +163,9 @@ bench llama-3.1-8b-bf16 --seq 4096 --repeats 10
 echo "== linear decode (the seed's Gated DeltaNet layer, one token: the fp32 state read and written once; % of the copy bandwidth)"
 for bsz in 1 16 64; do bench seed --layer 0 --seq 1 --batch $bsz --repeats 20; done
 echo "== linear prefill (the seed's Gated DeltaNet layer, S = 4096: the recurrent fp32 kernel, then the chunked one on tensor cores)"
-bench seed --layer 0 --seq 4096 --repeats 5
-bench seed-bf16 --layer 0 --seq 4096 --repeats 10
-bench seed-bf16 --layer 0 --seq 4096 --batch 8 --repeats 5
+bench seed-bf16 --layer 0 --seq 4096 --repeats 5
+bench seed-bf16-chunked --layer 0 --seq 4096 --repeats 10
+bench seed-bf16-chunked --layer 0 --seq 4096 --batch 8 --repeats 5
 echo "== MLA absorbed decode (DeepSeek-V3, bf16 latent cache)"
 bench deepseek-v3-kvbf16-bf16 --layer 0 --seq 1 --batch 64 --kv-len 4096 --page-size 64 --repeats 10
 bench deepseek-v3-kvbf16-bf16 --layer 0 --seq 1 --batch 1 --kv-len 65536 --page-size 64 --repeats 10

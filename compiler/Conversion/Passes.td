@@ -242,6 +242,10 @@ def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "func::FuncOp"> {
            "With wgmma, a contiguous cache: K/V tiles by TMA (tensor maps "
            "made on the host by the runtime's mgpuTensorMapEncodeTiledMemref, "
            "an mbarrier per ring slot) instead of cp.async">,
+    Option<"linearChunked", "linear-chunked", "bool", /*default=*/"false",
+           "precision=bf16|f16: the gated-delta kernel's chunked form on "
+           "tensor cores for sequences of 32 tokens or more (the recurrent "
+           "kernel keeps the shorter ones), where it takes the shape">,
     Option<"overlap", "overlap", "bool", /*default=*/"false",
            "With TMA and both products on wgmma: each tile's softmax "
            "overlapped with the previous tile's P·V (V's loads a tile behind "

@@ -331,10 +331,12 @@ struct ModelSpec {
   /// Context-parallel entries (`<kind>_paged_part`, attn-compile
   /// --distributed=mpi).
   bool distributed = false;
-  /// The kernels are compiled for CUDA (attn-compile --target=cuda): a
-  /// latent-attention kind gets its expanded kernel only (the absorbed
-  /// form's 128-head group needs head-split GPU tiles, not built yet).
+  /// The kernels are compiled for CUDA (attn-compile --target=cuda).
   bool gpu = false;
+  /// CUDA, bf16/f16 precision: the gated-delta kinds' chunked kernel on
+  /// tensor cores for their longer sequences (attn-compile
+  /// --gpu-linear-chunked; check's bound follows).
+  bool gpuLinearChunked = false;
   /// Head sharding across ranks (attn-compile --tensor-parallel): the
   /// `<kind>_paged_part` kernels take numHeads / tensorParallel query heads
   /// and numKVHeads / tensorParallel KV heads, one rank's share.

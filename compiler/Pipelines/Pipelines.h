@@ -128,6 +128,11 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
       llvm::cl::desc("sm_90a with TMA: each tile's softmax overlapped with "
                      "the previous tile's P·V"),
       llvm::cl::init(false)};
+  Option<bool> linearChunked{
+      *this, "linear-chunked",
+      llvm::cl::desc("bf16/f16: the gated-delta kinds' chunked kernel on "
+                     "tensor cores for sequences of 32 tokens or more"),
+      llvm::cl::init(false)};
   Option<std::string> wgmmaProducts{
       *this, "wgmma-products",
       llvm::cl::desc("sm_90a: which products are wgmma (all, qk, pv, none; "

@@ -1,18 +1,33 @@
 // Gated DeltaNet's chunked form on tensor cores (convert-attn-to-gpu with
-// precision=bf16): sequences of 32 tokens or more take the chunked kernel
+// precision=bf16 linear-chunked; attn-compile --gpu-linear-chunked, off
+// until a GPU run has checked it): sequences of 32 tokens or more take the
+// chunked kernel
 // (64-token chunks, 4 warps, mma.sync on bf16 tiles in shared memory),
 // shorter ones (decode) the recurrent kernel, chosen on the host by an
-// scf.if; precision=fp32 keeps only the recurrent kernel. GQA (4 value
+// scf.if; precision=fp32, or bf16 without linear-chunked, keeps only the
+// recurrent kernel. GQA (4 value
 // heads over 2 key heads, d_k = d_v = 128: 8 blocks of 64 state columns
 // per sequence) and Mamba2's SSD (no_delta: no A, T, W; d_v = 64). Through
 // the whole CUDA pipeline to PTX, which ptxas assembles for sm_90 and sm_80
 // without spills.
 // REQUIRES: ptxas
-// RUN: attn-opt %s -attn-tile-gated-delta -convert-attn-to-gpu=precision=bf16 | FileCheck %s
+// RUN: attn-opt %s -attn-tile-gated-delta -convert-attn-to-gpu='precision=bf16 linear-chunked=true' | FileCheck %s
 // RUN: attn-opt %s -attn-tile-gated-delta -convert-attn-to-gpu | FileCheck %s --check-prefix=FP32
+// RUN: attn-opt %s -attn-tile-gated-delta -convert-attn-to-gpu=precision=bf16 | FileCheck %s --check-prefix=FP32
+// attn-compile's --gpu-linear-chunked (a tensor-core precision only) on a
+// Qwen3-Next shape with d_v 48 (one 48-column block per head):
+// RUN: attn-compile %S/../Integration/Inputs/qwen3-next-gdn-r1.json --target=cuda --gpu-precision=bf16 --gpu-linear-chunked --compile-to=gpu | FileCheck %s --check-prefix=FLAG
+// RUN: attn-compile %S/../Integration/Inputs/qwen3-next-gdn-r1.json --target=cuda --gpu-precision=bf16 --compile-to=gpu | FileCheck %s --check-prefix=NOFLAG
+// RUN: attn-compile %S/../Integration/Inputs/qwen3-next-gdn-r1.json --target=cuda --gpu-linear-chunked --compile-to=gpu | FileCheck %s --check-prefix=NOFLAG
+// FLAG-LABEL: func.func @linear_attention_gdn(
+// FLAG: arith.cmpi sge, %{{.*}}, %c32 : index
+// FLAG: gpu.launch_func  @linear_attention_gdn_kernel::@linear_attention_gdn_kernel blocks in (%c3, %{{.*}}, %c1) threads in (%c128, %c1, %c1)  dynamic_shared_memory_size %c134400_i32
+// NOFLAG-LABEL: func.func @linear_attention_gdn(
+// NOFLAG-NOT: dynamic_shared_memory_size
+// NOFLAG: func.func @full_attention_sdpa(
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: attn-opt %s -attn-gpu-pipeline='stop-after=ptx precision=bf16' -o %t/c.sm90.mlir
-// RUN: attn-opt %s -attn-gpu-pipeline='stop-after=ptx arch=sm_80 precision=bf16' -o %t/c.sm80.mlir
+// RUN: attn-opt %s -attn-gpu-pipeline='stop-after=ptx precision=bf16 linear-chunked=true' -o %t/c.sm90.mlir
+// RUN: attn-opt %s -attn-gpu-pipeline='stop-after=ptx arch=sm_80 precision=bf16 linear-chunked=true' -o %t/c.sm80.mlir
 // RUN: %python %S/Inputs/binary_ptx.py %t/c.sm90.mlir > %t/c.sm90.ptx
 // RUN: %python %S/Inputs/binary_ptx.py %t/c.sm80.mlir > %t/c.sm80.ptx
 // RUN: for a in 90 80; do \

@@ -68,9 +68,22 @@ cl::opt<bool> overlap(
              "with the previous tile's P·V (default false)"),
     cl::init(false), cl::Hidden, cl::cat(attn_compile::cudaCategory()));
 
+cl::opt<bool> linearChunked(
+    "gpu-linear-chunked",
+    cl::desc("--gpu-precision=bf16|f16: the gated-delta kinds' (Gated "
+             "DeltaNet, Mamba2) sequences of 32 tokens or more by the chunked "
+             "kernel on tensor cores (d_k 64 or 128, a scalar gate); default "
+             "false until a GPU run has checked it: the recurrent fp32 "
+             "kernel"),
+    cl::init(false), cl::cat(attn_compile::cudaCategory()));
+
 } // namespace
 
 attn::GPUPrecision attn_compile::gpuPrecision() { return precision; }
+
+bool attn_compile::gpuLinearChunked() {
+  return linearChunked && precision != attn::GPUPrecision::fp32;
+}
 
 void attn_compile::setCudaPipelineOptions(attn::GPUPipelineOptions &options) {
   options.arch = arch;
@@ -79,6 +92,7 @@ void attn_compile::setCudaPipelineOptions(attn::GPUPipelineOptions &options) {
   options.wgmmaProducts = names[static_cast<int>(wgmmaProducts.getValue())];
   options.tma = tma;
   options.overlap = overlap;
+  options.linearChunked = gpuLinearChunked();
   options.precision = precision;
 }
 

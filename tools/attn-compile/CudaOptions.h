@@ -21,6 +21,8 @@ llvm::cl::OptionCategory &cudaCategory();
 
 /// --gpu-precision: the kernels' arithmetic.
 mlir::attn::GPUPrecision gpuPrecision();
+/// --gpu-linear-chunked with a tensor-core precision.
+bool gpuLinearChunked();
 
 /// Why the tensor-core precision cannot read a 16-bit cache of `kv`'s type
 /// (the other 16-bit type would be rounded again), or "".

@@ -717,6 +717,7 @@ int main(int argc, char **argv) {
   spec.qoType = qoDtype;
   spec.distributed = distributed == Distributed::MPI;
   spec.gpu = target == Target::CUDA;
+  spec.gpuLinearChunked = spec.gpu && attn_compile::gpuLinearChunked();
   spec.tensorParallel = tensorParallel;
   if (!parseEntries(spec.entries))
     return 1;

@@ -113,8 +113,9 @@ struct ConvertAttnToGPUPass
     for (scf::ForallOp f : foralls)
       if (failed(convert(f)))
         return signalPassFailure();
+    // The chunked tensor-core form where asked for (linear-chunked).
     Builder types(fn.getContext());
-    Type mmaElt = precision == GPUPrecision::fp32  ? Type()
+    Type mmaElt = precision == GPUPrecision::fp32 || !linearChunked ? Type()
                   : precision == GPUPrecision::f16 ? Type(types.getF16Type())
                                                    : Type(types.getBF16Type());
     for (scf::ForallOp f : gatedDelta)

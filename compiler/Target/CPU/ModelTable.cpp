@@ -402,12 +402,13 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
     // 2^-11 for f16: a truncating store fails it); 1e-5 else (check doubles
     // a 16-bit output's bound against the compiled reference, rounded
     // too). The gated-delta kinds: 2e-2 where the GPU's chunked kernel runs
-    // on tensor cores (bf16/f16 precision, a shape it takes: its operands
-    // rounded), else 1e-5 (the fp32 recurrent kernel).
-    bool chunked = gpu_kernels::gatedDeltaChunkFits(l.headDimQK, l.headDimV,
+    // on tensor cores (bf16/f16 precision, --gpu-linear-chunked, a shape it
+    // takes: its operands rounded), else 1e-5 (the fp32 recurrent kernel).
+    bool chunked = bf16 && spec.gpuLinearChunked &&
+                   gpu_kernels::gatedDeltaChunkFits(l.headDimQK, l.headDimV,
                                                     l.channelGate);
-    double tolerance = kind.isLinear() ? (bf16 && chunked ? 2e-2 : 1e-5)
-                       : bf16          ? 2e-2
+    double tolerance = kind.isLinear()              ? (chunked ? 2e-2 : 1e-5)
+                       : bf16                       ? 2e-2
                        : qoDtype == ATTN_RT_KV_BF16 ? 4.5e-3
                        : qoDtype == ATTN_RT_KV_F16  ? 6e-4
                                                     : 1e-5;
