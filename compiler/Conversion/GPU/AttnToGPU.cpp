@@ -114,10 +114,9 @@ struct ConvertAttnToGPUPass
       if (failed(convert(f)))
         return signalPassFailure();
     // The chunked tensor-core form where asked for (linear-chunked).
-    Builder types(fn.getContext());
-    Type mmaElt = precision == GPUPrecision::fp32 || !linearChunked ? Type()
-                  : precision == GPUPrecision::f16 ? Type(types.getF16Type())
-                                                   : Type(types.getBF16Type());
+    Type mmaElt = precision == GPUPrecision::fp32 || !linearChunked
+                      ? Type()
+                      : mmaType(fn.getContext());
     for (scf::ForallOp f : gatedDelta)
       if (failed(emitGatedDeltaGPU(f, mmaElt)))
         return signalPassFailure();
@@ -195,6 +194,14 @@ struct ConvertAttnToGPUPass
     src.qn = getValueOrCreateConstantIndexOp(qb, qTile.getLoc(),
                                              qTile.getMixedSizes()[2]);
     return success();
+  }
+
+  /// The tensor-core kernels' operand type: f16, or bf16 (precision bf16,
+  /// and the default where fp32 asks for none).
+  Type mmaType(MLIRContext *ctx) {
+    Builder types(ctx);
+    return precision == GPUPrecision::f16 ? Type(types.getF16Type())
+                                          : Type(types.getBF16Type());
   }
 
   /// The kernel's tiles: keys per shared-memory tile, rows per warp, within
@@ -379,9 +386,7 @@ struct ConvertAttnToGPUPass
                              "f32, bf16 or f16; got ")
              << kT.getType() << " and " << vT.getType();
     bool mmaKernel = precision != GPUPrecision::fp32;
-    Builder types(forall.getContext());
-    Type mmaElt = precision == GPUPrecision::f16 ? Type(types.getF16Type())
-                                                 : Type(types.getBF16Type());
+    Type mmaElt = mmaType(forall.getContext());
     StringRef mmaName = mmaElt.isF16() ? "f16" : "bf16";
     if (mmaKernel && !kvElt.isF32() && kvElt != mmaElt)
       return op->emitOpError("the ")

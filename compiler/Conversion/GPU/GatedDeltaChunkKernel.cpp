@@ -131,11 +131,11 @@ struct ChunkEmitter {
       }
     }
   }
-  /// A C fragment set (16 rows x 16·ks columns) as the A operands of the
-  /// next product, multiplied by `sign`.
-  SmallVector<SmallVector<Value>> asA(const Frags &f, double sign) {
+  /// A C fragment set (16 rows x 16·ks columns), negated, as the A
+  /// operands of the next product (the attention kernel's P packing).
+  SmallVector<SmallVector<Value>> asNegatedA(const Frags &f) {
     SmallVector<SmallVector<Value>> a;
-    auto s = [&](Value x) { return sign < 0 ? e.fmul(x, e.f32(-1.0)) : x; };
+    auto s = [&](Value x) { return arith::NegFOp::create(b, loc, x); };
     for (int64_t k2 = 0; 2 * k2 + 1 < int64_t(f.size()); ++k2) {
       SmallVector<Value> x;
       for (const SmallVector<Value> *t : {&f[2 * k2], &f[2 * k2 + 1]})
@@ -166,7 +166,7 @@ struct ChunkEmitter {
   void emitLaunch();
   void setUp(gpu::LaunchOp launch);
   void loadState();
-  SmallVector<Value> stateAt(Value d0, int64_t t);
+  SmallVector<Value> stateAt(Value d0);
   void gatesAndPrefix(Value t0, Value n);
   void stageTiles(Value t0, Value n);
   void scores(Value r0);
@@ -260,7 +260,7 @@ void ChunkEmitter::loadState() {
   }
 }
 
-SmallVector<Value> ChunkEmitter::stateAt(Value d0, int64_t) {
+SmallVector<Value> ChunkEmitter::stateAt(Value d0) {
   SmallVector<Value> f;
   for (int64_t n = 0; n < dvb / 8; ++n)
     for (int64_t x = 0; x < 4; ++x)
@@ -412,7 +412,7 @@ void ChunkEmitter::correctedValues(Value r0) {
   auto tA = [&](int64_t ks) { return aFrag(tb, r0, ks); };
   accumulateKN(u, tA, vb, kChunk / 16);
   accumulateKN(w, tA, kb, kChunk / 16);
-  SmallVector<SmallVector<Value>> wa = asA(w, -1.0);
+  SmallVector<SmallVector<Value>> wa = asNegatedA(w);
   accumulateKN(
       u, [&](int64_t ks) { return wa[ks]; }, sb, dk / 16);
   storeFrags(u, ub, r0);
@@ -450,7 +450,7 @@ void ChunkEmitter::updateState() {
   SmallVector<Frags> next;
   for (int64_t t = 0; t < mtS; ++t) {
     Value d0 = stateRow0(t);
-    SmallVector<Value> old = stateAt(d0, t);
+    SmallVector<Value> old = stateAt(d0);
     Frags acc(nTiles);
     for (int64_t nt = 0; nt < nTiles; ++nt)
       for (int64_t x = 0; x < 4; ++x)
@@ -507,12 +507,7 @@ void ChunkEmitter::emitLaunch() {
   setUp(launch);
   lastToken = e.sub(seq, c(1));
   // This sequence's tokens [0, len): len = clamp(lengths[b], 0, seq).
-  len = seq;
-  if (g.lengths) {
-    Value raw = ld(g.lengths, {bi});
-    Value idx = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
-    len = e.min(e.max(idx, c(0)), seq);
-  }
+  len = sequenceLength(e, g.lengths, bi, seq);
   loadState();
   Value zero = c(0);
   Value step = c(kChunk);

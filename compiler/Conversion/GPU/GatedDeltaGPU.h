@@ -28,6 +28,19 @@ struct GatedDeltaBuffers {
   int64_t hv = 1, hk = 1, dk = 0, dv = 0;
 };
 
+/// In a gated-delta kernel's launch: the batch row `bi`'s own tokens, [0,
+/// len), len = clamp(lengths[bi], 0, seq) (seq without lengths).
+inline Value sequenceLength(KernelEmitter &e, Value lengths, Value bi,
+                            Value seq) {
+  if (!lengths)
+    return seq;
+  Value raw = memref::LoadOp::create(e.b, e.loc, lengths, ValueRange{bi});
+  Value idx = arith::IndexCastOp::create(e.b, e.loc, e.b.getIndexType(), raw);
+  Value zero = e.c(0);
+  Value low = e.max(idx, zero);
+  return e.min(low, seq);
+}
+
 /// The chunked kernel's value columns per block.
 int64_t chunkColumns(int64_t dv);
 /// The chunked kernel's dynamic shared memory in bytes.

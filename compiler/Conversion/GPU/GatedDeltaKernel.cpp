@@ -4,9 +4,9 @@
 // (batch, value head) forall of attn-tile-gated-delta becomes the grid
 // (value head × C column blocks, batch) of one gpu.launch whose block
 // carries d_v / C columns of that head's state [d_k, d_v] in registers
-// through the sequence, token by token (the recurrent form: every length
-// in fp32; with bf16/f16 precision the sequences shorter than 32 tokens,
-// the longer ones taking the chunked kernel on tensor cores,
+// through the sequence, token by token (the recurrent form: every length;
+// with bf16/f16 precision and linear-chunked, the sequences shorter than 32
+// tokens, the longer ones taking the chunked kernel on tensor cores,
 // GatedDeltaChunkKernel.cpp, where it takes the shape). The
 // columns are independent, so C (a power of two, at least 32 columns per
 // block) grows until the heads' blocks reach 264, two per SM of an H100/H200:
@@ -269,13 +269,7 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall,
     Value scale = e.f32(s.scale);
     Value log2e = e.f32(kLog2e);
     // This sequence's own tokens, [0, len): len = clamp(lengths[b], 0, seq).
-    Value len = seq;
-    if (lengths) {
-      Value raw = memref::LoadOp::create(b, loc, lengths, ValueRange{bi});
-      Value idx = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
-      Value low = arith::MaxSIOp::create(b, loc, idx, zeroI);
-      len = e.min(low, seq);
-    }
+    Value len = sequenceLength(e, lengths, bi, seq);
     scf::ForOp tokens = e.loop(
         zeroI, len, one, st, [&](Value t, ValueRange S) {
           // q_t (scaled) and k_t into shared memory.
