@@ -150,6 +150,13 @@ if [ "$ARCH" = sm_90 ]; then
     "$BUILD_DIR/bin/attn-compile" "${CONFIGS[$name]}" --target=cuda \
       --gpu-arch=sm_90a --kv-dtype=bf16 --gpu-precision=bf16 --gpu-overlap \
       --entries=sdpa,paged -o "$OUT/$name-kvbf16-bf16-wgmma-overlap"
+    # The overlapped kernel warp-specialized (--gpu-warp-specialized): a
+    # producer warpgroup's TMA loads, two consumer warpgroups on 240
+    # registers (setmaxnreg); checked and benched next to the two above.
+    "$BUILD_DIR/bin/attn-compile" "${CONFIGS[$name]}" --target=cuda \
+      --gpu-arch=sm_90a --kv-dtype=bf16 --gpu-precision=bf16 \
+      --gpu-warp-specialized --entries=sdpa,paged \
+      -o "$OUT/$name-kvbf16-bf16-wgmma-ws"
   done
 fi
 cp "$ROOT/tools/gpu-check.sh" "$ROOT/tools/gpu-baseline.py" \

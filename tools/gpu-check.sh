@@ -87,11 +87,12 @@ fi
 # machine has it: not under gVisor).
 san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 # The mma.sync kernel and, where built, the sm_90a wgmma one; with
-# GPU_SANITIZE=all also the chunked Gated DeltaNet kernel (seed-bf16-chunked) and
-# MLA's absorbed kernels (deepseek-v3-kvbf16-bf16): their whole `check`
+# GPU_SANITIZE=all also the chunked Gated DeltaNet kernel (seed-bf16-chunked),
+# MLA's absorbed kernels (deepseek-v3-kvbf16-bf16) and the warp-specialized
+# wgmma kernel (llama-3.1-8b-kvbf16-bf16-wgmma-ws): their whole `check`
 # under memcheck, minutes each.
 more=""
-[ "${GPU_SANITIZE:-1}" = all ] && more="seed-bf16-chunked deepseek-v3-kvbf16-bf16"
+[ "${GPU_SANITIZE:-1}" = all ] && more="seed-bf16-chunked deepseek-v3-kvbf16-bf16 llama-3.1-8b-kvbf16-bf16-wgmma-ws"
 for sname in llama-3.1-8b-kvbf16-bf16 llama-3.1-8b-kvbf16-bf16-wgmma $more; do
   [ "${GPU_SANITIZE:-1}" != 0 ] && [ -n "$san" ] && [ -x "$DIR/$sname" ] || continue
   echo "== compute-sanitizer memcheck: $sname check"

@@ -250,6 +250,12 @@ def ConvertAttnToGPUPass : Pass<"convert-attn-to-gpu", "func::FuncOp"> {
            "With TMA and both products on wgmma: each tile's softmax "
            "overlapped with the previous tile's P·V (V's loads a tile behind "
            "K's)">,
+    Option<"warpSpecialized", "warp-specialized", "bool", /*default=*/"false",
+           "The overlapped kernel warp-specialized: one producer warpgroup "
+           "(registers lowered by setmaxnreg) issues the TMA loads, waiting "
+           "on each ring slot's empty mbarrier; the consumer warpgroups "
+           "(registers raised) compute and release the slots (implies "
+           "overlap)">,
     Option<"wgmmaProducts", "wgmma-products", "std::string",
            /*default=*/"\"all\"",
            "With wgmma: which products are warpgroup MMAs: all, qk (S = "

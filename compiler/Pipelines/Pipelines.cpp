@@ -242,6 +242,7 @@ LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
   toGPU.wgmmaProducts = options.wgmmaProducts;
   toGPU.tma = options.arch == GPUArch::sm_90a && options.tma;
   toGPU.overlap = options.overlap;
+  toGPU.warpSpecialized = options.warpSpecialized;
   toGPU.linearChunked = options.linearChunked;
   pm.addNestedPass<func::FuncOp>(createConvertAttnToGPUPass(toGPU));
   bufferization::OneShotBufferizePassOptions bufferize;

@@ -128,6 +128,12 @@ struct GPUPipelineOptions : public PassPipelineOptions<GPUPipelineOptions> {
       llvm::cl::desc("sm_90a with TMA: each tile's softmax overlapped with "
                      "the previous tile's P·V"),
       llvm::cl::init(false)};
+  Option<bool> warpSpecialized{
+      *this, "warp-specialized",
+      llvm::cl::desc("sm_90a, the overlapped kernel: a producer warpgroup "
+                     "issues the TMA loads, the consumer warpgroups compute "
+                     "(setmaxnreg)"),
+      llvm::cl::init(false)};
   Option<bool> linearChunked{
       *this, "linear-chunked",
       llvm::cl::desc("bf16/f16: the gated-delta kinds' chunked kernel on "

@@ -8,6 +8,7 @@
 // RUN: attn-opt %s -attn-gpu-select-tiles=block-rows=128 -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu="precision=bf16 wgmma=true" | FileCheck %s --check-prefix=WGMMA
 // RUN: attn-opt %s -attn-gpu-select-tiles=block-rows=128 -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu="precision=bf16 wgmma=true tma=true" | FileCheck %s --check-prefix=TMA
 // RUN: attn-opt %s -attn-gpu-select-tiles=block-rows=128 -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu="precision=bf16 wgmma=true tma=true overlap=true" | FileCheck %s --check-prefix=OVERLAP
+// RUN: attn-opt %s -attn-gpu-select-tiles=block-rows=128 -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu="precision=bf16 wgmma=true tma=true warp-specialized=true" | FileCheck %s --check-prefix=WARPSPEC
 // RUN: not attn-opt %s -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu=precision=bf16 2>&1 | FileCheck %s --check-prefix=ROWS
 // RUN: not attn-opt %s -attn-tile-attention=target=gpu\ split-target=0 -convert-attn-to-gpu=precision=f16 2>&1 | FileCheck %s --check-prefix=F16
 // FP32: gpu.launch
@@ -34,15 +35,15 @@
 // BF16: gpu.barrier
 // wgmma (sm_90a): two warpgroups of 64 rows; Q 128 x 64 and the rings 2 x
 // 64 x 64 unpadded in 128-byte swizzled rows (16384 bytes each), plus 1024
-// to align the base at run time and 64 past the static .shared variables
+// to align the base at run time and 128 past the static .shared variables
 // (the TMA mbarriers, declared after the dynamic memory's symbol); the copies land at swizzled indices (the
 // 16-byte chunk XOR the row mod 8) and are fenced for the async proxy; S
 // and P·V as wgmma m64n64k16 (A by descriptor, then from 4 registers).
-// WGMMA: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256, {{.*}}) dynamic_shared_memory_size %c50240_i32
+// WGMMA: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256, {{.*}}) dynamic_shared_memory_size %c50304_i32
 // WGMMA: %[[SMEM:.*]] = gpu.dynamic_shared_memory
 // WGMMA: %[[ADDR:.*]] = memref.extract_aligned_pointer_as_index %[[SMEM]]
-// WGMMA-NEXT: %[[C64:.*]] = arith.constant 64 : index
-// WGMMA-NEXT: arith.addi %[[ADDR]], %[[C64]]
+// WGMMA-NEXT: %[[C128:.*]] = arith.constant 128 : index
+// WGMMA-NEXT: arith.addi %[[ADDR]], %[[C128]]
 // WGMMA: %[[Q:.*]] = memref.view %[[SMEM]]{{.*}} to memref<8192xbf16, #gpu.address_space<workgroup>>
 // WGMMA: %[[K:.*]] = memref.view %[[SMEM]]{{.*}} to memref<8192xbf16, #gpu.address_space<workgroup>>
 // WGMMA: %[[V:.*]] = memref.view %[[SMEM]]{{.*}} to memref<8192xbf16, #gpu.address_space<workgroup>>
@@ -124,6 +125,54 @@
 // OVERLAP: nvgpu.mbarrier.try_wait.parity %[[VB]]
 // OVERLAP: {$64, $65, $66, $67}
 // OVERLAP: nvvm.wgmma.wait.group.sync.aligned 0
+// warp-specialized=true: a third warpgroup (384 threads) produces. Two more
+// barrier pairs (K and V of each slot released: 256 arrivals, every consumer
+// thread); after the Q tile and slot 1's zeros (the whole block's last
+// barrier), the producer warpgroup lowers its registers to 24 and one of its
+// threads loops over the tiles: K_t once tile t - 2 released the slot, V_t
+// once tile t - 1 did (from t = 1: slot 1's zeros are read by tile 0). The
+// consumers raise theirs to 240 and run the overlapped loops without issuing
+// loads or the block's barrier: K_j's slot released after wait_group 1 (S
+// done), V_{j-1}'s after wait_group 0; the last tile's zeroed rows fenced by
+// named barrier 1 over the 256 consumer threads.
+// WARPSPEC: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c384, {{.*}}) dynamic_shared_memory_size %c50304_i32
+// WARPSPEC: %[[KB:.*]] = nvgpu.mbarrier.create
+// WARPSPEC: %[[VB:.*]] = nvgpu.mbarrier.create
+// WARPSPEC: %[[KE:.*]] = nvgpu.mbarrier.create
+// WARPSPEC: nvgpu.mbarrier.init %[[KE]][%{{.*}}], %c256
+// WARPSPEC: %[[VE:.*]] = nvgpu.mbarrier.create
+// WARPSPEC: nvgpu.mbarrier.init %[[VE]][%{{.*}}], %c256
+// WARPSPEC: scf.for %{{.*}} = %{{.*}} to %c8192 step %c384
+// WARPSPEC: gpu.barrier
+// WARPSPEC: scf.for %{{.*}} = %{{.*}} to %c4096{{.*}} step %c384
+// WARPSPEC: gpu.barrier
+// WARPSPEC-NEXT: %[[C8:.*]] = arith.constant 8 : index
+// WARPSPEC-NEXT: %[[WARP:.*]] = arith.cmpi uge, %{{.*}}, %[[C8]]
+// WARPSPEC-NEXT: scf.if %[[WARP]] {
+// WARPSPEC-NEXT: nvvm.setmaxregister decrease 24
+// WARPSPEC: scf.for
+// WARPSPEC: nvgpu.mbarrier.try_wait.parity %[[KE]]
+// WARPSPEC: nvgpu.mbarrier.arrive.expect_tx %[[KB]]
+// WARPSPEC: nvgpu.tma.async.load
+// WARPSPEC: nvgpu.mbarrier.try_wait.parity %[[VE]]
+// WARPSPEC: nvgpu.mbarrier.arrive.expect_tx %[[VB]]
+// WARPSPEC: } else {
+// WARPSPEC-NEXT: nvvm.setmaxregister increase 240
+// WARPSPEC-NOT: gpu.barrier
+// WARPSPEC-NOT: nvgpu.tma.async.load
+// WARPSPEC: scf.for
+// WARPSPEC: nvgpu.mbarrier.try_wait.parity %[[KB]]
+// WARPSPEC: nvgpu.mbarrier.try_wait.parity %[[VB]]
+// WARPSPEC: nvvm.wgmma.wait.group.sync.aligned 1
+// WARPSPEC-NEXT: nvgpu.mbarrier.arrive %[[KE]]
+// WARPSPEC: nvvm.wgmma.wait.group.sync.aligned 0
+// WARPSPEC: nvgpu.mbarrier.arrive %[[VE]]
+// WARPSPEC: scf.for
+// WARPSPEC: nvgpu.mbarrier.arrive %[[KE]]
+// WARPSPEC: nvgpu.mbarrier.arrive %[[VE]]
+// WARPSPEC: nvgpu.mbarrier.try_wait.parity %[[VB]]
+// WARPSPEC: nvvm.barrier id = %c1_i32 number_of_threads = %c256_i32
+// WARPSPEC-NOT: gpu.barrier
 // ROWS: error: 'attn.online_attention' op the bf16 tensor-core kernel holds at most 128 rows per thread block, got 4 heads x q-block 128 = 512: use a q-block of at most 32
 // F16: error: 'attn.online_attention' op the f16 tensor-core kernel would round a bf16 K/V cache to f16: compile with precision=bf16 or fp32
 func.func @entry(%out: memref<?x8x?x64xf32>, %q: tensor<?x8x?x64xf32>,

@@ -68,6 +68,14 @@ cl::opt<bool> overlap(
              "with the previous tile's P·V (default false)"),
     cl::init(false), cl::Hidden, cl::cat(attn_compile::cudaCategory()));
 
+cl::opt<bool> warpSpecialized(
+    "gpu-warp-specialized",
+    cl::desc("--gpu-arch=sm_90a with TMA, the overlapped kernel (implied): "
+             "a producer warpgroup issues the K/V loads, the consumer "
+             "warpgroups compute, registers moved to them by setmaxnreg "
+             "(default false until a GPU run has checked it)"),
+    cl::init(false), cl::Hidden, cl::cat(attn_compile::cudaCategory()));
+
 cl::opt<bool> linearChunked(
     "gpu-linear-chunked",
     cl::desc("--gpu-precision=bf16|f16: the gated-delta kinds' (Gated "
@@ -91,7 +99,8 @@ void attn_compile::setCudaPipelineOptions(attn::GPUPipelineOptions &options) {
   static const char *const names[] = {"all", "qk", "pv", "none"};
   options.wgmmaProducts = names[static_cast<int>(wgmmaProducts.getValue())];
   options.tma = tma;
-  options.overlap = overlap;
+  options.overlap = overlap || warpSpecialized;
+  options.warpSpecialized = warpSpecialized;
   options.linearChunked = gpuLinearChunked();
   options.precision = precision;
 }

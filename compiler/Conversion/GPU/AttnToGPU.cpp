@@ -432,6 +432,7 @@ struct ConvertAttnToGPUPass
              << products << "'";
     e.tma = tma;
     e.overlap = overlap;
+    e.warpSpecialized = warpSpecialized;
     e.wgmmaQK = products == "all" || products == "qk";
     e.wgmmaPV = products == "all" || products == "pv";
     if (mmaKernel && (d % 16 || dv % 16))

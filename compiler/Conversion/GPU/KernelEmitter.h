@@ -74,6 +74,9 @@ struct KernelEmitter {
   /// With TMA and both products on wgmma: each tile's softmax overlapped
   /// with the previous tile's P·V (emitWgmmaOverlap).
   bool overlap = false;
+  /// The overlapped kernel warp-specialized (WgmmaKernel.cpp): a producer
+  /// warpgroup past the consumers' issues the loads.
+  bool warpSpecialized = false;
   // Static shape facts.
   int64_t hkv = 1, group = 1, d = 0, dv = 0, epl = 1, eplV = 1;
   /// Blocks per KV head (grid y = Hkv · headChunks), each taking
@@ -343,7 +346,13 @@ struct KernelEmitter {
     /// softmax overlapped with the previous tile's P·V (emitWgmmaOverlap);
     /// K's loads complete on `mbar`, V's on `vBar`.
     bool overlap = false;
-    Value kMap, vMap, mbar, vBar, smem, pad;
+    /// Overlapped and warp-specialized: `warps` consumer warps, then a
+    /// producer warpgroup (`threads` in all); the consumers release each
+    /// slot's K and V on `kEmpty`, `vEmpty` (arrival count: every consumer
+    /// thread), the producer's thread waits there before reloading it.
+    bool warpSpecialized = false;
+    int64_t threads = 0;
+    Value kMap, vMap, mbar, vBar, kEmpty, vEmpty, smem, pad;
     Value smemBase;
     int64_t qRowsPad = 0, kOffset = 0, vOffset = 0;
   };
@@ -424,6 +433,16 @@ struct KernelEmitter {
   /// tile j - 1's O += P·V issued together, j's softmax while P·V runs; V's
   /// loads a tile behind K's (its slot frees when P·V is done). Writes out.
   void emitWgmmaOverlap(MmaState &m, Value out);
+  /// The overlapped kernel's key loops, last P·V and store (its consumers'
+  /// part where warp-specialized).
+  void wgmmaOverlapLoops(MmaState &m, Value out);
+  /// Warp-specialized: the producer thread's loop, K_t and V_t of every
+  /// tile into slot t mod 2 once the consumers released it (K_t: tile
+  /// t - 2's S done; V_t: tile t - 1's P·V of V_{t-2} done).
+  void wgmmaProducer(const MmaState &m);
+  /// A barrier over the threads that compute: the block's, or named
+  /// barrier 1 over the consumer warpgroups where warp-specialized.
+  void consumerBarrier(const MmaState &m);
   /// TMA, a masked tile: zeros in V's rows of keys [hi, kt + kv-block), which
   /// the box read from the cache (past the sequence's length anything: P is
   /// 0 there, and 0 · NaN is NaN).

@@ -54,8 +54,8 @@ KernelEmitter::mmaSharedMemory(int64_t rows, int64_t d, int64_t dv,
     s.qRows = llvm::alignTo(rows, 64);
     s.kOffset = llvm::alignTo(s.qRows * d * 2, 1024);
     s.vOffset = s.kOffset + llvm::alignTo(stages * kvBlock * d * 2, 1024);
-    // (1024 to align the base, 64 past the static .shared variables.)
-    s.bytes = s.vOffset + stages * kvBlock * dv * 2 + 1024 + 64;
+    // (1024 to align the base, 128 past the static .shared variables.)
+    s.bytes = s.vOffset + stages * kvBlock * dv * 2 + 1024 + 128;
     return s;
   }
   s.qRows = llvm::alignTo(rows, warpRows);
@@ -108,15 +108,20 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
   m.wgmmaPV = wgmma && wgmmaPV;
   // (Value head dims up to 128: at 256, O's 128 accumulators next to S's
   // and two tiles' P spill.)
-  m.overlap = overlap && m.tma && m.wgmmaQK && m.wgmmaPV && dv <= 128;
+  m.overlap = (overlap || warpSpecialized) && m.tma && m.wgmmaQK && m.wgmmaPV &&
+              dv <= 128;
   m.qInRegisters = m.mt == 1 && d <= 128 && !m.wgmmaQK;
   // wgmma: whole warpgroups of 4 warps (64 rows).
   if (m.wgmma)
     m.warps = llvm::alignTo(m.warps, 4);
+  // Warp-specialized: one or two consumer warpgroups (with two, 240
+  // registers each after setmaxnreg, the producer's 24) and the producer.
+  m.warpSpecialized = warpSpecialized && m.overlap && m.warps <= 8;
+  m.threads = (m.warps + (m.warpSpecialized ? 4 : 0)) * kWarp;
   MmaSmem smemLayout = mmaSharedMemory(blockHeads() * qRows, d, vInK ? 0 : dv,
                                        kvBlock, m.stages, warpRows, m.wgmma);
   int64_t rows = smemLayout.qRows;
-  m.L = beginLaunch(k, lens, m.warps * kWarp, TypeRange{}, smemLayout.bytes);
+  m.L = beginLaunch(k, lens, m.threads, TypeRange{}, smemLayout.bytes);
   const Launch &L = m.L;
   // The tiles are views of the launch's dynamic shared memory.
   auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
@@ -185,7 +190,7 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
   }
   // Q pre-scaled and rounded into the shared tile (zeros in the rows past
   // the block's), once.
-  Value qElems = c(rows * d), qStep = c(m.warps * kWarp);
+  Value qElems = c(rows * d), qStep = c(m.threads);
   loop(L.tid, qElems, qStep, ValueRange{},
        [&](Value idx, ValueRange) -> SmallVector<Value> {
          Value r = arith::DivUIOp::create(b, loc, idx, c(d));

@@ -47,8 +47,9 @@ constexpr int64_t kAtomBytes = 1024;
 /// Rows of a warpgroup's A operand.
 constexpr int64_t kGroupRows = 64;
 /// What the tiles skip past the dynamic shared memory's symbol: the static
-/// .shared variables after it (the TMA mbarriers: 4 x 8 bytes at most).
-constexpr int64_t kStaticBytes = 64;
+/// .shared variables after it (the TMA mbarriers: 8 x 8 bytes at most,
+/// warp-specialized).
+constexpr int64_t kStaticBytes = 128;
 } // namespace
 
 Value KernelEmitter::swizzled(int64_t rows, Value row, Value col) {
@@ -312,19 +313,24 @@ void KernelEmitter::wgmmaTiles(MmaState &m, Value smem, const MmaSmem &layout,
     auto group =
         nvgpu::MBarrierGroupType::get(b.getContext(), wg, unsigned(m.stages));
     Value first = cmp(arith::CmpIPredicate::eq, L.tid, c(0));
-    Value one = c(1);
-    auto barriers = [&]() -> Value {
+    auto barriers = [&](int64_t arrivals) -> Value {
       Value bars = nvgpu::MBarrierCreateOp::create(b, loc, group);
+      Value count = c(arrivals);
       for (int64_t st = 0; st < m.stages; ++st) {
         Value slot = c(st);
-        nvgpu::MBarrierInitOp::create(b, loc, bars, one, slot, first);
+        nvgpu::MBarrierInitOp::create(b, loc, bars, count, slot, first);
       }
       return bars;
     };
-    m.mbar = barriers();
+    m.mbar = barriers(1);
     // Overlapped: V's loads run a tile behind K's, on their own barriers.
     if (m.overlap)
-      m.vBar = barriers();
+      m.vBar = barriers(1);
+    // Warp-specialized: each consumer thread releases the slots it read.
+    if (m.warpSpecialized) {
+      m.kEmpty = barriers(m.warps * kWarp);
+      m.vEmpty = barriers(m.warps * kWarp);
+    }
     // The initialized barriers visible to the TMA unit (then the barrier
     // after Q's tile).
     NVVM::FenceMbarrierInitOp::create(b, loc);
@@ -441,28 +447,94 @@ void KernelEmitter::tmaZeroTail(const MmaState &m, Value kt, Value stage) {
 }
 
 void KernelEmitter::emitWgmmaOverlap(MmaState &m, Value out) {
-  // Long: the loop body and its prologue/epilogue share the ring's state.
+  const Launch &L = m.L;
+  // V's slot 1 zeroed once (by every thread, before the warpgroups part):
+  // the first tile's P·V step multiplies P = 0 by it (0 · NaN would be
+  // NaN).
+  Value zero =
+      arith::ConstantOp::create(b, loc, mmaElt, b.getFloatAttr(mmaElt, 0.0));
+  Value slot1 = c(kvBlock * dv);
+  loop(L.tid, c(kvBlock * dv), c(m.threads), ValueRange{},
+       [&](Value idx, ValueRange) -> SmallVector<Value> {
+         Value at = add(slot1, idx);
+         memref::StoreOp::create(b, loc, zero, m.vRing, ValueRange{at});
+         return {};
+       });
+  fenceAsyncProxy();
+  gpu::BarrierOp::create(b, loc);
+  if (!m.warpSpecialized) {
+    // Tile 0's K and V.
+    Value any = cmp(arith::CmpIPredicate::slt, L.lo, L.hi);
+    ifThen(any, [&] { tmaIssueTile(m, L.lo, c(0)); });
+    wgmmaOverlapLoops(m, out);
+    return;
+  }
+  // Warp-specialized: the last warpgroup produces, the others consume. With
+  // two consumer warpgroups the registers move to them (FlashAttention-3's
+  // 24 / 240: 128 · 24 + 256 · 240 <= 65,536); one keeps the launch's 255.
+  bool moveRegisters = m.warps == 8;
+  Value producer = cmp(arith::CmpIPredicate::uge, L.warp, c(m.warps));
+  auto split = scf::IfOp::create(b, loc, TypeRange{}, producer,
+                                 /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(&split.getThenRegion().front());
+  if (moveRegisters)
+    NVVM::SetMaxRegisterOp::create(b, loc, 24,
+                                   NVVM::SetMaxRegisterAction::decrease);
+  Value issuer = cmp(arith::CmpIPredicate::eq, L.tid, c(m.warps * kWarp));
+  ifThen(issuer, [&] { wgmmaProducer(m); });
+  b.setInsertionPointToStart(&split.getElseRegion().front());
+  if (moveRegisters)
+    NVVM::SetMaxRegisterOp::create(b, loc, 240,
+                                   NVVM::SetMaxRegisterAction::increase);
+  wgmmaOverlapLoops(m, out);
+}
+
+void KernelEmitter::consumerBarrier(const MmaState &m) {
+  if (!m.warpSpecialized) {
+    gpu::BarrierOp::create(b, loc);
+    return;
+  }
+  // Named barrier 1 over the consumer threads (0 is the whole block's).
+  Value id =
+      arith::ConstantOp::create(b, loc, b.getI32Type(), b.getI32IntegerAttr(1));
+  Value count = arith::ConstantOp::create(b, loc, b.getI32Type(),
+                                          b.getI32IntegerAttr(m.warps * kWarp));
+  NVVM::BarrierOp::create(b, loc, Type(), id, count,
+                          NVVM::BarrierReductionAttr(), Value());
+}
+
+void KernelEmitter::wgmmaProducer(const MmaState &m) {
+  const Launch &L = m.L;
+  loop(L.lo, L.hi, c(kvBlock), ValueRange{},
+       [&](Value kt, ValueRange) -> SmallVector<Value> {
+         Value done = sub(kt, L.lo);
+         Value t = arith::DivUIOp::create(b, loc, done, c(kvBlock));
+         Value slot = arith::RemUIOp::create(b, loc, t, c(2));
+         // K_t: the slot's previous K (tile t - 2) released after its S.
+         Value reused = cmp(arith::CmpIPredicate::uge, t, c(2));
+         ifThen(reused, [&] {
+           Value older = sub(t, c(2));
+           tmaWait(m, m.kEmpty, older, slot);
+         });
+         tmaIssueByThread0(m, kt, slot, /*keys=*/true, /*values=*/false);
+         // V_t: released by tile t - 1's step (the P·V of V_{t-2}, or of
+         // slot 1's zeros at t = 1).
+         Value later = cmp(arith::CmpIPredicate::uge, t, c(1));
+         ifThen(later, [&] {
+           Value before = sub(t, c(1));
+           tmaWait(m, m.vEmpty, before, slot);
+         });
+         tmaIssueByThread0(m, kt, slot, /*keys=*/false, /*values=*/true);
+         return {};
+       });
+}
+
+void KernelEmitter::wgmmaOverlapLoops(MmaState &m, Value out) {
+  // Long: the loop body and its epilogue share the ring's state.
   const Launch &L = m.L;
   int64_t nO = dv / 2, nP = kvBlock / 16 * 4;
-  int64_t threads = m.warps * kWarp;
-  // V's slot 1 zeroed once: the first tile's P·V step multiplies P = 0 by
-  // it (0 · NaN would be NaN).
-  {
-    Value zero =
-        arith::ConstantOp::create(b, loc, mmaElt, b.getFloatAttr(mmaElt, 0.0));
-    Value slot1 = c(kvBlock * dv);
-    loop(L.tid, c(kvBlock * dv), c(threads), ValueRange{},
-         [&](Value idx, ValueRange) -> SmallVector<Value> {
-           Value at = add(slot1, idx);
-           memref::StoreOp::create(b, loc, zero, m.vRing, ValueRange{at});
-           return {};
-         });
-    fenceAsyncProxy();
-    gpu::BarrierOp::create(b, loc);
-  }
-  // Tile 0's K and V.
   Value any = cmp(arith::CmpIPredicate::slt, L.lo, L.hi);
-  ifThen(any, [&] { tmaIssueTile(m, L.lo, c(0)); });
   Value full = unmaskedEnd(L);
   Value qDesc = wgmmaQDescriptor(m);
   auto packed = [&](ValueRange p) {
@@ -480,10 +552,12 @@ void KernelEmitter::emitWgmmaOverlap(MmaState &m, Value out) {
     Value prev = sub(c(1), stage);
     Value nextKt = add(kt, c(kvBlock));
     Value more = cmp(arith::CmpIPredicate::slt, nextKt, L.hi);
-    // K of tile j + 1 into the slot tile j - 1's K left.
-    ifThen(more, [&] {
-      tmaIssueTile(m, nextKt, prev, /*keys=*/true, /*values=*/false);
-    });
+    // K of tile j + 1 into the slot tile j - 1's K left (warp-specialized:
+    // the producer's).
+    if (!m.warpSpecialized)
+      ifThen(more, [&] {
+        tmaIssueTile(m, nextKt, prev, /*keys=*/true, /*values=*/false);
+      });
     tmaWait(m, m.mbar, j, stage);
     // V of tile j - 1 (none before tile 0: slot 1's zeros).
     Value later = cmp(arith::CmpIPredicate::ne, j, c(0));
@@ -493,8 +567,10 @@ void KernelEmitter::emitWgmmaOverlap(MmaState &m, Value out) {
     });
     // (V_{j-1} has no keys past hi: only the last tile can, whose V the
     // epilogue zeroes.)
-    fenceAsyncProxy();
-    gpu::BarrierOp::create(b, loc);
+    if (!m.warpSpecialized) {
+      fenceAsyncProxy();
+      gpu::BarrierOp::create(b, loc);
+    }
     // S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1}, issued together; S first.
     Value kDesc = wgmmaRingDescriptor(m, /*values=*/false, stage);
     Value vDesc = wgmmaRingDescriptor(m, /*values=*/true, prev);
@@ -505,8 +581,11 @@ void KernelEmitter::emitWgmmaOverlap(MmaState &m, Value out) {
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
     o = wgmmaPVChain(o, packed(p), vDesc);
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-    // S done (the older group); its softmax runs while P·V does.
+    // S done (the older group); its softmax runs while P·V does. K_j's
+    // slot is free.
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
+    if (m.warpSpecialized)
+      nvgpu::MBarrierArriveOp::create(b, loc, m.kEmpty, stage);
     SmallVector<SmallVector<SmallVector<Value>>> sFrag =
         wgmmaFragments(wgmmaFenceOperands(s));
     SmallVector<Value> next, alpha;
@@ -515,16 +594,21 @@ void KernelEmitter::emitWgmmaOverlap(MmaState &m, Value out) {
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
     wgmmaFenceOperands(SmallVector<Value>(p.begin(), p.end()));
     o = wgmmaFenceOperands(o);
+    // V_{j-1}'s slot (slot 1's zeros at j = 0) is free.
+    if (m.warpSpecialized)
+      nvgpu::MBarrierArriveOp::create(b, loc, m.vEmpty, prev);
     for (int64_t i = 0; i < nO; ++i)
       next.push_back(fmul(o[i], alpha[(i % 4) / 2]));
     for (const auto &frag : pPacked[0])
       next.append(frag.begin(), frag.end());
     // Every warpgroup is done with V_{j-1} and K_j: V of tile j + 1 into
     // V_{j-1}'s slot.
-    gpu::BarrierOp::create(b, loc);
-    ifThen(more, [&] {
-      tmaIssueTile(m, nextKt, prev, /*keys=*/false, /*values=*/true);
-    });
+    if (!m.warpSpecialized) {
+      gpu::BarrierOp::create(b, loc);
+      ifThen(more, [&] {
+        tmaIssueTile(m, nextKt, prev, /*keys=*/false, /*values=*/true);
+      });
+    }
     return next;
   };
   SmallVector<Value> init(2, f32(-std::numeric_limits<double>::infinity()));
@@ -559,7 +643,7 @@ void KernelEmitter::emitWgmmaOverlap(MmaState &m, Value out) {
     tmaWait(m, m.vBar, last, slot);
     tmaZeroTail(m, ktLast, slot);
     fenceAsyncProxy();
-    gpu::BarrierOp::create(b, loc);
+    consumerBarrier(m);
     Value vDesc = wgmmaRingDescriptor(m, /*values=*/true, slot);
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
     SmallVector<Value> oLast = wgmmaPVChain(o, packed(p), vDesc);
