@@ -89,20 +89,23 @@ san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2
 # The mma.sync kernel and, where built, the sm_90a wgmma one; with
 # GPU_SANITIZE=all also the chunked Gated DeltaNet kernel (seed-bf16-chunked),
 # MLA's absorbed kernels (deepseek-v3-kvbf16-bf16) and the warp-specialized
-# wgmma kernel (llama-3.1-8b-kvbf16-bf16-wgmma-ws): their whole `check`
-# under memcheck, minutes each.
+# wgmma kernel (llama-3.1-8b-kvbf16-bf16-wgmma-ws), whose producer and
+# consumers also go through synccheck (barriers) and racecheck (shared
+# memory hazards): their whole `check` under each tool, minutes each.
 more=""
-[ "${GPU_SANITIZE:-1}" = all ] && more="seed-bf16-chunked deepseek-v3-kvbf16-bf16 llama-3.1-8b-kvbf16-bf16-wgmma-ws"
-for sname in llama-3.1-8b-kvbf16-bf16 llama-3.1-8b-kvbf16-bf16-wgmma $more; do
+[ "${GPU_SANITIZE:-1}" = all ] && more="memcheck:seed-bf16-chunked memcheck:deepseek-v3-kvbf16-bf16 memcheck:llama-3.1-8b-kvbf16-bf16-wgmma-ws synccheck:llama-3.1-8b-kvbf16-bf16-wgmma-ws racecheck:llama-3.1-8b-kvbf16-bf16-wgmma-ws"
+for run in memcheck:llama-3.1-8b-kvbf16-bf16 memcheck:llama-3.1-8b-kvbf16-bf16-wgmma $more; do
+  tool=${run%%:*}; sname=${run#*:}
   [ "${GPU_SANITIZE:-1}" != 0 ] && [ -n "$san" ] && [ -x "$DIR/$sname" ] || continue
-  echo "== compute-sanitizer memcheck: $sname check"
-  if $LIMIT "$san" --tool memcheck --error-exitcode 3 \
-      "$DIR/$sname" check > "$LOGDIR/$sname.sanitizer.log" 2>&1; then
-    echo "ok    memcheck: $(tail -n 1 "$LOGDIR/$sname.sanitizer.log")"
+  echo "== compute-sanitizer $tool: $sname check"
+  slog="$LOGDIR/$sname.$tool.log"
+  if $LIMIT "$san" --tool "$tool" --error-exitcode 3 \
+      "$DIR/$sname" check > "$slog" 2>&1; then
+    echo "ok    $tool: $(tail -n 1 "$slog")"
   else
-    failed="$failed memcheck:$sname"
-    echo "FAIL  memcheck (see $LOGDIR/$sname.sanitizer.log):"
-    grep -E 'ERROR|Invalid|error' "$LOGDIR/$sname.sanitizer.log" | head -n 5 | sed 's/^/      /'
+    failed="$failed $tool:$sname"
+    echo "FAIL  $tool (see $slog):"
+    grep -E 'ERROR|Invalid|error|hazard|Race' "$slog" | head -n 5 | sed 's/^/      /'
   fi
 done
 # One bench: prints its lines prefixed with the executable and arguments,
@@ -167,6 +170,9 @@ echo "== linear prefill (the seed's Gated DeltaNet layer, S = 4096: the recurren
 bench seed-bf16 --layer 0 --seq 4096 --repeats 5
 bench seed-bf16-chunked --layer 0 --seq 4096 --repeats 10
 bench seed-bf16-chunked --layer 0 --seq 4096 --batch 8 --repeats 5
+echo "== KDA prefill (Kimi-Linear's first layer, S = 4096: recurrent fp32, then chunked on tensor cores)"
+bench kimi-linear --layer 0 --seq 4096 --repeats 5
+bench kimi-linear-bf16-chunked --layer 0 --seq 4096 --repeats 10
 echo "== MLA absorbed decode (DeepSeek-V3, bf16 latent cache)"
 bench deepseek-v3-kvbf16-bf16 --layer 0 --seq 1 --batch 64 --kv-len 4096 --page-size 64 --repeats 10
 bench deepseek-v3-kvbf16-bf16 --layer 0 --seq 1 --batch 1 --kv-len 65536 --page-size 64 --repeats 10

@@ -126,8 +126,8 @@
 // OVERLAP: {$64, $65, $66, $67}
 // OVERLAP: nvvm.wgmma.wait.group.sync.aligned 0
 // warp-specialized=true: a third warpgroup (384 threads) produces. Two more
-// barrier pairs (K and V of each slot released: 256 arrivals, every consumer
-// thread); after the Q tile and slot 1's zeros (the whole block's last
+// barrier pairs (K and V of each slot released: 8 arrivals, lane 0 of each
+// consumer warp); after the Q tile and slot 1's zeros (the whole block's last
 // barrier), the producer warpgroup lowers its registers to 24 and one of its
 // threads loops over the tiles: K_t once tile t - 2 released the slot, V_t
 // once tile t - 1 did (from t = 1: slot 1's zeros are read by tile 0). The
@@ -139,9 +139,9 @@
 // WARPSPEC: %[[KB:.*]] = nvgpu.mbarrier.create
 // WARPSPEC: %[[VB:.*]] = nvgpu.mbarrier.create
 // WARPSPEC: %[[KE:.*]] = nvgpu.mbarrier.create
-// WARPSPEC: nvgpu.mbarrier.init %[[KE]][%{{.*}}], %c256
+// WARPSPEC: nvgpu.mbarrier.init %[[KE]][%{{.*}}], %c8
 // WARPSPEC: %[[VE:.*]] = nvgpu.mbarrier.create
-// WARPSPEC: nvgpu.mbarrier.init %[[VE]][%{{.*}}], %c256
+// WARPSPEC: nvgpu.mbarrier.init %[[VE]][%{{.*}}], %c8
 // WARPSPEC: scf.for %{{.*}} = %{{.*}} to %c8192 step %c384
 // WARPSPEC: gpu.barrier
 // WARPSPEC: scf.for %{{.*}} = %{{.*}} to %c4096{{.*}} step %c384
@@ -164,6 +164,8 @@
 // WARPSPEC: nvgpu.mbarrier.try_wait.parity %[[KB]]
 // WARPSPEC: nvgpu.mbarrier.try_wait.parity %[[VB]]
 // WARPSPEC: nvvm.wgmma.wait.group.sync.aligned 1
+// WARPSPEC: %[[LEAD:.*]] = arith.cmpi eq, %{{.*}}, %c0
+// WARPSPEC-NEXT: scf.if %[[LEAD]] {
 // WARPSPEC-NEXT: nvgpu.mbarrier.arrive %[[KE]]
 // WARPSPEC: nvvm.wgmma.wait.group.sync.aligned 0
 // WARPSPEC: nvgpu.mbarrier.arrive %[[VE]]

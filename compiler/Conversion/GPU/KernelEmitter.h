@@ -346,10 +346,10 @@ struct KernelEmitter {
     /// softmax overlapped with the previous tile's P·V (emitWgmmaOverlap);
     /// K's loads complete on `mbar`, V's on `vBar`.
     bool overlap = false;
-    /// Overlapped and warp-specialized: `warps` consumer warps, then a
+    /// Overlapped and warp-specialized: `warps` (8) consumer warps, then a
     /// producer warpgroup (`threads` in all); the consumers release each
-    /// slot's K and V on `kEmpty`, `vEmpty` (arrival count: every consumer
-    /// thread), the producer's thread waits there before reloading it.
+    /// slot's K and V on `kEmpty`, `vEmpty` (arrival count: the consumer
+    /// warps), the producer's thread waits there before reloading it.
     bool warpSpecialized = false;
     int64_t threads = 0;
     Value kMap, vMap, mbar, vBar, kEmpty, vEmpty, smem, pad;
@@ -443,6 +443,10 @@ struct KernelEmitter {
   /// A barrier over the threads that compute: the block's, or named
   /// barrier 1 over the consumer warpgroups where warp-specialized.
   void consumerBarrier(const MmaState &m);
+  /// Warp-specialized: this consumer warp's release of ring slot `slot` on
+  /// the empty mbarriers `bars` (lane 0's arrival; each counts the
+  /// consumer warps).
+  void releaseSlot(const MmaState &m, Value bars, Value slot);
   /// TMA, a masked tile: zeros in V's rows of keys [hi, kt + kv-block), which
   /// the box read from the cache (past the sequence's length anything: P is
   /// 0 there, and 0 · NaN is NaN).

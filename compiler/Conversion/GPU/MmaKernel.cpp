@@ -114,9 +114,11 @@ KernelEmitter::MmaState KernelEmitter::beginMma(Value q, Value k, Value lens,
   // wgmma: whole warpgroups of 4 warps (64 rows).
   if (m.wgmma)
     m.warps = llvm::alignTo(m.warps, 4);
-  // Warp-specialized: one or two consumer warpgroups (with two, 240
-  // registers each after setmaxnreg, the producer's 24) and the producer.
-  m.warpSpecialized = warpSpecialized && m.overlap && m.warps <= 8;
+  // Warp-specialized: two consumer warpgroups (240 registers each after
+  // setmaxnreg, the producer's 24) and the producer. (With one, the
+  // producer would hold the launch's registers for nothing and halve the
+  // resident blocks: the overlapped kernel instead.)
+  m.warpSpecialized = warpSpecialized && m.overlap && m.warps == 8;
   m.threads = (m.warps + (m.warpSpecialized ? 4 : 0)) * kWarp;
   MmaSmem smemLayout = mmaSharedMemory(blockHeads() * qRows, d, vInK ? 0 : dv,
                                        kvBlock, m.stages, warpRows, m.wgmma);

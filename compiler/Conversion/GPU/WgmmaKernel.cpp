@@ -326,10 +326,10 @@ void KernelEmitter::wgmmaTiles(MmaState &m, Value smem, const MmaSmem &layout,
     // Overlapped: V's loads run a tile behind K's, on their own barriers.
     if (m.overlap)
       m.vBar = barriers(1);
-    // Warp-specialized: each consumer thread releases the slots it read.
+    // Warp-specialized: each consumer warp releases the slots it read.
     if (m.warpSpecialized) {
-      m.kEmpty = barriers(m.warps * kWarp);
-      m.vEmpty = barriers(m.warps * kWarp);
+      m.kEmpty = barriers(m.warps);
+      m.vEmpty = barriers(m.warps);
     }
     // The initialized barriers visible to the TMA unit (then the barrier
     // after Q's tile).
@@ -469,25 +469,31 @@ void KernelEmitter::emitWgmmaOverlap(MmaState &m, Value out) {
     wgmmaOverlapLoops(m, out);
     return;
   }
-  // Warp-specialized: the last warpgroup produces, the others consume. With
-  // two consumer warpgroups the registers move to them (FlashAttention-3's
-  // 24 / 240: 128 · 24 + 256 · 240 <= 65,536); one keeps the launch's 255.
-  bool moveRegisters = m.warps == 8;
+  // Warp-specialized: the last warpgroup produces, the two others consume,
+  // and the registers move to them (FlashAttention-3's 24 / 240). The pool
+  // is the launch's: 384 threads x 168 registers (ptxas's count for
+  // .maxntid 384, which ptx-wgmma.test checks) = 128 · 24 + 256 · 240; with
+  // fewer at the launch the consumers' setmaxnreg.inc would wait forever.
   Value producer = cmp(arith::CmpIPredicate::uge, L.warp, c(m.warps));
   auto split = scf::IfOp::create(b, loc, TypeRange{}, producer,
                                  /*withElseRegion=*/true);
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(&split.getThenRegion().front());
-  if (moveRegisters)
-    NVVM::SetMaxRegisterOp::create(b, loc, 24,
-                                   NVVM::SetMaxRegisterAction::decrease);
+  NVVM::SetMaxRegisterOp::create(b, loc, 24,
+                                 NVVM::SetMaxRegisterAction::decrease);
   Value issuer = cmp(arith::CmpIPredicate::eq, L.tid, c(m.warps * kWarp));
   ifThen(issuer, [&] { wgmmaProducer(m); });
   b.setInsertionPointToStart(&split.getElseRegion().front());
-  if (moveRegisters)
-    NVVM::SetMaxRegisterOp::create(b, loc, 240,
-                                   NVVM::SetMaxRegisterAction::increase);
+  NVVM::SetMaxRegisterOp::create(b, loc, 240,
+                                 NVVM::SetMaxRegisterAction::increase);
   wgmmaOverlapLoops(m, out);
+}
+
+void KernelEmitter::releaseSlot(const MmaState &m, Value bars, Value slot) {
+  // After a wait_group (.sync.aligned: every lane of the warp is past it),
+  // lane 0 arrives for its warp.
+  Value lead = cmp(arith::CmpIPredicate::eq, m.L.lane, c(0));
+  ifThen(lead, [&] { nvgpu::MBarrierArriveOp::create(b, loc, bars, slot); });
 }
 
 void KernelEmitter::consumerBarrier(const MmaState &m) {
@@ -585,7 +591,7 @@ void KernelEmitter::wgmmaOverlapLoops(MmaState &m, Value out) {
     // slot is free.
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
     if (m.warpSpecialized)
-      nvgpu::MBarrierArriveOp::create(b, loc, m.kEmpty, stage);
+      releaseSlot(m, m.kEmpty, stage);
     SmallVector<SmallVector<SmallVector<Value>>> sFrag =
         wgmmaFragments(wgmmaFenceOperands(s));
     SmallVector<Value> next, alpha;
@@ -596,7 +602,7 @@ void KernelEmitter::wgmmaOverlapLoops(MmaState &m, Value out) {
     o = wgmmaFenceOperands(o);
     // V_{j-1}'s slot (slot 1's zeros at j = 0) is free.
     if (m.warpSpecialized)
-      nvgpu::MBarrierArriveOp::create(b, loc, m.vEmpty, prev);
+      releaseSlot(m, m.vEmpty, prev);
     for (int64_t i = 0; i < nO; ++i)
       next.push_back(fmul(o[i], alpha[(i % 4) / 2]));
     for (const auto &frag : pPacked[0])
