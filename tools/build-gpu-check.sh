@@ -67,12 +67,14 @@ done
 # The chunked gated-delta kernel on tensor cores (--gpu-linear-chunked, off
 # by default until this check passes): the seed's Gated DeltaNet layers
 # (checked and benched next to seed-bf16's recurrent kernel), Mamba2's SSD
-# in Nemotron-3-Nano (d_state 128, head dim 64), and two small Qwen3-Next
+# in Nemotron-3-Nano (d_state 128, head dim 64), two small Qwen3-Next
 # shapes: d_k 128 with d_v 48 (a 48-column block), d_k 64 with 4 value
-# heads on one key head.
+# heads on one key head, and Kimi-Linear's KDA layers (a per-channel gate,
+# 32 heads of 128).
 CONFIGS[qwen3-next-gdn-r1]="$ROOT/test/Integration/Inputs/qwen3-next-gdn-r1.json"
 CONFIGS[qwen3-next-gdn-r4]="$ROOT/test/Integration/Inputs/qwen3-next-gdn-r4.json"
-for name in seed nemotron-3-nano qwen3-next-gdn-r1 qwen3-next-gdn-r4; do
+for name in seed nemotron-3-nano qwen3-next-gdn-r1 qwen3-next-gdn-r4 \
+  kimi-linear; do
   "$BUILD_DIR/bin/attn-compile" "${CONFIGS[$name]}" --target=cuda \
     --gpu-arch="$ARCH" --gpu-precision=bf16 --gpu-linear-chunked \
     -o "$OUT/$name-bf16-chunked"

@@ -79,8 +79,9 @@ cl::opt<bool> warpSpecialized(
 cl::opt<bool> linearChunked(
     "gpu-linear-chunked",
     cl::desc("--gpu-precision=bf16|f16: the gated-delta kinds' (Gated "
-             "DeltaNet, Mamba2) sequences of 32 tokens or more by the chunked "
-             "kernel on tensor cores (d_k 64 or 128, a scalar gate); default "
+             "DeltaNet, Kimi Delta Attention, Mamba2) sequences of 32 tokens "
+             "or more by the chunked kernel on tensor cores (d_k 64 or "
+             "128); default "
              "false until a GPU run has checked it: the recurrent fp32 "
              "kernel"),
     cl::init(false), cl::cat(attn_compile::cudaCategory()));

@@ -32,7 +32,9 @@
 //     7. O = e^c ⊙ (Qs·S) + QK·U, stored for the chunk's tokens;
 //     8. S ← e^(c_last)·S + Kdᵀ·U.
 //   Without the delta correction (Mamba2's SSD) steps 3's A, 4, 5's W and 6
-//   vanish: U = Vb.
+//   vanish: U = Vb. A per-channel gate (Kimi Delta Attention) replaces
+//   steps 1-3's prefix sums, scores and Kd, and the decays of steps 7-8,
+//   by GatedDeltaChunkChannel.cpp's.
 //
 // Fragments come from shared memory by ldmatrix (rows padded by 16 bytes):
 // row-major A operands (Qs, Ks, I + T, QK) as the attention kernel's Q,
@@ -43,143 +45,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Conversion/GPU/GatedDeltaGPU.h"
-
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "compiler/Conversion/GPU/GatedDeltaChunkEmitter.h"
 
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::gpu_kernels;
 
-namespace {
-
-constexpr int64_t kChunk = 64;
-constexpr int64_t kPad = 8;
-constexpr int64_t kWarps = 4;
-
-/// A C fragment per 8-column tile: fragments[tile][4].
-using Frags = SmallVector<SmallVector<Value>>;
-
-struct ChunkEmitter {
-  KernelEmitter &e;
-  OpBuilder &b;
-  Location loc;
-  const GatedDeltaBuffers &g;
-  int64_t dk, dvb, mtS;
-  // Launch ids and fragment coordinates.
-  Value tid, warp, bi, h, hkIdx, col0, seq, len, lastToken;
-  Value gq, col2, aRow, aCol, kRow, kCol, vRow, vCol;
-  // Shared-memory tiles.
-  Value qs, ks, kb, kd, vb, ub, sb, qk, tb, af, cHi, cLo, gS, bS;
-
-  ChunkEmitter(KernelEmitter &e, const GatedDeltaBuffers &g)
-      : e(e), b(e.b), loc(e.loc), g(g), dk(g.dk), dvb(chunkColumns(g.dv)),
-        mtS(g.dk / 16 / kWarps) {}
-
-  // (One op created per statement, here as in the other kernels: the IR
-  // must not depend on the host compiler's order of evaluating arguments,
-  // tools/check-host-compiler.sh.)
-  Value c(int64_t v) { return e.c(v); }
-  Value ld(Value m, ValueRange idx) {
-    return memref::LoadOp::create(b, loc, m, idx);
-  }
-  void st(Value x, Value m, ValueRange idx) {
-    memref::StoreOp::create(b, loc, x, m, idx);
-  }
-  void barrier() { gpu::BarrierOp::create(b, loc); }
-  Value exp2e(Value x) { return e.exp2(e.fmul(x, e.f32(kLog2e))); }
-  /// c_i − c_j from the prefix sums' hi and lo parts.
-  Value cDiff(Value i, Value j) {
-    Value hiI = ld(cHi, {i});
-    Value hiJ = ld(cHi, {j});
-    Value loI = ld(cLo, {i});
-    Value loJ = ld(cLo, {j});
-    Value hi = arith::SubFOp::create(b, loc, hiI, hiJ);
-    Value lo = arith::SubFOp::create(b, loc, loI, loJ);
-    return e.fadd(hi, lo);
-  }
-  Value cAt(Value i) {
-    Value hi = ld(cHi, {i});
-    Value lo = ld(cLo, {i});
-    return e.fadd(hi, lo);
-  }
-  Frags zeroFrags(int64_t tiles) {
-    return Frags(tiles, SmallVector<Value>(4, e.f32(0.0)));
-  }
-  /// The A fragment of rows [r0, r0 + 16) x columns [16ks, 16ks + 16) of a
-  /// row-major tile.
-  SmallVector<Value> aFrag(Value tile, Value r0, int64_t ks) {
-    Value row = e.add(r0, aRow);
-    Value col = e.add(c(16 * ks), aCol);
-    return e.ldmatrix4(tile, Value(), row, col, /*transpose=*/false);
-  }
-  /// acc[n] += A·B over `ksteps` k16 steps, B's fragments of the k x n tile
-  /// `tile` (row-major, n contiguous; rows from k0) by ldmatrix.trans, A's
-  /// from `aOf(ks)`.
-  void accumulateKN(Frags &acc, function_ref<SmallVector<Value>(int64_t)> aOf,
-                    Value tile, int64_t ksteps, int64_t k0 = 0) {
-    for (int64_t ks = 0; ks < ksteps; ++ks) {
-      SmallVector<Value> a = aOf(ks);
-      for (int64_t n = 0; n < int64_t(acc.size()); n += 2) {
-        Value row = e.add(c(k0 + 16 * ks), vRow);
-        Value col = e.add(c(8 * n), vCol);
-        SmallVector<Value> r = e.ldmatrix4(tile, Value(), row, col,
-                                           /*transpose=*/true);
-        acc[n] = e.mma(a, {r[0], r[1]}, acc[n]);
-        acc[n + 1] = e.mma(a, {r[2], r[3]}, acc[n + 1]);
-      }
-    }
-  }
-  /// A C fragment set (16 rows x 16·ks columns), negated, as the A
-  /// operands of the next product (the attention kernel's P packing).
-  SmallVector<SmallVector<Value>> asNegatedA(const Frags &f) {
-    SmallVector<SmallVector<Value>> a;
-    auto s = [&](Value x) { return arith::NegFOp::create(b, loc, x); };
-    for (int64_t k2 = 0; 2 * k2 + 1 < int64_t(f.size()); ++k2) {
-      SmallVector<Value> x;
-      for (const SmallVector<Value> *t : {&f[2 * k2], &f[2 * k2 + 1]})
-        for (int64_t p = 0; p < 4; p += 2) {
-          Value first = s((*t)[p]);
-          Value second = s((*t)[p + 1]);
-          x.push_back(e.packRounded(first, second));
-        }
-      a.push_back(x);
-    }
-    return a;
-  }
-  /// Fragment element (tile n, element x) of rows r0..: its row and column.
-  Value fragRow(Value r0, int64_t x) {
-    Value r = e.add(r0, gq);
-    return x >= 2 ? e.add(r, c(8)) : r;
-  }
-  Value fragCol(int64_t n, int64_t x) { return e.add(c(8 * n + x % 2), col2); }
-  /// Stores fragments rounded into a 16-bit tile at rows r0...
-  void storeFrags(const Frags &f, Value tile, Value r0) {
-    for (int64_t n = 0; n < int64_t(f.size()); ++n)
-      for (int64_t x = 0; x < 4; ++x) {
-        Value v = e.toNarrow(f[n][x]);
-        st(v, tile, {fragRow(r0, x), fragCol(n, x)});
-      }
-  }
-
-  void emitLaunch();
-  void setUp(gpu::LaunchOp launch);
-  void loadState();
-  SmallVector<Value> stateAt(Value d0);
-  void gatesAndPrefix(Value t0, Value n);
-  void stageTiles(Value t0, Value n);
-  void scores(Value r0);
-  void substitute();
-  void correctedValues(Value r0);
-  void outputs(Value r0, Value t0, Value n);
-  void updateState();
-  void chunk(Value t0);
-  Value stateRow0(int64_t t) {
-    Value tile = e.add(e.mul(warp, c(mtS)), c(t));
-    return e.mul(tile, c(16));
-  }
-};
+namespace mlir::attn::gpu_kernels::chunk {
 
 void ChunkEmitter::setUp(gpu::LaunchOp launch) {
   tid = launch.getThreadIds().x;
@@ -224,7 +96,7 @@ void ChunkEmitter::setUp(gpu::LaunchOp launch) {
   Type n16 = e.mmaElt, f32 = b.getF32Type();
   qs = view({kChunk, dk + kPad}, n16);
   ks = view({kChunk, dk + kPad}, n16);
-  kd = view({kChunk, dk + kPad}, n16);
+  kd = channel ? ks : view({kChunk, dk + kPad}, n16);
   if (!g.noDelta)
     kb = view({kChunk, dk + kPad}, n16);
   vb = view({kChunk, dvb + kPad}, n16);
@@ -239,6 +111,8 @@ void ChunkEmitter::setUp(gpu::LaunchOp launch) {
   cLo = view({kChunk}, f32);
   gS = view({kChunk}, f32);
   bS = view({kChunk}, f32);
+  if (channel)
+    cCh = view({kChunk, dk}, f32);
 }
 
 void ChunkEmitter::loadState() {
@@ -270,6 +144,10 @@ SmallVector<Value> ChunkEmitter::stateAt(Value d0) {
 }
 
 void ChunkEmitter::gatesAndPrefix(Value t0, Value n) {
+  if (channel) {
+    channelPrefix(t0, n);
+    return;
+  }
   // g and β of token t (0 past the chunk's n tokens).
   Value inChunk = e.cmp(arith::CmpIPredicate::slt, tid, c(kChunk));
   e.ifThen(inChunk, [&] {
@@ -318,10 +196,13 @@ void ChunkEmitter::stageTiles(Value t0, Value n) {
            Value k = e.select(valid, kv, zero);
            st(e.toNarrow(q), qs, {t, i});
            st(e.toNarrow(k), ks, {t, i});
-           st(e.toNarrow(e.fmul(exp2e(cDiff(last, t)), k)), kd, {t, i});
+           // (A per-channel gate: Kd after the scores, into ks.)
+           if (!channel)
+             st(e.toNarrow(e.fmul(exp2e(cDiff(last, t)), k)), kd, {t, i});
            if (!g.noDelta) {
              Value bt = ld(bS, {t});
-             Value w = e.fmul(bt, exp2e(cAt(t)));
+             Value ec = channel ? exp2e(ld(cCh, {t, i})) : exp2e(cAt(t));
+             Value w = e.fmul(bt, ec);
              st(e.toNarrow(e.fmul(w, k)), kb, {t, i});
            }
            return {};
@@ -425,10 +306,13 @@ void ChunkEmitter::outputs(Value r0, Value t0, Value n) {
   Frags o = zeroFrags(dvb / 8);
   accumulateKN(
       o, [&](int64_t ks) { return aFrag(qs, r0, ks); }, sb, dk / 16);
-  Value ec[2] = {exp2e(cAt(fragRow(r0, 0))), exp2e(cAt(fragRow(r0, 2)))};
-  for (auto &f : o)
-    for (int64_t x = 0; x < 4; ++x)
-      f[x] = e.fmul(f[x], ec[x / 2]);
+  // (A per-channel gate: e^c inside Qs already.)
+  if (!channel) {
+    Value ec[2] = {exp2e(cAt(fragRow(r0, 0))), exp2e(cAt(fragRow(r0, 2)))};
+    for (auto &f : o)
+      for (int64_t x = 0; x < 4; ++x)
+        f[x] = e.fmul(f[x], ec[x / 2]);
+  }
   accumulateKN(
       o, [&](int64_t ks) { return aFrag(qk, r0, ks); }, ub, kChunk / 16);
   for (int64_t nt = 0; nt < dvb / 8; ++nt)
@@ -444,17 +328,23 @@ void ChunkEmitter::outputs(Value r0, Value t0, Value n) {
 
 void ChunkEmitter::updateState() {
   // S ← e^(c_last)·S + Kdᵀ·U: this warp's m-tiles of S's rows, read back
-  // from the final-state buffer and written there again.
-  Value decay = exp2e(cAt(c(kChunk - 1)));
+  // from the final-state buffer and written there again (a per-channel
+  // gate: row k of S decayed by e^(c_last[k])).
+  Value last = c(kChunk - 1);
+  Value decay = channel ? Value() : exp2e(cAt(last));
   int64_t nTiles = dvb / 8;
   SmallVector<Frags> next;
   for (int64_t t = 0; t < mtS; ++t) {
     Value d0 = stateRow0(t);
     SmallVector<Value> old = stateAt(d0);
+    Value rowDecay[2] = {decay, decay};
+    if (channel)
+      for (int64_t hr = 0; hr < 2; ++hr)
+        rowDecay[hr] = exp2e(ld(cCh, {last, fragRow(d0, 2 * hr)}));
     Frags acc(nTiles);
     for (int64_t nt = 0; nt < nTiles; ++nt)
       for (int64_t x = 0; x < 4; ++x)
-        acc[nt].push_back(e.fmul(old[nt * 4 + x], decay));
+        acc[nt].push_back(e.fmul(old[nt * 4 + x], rowDecay[x / 2]));
     // Kdᵀ's A fragments: ldmatrix.trans of Kd's rows (tokens) at columns
     // d0 + ... (lanes as for Kᵀ's B fragments in the attention kernel).
     auto kdT = [&](int64_t ks) {
@@ -481,8 +371,15 @@ void ChunkEmitter::chunk(Value t0) {
   gatesAndPrefix(t0, n);
   stageTiles(t0, n);
   Value r0 = e.mul(warp, c(16));
-  scores(r0);
+  if (channel)
+    channelScores(r0);
+  else
+    scores(r0);
   barrier();
+  // (A per-channel gate: Qs and Ks rewritten; substitute's barrier orders
+  // them before the outputs and the state's update.)
+  if (channel)
+    channelRestage(t0, n);
   if (!g.noDelta) {
     substitute();
     correctedValues(r0);
@@ -497,7 +394,8 @@ void ChunkEmitter::emitLaunch() {
   seq = memref::DimOp::create(b, loc, g.v, 2);
   Value one = c(1);
   auto smemBytes = arith::ConstantIntOp::create(
-      b, loc, gatedDeltaChunkSharedMemory(g.dk, g.dv, g.noDelta), 32);
+      b, loc, gatedDeltaChunkSharedMemory(g.dk, g.dv, g.noDelta, g.channel),
+      32);
   auto launch = gpu::LaunchOp::create(
       b, loc, gridX, batch, one, c(kWarps * kWarp), one, one, smemBytes,
       /*asyncTokenType=*/Type(), /*asyncDependencies=*/ValueRange(),
@@ -530,7 +428,9 @@ void ChunkEmitter::emitLaunch() {
   gpu::TerminatorOp::create(b, loc);
 }
 
-} // namespace
+} // namespace mlir::attn::gpu_kernels::chunk
+
+using namespace mlir::attn::gpu_kernels::chunk;
 
 int64_t mlir::attn::gpu_kernels::chunkColumns(int64_t dv) {
   return dv % 64 == 0 ? 64 : dv;
@@ -538,12 +438,17 @@ int64_t mlir::attn::gpu_kernels::chunkColumns(int64_t dv) {
 
 int64_t mlir::attn::gpu_kernels::gatedDeltaChunkSharedMemory(int64_t dk,
                                                              int64_t dv,
-                                                             bool noDelta) {
+                                                             bool noDelta,
+                                                             bool channel) {
   int64_t dvb = chunkColumns(dv), bytes = 0;
   auto tile = [&](int64_t elems, int64_t eltBytes) {
     bytes += llvm::alignTo(elems * eltBytes, 128);
   };
-  int64_t kTiles = noDelta ? 3 : 4, vTiles = noDelta ? 1 : 2;
+  // (A per-channel gate: no Kd tile, the prefix sums per channel.)
+  int64_t kTiles = (noDelta ? 3 : 4) - (channel ? 1 : 0);
+  int64_t vTiles = noDelta ? 1 : 2;
+  if (channel)
+    tile(kChunk * dk, 4);
   for (int64_t i = 0; i < kTiles; ++i)
     tile(kChunk * (dk + kPad), 2);
   for (int64_t i = 0; i < vTiles; ++i)

@@ -15,12 +15,11 @@ namespace attn {
 namespace gpu_kernels {
 
 /// Whether the chunked tensor-core kernel (GatedDeltaChunkKernel.cpp) takes
-/// a gated-delta shape: a scalar gate (not Kimi Delta Attention's
-/// per-channel one), d_k 64 or 128, d_v a multiple of 64 or a multiple of
-/// 16 below it.
-inline bool gatedDeltaChunkFits(int64_t dk, int64_t dv, bool channel) {
-  return !channel && (dk == 64 || dk == 128) && dv % 16 == 0 &&
-         (dv % 64 == 0 || dv < 64);
+/// a gated-delta shape: d_k 64 or 128, d_v a multiple of 64 or a multiple
+/// of 16 below it; a scalar gate or (Kimi Delta Attention) a per-channel
+/// one, GatedDeltaChunkChannel.cpp.
+inline bool gatedDeltaChunkFits(int64_t dk, int64_t dv) {
+  return (dk == 64 || dk == 128) && dv % 16 == 0 && (dv % 64 == 0 || dv < 64);
 }
 
 } // namespace gpu_kernels

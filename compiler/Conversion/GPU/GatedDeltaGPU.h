@@ -18,13 +18,16 @@ namespace attn {
 namespace gpu_kernels {
 
 /// The kernel entry's buffers (host values, memrefs) and the rule's shape:
-/// q, k [B, Hk, S, d_k], v [B, Hv, S, d_v], a scalar gate g and β
-/// [B, Hv, S], the initial state [B, Hv, d_k, d_v] (or null: zeros), the
-/// lengths [B] (or null), the output [B, Hv, S, d_v] and the final state.
+/// q, k [B, Hk, S, d_k], v [B, Hv, S, d_v], a gate g [B, Hv, S] (or
+/// per channel, [B, Hv, S, d_k]) and β [B, Hv, S], the initial state [B, Hv,
+/// d_k, d_v] (or null: zeros), the lengths [B] (or null), the output [B, Hv, S,
+/// d_v] and the final state.
 struct GatedDeltaBuffers {
   Value q, k, v, g, beta, init, lengths, out, state;
   double scale = 1.0;
   bool noDelta = false;
+  /// A per-channel gate g [B, Hv, S, d_k] (Kimi Delta Attention).
+  bool channel = false;
   int64_t hv = 1, hk = 1, dk = 0, dv = 0;
 };
 
@@ -44,7 +47,8 @@ inline Value sequenceLength(KernelEmitter &e, Value lengths, Value bi,
 /// The chunked kernel's value columns per block.
 int64_t chunkColumns(int64_t dv);
 /// The chunked kernel's dynamic shared memory in bytes.
-int64_t gatedDeltaChunkSharedMemory(int64_t dk, int64_t dv, bool noDelta);
+int64_t gatedDeltaChunkSharedMemory(int64_t dk, int64_t dv, bool noDelta,
+                                    bool channel = false);
 /// The chunked kernel's gpu.launch at e.b's insertion point (e.mmaElt the
 /// tensor-core operand type).
 void emitGatedDeltaChunked(KernelEmitter &e, const GatedDeltaBuffers &g);

@@ -175,10 +175,11 @@ LogicalResult mlir::attn::gpu_kernels::emitGatedDeltaGPU(scf::ForallOp forall,
   // Tensor cores (bf16/f16 precision) where the chunked kernel takes the
   // shape: it runs sequences of kChunkedFrom tokens or more, the recurrent
   // kernel below the shorter ones (decode).
-  if (mmaElt && gatedDeltaChunkFits(dk, dv, s.channel)) {
+  if (mmaElt && gatedDeltaChunkFits(dk, dv)) {
     GatedDeltaBuffers bufs{q, k, v, g, beta, init, lengths, s.out, s.state};
     bufs.scale = s.scale;
     bufs.noDelta = s.noDelta;
+    bufs.channel = s.channel;
     bufs.hv = hv;
     bufs.hk = hk;
     bufs.dk = dk;

@@ -405,8 +405,7 @@ bool mlir::attn::addModelTable(llvm::Module &m, const ModelSpec &spec,
     // on tensor cores (bf16/f16 precision, --gpu-linear-chunked, a shape it
     // takes: its operands rounded), else 1e-5 (the fp32 recurrent kernel).
     bool chunked = bf16 && spec.gpuLinearChunked &&
-                   gpu_kernels::gatedDeltaChunkFits(l.headDimQK, l.headDimV,
-                                                    l.channelGate);
+                   gpu_kernels::gatedDeltaChunkFits(l.headDimQK, l.headDimV);
     double tolerance = kind.isLinear()              ? (chunked ? 2e-2 : 1e-5)
                        : bf16                       ? 2e-2
                        : qoDtype == ATTN_RT_KV_BF16 ? 4.5e-3
