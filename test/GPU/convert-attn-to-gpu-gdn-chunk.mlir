@@ -58,29 +58,43 @@
 // CHECK-NOT: nvvm.mma.sync
 // CHECK: } else {
 // Kimi Delta Attention (a per-channel gate [batch, Hv, seq, d_k]): the same
-// kernel family, 157,952 bytes (no Kd tile, the prefix sums per channel in
-// fp32): the channels' prefix sums by thread (a loop of 64 tokens), per
-// 16-token band the bands left of it by mma on fragments scaled in
-// registers (4 x 8 k-steps x 4, the ldmatrix pairs unpacked, scaled and
-// rounded again), its diagonal block element by element (a loop over d_k),
-// the other products as the scalar gate's (448 in all),
+// kernel family, 158,976 bytes (no Kd tile, the prefix sums per channel in
+// fp32, rows padded by 4): the chunk's gates staged by every thread, each
+// channel's prefix sums by its thread (a loop of 64 tokens), per 16-token
+// band the bands left of it by mma on fragments scaled in registers (3 x 8
+// k-steps x 4: the last band has none left of a warp; the ldmatrix pairs
+// unpacked, scaled and rounded again), its diagonal block element by
+// element (a loop over d_k), the other products as the scalar gate's (416
+// in all),
 // then Qs and Ks rewritten (e^c, Kd) before the substitution, and the
 // state's rows decayed per channel.
 // CHECK-LABEL: func.func @kda(
 // CHECK: scf.if
-// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c8, {{.*}}, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c128, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c157952_i32
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c8, {{.*}}, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c128, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c158976_i32
 // CHECK: memref.load %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<?x4x?x128xf32>
-// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<64x128xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<64x132xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f32, f32)
 // CHECK: arith.cmpi ult, %c0{{.*}}, %{{.*}} : index
 // CHECK: llvm.bitcast %{{.*}} : i32 to vector<2xbf16>
 // CHECK-COUNT-32: nvvm.mma.sync
 // CHECK: arith.cmpi eq, %c0{{.*}}, %{{.*}} : index
 // CHECK: scf.for {{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
-// CHECK-COUNT-416: nvvm.mma.sync
+// CHECK-COUNT-384: nvvm.mma.sync
 // CHECK-NOT: nvvm.mma.sync
 // CHECK: } else {
 // CHECK: gpu.launch
 // CHECK-NOT: nvvm.mma.sync
+// A per-channel gate without the delta correction (gated linear attention:
+// no A, T, W): 106,496 bytes; QK only in the scores (3 x 8 x 2), one sum per
+// diagonal element; then O (64 + 32) and the state (64): 208.
+// CHECK-LABEL: func.func @gla(
+// CHECK: gpu.launch {{.*}} dynamic_shared_memory_size %c106496_i32
+// CHECK-COUNT-16: nvvm.mma.sync
+// CHECK: scf.for {{.*}} -> (f32, f32, f32, f32, f32, f32)
+// CHECK-COUNT-192: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: } else {
 // FP32-LABEL: func.func @gdn(
 // FP32-NOT: scf.if
 // FP32-NOT: nvvm.mma.sync
@@ -97,9 +111,11 @@
 // PTXAS: Compiling entry function 'kda_kernel' for 'sm_90'
 // PTXAS-NEXT: Function properties for kda_kernel
 // PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS: Compiling entry function 'gla_kernel' for 'sm_90'
 // PTXAS: Compiling entry function 'gdn_kernel' for 'sm_80'
 // PTXAS: Compiling entry function 'ssd_kernel' for 'sm_80'
 // PTXAS: Compiling entry function 'kda_kernel' for 'sm_80'
+// PTXAS: Compiling entry function 'gla_kernel' for 'sm_80'
 // PTXAS-NOT: {{[1-9][0-9]* bytes spill}}
 // PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
@@ -158,5 +174,25 @@ func.func @kda(%out: memref<?x4x?x128xf32>, %st: memref<?x4x128x128xf32>,
       -> (tensor<?x4x?x128xf32>, tensor<?x4x128x128xf32>)
   bufferization.materialize_in_destination %o in restrict writable %out : (tensor<?x4x?x128xf32>, memref<?x4x?x128xf32>) -> ()
   bufferization.materialize_in_destination %s in restrict writable %st : (tensor<?x4x128x128xf32>, memref<?x4x128x128xf32>) -> ()
+  return
+}
+
+func.func @gla(%out: memref<?x8x?x64xf32>, %st: memref<?x8x128x64xf32>,
+               %q: tensor<?x1x?x128xf32>, %k: tensor<?x1x?x128xf32>, %v: tensor<?x8x?x64xf32>,
+               %g: tensor<?x8x?x128xf32>, %beta: tensor<?x8x?xf32>, %s0: tensor<?x8x128x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %b = tensor.dim %v, %c0 : tensor<?x8x?x64xf32>
+  %n = tensor.dim %v, %c2 : tensor<?x8x?x64xf32>
+  %oi = tensor.empty(%b, %n) : tensor<?x8x?x64xf32>
+  %si = tensor.empty(%b) : tensor<?x8x128x64xf32>
+  %o, %s = attn.gated_delta_rule %q, %k, %v, %g, %beta initial_state(%s0 : tensor<?x8x128x64xf32>)
+      outs(%oi, %si : tensor<?x8x?x64xf32>, tensor<?x8x128x64xf32>) {no_delta, scale = 1.0 : f64}
+      : (tensor<?x1x?x128xf32>, tensor<?x1x?x128xf32>, tensor<?x8x?x64xf32>, tensor<?x8x?x128xf32>, tensor<?x8x?xf32>)
+      -> (tensor<?x8x?x64xf32>, tensor<?x8x128x64xf32>)
+  bufferization.materialize_in_destination %o in restrict writable %out
+      : (tensor<?x8x?x64xf32>, memref<?x8x?x64xf32>) -> ()
+  bufferization.materialize_in_destination %s in restrict writable %st
+      : (tensor<?x8x128x64xf32>, memref<?x8x128x64xf32>) -> ()
   return
 }

@@ -17,6 +17,7 @@
 //   - the band's own 16 x 16 block element by element (its pairs straddle
 //     no common reference without one factor growing), j ≤ i;
 //   - zeros right of it.
+// Without the delta correction (gated linear attention: no_delta) only QK.
 // The rest is the scalar gate's steps with the decays per channel: Kb =
 // β·e^c ⊙ k, and after the scores Qs ← scale·q ⊙ e^c, Ks ← Kd =
 // e^(c_last − c) ⊙ k (the Kd tile's memory spared: the kernel fits an
@@ -44,17 +45,26 @@ void ChunkEmitter::channelPrefix(Value t0, Value n) {
     Value bt = ld(g.beta, {bi, h, tok});
     st(e.select(valid, bt, e.f32(0.0)), bS, {tid});
   });
-  // Channel i's prefix sums by thread i (coalesced loads of g's rows),
-  // hi + lo by TwoSum, stored rounded once.
+  // The chunk's gates into cCh by every thread (coalesced, all in flight),
+  // then channel i's prefix sums in place by thread i, hi + lo by TwoSum,
+  // stored rounded once.
+  Value zero = e.f32(0.0);
+  e.loop(tid, c(kChunk * dk), c(kWarps * kWarp), ValueRange{},
+         [&](Value idx, ValueRange) -> SmallVector<Value> {
+           Value t = arith::DivUIOp::create(b, loc, idx, c(dk));
+           Value i = arith::RemUIOp::create(b, loc, idx, c(dk));
+           Value valid = e.cmp(arith::CmpIPredicate::slt, t, n);
+           Value tok = e.min(e.add(t0, t), lastToken);
+           Value gt = ld(g.g, {bi, h, tok, i});
+           st(e.select(valid, gt, zero), cCh, {t, i});
+           return {};
+         });
+  barrier();
   Value inChannels = e.cmp(arith::CmpIPredicate::slt, tid, c(dk));
   e.ifThen(inChannels, [&] {
-    Value zero = e.f32(0.0);
     e.loop(c(0), c(kChunk), c(1), ValueRange{zero, zero},
            [&](Value t, ValueRange sum) -> SmallVector<Value> {
-             Value valid = e.cmp(arith::CmpIPredicate::slt, t, n);
-             Value tok = e.min(e.add(t0, t), lastToken);
-             Value gt = ld(g.g, {bi, h, tok, tid});
-             Value x = e.select(valid, gt, zero);
+             Value x = ld(cCh, {t, tid});
              Value hi0 = sum[0];
              Value s = e.fadd(hi0, x);
              Value bb = arith::SubFOp::create(b, loc, s, hi0);
@@ -115,8 +125,17 @@ std::pair<Frags, Frags> ChunkEmitter::channelDiagonal(Value r0) {
     for (int64_t x = 0; x < 4; ++x)
       if (n == 0 || x >= 2)
         elts.push_back({n, x});
+  // Sums per element: QK's and (with the delta correction) A's.
+  int64_t per = g.noDelta ? 1 : 2;
+  // An element above the diagonal (j > i) is discarded, but its exponent
+  // c_i − c_j > 0 could overflow (0 · inf): 0 there.
+  SmallVector<Value> below;
+  for (const Elt &el : elts) {
+    Value col = cols[el.n][el.x % 2];
+    below.push_back(e.cmp(arith::CmpIPredicate::ule, col, rows[el.x / 2]));
+  }
   Value zero = e.f32(0.0);
-  SmallVector<Value> init(2 * elts.size(), zero);
+  SmallVector<Value> init(per * elts.size(), zero);
   auto widen = [&](Value tile, Value row, Value k) {
     Value x = ld(tile, {row, k});
     return arith::ExtFOp::create(b, loc, b.getF32Type(), x).getResult();
@@ -126,7 +145,8 @@ std::pair<Frags, Frags> ChunkEmitter::channelDiagonal(Value r0) {
         Value qr[2], kr[2], cr[2];
         for (int64_t r = 0; r < 2; ++r) {
           qr[r] = widen(qs, rows[r], k);
-          kr[r] = widen(ks, rows[r], k);
+          if (!g.noDelta)
+            kr[r] = widen(ks, rows[r], k);
           cr[r] = ld(cCh, {rows[r], k});
         }
         Value kc[2][2], cc[2][2];
@@ -138,17 +158,20 @@ std::pair<Frags, Frags> ChunkEmitter::channelDiagonal(Value r0) {
         SmallVector<Value> next;
         for (auto [idx, el] : llvm::enumerate(elts)) {
           int64_t r = el.x / 2, hh = el.x % 2;
-          Value d = arith::SubFOp::create(b, loc, cr[r], cc[el.n][hh]);
+          Value diff = arith::SubFOp::create(b, loc, cr[r], cc[el.n][hh]);
+          Value d = e.select(below[idx], diff, zero);
           Value kj = e.fmul(kc[el.n][hh], exp2e(d));
-          next.push_back(e.fma(qr[r], kj, acc[2 * idx]));
-          next.push_back(e.fma(kr[r], kj, acc[2 * idx + 1]));
+          next.push_back(e.fma(qr[r], kj, acc[per * idx]));
+          if (!g.noDelta)
+            next.push_back(e.fma(kr[r], kj, acc[per * idx + 1]));
         }
         return next;
       });
   Frags s = zeroFrags(2), a = zeroFrags(2);
   for (auto [idx, el] : llvm::enumerate(elts)) {
-    s[el.n][el.x] = sums.getResult(2 * idx);
-    a[el.n][el.x] = sums.getResult(2 * idx + 1);
+    s[el.n][el.x] = sums.getResult(per * idx);
+    if (!g.noDelta)
+      a[el.n][el.x] = sums.getResult(per * idx + 1);
   }
   return {s, a};
 }
@@ -172,7 +195,9 @@ void ChunkEmitter::channelScores(Value r0) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&ifLeft.getThenRegion().front());
       Frags s = zeroFrags(2), a = zeroFrags(2);
-      for (int64_t kstep = 0; kstep < dk / 16; ++kstep) {
+      // (The last band has no warp right of it: no products.)
+      int64_t ksteps = band + 1 < kChunk / 16 ? dk / 16 : 0;
+      for (int64_t kstep = 0; kstep < ksteps; ++kstep) {
         // A (rows r0..): element (p, half) at row r0 + gq + 8(p mod 2),
         // channel 16·kstep + 8(p / 2) + col2 + half, scaled by
         // e^(c_row − c_r0).
@@ -187,7 +212,6 @@ void ChunkEmitter::channelScores(Value r0) {
           return rowFactor[2 * p + hh];
         };
         SmallVector<Value> qa = scaledFrag(aFrag(qs, r0, kstep), byRow);
-        SmallVector<Value> ka = scaledFrag(aFrag(ks, r0, kstep), byRow);
         // B (keys of tiles 2·band, 2·band + 1): register m at key 16·band +
         // gq + 8(m / 2), channel 16·kstep + 8(m mod 2) + col2 + half,
         // scaled by e^(c_r0 − c_key).
@@ -202,6 +226,9 @@ void ChunkEmitter::channelScores(Value r0) {
         });
         s[0] = e.mma(qa, {r[0], r[1]}, s[0]);
         s[1] = e.mma(qa, {r[2], r[3]}, s[1]);
+        if (g.noDelta)
+          continue;
+        SmallVector<Value> ka = scaledFrag(aFrag(ks, r0, kstep), byRow);
         a[0] = e.mma(ka, {r[0], r[1]}, a[0]);
         a[1] = e.mma(ka, {r[2], r[3]}, a[1]);
       }
@@ -227,6 +254,8 @@ void ChunkEmitter::channelScores(Value r0) {
         Value i = fragRow(r0, x), jc = fragCol(2 * band + n, x);
         Value lower = e.cmp(arith::CmpIPredicate::sle, jc, i);
         st(e.toNarrow(e.select(lower, sv, zero)), qk, {i, jc});
+        if (g.noDelta)
+          continue;
         Value strict = e.cmp(arith::CmpIPredicate::slt, jc, i);
         Value bRow = ld(bS, {i});
         Value nb = e.fmul(bRow, e.f32(-1.0));

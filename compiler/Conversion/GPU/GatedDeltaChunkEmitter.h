@@ -22,6 +22,9 @@ namespace chunk {
 constexpr int64_t kChunk = 64;
 constexpr int64_t kPad = 8;
 constexpr int64_t kWarps = 4;
+/// The per-channel prefix sums' rows padded by 4 floats: a fragment's 8
+/// rows x 4 columns of lanes fall in distinct banks but for pairs.
+constexpr int64_t kChannelPad = 4;
 
 /// A C fragment per 8-column tile: fragments[tile][4].
 using Frags = SmallVector<SmallVector<Value>>;

@@ -112,7 +112,7 @@ void ChunkEmitter::setUp(gpu::LaunchOp launch) {
   gS = view({kChunk}, f32);
   bS = view({kChunk}, f32);
   if (channel)
-    cCh = view({kChunk, dk}, f32);
+    cCh = view({kChunk, dk + kChannelPad}, f32);
 }
 
 void ChunkEmitter::loadState() {
@@ -377,9 +377,13 @@ void ChunkEmitter::chunk(Value t0) {
     scores(r0);
   barrier();
   // (A per-channel gate: Qs and Ks rewritten; substitute's barrier orders
-  // them before the outputs and the state's update.)
-  if (channel)
+  // them before the outputs and the state's update, or this one without
+  // the delta correction.)
+  if (channel) {
     channelRestage(t0, n);
+    if (g.noDelta)
+      barrier();
+  }
   if (!g.noDelta) {
     substitute();
     correctedValues(r0);
@@ -448,7 +452,7 @@ int64_t mlir::attn::gpu_kernels::gatedDeltaChunkSharedMemory(int64_t dk,
   int64_t kTiles = (noDelta ? 3 : 4) - (channel ? 1 : 0);
   int64_t vTiles = noDelta ? 1 : 2;
   if (channel)
-    tile(kChunk * dk, 4);
+    tile(kChunk * (dk + kChannelPad), 4);
   for (int64_t i = 0; i < kTiles; ++i)
     tile(kChunk * (dk + kPad), 2);
   for (int64_t i = 0; i < vTiles; ++i)
