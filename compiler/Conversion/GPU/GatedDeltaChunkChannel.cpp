@@ -49,16 +49,10 @@ void ChunkEmitter::channelPrefix(Value t0, Value n) {
   // then channel i's prefix sums in place by thread i, hi + lo by TwoSum,
   // stored rounded once.
   Value zero = e.f32(0.0);
-  e.loop(tid, c(kChunk * dk), c(kWarps * kWarp), ValueRange{},
-         [&](Value idx, ValueRange) -> SmallVector<Value> {
-           Value t = arith::DivUIOp::create(b, loc, idx, c(dk));
-           Value i = arith::RemUIOp::create(b, loc, idx, c(dk));
-           Value valid = e.cmp(arith::CmpIPredicate::slt, t, n);
-           Value tok = e.min(e.add(t0, t), lastToken);
-           Value gt = ld(g.g, {bi, h, tok, i});
-           st(e.select(valid, gt, zero), cCh, {t, i});
-           return {};
-         });
+  overChunk(t0, n, [&](Value t, Value i, Value valid, Value tok) {
+    Value gt = ld(g.g, {bi, h, tok, i});
+    st(e.select(valid, gt, zero), cCh, {t, i});
+  });
   barrier();
   Value inChannels = e.cmp(arith::CmpIPredicate::slt, tid, c(dk));
   e.ifThen(inChannels, [&] {
@@ -265,22 +259,11 @@ void ChunkEmitter::channelScores(Value r0) {
 }
 
 void ChunkEmitter::channelRestage(Value t0, Value n) {
-  Value zero = e.f32(0.0);
   Value last = c(kChunk - 1);
-  Value scale = e.f32(g.scale);
-  e.loop(tid, c(kChunk * dk), c(kWarps * kWarp), ValueRange{},
-         [&](Value idx, ValueRange) -> SmallVector<Value> {
-           Value t = arith::DivUIOp::create(b, loc, idx, c(dk));
-           Value i = arith::RemUIOp::create(b, loc, idx, c(dk));
-           Value valid = e.cmp(arith::CmpIPredicate::slt, t, n);
-           Value tok = e.min(e.add(t0, t), lastToken);
-           Value qv = ld(g.q, {bi, hkIdx, tok, i});
-           Value kv = ld(g.k, {bi, hkIdx, tok, i});
-           Value q = e.select(valid, e.fmul(qv, scale), zero);
-           Value k = e.select(valid, kv, zero);
-           Value ec = exp2e(ld(cCh, {t, i}));
-           st(e.toNarrow(e.fmul(q, ec)), qs, {t, i});
-           st(e.toNarrow(e.fmul(k, channelDecay(last, t, i))), ks, {t, i});
-           return {};
-         });
+  overChunk(t0, n, [&](Value t, Value i, Value valid, Value tok) {
+    auto [q, k] = maskedQK(valid, tok, i);
+    Value ec = exp2e(ld(cCh, {t, i}));
+    st(e.toNarrow(e.fmul(q, ec)), qs, {t, i});
+    st(e.toNarrow(e.fmul(k, channelDecay(last, t, i))), ks, {t, i});
+  });
 }

@@ -145,6 +145,12 @@ struct ChunkEmitter {
   void outputs(Value r0, Value t0, Value n);
   void updateState();
   void chunk(Value t0);
+  /// Every thread over the chunk's (token t, key channel i) pairs:
+  /// body(t, i, valid: t < n, tok: t0 + t clamped to the sequence).
+  void overChunk(Value t0, Value n,
+                 function_ref<void(Value, Value, Value, Value)> body);
+  /// scale·q and k at (tok, i), 0 where not valid.
+  std::pair<Value, Value> maskedQK(Value valid, Value tok, Value i);
 
   // A per-channel gate (Kimi Delta Attention; GatedDeltaChunkChannel.cpp).
   /// β of the chunk's tokens and, by thread i < d_k, channel i's prefix

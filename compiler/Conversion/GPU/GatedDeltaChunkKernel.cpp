@@ -179,34 +179,48 @@ void ChunkEmitter::gatesAndPrefix(Value t0, Value n) {
   barrier();
 }
 
-void ChunkEmitter::stageTiles(Value t0, Value n) {
-  Value threads = c(kWarps * kWarp);
-  Value zero = e.f32(0.0);
-  Value last = c(kChunk - 1);
-  Value scale = e.f32(g.scale);
-  e.loop(tid, c(kChunk * dk), threads, ValueRange{},
+void ChunkEmitter::overChunk(
+    Value t0, Value n, function_ref<void(Value, Value, Value, Value)> body) {
+  e.loop(tid, c(kChunk * dk), c(kWarps * kWarp), ValueRange{},
          [&](Value idx, ValueRange) -> SmallVector<Value> {
            Value t = arith::DivUIOp::create(b, loc, idx, c(dk));
            Value i = arith::RemUIOp::create(b, loc, idx, c(dk));
            Value valid = e.cmp(arith::CmpIPredicate::slt, t, n);
            Value tok = e.min(e.add(t0, t), lastToken);
-           Value qv = ld(g.q, {bi, hkIdx, tok, i});
-           Value kv = ld(g.k, {bi, hkIdx, tok, i});
-           Value q = e.select(valid, e.fmul(qv, scale), zero);
-           Value k = e.select(valid, kv, zero);
-           st(e.toNarrow(q), qs, {t, i});
-           st(e.toNarrow(k), ks, {t, i});
-           // (A per-channel gate: Kd after the scores, into ks.)
-           if (!channel)
-             st(e.toNarrow(e.fmul(exp2e(cDiff(last, t)), k)), kd, {t, i});
-           if (!g.noDelta) {
-             Value bt = ld(bS, {t});
-             Value ec = channel ? exp2e(ld(cCh, {t, i})) : exp2e(cAt(t));
-             Value w = e.fmul(bt, ec);
-             st(e.toNarrow(e.fmul(w, k)), kb, {t, i});
-           }
+           body(t, i, valid, tok);
            return {};
          });
+}
+
+std::pair<Value, Value> ChunkEmitter::maskedQK(Value valid, Value tok,
+                                               Value i) {
+  Value zero = e.f32(0.0);
+  Value scale = e.f32(g.scale);
+  Value qv = ld(g.q, {bi, hkIdx, tok, i});
+  Value kv = ld(g.k, {bi, hkIdx, tok, i});
+  Value q = e.select(valid, e.fmul(qv, scale), zero);
+  Value k = e.select(valid, kv, zero);
+  return {q, k};
+}
+
+void ChunkEmitter::stageTiles(Value t0, Value n) {
+  Value threads = c(kWarps * kWarp);
+  Value zero = e.f32(0.0);
+  Value last = c(kChunk - 1);
+  overChunk(t0, n, [&](Value t, Value i, Value valid, Value tok) {
+    auto [q, k] = maskedQK(valid, tok, i);
+    st(e.toNarrow(q), qs, {t, i});
+    st(e.toNarrow(k), ks, {t, i});
+    // (A per-channel gate: Kd after the scores, into ks.)
+    if (!channel)
+      st(e.toNarrow(e.fmul(exp2e(cDiff(last, t)), k)), kd, {t, i});
+    if (!g.noDelta) {
+      Value bt = ld(bS, {t});
+      Value ec = channel ? exp2e(ld(cCh, {t, i})) : exp2e(cAt(t));
+      Value w = e.fmul(bt, ec);
+      st(e.toNarrow(e.fmul(w, k)), kb, {t, i});
+    }
+  });
   e.loop(tid, c(kChunk * dvb), threads, ValueRange{},
          [&](Value idx, ValueRange) -> SmallVector<Value> {
            Value t = arith::DivUIOp::create(b, loc, idx, c(dvb));
