@@ -79,6 +79,15 @@ for name in seed nemotron-3-nano qwen3-next-gdn-r1 qwen3-next-gdn-r4 \
     --gpu-arch="$ARCH" --gpu-precision=bf16 --gpu-linear-chunked \
     -o "$OUT/$name-bf16-chunked"
 done
+# Llama 4's chunked local attention (chunks of 40 tokens at test size, so
+# that check's shapes cross chunk boundaries; every 4th layer NoPE): the
+# fp32 kernel, the bf16 mma.sync kernel, paged too.
+CONFIGS[llama4-chunk40]="$ROOT/test/Integration/Inputs/llama4-chunk40.json"
+"$BUILD_DIR/bin/attn-compile" "${CONFIGS[llama4-chunk40]}" --target=cuda \
+  --gpu-arch="$ARCH" --entries=sdpa,paged -o "$OUT/llama4-chunk40"
+"$BUILD_DIR/bin/attn-compile" "${CONFIGS[llama4-chunk40]}" --target=cuda \
+  --gpu-arch="$ARCH" --kv-dtype=bf16 --gpu-precision=bf16 \
+  --entries=sdpa,paged -o "$OUT/llama4-chunk40-kvbf16-bf16"
 # MLA's absorbed decode on the bf16 tensor-core kernel over a bf16 latent
 # cache, contiguous and paged (benched at DeepSeek-V3's decode shapes).
 "$BUILD_DIR/bin/attn-compile" "${CONFIGS[deepseek-v3]}" --target=cuda \

@@ -71,14 +71,6 @@ static bool rejectAlibi(const ConfigSource &src, const LayerSpec &l) {
 bool Emitter::checkSupported(const LayerSpec &l) {
   if (rejectAlibi(src, l))
     return false;
-  if (l.chunk && spec.gpu) {
-    emitError(src.loc("/model_type"))
-        << "layer " << l.index << " has chunked local attention "
-        << "(attention_chunk_size " << *l.chunk << "), which the CUDA "
-        << "kernels (--target=cuda) do not take yet; accepted: the CPU "
-           "target (--distributed=mpi included)";
-    return false;
-  }
   if (!l.sinks.empty() && spec.gpu) {
     emitError(src.loc("/model_type"))
         << "layer " << l.index << " has attention sinks ('"

@@ -153,12 +153,20 @@ struct ConvertAttnToGPUPass
                                 "the block table");
         src.pageTable = rows.getSource();
       }
-      if (oa.getMask() == MaskKind::chunked)
-        return oa.emitOpError("chunked local attention is not supported by "
-                              "the GPU backend yet; compile for the CPU");
+      // Chunked local attention: the chunk's size in `window`, chunks from
+      // key position 0 (a context-parallel range's own origin, range_start,
+      // is the CPU's: the GPU has no such entry).
+      if (oa.getMask() == MaskKind::chunked && oa.getRangeStart())
+        return oa.emitOpError("chunked local attention over a sequence "
+                              "range (range_start) is not supported by the "
+                              "GPU backend; compile for the CPU");
       if (oa.getMask() != MaskKind::none) {
         src.mask = oa.getMask();
         src.window = oa.getWindow();
+      }
+      if (oa.getMask() == MaskKind::chunked) {
+        src.chunk = src.window;
+        src.window.reset();
       }
       src.scale = oa.getScale().convertToDouble();
       src.softcap = oa.getSoftcap();

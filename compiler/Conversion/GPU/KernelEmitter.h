@@ -47,6 +47,9 @@ struct TiledSource {
   Value pageTable;
   MaskKind mask = MaskKind::none;
   std::optional<int64_t> window;
+  /// Chunked local attention (Llama 4): a row sees the keys of its own
+  /// chunk of this many positions, up to itself.
+  std::optional<int64_t> chunk;
   std::optional<APFloat> softcap;
   double scale = 1.0;
   int64_t qBlock = 1;
@@ -173,14 +176,26 @@ struct KernelEmitter {
     return fmul(th, f32(cap * kLog2e));
   }
   /// `ok` and key `key` visible to the row at key position `qPos` (causal,
-  /// sliding window).
+  /// sliding window, chunked).
   Value visible(Value ok, Value key, Value qPos) {
     if (src.mask != MaskKind::none)
       ok = andI(ok, cmp(arith::CmpIPredicate::sle, key, qPos));
     if (src.window)
       ok = andI(ok, cmp(arith::CmpIPredicate::sgt, key,
                         sub(qPos, c(*src.window))));
+    if (src.chunk)
+      ok = andI(ok, cmp(arith::CmpIPredicate::sge, key, chunkStart(qPos)));
     return ok;
+  }
+  /// Chunked local attention: the first key position of `pos`'s chunk
+  /// (pos − pos mod chunk, the remainder taken non-negative).
+  Value chunkStart(Value pos) {
+    Value size = c(*src.chunk);
+    Value rem = arith::RemSIOp::create(b, loc, pos, size);
+    Value neg = cmp(arith::CmpIPredicate::slt, rem, c(0));
+    Value fixed = add(rem, size);
+    Value r = select(neg, fixed, rem);
+    return sub(pos, r);
   }
 
   /// scf.for whose body `body` builds at b's insertion point and whose

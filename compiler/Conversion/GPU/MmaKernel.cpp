@@ -469,6 +469,16 @@ Value KernelEmitter::unmaskedEnd(const Launch &L) {
     Value diag = add(L.q0, L.offset);
     Value past = add(diag, c(1));
     end = min(past, L.hi);
+    // Chunked: where the block's rows share one chunk (lo its start) the
+    // same; a block across a chunk boundary masks every tile.
+    if (src.chunk) {
+      Value rowsLeft = sub(L.qn, c(1));
+      Value lastRow = add(diag, rowsLeft);
+      Value firstStart = chunkStart(diag);
+      Value lastStart = chunkStart(lastRow);
+      Value one = cmp(arith::CmpIPredicate::eq, firstStart, lastStart);
+      end = select(one, end, L.lo);
+    }
   }
   Value span = sub(end, L.lo);
   Value n = max(span, c(0));
