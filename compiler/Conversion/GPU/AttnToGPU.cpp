@@ -275,11 +275,16 @@ struct ConvertAttnToGPUPass
     auto mmaBytes = [&](int64_t keys) { return mmaBytesFor(blockRows, keys); };
     // (Column groups: 16-key tiles, whose scores sit next to 256 columns'
     // accumulators without spilling: at 32 keys ptxas needs 252-255
-    // registers, and Kimi-K2's kernel spills.)
-    e.kvBlock = kvBlock         ? kvBlock
-                : e.dvSplit > 1 ? 16
-                : mmaKernel     ? (mmaBytes(64) <= maxSharedMemory ? 64 : 32)
-                                : std::max<int64_t>(8, 4096 / std::max(d, dv));
+    // registers, and Kimi-K2's kernel spills. The paged mma.sync kernel at
+    // Dv = 256 for sm_90a: 32-key tiles; at 64 its block-table copies next
+    // to the 128 accumulators spill 8 bytes for groups of 2 heads, Gemma-3-4B
+    // and Qwen3-Next, where sm_90 and sm_80 do not.)
+    bool pagedWide = wgmma && e.src.pageTable && dv > 128;
+    e.kvBlock = kvBlock                  ? kvBlock
+                : e.dvSplit > 1          ? 16
+                : mmaKernel && pagedWide ? 32
+                : mmaKernel ? (mmaBytes(64) <= maxSharedMemory ? 64 : 32)
+                            : std::max<int64_t>(8, 4096 / std::max(d, dv));
     if (e.kvBlock <= 0)
       return op->emitOpError("kv-block must be positive");
     if (splitBlocks < 0 || splitMinKeys <= 0)
