@@ -100,7 +100,7 @@ void attn_compile::setCudaPipelineOptions(attn::GPUPipelineOptions &options) {
   static const char *const names[] = {"all", "qk", "pv", "none"};
   options.wgmmaProducts = names[static_cast<int>(wgmmaProducts.getValue())];
   options.tma = tma;
-  options.overlap = overlap || warpSpecialized;
+  options.overlap = overlap;
   options.warpSpecialized = warpSpecialized;
   options.linearChunked = gpuLinearChunked();
   options.precision = precision;

@@ -162,11 +162,8 @@ struct ConvertAttnToGPUPass
                               "GPU backend; compile for the CPU");
       if (oa.getMask() != MaskKind::none) {
         src.mask = oa.getMask();
-        src.window = oa.getWindow();
-      }
-      if (oa.getMask() == MaskKind::chunked) {
-        src.chunk = src.window;
-        src.window.reset();
+        (src.mask == MaskKind::chunked ? src.chunk : src.window) =
+            oa.getWindow();
       }
       src.scale = oa.getScale().convertToDouble();
       src.softcap = oa.getSoftcap();
