@@ -19,8 +19,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 using namespace attn_rt::capi;
@@ -247,6 +249,55 @@ attn_status attn_workspace_get_info(const attn_model *model,
     attn_rt_workspace_stats(&w);
     *info = attn_workspace_info{w.held_bytes, w.in_use_bytes, w.peak_bytes,
                                 w.grows, w.threads};
+    return ATTN_OK;
+  });
+}
+
+namespace {
+/// attn_buffer_alloc's live buffers and their sizes (what freeBuffer
+/// needs); few and long-lived (caches), so a map under a lock.
+std::mutex gBuffersLock;
+std::unordered_map<void *, std::size_t> gBuffers;
+} // namespace
+
+attn_status attn_buffer_alloc(int64_t bytes, void **out) {
+  return guardCall("attn_buffer_alloc", [&]() -> attn_status {
+    if (!out)
+      return failWith(ATTN_ERR_ARGUMENT, "attn_buffer_alloc: out is NULL");
+    *out = nullptr;
+    if (bytes < 1)
+      return failWith(ATTN_ERR_ARGUMENT, "attn_buffer_alloc: bytes is " +
+                                             std::to_string(bytes) +
+                                             "; it must be at least 1");
+    void *p = attn_rt::allocateBuffer(std::size_t(bytes));
+    try {
+      std::lock_guard<std::mutex> hold(gBuffersLock);
+      gBuffers.emplace(p, std::size_t(bytes));
+    } catch (...) {
+      attn_rt::freeBuffer(p, std::size_t(bytes));
+      throw;
+    }
+    *out = p;
+    return ATTN_OK;
+  });
+}
+
+attn_status attn_buffer_free(void *buffer) {
+  return guardCall("attn_buffer_free", [&]() -> attn_status {
+    if (!buffer)
+      return ATTN_OK;
+    std::size_t bytes;
+    {
+      std::lock_guard<std::mutex> hold(gBuffersLock);
+      auto it = gBuffers.find(buffer);
+      if (it == gBuffers.end())
+        return failWith(ATTN_ERR_ARGUMENT,
+                        "attn_buffer_free: the pointer is not a live buffer "
+                        "of attn_buffer_alloc");
+      bytes = it->second;
+      gBuffers.erase(it);
+    }
+    attn_rt::freeBuffer(buffer, bytes);
     return ATTN_OK;
   });
 }

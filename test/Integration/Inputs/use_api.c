@@ -247,6 +247,49 @@ static void bad(const char *what, attn_status s) {
     ++failures;
 }
 
+/* `bytes` of `data` (freed) moved into a buffer of attn_buffer_alloc. */
+static void *poolOf(void *data, int64_t bytes) {
+  void *p = NULL;
+  expectOk(attn_buffer_alloc(bytes, &p), "attn_buffer_alloc");
+  if (p)
+    memcpy(p, data, (size_t)bytes);
+  free(data);
+  return p;
+}
+
+/* attn_buffer_alloc: 64-byte aligned below 4 MiB, 2 MiB from there on,
+ * writable to the end; its errors. */
+static void testBuffers(void) {
+  int64_t sizes[4] = {1, 100, 4 << 20, (16 << 20) + 3};
+  int aligned = 1;
+  for (int i = 0; i < 4; ++i) {
+    unsigned char *p = NULL;
+    expectOk(attn_buffer_alloc(sizes[i], (void **)&p), "attn_buffer_alloc");
+    uintptr_t want = sizes[i] >= (4 << 20) ? (2 << 20) : 64;
+    if (!p || (uintptr_t)p % want) {
+      printf("FAIL attn_buffer_alloc(%ld) = %p: not on a %lu-byte boundary\n",
+             (long)sizes[i], (void *)p, (unsigned long)want);
+      aligned = 0;
+      ++failures;
+    }
+    if (p) {
+      memset(p, 0x5a, (size_t)sizes[i]);
+      expectOk(attn_buffer_free(p), "attn_buffer_free");
+    }
+  }
+  if (aligned)
+    printf("attn_buffer_alloc: 1, 100, 4 MiB, 16 MiB + 3 bytes aligned\n");
+  void *p;
+  bad("buffer of 0 bytes", attn_buffer_alloc(0, &p));
+  bad("buffer to NULL", attn_buffer_alloc(64, NULL));
+  int local;
+  bad("free a stack pointer", attn_buffer_free(&local));
+  expectOk(attn_buffer_alloc(64, &p), "attn_buffer_alloc");
+  expectOk(attn_buffer_free(p), "attn_buffer_free");
+  bad("free twice", attn_buffer_free(p));
+  expectOk(attn_buffer_free(NULL), "attn_buffer_free(NULL)");
+}
+
 static void testSdpa(attn_model *m, int32_t kind, const attn_kind_info *ki) {
   enum { B = 3, SQ = 3, SKV = 17 };
   int64_t Hq = ki->num_heads, Hkv = ki->num_kv_heads, D = ki->head_dim,
@@ -346,8 +389,12 @@ static void testPaged(attn_model *m, int32_t kind, const attn_kind_info *ki,
   /* Pools full of other values (100x larger): a wrong page read shows. */
   float *junkK = randoms(pages * Hkv * P * D, 100.0f),
         *junkV = randoms(pages * Hkv * P * Dv, 100.0f);
-  void *kc = narrow(dt, junkK, pages * Hkv * P * D),
-       *vc = narrow(dt, junkV, pages * Hkv * P * Dv);
+  /* The pools in attn_buffer_alloc's buffers, as a serving loop keeps
+   * its cache. */
+  void *kc = poolOf(narrow(dt, junkK, pages * Hkv * P * D),
+                    pages * Hkv * P * D * (dt == ATTN_F32 ? 4 : 2)),
+       *vc = poolOf(narrow(dt, junkV, pages * Hkv * P * Dv),
+                    pages * Hkv * P * Dv * (dt == ATTN_F32 ? 4 : 2));
   void *kn = narrow(dt, k, B * Hkv * maxLen * D),
        *vn = narrow(dt, v, B * Hkv * maxLen * Dv);
   free(junkK), free(junkV);
@@ -464,8 +511,10 @@ static void testPaged(attn_model *m, int32_t kind, const attn_kind_info *ki,
     bad("no lengths",
         attn_decode_paged(m, kind, &tq, &tkc, &tvc, &tt, NULL, &to));
   }
-  free(q), free(out), free(k), free(v), free(kc), free(vc), free(kn),
-      free(vn), free(perm), free(table);
+  expectOk(attn_buffer_free(kc), "attn_buffer_free");
+  expectOk(attn_buffer_free(vc), "attn_buffer_free");
+  free(q), free(out), free(k), free(v), free(kn), free(vn), free(perm),
+      free(table);
 }
 
 static void testGdn(attn_model *m, int32_t kind, const attn_kind_info *ki) {
@@ -668,6 +717,7 @@ int main(int argc, char **argv) {
       testGdnDecode(m, kind, &ki);
     }
   }
+  testBuffers();
   int32_t kind;
   bad("layer 1000", attn_kind_by_layer(m, 1000, &kind));
   bad("null model", attn_kind_by_layer(NULL, 0, &kind));

@@ -122,6 +122,14 @@ for shape, dt, al in (((3, 5), np.float32, 64), ((2, 1, 7), np.uint16, 128),
     assert a.dtype == dt and a.shape == (shape if isinstance(shape, tuple) else (shape,))
 z = attn.zeros((4, 33))
 assert z.ctypes.data % 64 == 0 and not z.any()
+# From 4 MiB on: a mapping of its own on a 2 MiB boundary (huge pages
+# advised), writable, alive as long as a view of it.
+big = attn.zeros((1, 2, 4096, 128))
+assert big.ctypes.data % (2 << 20) == 0 and not big.any()
+view = big[0, 1]
+del big
+view[...] = 3.0
+assert view.flags.writeable and float(view.sum()) == 3.0 * 4096 * 128
 try:
     attn.empty((2,), align=48)
 except ValueError as e:
