@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn_runtime.h"
+#include "huge_pages.h"
 
 #include <algorithm>
 #include <atomic>
@@ -86,10 +87,9 @@ struct Workspace {
     size_t capacity =
         std::max({need, kMinChunk, chunk ? 2 * chunk->capacity : size_t(0)});
     auto *c = static_cast<Chunk *>(std::malloc(sizeof(Chunk)));
-    char *base = static_cast<char *>(std::malloc(capacity));
-    if (!c || !base) {
+    char *base = c ? allocateChunk(capacity) : nullptr;
+    if (!base) {
       std::free(c);
-      std::free(base);
       return nullptr;
     }
     *c = Chunk{base, capacity, 0, chunk};
@@ -99,9 +99,21 @@ struct Workspace {
     return c;
   }
 
+  /// A chunk's memory: from kHugeFrom bytes on (a layer's activations, a
+  /// large split-K or packed tile) a mapping of its own on huge pages
+  /// (huge_pages.h), else malloc's. Null when there is none.
+  static char *allocateChunk(size_t capacity) {
+    return static_cast<char *>(capacity < attn_rt::kHugeFrom
+                                   ? std::malloc(capacity)
+                                   : attn_rt::tryMapHuge(capacity));
+  }
+
   void release(Chunk *c) {
     gHeld.fetch_sub(int64_t(c->capacity), std::memory_order_relaxed);
-    std::free(c->base);
+    if (c->capacity < attn_rt::kHugeFrom)
+      std::free(c->base);
+    else
+      attn_rt::unmapHuge(c->base, c->capacity);
     std::free(c);
   }
 
