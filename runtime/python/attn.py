@@ -470,7 +470,11 @@ def empty(shape, dtype=np.float32, align=64):
         # The array holds the mapping: unmapped when the last view goes.
         # Private: a shared anonymous mapping is shmem, whose huge pages
         # follow shmem_enabled (off by default), not this advice.
-        mm = mmap.mmap(-1, nbytes + _HUGE_PAGE, flags=mmap.MAP_PRIVATE)
+        try:
+            mm = mmap.mmap(-1, nbytes + _HUGE_PAGE, flags=mmap.MAP_PRIVATE)
+        except OSError as e:  # as np.empty: MemoryError
+            raise MemoryError(f"shape {shape}: {nbytes} bytes: {e.strerror}") \
+                from None
         raw = np.frombuffer(mm, np.uint8)
         skip = -raw.ctypes.data % _HUGE_PAGE
         if hasattr(mmap, "MADV_HUGEPAGE"):

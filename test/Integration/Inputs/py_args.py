@@ -32,12 +32,14 @@ cases = [
     ("empty((-5,))", lambda: attn.empty((-5,))),
     ("empty((2.5,))", lambda: attn.empty((2.5,))),
     ("empty(align=3)", lambda: attn.empty((4,), align=3)),
+    # Past what the machine can map (the huge-page path): as np.empty.
+    ("empty((2**60,))", lambda: attn.empty((2 ** 60,))),
 ]
 for name, call in cases:
     try:
         call()
         print(f"ACCEPTED {name}")
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, MemoryError) as e:
         print(f"{name}: {type(e).__name__}: {e}")
 print("sdpa ok:", m.sdpa(q, k, k, layer=0, kv_lengths=[3]).shape)
 m.close()
