@@ -1,5 +1,4 @@
-//===- huge_pages.h - large buffers on transparent huge pages ----*- C++
-//-*-===//
+//===- huge_pages.h - large buffers on huge pages ---------------*- C++ -*-===//
 //
 // Large buffers (K/V caches, page pools, weights, the workspaces' chunks)
 // as mappings of their own on a 2 MiB boundary with transparent huge pages
@@ -48,7 +47,8 @@ inline bool adviseHugePages(void *p, std::size_t bytes) {
 #endif
 }
 
-/// The bytes a large buffer maps: whole 4 KiB pages.
+/// The bytes a large buffer maps: whole pages (x86-64's base pages are
+/// 4 KiB).
 inline std::size_t mappedBytes(std::size_t bytes) {
   return (bytes + 4095) & ~std::size_t(4095);
 }

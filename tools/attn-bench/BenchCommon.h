@@ -177,6 +177,25 @@ inline double readBandwidth(int threads, bool avx512) {
   return median(rates);
 }
 
+/// What the kernel does with the runtime's huge-page advice for buffers
+/// of 4 MiB and more (K/V caches, weights, the bandwidth loop's buffer):
+/// its THP mode, which decode figures depend on (docs/benchmarks.md,
+/// "Huge pages").
+inline std::string hugePagesLine() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string s;
+  std::getline(f, s);
+  size_t a = s.find('['), b = s.find(']');
+  std::string mode =
+      a == std::string::npos || b < a ? "" : s.substr(a + 1, b - a - 1);
+  if (mode == "always" || mode == "madvise")
+    return "huge pages: buffers of 4 MiB and more on 2 MiB pages (THP " + mode +
+           ")";
+  return "huge pages: none (THP " + (mode.empty() ? "absent" : mode) +
+         "): every buffer on 4 KiB pages, decode slower than with THP "
+         "\"madvise\"";
+}
+
 /// attn-bench's command line.
 struct Options {
   int threads = 2, repeats = 5;

@@ -646,9 +646,9 @@ int main(int argc, char **argv) {
   mc.peak = fmaPeak(o.threads, mc.avx512);
   mc.bandwidth = readBandwidth(o.threads, mc.avx512);
   std::printf("FMA peak (%s, %d threads): %.1f GFLOP/s; read bandwidth: "
-              "%.1f GB/s\nOpenBLAS: %s\n",
-              mc.avx512 ? "AVX-512" : "AVX2", o.threads, mc.peak,
-              mc.bandwidth, blas.c_str());
+              "%.1f GB/s\nOpenBLAS: %s\n%s\n",
+              mc.avx512 ? "AVX-512" : "AVX2", o.threads, mc.peak, mc.bandwidth,
+              blas.c_str(), hugePagesLine().c_str());
 
   if (o.ceiling) {
     bool ok = benchCeiling(o, mc);
