@@ -18,9 +18,22 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <fstream>
 #include <new>
+#include <string>
 
 #include <sys/mman.h>
+
+// AddressSanitizer builds keep large buffers and the workspaces' buffers
+// in its allocator (buffer.h, workspace.cpp), so that it sees overflows.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ATTN_RT_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define ATTN_RT_ASAN 1
+#endif
 
 namespace attn_rt {
 
@@ -45,6 +58,19 @@ inline bool adviseHugePages(void *p, std::size_t bytes) {
   (void)bytes;
   return false;
 #endif
+}
+
+/// The kernel's THP mode, the word in brackets of
+/// /sys/kernel/mm/transparent_hugepage/enabled ("always", "madvise" or
+/// "never"; "" without THP): what becomes of adviseHugePages.
+inline std::string thpMode() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string s;
+  std::getline(f, s);
+  std::size_t a = s.find('['), b = s.find(']');
+  return a == std::string::npos || b == std::string::npos || b < a
+             ? ""
+             : s.substr(a + 1, b - a - 1);
 }
 
 /// The bytes a large buffer maps: whole pages (x86-64's base pages are

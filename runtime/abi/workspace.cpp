@@ -32,15 +32,6 @@
 
 #include <pthread.h>
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ATTN_RT_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define ATTN_RT_ASAN 1
-#endif
-
 namespace {
 
 /// Statistics of every workspace of this executable or library.

@@ -30,14 +30,6 @@ inline constexpr std::size_t bufferAlign(std::size_t bytes) {
   return bytes >= kHugeFrom ? kHugePage : kBufferAlign;
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define ATTN_RT_BUFFER_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ATTN_RT_BUFFER_SANITIZED 1
-#endif
-#endif
-
 /// A buffer of `bytes` on bufferAlign(bytes); throws std::bad_alloc. Free
 /// with freeBuffer(p, bytes). A large one is a fresh mapping of its own
 /// (not from malloc: glibc raises its mmap threshold as large blocks are
@@ -46,7 +38,7 @@ inline constexpr std::size_t bufferAlign(std::size_t bytes) {
 /// pages advised. (Under AddressSanitizer, through its allocator, so that
 /// it still sees overflows.)
 inline void *allocateBuffer(std::size_t bytes) {
-#ifndef ATTN_RT_BUFFER_SANITIZED
+#ifndef ATTN_RT_ASAN
   if (bytes >= kHugeFrom)
     return mapHuge(bytes);
 #endif
@@ -54,7 +46,7 @@ inline void *allocateBuffer(std::size_t bytes) {
 }
 
 inline void freeBuffer(void *p, std::size_t bytes) noexcept {
-#ifndef ATTN_RT_BUFFER_SANITIZED
+#ifndef ATTN_RT_ASAN
   if (bytes >= kHugeFrom) {
     unmapHuge(p, bytes);
     return;

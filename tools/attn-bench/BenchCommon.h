@@ -182,12 +182,7 @@ inline double readBandwidth(int threads, bool avx512) {
 /// its THP mode, which decode figures depend on (docs/benchmarks.md,
 /// "Huge pages").
 inline std::string hugePagesLine() {
-  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string s;
-  std::getline(f, s);
-  size_t a = s.find('['), b = s.find(']');
-  std::string mode =
-      a == std::string::npos || b < a ? "" : s.substr(a + 1, b - a - 1);
+  std::string mode = attn_rt::thpMode();
   if (mode == "always" || mode == "madvise")
     return "huge pages: buffers of 4 MiB and more on 2 MiB pages (THP " + mode +
            ")";

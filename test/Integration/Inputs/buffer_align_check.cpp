@@ -25,18 +25,6 @@ static void check(const void *p, const char *what, size_t n, size_t elemBytes) {
   }
 }
 
-// The THP mode in brackets ("always", "madvise" or "never"); empty when
-// the kernel has none.
-static std::string thpMode() {
-  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string s;
-  std::getline(f, s);
-  size_t a = s.find('['), b = s.find(']');
-  return a == std::string::npos || b == std::string::npos
-             ? ""
-             : s.substr(a + 1, b - a - 1);
-}
-
 // kB of huge pages in the mapping of /proc/self/smaps that holds p.
 static long hugeKb(const void *p) {
   std::ifstream f("/proc/self/smaps");
@@ -104,10 +92,10 @@ int main() {
   // 16 MiB, touched: huge pages where THP is on, although the buffers above
   // raised glibc's mmap threshold past 16 MiB. (Not under AddressSanitizer:
   // there the buffers come from its allocator.)
-  std::string mode = thpMode();
+  std::string mode = attn_rt::thpMode();
   attn_rt::Buf<float> big(size_t(4) << 20, 1.0f);
   long kb = hugeKb(big.data());
-#ifdef ATTN_RT_BUFFER_SANITIZED
+#ifdef ATTN_RT_ASAN
   mode = "";
 #endif
   if (mode == "always" || mode == "madvise") {
