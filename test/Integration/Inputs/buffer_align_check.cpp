@@ -95,8 +95,10 @@ int main() {
   std::string mode = attn_rt::thpMode();
   attn_rt::Buf<float> big(size_t(4) << 20, 1.0f);
   long kb = hugeKb(big.data());
+  const char *why = "";
 #ifdef ATTN_RT_ASAN
   mode = "";
+  why = ": AddressSanitizer's allocator";
 #endif
   if (mode == "always" || mode == "madvise") {
     if (kb < 2048) {
@@ -106,7 +108,7 @@ int main() {
     }
     std::printf("huge pages: checked\n");
   } else {
-    std::printf("huge pages: not checked (THP \"%s\")\n", mode.c_str());
+    std::printf("huge pages: not checked (THP \"%s\"%s)\n", mode.c_str(), why);
   }
   if (failures)
     return 1;
