@@ -12,6 +12,7 @@
 
 #include "buffer.h"
 #include "capi_internal.h"
+#include "resources.h"
 
 #include <dlfcn.h>
 
@@ -269,6 +270,11 @@ attn_status attn_buffer_alloc(int64_t bytes, void **out) {
       return failWith(ATTN_ERR_ARGUMENT, "attn_buffer_alloc: bytes is " +
                                              std::to_string(bytes) +
                                              "; it must be at least 1");
+    // Past the machine's memory budget: refused by name, before any
+    // allocator sees it (AddressSanitizer's aborts on such sizes).
+    std::string error;
+    if (!attn_rt::fitsInMemory(bytes, "attn_buffer_alloc: the buffer", error))
+      return failWith(ATTN_ERR_MEMORY, error);
     void *p = attn_rt::allocateBuffer(std::size_t(bytes));
     try {
       std::lock_guard<std::mutex> hold(gBuffersLock);

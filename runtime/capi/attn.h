@@ -185,6 +185,8 @@ void attn_set_num_threads(int32_t threads);
  * on a Zen 4 ran 4-6% faster, docs/benchmarks.md "Huge pages"). Any
  * buffer works with every call; these only read faster. */
 attn_status attn_buffer_alloc(int64_t bytes, void **out);
+/* (ATTN_ERR_MEMORY where `bytes` exceed 80% of the machine's memory or the
+ * system has none to map.) */
 /* Frees a buffer of attn_buffer_alloc (NULL is fine); ATTN_ERR_ARGUMENT,
  * freeing nothing, for any other pointer. */
 attn_status attn_buffer_free(void *buffer);

@@ -282,6 +282,7 @@ static void testBuffers(void) {
   void *p;
   bad("buffer of 0 bytes", attn_buffer_alloc(0, &p));
   bad("buffer to NULL", attn_buffer_alloc(64, NULL));
+  bad("buffer of 2^62 bytes", attn_buffer_alloc((int64_t)1 << 62, &p));
   int local;
   bad("free a stack pointer", attn_buffer_free(&local));
   expectOk(attn_buffer_alloc(64, &p), "attn_buffer_alloc");
