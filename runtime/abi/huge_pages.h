@@ -101,16 +101,40 @@ inline void *tryMapHuge(std::size_t bytes) noexcept {
   return reinterpret_cast<void *>(at);
 }
 
-/// tryMapHuge, throwing std::bad_alloc where it has no memory.
-inline void *mapHuge(std::size_t bytes) {
-  if (void *p = tryMapHuge(bytes))
-    return p;
-  throw std::bad_alloc();
-}
-
-/// Unmaps a buffer of (try)mapHuge(bytes).
+/// Unmaps a buffer of tryMapHuge(bytes).
 inline void unmapHuge(void *p, std::size_t bytes) noexcept {
   munmap(p, mappedBytes(bytes));
+}
+
+inline constexpr std::size_t kBufferAlign = 64;
+/// The alignment the runtime gives a buffer of `bytes`.
+inline constexpr std::size_t bufferAlign(std::size_t bytes) {
+  return bytes >= kHugeFrom ? kHugePage : kBufferAlign;
+}
+
+/// The runtime's one rule for its buffers (buffer.h's, attn_buffer_alloc's,
+/// the workspaces' chunks): `bytes` on bufferAlign(bytes), from kHugeFrom
+/// on a fresh mapping of its own with huge pages advised (tryMapHuge);
+/// null when the system has no memory for it. Free with
+/// releaseBuffer(p, bytes). (Under AddressSanitizer, through its
+/// allocator, so that it still sees overflows.)
+inline void *tryAllocateBuffer(std::size_t bytes) noexcept {
+#ifndef ATTN_RT_ASAN
+  if (bytes >= kHugeFrom)
+    return tryMapHuge(bytes);
+#endif
+  return ::operator new(bytes, std::align_val_t(bufferAlign(bytes)),
+                        std::nothrow);
+}
+
+inline void releaseBuffer(void *p, std::size_t bytes) noexcept {
+#ifndef ATTN_RT_ASAN
+  if (bytes >= kHugeFrom) {
+    unmapHuge(p, bytes);
+    return;
+  }
+#endif
+  ::operator delete(p, std::align_val_t(bufferAlign(bytes)));
 }
 
 } // namespace attn_rt

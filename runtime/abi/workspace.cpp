@@ -72,13 +72,15 @@ struct Workspace {
   Header **stack = nullptr; ///< the live buffers, oldest first
   size_t depth = 0, room = 0;
 
-  /// A chunk of at least `need` bytes on top (one malloc); null when the
-  /// heap has none.
+  /// A chunk of at least `need` bytes on top (tryAllocateBuffer: from 4 MiB
+  /// on, a layer's activations or a large split-K or packed tile, a mapping
+  /// of its own on huge pages); null when the system has no memory.
   Chunk *grow(size_t need) {
     size_t capacity =
         std::max({need, kMinChunk, chunk ? 2 * chunk->capacity : size_t(0)});
     auto *c = static_cast<Chunk *>(std::malloc(sizeof(Chunk)));
-    char *base = c ? allocateChunk(capacity) : nullptr;
+    char *base =
+        c ? static_cast<char *>(attn_rt::tryAllocateBuffer(capacity)) : nullptr;
     if (!base) {
       std::free(c);
       return nullptr;
@@ -90,21 +92,9 @@ struct Workspace {
     return c;
   }
 
-  /// A chunk's memory: from kHugeFrom bytes on (a layer's activations, a
-  /// large split-K or packed tile) a mapping of its own on huge pages
-  /// (huge_pages.h), else malloc's. Null when there is none.
-  static char *allocateChunk(size_t capacity) {
-    return static_cast<char *>(capacity < attn_rt::kHugeFrom
-                                   ? std::malloc(capacity)
-                                   : attn_rt::tryMapHuge(capacity));
-  }
-
   void release(Chunk *c) {
     gHeld.fetch_sub(int64_t(c->capacity), std::memory_order_relaxed);
-    if (c->capacity < attn_rt::kHugeFrom)
-      std::free(c->base);
-    else
-      attn_rt::unmapHuge(c->base, c->capacity);
+    attn_rt::releaseBuffer(c->base, c->capacity);
     std::free(c);
   }
 

@@ -24,35 +24,17 @@
 
 namespace attn_rt {
 
-inline constexpr std::size_t kBufferAlign = 64;
-/// The alignment the runtime gives a buffer of `bytes`.
-inline constexpr std::size_t bufferAlign(std::size_t bytes) {
-  return bytes >= kHugeFrom ? kHugePage : kBufferAlign;
-}
-
-/// A buffer of `bytes` on bufferAlign(bytes); throws std::bad_alloc. Free
-/// with freeBuffer(p, bytes). A large one is a fresh mapping of its own
-/// (not from malloc: glibc raises its mmap threshold as large blocks are
-/// freed and then serves them from its heap, whose pages were already
-/// faulted in 4 KiB and stay so), trimmed to a 2 MiB boundary, with huge
-/// pages advised. (Under AddressSanitizer, through its allocator, so that
-/// it still sees overflows.)
+/// A buffer of `bytes` on bufferAlign(bytes) (huge_pages.h's
+/// tryAllocateBuffer: a mapping of its own on huge pages from kHugeFrom
+/// bytes on); throws std::bad_alloc. Free with freeBuffer(p, bytes).
 inline void *allocateBuffer(std::size_t bytes) {
-#ifndef ATTN_RT_ASAN
-  if (bytes >= kHugeFrom)
-    return mapHuge(bytes);
-#endif
-  return ::operator new(bytes, std::align_val_t(bufferAlign(bytes)));
+  if (void *p = tryAllocateBuffer(bytes))
+    return p;
+  throw std::bad_alloc();
 }
 
 inline void freeBuffer(void *p, std::size_t bytes) noexcept {
-#ifndef ATTN_RT_ASAN
-  if (bytes >= kHugeFrom) {
-    unmapHuge(p, bytes);
-    return;
-  }
-#endif
-  ::operator delete(p, std::align_val_t(bufferAlign(bytes)));
+  releaseBuffer(p, bytes);
 }
 
 template <class T> struct AlignedAllocator {
