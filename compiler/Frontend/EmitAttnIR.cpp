@@ -214,11 +214,25 @@ func::FuncOp Emitter::emitPagedKernel(const std::string &name,
   // q and the output: --qo-dtype's type; the partial form's stay fp32 (the
   // ranks merge them; --qo-dtype is refused with --distributed=mpi).
   Type qo = part ? f32 : qoType();
+  // The pools [pages, Hkv, P, d]: on the CPU memrefs of any strides whose
+  // rows are contiguous (the C API's head-interleaved pools, vLLM's
+  // [pages, P, Hkv, d] seen through strides, head-major or padded ones),
+  // read as tensors; the kernel indexes them by their descriptor's strides.
+  // The CUDA kernels copy whole contiguous pages: tensors there.
+  RankedTensorType kPool = RankedTensorType::get(
+                       {kDyn, l.numKVHeads, kDyn, l.headDimQK}, cacheElt),
+                   vPool = RankedTensorType::get(
+                       {kDyn, l.numKVHeads, kDyn, l.headDimV}, cacheElt);
+  auto poolArg = [&](RankedTensorType t) -> Type {
+    if (spec.gpu)
+      return t;
+    return MemRefType::get(
+        t.getShape(), cacheElt,
+        StridedLayoutAttr::get(ctx, kDyn, {kDyn, kDyn, kDyn, 1}));
+  };
   SmallVector<Type> inputs = {
-      headsType(l.numHeads, l.headDimQK).clone(qo),
-      RankedTensorType::get({kDyn, l.numKVHeads, kDyn, l.headDimQK}, cacheElt),
-      RankedTensorType::get({kDyn, l.numKVHeads, kDyn, l.headDimV}, cacheElt),
-      RankedTensorType::get({kDyn, kDyn}, b.getI32Type()),
+      headsType(l.numHeads, l.headDimQK).clone(qo), poolArg(kPool),
+      poolArg(vPool), RankedTensorType::get({kDyn, kDyn}, b.getI32Type()),
       RankedTensorType::get({kDyn}, b.getI64Type())};
   RankedTensorType statsTy = tensor({kDyn, l.numHeads, kDyn, 2});
   SmallVector<Type> results = {outTy.clone(qo)};
@@ -244,11 +258,20 @@ func::FuncOp Emitter::emitPagedKernel(const std::string &name,
       part ? tensor::EmptyOp::create(b, loc, statsTy, ValueRange{batch, rows})
                  .getResult()
            : Value();
+  auto poolOf = [&](Value arg, RankedTensorType t) -> Value {
+    if (isa<TensorType>(arg.getType()))
+      return arg;
+    // Read only: the kernel never writes the caller's pools.
+    return bufferization::ToTensorOp::create(b, loc, t, arg, /*restrict=*/true,
+                                             /*writable=*/false);
+  };
+  Value kCache = poolOf(entry->getArgument(1), kPool),
+        vCache = poolOf(entry->getArgument(2), vPool);
   auto [kind, window] = maskOf(l);
   // Whisper's scaling of q before QKᵀ is the same factor on the scores.
   auto op = PagedSDPAOp::create(
-      b, loc, outTy, part ? Type(statsTy) : Type(), q, entry->getArgument(1),
-      entry->getArgument(2), entry->getArgument(3), entry->getArgument(4),
+      b, loc, outTy, part ? Type(statsTy) : Type(), q, kCache, vCache,
+      entry->getArgument(3), entry->getArgument(4),
       part ? entry->getArgument(5) : Value(),
       part && kind == MaskKind::chunked ? entry->getArgument(6) : Value(),
       sinks ? entry->getArgument(part ? 7 : 5) : Value(), init, statsInit,

@@ -20,6 +20,21 @@
 using namespace attn_rt::capi;
 using attn_rt::guardCall;
 
+namespace {
+
+/// A pool's descriptor with the caller's strides (checked by
+/// TensorCheck::pool: rows contiguous, elements apart). A bf16/f16 pool's
+/// holds the same addresses and counts 2-byte elements.
+attn_rt_memref_f32_4 poolView(const attn_tensor &t) {
+  attn_rt_memref_f32_4 d = attn_rt::view4(f32(t), t.shape);
+  for (int i = 0; i < 4; ++i)
+    if (t.shape[i] > 1)
+      d.strides[i] = t.strides[i];
+  return d;
+}
+
+} // namespace
+
 extern "C" {
 
 /// attn_decode_paged and, with `q_pos` and `stats` (and `range_start`),
@@ -95,11 +110,8 @@ attn_status decodePaged(const attn_model *model, int32_t kind,
     return ATTN_OK;
   using attn_rt::view4;
   attn_rt_memref_f32_4 dout = view4(f32(*out), out->shape),
-                       dq = view4(f32(*q), q->shape),
-                       dk = view4(f32(*k_cache), k_cache->shape),
-                       dv = view4(f32(*v_cache), v_cache->shape);
-  // (A bf16/f16 cache's descriptor holds the same addresses; the kernel
-  // indexes it by 2-byte elements.)
+                       dq = view4(f32(*q), q->shape), dk = poolView(*k_cache),
+                       dv = poolView(*v_cache);
   auto *t = static_cast<int32_t *>(block_table->data);
   attn_rt_memref_i32_2 dt{t, t, 0, {b, maxPages}, {maxPages, 1}};
   // The lengths and positions read once, before anything is written (into
@@ -236,9 +248,11 @@ attn_status attn_append_kv(const attn_model *model, int32_t kind,
                    {{k_new, "k_new"}, {v_new, "v_new"},
                     {block_table, "block_table"}}))
       return check.status;
-  if (overlaps(*k_cache, *v_cache))
+  if (!poolsApart(*k_cache, *v_cache))
     return failWith(ATTN_ERR_LAYOUT,
-                      "attn_append_kv: k_cache overlaps v_cache");
+                    "attn_append_kv: k_cache overlaps v_cache (pools that "
+                    "interleave must have the same shape and strides, and "
+                    "share no element)");
   if (!checkPagesUsed(check, block_table, start, end, b, pages, pageSize))
     return check.status;
   const int32_t *table = static_cast<const int32_t *>(block_table->data);
@@ -254,13 +268,15 @@ attn_status attn_append_kv(const attn_model *model, int32_t kind,
         {v_cache, v_new, kd->head_dim_v}}) {
     char *pool = static_cast<char *>(cache->data);
     const char *in = static_cast<const char *>(src->data);
+    // The pool's strides (rows contiguous, checked), in bytes.
+    const int64_t *st = cache->strides;
     for (int64_t i = 0; i < b; ++i)
       for (int64_t h = 0; h < hkv; ++h)
         for (int64_t t = 0; t < end[i] - first[i]; ++t) {
           int64_t pos = first[i] + t;
           int64_t page = table[i * maxPages + pos / pageSize];
           std::memcpy(
-              pool + ((page * hkv + h) * pageSize + pos % pageSize) * d * eb,
+              pool + (page * st[0] + h * st[1] + pos % pageSize * st[2]) * eb,
               in + ((i * hkv + h) * n + t) * d * eb, d * eb);
         }
   }

@@ -1,4 +1,4 @@
-/*===- attn.h - the attn C API, version 7 ---------------------------------===*
+/*===- attn.h - the attn C API, version 10 --------------------------------===*
  *
  * The plain C interface to a model compiled with `attn-compile --emit=shared`
  * (every such library exports it): opaque handles, plain pointers, shapes,
@@ -38,15 +38,17 @@
 extern "C" {
 #endif
 
-#define ATTN_API_VERSION 9
+#define ATTN_API_VERSION 10
 
 typedef enum {
   ATTN_OK = 0,
   ATTN_ERR_ARGUMENT = 1,    /* a NULL pointer, an index out of range */
   ATTN_ERR_SHAPE = 2,       /* a rank or shape the kind does not take */
   ATTN_ERR_DTYPE = 3,       /* an element type the kind does not take */
-  ATTN_ERR_LAYOUT = 4,      /* strides that are not row-major contiguous,
-                               outputs overlapping inputs */
+  ATTN_ERR_LAYOUT = 4,      /* strides that are not row-major contiguous
+                               (a paged cache's pools: rows not contiguous
+                               or elements not apart), outputs overlapping
+                               inputs */
   ATTN_ERR_VALUE = 5,       /* a length outside its sequence */
   ATTN_ERR_OPEN = 6,        /* the library cannot be loaded or is not one
                                attn-compile built for this API */
@@ -274,7 +276,20 @@ attn_status attn_gated_delta(const attn_model *model, int32_t kind,
  * (ATTN_I32, as vLLM and FlashInfer keep it) lists each sequence's pages:
  * token j of sequence b is row j % page_size of page
  * block_table[b, j / page_size]. Pages may be shared between sequences (a
- * common prefix); entries past a sequence's last page are never read. */
+ * common prefix); entries past a sequence's last page are never read.
+ * The pools may have any strides (since API version 10) that keep each row
+ * of D (Dv) elements contiguous (last stride 1) and every element apart
+ * (positive strides, each at least the span of the dims strided more
+ * finely), else ATTN_ERR_LAYOUT: vLLM's and FlashInfer's "NHD" pools
+ * [num_pages, page_size, Hkv, D] passed with strides {page_size·Hkv·D, D,
+ * Hkv·D, 1}; head-major pools [Hkv, num_pages, page_size, D] with {page_size·D,
+ * num_pages·page_size·D, D, 1} (each head's pages in one run); padded rows
+ * or pages; K and V interleaved in one buffer (FlashInfer's [num_pages, 2,
+ * page_size, Hkv, D]: the same strides, v_cache's data page_size·Hkv·D
+ * elements after k_cache's). Every layout reads the same rows; on a Zen 4
+ * the contiguous and NHD layouts over shuffled pages of 16 run at about the
+ * same speed, head-major pages allocated in runs faster
+ * (docs/benchmarks.md "Page pools' layouts"). */
 
 /* Attention of q [B, Hq, Sq, D] (each sequence's last Sq tokens: decode
  * Sq = 1, speculative or chunked prefill more) over the paged cache, the

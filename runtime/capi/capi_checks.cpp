@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <new>
 #include <string>
 #include <vector>
@@ -99,15 +100,47 @@ int64_t numelOf(const attn_tensor &t) {
   return n;
 }
 
-/// True when the bytes of `a` and `b` overlap (both checked contiguous).
+int64_t spanOf(const attn_tensor &t) {
+  if (numelOf(t) == 0)
+    return 0;
+  int64_t span = 1;
+  for (int32_t i = 0; i < t.rank; ++i)
+    span += t.strides[i] * (t.shape[i] - 1);
+  return span;
+}
+
+/// True when the byte spans of `a` and `b` (checked tensors) overlap.
 bool overlaps(const attn_tensor &a, const attn_tensor &b) {
   auto lo = [](const attn_tensor &t) {
     return reinterpret_cast<uintptr_t>(t.data);
   };
-  int64_t na = numelOf(a) * elementBytes(a.dtype),
-          nb = numelOf(b) * elementBytes(b.dtype);
+  int64_t na = spanOf(a) * elementBytes(a.dtype),
+          nb = spanOf(b) * elementBytes(b.dtype);
   return na && nb && lo(a) < lo(b) + uintptr_t(nb) &&
          lo(b) < lo(a) + uintptr_t(na);
+}
+
+bool poolsApart(const attn_tensor &a, const attn_tensor &b) {
+  if (!overlaps(a, b))
+    return true;
+  if (a.dtype != b.dtype || a.rank != b.rank || a.rank < 1)
+    return false;
+  TensorCheck::Dim dims[TensorCheck::kMaxDims];
+  int n = 0;
+  for (int32_t i = 0; i < a.rank; ++i) {
+    if (a.shape[i] != b.shape[i] ||
+        (a.shape[i] > 1 && a.strides[i] != b.strides[i]))
+      return false;
+    if (i + 1 < a.rank)
+      dims[n++] = {a.shape[i], a.strides[i]};
+  }
+  int64_t eb = elementBytes(a.dtype);
+  intptr_t gap =
+      reinterpret_cast<intptr_t>(b.data) - reinterpret_cast<intptr_t>(a.data);
+  if (gap == 0 || gap % eb != 0)
+    return false;
+  dims[n++] = {2, std::abs(int64_t(gap / eb))};
+  return TensorCheck::nestedApart(dims, n, a.shape[a.rank - 1]);
 }
 
 /// Fails with "CALL: OUT overlaps IN" when it does.
@@ -251,16 +284,16 @@ bool checkPaged(TensorCheck &check, const attn_rt_kind *kd,
   attn_dtype dt = kvDtype(*kd);
   if (!checkKVDtype(check, *kd, {{kCache, "k_cache"}, {vCache, "v_cache"}}))
     return false;
-  if (!check(kCache, "k_cache", {-1, hkv, -1, kd->head_dim},
-             {"num_pages", "", "page_size", ""}, dt))
+  if (!check.pool(kCache, "k_cache", {-1, hkv, -1, kd->head_dim},
+                  {"num_pages", "", "page_size", ""}, dt))
     return false;
   pages = kCache->shape[0];
   pageSize = kCache->shape[2];
   if (pageSize == 0)
     return check.fail(ATTN_ERR_SHAPE, std::string(check.call) +
                                           ": k_cache has page_size 0");
-  if (!check(vCache, "v_cache", {pages, hkv, pageSize, kd->head_dim_v}, {},
-             dt) ||
+  if (!check.pool(vCache, "v_cache", {pages, hkv, pageSize, kd->head_dim_v}, {},
+                  dt) ||
       !check(table, "block_table", {batch, -1}, {"", "max_pages"}, ATTN_I32))
     return false;
   maxPages = table->shape[1];

@@ -17,6 +17,7 @@
 #include "attn_runtime.h"
 #include "descriptors.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -101,6 +102,25 @@ struct TensorCheck {
                   std::initializer_list<int64_t> wantDims,
                   std::initializer_list<const char *> names,
                   attn_dtype dtype = ATTN_F32) {
+    return tensor(t, name, wantDims, names, dtype, /*rowsOnly=*/false);
+  }
+
+  /// A paged cache's pool [num_pages, Hkv, page_size, D]: as above, but of
+  /// any strides whose rows (the last dim) are contiguous and whose
+  /// elements are all apart: positive strides, each at least the span of
+  /// the dims strided more finely (the C API's [num_pages, Hkv, P, D],
+  /// vLLM's [num_pages, P, Hkv, D] seen as [num_pages, Hkv, P, D] through
+  /// its strides, head-major pools, padded rows or pages).
+  bool pool(const attn_tensor *t, const char *name,
+            std::initializer_list<int64_t> wantDims,
+            std::initializer_list<const char *> names, attn_dtype dtype) {
+    return tensor(t, name, wantDims, names, dtype, /*rowsOnly=*/true);
+  }
+
+  bool tensor(const attn_tensor *t, const char *name,
+              std::initializer_list<int64_t> wantDims,
+              std::initializer_list<const char *> names, attn_dtype dtype,
+              bool rowsOnly) {
     if (status != ATTN_OK)
       return false;
     auto at = [&] { return std::string(call) + ": " + name; };
@@ -138,8 +158,17 @@ struct TensorCheck {
       numel *= t->shape[i];
     }
     // (An empty tensor has no element to place: any strides.)
+    if (rowsOnly && numel != 0 && !apartRows(*t))
+      return fail(ATTN_ERR_LAYOUT,
+                  at() + " has strides [" + stridesOf(*t) +
+                      "] (elements) for shape " + shapeOf(*t) +
+                      "; a pool's rows must be contiguous (last stride 1) "
+                      "and its elements apart (positive strides, each at "
+                      "least the span of the dims strided more finely; "
+                      "row-major: [" +
+                      contiguousStrides(*t) + "])");
     int64_t stride = 1;
-    for (int32_t i = rank - 1; i >= 0 && numel != 0; --i) {
+    for (int32_t i = rank - 1; i >= 0 && numel != 0 && !rowsOnly; --i) {
       if (t->shape[i] != 1 && t->strides[i] != stride)
         return fail(ATTN_ERR_LAYOUT,
                     at() + " has strides [" + stridesOf(*t) +
@@ -157,6 +186,44 @@ struct TensorCheck {
   bool fail(attn_status s, const std::string &msg) {
     status = failWith(s, msg);
     return false;
+  }
+
+  /// A dim's (size, stride), for nestedApart.
+  using Dim = std::pair<int64_t, int64_t>;
+  /// The most dims nestedApart sorts: a tensor's, and one more.
+  static constexpr int kMaxDims = ATTN_MAX_RANK + 1;
+
+  /// The last dim contiguous and the others nested without overlap, in
+  /// any order (nestedApart).
+  static bool apartRows(const attn_tensor &t) {
+    int32_t last = t.rank - 1;
+    if (t.shape[last] > 1 && t.strides[last] != 1)
+      return false;
+    Dim dims[kMaxDims];
+    for (int32_t i = 0; i < last; ++i)
+      dims[i] = {t.shape[i], t.strides[i]};
+    return nestedApart(dims, last, t.shape[last]);
+  }
+
+  /// `n` dims (size, stride; sorted here, no allocation: a decode step's
+  /// checks allocate nothing) over rows of `row` contiguous elements place
+  /// every element apart: by stride, each dim of more than one element
+  /// strides at least the span of the ones before it; the whole span at
+  /// most 2^60 elements.
+  static bool nestedApart(Dim *dims, int n, int64_t row) {
+    std::sort(dims, dims + n, [](Dim a, Dim b) { return a.second < b.second; });
+    __int128 span = std::max<int64_t>(row, 1);
+    for (int i = 0; i < n; ++i) {
+      auto [size, stride] = dims[i];
+      if (size <= 1)
+        continue;
+      if (stride < span)
+        return false;
+      span += (__int128)stride * (size - 1);
+      if (span > (__int128(1) << 60))
+        return false;
+    }
+    return true;
   }
 
   static std::string stridesOf(const attn_tensor &t) {
@@ -180,8 +247,17 @@ struct TensorCheck {
 };
 
 int64_t numelOf(const attn_tensor &t);
-/// True when the bytes of `a` and `b` overlap (both checked contiguous).
+/// The elements from a tensor's first to its last (checked: positive
+/// strides on every dim of more than one element), 0 when it is empty.
+int64_t spanOf(const attn_tensor &t);
+/// True when the byte spans of `a` and `b` (checked tensors) overlap.
 bool overlaps(const attn_tensor &a, const attn_tensor &b);
+/// True when two pools (checked by TensorCheck::pool) share no element:
+/// their spans apart, or interleaved as one pool [2, ...] would be (the
+/// same shape, dtype and strides, one's start a whole number of elements
+/// from the other's, every element apart: FlashInfer's [num_pages, 2,
+/// page_size, Hkv, D] cache seen as its K and V).
+bool poolsApart(const attn_tensor &a, const attn_tensor &b);
 /// Fails with "CALL: OUT overlaps IN" when it does.
 bool noOverlap(
     TensorCheck &check, const attn_tensor &out, const char *outName,

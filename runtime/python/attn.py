@@ -29,7 +29,7 @@ import os
 
 import numpy as np
 
-API_VERSION = 9
+API_VERSION = 10
 F32, BF16, F16, I64, I32 = 0, 1, 2, 3, 4
 OP_SDPA, OP_GATED_DELTA = 0, 1
 _MAX_RANK = 4
@@ -325,7 +325,9 @@ class Model:
         v_cache [num_pages, Hkv, page_size, Dv], block_table [B, max_pages]
         int32, kv_lengths [B] -> out [B, Hq, Sq, Dv] (q and out: the kind's
         qo_dtype). Token j of sequence b is row j % page_size of page
-        block_table[b, j // page_size]."""
+        block_table[b, j // page_size]. The pools may be strided views
+        whose rows are contiguous: vLLM's [num_pages, page_size, Hkv, D]
+        pool passes as pool.transpose(0, 2, 1, 3), no copy."""
         kd = self._kind(layer, kind)
         tq, q = _tensor("q", q)
         tk, k_cache = _tensor("k_cache", k_cache)

@@ -12,6 +12,7 @@
 #include "narrow.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -44,12 +45,34 @@ std::string wallJson(double wallMs) {
   return buf;
 }
 
+/// How bench --page-size lays out its pools and hands out their pages.
+struct PoolLayout {
+  /// "hnd" [pages, Hkv, P, d] (the C API's default), "nhd" [pages, P, Hkv,
+  /// d] (vLLM's), "head-major" [Hkv, pages, P, d].
+  std::string layout = "hnd";
+  /// The pages in the table's order (an allocator's fresh runs) rather
+  /// than shuffled over the pool (one long in use).
+  bool inOrder = false;
+};
+
+/// The strides of a pool [pages, Hkv, P, d] laid out as `layout` says.
+std::array<int64_t, 4> poolStrides(const std::string &layout, int64_t pages,
+                                   int64_t hkv, int64_t page, int64_t d) {
+  if (layout == "nhd")
+    return {page * hkv * d, d, hkv * d, 1};
+  if (layout == "head-major")
+    return {page * d, pages * page * d, d, 1};
+  return {hkv * page * d, page * d, d, 1};
+}
+
 /// bench --page-size: the kind's paged kernel over a cache of `skv` tokens
 /// per sequence in pages of `page` (shuffled over the pool, as an
-/// allocator leaves them), of the kind's kv_dtype, filled in place (no
-/// fp32 copy of a narrow cache): ms, K+V bytes read per second, peak RSS.
+/// allocator leaves them, or in order), of the kind's kv_dtype, filled in
+/// place (no fp32 copy of a narrow cache): ms, K+V bytes read per second,
+/// peak RSS.
 void benchPaged(const attn_rt_kind &kind, int64_t b, int64_t sq, int64_t skv,
-                int64_t page, int64_t repeats, bool json, bool first) {
+                int64_t page, int64_t repeats, bool json, bool first,
+                const PoolLayout &pool) {
   // (cmdBench refused a kind without a paged kernel before the device.)
   int64_t eb = kvElementBytes(kind);
   const char *dt = kvDtypeName(kind);
@@ -89,7 +112,8 @@ void benchPaged(const attn_rt_kind &kind, int64_t b, int64_t sq, int64_t skv,
   std::vector<int32_t> table(pages);
   for (int64_t p = 0; p < pages; ++p)
     table[p] = int32_t(p);
-  std::shuffle(table.begin(), table.end(), std::mt19937(11));
+  if (!pool.inOrder)
+    std::shuffle(table.begin(), table.end(), std::mt19937(11));
   std::vector<int64_t> lens(b, skv);
   std::mt19937 rng(7);
   auto q = randomVec(rng, b * kind.num_heads * sq * kind.head_dim, 1);
@@ -110,6 +134,14 @@ void benchPaged(const attn_rt_kind &kind, int64_t b, int64_t sq, int64_t skv,
                        dv = view4(static_cast<float *>(vp),
                                   {pages, kind.num_kv_heads, page,
                                    kind.head_dim_v});
+  // (The CPU kernels take the pools' strides; cmdBench refused another
+  // layout on the GPU.)
+  auto ks = poolStrides(pool.layout, pages, kind.num_kv_heads, page,
+                        kind.head_dim),
+       vs = poolStrides(pool.layout, pages, kind.num_kv_heads, page,
+                        kind.head_dim_v);
+  std::copy(ks.begin(), ks.end(), dk.strides);
+  std::copy(vs.begin(), vs.end(), dv.strides);
   attn_rt_memref_i32_2 dt2{table.data(), table.data(), 0, {b, perSeq},
                            {perSeq, 1}};
   attn_rt_memref_i64_1 dl{lens.data(), lens.data(), 0, {b}, {1}};
@@ -143,14 +175,16 @@ void benchPaged(const attn_rt_kind &kind, int64_t b, int64_t sq, int64_t skv,
   if (json)
     std::printf("%s\n  {\"kind\": \"%s\", \"paged\": true, \"kv_dtype\": "
                 "\"%s\", \"qo_dtype\": \"%s\", \"page_size\": %lld, "
+                "\"pool_layout\": \"%s\", \"pages_in_order\": %s, "
                 "\"batch\": %lld, \"seq\": "
                 "%lld, \"kv_len\": %lld, \"threads\": %d, \"fused_ms\": %.4f, "
                 "%s\"kv_gbps\": %.3f, \"cache_mb\": %.1f, \"peak_rss_mb\": "
                 "%.1f}",
                 first ? "" : ",", kind.name, dt, qoDtypeName(kind),
-                (long long)page, (long long)b, (long long)sq, (long long)skv,
-                ompThreads(), ms, wallJson(wallMs).c_str(), kvBytes / ms / 1e6,
-                cacheBytes / 1048576.0, rssMb);
+                (long long)page, pool.layout.c_str(),
+                pool.inOrder ? "true" : "false", (long long)b, (long long)sq,
+                (long long)skv, ompThreads(), ms, wallJson(wallMs).c_str(),
+                kvBytes / ms / 1e6, cacheBytes / 1048576.0, rssMb);
   else {
     // On the GPU, against the device-to-device copy bandwidth.
     char ofCopy[96] = "";
@@ -159,10 +193,13 @@ void benchPaged(const attn_rt_kind &kind, int64_t b, int64_t sq, int64_t skv,
                     " (%.1f%% of the copy bandwidth; events, wall %.3f ms)",
                     100 * kvBytes / ms / 1e6 / gDevice.copyGbps, wallMs);
     std::printf("%-30s B=%lld Sq=%lld Skv=%lld threads=%d paged %s cache, "
-                "page %lld: %9.3f ms, K+V read %.1f GB/s%s | cache %.1f MB, "
-                "peak RSS %.1f MB\n",
+                "page %lld%s%s%s: %9.3f ms, K+V read %.1f GB/s%s | cache "
+                "%.1f MB, peak RSS %.1f MB\n",
                 kind.name, (long long)b, (long long)sq, (long long)skv,
-                ompThreads(), dt, (long long)page, ms, kvBytes / ms / 1e6,
+                ompThreads(), dt, (long long)page,
+                pool.layout == "hnd" ? "" : ", ",
+                pool.layout == "hnd" ? "" : pool.layout.c_str(),
+                pool.inOrder ? ", pages in order" : "", ms, kvBytes / ms / 1e6,
                 ofCopy, cacheBytes / 1048576.0, rssMb);
   }
 }
@@ -172,8 +209,8 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
   // Long: bench's report, one section per kind, in the order it prints.
   auto args = parseArgs(argc, argv, 2,
                         {"layer", "batch", "seq", "kv-len", "threads",
-                         "repeats", "page-size"},
-                        {"json"});
+                         "repeats", "page-size", "pool-layout"},
+                        {"json", "pages-in-order"});
   int64_t b = intArg(args, "batch", 1, 1, 1 << 16);
   int64_t sq = intArg(args, "seq", 512, 1, 1 << 24);
   int64_t skv = intArg(args, "kv-len", sq, 1, 1 << 24);
@@ -181,6 +218,21 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
   // --page-size 0 is no page size, not the contiguous benchmark.
   int64_t page =
       args.count("page-size") ? intArg(args, "page-size", 1, 1, 1 << 20) : 0;
+  PoolLayout pool;
+  if (args.count("pool-layout")) {
+    pool.layout = args["pool-layout"];
+    if (pool.layout != "hnd" && pool.layout != "nhd" &&
+        pool.layout != "head-major")
+      fail("bench --pool-layout " + pool.layout +
+           ": accepted: hnd, nhd, head-major");
+  }
+  pool.inOrder = args.count("pages-in-order");
+  if ((args.count("pool-layout") || pool.inOrder) && page == 0)
+    fail("bench: --pool-layout and --pages-in-order lay out the paged "
+         "cache; pass --page-size too");
+  if (pool.layout != "hnd" && gCuda)
+    fail("bench --pool-layout " + pool.layout +
+         ": the CUDA paged kernels read hnd pools [pages, Hkv, P, d]");
   if (args.count("threads"))
     if (omp_set_num_threads)
       omp_set_num_threads(int(intArg(args, "threads", 1, 1, 4096)));
@@ -228,7 +280,7 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
                "paged KV cache; pass a softmax-attention layer");
         continue;
       }
-      benchPaged(k, b, sq, skv, page, repeats, json, first);
+      benchPaged(k, b, sq, skv, page, repeats, json, first, pool);
       first = false;
     }
     if (json)

@@ -346,14 +346,68 @@ static void testSdpa(attn_model *m, int32_t kind, const attn_kind_info *ki) {
   free(q), free(k), free(v), free(kn), free(vn), free(out), free(ref);
 }
 
+/* The pools' layouts the C API takes (strides in elements over one
+ * buffer; rows contiguous): */
+enum {
+  LAYOUT_HND,         /* [pages, Hkv, P, D], the contiguous default */
+  LAYOUT_NHD,         /* vLLM's [pages, P, Hkv, D] through strides */
+  LAYOUT_HEAD_MAJOR,  /* [Hkv, pages, P, D + 8], pages and heads padded */
+  LAYOUT_INTERLEAVED, /* FlashInfer's [pages, 2, P, Hkv, D]: K and V in one
+                         buffer (D = Dv) */
+};
+static const char *layoutName[] = {"", " nhd", " head-major padded",
+                                   " k/v interleaved"};
+/* A pool's strides [pages, Hkv, P, d] for `layout`, and the elements its
+ * buffer spans (with LAYOUT_INTERLEAVED: the K or V half's strides, the
+ * span of both). */
+static int64_t poolStrides(int layout, int64_t pages, int64_t Hkv, int64_t P,
+                           int64_t d, int64_t st[4]) {
+  int64_t r = layout == LAYOUT_HEAD_MAJOR ? d + 8 : d;
+  int64_t page = P * r + 16, head = pages * page + 32;
+  st[3] = 1;
+  switch (layout) {
+  case LAYOUT_NHD:
+  case LAYOUT_INTERLEAVED:
+    st[0] = (layout == LAYOUT_INTERLEAVED ? 2 : 1) * P * Hkv * d;
+    st[1] = d, st[2] = Hkv * d;
+    return pages * st[0];
+  case LAYOUT_HEAD_MAJOR:
+    st[0] = page, st[1] = head, st[2] = r;
+    return Hkv * head;
+  default:
+    st[0] = Hkv * P * d, st[1] = P * d, st[2] = d;
+    return pages * st[0];
+  }
+}
+/* The rows of sequence b's tokens [0, len) where the pool's strides place
+ * them (read here from the bytes: a kernel and attn_append_kv that agreed
+ * on a wrong layout would pass the decode checks); returns those that are
+ * not `rows` [B, Hkv, maxLen, d] (the cache's element type). */
+static int64_t misplacedRows(const char *pool, const int64_t st[4], int64_t eb,
+                             const char *rows, int64_t b, int64_t len,
+                             int64_t Hkv, int64_t maxLen, int64_t d,
+                             const int32_t *table, int64_t maxPages,
+                             int64_t P) {
+  int64_t wrong = 0;
+  for (int64_t h = 0; h < Hkv; ++h)
+    for (int64_t j = 0; j < len; ++j) {
+      int64_t page = table[b * maxPages + j / P];
+      const char *at = pool + (page * st[0] + h * st[1] + j % P * st[2]) * eb;
+      wrong += memcmp(at, rows + ((b * Hkv + h) * maxLen + j) * d * eb,
+                      (size_t)(d * eb)) != 0;
+    }
+  return wrong;
+}
+
 /* The paged cache: B sequences of lengths 0, 1, P-1, P+1 and 2P+7 whose
  * pages are scattered over a pool at random, sequence 4 sharing its first
  * page with sequence 3 (a common prefix), filled by attn_append_kv; decode
  * (Sq 1) and Sq 3 against the float64 reference of each sequence alone and
  * against attn_sdpa over its contiguous copy; then one token appended to
- * every sequence and decode over the longer cache. */
+ * every sequence and decode over the longer cache. The pools laid out as
+ * `layout` says. */
 static void testPaged(attn_model *m, int32_t kind, const attn_kind_info *ki,
-                      int64_t P) {
+                      int64_t P, int layout) {
   enum { B = 5 };
   int64_t Hq = ki->num_heads, Hkv = ki->num_kv_heads, D = ki->head_dim,
           Dv = ki->head_dim_v;
@@ -387,15 +441,17 @@ static void testPaged(attn_model *m, int32_t kind, const attn_kind_info *ki,
   for (int64_t i = 0; i < B * maxPages; ++i)
     table[i] = perm[i];
   table[4 * maxPages] = table[3 * maxPages];
-  /* Pools full of other values (100x larger): a wrong page read shows. */
-  float *junkK = randoms(pages * Hkv * P * D, 100.0f),
-        *junkV = randoms(pages * Hkv * P * Dv, 100.0f);
-  /* The pools in attn_buffer_alloc's buffers, as a serving loop keeps
-   * its cache. */
-  void *kc = poolOf(narrow(dt, junkK, pages * Hkv * P * D),
-                    pages * Hkv * P * D * (dt == ATTN_F32 ? 4 : 2)),
-       *vc = poolOf(narrow(dt, junkV, pages * Hkv * P * Dv),
-                    pages * Hkv * P * Dv * (dt == ATTN_F32 ? 4 : 2));
+  /* Pools full of other values (100x larger): a wrong page read shows.
+   * They live in attn_buffer_alloc's buffers, as a serving loop keeps its
+   * cache (one buffer for both when K and V interleave). */
+  int64_t eb = dt == ATTN_F32 ? 4 : 2, kst[4], vst[4];
+  int64_t kSpan = poolStrides(layout, pages, Hkv, P, D, kst),
+          vSpan = poolStrides(layout, pages, Hkv, P, Dv, vst);
+  int one = layout == LAYOUT_INTERLEAVED;
+  float *junkK = randoms(kSpan, 100.0f), *junkV = randoms(vSpan, 100.0f);
+  void *kc = poolOf(narrow(dt, junkK, kSpan), kSpan * eb),
+       *vc = one ? (char *)kc + P * Hkv * D * eb
+                 : poolOf(narrow(dt, junkV, vSpan), vSpan * eb);
   void *kn = narrow(dt, k, B * Hkv * maxLen * D),
        *vn = narrow(dt, v, B * Hkv * maxLen * Dv);
   free(junkK), free(junkV);
@@ -407,9 +463,23 @@ static void testPaged(attn_model *m, int32_t kind, const attn_kind_info *ki,
               tt = attn_tensor_contiguous(table, ATTN_I32, 2, ts),
               tkn = attn_tensor_contiguous(kn, dt, 4, kns),
               tvn = attn_tensor_contiguous(vn, dt, 4, vns);
+  memcpy(tkc.strides, kst, sizeof kst);
+  memcpy(tvc.strides, vst, sizeof vst);
   int64_t zeros[B] = {0, 0, 0, 0, 0};
   expectOk(attn_append_kv(m, kind, &tkc, &tvc, &tt, zeros, lens, &tkn, &tvn),
            "attn_append_kv");
+  if (layout != LAYOUT_HND) {
+    int64_t wrong = 0;
+    for (int64_t b = 0; b < B; ++b)
+      wrong += misplacedRows(kc, kst, eb, kn, b, lens[b], Hkv, maxLen, D, table,
+                             maxPages, P) +
+               misplacedRows(vc, vst, eb, vn, b, lens[b], Hkv, maxLen, Dv,
+                             table, maxPages, P);
+    printf("paged %s page_size %ld%s: %ld rows not where the strides place "
+           "them\n",
+           dtypeName(dt), (long)P, layoutName[layout], (long)wrong);
+    failures += wrong != 0;
+  }
   for (int step = 0; step < 2; ++step) {
     for (int64_t sq = 1; sq <= 3; sq += 2) {
       int64_t qs[4] = {B, Hq, sq, D}, os[4] = {B, Hq, sq, Dv};
@@ -446,10 +516,10 @@ static void testPaged(attn_model *m, int32_t kind, const attn_kind_info *ki,
                  "attn_sdpa of one sequence");
         free(kb), free(vb), free(kbn), free(vbn);
       }
-      printf("paged %s page_size %ld %s Sq %ld lengths %ld,%ld,%ld,%ld,%ld: ",
-             dtypeName(dt), (long)P, step ? "after append" : "", (long)sq,
-             (long)lens[0],
-             (long)lens[1], (long)lens[2], (long)lens[3], (long)lens[4]);
+      printf("paged %s page_size %ld%s %s Sq %ld lengths %ld,%ld,%ld,%ld,%ld: ",
+             dtypeName(dt), (long)P, layoutName[layout],
+             step ? "after append" : "", (long)sq, (long)lens[0], (long)lens[1],
+             (long)lens[2], (long)lens[3], (long)lens[4]);
       report("out", out, ref, no);
       report("  = contiguous", out, con, no);
       free(q), free(out), free(ref), free(con);
@@ -485,7 +555,7 @@ static void testPaged(attn_model *m, int32_t kind, const attn_kind_info *ki,
   float *q = randoms(B * Hq * D, 1.0f), *out = randoms(B * Hq * Dv, 1.0f);
   attn_tensor tq = attn_tensor_contiguous(q, ATTN_F32, 4, qs),
               to = attn_tensor_contiguous(out, ATTN_F32, 4, os);
-  if (P == 16) {
+  if (P == 16 && layout == LAYOUT_HND) {
     int32_t saved = table[2 * maxPages];
     table[2 * maxPages] = (int32_t)(pages + 5);
     bad("page out of the pool",
@@ -511,9 +581,26 @@ static void testPaged(attn_model *m, int32_t kind, const attn_kind_info *ki,
         attn_append_kv(m, kind, &tkc, &tvc, &tt, late, NULL, &tkn, &tvn));
     bad("no lengths",
         attn_decode_paged(m, kind, &tq, &tkc, &tvc, &tt, NULL, &to));
+    t = tkc;
+    t.strides[3] = 2, t.strides[2] = 2 * D, t.strides[1] = 2 * P * D;
+    bad("k_cache rows strided",
+        attn_decode_paged(m, kind, &tq, &t, &tvc, &tt, lens, &to));
+    t = tvc;
+    t.strides[2] = Dv - 1;
+    bad("v_cache rows overlapping",
+        attn_decode_paged(m, kind, &tq, &tkc, &t, &tt, lens, &to));
+    t = tvc;
+    t.strides[0] = -t.strides[0];
+    bad("v_cache page stride negative",
+        attn_decode_paged(m, kind, &tq, &tkc, &t, &tt, lens, &to));
+    t = tvc;
+    t.data = (char *)kc + eb;
+    bad("append with v_cache over k_cache",
+        attn_append_kv(m, kind, &tkc, &t, &tt, zeros, NULL, &tkn, &tvn));
   }
   expectOk(attn_buffer_free(kc), "attn_buffer_free");
-  expectOk(attn_buffer_free(vc), "attn_buffer_free");
+  if (!one)
+    expectOk(attn_buffer_free(vc), "attn_buffer_free");
   free(q), free(out), free(k), free(v), free(kn), free(vn), free(perm),
       free(table);
 }
@@ -712,7 +799,13 @@ int main(int argc, char **argv) {
     if (ki.op == ATTN_OP_SDPA) {
       testSdpa(kind % 2 ? self : m, kind, &ki);
       for (int64_t p = 16; p > 0; p = p == 16 ? 5 : p == 5 ? 1 : 0)
-        testPaged(m, kind, &ki, p);
+        testPaged(m, kind, &ki, p, LAYOUT_HND);
+      /* The other layouts, through their strides. */
+      testPaged(m, kind, &ki, 16, LAYOUT_NHD);
+      testPaged(m, kind, &ki, 5, LAYOUT_NHD);
+      testPaged(m, kind, &ki, 16, LAYOUT_HEAD_MAJOR);
+      if (ki.head_dim == ki.head_dim_v)
+        testPaged(m, kind, &ki, 16, LAYOUT_INTERLEAVED);
     } else {
       testGdn(kind % 2 ? self : m, kind, &ki);
       testGdnDecode(m, kind, &ki);

@@ -206,6 +206,13 @@ for m in (qwen, gemma):
             out = m.decode(q, kc, vc, table, lens, kind=kd)
             ref = np.concatenate([sdpa_ref(kd, q[b:b + 1], k[b:b + 1, :, :lens[b]], v[b:b + 1, :, :lens[b]], [lens[b]]) for b in range(B)])
             report(f"{m.family} {kd.name} paged page_size {P} Sq={Sq} lengths {','.join(map(str, lens))}", out, ref)
+            # The same pools laid out as vLLM keeps them, [pages, P, Hkv,
+            # d], passed as their [pages, Hkv, P, d] views (strides, no
+            # copy).
+            kn = np.ascontiguousarray(kc.transpose(0, 2, 1, 3))
+            vn = np.ascontiguousarray(vc.transpose(0, 2, 1, 3))
+            out = m.decode(q, kn.transpose(0, 2, 1, 3), vn.transpose(0, 2, 1, 3), table, lens, kind=kd)
+            report(f"{m.family} {kd.name} paged page_size {P} Sq={Sq} [pages, P, Hkv, d] pools", out, ref)
 
 # A bf16 paged cache (a library built with --kv-dtype=bf16): uint16 arrays
 # of bfloat16 bits; the reference sees the rounded values.
