@@ -369,27 +369,46 @@ std::array<double, 3> measureDecode(const Shape &s, const Options &o,
   return {bytes / rf.ms / 1e6, median(bws), median(ratios)};
 }
 
+/// How a paged cache's pools are laid out: "hnd" [pages, Hkv, page, d]
+/// (the C API's default), "nhd" [pages, page, Hkv, d] (vLLM's) or
+/// "head-major" [Hkv, pages, page, d], all passed to the kernel as
+/// [pages, Hkv, page, d] through their strides.
+std::array<int64_t, 4> pagedStrides(const std::string &layout, int64_t pages,
+                                    int64_t hkv, int64_t page, int64_t d) {
+  if (layout == "nhd")
+    return {page * hkv * d, d, hkv * d, 1};
+  if (layout == "head-major")
+    return {page * d, pages * page * d, d, 1};
+  return {hkv * page * d, page * d, d, 1};
+}
+
 /// The shape's K/V in a paged cache of `kvDtype` (f32, bf16 or f16): pools
-/// [pages, Hkv, page, d] whose pages the one sequence uses in a shuffled
-/// order (as a serving engine's allocator leaves them), and its block
-/// table.
+/// laid out as `layout` says whose pages the one sequence uses in a
+/// shuffled order (as a serving engine's allocator leaves them) or, with
+/// `inOrder`, in the pool's order (a fresh allocator's runs), and its
+/// block table.
 struct PagedCache {
   attn_rt::Buf<char> k, v;
   std::vector<int32_t> table;
   int64_t pages, eb;
+  std::array<int64_t, 4> strides;
   PagedCache(const Shape &s, const Inputs &in, int64_t page,
-             const std::string &kvDtype)
-      : pages((s.skv + page - 1) / page), eb(kvDtype == "f32" ? 4 : 2) {
+             const std::string &kvDtype, const std::string &layout = "hnd",
+             bool inOrder = false)
+      : pages((s.skv + page - 1) / page), eb(kvDtype == "f32" ? 4 : 2),
+        strides(pagedStrides(layout, pages, s.hkv, page, s.d)) {
     k.assign(pages * s.hkv * page * s.d * eb, 0);
     v.assign(k.size(), 0);
     table.resize(pages);
     for (int64_t p = 0; p < pages; ++p)
       table[p] = int32_t(p);
-    std::shuffle(table.begin(), table.end(), std::mt19937(11));
+    if (!inOrder)
+      std::shuffle(table.begin(), table.end(), std::mt19937(11));
     bool half = kvDtype == "f16";
     for (int64_t h = 0; h < s.hkv; ++h)
       for (int64_t j = 0; j < s.skv; ++j) {
-        int64_t at = ((table[j / page] * s.hkv + h) * page + j % page) * s.d;
+        int64_t at = table[j / page] * strides[0] + h * strides[1] +
+                     j % page * strides[2];
         for (int64_t e = 0; e < s.d; ++e)
           for (auto [dst, src] : {std::pair{&k, &in.k}, {&v, &in.v}}) {
             float x = (*src)[(h * s.skv + j) * s.d + e];
@@ -412,9 +431,11 @@ void runPaged(attn_rt_paged_fn fn, const Shape &s, Inputs &in, PagedCache &c,
   // (A 2-byte cache's descriptor: the same addresses, 2-byte elements.)
   auto *kp = reinterpret_cast<float *>(c.k.data()),
        *vp = reinterpret_cast<float *>(c.v.data());
-  attn_rt_memref_f32_4 k = {kp, kp, 0,
+  attn_rt_memref_f32_4 k = {kp,
+                            kp,
+                            0,
                             {c.pages, s.hkv, page, s.d},
-                            {s.hkv * page * s.d, page * s.d, s.d, 1}};
+                            {c.strides[0], c.strides[1], c.strides[2], 1}};
   attn_rt_memref_f32_4 v = k;
   v.allocated = v.aligned = vp;
   attn_rt_memref_i32_2 t = {c.table.data(), c.table.data(), 0,
@@ -552,24 +573,42 @@ bool benchShape(const Shape &s, const Options &o, const Machine &mc,
           : dt == "bf16" ? mb
                          : loadModel(compileShared(dir, s, dt), hd);
       attn_rt_paged_fn paged = md ? md->kinds[0].paged : nullptr;
-      for (int64_t page : {int64_t(16), int64_t(256)}) {
+      // Pages of 16 and 256 in the C API's layout, shuffled; pages of 16
+      // also in vLLM's layout (shuffled) and head-major with the pages in
+      // order (each head's rows one run: what a sequence's pages allocated
+      // in runs read like).
+      struct Pool {
+        int64_t page;
+        const char *layout;
+        bool inOrder;
+      };
+      for (Pool p : {Pool{16, "hnd", false}, Pool{256, "hnd", false},
+                     Pool{16, "nhd", false}, Pool{16, "head-major", true}}) {
         if (!paged)
           break;
-        PagedCache c(s, in, page, dt);
+        int64_t page = p.page;
+        PagedCache c(s, in, page, dt, p.layout, p.inOrder);
         Result rp;
         std::array<double, 3> pk = measureDecode(
             s, o, mc, [&] { runPaged(paged, s, in, c, page, fusedOut); }, rp,
             c.eb);
-        std::printf("%-6s paged %-4s (page %3lld, shuffled): %8.3f ms, K+V "
+        std::string layout = std::string(p.layout) == "hnd" ? "" : p.layout,
+                    how = layout.empty() ? "shuffled"
+                          : p.inOrder    ? layout + ", in order"
+                                         : layout + ", shuffled";
+        std::printf("%-6s paged %-4s (page %3lld, %s): %8.3f ms, K+V "
                     "read %5.1f GB/s, %5.1f%% of the read bandwidth (%.1f "
                     "GB/s); x%.2f the fp32 contiguous time\n",
-                    "", dt.c_str(), (long long)page, rp.ms, pk[0],
+                    "", dt.c_str(), (long long)page, how.c_str(), rp.ms, pk[0],
                     100 * pk[2], pk[1], rp.ms / rf.ms);
+        std::string tag = layout.empty()    ? ""
+                          : layout == "nhd" ? "_nhd"
+                                            : "_headmajor_inorder";
         out.row() << s.name << "," << s.hq << "," << s.hkv << "," << s.sq << ","
-            << s.skv << "," << s.d << "," << s.causal << ",paged_" << dt
-            << "_p" << page << "_kv_read," << rp.ms << "," << pk[0] << ","
-            << 100 * pk[2] << "," << rp.ms / rf.ms << ","
-            << rp.rssKb / 1024.0 << "\n";
+                  << s.skv << "," << s.d << "," << s.causal << ",paged_" << dt
+                  << "_p" << page << tag << "_kv_read," << rp.ms << "," << pk[0]
+                  << "," << 100 * pk[2] << "," << rp.ms / rf.ms << ","
+                  << rp.rssKb / 1024.0 << "\n";
       }
       if (hd)
         dlclose(hd);
