@@ -26,6 +26,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <dlfcn.h>
@@ -179,6 +180,22 @@ attn_tensor *fuzzTensor(FuzzedDataProvider &in, Arena &arena,
   for (int32_t i = t.rank - 1; i >= 0; --i) {
     t.strides[i] = int64_t(stride);
     stride *= uint64_t(t.shape[i] > 0 ? t.shape[i] : 1);
+  }
+  // Sometimes the outer dims nested in another order (the last stays
+  // contiguous): the strided page pools the paged calls take (vLLM's
+  // [pages, P, Hkv, d] as [pages, Hkv, P, d], head-major ones), which the
+  // other arguments refuse.
+  if (t.rank >= 3 && in.ConsumeIntegralInRange<int>(0, 7) == 0) {
+    int32_t order[ATTN_MAX_RANK];
+    for (int32_t i = 0; i < t.rank - 1; ++i)
+      order[i] = i;
+    for (int32_t i = t.rank - 2; i > 0; --i)
+      std::swap(order[i], order[in.ConsumeIntegralInRange<int32_t>(0, i)]);
+    uint64_t s = uint64_t(t.shape[t.rank - 1] > 0 ? t.shape[t.rank - 1] : 1);
+    for (int32_t i = t.rank - 2; i >= 0; --i) {
+      t.strides[order[i]] = int64_t(s);
+      s *= uint64_t(t.shape[order[i]] > 0 ? t.shape[order[i]] : 1);
+    }
   }
   if (t.rank && in.ConsumeIntegralInRange<int>(0, 20) == 0)
     t.strides[in.ConsumeIntegralInRange<int>(0, t.rank - 1)] += 1;
