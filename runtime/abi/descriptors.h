@@ -11,7 +11,9 @@
 
 #include "attn_runtime.h"
 
+#include <array>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 // Weak: CUDA executables do not link the OpenMP runtime (a GPU machine may
@@ -57,6 +59,21 @@ inline attn_rt_memref_f32_3 view3(float *data, const int64_t *s) {
 }
 inline attn_rt_memref_f32_2 view2(float *data, const int64_t *s) {
   return contiguousView<attn_rt_memref_f32_2, 2>(data, s);
+}
+
+/// The strides of a page pool [pages, Hkv, P, d] laid out as `layout`
+/// says, for the benchmarks: "nhd" [pages, P, Hkv, d] (vLLM's),
+/// "head-major" [Hkv, pages, P, d], else "hnd" [pages, Hkv, P, d] (the C
+/// API's default). The CPU paged kernels take any strides whose rows are
+/// contiguous.
+inline std::array<int64_t, 4> poolStrides(std::string_view layout,
+                                          int64_t pages, int64_t hkv,
+                                          int64_t page, int64_t d) {
+  if (layout == "nhd")
+    return {page * hkv * d, d, hkv * d, 1};
+  if (layout == "head-major")
+    return {page * d, pages * page * d, d, 1};
+  return {hkv * page * d, page * d, d, 1};
 }
 
 } // namespace attn_rt

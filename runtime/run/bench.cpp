@@ -55,16 +55,6 @@ struct PoolLayout {
   bool inOrder = false;
 };
 
-/// The strides of a pool [pages, Hkv, P, d] laid out as `layout` says.
-std::array<int64_t, 4> poolStrides(const std::string &layout, int64_t pages,
-                                   int64_t hkv, int64_t page, int64_t d) {
-  if (layout == "nhd")
-    return {page * hkv * d, d, hkv * d, 1};
-  if (layout == "head-major")
-    return {page * d, pages * page * d, d, 1};
-  return {hkv * page * d, page * d, d, 1};
-}
-
 /// bench --page-size: the kind's paged kernel over a cache of `skv` tokens
 /// per sequence in pages of `page` (shuffled over the pool, as an
 /// allocator leaves them, or in order), of the kind's kv_dtype, filled in

@@ -15,6 +15,7 @@
 #include "BenchCommon.h"
 
 #include "attn_runtime.h"
+#include "descriptors.h"
 #include "flops.h"
 #include "narrow.h"
 
@@ -369,21 +370,9 @@ std::array<double, 3> measureDecode(const Shape &s, const Options &o,
   return {bytes / rf.ms / 1e6, median(bws), median(ratios)};
 }
 
-/// How a paged cache's pools are laid out: "hnd" [pages, Hkv, page, d]
-/// (the C API's default), "nhd" [pages, page, Hkv, d] (vLLM's) or
-/// "head-major" [Hkv, pages, page, d], all passed to the kernel as
-/// [pages, Hkv, page, d] through their strides.
-std::array<int64_t, 4> pagedStrides(const std::string &layout, int64_t pages,
-                                    int64_t hkv, int64_t page, int64_t d) {
-  if (layout == "nhd")
-    return {page * hkv * d, d, hkv * d, 1};
-  if (layout == "head-major")
-    return {page * d, pages * page * d, d, 1};
-  return {hkv * page * d, page * d, d, 1};
-}
-
 /// The shape's K/V in a paged cache of `kvDtype` (f32, bf16 or f16): pools
-/// laid out as `layout` says whose pages the one sequence uses in a
+/// laid out as `layout` says (attn_rt::poolStrides: "hnd", "nhd" or
+/// "head-major") whose pages the one sequence uses in a
 /// shuffled order (as a serving engine's allocator leaves them) or, with
 /// `inOrder`, in the pool's order (a fresh allocator's runs), and its
 /// block table.
@@ -396,7 +385,7 @@ struct PagedCache {
              const std::string &kvDtype, const std::string &layout = "hnd",
              bool inOrder = false)
       : pages((s.skv + page - 1) / page), eb(kvDtype == "f32" ? 4 : 2),
-        strides(pagedStrides(layout, pages, s.hkv, page, s.d)) {
+        strides(attn_rt::poolStrides(layout, pages, s.hkv, page, s.d)) {
     k.assign(pages * s.hkv * page * s.d * eb, 0);
     v.assign(k.size(), 0);
     table.resize(pages);
