@@ -286,10 +286,11 @@ attn_status attn_gated_delta(const attn_model *model, int32_t kind,
  * num_pages·page_size·D, D, 1} (each head's pages in one run); padded rows
  * or pages; K and V interleaved in one buffer (FlashInfer's [num_pages, 2,
  * page_size, Hkv, D]: the same strides, v_cache's data page_size·Hkv·D
- * elements after k_cache's). Every layout reads the same rows; on a Zen 4
- * the contiguous and NHD layouts over shuffled pages of 16 run at about the
- * same speed, head-major pages allocated in runs faster
- * (docs/benchmarks.md "Page pools' layouts"). */
+ * elements after k_cache's). Every layout reads the same rows, not at the
+ * same speed: on a Zen 4 head-major pools whose pages a sequence gets in
+ * runs read like a contiguous cache, HND over shuffled pages 1.1x slower
+ * in f32, NHD up to 1.8x slower where decode is memory-bound (8 KV heads
+ * of d 128; docs/benchmarks.md "Page pools' layouts"). */
 
 /* Attention of q [B, Hq, Sq, D] (each sequence's last Sq tokens: decode
  * Sq = 1, speculative or chunked prefill more) over the paged cache, the
