@@ -168,7 +168,10 @@ typedef attn_rt_sdpa_bias_t *attn_rt_sdpa_bias_fn;
  * index) and kv_lengths [B] (tokens of each sequence; its query rows are
  * its last Sq tokens) -> out [B,Hq,Sq,Dv]. The caller checks that every
  * page a sequence uses is in the pool and that kv_lengths[b] <=
- * max_pages * page_size: the kernel reads what the table says. */
+ * max_pages * page_size: the kernel reads what the table says. The CPU
+ * kernels index the pools by their descriptors' strides (any whose last is
+ * 1 and whose elements are apart: NHD or head-major pools, padded rows);
+ * the CUDA ones read contiguous pools. */
 typedef void attn_rt_paged_t(attn_rt_memref_f32_4 *out,
                              attn_rt_memref_f32_4 *q,
                              attn_rt_memref_f32_4 *k_cache,
