@@ -464,9 +464,15 @@ void Emitter::prefetchRow(bool key, Value n, Value col, int64_t width) {
 Emitter::FlatPool Emitter::flatten(Value pool) {
   auto md = memref::ExtractStridedMetadataOp::create(b, loc, pool);
   Type elt = cast<MemRefType>(pool.getType()).getElementType();
-  Value extent = add(md.getOffset(),
-                     arith::MulIOp::create(b, loc, md.getSizes()[0],
-                                           md.getStrides()[0]));
+  // Up to the pool's last element, whatever order its strides nest in
+  // (a head's [pages, P, d] of an NHD or head-major pool): offset +
+  // Σ (size - 1)·stride + 1, or the offset when it is empty.
+  Value extent = md.getOffset();
+  for (auto [size, stride] : llvm::zip(md.getSizes(), md.getStrides())) {
+    Value last = arith::MaxSIOp::create(b, loc, sub(size, idx(1)), idx(0));
+    extent = add(extent, arith::MulIOp::create(b, loc, last, stride));
+  }
+  extent = add(extent, idx(1));
   Value flat = memref::ReinterpretCastOp::create(
       b, loc, MemRefType::get({ShapedType::kDynamic}, elt),
       md.getBaseBuffer(), OpFoldResult(b.getIndexAttr(0)),
