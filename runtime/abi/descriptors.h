@@ -61,11 +61,16 @@ inline attn_rt_memref_f32_2 view2(float *data, const int64_t *s) {
   return contiguousView<attn_rt_memref_f32_2, 2>(data, s);
 }
 
+/// The page pools' layouts the benchmarks lay out: "hnd" [pages, Hkv, P, d]
+/// (the C API's default), "nhd" [pages, P, Hkv, d] (vLLM's), "head-major"
+/// [Hkv, pages, P, d].
+inline bool isPoolLayout(std::string_view layout) {
+  return layout == "hnd" || layout == "nhd" || layout == "head-major";
+}
+
 /// The strides of a page pool [pages, Hkv, P, d] laid out as `layout`
-/// says, for the benchmarks: "nhd" [pages, P, Hkv, d] (vLLM's),
-/// "head-major" [Hkv, pages, P, d], else "hnd" [pages, Hkv, P, d] (the C
-/// API's default). The CPU paged kernels take any strides whose rows are
-/// contiguous.
+/// (isPoolLayout) says. The CPU paged kernels take any strides whose rows
+/// are contiguous.
 inline std::array<int64_t, 4> poolStrides(std::string_view layout,
                                           int64_t pages, int64_t hkv,
                                           int64_t page, int64_t d) {

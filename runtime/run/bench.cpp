@@ -211,8 +211,7 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
   PoolLayout pool;
   if (args.count("pool-layout")) {
     pool.layout = args["pool-layout"];
-    if (pool.layout != "hnd" && pool.layout != "nhd" &&
-        pool.layout != "head-major")
+    if (!isPoolLayout(pool.layout))
       fail("bench --pool-layout " + pool.layout +
            ": accepted: hnd, nhd, head-major");
   }

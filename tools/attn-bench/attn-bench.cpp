@@ -570,9 +570,13 @@ bool benchShape(const Shape &s, const Options &o, const Machine &mc,
         int64_t page;
         const char *layout;
         bool inOrder;
+        const char *how, *tag; // the report's words, the CSV method's
       };
-      for (Pool p : {Pool{16, "hnd", false}, Pool{256, "hnd", false},
-                     Pool{16, "nhd", false}, Pool{16, "head-major", true}}) {
+      for (Pool p : {Pool{16, "hnd", false, "shuffled", ""},
+                     Pool{256, "hnd", false, "shuffled", ""},
+                     Pool{16, "nhd", false, "nhd, shuffled", "_nhd"},
+                     Pool{16, "head-major", true, "head-major, in order",
+                          "_headmajor_inorder"}}) {
         if (!paged)
           break;
         int64_t page = p.page;
@@ -581,22 +585,15 @@ bool benchShape(const Shape &s, const Options &o, const Machine &mc,
         std::array<double, 3> pk = measureDecode(
             s, o, mc, [&] { runPaged(paged, s, in, c, page, fusedOut); }, rp,
             c.eb);
-        std::string layout = std::string(p.layout) == "hnd" ? "" : p.layout,
-                    how = layout.empty() ? "shuffled"
-                          : p.inOrder    ? layout + ", in order"
-                                         : layout + ", shuffled";
         std::printf("%-6s paged %-4s (page %3lld, %s): %8.3f ms, K+V "
                     "read %5.1f GB/s, %5.1f%% of the read bandwidth (%.1f "
                     "GB/s); x%.2f the fp32 contiguous time\n",
-                    "", dt.c_str(), (long long)page, how.c_str(), rp.ms, pk[0],
+                    "", dt.c_str(), (long long)page, p.how, rp.ms, pk[0],
                     100 * pk[2], pk[1], rp.ms / rf.ms);
-        std::string tag = layout.empty()    ? ""
-                          : layout == "nhd" ? "_nhd"
-                                            : "_headmajor_inorder";
         out.row() << s.name << "," << s.hq << "," << s.hkv << "," << s.sq << ","
                   << s.skv << "," << s.d << "," << s.causal << ",paged_" << dt
-                  << "_p" << page << tag << "_kv_read," << rp.ms << "," << pk[0]
-                  << "," << 100 * pk[2] << "," << rp.ms / rf.ms << ","
+                  << "_p" << page << p.tag << "_kv_read," << rp.ms << ","
+                  << pk[0] << "," << 100 * pk[2] << "," << rp.ms / rf.ms << ","
                   << rp.rssKb / 1024.0 << "\n";
       }
       if (hd)
