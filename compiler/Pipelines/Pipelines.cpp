@@ -74,6 +74,7 @@ LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
   tiles.qBlock = options.qBlock;
   tiles.kvBlock = options.kvBlock;
   tiles.splitTarget = options.splitTarget;
+  tiles.splitMinKeys = options.splitMinKeys;
   if (options.target == TileTarget::cpu)
     pm.addNestedPass<func::FuncOp>(createCPUSelectTilesPass(tiles));
   TileAttentionPassOptions tile;

@@ -56,6 +56,11 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
       llvm::cl::desc("Split-K decode: split the keys of a one-block query "
                      "when batch x KV heads is below this (0: never)"),
       llvm::cl::init(16)};
+  Option<int64_t> splitMinKeys{
+      *this, "split-min-keys",
+      llvm::cl::desc("Split-K decode: the fewest keys of a part (the split "
+                     "makes at most kv_len / this many parts)"),
+      llvm::cl::init(512)};
   Option<std::string> latentForm{
       *this, "latent-form",
       llvm::cl::desc("Multi-head latent attention's form: auto (chosen at "

@@ -32,7 +32,7 @@
 // TILE: arith.cmpf oeq, %{{.*}}, %cst{{.*}} : f32
 // TILE: attn.online_attention
 // SPLIT-LABEL: func.func @sinks(
-// SPLIT: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}, %[[PART:.*]]) in
+// SPLIT: scf.forall (%{{.*}}, %[[PART:.*]], %{{.*}}, %{{.*}}) in
 // SPLIT: %[[FIRST:.*]] = arith.cmpi eq, %[[PART]], %c0 : index
 // SPLIT: linalg.generic
 // SPLIT: arith.select %[[FIRST]]

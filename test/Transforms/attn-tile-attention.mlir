@@ -75,7 +75,7 @@
 // SPLIT: %[[WORTH:.*]] = arith.cmpi sgt, %[[WANT]], %c1
 // SPLIT: %[[SPLIT:.*]] = arith.andi %[[ONEB]], %[[WORTH]]
 // SPLIT: %[[NS:.*]] = arith.select %[[SPLIT]], %[[WANT]], %c1
-// SPLIT: scf.forall (%[[B:.*]], %[[G:.*]], %{{.*}}, %[[S:.*]]) in (%{{.*}}, 8, %{{.*}}, %[[NS]]) shared_outs({{.*}}) -> (tensor<?x32x?x128xf32>, tensor<?x8x?x4x?x128xf32>, tensor<?x8x?x4x?xf32>, tensor<?x8x?x4x?xf32>)
+// SPLIT: scf.forall (%[[B:.*]], %[[S:.*]], %[[G:.*]], %{{.*}}) in (%{{.*}}, %[[NS]], 8, %{{.*}}) shared_outs({{.*}}) -> (tensor<?x32x?x128xf32>, tensor<?x8x?x4x?x128xf32>, tensor<?x8x?x4x?xf32>, tensor<?x8x?x4x?xf32>)
 // SPLIT: %[[PER:.*]] = arith.ceildivsi %{{.*}}, %[[NS]]
 // SPLIT: arith.muli %[[S]], %[[PER]]
 // SPLIT: %[[FEW:.*]] = arith.cmpi slt, %{{.*}}, %c17

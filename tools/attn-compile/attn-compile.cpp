@@ -222,6 +222,12 @@ cl::opt<int64_t> splitTarget(
              "across threads, merged by log-sum-exp (0: never; default 16)"),
     cl::init(16), cl::cat(category));
 
+cl::opt<int64_t> splitMinKeys(
+    "split-min-keys",
+    cl::desc("Split-K decode: the fewest keys of a part (at most kv_len / "
+             "this many parts; default 512)"),
+    cl::init(512), cl::cat(category));
+
 cl::opt<std::string> latentForm(
     "latent-form",
     cl::desc("Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2): the "
@@ -450,6 +456,9 @@ bool checkOptions(Stage stage, bool building) {
   if (splitTarget < 0)
     return fail("--split-target must be 0 (no split-K) or more, got " +
                 llvm::Twine(splitTarget.getValue()));
+  if (splitMinKeys <= 0)
+    return fail("--split-min-keys must be positive, got " +
+                llvm::Twine(splitMinKeys.getValue()));
   if (optLevel > 3)
     return fail("-O" + llvm::Twine(optLevel.getValue()) +
                 " is not a level; accepted: -O0 to -O3");
@@ -597,6 +606,7 @@ int compileCPU(MLIRContext &context, const attn::ModelSpec &spec,
   options.qBlock = qBlock;
   options.kvBlock = kvBlock;
   options.splitTarget = splitTarget;
+  options.splitMinKeys = splitMinKeys;
   options.latentForm = latentForm;
   if (int64_t lanes = attn::cpuVectorLanes(cpu))
     options.vectorLanes = lanes;

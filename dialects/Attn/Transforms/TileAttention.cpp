@@ -71,6 +71,12 @@ SDPATiler::tileBlocks(IRRewriter &rewriter, Value split, Value nSplit) {
     Value zero = m.c(0);
     Value numQBlocks = m.ceilDiv(qLen, m.c(sizes.qBlock));
     SmallVector<Value> outs(dests.begin(), dests.end());
+    // With split-K the parts come before the KV heads: consecutive
+    // iterations (dealt to the threads in turn) take the same keys of
+    // every KV head, so that a pool whose pages interleave the heads' rows
+    // (vLLM's NHD) is swept once, each thread's reads of one head pulling
+    // the neighbouring heads' lines into the caches for the next
+    // iterations, not once per head.
     SmallVector<OpFoldResult> ubs = {batch, b.getIndexAttr(hkv), numQBlocks};
     if (maySplit) {
       // Workspace of the split parts: per (batch, KV head, part) the
@@ -85,7 +91,7 @@ SDPATiler::tileBlocks(IRRewriter &rewriter, Value split, Value nSplit) {
       for (int i = 0; i < 2; ++i)
         outs.push_back(tensor::EmptyOp::create(
             b, l, rowShape, accType, ValueRange{batch, nSplit, wsRows}));
-      ubs.push_back(nSplit);
+      ubs.insert(ubs.begin() + 1, nSplit);
     }
     std::optional<ArrayAttr> mapping;
     if (sizes.gridMapping && !maySplit) {
@@ -105,13 +111,14 @@ SDPATiler::tileBlocks(IRRewriter &rewriter, Value split, Value nSplit) {
     Block *body = forall.getBody();
     b.setInsertionPoint(body->getTerminator());
     IndexMath n{b, l};
-    Value q0 = n.mul(body->getArgument(2), n.c(sizes.qBlock));
+    Value q0 = n.mul(body->getArgument(ivQBlock(maySplit)), n.c(sizes.qBlock));
     Value blockRows = n.c(sizes.qBlock);
     Value qn = n.min(blockRows, n.sub(qLen, q0));
     // (An affine map, so that the tile's KV head, h0 floordiv G, folds
     // back to the induction variable.)
     OpFoldResult h0 = affine::makeComposedFoldedAffineApply(
-        b, l, b.getAffineDimExpr(0) * groupSize, {body->getArgument(1)});
+        b, l, b.getAffineDimExpr(0) * groupSize,
+        {body->getArgument(ivHead(maySplit))});
     scf::SCFTilingOptions::CustomLoopHeaderInfo info;
     info.loops = {cast<LoopLikeOpInterface>(forall.getOperation())};
     info.tileOffset = {body->getArgument(0), h0, q0, b.getIndexAttr(0)};
@@ -154,7 +161,7 @@ LogicalResult SDPATiler::buildBlock(IRRewriter &rewriter, scf::ForallOp forall,
   Location loc = tile->getLoc();
   Block *body = forall.getBody();
   bool maySplit = split != Value();
-  Value part = maySplit ? body->getArgument(3) : Value();
+  Value part = maySplit ? body->getArgument(kIvPart) : Value();
   rewriter.setInsertionPoint(tile);
   IndexMath n{rewriter, loc};
   // Sinks count in one part only.
@@ -226,7 +233,7 @@ LogicalResult SDPATiler::buildBlock(IRRewriter &rewriter, scf::ForallOp forall,
   ValueRange outs = forall.getRegionIterArgs();
   tensor::ParallelInsertSliceOp::create(rewriter, loc, result, outs[0], oOffs,
                                         oSizes, ones);
-  Value bIdx = body->getArgument(0), gIdx = body->getArgument(1);
+  Value bIdx = body->getArgument(0), gIdx = body->getArgument(ivHead(maySplit));
   if (statsInit)
     insertStats(
         rewriter, loc, rowMax, rowSum, outs[1], bIdx,

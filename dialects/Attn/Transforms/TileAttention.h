@@ -16,6 +16,12 @@ namespace mlir::attn::tiling {
 
 constexpr int64_t kDyn = ShapedType::kDynamic;
 
+/// The induction variables of the query blocks' forall: (batch, KV head,
+/// query block), or with split-K (batch, part, KV head, query block).
+constexpr unsigned kIvPart = 1;
+inline unsigned ivHead(bool split) { return split ? 2 : 1; }
+inline unsigned ivQBlock(bool split) { return split ? 3 : 2; }
+
 struct TileSizes {
   int64_t qBlock, kvBlock, decodeKvBlock, splitTarget, splitMinKeys;
   /// Rows per block over the group (q-block = blockRows / G); 0: unused.
