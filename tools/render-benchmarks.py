@@ -32,7 +32,7 @@ MACHINE = ["date", "cpu", "threads", "peak_gflops", "bandwidth_gbs"]
 DESCRIPTIONS = {
     "attn-bench": (
         "Softmax attention kernels against OpenBLAS's unfused attention",
-        "build/bin/attn-bench [--shape P1|P2|P3|P4|D1|D2] [--long]",
+        "build/bin/attn-bench [--shape P1|P2|P3|P4|D1|D2|D3|D4] [--long]",
         ["shape", "method"]),
     "attn-bench-mla": (
         "Multi-head latent attention (DeepSeek-V3's shapes)",

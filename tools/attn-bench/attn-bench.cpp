@@ -63,6 +63,10 @@ const Shape kShapes[] = {
     // The seed's full-attention layer in decode: 16 query heads per KV
     // head, head dim 256.
     {"D2", 64, 4, 1, 65536, 256, true},
+    // Groups of 8 (issue 45's other grouped-decode shapes): Llama-3-70B's
+    // 64/8 at d 128, Qwen3-Next-80B's full attention 16/2 at d 256.
+    {"D3", 64, 8, 1, 32768, 128, true},
+    {"D4", 16, 2, 1, 65536, 256, true},
 };
 
 double flops(const Shape &s) {
@@ -294,7 +298,7 @@ int parseArgs(int argc, char **argv, Options &o) {
     else {
       std::printf(
           "usage: attn-bench [--threads T] [--repeats R] [--csv FILE] "
-          "[--shape P1|P2|P3|P4|D1|D2] [--long] [--linear [--svg FILE] "
+          "[--shape P1|P2|P3|P4|D1|D2|D3|D4] [--long] [--linear [--svg FILE] "
           "[--decode]] "
           "[--layers [--seq S] [--shape MODEL | --config FILE]] "
           "[--mla [--shape M1|M2|M3|M4|MP]] [--variants [--shape S1..S5|C1]] "
