@@ -478,8 +478,10 @@ int cmdBlock(const attn_rt_model *m, int argc, char **argv) {
 /// lists (random values: a read of the wrong page shows); lengths 0, 1,
 /// P - 1, P, P + 1 and longer, one query row (decode) and several
 /// (speculative decoding, chunked prefill: bottom-right causal, rows before
-/// the first key 0). On the GPU the pools, table and lengths are device
-/// buffers.
+/// the first key 0). On the CPU each case runs over pools of each layout
+/// bench --pool-layout takes (HND, vLLM's NHD, head-major: the kernels
+/// read the pools' strides); on the GPU over HND pools, device buffers
+/// like the table and lengths.
 bool checkPagedKind(const attn_rt_kind &kind, std::mt19937 &rng) {
   struct Case {
     int64_t page, sq;
@@ -498,111 +500,123 @@ bool checkPagedKind(const attn_rt_kind &kind, std::mt19937 &rng) {
   bool allOk = true, narrow = kind.kv_dtype != ATTN_RT_KV_F32;
   int64_t hq = kind.num_heads, hkv = kind.num_kv_heads, d = kind.head_dim,
           dv = kind.head_dim_v;
-  for (const Case &c : cases) {
-    int64_t b = int64_t(c.lens.size()), page = c.page, sq = c.sq;
-    int64_t maxLen =
-        std::max<int64_t>(1, *std::max_element(c.lens.begin(), c.lens.end()));
-    int64_t perSeq = (maxLen + page - 1) / page, pages = b * perSeq + 3;
-    std::vector<int64_t> qs = {b, hq, sq, d}, ks = {b, hkv, maxLen, d},
-                         vs = {b, hkv, maxLen, dv};
-    auto q = randomVec(rng, b * hq * sq * d, 1);
-    auto k = randomVec(rng, b * hkv * maxLen * d, 1);
-    auto v = randomVec(rng, b * hkv * maxLen * dv, 1);
-    roundToKV(kind, k);
-    roundToKV(kind, v);
-    roundToQO(kind, q);
-    std::vector<int32_t> ids(pages), table(b * perSeq);
-    for (int64_t p = 0; p < pages; ++p)
-      ids[p] = int32_t(p);
-    std::shuffle(ids.begin(), ids.end(), rng);
-    std::copy(ids.begin(), ids.begin() + b * perSeq, table.begin());
-    // Pools [pages, Hkv, P, D]: random (rounded) values, then each
-    // sequence's rows where its table puts them.
-    auto kPool = randomVec(rng, pages * hkv * page * d, 1);
-    auto vPool = randomVec(rng, pages * hkv * page * dv, 1);
-    roundToKV(kind, kPool);
-    roundToKV(kind, vPool);
-    for (int64_t bi = 0; bi < b; ++bi)
-      for (int64_t h = 0; h < hkv; ++h)
-        for (int64_t j = 0; j < c.lens[bi]; ++j) {
-          int64_t pg = table[bi * perSeq + j / page];
-          int64_t slot = (pg * hkv + h) * page + j % page;
-          std::copy_n(&k[((bi * hkv + h) * maxLen + j) * d], d,
-                      &kPool[slot * d]);
-          std::copy_n(&v[((bi * hkv + h) * maxLen + j) * dv], dv,
-                      &vPool[slot * dv]);
-        }
-    Buf<uint16_t> k16, v16;
-    if (narrow) {
-      k16 = narrowToKV(kind, kPool);
-      v16 = narrowToKV(kind, vPool);
-    }
-    int64_t eb = narrow ? 2 : 4;
-    void *kHost = narrow ? (void *)k16.data() : (void *)kPool.data();
-    void *vHost = narrow ? (void *)v16.data() : (void *)vPool.data();
-    std::vector<int64_t> lens = c.lens;
-    Buf<float> sinks = kind.has_sinks ? randomExtraInput(kind, rng)
-                                      : Buf<float>();
-    Buf<float> out(b * hq * sq * dv), ref;
-    // --qo-dtype: q and the output in 16 bits (the descriptors' untyped
-    // pointers).
-    bool narrowQ = qoNarrow(kind);
-    Buf<uint16_t> q16 = narrowQ ? narrowToQO(kind, q) : Buf<uint16_t>(),
-                  out16(narrowQ ? out.size() : 0);
-    int64_t qb = narrowQ ? 2 : 4;
-    void *qHost = narrowQ ? (void *)q16.data() : (void *)q.data();
-    void *outHost = narrowQ ? (void *)out16.data() : (void *)out.data();
-    std::vector<int64_t> os = {b, hq, sq, dv}, kps = {pages, hkv, page, d},
-                         vps = {pages, hkv, page, dv};
-    auto call = [&](void *po, void *pq, void *pk, void *pv, int32_t *pt,
-                    int64_t *pl) {
-      attn_rt_memref_f32_4 dout = view4(static_cast<float *>(po), os),
-                           dq = view4(static_cast<float *>(pq), qs),
-                           dk = view4(static_cast<float *>(pk), kps),
-                           dvv = view4(static_cast<float *>(pv), vps);
-      attn_rt_memref_i32_2 dt{pt, pt, 0, {b, perSeq}, {perSeq, 1}};
-      attn_rt_memref_i64_1 dl{pl, pl, 0, {b}, {1}};
-      if (kind.has_sinks) {
-        attn_rt_memref_f32_1 ds{sinks.data(), sinks.data(), 0, {hq}, {1}};
-        reinterpret_cast<attn_rt_paged_sinks_fn>(
-          reinterpret_cast<void (*)(void)>(kind.paged))(
-            &dout, &dq, &dk, &dvv, &dt, &dl, &ds);
-      } else {
-        kind.paged(&dout, &dq, &dk, &dvv, &dt, &dl);
+  std::vector<std::string> layouts = {"hnd"};
+  if (!gCuda)
+    layouts = {"hnd", "nhd", "head-major"};
+  for (const Case &c : cases)
+    for (const std::string &layout : layouts) {
+      int64_t b = int64_t(c.lens.size()), page = c.page, sq = c.sq;
+      int64_t maxLen =
+          std::max<int64_t>(1, *std::max_element(c.lens.begin(), c.lens.end()));
+      int64_t perSeq = (maxLen + page - 1) / page, pages = b * perSeq + 3;
+      std::vector<int64_t> qs = {b, hq, sq, d}, ks = {b, hkv, maxLen, d},
+                           vs = {b, hkv, maxLen, dv};
+      auto q = randomVec(rng, b * hq * sq * d, 1);
+      auto k = randomVec(rng, b * hkv * maxLen * d, 1);
+      auto v = randomVec(rng, b * hkv * maxLen * dv, 1);
+      roundToKV(kind, k);
+      roundToKV(kind, v);
+      roundToQO(kind, q);
+      std::vector<int32_t> ids(pages), table(b * perSeq);
+      for (int64_t p = 0; p < pages; ++p)
+        ids[p] = int32_t(p);
+      std::shuffle(ids.begin(), ids.end(), rng);
+      std::copy(ids.begin(), ids.begin() + b * perSeq, table.begin());
+      // Pools [pages, Hkv, P, D] with the layout's strides: random (rounded)
+      // values, then each sequence's rows where its table puts them.
+      auto kStrides = poolStrides(layout, pages, hkv, page, d),
+           vStrides = poolStrides(layout, pages, hkv, page, dv);
+      auto kPool = randomVec(rng, pages * hkv * page * d, 1);
+      auto vPool = randomVec(rng, pages * hkv * page * dv, 1);
+      roundToKV(kind, kPool);
+      roundToKV(kind, vPool);
+      auto at = [&](const std::array<int64_t, 4> &st, int64_t pg, int64_t h,
+                    int64_t row) {
+        return pg * st[0] + h * st[1] + row * st[2];
+      };
+      for (int64_t bi = 0; bi < b; ++bi)
+        for (int64_t h = 0; h < hkv; ++h)
+          for (int64_t j = 0; j < c.lens[bi]; ++j) {
+            int64_t pg = table[bi * perSeq + j / page];
+            std::copy_n(&k[((bi * hkv + h) * maxLen + j) * d], d,
+                        &kPool[at(kStrides, pg, h, j % page)]);
+            std::copy_n(&v[((bi * hkv + h) * maxLen + j) * dv], dv,
+                        &vPool[at(vStrides, pg, h, j % page)]);
+          }
+      Buf<uint16_t> k16, v16;
+      if (narrow) {
+        k16 = narrowToKV(kind, kPool);
+        v16 = narrowToKV(kind, vPool);
       }
-    };
-    if (gCuda) {
-      DeviceBuffer gOut(nullptr, qb * int64_t(out.size())),
-          gq(qHost, qb * int64_t(q.size())),
-          gk(kHost, eb * int64_t(kPool.size())),
-          gv(vHost, eb * int64_t(vPool.size())),
-          gt(table.data(), 4 * int64_t(table.size())), gl(lens.data(), 8 * b);
-      call(gOut.ptr, gq.ptr, gk.ptr, gv.ptr, static_cast<int32_t *>(gt.ptr),
-           static_cast<int64_t *>(gl.ptr));
-      attn_rt_cuda_to_host(outHost, gOut.ptr, gOut.bytes);
-    } else {
-      call(outHost, qHost, kHost, vHost, table.data(), lens.data());
+      int64_t eb = narrow ? 2 : 4;
+      void *kHost = narrow ? (void *)k16.data() : (void *)kPool.data();
+      void *vHost = narrow ? (void *)v16.data() : (void *)vPool.data();
+      std::vector<int64_t> lens = c.lens;
+      Buf<float> sinks =
+          kind.has_sinks ? randomExtraInput(kind, rng) : Buf<float>();
+      Buf<float> out(b * hq * sq * dv), ref;
+      // --qo-dtype: q and the output in 16 bits (the descriptors' untyped
+      // pointers).
+      bool narrowQ = qoNarrow(kind);
+      Buf<uint16_t> q16 = narrowQ ? narrowToQO(kind, q) : Buf<uint16_t>(),
+                    out16(narrowQ ? out.size() : 0);
+      int64_t qb = narrowQ ? 2 : 4;
+      void *qHost = narrowQ ? (void *)q16.data() : (void *)q.data();
+      void *outHost = narrowQ ? (void *)out16.data() : (void *)out.data();
+      std::vector<int64_t> os = {b, hq, sq, dv}, kps = {pages, hkv, page, d},
+                           vps = {pages, hkv, page, dv};
+      auto call = [&](void *po, void *pq, void *pk, void *pv, int32_t *pt,
+                      int64_t *pl) {
+        attn_rt_memref_f32_4 dout = view4(static_cast<float *>(po), os),
+                             dq = view4(static_cast<float *>(pq), qs),
+                             dk = view4(static_cast<float *>(pk), kps),
+                             dvv = view4(static_cast<float *>(pv), vps);
+        std::copy(kStrides.begin(), kStrides.end(), dk.strides);
+        std::copy(vStrides.begin(), vStrides.end(), dvv.strides);
+        attn_rt_memref_i32_2 dt{pt, pt, 0, {b, perSeq}, {perSeq, 1}};
+        attn_rt_memref_i64_1 dl{pl, pl, 0, {b}, {1}};
+        if (kind.has_sinks) {
+          attn_rt_memref_f32_1 ds{sinks.data(), sinks.data(), 0, {hq}, {1}};
+          reinterpret_cast<attn_rt_paged_sinks_fn>(
+              reinterpret_cast<void (*)(void)>(kind.paged))(
+              &dout, &dq, &dk, &dvv, &dt, &dl, &ds);
+        } else {
+          kind.paged(&dout, &dq, &dk, &dvv, &dt, &dl);
+        }
+      };
+      if (gCuda) {
+        DeviceBuffer gOut(nullptr, qb * int64_t(out.size())),
+            gq(qHost, qb * int64_t(q.size())),
+            gk(kHost, eb * int64_t(kPool.size())),
+            gv(vHost, eb * int64_t(vPool.size())),
+            gt(table.data(), 4 * int64_t(table.size())), gl(lens.data(), 8 * b);
+        call(gOut.ptr, gq.ptr, gk.ptr, gv.ptr, static_cast<int32_t *>(gt.ptr),
+             static_cast<int64_t *>(gl.ptr));
+        attn_rt_cuda_to_host(outHost, gOut.ptr, gOut.bytes);
+      } else {
+        call(outHost, qHost, kHost, vHost, table.data(), lens.data());
+      }
+      if (narrowQ)
+        widenFromQO(kind, out16, out);
+      // Row i of sequence b sits at key position lens[b] - sq + i.
+      std::vector<int64_t> qStart(b);
+      for (int64_t bi = 0; bi < b; ++bi)
+        qStart[bi] = c.lens[bi] - sq;
+      referenceF64(kind, q, qs, k, ks, v, vs, c.lens, kind.scale, kind.softcap,
+                   ref, &qStart, kind.has_sinks ? &sinks : nullptr);
+      MaxError err;
+      err.add(out, ref);
+      bool ok = err.ok(kind.tolerance);
+      allOk = allOk && ok;
+      std::string lensText;
+      for (int64_t l : c.lens)
+        lensText += (lensText.empty() ? "" : ",") + std::to_string(l);
+      std::printf("%-4s %-32s paged page=%-3lld B=%lld Sq=%lld lens=%s "
+                  "max_abs_err=%.3e max_rel_err=%.3e%s\n",
+                  ok ? "ok" : "FAIL", kind.name, (long long)page, (long long)b,
+                  (long long)sq, lensText.c_str(), err.maxAbs, err.rel(),
+                  layout == "hnd" ? "" : (" pool=" + layout).c_str());
     }
-    if (narrowQ)
-      widenFromQO(kind, out16, out);
-    // Row i of sequence b sits at key position lens[b] - sq + i.
-    std::vector<int64_t> qStart(b);
-    for (int64_t bi = 0; bi < b; ++bi)
-      qStart[bi] = c.lens[bi] - sq;
-    referenceF64(kind, q, qs, k, ks, v, vs, c.lens, kind.scale, kind.softcap,
-                 ref, &qStart, kind.has_sinks ? &sinks : nullptr);
-    MaxError err;
-    err.add(out, ref);
-    bool ok = err.ok(kind.tolerance);
-    allOk = allOk && ok;
-    std::string lensText;
-    for (int64_t l : c.lens)
-      lensText += (lensText.empty() ? "" : ",") + std::to_string(l);
-    std::printf("%-4s %-32s paged page=%-3lld B=%lld Sq=%lld lens=%s "
-                "max_abs_err=%.3e max_rel_err=%.3e\n",
-                ok ? "ok" : "FAIL", kind.name, (long long)page, (long long)b,
-                (long long)sq, lensText.c_str(), err.maxAbs, err.rel());
-  }
   return allOk;
 }
 
