@@ -366,6 +366,10 @@ void referenceF64(const attn_rt_kind &kind, const Buf<float> &q,
                   const Buf<float> *sinks = nullptr);
 /// `n` normal samples of standard deviation `scale`.
 Buf<float> randomVec(std::mt19937 &rng, int64_t n, float scale);
+/// check's block table: `entries` distinct page ids of a pool of `pages`,
+/// at shuffled places (pages no table lists stay in the pool).
+std::vector<int32_t> shuffledTable(std::mt19937 &rng, int64_t pages,
+                                   int64_t entries);
 /// The extra input of a kind's softmax kernels for check and bench: T5's
 /// random bias table [bias_buckets, Hq], or sinks [Hq] (ordinary, very
 /// large, very negative and -inf ones, heads cycling through them), or

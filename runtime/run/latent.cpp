@@ -216,11 +216,7 @@ bool checkAbsorbedPaged(const attn_rt_kind &kind, std::mt19937 &rng) {
     auto cache = randomVec(rng, b * maxLen * row, 1);
     roundToKV(kind, cache);
     roundToQO(kind, q);
-    std::vector<int32_t> ids(pages), table(b * perSeq);
-    for (int64_t p = 0; p < pages; ++p)
-      ids[p] = int32_t(p);
-    std::shuffle(ids.begin(), ids.end(), rng);
-    std::copy(ids.begin(), ids.begin() + b * perSeq, table.begin());
+    std::vector<int32_t> table = shuffledTable(rng, pages, b * perSeq);
     auto pool = randomVec(rng, pages * page * row, 1);
     roundToKV(kind, pool);
     for (int64_t bi = 0; bi < b; ++bi)

@@ -517,11 +517,7 @@ bool checkPagedKind(const attn_rt_kind &kind, std::mt19937 &rng) {
       roundToKV(kind, k);
       roundToKV(kind, v);
       roundToQO(kind, q);
-      std::vector<int32_t> ids(pages), table(b * perSeq);
-      for (int64_t p = 0; p < pages; ++p)
-        ids[p] = int32_t(p);
-      std::shuffle(ids.begin(), ids.end(), rng);
-      std::copy(ids.begin(), ids.begin() + b * perSeq, table.begin());
+      std::vector<int32_t> table = shuffledTable(rng, pages, b * perSeq);
       // Pools [pages, Hkv, P, D] with the layout's strides: random (rounded)
       // values, then each sequence's rows where its table puts them.
       auto kStrides = poolStrides(layout, pages, hkv, page, d),

@@ -125,5 +125,15 @@ Buf<float> randomVec(std::mt19937 &rng, int64_t n, float scale) {
   return v;
 }
 
+std::vector<int32_t> shuffledTable(std::mt19937 &rng, int64_t pages,
+                                   int64_t entries) {
+  std::vector<int32_t> ids(pages);
+  for (int64_t p = 0; p < pages; ++p)
+    ids[p] = int32_t(p);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  ids.resize(entries);
+  return ids;
+}
+
 } // namespace cli
 } // namespace attn_rt
