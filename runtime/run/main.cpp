@@ -503,29 +503,54 @@ bool checkPagedKind(const attn_rt_kind &kind, std::mt19937 &rng) {
   std::vector<std::string> layouts = {"hnd"};
   if (!gCuda)
     layouts = {"hnd", "nhd", "head-major"};
-  for (const Case &c : cases)
+  for (const Case &c : cases) {
+    int64_t b = int64_t(c.lens.size()), page = c.page, sq = c.sq;
+    int64_t maxLen =
+        std::max<int64_t>(1, *std::max_element(c.lens.begin(), c.lens.end()));
+    int64_t perSeq = (maxLen + page - 1) / page, pages = b * perSeq + 3;
+    std::vector<int64_t> qs = {b, hq, sq, d}, ks = {b, hkv, maxLen, d},
+                         vs = {b, hkv, maxLen, dv};
+    auto q = randomVec(rng, b * hq * sq * d, 1);
+    auto k = randomVec(rng, b * hkv * maxLen * d, 1);
+    auto v = randomVec(rng, b * hkv * maxLen * dv, 1);
+    roundToKV(kind, k);
+    roundToKV(kind, v);
+    roundToQO(kind, q);
+    std::vector<int32_t> table = shuffledTable(rng, pages, b * perSeq);
+    // The pools' other elements: random (rounded) values, the same for
+    // every layout.
+    auto kNoise = randomVec(rng, pages * hkv * page * d, 1);
+    auto vNoise = randomVec(rng, pages * hkv * page * dv, 1);
+    roundToKV(kind, kNoise);
+    roundToKV(kind, vNoise);
+    std::vector<int64_t> lens = c.lens;
+    Buf<float> sinks =
+        kind.has_sinks ? randomExtraInput(kind, rng) : Buf<float>();
+    // The reference, once per case: row i of sequence b sits at key
+    // position lens[b] - sq + i.
+    Buf<float> ref;
+    std::vector<int64_t> qStart(b);
+    for (int64_t bi = 0; bi < b; ++bi)
+      qStart[bi] = c.lens[bi] - sq;
+    referenceF64(kind, q, qs, k, ks, v, vs, c.lens, kind.scale, kind.softcap,
+                 ref, &qStart, kind.has_sinks ? &sinks : nullptr);
+    // --qo-dtype: q and the output in 16 bits (the descriptors' untyped
+    // pointers).
+    bool narrowQ = qoNarrow(kind);
+    Buf<uint16_t> q16 = narrowQ ? narrowToQO(kind, q) : Buf<uint16_t>();
+    int64_t qb = narrowQ ? 2 : 4;
+    void *qHost = narrowQ ? (void *)q16.data() : (void *)q.data();
+    std::string lensText;
+    for (int64_t l : c.lens)
+      lensText += (lensText.empty() ? "" : ",") + std::to_string(l);
     for (const std::string &layout : layouts) {
-      int64_t b = int64_t(c.lens.size()), page = c.page, sq = c.sq;
-      int64_t maxLen =
-          std::max<int64_t>(1, *std::max_element(c.lens.begin(), c.lens.end()));
-      int64_t perSeq = (maxLen + page - 1) / page, pages = b * perSeq + 3;
-      std::vector<int64_t> qs = {b, hq, sq, d}, ks = {b, hkv, maxLen, d},
-                           vs = {b, hkv, maxLen, dv};
-      auto q = randomVec(rng, b * hq * sq * d, 1);
-      auto k = randomVec(rng, b * hkv * maxLen * d, 1);
-      auto v = randomVec(rng, b * hkv * maxLen * dv, 1);
-      roundToKV(kind, k);
-      roundToKV(kind, v);
-      roundToQO(kind, q);
-      std::vector<int32_t> table = shuffledTable(rng, pages, b * perSeq);
-      // Pools [pages, Hkv, P, D] with the layout's strides: random (rounded)
-      // values, then each sequence's rows where its table puts them.
+      // Pools [pages, Hkv, P, D] with the layout's strides: the noise, then
+      // each sequence's rows where its table puts them.
       auto kStrides = poolStrides(layout, pages, hkv, page, d),
            vStrides = poolStrides(layout, pages, hkv, page, dv);
-      auto kPool = randomVec(rng, pages * hkv * page * d, 1);
-      auto vPool = randomVec(rng, pages * hkv * page * dv, 1);
-      roundToKV(kind, kPool);
-      roundToKV(kind, vPool);
+      Buf<float> kPool(kNoise.size()), vPool(vNoise.size());
+      std::copy(kNoise.begin(), kNoise.end(), kPool.begin());
+      std::copy(vNoise.begin(), vNoise.end(), vPool.begin());
       auto at = [&](const std::array<int64_t, 4> &st, int64_t pg, int64_t h,
                     int64_t row) {
         return pg * st[0] + h * st[1] + row * st[2];
@@ -547,17 +572,8 @@ bool checkPagedKind(const attn_rt_kind &kind, std::mt19937 &rng) {
       int64_t eb = narrow ? 2 : 4;
       void *kHost = narrow ? (void *)k16.data() : (void *)kPool.data();
       void *vHost = narrow ? (void *)v16.data() : (void *)vPool.data();
-      std::vector<int64_t> lens = c.lens;
-      Buf<float> sinks =
-          kind.has_sinks ? randomExtraInput(kind, rng) : Buf<float>();
-      Buf<float> out(b * hq * sq * dv), ref;
-      // --qo-dtype: q and the output in 16 bits (the descriptors' untyped
-      // pointers).
-      bool narrowQ = qoNarrow(kind);
-      Buf<uint16_t> q16 = narrowQ ? narrowToQO(kind, q) : Buf<uint16_t>(),
-                    out16(narrowQ ? out.size() : 0);
-      int64_t qb = narrowQ ? 2 : 4;
-      void *qHost = narrowQ ? (void *)q16.data() : (void *)q.data();
+      Buf<float> out(b * hq * sq * dv);
+      Buf<uint16_t> out16(narrowQ ? out.size() : 0);
       void *outHost = narrowQ ? (void *)out16.data() : (void *)out.data();
       std::vector<int64_t> os = {b, hq, sq, dv}, kps = {pages, hkv, page, d},
                            vps = {pages, hkv, page, dv};
@@ -594,25 +610,17 @@ bool checkPagedKind(const attn_rt_kind &kind, std::mt19937 &rng) {
       }
       if (narrowQ)
         widenFromQO(kind, out16, out);
-      // Row i of sequence b sits at key position lens[b] - sq + i.
-      std::vector<int64_t> qStart(b);
-      for (int64_t bi = 0; bi < b; ++bi)
-        qStart[bi] = c.lens[bi] - sq;
-      referenceF64(kind, q, qs, k, ks, v, vs, c.lens, kind.scale, kind.softcap,
-                   ref, &qStart, kind.has_sinks ? &sinks : nullptr);
       MaxError err;
       err.add(out, ref);
       bool ok = err.ok(kind.tolerance);
       allOk = allOk && ok;
-      std::string lensText;
-      for (int64_t l : c.lens)
-        lensText += (lensText.empty() ? "" : ",") + std::to_string(l);
       std::printf("%-4s %-32s paged page=%-3lld B=%lld Sq=%lld lens=%s "
                   "max_abs_err=%.3e max_rel_err=%.3e%s\n",
                   ok ? "ok" : "FAIL", kind.name, (long long)page, (long long)b,
                   (long long)sq, lensText.c_str(), err.maxAbs, err.rel(),
                   layout == "hnd" ? "" : (" pool=" + layout).c_str());
     }
+  }
   return allOk;
 }
 

@@ -217,15 +217,16 @@ cl::opt<int64_t> kvBlock("kv-block",
 
 cl::opt<int64_t> splitTarget(
     "split-target",
-    cl::desc("Split-K decode (flash-decoding): a query of one block whose "
+    cl::desc("Split-K decode (flash-decoding) on the CPU: a query of one "
+             "block whose "
              "batch x KV heads is below this many gets its key range split "
              "across threads, merged by log-sum-exp (0: never; default 16)"),
     cl::init(16), cl::cat(category));
 
 cl::opt<int64_t> splitMinKeys(
     "split-min-keys",
-    cl::desc("Split-K decode: the fewest keys of a part (at most kv_len / "
-             "this many parts; default 512)"),
+    cl::desc("Split-K decode on the CPU: the fewest keys of a part (at most "
+             "kv_len / this many parts; default 512)"),
     cl::init(512), cl::cat(category));
 
 cl::opt<std::string> latentForm(
