@@ -407,11 +407,15 @@ void runGdn(void (*fn)(void), const GdnShapes &sh, GdnData &in, Buf<float> &out,
 /// The recurrence in float64 by its definition, token by token.
 void gdnReferenceF64(const attn_rt_kind &kind, const GdnShapes &sh,
                      const GdnData &in, Buf<float> &out, Buf<float> &stateOut);
+/// randomGdn's gates: as the model makes them; with some extreme ones (state
+/// resets, β 0 and 1); KDA only: runs of 16 tokens alternating strong
+/// narrow decays and extreme gates.
+enum class GateMode { Model, Extreme, Banded };
 /// Inputs as the model makes them (q, k L2-normalized, g = −e^A·softplus,
 /// β = sigmoid; with `noDelta`, Mamba2's: C, B as they are, β = dt =
-/// softplus, g = −e^A·dt), with `extreme` gates (state resets, β 0 and 1).
+/// softplus, g = −e^A·dt), with the gates of `mode`.
 /// KDA (sh.channel): each channel's g = −e^A·softplus of its own input.
-GdnData randomGdn(std::mt19937 &rng, const GdnShapes &sh, bool extreme,
+GdnData randomGdn(std::mt19937 &rng, const GdnShapes &sh, GateMode mode,
                   bool withState, bool noDelta);
 /// check's cases for one linear kind; prints one line per case.
 bool checkLinearKind(const attn_rt_kind &kind, std::mt19937 &rng);

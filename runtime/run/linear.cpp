@@ -152,8 +152,9 @@ void gdnReferenceF64(const attn_rt_kind &kind, const GdnShapes &sh,
     }
 }
 
-GdnData randomGdn(std::mt19937 &rng, const GdnShapes &sh, bool extreme,
+GdnData randomGdn(std::mt19937 &rng, const GdnShapes &sh, GateMode mode,
                   bool withState, bool noDelta) {
+  bool extreme = mode != GateMode::Model;
   GdnData d;
   int64_t dk = sh.q[3];
   d.q = randomVec(rng, NpyArray::numelOf(sh.q), 1);
@@ -184,7 +185,15 @@ GdnData randomGdn(std::mt19937 &rng, const GdnShapes &sh, bool extreme,
     d.g.resize(nc);
     for (int64_t i = 0; i < nc; ++i) {
       d.g[i] = -std::exp(-1.0f + 0.5f * c[i / dk]) * std::log1p(std::exp(f[i]));
-      if (extreme && pick(rng) == 0)
+      // Banded: tokens by runs of 16 (the kernel's bands from a chunk's
+      // start), a calm run with every eighth channel decaying by 2.45 a
+      // token (15 steps: 36.75, within the kernel's narrow bound of 40),
+      // then a run with the extreme gates.
+      int64_t t = i / dk % sh.s, x = i % dk;
+      bool calm = mode == GateMode::Banded && t / 16 % 2 == 0;
+      if (calm && x % 8 == 0)
+        d.g[i] = -2.45f;
+      if (extreme && !calm && pick(rng) == 0)
         d.g[i] = (i % 2) ? -60.0f : 0.0f;
     }
     for (int64_t i = 0; i < n; ++i) {
@@ -269,7 +278,8 @@ void runInParts(const attn_rt_kind &kind, const GdnShapes &sh, GdnData &in,
 bool checkLinearKind(const attn_rt_kind &kind, std::mt19937 &rng) {
   struct Case {
     int64_t b, s;
-    bool extreme, state;
+    GateMode gates;
+    bool state;
     std::vector<int64_t> lengths = {};
   };
   // Decode (1 token), the recurrent form's limit (16) and past it, one
@@ -277,16 +287,21 @@ bool checkLinearKind(const attn_rt_kind &kind, std::mt19937 &rng) {
   // different lengths (right-padded: one past the recurrent form's limit,
   // one short, one token, one empty), each row's outputs and final state
   // its own sequence's, padding outputs 0.
-  const Case cases[] = {{1, 1, false, true},    {2, 3, false, false},
-                        {1, 16, true, true},    {1, 17, false, true},
-                        {2, 63, true, false},   {1, 64, false, true},
-                        {2, 65, true, true},    {1, 200, false, false},
-                        {1, 1000, true, true},
-                        {4, 150, true, true, {150, 37, 1, 0}}};
+  // KDA also gets banded gates: narrow and wide bands in one chunk.
+  constexpr GateMode M = GateMode::Model, X = GateMode::Extreme,
+                     Bd = GateMode::Banded;
+  std::vector<Case> cases = {
+      {1, 1, M, true},    {2, 3, M, false},
+      {1, 16, X, true},   {1, 17, M, true},
+      {2, 63, X, false},  {1, 64, M, true},
+      {2, 65, X, true},   {1, 200, M, false},
+      {1, 1000, X, true}, {4, 150, X, true, {150, 37, 1, 0}}};
+  if (kind.channel_gate)
+    cases.push_back({2, 130, Bd, true});
   bool allOk = true;
   for (const Case &c : cases) {
     GdnShapes sh(kind, c.b, c.s);
-    GdnData in = randomGdn(rng, sh, c.extreme, c.state, kind.no_delta);
+    GdnData in = randomGdn(rng, sh, c.gates, c.state, kind.no_delta);
     in.lengths = c.lengths;
     Buf<float> out, st, rOut, rSt, eOut, eSt;
     runGdn(kind.fused, sh, in, out, st);
@@ -313,16 +328,18 @@ bool checkLinearKind(const attn_rt_kind &kind, std::mt19937 &rng) {
       lens += (lens.empty() ? " lengths " : ",") + std::to_string(n);
     std::printf("%-4s %-32s B=%lld S=%-5lld%s%s%s max_abs_err=%.3e "
                 "max_rel_err=%.3e%s\n",
-                ok ? "ok" : "FAIL", kind.name, (long long)c.b,
-                (long long)c.s, c.state ? " state-in" : "",
-                c.extreme ? " extreme-gates" : "", lens.c_str(), e.maxAbs,
-                e.rel(), eagerNote);
+                ok ? "ok" : "FAIL", kind.name, (long long)c.b, (long long)c.s,
+                c.state ? " state-in" : "",
+                c.gates == X    ? " extreme-gates"
+                : c.gates == Bd ? " banded-gates"
+                                : "",
+                lens.c_str(), e.maxAbs, e.rel(), eagerNote);
   }
   // The same prefill in one call, split in two calls, and as a prefill
   // followed by token-by-token decode, the state passed along.
   {
     GdnShapes sh(kind, 2, 150);
-    GdnData in = randomGdn(rng, sh, false, true, kind.no_delta);
+    GdnData in = randomGdn(rng, sh, GateMode::Model, true, kind.no_delta);
     Buf<float> whole, wholeSt;
     runGdn(kind.fused, sh, in, whole, wholeSt);
     std::vector<int64_t> split = {77, 73}, decode = {100};
@@ -506,7 +523,7 @@ void benchLinearKind(const attn_rt_kind &kind, int64_t b, int64_t s,
                      int64_t repeats, bool json, bool first) {
   GdnShapes sh(kind, b, s);
   std::mt19937 rng(7);
-  GdnData in = randomGdn(rng, sh, false, false, kind.no_delta);
+  GdnData in = randomGdn(rng, sh, GateMode::Model, false, kind.no_delta);
   Buf<float> out, state;
   auto median = [&](void (*fn)(void)) {
     return medianMs(repeats, [&] { runGdn(fn, sh, in, out, state); });

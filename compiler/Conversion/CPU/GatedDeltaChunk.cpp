@@ -184,12 +184,8 @@ Value GDEmitter::expC(Value t) {
 }
 
 void GDEmitter::applyDecay() {
-  SmallVector<int32_t> lanes;
-  for (int64_t l = 0; l < W; ++l)
-    lanes.push_back(int32_t(l));
   auto vi = VectorType::get({W}, b.getI32Type());
-  Value iota = arith::ConstantOp::create(
-      b, loc, vi, DenseElementsAttr::get(vi, ArrayRef<int32_t>(lanes)));
+  Value iota = laneIota();
   loop(0, idx(kChunk), [&](Value i) {
     Value ci = splat(load(s[Gc], {i}));
     Value li = splat(load(s[Gl], {i}));
@@ -244,6 +240,90 @@ void GDEmitter::solve() {
   });
 }
 
+Value GDEmitter::bandIsNarrow(Value rv) {
+  // max over the band's rows j and the channels x of |c_j[x] − c_r[x]|
+  // (hi parts: a bound, not a value the products use).
+  Value end = add(rv, idx(kBand));
+  SmallVector<Value> init(1, zeros());
+  Value spread = loop(rv, end, init, [&](Value j, ValueRange m) {
+    Value acc = m[0];
+    for (int64_t j0 = 0; j0 < dkp; j0 += W) {
+      Value at = idx(j0);
+      Value dj = fsub(vload(s[Gc], {j, at}), vload(s[Gc], {rv, at}));
+      acc = arith::MaximumFOp::create(b, loc, acc,
+                                      math::AbsFOp::create(b, loc, dj));
+    }
+    return SmallVector<Value>{acc};
+  })[0];
+  Value most = vector::ReductionOp::create(
+      b, loc, vector::CombiningKind::MAXIMUMF, spread);
+  // Ordered: a NaN gate takes the element-by-element path.
+  return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, most,
+                               f32(kNarrowBand));
+}
+
+void GDEmitter::zeroAboveDiagonal(int64_t r) {
+  // The band's diagonal block above the diagonal (j > i; A also j = i).
+  auto vi = VectorType::get({W}, b.getI32Type());
+  Value iota = laneIota();
+  Value z = zeros();
+  Value rv = idx(r), bandEnd = idx(r + kBand), one = idx(1);
+  loop(rv, bandEnd, one, [&](Value i) {
+    Value i32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), i);
+    Value iv = vector::BroadcastOp::create(b, loc, vi, i32);
+    for (int64_t c0 = r; c0 < r + kBand; c0 += W) {
+      Value first = arith::ConstantOp::create(b, loc, b.getI32Type(),
+                                              b.getI32IntegerAttr(int32_t(c0)));
+      Value col = arith::AddIOp::create(
+          b, loc, iota, vector::BroadcastOp::create(b, loc, vi, first));
+      Value at = idx(c0);
+      Value lower =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, col, iv);
+      Value qk = vload(s[QK], {i, at});
+      vstore(arith::SelectOp::create(b, loc, lower, qk, z), s[QK], {i, at});
+      if (noDelta)
+        continue;
+      Value strict =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, col, iv);
+      Value a = vload(s[A], {i, at});
+      vstore(arith::SelectOp::create(b, loc, strict, a, z), s[A], {i, at});
+    }
+  });
+}
+
+void GDEmitter::diagonalByElements(Value rv) {
+  // e^(c_i − c_j) ≤ 1 for j ≤ i, element by element.
+  Value one = idx(1);
+  Value bandEnd = add(rv, idx(kBand));
+  loop(rv, bandEnd, one, [&](Value i) {
+    Value past = add(i, one);
+    loop(rv, past, one, [&](Value j) {
+      Value accA = zeros(), accQ = zeros();
+      // Unrolled: the d_k / W exps of a pair are independent chains that
+      // overlap (a loop over them ran 4.5% slower at S = 1024).
+      for (int64_t j0 = 0; j0 < dkp; j0 += W) {
+        Value at = idx(j0);
+        Value e = expDiffAt(i, j, at);
+        Value kj = fmul(vload(s[Ks], {j, at}), e);
+        accQ = fma(vload(s[Qs], {i, at}), kj, accQ);
+        if (!noDelta)
+          accA = fma(vload(s[Ks], {i, at}), kj, accA);
+      }
+      Value q =
+          vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, accQ);
+      store(q, s[QK], {i, j});
+      if (noDelta)
+        return;
+      Value a =
+          vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, accA);
+      Value strict =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, i);
+      Value zs = f32(0.0);
+      store(arith::SelectOp::create(b, loc, strict, a, zs), s[A], {i, j});
+    });
+  });
+}
+
 void GDEmitter::channelProducts() {
   Value z = zeros();
   loop(0, idx(kChunk), [&](Value i) {
@@ -253,90 +333,88 @@ void GDEmitter::channelProducts() {
       vstore(z, s[QK], {i, idx(j0)});
     }
   });
+  auto vmask = VectorType::get({W}, b.getI1Type());
   for (int64_t r = 0; r < kChunk; r += kBand) {
     Value rv = idx(r);
-    if (r > 0) {
-      // Rows of the band scaled by e^(c_i − c_r) ≤ 1, columns left of it
-      // by e^(c_r − c_j) ≤ 1 (transposed into Ct).
-      Value bandEnd = idx(r + kBand);
-      Value one = idx(1);
-      loop(rv, bandEnd, one, [&](Value i) {
-        overChannels([&](Value j0) {
-          Value e = expDiffAt(i, rv, j0);
-          if (!noDelta)
-            vstore(fmul(vload(s[Ks], {i, j0}), e), s[Rk], {i, j0});
-          vstore(fmul(vload(s[Qs], {i, j0}), e), s[Rq], {i, j0});
-        });
-      });
-      loop(0, rv, [&](Value j) {
-        overChannels([&](Value j0) {
-          Value e = expDiffAt(rv, j, j0);
-          Value kj = fmul(vload(s[Ks], {j, j0}), e);
-          for (int64_t l = 0; l < W; ++l) {
-            Value x = vector::ExtractOp::create(b, loc, kj, l);
-            Value row = add(j0, idx(l));
-            store(x, s[Ct], {row, j});
-          }
-        });
-      });
-      // The band's rows × columns [0, r): M = kBand, N = r, K = d_k.
-      auto band = [&](Scratch m) {
-        SmallVector<OpFoldResult> offs = {b.getIndexAttr(r), b.getIndexAttr(0)},
-                                  sizes = {b.getIndexAttr(kBand),
-                                           b.getIndexAttr(r)},
-                                  strides = {b.getIndexAttr(1),
-                                             b.getIndexAttr(1)};
-        return memref::SubViewOp::create(b, loc, s[m], offs, sizes, strides)
-            .getResult();
-      };
-      SmallVector<OpFoldResult> ctOffs = {b.getIndexAttr(0), b.getIndexAttr(0)},
-                                ctSizes = {b.getIndexAttr(dkp),
-                                           b.getIndexAttr(r)},
-                                ctStrides = {b.getIndexAttr(1),
-                                             b.getIndexAttr(1)};
-      Value ct =
-          memref::SubViewOp::create(b, loc, s[Ct], ctOffs, ctSizes, ctStrides);
-      auto rowsFrom = [this, rv](Scratch m) {
-        Value buf = s[m];
-        return [this, rv, buf](Value i, Value k) {
-          Value at = add(i, rv);
-          return load(buf, {at, k});
-        };
-      };
-      if (!noDelta)
-        gemm(band(A), kBand, r, dkp, rowsFrom(Rk), ct, Acc::Set);
-      gemm(band(QK), kBand, r, dkp, rowsFrom(Rq), ct, Acc::Set);
-    }
-    // The diagonal block: e^(c_i − c_j) ≤ 1 for j ≤ i, element by element.
-    Value bandEnd = idx(r + kBand);
     Value one = idx(1);
+    Value bandEnd = idx(r + kBand);
+    // A band whose prefix sums stay within kNarrowBand of its first row's
+    // (any real model's gates over 16 tokens) takes its diagonal block in
+    // the same GEMM as the blocks left of it: the band's rows scaled by
+    // e^(c_i − c_r) ≤ 1, the columns j ≤ r + 15 by e^(c_r − c_j), ≤ 1 left
+    // of the band and below e^kNarrowBand in it. Else (a state reset's
+    // gate) the diagonal block goes element by element, e^(c_i − c_j) ≤ 1.
+    Value narrow = bandIsNarrow(rv);
+    Value narrowV = vector::BroadcastOp::create(b, loc, vmask, narrow);
     loop(rv, bandEnd, one, [&](Value i) {
-      Value past = add(i, one);
-      loop(rv, past, one, [&](Value j) {
-        Value accA = zeros(), accQ = zeros();
-        // Unrolled: the d_k / W exps of a pair are independent chains that
-        // overlap (a loop over them ran 4.5% slower at S = 1024).
-        for (int64_t j0 = 0; j0 < dkp; j0 += W) {
-          Value at = idx(j0);
-          Value e = expDiffAt(i, j, at);
-          Value kj = fmul(vload(s[Ks], {j, at}), e);
-          accQ = fma(vload(s[Qs], {i, at}), kj, accQ);
-          if (!noDelta)
-            accA = fma(vload(s[Ks], {i, at}), kj, accA);
-        }
-        Value q = vector::ReductionOp::create(b, loc,
-                                              vector::CombiningKind::ADD, accQ);
-        store(q, s[QK], {i, j});
-        if (noDelta)
-          return;
-        Value a = vector::ReductionOp::create(b, loc,
-                                              vector::CombiningKind::ADD, accA);
-        Value strict =
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, i);
-        Value zs = f32(0.0);
-        store(arith::SelectOp::create(b, loc, strict, a, zs), s[A], {i, j});
+      overChannels([&](Value j0) {
+        Value e = expDiffAt(i, rv, j0);
+        if (!noDelta)
+          vstore(fmul(vload(s[Ks], {i, j0}), e), s[Rk], {i, j0});
+        vstore(fmul(vload(s[Qs], {i, j0}), e), s[Rq], {i, j0});
       });
     });
+    loop(0, bandEnd, [&](Value j) {
+      Value left =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, rv);
+      Value leftV = vector::BroadcastOp::create(b, loc, vmask, left);
+      Value keep = arith::OrIOp::create(b, loc, leftV, narrowV);
+      overChannels([&](Value j0) {
+        // Zero for the band's own columns on the element-by-element path
+        // (their e^(c_r − c_j) may overflow there).
+        Value e =
+            arith::SelectOp::create(b, loc, keep, expDiffAt(rv, j, j0), z);
+        vstore(fmul(vload(s[Ks], {j, j0}), e), s[Cs], {j, j0});
+      });
+    });
+    // Ct = Csᵀ over the columns [0, r + kBand), by W×W blocks.
+    auto square = VectorType::get({W, W}, b.getF32Type());
+    Value w = idx(W);
+    loop(idx(0), bandEnd, w, [&](Value j) {
+      overChannels([&](Value j0) {
+        storeTransposedBlock(
+            b, loc, square,
+            [&](int64_t l) {
+              Value row = add(j, idx(l));
+              return vload(s[Cs], {row, j0});
+            },
+            s[Ct], j0, j);
+      });
+    });
+    // The band's rows × columns [0, r + kBand): M = kBand, K = d_k.
+    int64_t cols = r + kBand;
+    auto band = [&](Scratch m) {
+      SmallVector<OpFoldResult> offs = {b.getIndexAttr(r), b.getIndexAttr(0)},
+                                sizes = {b.getIndexAttr(kBand),
+                                         b.getIndexAttr(cols)},
+                                strides = {b.getIndexAttr(1),
+                                           b.getIndexAttr(1)};
+      return memref::SubViewOp::create(b, loc, s[m], offs, sizes, strides)
+          .getResult();
+    };
+    SmallVector<OpFoldResult> ctOffs = {b.getIndexAttr(0), b.getIndexAttr(0)},
+                              ctSizes = {b.getIndexAttr(dkp),
+                                         b.getIndexAttr(cols)},
+                              ctStrides = {b.getIndexAttr(1),
+                                           b.getIndexAttr(1)};
+    Value ct =
+        memref::SubViewOp::create(b, loc, s[Ct], ctOffs, ctSizes, ctStrides);
+    auto rowsFrom = [this, rv](Scratch m) {
+      Value buf = s[m];
+      return [this, rv, buf](Value i, Value k) {
+        Value at = add(i, rv);
+        return load(buf, {at, k});
+      };
+    };
+    if (!noDelta)
+      gemm(band(A), kBand, cols, dkp, rowsFrom(Rk), ct, Acc::Set);
+    gemm(band(QK), kBand, cols, dkp, rowsFrom(Rq), ct, Acc::Set);
+    auto ifOp = scf::IfOp::create(b, loc, narrow, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    zeroAboveDiagonal(r);
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    diagonalByElements(rv);
   }
   if (noDelta)
     return;

@@ -51,10 +51,15 @@ enum Scratch {
   Rk,
   Rq,
   Ct,
+  /// The columns scaled, row-major (Ct's rows before the transpose).
+  Cs,
   NumScratch
 };
 /// Rows per band of the per-channel form's A and QK.
 constexpr int64_t kBand = 16;
+/// A band whose prefix sums stay within this of its first row's takes its
+/// diagonal block as a GEMM (factors e^(c_r − c_j) ≤ e^40 ≈ 2.4e17).
+constexpr double kNarrowBand = 40.0;
 
 struct GDEmitter {
   OpBuilder &b;
@@ -82,6 +87,15 @@ struct GDEmitter {
         b, loc, vt, DenseElementsAttr::get(vt, b.getF32FloatAttr(0.0)));
   }
   Value splat(Value x) { return vector::BroadcastOp::create(b, loc, vt, x); }
+  /// The i32 vector 0, 1, ..., W − 1.
+  Value laneIota() {
+    auto vi = VectorType::get({W}, b.getI32Type());
+    SmallVector<int32_t> lanes;
+    for (int64_t l = 0; l < W; ++l)
+      lanes.push_back(int32_t(l));
+    return arith::ConstantOp::create(
+        b, loc, vi, DenseElementsAttr::get(vi, ArrayRef<int32_t>(lanes)));
+  }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
   Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
   Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
@@ -264,6 +278,14 @@ struct GDEmitter {
   /// elsewhere: per band of kBand rows from r, the blocks left of the band
   /// as GEMMs against the reference row r, the diagonal block exactly.
   void channelProducts();
+  /// Whether the band from row rv has max |c_j[x] − c_r[x]| < kNarrowBand.
+  Value bandIsNarrow(Value rv);
+  /// A narrow band's diagonal block (from the GEMM): zero above the
+  /// diagonal in QK, on and above it in A.
+  void zeroAboveDiagonal(int64_t r);
+  /// A wide band's diagonal block element by element (A strictly below the
+  /// diagonal, QK with it).
+  void diagonalByElements(Value rv);
 
   /// Qs ← e^c⊙Qs and Ks ← e^(c_last − c)⊙Ks, per channel.
   void channelScale(Value last);

@@ -34,8 +34,14 @@
 // e^(c_i[x] − c_j[x]), likewise QK with Qs. Per band of 16 rows starting
 // at row r, the blocks left of the band's diagonal are one GEMM each,
 // (K_i ⊙ e^(c_i − c_r))·(K_j ⊙ e^(c_r − c_j))ᵀ: both factors ≤ 1 (c only
-// decreases), so no exponent overflows however strong the decay; the
-// 16×16 diagonal blocks take e^(c_i − c_j) element by element (≤ 1 there).
+// decreases), so no exponent overflows however strong the decay (the
+// columns' rows scaled, then transposed by W×W blocks into the GEMM's B).
+// A band whose c stays within 40 of c_r on every channel (bandIsNarrow:
+// any model's gates over 16 tokens, short of a state reset) has its 16×16
+// diagonal block in the same GEMM, its columns' factors e^(c_r − c_j) ≤
+// e^40, the upper part then zeroed; a wider band takes e^(c_i − c_j)
+// element by element there (≤ 1): one vector exp per pair of rows and W
+// channels, and two horizontal sums per pair.
 // Steps 1, 7 and 8 scale per channel: Kb = β·e^c⊙k, Qs ← e^c⊙Qs, Ks ←
 // e^(c_last − c)⊙Ks, S[x, :] ← e^(c_last[x])·S[x, :].
 //
@@ -285,7 +291,7 @@ SmallVector<Scratch> scratchUsed(bool recurrent, bool noDelta, bool padded,
   for (int x = 0; x < NumScratch; ++x) {
     if (noDelta && (x == A || x == Kb || x == Wm || x == Vb || x == Rk))
       continue;
-    if (!channel && (x == Rk || x == Rq || x == Ct))
+    if (!channel && (x == Rk || x == Rq || x == Ct || x == Cs))
       continue;
     if (channel && x == Kt)
       continue;
@@ -313,7 +319,7 @@ mlir::attn::allocateGatedDeltaScratch(OpBuilder &b, Location loc, int64_t dk,
   // Per-channel prefix sums, and the band buffers.
   if (channel)
     shapes[Gc] = shapes[Gl] = {C, dkp};
-  shapes[Rk] = shapes[Rq] = {C, dkp};
+  shapes[Rk] = shapes[Rq] = shapes[Cs] = {C, dkp};
   shapes[Ct] = {dkp, C};
   SmallVector<Value> out;
   for (Scratch x :
