@@ -180,8 +180,19 @@ private:
 
 } // namespace
 
+bool attn_rt::isDirectory(const std::string &path, const char *expected,
+                          std::string &error) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return false;
+  error = path + ": is a directory; " + expected + " is expected";
+  return true;
+}
+
 bool attn_rt::readNpy(const std::string &path, NpyArray &out,
                       std::string &error) {
+  if (isDirectory(path, "a .npy file", error))
+    return false;
   std::ifstream file(path, std::ios::binary);
   if (!file) {
     error = path + ": cannot open (" + std::strerror(errno) + ")";

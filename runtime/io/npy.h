@@ -37,6 +37,10 @@ struct NpyArray {
 /// `[d0, d1, ...]`, for error messages.
 std::string shapeStr(const std::vector<int64_t> &shape);
 
+/// True, with "PATH: is a directory; EXPECTED is expected" in `error`, when
+/// `path` names a directory (which an ifstream opens without an error).
+bool isDirectory(const std::string &path, const char *expected,
+                 std::string &error);
 /// Reads `path`; on failure returns false and says why in `error` (file,
 /// what was found, what is accepted).
 bool readNpy(const std::string &path, NpyArray &out, std::string &error);

@@ -23,6 +23,8 @@ using namespace attn_rt;
 using json = nlohmann::json;
 
 bool SafeTensors::open(const std::string &p, std::string &error) {
+  if (isDirectory(p, "a .safetensors file", error))
+    return false;
   auto in = std::make_unique<std::ifstream>(p, std::ios::binary);
   if (!*in) {
     error = p + ": cannot open (" + std::strerror(errno) + ")";

@@ -88,10 +88,13 @@ void writeOut(Args &args, const std::string &key,
     fail(err);
 }
 
-const attn_rt_kind &kindOfLayer(const attn_rt_model *m, int64_t layer) {
+const attn_rt_kind &kindOfLayer(const attn_rt_model *m, int64_t layer,
+                                const char *option) {
   if (layer < 0 || layer >= m->num_layers)
-    fail("--layer " + std::to_string(layer) + " is out of range: the model "
-         "has layers 0.." + std::to_string(m->num_layers - 1));
+    fail(std::string("--") + option + " " + std::to_string(layer) +
+         " is out of range: the model "
+         "has layers 0.." +
+         std::to_string(m->num_layers - 1));
   int64_t k = m->layer_kind[layer];
   if (k < 0)
     fail("layer " + std::to_string(layer) +

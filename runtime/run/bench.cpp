@@ -235,6 +235,16 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
     for (int64_t i = 0; i < m->num_kinds; ++i)
       kinds.push_back(i);
   }
+  if (args.count("kv-len")) {
+    bool softmax = false;
+    for (int64_t ki : kinds)
+      softmax = softmax || m->kinds[ki].op == ATTN_RT_OP_SDPA;
+    if (!softmax)
+      fail(std::string("bench --kv-len: layer kind '") +
+           m->kinds[kinds[0]].name +
+           "' is linear attention, whose state does not grow with the "
+           "context: it takes --batch and --seq only");
+  }
   // Refuse shapes whose buffers cannot fit rather than dying in new[].
   double physical = double(physicalMemory());
   if (page > 0) {

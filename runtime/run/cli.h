@@ -43,7 +43,8 @@ Args parseArgs(int argc, char **argv, int first,
 int64_t intArg(const Args &args, const std::string &name, int64_t dflt,
                int64_t lo, int64_t hi);
 /// The kind of layer `layer`; fails for a layer out of range or not compiled.
-const attn_rt_kind &kindOfLayer(const attn_rt_model *m, int64_t layer);
+const attn_rt_kind &kindOfLayer(const attn_rt_model *m, int64_t layer,
+                                const char *option = "layer");
 /// OpenMP's thread count (1 without the OpenMP runtime).
 int ompThreads();
 /// The median ms of `repeats` calls of `call` after one warm-up call (which

@@ -175,8 +175,8 @@ int cli::cmdLayer(const attn_rt_model *m, int argc, char **argv, bool model) {
   if (model) {
     first = intArg(args, "from", 0, 0, 1 << 30);
     last = intArg(args, "to", 0, 0, 1 << 30);
-    requireBlocks(kindOfLayer(m, first));
-    kindOfLayer(m, last);
+    requireBlocks(kindOfLayer(m, first, "from"));
+    kindOfLayer(m, last, "to");
     if (last < first)
       fail("--to " + std::to_string(last) + " is before --from " +
            std::to_string(first));

@@ -105,7 +105,9 @@ const char *kUsage =
     "  bench [--layer L] [--batch B] [--seq S] [--kv-len N] [--threads T]\n"
     "        [--repeats R] [--page-size P [--pool-layout hnd|nhd|head-major]\n"
     "        [--pages-in-order]] [--json]\n"
-    "                             median time and GFLOP/s, fused and unfused;\n"
+    "                             median time and GFLOP/s, fused and unfused\n"
+    "                             (defaults: B 1, S 512, N = S; linear kinds\n"
+    "                             take no --kv-len);\n"
     "                             with --page-size, the paged kernel over a\n"
     "                             cache in pages of P tokens (of the kind's\n"
     "                             --kv-dtype; pools [pages, Hkv, P, d], or\n"
@@ -230,6 +232,11 @@ int cmdSdpa(const attn_rt_model *m, int argc, char **argv) {
                std::to_string(kind.bias_buckets) + ", " +
                std::to_string(kind.num_heads) + "]");
     table = t.f32;
+  } else {
+    expect(!args.count("bias-table"),
+           std::string("layer kind '") + kind.name +
+               "' has no relative-position bias: --bias-table is not "
+               "accepted");
   }
   if (kind.has_sinks)
     table = readSinks(kind, args);
@@ -726,6 +733,7 @@ extern "C" int attn_rt_main(int argc, char **argv) {
   if (attn_rt_mpi_main && (cmd == "sdpa" || cmd == "check" || cmd == "bench"))
     return attn_rt_mpi_main(m, argc, argv);
   if (cmd == "info") {
+    parseArgs(argc, argv, 2, {}); // no options: refuses any
     std::printf("%s\n", m->describe_json);
     return 0;
   }

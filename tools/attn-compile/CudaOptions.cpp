@@ -122,3 +122,11 @@ std::string attn_compile::checkCudaCache(attn::KVCacheType kv) {
          "type; use --gpu-precision=" +
          cache + " (or fp32, which reads any cache)";
 }
+
+std::string attn_compile::cudaOptionGiven() {
+  for (const auto &entry : cl::getRegisteredOptions())
+    if (entry.second->getNumOccurrences() &&
+        llvm::is_contained(entry.second->Categories, &cudaCategory()))
+      return entry.first.str();
+  return "";
+}

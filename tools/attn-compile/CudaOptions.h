@@ -19,6 +19,9 @@ namespace attn_compile {
 /// The category of the --target=cuda options (a section of --help).
 llvm::cl::OptionCategory &cudaCategory();
 
+/// The name of a --target=cuda option the command line gives, or "".
+std::string cudaOptionGiven();
+
 /// --gpu-precision: the kernels' arithmetic.
 mlir::attn::GPUPrecision gpuPrecision();
 /// --gpu-linear-chunked with a tensor-core precision.

@@ -15,6 +15,54 @@
 namespace attn = mlir::attn;
 
 /// The entries an executable or library holds, as `info` lists them.
+std::string attn_compile::parseEntryList(const std::vector<std::string> &list,
+                                         bool listed, bool keepReference,
+                                         bool cuda, bool mpi,
+                                         attn::EntrySet &entries) {
+  const char *accepted =
+      "; accepted, comma-separated: all, sdpa, reference, paged, blocks";
+  bool namesReference = false;
+  if (listed) {
+    entries = {/*reference=*/false, /*paged=*/false, /*blocks=*/false};
+    for (const std::string &e : list) {
+      if (e == "all") {
+        entries = {};
+        continue;
+      }
+      if (e == "sdpa")
+        continue;
+      auto *it = llvm::find_if(kEntryNames,
+                               [&](const auto &n) { return e == n.first; });
+      if (it == std::end(kEntryNames))
+        return (e.empty() ? std::string("an empty entry")
+                          : "unknown entry '" + e + "'") +
+               accepted;
+      entries.*(it->second) = true;
+      namesReference |= it->second == &attn::EntrySet::reference;
+    }
+  }
+  if (!keepReference) {
+    if (namesReference)
+      return "lists reference, which --reference=false omits";
+    entries.reference = false;
+  }
+  if (cuda) {
+    if (listed && (entries.reference || entries.blocks))
+      return "--target=cuda compiles the fused kernels and the paged ones "
+             "(--entries=sdpa or sdpa,paged); reference and blocks are the "
+             "CPU target's";
+    // (--distributed=mpi with CUDA: checkOptions says it is CPU-only.)
+    // Paged kernels only where listed: the default GPU build stays the
+    // fused kernels.
+    entries = {false, listed && entries.paged, false};
+    return "";
+  }
+  if (mpi && !entries.paged)
+    return "--distributed=mpi adds <kind>_paged_part kernels beside the "
+           "paged ones: the list must include paged";
+  return "";
+}
+
 nlohmann::ordered_json attn_compile::entryNames(const attn::EntrySet &entries) {
   nlohmann::ordered_json j = {"sdpa"};
   for (const auto &[name, member] : kEntryNames)

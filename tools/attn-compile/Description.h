@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace attn_compile {
 
@@ -25,6 +26,13 @@ constexpr std::pair<const char *, bool mlir::attn::EntrySet::*> kEntryNames[] =
     {{"reference", &mlir::attn::EntrySet::reference},
      {"paged", &mlir::attn::EntrySet::paged},
      {"blocks", &mlir::attn::EntrySet::blocks}};
+
+/// --entries' list (`listed`: given at all) with --reference, the target
+/// and --distributed=mpi into `entries`; why not (without the option's
+/// name), or "".
+std::string parseEntryList(const std::vector<std::string> &list, bool listed,
+                           bool keepReference, bool cuda, bool mpi,
+                           mlir::attn::EntrySet &entries);
 
 /// The entries an executable or library holds, as `info` lists them.
 nlohmann::ordered_json entryNames(const mlir::attn::EntrySet &entries);

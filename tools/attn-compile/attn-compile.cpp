@@ -40,13 +40,13 @@
 #include "llvm/Support/Threading.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
+#include <cstdlib>
 
 #include <algorithm>
 #include <functional>
 
 using namespace mlir;
 namespace cl = llvm::cl;
-using attn_compile::kEntryNames;
 using attn_compile::sameFile;
 using attn_compile::writeFile;
 
@@ -306,52 +306,14 @@ cl::opt<bool> describe("describe",
 /// --entries and --reference as the entries to compile; false after an
 /// error that names what is accepted.
 bool parseEntries(attn::EntrySet &entries) {
-  auto fail = [](const llvm::Twine &msg) {
-    llvm::errs() << "attn-compile: error: --entries: " << msg << "\n";
-    return false;
-  };
-  const char *accepted =
-      "; accepted, comma-separated: all, sdpa, reference, paged, blocks";
-  bool listed = entryList.getNumOccurrences() > 0, namesReference = false;
-  if (listed) {
-    entries = {/*reference=*/false, /*paged=*/false, /*blocks=*/false};
-    for (const std::string &e : entryList) {
-      if (e == "all") {
-        entries = {};
-        continue;
-      }
-      if (e == "sdpa")
-        continue;
-      auto *it = llvm::find_if(kEntryNames,
-                               [&](const auto &n) { return e == n.first; });
-      if (it == std::end(kEntryNames))
-        return fail((e.empty() ? std::string("an empty entry")
-                               : "unknown entry '" + e + "'") +
-                    accepted);
-      entries.*(it->second) = true;
-      namesReference |= it->second == &attn::EntrySet::reference;
-    }
-  }
-  if (!keepReference) {
-    if (namesReference)
-      return fail("lists reference, which --reference=false omits");
-    entries.reference = false;
-  }
-  if (target == Target::CUDA) {
-    if (listed && (entries.reference || entries.blocks))
-      return fail("--target=cuda compiles the fused kernels and the paged "
-                  "ones (--entries=sdpa or sdpa,paged); reference and "
-                  "blocks are the CPU target's");
-    // (--distributed=mpi with CUDA: checkOptions says it is CPU-only.)
-    // Paged kernels only where listed: the default GPU build stays the
-    // fused kernels.
-    entries = {false, listed && entries.paged, false};
+  std::vector<std::string> list(entryList.begin(), entryList.end());
+  std::string why = attn_compile::parseEntryList(
+      list, entryList.getNumOccurrences() > 0, keepReference,
+      target == Target::CUDA, distributed == Distributed::MPI, entries);
+  if (why.empty())
     return true;
-  }
-  if (distributed == Distributed::MPI && !entries.paged)
-    return fail("--distributed=mpi adds <kind>_paged_part kernels beside the "
-                "paged ones: the list must include paged");
-  return true;
+  llvm::errs() << "attn-compile: error: --entries: " << why << "\n";
+  return false;
 }
 
 /// The root of --mlir-timing's report: the front end, each pass, LLVM's
@@ -373,6 +335,30 @@ std::string headerPath() {
 }
 
 /// Checks the options that depend on each other. Prints the error.
+/// Refuses options that would do nothing with the others given.
+bool checkOptionsApply() {
+  auto fail = [](const llvm::Twine &msg) {
+    llvm::errs() << "attn-compile: error: " << msg << "\n";
+    return false;
+  };
+  if (describe && (compileTo.getNumOccurrences() || emit.getNumOccurrences()))
+    return fail(llvm::Twine("--describe prints the model's description; --") +
+                (emit.getNumOccurrences() ? "emit" : "compile-to") +
+                " does not apply (give one or the other)");
+  if (emit.getNumOccurrences() && compileTo.getNumOccurrences())
+    return fail("--emit chooses what a build writes (exe, shared, obj); with "
+                "--compile-to the output is that stage's: give one or the "
+                "other");
+  if (noAmx && amxF32Prefill)
+    return fail("--amx-f32-prefill puts f32 prefill on the AMX tile unit, "
+                "which --no-amx keeps off: give one or the other");
+  std::string gpuOption = attn_compile::cudaOptionGiven();
+  if (target != Target::CUDA && !gpuOption.empty())
+    return fail("--" + gpuOption +
+                " applies to --target=cuda, and the target is the CPU");
+  return true;
+}
+
 bool checkOptions(Stage stage, bool building) {
   auto fail = [](const llvm::Twine &msg) {
     llvm::errs() << "attn-compile: error: " << msg << "\n";
@@ -689,7 +675,9 @@ int main(int argc, char **argv) {
   // libLLVM registers hundreds of backend options; --help shows ours
   // (--help-hidden shows all, including the MLIR printing options).
   cl::HideUnrelatedOptions({&category, &attn_compile::cudaCategory()});
-  cl::ParseCommandLineOptions(
+  std::string parseErrors;
+  llvm::raw_string_ostream parseErrs(parseErrors);
+  bool parsed = cl::ParseCommandLineOptions(
       argc, argv,
       "attn-compile: compile a Hugging Face config.json's attention\n\n"
       "  attn-compile config.json -o NAME "
@@ -703,7 +691,17 @@ int main(int argc, char **argv) {
       "[--gpu-precision=fp32|bf16] [-o NAME | --compile-to=tiled|gpu|ptx]\n"
       "\nATTN_COMPILE_OPTIONS in the environment: options read before the "
       "command line's (the test suite sets --verify-each there)\n",
-      /*Errs=*/nullptr, /*VFS=*/nullptr, "ATTN_COMPILE_OPTIONS");
+      &parseErrs, /*VFS=*/nullptr, "ATTN_COMPILE_OPTIONS");
+  if (!parsed) {
+    llvm::errs() << parseErrors;
+    // The environment's options are parsed first: say where a bad one was.
+    const char *env = std::getenv("ATTN_COMPILE_OPTIONS");
+    if (env && *env)
+      llvm::errs() << "attn-compile: note: the options above include "
+                      "ATTN_COMPILE_OPTIONS from the environment: '"
+                   << env << "'\n";
+    return 1;
+  }
 
   DefaultTimingManager timingManager;
   applyDefaultTimingManagerCLOptions(timingManager);
@@ -719,6 +717,8 @@ int main(int argc, char **argv) {
   attn::SnippetDiagnosticHandler diagHandler(&context, srcMgr, "attn-compile",
                                             llvm::errs());
 
+  if (!checkOptionsApply())
+    return 1;
   std::unique_ptr<attn::ConfigSource> src =
       attn::ConfigSource::load(inputPath, srcMgr, &context);
   if (!src)
