@@ -9,6 +9,7 @@
 #include "cli.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +33,8 @@ Args parseArgs(int argc, char **argv, int first,
     if (a.rfind("--", 0) != 0)
       fail("unexpected argument '" + a + "'; options start with --");
     std::string name = a.substr(2);
+    if (args.count(name))
+      fail("option '" + a + "' is given twice; give it once");
     if (std::find(flags.begin(), flags.end(), name) != flags.end()) {
       args[name] = "1";
       continue;
@@ -54,7 +57,10 @@ int64_t intArg(const Args &args, const std::string &name, int64_t dflt,
   char *end = nullptr;
   errno = 0;
   long long v = std::strtoll(str, &end, 10);
-  if (!end || end == str || *end || errno == ERANGE || v < lo || v > hi)
+  // strtoll skips leading blanks: refuse them as any other stray text.
+  bool blank = std::isspace(static_cast<unsigned char>(str[0]));
+  if (blank || !end || end == str || *end || errno == ERANGE || v < lo ||
+      v > hi)
     fail("--" + name + " must be an integer in [" + std::to_string(lo) +
          ", " + std::to_string(hi) + "], got '" + it->second + "'");
   return v;
