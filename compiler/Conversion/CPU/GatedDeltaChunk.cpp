@@ -105,7 +105,7 @@ void GDEmitter::loadChunk(Value t0, Value len) {
       Value kbScale = bk;
       if (channel) {
         Value hi = exp(vload(s[Gc], {t, idx(j0)}));
-        Value lo = exp(vload(s[Gl], {t, idx(j0)}));
+        Value lo = expLo(vload(s[Gl], {t, idx(j0)}));
         kbScale = fmul(fmul(hi, lo), bv);
       }
       Value kb = fmul(kr, kbScale);
@@ -430,7 +430,7 @@ void GDEmitter::channelScale(Value last) {
   loop(0, idx(kChunk), [&](Value t) {
     overChannels([&](Value j0) {
       Value ehi = exp(vload(s[Gc], {t, j0}));
-      Value elo = exp(vload(s[Gl], {t, j0}));
+      Value elo = expLo(vload(s[Gl], {t, j0}));
       Value eq = fmul(ehi, elo);
       vstore(fmul(vload(s[Qs], {t, j0}), eq), s[Qs], {t, j0});
       Value ek = expDiffAt(last, t, j0);

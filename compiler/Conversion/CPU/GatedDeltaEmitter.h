@@ -104,6 +104,14 @@ struct GDEmitter {
     return vector::FMAOp::create(b, loc, x, y, z);
   }
   Value exp(Value x) { return math::ExpOp::create(b, loc, x); }
+  /// e^lo of a prefix sum's low part (a vector): 1 + lo + lo²/2. Where e^hi
+  /// is a normal float (|hi| < 128), |lo| ≤ 64 TwoSum errors of ulp(hi)/2
+  /// ≤ 2^-12, and the next term lo³/6 is below 2^-38; beyond, e^hi is 0 (or
+  /// overflows) whatever e^lo is.
+  Value expLo(Value lo) {
+    Value one = splat(f32(1.0)), half = splat(f32(0.5));
+    return fma(lo, fma(lo, half, one), one);
+  }
   Value load(Value m, ValueRange at) {
     return memref::LoadOp::create(b, loc, m, at);
   }
