@@ -249,7 +249,10 @@ Value GDEmitter::bandIsNarrow(Value rv) {
     Value acc = m[0];
     for (int64_t j0 = 0; j0 < dkp; j0 += W) {
       Value at = idx(j0);
-      Value dj = fsub(vload(s[Gc], {j, at}), vload(s[Gc], {rv, at}));
+      // One op per statement (tools/check-host-compiler.sh).
+      Value cj = vload(s[Gc], {j, at});
+      Value cr = vload(s[Gc], {rv, at});
+      Value dj = fsub(cj, cr);
       acc = arith::MaximumFOp::create(b, loc, acc,
                                       math::AbsFOp::create(b, loc, dj));
     }
