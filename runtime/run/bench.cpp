@@ -235,7 +235,8 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
     for (int64_t i = 0; i < m->num_kinds; ++i)
       kinds.push_back(i);
   }
-  if (args.count("kv-len")) {
+  // (With --page-size a linear kind is refused below, naming the option.)
+  if (args.count("kv-len") && page == 0) {
     bool softmax = false;
     for (int64_t ki : kinds)
       softmax = softmax || m->kinds[ki].op == ATTN_RT_OP_SDPA;
