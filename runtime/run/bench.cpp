@@ -235,17 +235,6 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
     for (int64_t i = 0; i < m->num_kinds; ++i)
       kinds.push_back(i);
   }
-  // (With --page-size a linear kind is refused below, naming the option.)
-  if (args.count("kv-len") && page == 0) {
-    bool softmax = false;
-    for (int64_t ki : kinds)
-      softmax = softmax || m->kinds[ki].op == ATTN_RT_OP_SDPA;
-    if (!softmax)
-      fail(std::string("bench --kv-len: layer kind '") +
-           m->kinds[kinds[0]].name +
-           "' is linear attention, whose state does not grow with the "
-           "context: it takes --batch and --seq only");
-  }
   // Refuse shapes whose buffers cannot fit rather than dying in new[].
   double physical = double(physicalMemory());
   if (page > 0) {
@@ -286,6 +275,16 @@ int cmdBench(const attn_rt_model *m, int argc, char **argv) {
     if (json)
       std::printf("\n]\n");
     return 0;
+  }
+  if (args.count("kv-len")) {
+    bool softmax = false;
+    for (int64_t ki : kinds)
+      softmax = softmax || m->kinds[ki].op == ATTN_RT_OP_SDPA;
+    if (!softmax)
+      fail(std::string("bench --kv-len: layer kind '") +
+           m->kinds[kinds[0]].name +
+           "' is linear attention, whose state does not grow with the "
+           "context: it takes --batch and --seq only");
   }
   // A latent kind's expanded K/V (a plain MHA cache) can be far larger
   // than its latent cache: past a quarter of the memory only its absorbed

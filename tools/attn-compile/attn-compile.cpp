@@ -335,12 +335,15 @@ std::string headerPath() {
 }
 
 /// Checks the options that depend on each other. Prints the error.
+/// Prints an option error; false.
+bool optionError(const llvm::Twine &msg) {
+  llvm::errs() << "attn-compile: error: " << msg << "\n";
+  return false;
+}
+
 /// Refuses options that would do nothing with the others given.
 bool checkOptionsApply() {
-  auto fail = [](const llvm::Twine &msg) {
-    llvm::errs() << "attn-compile: error: " << msg << "\n";
-    return false;
-  };
+  auto fail = optionError;
   if (describe && (compileTo.getNumOccurrences() || emit.getNumOccurrences()))
     return fail(llvm::Twine("--describe prints the model's description; --") +
                 (emit.getNumOccurrences() ? "emit" : "compile-to") +
@@ -360,10 +363,7 @@ bool checkOptionsApply() {
 }
 
 bool checkOptions(Stage stage, bool building) {
-  auto fail = [](const llvm::Twine &msg) {
-    llvm::errs() << "attn-compile: error: " << msg << "\n";
-    return false;
-  };
+  auto fail = optionError;
   // No output may be an input: -o (or the header next to it) naming the
   // config would overwrite the user's config.
   if (outputPath != "-" && inputPath != "-" && sameFile(outputPath, inputPath))
