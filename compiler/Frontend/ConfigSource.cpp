@@ -96,6 +96,21 @@ public:
   bool start_array(std::size_t) { return open(true); }
   bool end_array() { return close(); }
   bool key(std::string &k) {
+    // A key given twice in one object: JSON leaves the meaning open
+    // (nlohmann keeps the last, Python's json too, other readers the
+    // first), so the config is refused rather than read one way.
+    size_t at = openingQuote(consumed - 1);
+    auto [it, inserted] = stack.back().keyOffsets.try_emplace(k, at);
+    if (!inserted) {
+      errorOffset = at;
+      errorPrefix = "";
+      errorMessage = "key \"" + k +
+                     "\" appears twice in one object of the "
+                     "config (first at " +
+                     lineColumn(it->second) +
+                     "); JSON readers differ on which one counts: keep one";
+      return false;
+    }
     stack.back().key = k;
     return true;
   }
@@ -112,6 +127,7 @@ public:
   }
 
   std::optional<size_t> errorOffset;
+  std::string errorPrefix = "malformed JSON in config file: ";
   std::string errorMessage;
 
 private:
@@ -120,7 +136,21 @@ private:
     size_t index = 0;
     std::string key;
     std::string pointer;
+    llvm::StringMap<size_t> keyOffsets;
   };
+
+  std::string lineColumn(size_t offset) const {
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < offset && i < text.size(); ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    return "line " + std::to_string(line) + ", column " + std::to_string(col);
+  }
 
   std::string currentPointer() const {
     if (stack.empty())
@@ -185,7 +215,7 @@ private:
     }
     std::string p = currentPointer();
     offsets[p] = consumed > 0 ? consumed - 1 : 0;
-    stack.push_back(Frame{isArray, 0, "", p});
+    stack.push_back(Frame{isArray, 0, "", p, {}});
     return true;
   }
 
@@ -394,8 +424,7 @@ std::unique_ptr<ConfigSource> ConfigSource::parse(llvm::StringRef path,
         --at;
       at = at > 0 ? at - 1 : 0;
     }
-    emitError(src->locOfOffset(at))
-        << "malformed JSON in config file: " << sax.errorMessage;
+    emitError(src->locOfOffset(at)) << sax.errorPrefix << sax.errorMessage;
     return nullptr;
   }
   src->rootValue = json::parse(parsed, nullptr, /*allow_exceptions=*/false);
@@ -526,8 +555,15 @@ int64_t FieldReader::reqInt(llvm::ArrayRef<llvm::StringRef> keys, int64_t lo,
   if (failed())
     return lo;
   if (!firstPresent(keys)) {
-    auto diag = errorHere();
-    diag << "missing field '" << name(keys.front()) << "'";
+    // A required field given as null (transformers' way of writing "not
+    // set") is named where it stands, not reported as missing.
+    const llvm::StringRef *null = llvm::find_if(
+        keys, [&](llvm::StringRef k) { return get(k) != nullptr; });
+    auto diag = null != keys.end() ? error(*null) : errorHere();
+    if (null != keys.end())
+      diag << "field '" << name(*null) << "' is null";
+    else
+      diag << "missing field '" << name(keys.front()) << "'";
     if (keys.size() > 1) {
       diag << " (or";
       for (llvm::StringRef k : keys.drop_front())

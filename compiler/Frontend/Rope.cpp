@@ -49,10 +49,20 @@ bool readBase(FieldReader &r, std::optional<FieldReader> &params,
   if (r.failed())
     return false;
   if (rope.rotaryDim < 2 || rope.rotaryDim % 2 != 0) {
-    r.error("partial_rotary_factor")
-        << "the rotary dimension head_dim x partial_rotary_factor = "
-        << headDim << " x " << formatNumber(partial) << " = " << rope.rotaryDim
-        << " must be an even number >= 2";
+    // Point at the field that set the odd dimension: the factor where one
+    // is given, else the head size (or, derived, hidden_size).
+    auto diag = [&] {
+      if (params && params->present("partial_rotary_factor"))
+        return params->error("partial_rotary_factor");
+      for (llvm::StringRef k :
+           {"partial_rotary_factor", "qk_rope_head_dim", "head_dim"})
+        if (r.present(k))
+          return r.error(k);
+      return r.error("hidden_size");
+    }();
+    diag << "the rotary dimension head_dim x partial_rotary_factor = "
+         << headDim << " x " << formatNumber(partial) << " = " << rope.rotaryDim
+         << " must be an even number >= 2 (RoPE rotates channels in pairs)";
     return false;
   }
   return true;
