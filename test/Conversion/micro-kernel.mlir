@@ -26,7 +26,9 @@
 // block's d steps 128 bytes apart). Per chunk of 64 keys, an f32 K is read
 // in place when the chunk is full (copied otherwise) and the V rows are
 // copied; per block of
-// 32 rows (2 vectors of 16 lanes), Q·Kᵀ in 2 × 8 register tiles (per d
+// 32 rows (2 vectors of 16 lanes), up to the block's last visible key (the
+// causal mask hides the keys after its last row's position: one integer
+// max over the rows' positions), Q·Kᵀ in 2 × 8 register tiles (per d
 // step 2 loads of Qᵀ, 8 broadcasts of K, 16 FMAs), the causal mask as lane
 // compares of the rows' positions against the key's, the scores stored
 // key-major with the running max; the new max and alpha as vectors; then
@@ -50,12 +52,16 @@
 // CHECK: arith.select {{.*}} : memref<?x64xf32, strided<[64, 1], offset: ?>>
 // CHECK: scf.for {{.*}} step %c32
 // CHECK: vector.from_elements
-// CHECK: scf.for {{.*}} step %c8
+// CHECK: %[[LAST:.*]] = vector.reduction <maxsi>, {{.*}} : vector<16xi32> into i32
+// CHECK: arith.subi %[[LAST]]
+// CHECK: %[[SEEN:.*]] = arith.minsi
+// CHECK: %[[GEND:.*]] = arith.muli {{.*}}, %c8
+// CHECK: scf.for {{.*}} to %[[GEND]] step %c8
 // CHECK: scf.for
 // CHECK-COUNT-16: vector.fma {{.*}} : vector<16xf32>
 // CHECK: arith.cmpi sle, {{.*}} : vector<16xi32>
 // CHECK: vector.store {{.*}} : memref<64x32xf32>, vector<16xf32>
-// CHECK-NOT: vector.reduction
+// CHECK-NOT: vector.reduction {{.*}}f32
 // CHECK-NOT: math.exp
 // CHECK: arith.cmpf oeq, {{.*}} : vector<16xf32>
 // CHECK: arith.constant -1.500000e+02 : f32
@@ -66,11 +72,11 @@
 // CHECK: scf.for {{.*}} step %c4
 // CHECK: x86vector.avx512.mask.scalef {{.*}} : vector<16xf32>
 // CHECK: vector.store {{.*}} : memref<64x32xf32>, vector<16xf32>
-// CHECK-NOT: vector.reduction
+// CHECK-NOT: vector.reduction {{.*}}f32
 // CHECK: scf.for {{.*}} step %c4
 // CHECK: scf.for
 // CHECK-COUNT-16: vector.fma {{.*}} : vector<16xf32>
-// CHECK-NOT: vector.reduction
+// CHECK-NOT: vector.reduction {{.*}}f32
 // CHECK: return
 // Fewer than 16 rows (decode): per 4 keys a 4 rows x 4 keys tile of
 // dot products (16 FMAs per d step, each K vector shared by the 4 rows) up

@@ -15,6 +15,22 @@ using namespace mlir::attn;
 
 namespace mlir::attn::microkernel {
 
+Value Emitter::keysSeenBy(ArrayRef<Value> qPos, Value kvBase, Value nc) {
+  if (op.getMask() == MaskKind::none)
+    return nc;
+  Value zero = idx(0), one = idx(1);
+  Value top = qPos[0];
+  for (Value p : qPos.drop_front())
+    top = arith::MaxSIOp::create(b, loc, top, p);
+  Value last =
+      vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXSI, top);
+  Value span = arith::SubIOp::create(b, loc, last, kvBase);
+  Value spanIdx = arith::IndexCastOp::create(b, loc, b.getIndexType(), span);
+  Value count = add(spanIdx, one);
+  Value atLeast = arith::MaxSIOp::create(b, loc, count, zero);
+  return minI(atLeast, nc);
+}
+
 void Emitter::laneBlock(Value t0, Value ns, Value n0, Value nc, int64_t rvs) {
   Value zero = idx(0), one = idx(1);
   Value ninf = splat(negInf(), vt);
@@ -34,9 +50,10 @@ void Emitter::laneBlock(Value t0, Value ns, Value n0, Value nc, int64_t rvs) {
     mOld.push_back(vector::FromElementsOp::create(b, loc, vt, ms));
     lOld.push_back(vector::FromElementsOp::create(b, loc, vt, ls));
   }
+  Value seenKeys = keysSeenBy(qPos, kvBase, nc);
   // Scores, masked, into Pt (key-major) and the running max.
   SmallVector<Value> runMax(rvs, ninf);
-  Value groupsEnd = roundUp(nc, KB);
+  Value groupsEnd = roundUp(seenKeys, KB);
   Value qRow0 = qtBlockRow(t0);
   runMax =
       loop(zero, groupsEnd, idx(KB), runMax, [&](Value g, ValueRange curMax) {
@@ -97,7 +114,7 @@ void Emitter::laneBlock(Value t0, Value ns, Value n0, Value nc, int64_t rvs) {
         expNonPositive(arith::SubFOp::create(b, loc, mOld[rv], shift[rv])));
   }
   SmallVector<Value> sums(U * rvs, splatF(0.0));
-  Value keysEnd = roundUp(nc, U);
+  Value keysEnd = roundUp(seenKeys, U);
   sums = loop(zero, keysEnd, idx(U), sums, [&](Value n, ValueRange cur) {
     SmallVector<Value> next(cur.begin(), cur.end());
     for (int64_t u = 0; u < U; ++u)
@@ -143,7 +160,7 @@ void Emitter::laneBlock(Value t0, Value ns, Value n0, Value nc, int64_t rvs) {
           memref::LoadOp::create(b, loc, St, ValueRange{zero, i}));
     }
     pRow0 = i0;
-    pvBlock(rowAt, alphas, n0, nc, CV);
+    pvBlock(rowAt, alphas, n0, seenKeys, CV);
     pRow0 = Value();
   };
   loop(zero, fullEnd, idx(R), [&](Value i0) { pv(i0, R); });
