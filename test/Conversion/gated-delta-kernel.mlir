@@ -22,6 +22,9 @@
 // CHECK: call @chunks_tile(
 // CHECK: call @chunks_tile_0(
 // CHECK: func.func private @chunks_tile({{.*}}) attributes {attn.no_inline, llvm.linkage = #llvm.linkage<internal>}
+// Kᵀ for the GEMMs by 16×16 shuffle transposes of the chunk's key rows
+// (a scalar store per element became a scatter).
+// CHECK: vector.shuffle {{.*}} [0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29] : vector<16xf32>, vector<16xf32>
 // CHECK: vector.fma {{.*}} : vector<16xf32>
 // CHECK: math.exp {{.*}} : vector<16xf32>
 // CHECK: func.func private @chunks_tile_0(

@@ -269,7 +269,7 @@ struct GDEmitter {
   /// The gate's prefix sum and β of a per-token gate.
   void loadScalarGates(Value t0, Value len);
 
-  /// Padding tokens [len, chunk): zero rows (and zero columns of Kt).
+  /// Padding tokens [len, chunk): zero rows (Kt is transposed from Ks after).
   void padChunk(Value len);
 
   /// e^(c_t) of the prefix sum hi + lo: e^hi · e^lo.
