@@ -384,6 +384,8 @@ Buf<float> readSinks(const attn_rt_kind &kind, Args &args);
 //===- bench.cpp -----------------------------------------------------------===//
 
 int cmdBench(const attn_rt_model *m, int argc, char **argv);
+/// `check` (check.cpp): every kind's kernels against their references.
+int cmdCheck(const attn_rt_model *m, int argc, char **argv);
 
 //===- linear.cpp ----------------------------------------------------------===//
 

@@ -287,7 +287,14 @@ Value Emitter::expNonPositive(Value t) {
     return vty ? vector::FMAOp::create(b, loc, x, y, z).getResult()
                : math::FmaOp::create(b, loc, x, y, z).getResult();
   };
-  t = maxNoNaN(t, cst(scalef ? -150.0 : -88.0));
+  // Clamped from below by a compare and a select rather than a max
+  // without NaNs: a NaN t (a NaN in q or K) stays NaN through the
+  // polynomial and 2^n, so its row's output is NaN, as PyTorch's, not a
+  // masked key's 0. LLVM makes it one vmaxps with the operands in the order
+  // that passes a NaN t on.
+  Value lo = cst(scalef ? -150.0 : -88.0);
+  Value below = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, t, lo);
+  t = arith::SelectOp::create(b, loc, below, lo, t);
   Value n = math::RoundEvenOp::create(
       b, loc, arith::MulFOp::create(b, loc, t, cst(M_LOG2E)));
   Value r = fma(n, cst(-M_LN2), t);
@@ -314,8 +321,13 @@ Value Emitter::expNonPositive(Value t) {
     return vty ? splat(s, cast<VectorType>(ity)) : s;
   };
   // One op per statement: argument order would depend on the compiler.
-  Value ni = arith::FPToSIOp::create(b, loc, ity, n);
-  Value bias = icst(127);
+  // n (an integer in [-127, 0]) + 1.5·2^23 has the bits 0x4B400000 + n:
+  // the exponent's bits without fptosi, whose result for a NaN n is
+  // poison (here a NaN n gives some scale, and p, NaN, stays NaN).
+  Value magic = cst(12582912.0);
+  Value shifted = arith::AddFOp::create(b, loc, n, magic);
+  Value ni = arith::BitcastOp::create(b, loc, ity, shifted);
+  Value bias = icst(127 - 0x4B400000);
   Value biased = arith::AddIOp::create(b, loc, ni, bias);
   Value shift = icst(23);
   Value bits = arith::ShLIOp::create(b, loc, biased, shift);
