@@ -37,8 +37,14 @@
 // by every row, then the diagonal), whose keys upstream tiling (its
 // TilingInterface) cuts into a loop over [0, end - start) carrying the
 // state; a tile's keys start at start + kb.
+// On the CPU the unmasked piece is a multiple of the 64 keys per tile (64
+// when the block has 17 rows or more, else 1: decode's tiles of 1024): its
+// remainder goes to the diagonal's piece, and no tile holds one key.
+// CHECK: %[[ALIGN:.*]] = arith.select %{{.*}}, %c1, %[[C64]] : index
 // CHECK: %[[HI:.*]] = arith.minsi %{{.*}}, %[[KVLEN]] : index
-// CHECK: %[[FULLHI:.*]] = arith.minsi %{{.*}}, %[[HI]] : index
+// CHECK: %[[VIS:.*]] = arith.minsi %{{.*}}, %[[HI]] : index
+// CHECK: %[[WHOLE:.*]] = arith.divsi %[[VIS]], %[[ALIGN]]
+// CHECK: %[[FULLHI:.*]] = arith.muli %[[WHOLE]], %[[ALIGN]] : index
 // CHECK: %[[R0:.*]]:3 = scf.for %[[KB:.*]] = %c0 to %[[FULLHI]] step %[[C64]] iter_args
 // CHECK: %[[KN:.*]] = affine.min #{{.*}}(%[[KB]])[%[[FULLHI]]]
 // CHECK: %[[KT:.*]] = tensor.extract_slice %[[K]][%[[B]], %[[G]], %[[KB]], 0] [1, 1, %[[KN]], 128] [1, 1, 1, 1] : tensor<?x8x?x128xf32> to tensor<?x128xf32>
@@ -76,9 +82,10 @@
 // SPLIT: %[[SPLIT:.*]] = arith.andi %[[ONEB]], %[[WORTH]]
 // SPLIT: %[[NS:.*]] = arith.select %[[SPLIT]], %[[WANT]], %c1
 // SPLIT: scf.forall (%[[B:.*]], %[[S:.*]], %[[G:.*]], %{{.*}}) in (%{{.*}}, %[[NS]], 8, %{{.*}}) shared_outs({{.*}}) -> (tensor<?x32x?x128xf32>, tensor<?x8x?x4x?x128xf32>, tensor<?x8x?x4x?xf32>, tensor<?x8x?x4x?xf32>)
+// SPLIT: %[[FEW:.*]] = arith.cmpi slt, %{{.*}}, %c17
+// SPLIT: arith.select %[[FEW]], %c1, %c64
 // SPLIT: %[[PER:.*]] = arith.ceildivsi %{{.*}}, %[[NS]]
 // SPLIT: arith.muli %[[S]], %[[PER]]
-// SPLIT: %[[FEW:.*]] = arith.cmpi slt, %{{.*}}, %c17
 // SPLIT: %[[STEP:.*]] = arith.select %[[FEW]], %c1024, %c64
 // SPLIT: scf.for {{.*}} step %[[STEP]]
 // SPLIT: attn.online_attention
@@ -124,7 +131,9 @@ func.func @causal_gqa(%q: tensor<?x32x?x128xf32>, %k: tensor<?x8x?x128xf32>, %v:
 // CHECK: %[[HI:.*]] = arith.minsi %[[E3]], %[[KVLEN]]
 // CHECK: %[[F:.*]] = arith.addi %[[P]], %c1
 // CHECK: %[[F3:.*]] = arith.maxsi %[[F]], %c0
-// CHECK: %[[FH:.*]] = arith.minsi %[[F3]], %[[HI]]
+// CHECK: %[[F4:.*]] = arith.minsi %[[F3]], %[[HI]]
+// CHECK: %[[W:.*]] = arith.divsi %[[F4]], %[[AL:.*]] : index
+// CHECK: %[[FH:.*]] = arith.muli %[[W]], %[[AL]] : index
 // CHECK: scf.for %{{.*}} = %c0 to %[[FH]]
 // CHECK: %[[N1:.*]] = arith.subi %[[HI]], %[[FH]]
 // CHECK: scf.for %{{.*}} = %c0 to %[[N1]]

@@ -427,7 +427,8 @@ void Emitter::pvGroup(ArrayRef<SmallVector<Value>> rowAt, ArrayRef<Value> alphas
     }
   // The group's columns of a V row, within dv.
   int64_t width = masks.back() ? (cw - 1) * W + (dv % W) : cw * W;
-  a = loop(zero, nc, one, a, [&](Value n, ValueRange cur) {
+  Value first = pvFirst ? pvFirst : zero;
+  a = loop(first, nc, one, a, [&](Value n, ValueRange cur) {
     if (prefetchBase)
       prefetchRow(/*key=*/false, n, col, width);
     SmallVector<Value> vv, next(cur.begin(), cur.end());

@@ -72,6 +72,8 @@ struct Emitter {
   }
   /// Set while the lanes path's P·V runs: P·V reads Pt[n, pRow0 + r].
   Value pRow0 = {};
+  /// Set while the lanes path's P·V runs: its first key (firstKeySeenBy).
+  Value pvFirst = {};
   /// p of block row r and key n for P·V: P[r, n] (decode) or Pt.
   Value pAt(int64_t r, Value n) {
     if (pRow0)
@@ -404,6 +406,11 @@ struct Emitter {
   /// rows of a causal diagonal chunk sees half of it: Llama-3.1-8B's
   /// attention at S = 128 and 256 took 7–14% less time).
   Value keysSeenBy(ArrayRef<Value> qPos, Value kvBase, Value nc);
+  /// The first of the chunk's keys (rounded down to a group of KB) a block
+  /// of rows at positions qPos can see: a sliding window hides the keys at
+  /// or before a row's position minus the window, so the keys before the
+  /// block's first row's window are left out (0 for the other masks).
+  Value firstKeySeenBy(ArrayRef<Value> qPos, Value kvBase, Value seenKeys);
 
   /// Where the lanes path's scores read the chunk's keys (kSrc, rows from
   /// 0): an f32 K whose rows are d apart is read in place (the scores

@@ -31,6 +31,30 @@ Value Emitter::keysSeenBy(ArrayRef<Value> qPos, Value kvBase, Value nc) {
   return minI(atLeast, nc);
 }
 
+Value Emitter::firstKeySeenBy(ArrayRef<Value> qPos, Value kvBase,
+                              Value seenKeys) {
+  Value zero = idx(0);
+  if (op.getMask() != MaskKind::sliding_window)
+    return zero;
+  // Row i sees keys after i - window: the block's first row the first.
+  Value bottom = qPos[0];
+  for (Value p : qPos.drop_front())
+    bottom = arith::MinSIOp::create(b, loc, bottom, p);
+  Value first =
+      vector::ReductionOp::create(b, loc, vector::CombiningKind::MINSI, bottom);
+  Value w = arith::ConstantOp::create(b, loc, b.getI32Type(),
+                                      b.getI32IntegerAttr(*op.getWindow() - 1));
+  Value lowest = arith::SubIOp::create(b, loc, first, w);
+  Value rel = arith::SubIOp::create(b, loc, lowest, kvBase);
+  Value relIdx = arith::IndexCastOp::create(b, loc, b.getIndexType(), rel);
+  Value atLeast = arith::MaxSIOp::create(b, loc, relIdx, zero);
+  Value within = minI(atLeast, seenKeys);
+  // Down to a group of KB keys (the scores' register tile; U divides KB).
+  Value step = idx(KB);
+  Value groups = arith::DivSIOp::create(b, loc, within, step);
+  return arith::MulIOp::create(b, loc, groups, step);
+}
+
 void Emitter::laneBlock(Value t0, Value ns, Value n0, Value nc, int64_t rvs) {
   Value zero = idx(0), one = idx(1);
   Value ninf = splat(negInf(), vt);
@@ -51,12 +75,13 @@ void Emitter::laneBlock(Value t0, Value ns, Value n0, Value nc, int64_t rvs) {
     lOld.push_back(vector::FromElementsOp::create(b, loc, vt, ls));
   }
   Value seenKeys = keysSeenBy(qPos, kvBase, nc);
+  Value firstKey = firstKeySeenBy(qPos, kvBase, seenKeys);
   // Scores, masked, into Pt (key-major) and the running max.
   SmallVector<Value> runMax(rvs, ninf);
   Value groupsEnd = roundUp(seenKeys, KB);
   Value qRow0 = qtBlockRow(t0);
-  runMax =
-      loop(zero, groupsEnd, idx(KB), runMax, [&](Value g, ValueRange curMax) {
+  runMax = loop(
+      firstKey, groupsEnd, idx(KB), runMax, [&](Value g, ValueRange curMax) {
         SmallVector<Value> init(rvs * KB, splatF(0.0));
         SmallVector<Value> s =
             loop(zero, idx(d), one, init, [&](Value kk, ValueRange a) {
@@ -115,7 +140,7 @@ void Emitter::laneBlock(Value t0, Value ns, Value n0, Value nc, int64_t rvs) {
   }
   SmallVector<Value> sums(U * rvs, splatF(0.0));
   Value keysEnd = roundUp(seenKeys, U);
-  sums = loop(zero, keysEnd, idx(U), sums, [&](Value n, ValueRange cur) {
+  sums = loop(firstKey, keysEnd, idx(U), sums, [&](Value n, ValueRange cur) {
     SmallVector<Value> next(cur.begin(), cur.end());
     for (int64_t u = 0; u < U; ++u)
       for (int64_t rv = 0; rv < rvs; ++rv) {
@@ -160,8 +185,9 @@ void Emitter::laneBlock(Value t0, Value ns, Value n0, Value nc, int64_t rvs) {
           memref::LoadOp::create(b, loc, St, ValueRange{zero, i}));
     }
     pRow0 = i0;
+    pvFirst = firstKey;
     pvBlock(rowAt, alphas, n0, seenKeys, CV);
-    pRow0 = Value();
+    pRow0 = pvFirst = Value();
   };
   loop(zero, fullEnd, idx(R), [&](Value i0) { pv(i0, R); });
   loop(fullEnd, valid, one, [&](Value i) { pv(i, 1); });

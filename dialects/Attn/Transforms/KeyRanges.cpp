@@ -90,7 +90,8 @@ static FailureOr<OnlineAttentionOp> keyTile(RewriterBase &rewriter,
   return piece;
 }
 
-KeyCut mlir::attn::cutKeyRange(RewriterBase &rewriter, OnlineAttentionOp op) {
+KeyCut mlir::attn::cutKeyRange(RewriterBase &rewriter, OnlineAttentionOp op,
+                               Value align) {
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(op);
   OpBuilder &b = rewriter;
@@ -137,6 +138,12 @@ KeyCut mlir::attn::cutKeyRange(RewriterBase &rewriter, OnlineAttentionOp op) {
     fullLo = n.clamp(n.sub(n.add(p, rows), w), lo, hi);
     // fullLo may pass fullHi when the rows outnumber the window.
     fullHi = n.clamp(fullHi, fullLo, hi);
+  }
+  if (align) {
+    // fullHi - fullLo ≥ 0 by the clamps: rounded down to a multiple.
+    Value len = n.sub(fullHi, fullLo);
+    Value whole = arith::DivSIOp::create(b, loc, len, align);
+    fullHi = n.add(fullLo, n.mul(whole, align));
   }
   struct Piece {
     Value lo, hi;

@@ -60,7 +60,12 @@ struct KeyCut {
   /// The keys they fold, [lo, hi), computed before the first piece.
   Value lo, hi;
 };
-KeyCut cutKeyRange(RewriterBase &rewriter, OnlineAttentionOp op);
+/// With `align` (an index), the unmasked piece is shortened to a multiple
+/// of it, its remainder going to the masked piece after it: a target that
+/// folds each piece by tiles of `align` keys then has no short tile in the
+/// middle (causal blocks: [0, p + 1) would end in a tile of one key).
+KeyCut cutKeyRange(RewriterBase &rewriter, OnlineAttentionOp op,
+                   Value align = {});
 
 /// Replaces `op` by the tile of it that folds the keys [lo, hi) (key
 /// coordinates, clamped to the op's keys) into its state.

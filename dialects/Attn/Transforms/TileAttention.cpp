@@ -172,7 +172,21 @@ LogicalResult SDPATiler::buildBlock(IRRewriter &rewriter, scf::ForallOp forall,
   FailureOr<OnlineForm> form = buildOnlineForm(rewriter, tile, countSinks);
   if (failed(form))
     return failure();
-  KeyCut cut = cutKeyRange(rewriter, form->keys);
+  // The CPU folds each piece by tiles of kv-block keys: the unmasked one
+  // aligned to them, unless the block has few rows (decode: tiles of
+  // decode-kv-block, and an aligned piece would add a masked tile).
+  Value align;
+  if (!sizes.gridMapping) {
+    rewriter.setInsertionPoint(form->keys);
+    Value qn =
+        getValueOrCreateConstantIndexOp(rewriter, loc, resultSizes[0][2]);
+    Value rows = n.mul(qn, n.c(groupSize));
+    Value few = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
+                                      rows, n.c(17));
+    align =
+        arith::SelectOp::create(rewriter, loc, few, n.c(1), n.c(sizes.kvBlock));
+  }
+  KeyCut cut = cutKeyRange(rewriter, form->keys, align);
   SmallVector<OnlineAttentionOp> pieces = cut.pieces;
   if (maySplit) {
     // Part s takes keys [lo + s·per, lo + (s+1)·per) of the block's keys
@@ -275,10 +289,13 @@ LogicalResult SDPATiler::buildBlock(IRRewriter &rewriter, scf::ForallOp forall,
   IndexMath m{b, loc};
   Value step = m.c(sizes.kvBlock);
   if (sizes.decodeKvBlock != sizes.kvBlock) {
+    // (Its own compare: the cut's is folded away with the alignment when
+    // no piece uses it.)
     Value rows = m.mul(qn, m.c(groupSize));
-    Value few =
+    Value fewRows =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, rows, m.c(17));
-    step = arith::SelectOp::create(b, loc, few, m.c(sizes.decodeKvBlock), step);
+    step = arith::SelectOp::create(b, loc, fewRows, m.c(sizes.decodeKvBlock),
+                                   step);
   }
   for (OnlineAttentionOp piece : pieces) {
     b.setInsertionPoint(piece);
