@@ -85,6 +85,8 @@ def CPUSelectKernelsPass : Pass<"attn-cpu-select-kernels", "func::FuncOp"> {
     conversion leaves alone and `attn-cpu-micro-kernel` lowers after
     bufferization; every other op is lowered to linalg as usual.
   }];
+  // It creates #attn.cpu_kernel even in a module without attn ops.
+  let dependentDialects = ["::mlir::attn::AttnDialect"];
   let options = [
     Option<"lanes", "lanes", "int64_t", /*default=*/"16",
            "f32 vector lanes of the micro-kernels: 16 (AVX-512), 8 (AVX2) "

@@ -285,26 +285,46 @@ LogicalResult mlir::attn::buildAttnGPUPipeline(OpPassManager &pm,
   return success();
 }
 
+namespace {
+/// A pipeline whose builder can refuse its options: the refusal goes to
+/// MLIR's error handler, so attn-opt exits non-zero before running any
+/// pass (PassPipelineRegistration's builders cannot fail: the pipeline
+/// ran its first passes and exited 0).
+template <typename Options>
+void registerCheckedPipeline(StringRef arg, StringRef description,
+                             LogicalResult (*build)(OpPassManager &,
+                                                    const Options &,
+                                                    std::string *)) {
+  registerPassPipeline(
+      arg, description,
+      [arg, build](OpPassManager &pm, StringRef text,
+                   function_ref<LogicalResult(const Twine &)> errorHandler) {
+        Options options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        std::string error;
+        if (failed(build(pm, options, &error)))
+          return errorHandler(arg + ": " + error);
+        return success();
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)> optHandler) {
+        optHandler(Options());
+      });
+}
+} // namespace
+
 void mlir::attn::registerAttnPipelines() {
   // The pipelines' own passes (Passes.td), by name for attn-opt (a stage
   // replays pass by pass: test/Driver/replay.test).
   registerAttnPipelinesPasses();
-  PassPipelineRegistration<PipelineOptions>(
+  registerCheckedPipeline<PipelineOptions>(
       "attn-pipeline",
       "The attn compiler's pipeline: fuse, keep a reference, tile "
       "(stop-after=attn|fused|tiled)",
-      [](OpPassManager &pm, const PipelineOptions &options) {
-        std::string error;
-        if (failed(buildAttnPipeline(pm, options, &error)))
-          llvm::errs() << "attn-pipeline: " << error << "\n";
-      });
-  PassPipelineRegistration<GPUPipelineOptions>(
+      buildAttnPipeline);
+  registerCheckedPipeline<GPUPipelineOptions>(
       "attn-gpu-pipeline",
       "The attn compiler's CUDA pipeline: fuse, tile for the GPU, "
       "gpu.launch, outline, NVVM, PTX (stop-after=tiled|gpu|ptx)",
-      [](OpPassManager &pm, const GPUPipelineOptions &options) {
-        std::string error;
-        if (failed(buildAttnGPUPipeline(pm, options, &error)))
-          llvm::errs() << "attn-gpu-pipeline: " << error << "\n";
-      });
+      buildAttnGPUPipeline);
 }

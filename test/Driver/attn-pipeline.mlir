@@ -1,6 +1,12 @@
 // The named pipeline attn-opt exposes is the one attn-compile runs.
 // RUN: attn-opt %s -attn-pipeline | FileCheck %s
 // RUN: attn-opt %s -attn-pipeline=stop-after=fused | FileCheck %s --check-prefix=FUSED
+// A refused option stops attn-opt before any pass runs: exit 1, no output
+// (it printed the error, then the module after fusion, and exited 0).
+// RUN: not attn-opt %s "-attn-pipeline=latent-form=bogus stop-after=linalg" > %t.out 2> %t.err
+// RUN: FileCheck %s --check-prefix=BAD < %t.err
+// RUN: not test -s %t.out
+// BAD: error: attn-pipeline: latent-form must be auto, expanded or absorbed, got 'bogus'
 
 // CHECK-LABEL: func.func @f(
 // CHECK: scf.forall
