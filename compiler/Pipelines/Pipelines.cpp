@@ -44,21 +44,29 @@ using namespace mlir::attn;
 LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
                                             const PipelineOptions &options,
                                             std::string *error) {
+  // The options are checked before any pass is added.
+  auto refuse = [&](const std::string &why) {
+    if (error)
+      *error = why;
+    return failure();
+  };
+  LowerLatentAttentionPassOptions latent;
+  latent.form = options.latentForm;
+  if (latent.form != "auto" && latent.form != "expanded" &&
+      latent.form != "absorbed")
+    return refuse("latent-form must be auto, expanded or absorbed, got '" +
+                  latent.form + "'");
+  int64_t lanes = options.vectorLanes;
+  if (lanes != 0 && lanes != 4 && lanes != 8 && lanes != 16)
+    return refuse("vector-lanes must be 16 (AVX-512), 8 (AVX2), 4 (SSE) or 0 "
+                  "(the tiles through linalg), got " +
+                  std::to_string(lanes));
   PipelineStage stop = options.stopAfter;
   if (stop == PipelineStage::Attn)
     return success();
   pm.addNestedPass<func::FuncOp>(createFuseAttentionPass());
   // Multi-head latent attention: both forms, chosen at run time by the
   // query and key lengths (attn.sdpa in each).
-  LowerLatentAttentionPassOptions latent;
-  latent.form = options.latentForm;
-  if (latent.form != "auto" && latent.form != "expanded" &&
-      latent.form != "absorbed") {
-    if (error)
-      *error = "latent-form must be auto, expanded or absorbed, got '" +
-               latent.form + "'";
-    return failure();
-  }
   pm.addNestedPass<func::FuncOp>(createLowerLatentAttentionPass(latent));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   if (stop == PipelineStage::Fused)

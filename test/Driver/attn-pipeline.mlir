@@ -7,6 +7,8 @@
 // RUN: FileCheck %s --check-prefix=BAD < %t.err
 // RUN: not test -s %t.out
 // BAD: error: attn-pipeline: latent-form must be auto, expanded or absorbed, got 'bogus'
+// RUN: not attn-opt %s "-attn-pipeline=vector-lanes=-4 stop-after=llvm-dialect" 2>&1 | FileCheck %s --check-prefix=LANES
+// LANES: error: attn-pipeline: vector-lanes must be 16 (AVX-512), 8 (AVX2), 4 (SSE) or 0 (the tiles through linalg), got -4
 
 // CHECK-LABEL: func.func @f(
 // CHECK: scf.forall

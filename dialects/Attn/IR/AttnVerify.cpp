@@ -43,13 +43,18 @@ LogicalResult verify::expectRank(Operation *op, Value v, int64_t rank,
                            << ", got rank " << got;
 }
 
-/// Checks that dim `i` of `t` is static (head counts and head dims must be).
+/// Checks that dim `i` of `t` is static and positive (head counts and head
+/// dims must be: a head dim of 0 has nothing to compute, and the tilers'
+/// slices of it were out of bounds).
 LogicalResult verify::expectStatic(Operation *op, ShapedType t, int64_t i,
                            const Twine &what) {
-  if (!t.isDynamicDim(i))
+  if (t.isDynamicDim(i))
+    return op->emitOpError()
+           << "expects a static " << what << " (dim " << i << "), got '?'";
+  if (t.getDimSize(i) > 0)
     return success();
-  return op->emitOpError() << "expects a static " << what
-                           << " (dim " << i << "), got '?'";
+  return op->emitOpError() << "expects a positive " << what << " (dim " << i
+                           << "), got " << t.getDimSize(i);
 }
 
 /// Checks that dim `ia` of `a` agrees with dim `ib` of `b`.
@@ -96,9 +101,11 @@ LogicalResult verify::expectNoWider(Operation *op, Value narrow,
 LogicalResult verify::verifyHeadGroups(Operation *op, RankedTensorType q,
                                StringRef qName, RankedTensorType k,
                                StringRef kName) {
-  if (failed(expectStatic(op, q, 1, qName + " head count")) ||
-      failed(expectStatic(op, k, 1, kName + " head count")))
-    return failure();
+  // Static first (the zero counts are named together below).
+  for (auto [t, name] : {std::pair{q, qName}, std::pair{k, kName}})
+    if (t.isDynamicDim(1))
+      return op->emitOpError()
+             << "expects a static " << name << " head count (dim 1), got '?'";
   int64_t hq = q.getDimSize(1), hkv = k.getDimSize(1);
   if (hq <= 0 || hkv <= 0)
     return op->emitOpError() << "expects positive head counts, got " << hq

@@ -733,6 +733,16 @@ func.func @f72(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x
 
 // -----
 
+func.func @f72_zero_head_dim(%q: tensor<1x4x8x0xf32>, %k: tensor<1x2x8x0xf32>, %v: tensor<1x2x8x16xf32>, %o: tensor<1x4x8x16xf32>) {
+  // A head dim of 0 is refused where it stands (the tiler's slices of it
+  // were out of bounds, an error that named neither the dim nor the op).
+  // expected-error @+1 {{expects a positive query head_dim (dim 3), got 0}}
+  %0 = attn.sdpa %q, %k, %v outs(%o : tensor<1x4x8x16xf32>) {scale = 0.25 : f64} : (tensor<1x4x8x0xf32>, tensor<1x2x8x0xf32>, tensor<1x2x8x16xf32>) -> tensor<1x4x8x16xf32>
+  return
+}
+
+// -----
+
 func.func @f73(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) {
   // expected-error @+1 {{expects a result [batch, Hq, q_len, head_dim_v] of rank 4, got rank 3}}
   %0 = attn.sdpa %q, %k, %v outs(%q : tensor<?x4x?x16xf32>) {scale = 0.25 : f64} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x?x16xf32>
