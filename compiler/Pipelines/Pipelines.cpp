@@ -41,26 +41,34 @@
 using namespace mlir;
 using namespace mlir::attn;
 
-LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
-                                            const PipelineOptions &options,
-                                            std::string *error) {
-  // The options are checked before any pass is added.
+/// The options buildAttnPipeline refuses, with the reason in `error`.
+static LogicalResult checkOptions(const PipelineOptions &options,
+                                  std::string *error) {
   auto refuse = [&](const std::string &why) {
     if (error)
       *error = why;
     return failure();
   };
-  LowerLatentAttentionPassOptions latent;
-  latent.form = options.latentForm;
-  if (latent.form != "auto" && latent.form != "expanded" &&
-      latent.form != "absorbed")
+  const std::string &form = options.latentForm;
+  if (form != "auto" && form != "expanded" && form != "absorbed")
     return refuse("latent-form must be auto, expanded or absorbed, got '" +
-                  latent.form + "'");
+                  form + "'");
   int64_t lanes = options.vectorLanes;
   if (lanes != 0 && lanes != 4 && lanes != 8 && lanes != 16)
     return refuse("vector-lanes must be 16 (AVX-512), 8 (AVX2), 4 (SSE) or 0 "
                   "(the tiles through linalg), got " +
                   std::to_string(lanes));
+  return success();
+}
+
+LogicalResult mlir::attn::buildAttnPipeline(OpPassManager &pm,
+                                            const PipelineOptions &options,
+                                            std::string *error) {
+  // The options are checked before any pass is added.
+  if (failed(checkOptions(options, error)))
+    return failure();
+  LowerLatentAttentionPassOptions latent;
+  latent.form = options.latentForm;
   PipelineStage stop = options.stopAfter;
   if (stop == PipelineStage::Attn)
     return success();

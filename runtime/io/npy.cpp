@@ -259,8 +259,11 @@ bool attn_rt::readNpy(std::istream &in, const std::string &path,
     out.dtype = "u2";
   else {
     error = path + ": dtype '" + descr +
-            "' is not supported (accepted: float32 '<f4', int64 '<i8', "
-            "float16 '<f2', uint16 '<u2' (bfloat16 bits))";
+            "' is not supported (the .npy reader takes float32 '<f4', "
+            "int64 '<i8', float16 '<f2', uint16 '<u2' (bfloat16 bits))";
+    // NumPy's default float type: the usual mistake.
+    if (descr == "<f8" || descr == "=f8")
+      error += "; a float64 array: save it with .astype(numpy.float32)";
     return false;
   }
   int64_t elemBytes = out.dtype == "f4" ? 4 : out.dtype == "i8" ? 8 : 2;

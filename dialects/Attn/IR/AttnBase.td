@@ -203,6 +203,8 @@ def Attn_TilesAttr : AttrDef<Attn_Dialect, "Tiles"> {
                         "int64_t":$decode_kv_block, "int64_t":$split_target,
                         "int64_t":$split_min_keys);
   let assemblyFormat = "`<` struct(params) `>`";
+  // Blocks and the fewest keys per part positive, split_target 0 or more.
+  let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// The discardable attribute's name on an attention op.
     static constexpr ::llvm::StringLiteral kAttrName = "attn.tiles";

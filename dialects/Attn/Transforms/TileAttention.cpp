@@ -155,6 +155,23 @@ SDPATiler::tileBlocks(IRRewriter &rewriter, Value split, Value nSplit) {
   return std::make_pair(forall, tiled);
 }
 
+Value SDPATiler::keyAlignment(IRRewriter &rewriter, Operation *keys) {
+  // The CPU folds each piece by tiles of kv-block keys: the unmasked one
+  // aligned to them, unless the block has few rows (decode: tiles of
+  // decode-kv-block, and an aligned piece would add a masked tile).
+  if (sizes.gridMapping)
+    return {};
+  Location loc = keys->getLoc();
+  rewriter.setInsertionPoint(keys);
+  IndexMath n{rewriter, loc};
+  Value qn = getValueOrCreateConstantIndexOp(rewriter, loc, resultSizes[0][2]);
+  Value rows = n.mul(qn, n.c(groupSize));
+  Value few = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
+                                    rows, n.c(17));
+  return arith::SelectOp::create(rewriter, loc, few, n.c(1),
+                                 n.c(sizes.kvBlock));
+}
+
 LogicalResult SDPATiler::buildBlock(IRRewriter &rewriter, scf::ForallOp forall,
                                     Operation *tile, Value split,
                                     Value nSplit) {
@@ -172,20 +189,7 @@ LogicalResult SDPATiler::buildBlock(IRRewriter &rewriter, scf::ForallOp forall,
   FailureOr<OnlineForm> form = buildOnlineForm(rewriter, tile, countSinks);
   if (failed(form))
     return failure();
-  // The CPU folds each piece by tiles of kv-block keys: the unmasked one
-  // aligned to them, unless the block has few rows (decode: tiles of
-  // decode-kv-block, and an aligned piece would add a masked tile).
-  Value align;
-  if (!sizes.gridMapping) {
-    rewriter.setInsertionPoint(form->keys);
-    Value qn =
-        getValueOrCreateConstantIndexOp(rewriter, loc, resultSizes[0][2]);
-    Value rows = n.mul(qn, n.c(groupSize));
-    Value few = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
-                                      rows, n.c(17));
-    align =
-        arith::SelectOp::create(rewriter, loc, few, n.c(1), n.c(sizes.kvBlock));
-  }
+  Value align = keyAlignment(rewriter, form->keys);
   KeyCut cut = cutKeyRange(rewriter, form->keys, align);
   SmallVector<OnlineAttentionOp> pieces = cut.pieces;
   if (maySplit) {

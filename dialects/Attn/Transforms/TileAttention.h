@@ -54,6 +54,11 @@ private:
   /// CPU's key loops. Erases the tiled op.
   LogicalResult buildBlock(IRRewriter &rewriter, scf::ForallOp forall,
                            Operation *tile, Value split, Value nSplit);
+  /// The multiple of keys the unmasked piece of the block's online form
+  /// (`keys`, created before it) is cut to (cutKeyRange's `align`): the kv
+  /// block on the CPU when the block has 17 rows or more, 1 below (decode);
+  /// none on the GPU.
+  Value keyAlignment(IRRewriter &rewriter, Operation *keys);
   /// Merges the parts by log-sum-exp into the output (and the row
   /// statistics `stats` when the op returns them); no iteration (both pass
   /// through) without split.

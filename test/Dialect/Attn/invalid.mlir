@@ -1767,3 +1767,21 @@ func.func @paged_range_start_batch(%q: tensor<2x8x1x64xf32>, %kc: tensor<?x2x16x
   %0 = attn.paged_sdpa %q, %kc, %vc, %table, %lens q_pos(%pos : tensor<2xi64>) range_start(%start : tensor<3xi64>) outs(%init : tensor<2x8x1x64xf32>) {mask = #attn.mask<chunked>, window = 8 : i64, scale = 0.125 : f64} : (tensor<2x8x1x64xf32>, tensor<?x2x16x64xf32>, tensor<?x2x16x64xf32>, tensor<2x?xi32>, tensor<2xi64>) -> tensor<2x8x1x64xf32>
   return
 }
+
+// -----
+
+// #attn.tiles: blocks and split_min_keys positive, split_target 0 or more
+// (attn-tile-attention refused these while -attn-pipeline took them).
+func.func @tiles_negative_split(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{#attn.tiles takes positive q_block, kv_block, decode_kv_block and split_min_keys and a split_target of 0 or more, got q_block = 64, kv_block = 64, decode_kv_block = 1024, split_target = -1, split_min_keys = 512}}
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<1x4x8x16xf32>) {attn.tiles = #attn.tiles<q_block = 64, kv_block = 64, decode_kv_block = 1024, split_target = -1, split_min_keys = 512>, scale = 0.25 : f64} : (tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> tensor<1x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @tiles_zero_block(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{got q_block = 0, kv_block = 64}}
+  %0 = attn.sdpa %q, %k, %v outs(%q : tensor<1x4x8x16xf32>) {attn.tiles = #attn.tiles<q_block = 0, kv_block = 64, decode_kv_block = 64, split_target = 0, split_min_keys = 512>, scale = 0.25 : f64} : (tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> tensor<1x4x8x16xf32>
+  return
+}
