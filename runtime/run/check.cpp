@@ -175,6 +175,28 @@ bool checkPagedKind(const attn_rt_kind &kind, std::mt19937 &rng) {
   return allOk;
 }
 
+/// The kind's fused kernel and its reference (the compiled one, else the
+/// float64 one) on q, K and V of shapes qs, ks, vs: every sequence with
+/// all its keys but the second, which has half (key padding); a random
+/// bias table or sinks where the kind takes them.
+void fusedAndReference(const attn_rt_kind &kind, std::mt19937 &rng,
+                       Buf<float> &q, const std::vector<int64_t> &qs,
+                       Buf<float> &k, const std::vector<int64_t> &ks,
+                       Buf<float> &v, const std::vector<int64_t> &vs,
+                       Buf<float> &fused, Buf<float> &ref) {
+  int64_t b = qs[0], skv = ks[2];
+  std::vector<int64_t> lens(b, skv);
+  if (b > 1)
+    lens[1] = skv / 2;
+  auto table = randomExtraInput(kind, rng);
+  run(kind.fused, kind, q, qs, k, ks, v, vs, lens, &table, fused);
+  if (kind.reference)
+    run(kind.reference, kind, q, qs, k, ks, v, vs, lens, &table, ref);
+  else
+    referenceF64(kind, q, qs, k, ks, v, vs, lens, kind.scale, kind.softcap, ref,
+                 nullptr, kind.has_sinks ? &table : nullptr);
+}
+
 /// check: NaN inputs. A NaN in q or K makes NaN every output row whose
 /// scores it enters (the query's row; each row of the key's group that can
 /// see the key), as PyTorch's attention does, and leaves every other row
@@ -203,17 +225,8 @@ bool checkNanInputs(const attn_rt_kind &kind, std::mt19937 &rng) {
     // the key a third of the way in) NaN.
     q[(s.sq - 1) * d + d / 2] = NAN;
     k[((hkv - 1) * s.skv + s.skv / 3) * d + 1] = NAN;
-    std::vector<int64_t> lens(s.b, s.skv);
-    if (s.b > 1)
-      lens[1] = s.skv / 2;
-    auto table = randomExtraInput(kind, rng);
     Buf<float> fused, ref;
-    run(kind.fused, kind, q, qs, k, ks, v, vs, lens, &table, fused);
-    if (kind.reference)
-      run(kind.reference, kind, q, qs, k, ks, v, vs, lens, &table, ref);
-    else
-      referenceF64(kind, q, qs, k, ks, v, vs, lens, kind.scale, kind.softcap,
-                   ref, nullptr, kind.has_sinks ? &table : nullptr);
+    fusedAndReference(kind, rng, q, qs, k, ks, v, vs, fused, ref);
     int64_t nans = 0, mismatched = 0;
     for (size_t j = 0; j < ref.size(); ++j) {
       bool a = std::isnan(fused[j]), r = std::isnan(ref[j]);
@@ -279,17 +292,8 @@ int attn_rt::cli::cmdCheck(const attn_rt_model *m, int argc, char **argv) {
       roundToKV(kind, k);
       roundToKV(kind, v);
       roundToQO(kind, q);
-      std::vector<int64_t> lens(s.b, s.skv);
-      if (s.b > 1)
-        lens[1] = s.skv / 2; // key padding on the second sequence
-      auto table = randomExtraInput(kind, rng);
       Buf<float> fused, ref;
-      run(kind.fused, kind, q, qs, k, ks, v, vs, lens, &table, fused);
-      if (kind.reference)
-        run(kind.reference, kind, q, qs, k, ks, v, vs, lens, &table, ref);
-      else
-        referenceF64(kind, q, qs, k, ks, v, vs, lens, kind.scale, kind.softcap,
-                     ref, nullptr, kind.has_sinks ? &table : nullptr);
+      fusedAndReference(kind, rng, q, qs, k, ks, v, vs, fused, ref);
       MaxError err;
       err.add(fused, ref);
       // Two 16-bit outputs (--qo-dtype: the compiled reference rounds its

@@ -127,7 +127,10 @@ void GDEmitter::loadChunk(Value t0, Value len) {
   // transposing store per element became a scatter (vscatterqps): 11% of
   // Mamba2's SSD chunk on a Zen 4.
   auto square = VectorType::get({W, W}, b.getF32Type());
-  loop(idx(0), idx(kChunk), idx(W), [&](Value t) {
+  Value from = idx(0);
+  Value to = idx(kChunk);
+  Value step = idx(W);
+  loop(from, to, step, [&](Value t) {
     for (int64_t j0 = 0; j0 < dkp; j0 += W)
       storeTransposedBlock(
           b, loc, square,

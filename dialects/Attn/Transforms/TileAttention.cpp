@@ -168,8 +168,11 @@ Value SDPATiler::keyAlignment(IRRewriter &rewriter, Operation *keys) {
   Value rows = n.mul(qn, n.c(groupSize));
   Value few = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
                                     rows, n.c(17));
-  return arith::SelectOp::create(rewriter, loc, few, n.c(1),
-                                 n.c(sizes.kvBlock));
+  // One op per statement: the host compiler's argument order would
+  // change the IR (tools/dev.sh gcc-check).
+  Value one = n.c(1);
+  Value block = n.c(sizes.kvBlock);
+  return arith::SelectOp::create(rewriter, loc, few, one, block);
 }
 
 LogicalResult SDPATiler::buildBlock(IRRewriter &rewriter, scf::ForallOp forall,
