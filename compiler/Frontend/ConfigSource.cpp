@@ -103,12 +103,11 @@ public:
     auto [it, inserted] = stack.back().keyOffsets.try_emplace(k, at);
     if (!inserted) {
       errorOffset = at;
+      firstCopy = it->second;
       errorPrefix = "";
       errorMessage = "key \"" + k +
-                     "\" appears twice in one object of the "
-                     "config (first at " +
-                     lineColumn(it->second) +
-                     "); JSON readers differ on which one counts: keep one";
+                     "\" appears twice in one object of the config; JSON "
+                     "readers differ on which one counts: keep one";
       return false;
     }
     stack.back().key = k;
@@ -128,6 +127,8 @@ public:
 
   std::optional<size_t> errorOffset;
   std::string errorPrefix = "malformed JSON in config file: ";
+  /// A duplicated key's first copy (the error is at the second).
+  std::optional<size_t> firstCopy;
   std::string errorMessage;
 
 private:
@@ -138,19 +139,6 @@ private:
     std::string pointer;
     llvm::StringMap<size_t> keyOffsets;
   };
-
-  std::string lineColumn(size_t offset) const {
-    size_t line = 1, col = 1;
-    for (size_t i = 0; i < offset && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    return "line " + std::to_string(line) + ", column " + std::to_string(col);
-  }
 
   std::string currentPointer() const {
     if (stack.empty())
@@ -424,7 +412,11 @@ std::unique_ptr<ConfigSource> ConfigSource::parse(llvm::StringRef path,
         --at;
       at = at > 0 ? at - 1 : 0;
     }
-    emitError(src->locOfOffset(at)) << sax.errorPrefix << sax.errorMessage;
+    InFlightDiagnostic diag = emitError(src->locOfOffset(at));
+    diag << sax.errorPrefix << sax.errorMessage;
+    if (sax.firstCopy)
+      diag.attachNote(src->locOfOffset(*sax.firstCopy))
+          << "its first copy is here";
     return nullptr;
   }
   src->rootValue = json::parse(parsed, nullptr, /*allow_exceptions=*/false);

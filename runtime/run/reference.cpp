@@ -55,8 +55,9 @@ void referenceF64(const attn_rt_kind &kind, const Buf<float> &q,
             dot = softcap * std::tanh(dot / softcap);
           s[j] = dot;
           // A NaN score (a NaN in q or K) makes the row NaN, as in
-          // PyTorch: it is the max then, and every exp is NaN.
-          mx = std::isnan(dot) || std::isnan(mx) ? NAN : std::max(mx, dot);
+          // PyTorch: it becomes the max (which std::max then keeps), and
+          // every exp is NaN.
+          mx = std::isnan(dot) ? dot : std::max(mx, dot);
         }
         // A sink is one more logit whose probability is dropped.
         double sink = sinks ? double((*sinks)[h]) : -INFINITY;
