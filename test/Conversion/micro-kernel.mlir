@@ -3,6 +3,7 @@
 // RUN: attn-opt %s -split-input-file -attn-cpu-select-kernels -convert-attn-to-linalg -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -attn-cpu-micro-kernel | FileCheck %s
 // RUN: attn-opt %s -split-input-file -attn-cpu-select-kernels -convert-attn-to-linalg -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -attn-cpu-micro-kernel | FileCheck %s --check-prefix=DECODE
 // RUN: attn-opt %s -split-input-file -attn-cpu-select-kernels=lanes=8 -convert-attn-to-linalg -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -attn-cpu-micro-kernel=lanes=8 | FileCheck %s --check-prefix=AVX2
+// RUN: attn-opt %s -split-input-file -attn-cpu-select-kernels -convert-attn-to-linalg -one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" -attn-cpu-micro-kernel | FileCheck %s --check-prefix=SLIDE
 // RUN: not attn-opt %s -split-input-file -attn-cpu-select-kernels=lanes=12 -convert-attn-to-linalg 2>&1 | FileCheck %s --check-prefix=LANES
 
 // The micro-kernel takes f32 tiles with static head dims: the op stays for
@@ -215,4 +216,29 @@ func.func @group16_bf16(%q: tensor<16x?x64xf32>, %k: tensor<?x64xbf16>, %v: tens
          tensor<16x?x64xf32>, tensor<16x?xf32>, tensor<16x?xf32>)
         -> (tensor<16x?x64xf32>, tensor<16x?xf32>, tensor<16x?xf32>)
   return %a, %mx, %s : tensor<16x?x64xf32>, tensor<16x?xf32>, tensor<16x?xf32>
+}
+
+// -----
+
+// Under a sliding window a block of rows starts its scores at the first key
+// its first row's window holds (the min of the rows' positions - 127),
+// rounded down to the register tile's 8 keys, and stops after its last
+// row's position (the max).
+// SLIDE-LABEL: func.func private @sliding_tile(
+// SLIDE: vector.reduction <maxsi>
+// SLIDE: %[[LOW:.*]] = vector.reduction <minsi>, {{.*}} : vector<16xi32> into i32
+// SLIDE: arith.subi %[[LOW]], %c127_i32
+// SLIDE: %[[GROUPS:.*]] = arith.divsi %{{.*}}, %[[C8:c8[_0-9]*]] : index
+// SLIDE: %[[FIRST:.*]] = arith.muli %[[GROUPS]], %[[C8]] : index
+// SLIDE: scf.for %{{.*}} = %[[FIRST]] to %{{.*}} step %c8
+func.func @sliding(%q: tensor<4x?x64xf32>, %k: tensor<?x64xf32>, %v: tensor<?x64xf32>,
+                   %acc: tensor<4x?x64xf32>, %m: tensor<4x?xf32>, %l: tensor<4x?xf32>,
+                   %qp: index, %kp: index)
+    -> (tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>) {
+  %a, %mx, %s = attn.online_attention %q, %k, %v, %acc, %m, %l, %qp, %kp
+      {mask = #attn.mask<sliding_window>, window = 128 : i64, scale = 0.125 : f64}
+      : (tensor<4x?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>,
+         tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>)
+        -> (tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>)
+  return %a, %mx, %s : tensor<4x?x64xf32>, tensor<4x?xf32>, tensor<4x?xf32>
 }
